@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# Installs every build, test and runtime dependency of cmax from Debian 12's apt.
+# Idempotent: packages already present are not touched, and nothing is fetched when all are.
+set -euo pipefail
+
+packages=(
+  # build
+  build-essential cmake ninja-build pkg-config git
+  # libraries the code links
+  libcli11-dev libfmt-dev libspdlog-dev nlohmann-json3-dev libsimdjson-dev libyaml-cpp-dev
+  libexpected-dev libsqlite3-dev sqlite3 libcurl4-openssl-dev
+  # tests, benchmarks, fuzzing, sanitizers, lint
+  libgtest-dev libgmock-dev googletest libbenchmark-dev
+  clang clang-format clang-tidy libclang-rt-14-dev
+  # the lab cluster and CPU collectives
+  slurmctld slurmd slurm-client munge openmpi-bin libopenmpi-dev
+  # what the host inventory reads with
+  pciutils procps util-linux iproute2
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q '^install ok installed$'; then
+    missing+=("$p")
+  fi
+done
+
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "setup: all ${#packages[@]} packages present"
+  exit 0
+fi
+
+sudo=""
+if [ "$(id -u)" -ne 0 ]; then
+  command -v sudo >/dev/null || { echo "setup: need root or sudo to install: ${missing[*]}" >&2; exit 1; }
+  sudo="sudo"
+fi
+
+echo "setup: installing ${missing[*]}"
+# Keep the packages' own daemons (munged, slurmctld, slurmd) from starting: the lab runs
+# its own copies with its own key and sockets. policy-rc.d is removed again afterwards.
+policy=/usr/sbin/policy-rc.d
+added_policy=0
+if [ ! -e "$policy" ]; then
+  printf '#!/bin/sh\nexit 101\n' | $sudo tee "$policy" >/dev/null
+  $sudo chmod 755 "$policy"
+  added_policy=1
+fi
+cleanup() { [ "$added_policy" -eq 1 ] && $sudo rm -f "$policy"; }
+trap cleanup EXIT
+
+export DEBIAN_FRONTEND=noninteractive
+$sudo apt-get update -q
+$sudo apt-get install -y -q --no-install-recommends "${missing[@]}"
+echo "setup: done"

@@ -1,0 +1,69 @@
+#include "cli/cli.hpp"
+
+#include <CLI/CLI.hpp>
+#include <exception>
+#include <ostream>
+
+#include "core/log.hpp"
+#include "sys/host.hpp"
+
+namespace cmax::cli {
+
+std::string Context::DbPath() const {
+  return global.db.empty() ? sys::DataDir() + "/cmax.db" : global.db;
+}
+
+bool Context::Color() const {
+  return out_is_terminal && !global.no_color && sys::GetEnv("NO_COLOR").empty();
+}
+
+int RunCli(const std::vector<std::string>& args, std::ostream& out, std::ostream& err,
+           bool out_is_terminal) {
+  CLI::App app{
+      "cmax evaluates GPU clouds the way the ClusterMAX rating does: it inventories and audits\n"
+      "hosts and clusters, records the evidence in a SQLite store, and reports findings."};
+  app.name("cmax");
+  app.set_version_flag("--version", "cmax " + VersionString());
+  app.require_subcommand(1);
+  app.fallthrough();
+  app.footer(
+      "Exit codes: 0 ok, 1 checks failed, 2 usage error, 3 error (could not do the job),\n"
+      "128+N interrupted by signal N. `cmax COMMAND --help` explains each command.");
+
+  Context ctx{out, err, {}, out_is_terminal};
+  app.add_option("--db", ctx.global.db, "SQLite store (default $XDG_DATA_HOME/cmax/cmax.db)")
+      ->envname("CMAX_DB");
+  app.add_flag("-v,--verbose", ctx.global.verbosity, "More log detail on stderr (repeat: -vv)");
+  app.add_flag("-q,--quiet", ctx.global.quiet, "Errors only on stderr");
+  app.add_flag("--no-color", ctx.global.no_color, "No colours even on a terminal (also NO_COLOR)");
+
+  const std::vector<Command> commands = {
+      SetupRunCommand(app),
+      SetupDbCommand(app),
+      SetupReportCommand(app),
+      SetupLabCommand(app),
+  };
+
+  std::vector<std::string> reversed(args.rbegin(), args.rend());
+  try {
+    app.parse(reversed);
+  } catch (const CLI::ParseError& e) {
+    const int code = app.exit(e, out, err);
+    return code == 0 ? kExitOk : kExitUsage;
+  }
+
+  log::SetLevel(log::LevelFor(ctx.global.verbosity, ctx.global.quiet, sys::StderrIsTerminal()));
+  for (const Command& command : commands) {
+    if (!command.app->parsed()) continue;
+    try {
+      return command.run(ctx);
+    } catch (const std::exception& e) {
+      err << "cmax: internal error: " << e.what() << "\n";
+      return kExitError;
+    }
+  }
+  err << "cmax: no command given (see cmax --help)\n";
+  return kExitUsage;
+}
+
+}  // namespace cmax::cli

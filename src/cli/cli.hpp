@@ -1,0 +1,55 @@
+// The command line: RunCli parses arguments and runs one subcommand. main() calls it with the
+// real streams; tests call it with string streams and assert on exit codes and stored runs.
+#pragma once
+
+#include <functional>
+#include <iosfwd>
+#include <string>
+#include <vector>
+
+namespace CLI {
+class App;
+}
+
+namespace cmax::cli {
+
+// Exit codes of every command.
+inline constexpr int kExitOk = 0;
+inline constexpr int kExitChecksFailed = 1;
+inline constexpr int kExitUsage = 2;
+inline constexpr int kExitError = 3;  // could not do its job: store unreadable, lab failed, bug
+
+struct GlobalOptions {
+  std::string db;  // --db or CMAX_DB; empty: the default under the data folder
+  int verbosity = 0;
+  bool quiet = false;
+  bool no_color = false;
+};
+
+struct Context {
+  std::ostream& out;
+  std::ostream& err;
+  GlobalOptions global;
+  bool out_is_terminal = false;
+  std::string DbPath() const;
+  bool Color() const;
+};
+
+// One subcommand: Setup binds its flags on the parent and returns the function that runs it.
+struct Command {
+  CLI::App* app = nullptr;
+  std::function<int(Context&)> run;
+};
+
+// The explicit list of subcommands: one place to read what exists.
+Command SetupRunCommand(CLI::App& parent);
+Command SetupDbCommand(CLI::App& parent);
+Command SetupReportCommand(CLI::App& parent);
+Command SetupLabCommand(CLI::App& parent);
+
+int RunCli(const std::vector<std::string>& args, std::ostream& out, std::ostream& err,
+           bool out_is_terminal = false);
+
+std::string VersionString();
+
+}  // namespace cmax::cli

@@ -1,0 +1,73 @@
+// `cmax report`: renders a stored run as text, JSON, JUnit XML or a self-contained HTML page.
+// It reads only the store, so any past run can be re-rendered without the cluster.
+#include <CLI/CLI.hpp>
+#include <memory>
+#include <ostream>
+
+#include "cli/cli.hpp"
+#include "cli/common.hpp"
+#include "report/render.hpp"
+#include "sys/file_system.hpp"
+
+namespace cmax::cli {
+namespace {
+
+struct ReportOptions {
+  std::string run;
+  std::string format = "text";
+  std::string output;
+  bool json = false;
+};
+
+int RunReport(const ReportOptions& options, Context& ctx) {
+  auto format = report::ParseFormat(options.json ? "json" : options.format);
+  if (!format) {
+    ctx.err << "cmax report: " << format.error().message << "\n";
+    return kExitUsage;
+  }
+  auto store = OpenExistingStore(ctx);
+  if (!store) {
+    ctx.err << "cmax report: " << store.error().message << "\n";
+    return kExitError;
+  }
+  auto id = ResolveRunId(*store, options.run);
+  if (!id) {
+    ctx.err << "cmax report: " << id.error().message << "\n";
+    return id.error().code == ErrorCode::kInvalidArgument ? kExitUsage : kExitError;
+  }
+  auto record = store->LoadRun(*id);
+  if (!record) {
+    ctx.err << "cmax report: " << record.error().message << "\n";
+    return record.error().code == ErrorCode::kNotFound ? kExitUsage : kExitError;
+  }
+  const bool to_stdout = options.output.empty() || options.output == "-";
+  const std::string text =
+      report::Render(*format, *record, {.color = to_stdout && ctx.Color(), .show_evidence = false});
+  if (to_stdout) {
+    ctx.out << text;
+    return kExitOk;
+  }
+  sys::LocalFileSystem fs;
+  if (auto ok = fs.WriteFileAtomic(options.output, text, 0644); !ok) {
+    ctx.err << "cmax report: " << ok.error().message << "\n";
+    return kExitError;
+  }
+  ctx.err << "wrote " << options.output << "\n";
+  return kExitOk;
+}
+
+}  // namespace
+
+Command SetupReportCommand(CLI::App& parent) {
+  auto options = std::make_shared<ReportOptions>();
+  CLI::App* app = parent.add_subcommand(
+      "report", "Render a stored run: text, json (cmax.report/v1), junit or html");
+  app->add_option("RUN", options->run, "Run id, or 'latest' (default)");
+  app->add_option("-f,--format", options->format, "text, json, junit or html")
+      ->check(CLI::IsMember({"text", "json", "junit", "html"}));
+  app->add_option("-o,--output", options->output, "Write to this file instead of stdout");
+  app->add_flag("--json", options->json, "Same as --format json");
+  return {app, [options](Context& ctx) { return RunReport(*options, ctx); }};
+}
+
+}  // namespace cmax::cli

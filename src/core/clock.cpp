@@ -1,0 +1,94 @@
+#include "core/clock.hpp"
+
+#include <fmt/format.h>
+
+#include <charconv>
+#include <ctime>
+#include <thread>
+
+namespace cmax {
+
+WallTime SystemClock::Now() const {
+  return std::chrono::time_point_cast<std::chrono::milliseconds>(std::chrono::system_clock::now());
+}
+
+std::chrono::steady_clock::time_point SystemClock::Monotonic() const {
+  return std::chrono::steady_clock::now();
+}
+
+void SystemClock::Sleep(Duration duration) { std::this_thread::sleep_for(duration); }
+
+std::chrono::steady_clock::time_point ManualClock::Monotonic() const {
+  return std::chrono::steady_clock::time_point(
+      std::chrono::duration_cast<std::chrono::steady_clock::duration>(elapsed_));
+}
+
+void ManualClock::Advance(Duration duration) {
+  elapsed_ += duration;
+  now_ += std::chrono::duration_cast<std::chrono::milliseconds>(duration);
+}
+
+std::string FormatIso8601(WallTime time) {
+  const auto ms = time.time_since_epoch().count();
+  std::time_t seconds = static_cast<std::time_t>(ms / 1000);
+  int64_t millis = ms % 1000;
+  if (millis < 0) {
+    millis += 1000;
+    seconds -= 1;
+  }
+  std::tm tm{};
+  gmtime_r(&seconds, &tm);
+  return fmt::format("{:04}-{:02}-{:02}T{:02}:{:02}:{:02}.{:03}Z", tm.tm_year + 1900, tm.tm_mon + 1,
+                     tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, millis);
+}
+
+namespace {
+
+bool ReadInt(std::string_view text, size_t pos, size_t len, int& out) {
+  if (pos + len > text.size()) return false;
+  const char* begin = text.data() + pos;
+  auto [end, ec] = std::from_chars(begin, begin + len, out);
+  return ec == std::errc() && end == begin + len;
+}
+
+}  // namespace
+
+Result<WallTime> ParseIso8601(std::string_view text) {
+  // Accepts what FormatIso8601 writes, with or without milliseconds.
+  int year = 0, month = 0, day = 0, hour = 0, minute = 0, second = 0, millis = 0;
+  bool ok = ReadInt(text, 0, 4, year) && text.size() > 4 && text[4] == '-' &&
+            ReadInt(text, 5, 2, month) && text.size() > 7 && text[7] == '-' &&
+            ReadInt(text, 8, 2, day) && text.size() > 10 && text[10] == 'T' &&
+            ReadInt(text, 11, 2, hour) && text.size() > 13 && text[13] == ':' &&
+            ReadInt(text, 14, 2, minute) && text.size() > 16 && text[16] == ':' &&
+            ReadInt(text, 17, 2, second);
+  size_t pos = 19;
+  if (ok && pos < text.size() && text[pos] == '.') {
+    ok = ReadInt(text, pos + 1, 3, millis);
+    pos += 4;
+  }
+  ok = ok && pos + 1 == text.size() && text[pos] == 'Z' && month >= 1 && month <= 12 && day >= 1 &&
+       day <= 31 && hour < 24 && minute < 60 && second < 61;
+  if (!ok) return Fail(ErrorCode::kInvalidArgument, "not an ISO 8601 UTC time: '{}'", text);
+  std::tm tm{};
+  tm.tm_year = year - 1900;
+  tm.tm_mon = month - 1;
+  tm.tm_mday = day;
+  tm.tm_hour = hour;
+  tm.tm_min = minute;
+  tm.tm_sec = second;
+  const std::time_t seconds = timegm(&tm);
+  return WallTime(std::chrono::milliseconds(static_cast<int64_t>(seconds) * 1000 + millis));
+}
+
+std::string FormatDuration(Duration duration) {
+  const double seconds = std::chrono::duration<double>(duration).count();
+  if (seconds < 0) return "-" + FormatDuration(-duration);
+  if (seconds < 1.0) return fmt::format("{:.0f}ms", seconds * 1000.0);
+  if (seconds < 60.0) return fmt::format("{:.2f}s", seconds);
+  const auto total = static_cast<int64_t>(seconds);
+  if (total < 3600) return fmt::format("{}m{:02}s", total / 60, total % 60);
+  return fmt::format("{}h{:02}m", total / 3600, (total % 3600) / 60);
+}
+
+}  // namespace cmax

@@ -1,0 +1,53 @@
+// Clock: wall and monotonic time behind an interface, so that loops, timeouts and reports
+// can be tested with a clock the test moves. Also the one place timestamps are formatted.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "core/result.hpp"
+
+namespace cmax {
+
+using WallTime = std::chrono::time_point<std::chrono::system_clock, std::chrono::milliseconds>;
+using Duration = std::chrono::nanoseconds;
+
+class Clock {
+ public:
+  virtual ~Clock() = default;
+  virtual WallTime Now() const = 0;
+  virtual std::chrono::steady_clock::time_point Monotonic() const = 0;
+  virtual void Sleep(Duration duration) = 0;
+};
+
+class SystemClock final : public Clock {
+ public:
+  WallTime Now() const override;
+  std::chrono::steady_clock::time_point Monotonic() const override;
+  void Sleep(Duration duration) override;
+};
+
+// A clock that moves only when told to (Sleep advances it); for tests.
+class ManualClock final : public Clock {
+ public:
+  explicit ManualClock(WallTime start) : now_(start) {}
+  WallTime Now() const override { return now_; }
+  std::chrono::steady_clock::time_point Monotonic() const override;
+  void Sleep(Duration duration) override { Advance(duration); }
+  void Advance(Duration duration);
+
+ private:
+  WallTime now_;
+  Duration elapsed_{0};
+};
+
+// "2026-11-30T09:22:28.911Z": UTC, millisecond precision, sorts as text.
+std::string FormatIso8601(WallTime time);
+Result<WallTime> ParseIso8601(std::string_view text);
+
+// Seconds as "1.234s", "250ms", "3m12s": for people, not for machines.
+std::string FormatDuration(Duration duration);
+
+}  // namespace cmax

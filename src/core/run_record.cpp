@@ -1,0 +1,84 @@
+#include "core/run_record.hpp"
+
+#include <array>
+#include <utility>
+
+namespace cmax {
+namespace {
+
+template <class Enum, size_t N>
+Result<Enum> ParseName(const std::array<std::pair<Enum, std::string_view>, N>& names,
+                       std::string_view text, std::string_view what) {
+  for (const auto& [value, name] : names) {
+    if (name == text) return value;
+  }
+  return Fail(ErrorCode::kInvalidArgument, "unknown {} '{}'", what, text);
+}
+
+template <class Enum, size_t N>
+std::string_view NameOf(const std::array<std::pair<Enum, std::string_view>, N>& names,
+                        Enum value) {
+  for (const auto& [v, name] : names) {
+    if (v == value) return name;
+  }
+  return "?";
+}
+
+constexpr std::array<std::pair<CheckStatus, std::string_view>, 5> kStatusNames{{
+    {CheckStatus::kPass, "PASS"},
+    {CheckStatus::kWarn, "WARN"},
+    {CheckStatus::kFail, "FAIL"},
+    {CheckStatus::kSkip, "SKIP"},
+    {CheckStatus::kAttest, "ATTEST"},
+}};
+
+constexpr std::array<std::pair<Severity, std::string_view>, 5> kSeverityNames{{
+    {Severity::kInfo, "info"},
+    {Severity::kLow, "low"},
+    {Severity::kMedium, "medium"},
+    {Severity::kHigh, "high"},
+    {Severity::kCritical, "critical"},
+}};
+
+constexpr std::array<std::pair<RunState, std::string_view>, 5> kRunStateNames{{
+    {RunState::kRunning, "running"},
+    {RunState::kOk, "ok"},
+    {RunState::kChecksFailed, "checks-failed"},
+    {RunState::kInterrupted, "interrupted"},
+    {RunState::kError, "error"},
+}};
+
+}  // namespace
+
+std::string_view StatusName(CheckStatus status) { return NameOf(kStatusNames, status); }
+Result<CheckStatus> ParseStatus(std::string_view text) {
+  return ParseName(kStatusNames, text, "status");
+}
+std::string_view SeverityName(Severity severity) { return NameOf(kSeverityNames, severity); }
+Result<Severity> ParseSeverity(std::string_view text) {
+  return ParseName(kSeverityNames, text, "severity");
+}
+std::string_view RunStateName(RunState state) { return NameOf(kRunStateNames, state); }
+Result<RunState> ParseRunState(std::string_view text) {
+  return ParseName(kRunStateNames, text, "run state");
+}
+
+std::string_view FindingCategory(std::string_view check_id) {
+  return check_id.substr(0, check_id.find('.'));
+}
+
+StatusCounts CountStatuses(const std::vector<Finding>& findings) {
+  StatusCounts counts;
+  for (const Finding& finding : findings) {
+    switch (finding.status) {
+      case CheckStatus::kPass: ++counts.pass; break;
+      case CheckStatus::kWarn: ++counts.warn; break;
+      case CheckStatus::kFail: ++counts.fail; break;
+      case CheckStatus::kSkip: ++counts.skip; break;
+      case CheckStatus::kAttest: ++counts.attest; break;
+    }
+  }
+  return counts;
+}
+
+}  // namespace cmax

@@ -1,0 +1,93 @@
+// The evidence model every command produces and every report reads: a run, the evidence it
+// collected, the findings rules drew from it, and the metrics it measured.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/clock.hpp"
+#include "core/result.hpp"
+
+namespace cmax {
+
+enum class CheckStatus { kPass, kWarn, kFail, kSkip, kAttest };
+enum class Severity { kInfo, kLow, kMedium, kHigh, kCritical };
+// kOk: finished with no FAIL finding; kChecksFailed: finished with at least one.
+enum class RunState { kRunning, kOk, kChecksFailed, kInterrupted, kError };
+
+std::string_view StatusName(CheckStatus status);  // "PASS", "WARN", ...
+Result<CheckStatus> ParseStatus(std::string_view text);
+std::string_view SeverityName(Severity severity);  // "info", "low", ...
+Result<Severity> ParseSeverity(std::string_view text);
+std::string_view RunStateName(RunState state);  // "running", "ok", "checks-failed", ...
+Result<RunState> ParseRunState(std::string_view text);
+
+struct Finding {
+  std::string check_id;  // "<category>.<name>", e.g. "gpu.driver"
+  CheckStatus status = CheckStatus::kSkip;
+  Severity severity = Severity::kInfo;
+  std::string observed;
+  std::string expected;
+  std::string message;
+  std::string remediation;
+  std::vector<std::string> links;
+};
+
+// The part of a check id before the first dot: how reports group findings.
+std::string_view FindingCategory(std::string_view check_id);
+
+struct EvidenceItem {
+  std::string key;         // "host.kernel.release"
+  std::string value_json;  // any JSON value, as text
+};
+
+struct Metric {
+  std::string name;
+  std::map<std::string, std::string> labels;
+  double value = 0.0;
+  std::string unit;
+};
+
+struct Event {
+  WallTime time;
+  std::string node;
+  std::string source;  // "kmsg", "nvml", "slurm", ...
+  std::string kind;
+  std::string payload_json;
+};
+
+struct RunInfo {
+  int64_t id = 0;
+  std::string command;  // "run", "audit", ...
+  std::string target;   // what was evaluated, e.g. "container/standalone"
+  std::string host;
+  WallTime started_at;
+  std::optional<WallTime> ended_at;
+  RunState state = RunState::kRunning;
+  std::optional<int> exit_code;
+  std::string cmax_version;
+  int64_t pid = 0;  // of the process that wrote the run, to tell abandoned runs from live ones
+};
+
+struct RunRecord {
+  RunInfo run;
+  std::vector<EvidenceItem> evidence;
+  std::vector<Finding> findings;
+  std::vector<Metric> metrics;
+};
+
+struct StatusCounts {
+  int pass = 0;
+  int warn = 0;
+  int fail = 0;
+  int skip = 0;
+  int attest = 0;
+  int Total() const { return pass + warn + fail + skip + attest; }
+};
+StatusCounts CountStatuses(const std::vector<Finding>& findings);
+
+}  // namespace cmax

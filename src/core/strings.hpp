@@ -1,0 +1,22 @@
+// Small string helpers the parsers and renderers share.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace cmax {
+
+std::string_view Trim(std::string_view text);
+std::vector<std::string_view> Split(std::string_view text, char separator);
+// Splits on runs of spaces and tabs, dropping empty fields.
+std::vector<std::string_view> SplitFields(std::string_view text);
+std::string Join(const std::vector<std::string>& parts, std::string_view separator);
+std::string ToLower(std::string_view text);
+
+// Text from outside (hostnames, log lines, server strings) may hold any bytes. Renderers call
+// this first: invalid UTF-8 sequences become U+FFFD, and C0 control characters other than
+// tab and newline become U+FFFD too, so no output format can be broken by them.
+std::string SanitizeUtf8(std::string_view text);
+
+}  // namespace cmax

@@ -1,0 +1,145 @@
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <vector>
+
+#include "report/render.hpp"
+
+namespace cmax::report {
+namespace {
+
+// One page, no scripts, no fetches: the policy forbids everything but inline styles, so even
+// a string that escaped escaping could not load or run anything.
+constexpr std::string_view kHead = R"(<!DOCTYPE html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta http-equiv="Content-Security-Policy" content="default-src 'none'; style-src 'unsafe-inline'">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+)";
+
+constexpr std::string_view kStyle = R"(<style>
+body{font-family:system-ui,-apple-system,"Segoe UI",sans-serif;margin:2rem auto;max-width:72rem;padding:0 1rem;color:#1d2330;background:#fff}
+h1{font-size:1.5rem;margin:0 0 .25rem}h2{font-size:1.2rem;margin-top:2rem;border-bottom:1px solid #d8dce6;padding-bottom:.25rem}h3{font-size:1rem;margin:1.25rem 0 .5rem;text-transform:uppercase;letter-spacing:.05em;color:#4a5468}
+dl.meta{display:grid;grid-template-columns:max-content 1fr;gap:.2rem 1rem;margin:.75rem 0}dl.meta dt{color:#4a5468}dl.meta dd{margin:0}
+table{border-collapse:collapse;width:100%;font-size:.9rem}th,td{text-align:left;vertical-align:top;padding:.35rem .5rem;border-bottom:1px solid #e6e9f0}th{background:#f4f6fa}
+code,pre{font-family:ui-monospace,Menlo,Consolas,monospace;font-size:.85rem}pre{margin:0;white-space:pre-wrap;word-break:break-all}
+.badge,.status{display:inline-block;border-radius:.25rem;padding:.1rem .45rem;font-weight:600;font-size:.8rem}
+.badges .badge{margin-right:.4rem}
+.PASS{background:#e3f5e8;color:#17663a}.WARN{background:#fff4d6;color:#8a5a00}.FAIL{background:#fde4e4;color:#a01c1c}.SKIP{background:#eef0f4;color:#6b7385}.ATTEST{background:#e2f1f8;color:#1f5f7a}
+.state-ok{color:#17663a}.state-checks-failed,.state-error{color:#a01c1c}.state-interrupted,.state-running{color:#8a5a00}
+footer{margin-top:2rem;color:#6b7385;font-size:.8rem}
+</style>
+</head>
+)";
+
+// Links come from checks and catalogues, but a hostile one must not become javascript: or
+// data:, so only web addresses are clickable.
+std::string RenderLink(const std::string& link) {
+  const bool web = link.rfind("https://", 0) == 0 || link.rfind("http://", 0) == 0;
+  if (!web) return "<code>" + HtmlEscape(link) + "</code>";
+  return fmt::format("<a href=\"{0}\" rel=\"noreferrer\">{0}</a>", HtmlEscape(link));
+}
+
+std::string MetaRow(std::string_view label, const std::string& value) {
+  return fmt::format("<dt>{}</dt><dd>{}</dd>\n", label, HtmlEscape(value));
+}
+
+}  // namespace
+
+std::string RenderHtml(const RunRecord& record) {
+  const RunInfo& run = record.run;
+  std::string out(kHead);
+  out += fmt::format("<title>cmax {} #{} · {}</title>\n", HtmlEscape(run.command), run.id,
+                     HtmlEscape(run.host));
+  out += kStyle;
+  out += "<body>\n<header>\n";
+  out += fmt::format("<h1>cmax {} #{} <span class=\"state-{}\">{}</span></h1>\n",
+                     HtmlEscape(run.command), run.id, RunStateName(run.state),
+                     RunStateName(run.state));
+  out += "<dl class=\"meta\">\n";
+  out += MetaRow("Host", run.host);
+  out += MetaRow("Target", run.target);
+  out += MetaRow("Started", FormatIso8601(run.started_at));
+  if (run.ended_at) {
+    out += MetaRow("Ended", FormatIso8601(*run.ended_at));
+    out += MetaRow("Duration", FormatDuration(*run.ended_at - run.started_at));
+  }
+  if (run.exit_code) out += MetaRow("Exit code", std::to_string(*run.exit_code));
+  out += MetaRow("cmax version", run.cmax_version);
+  out += "</dl>\n";
+
+  const StatusCounts c = CountStatuses(record.findings);
+  out += "<p class=\"badges\">";
+  const std::pair<CheckStatus, int> badges[] = {{CheckStatus::kPass, c.pass},
+                                                {CheckStatus::kWarn, c.warn},
+                                                {CheckStatus::kFail, c.fail},
+                                                {CheckStatus::kSkip, c.skip},
+                                                {CheckStatus::kAttest, c.attest}};
+  for (const auto& [status, count] : badges) {
+    out += fmt::format("<span class=\"badge {0}\">{1} {0}</span>", StatusName(status), count);
+  }
+  out += "</p>\n</header>\n";
+
+  out += "<section>\n<h2>Findings</h2>\n";
+  if (record.findings.empty()) out += "<p>No findings were recorded.</p>\n";
+  std::vector<std::string_view> categories;
+  for (const Finding& f : record.findings) {
+    const std::string_view category = FindingCategory(f.check_id);
+    if (std::find(categories.begin(), categories.end(), category) == categories.end()) {
+      categories.push_back(category);
+    }
+  }
+  for (std::string_view category : categories) {
+    out += fmt::format("<h3>{}</h3>\n<table>\n", HtmlEscape(category));
+    out +=
+        "<thead><tr><th>Status</th><th>Check</th><th>Result</th><th>Observed</th>"
+        "<th>Expected</th><th>Remediation</th></tr></thead>\n<tbody>\n";
+    for (const Finding& f : record.findings) {
+      if (FindingCategory(f.check_id) != category) continue;
+      std::string remediation = HtmlEscape(f.remediation);
+      for (const std::string& link : f.links) remediation += "<br>" + RenderLink(link);
+      out += fmt::format(
+          "<tr><td><span class=\"status {0}\">{0}</span><br><small>{1}</small></td>"
+          "<td><code>{2}</code></td><td>{3}</td><td>{4}</td><td>{5}</td><td>{6}</td></tr>\n",
+          StatusName(f.status), SeverityName(f.severity), HtmlEscape(f.check_id),
+          HtmlEscape(f.message), HtmlEscape(f.observed), HtmlEscape(f.expected), remediation);
+    }
+    out += "</tbody>\n</table>\n";
+  }
+  out += "</section>\n";
+
+  if (!record.metrics.empty()) {
+    out += "<section>\n<h2>Metrics</h2>\n<table>\n";
+    out += "<thead><tr><th>Name</th><th>Labels</th><th>Value</th><th>Unit</th></tr></thead>\n";
+    out += "<tbody>\n";
+    for (const Metric& m : record.metrics) {
+      std::string labels;
+      for (const auto& [key, value] : m.labels) {
+        if (!labels.empty()) labels += ", ";
+        labels += HtmlEscape(key) + "=" + HtmlEscape(value);
+      }
+      out += fmt::format("<tr><td><code>{}</code></td><td>{}</td><td>{:g}</td><td>{}</td></tr>\n",
+                         HtmlEscape(m.name), labels, m.value, HtmlEscape(m.unit));
+    }
+    out += "</tbody>\n</table>\n</section>\n";
+  }
+
+  if (!record.evidence.empty()) {
+    out += "<section>\n<h2>Evidence</h2>\n";
+    out += fmt::format("<details><summary>{} items collected</summary>\n<table>\n",
+                       record.evidence.size());
+    out += "<thead><tr><th>Key</th><th>Value</th></tr></thead>\n<tbody>\n";
+    for (const EvidenceItem& item : record.evidence) {
+      out += fmt::format("<tr><td><code>{}</code></td><td><pre>{}</pre></td></tr>\n",
+                         HtmlEscape(item.key), HtmlEscape(item.value_json));
+    }
+    out += "</tbody>\n</table>\n</details>\n</section>\n";
+  }
+  out += fmt::format("<footer>Generated by cmax {} from the store; this page needs no network.</footer>\n",
+                     HtmlEscape(run.cmax_version));
+  out += "</body>\n</html>\n";
+  return out;
+}
+
+}  // namespace cmax::report

@@ -1,0 +1,86 @@
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <vector>
+
+#include "report/render.hpp"
+
+namespace cmax::report {
+namespace {
+
+std::string Details(const Finding& f) {
+  std::string text;
+  if (!f.observed.empty()) text += "observed: " + f.observed + "\n";
+  if (!f.expected.empty()) text += "expected: " + f.expected + "\n";
+  if (!f.remediation.empty()) text += "remediation: " + f.remediation + "\n";
+  for (const std::string& link : f.links) text += "see: " + link + "\n";
+  return text;
+}
+
+}  // namespace
+
+// JUnit has pass, failure and skipped. FAIL is a failure; SKIP is skipped; WARN and ATTEST
+// pass, with their text in system-out so CI shows it without failing the build.
+std::string RenderJunit(const RunRecord& record) {
+  const RunInfo& run = record.run;
+  std::vector<std::string_view> categories;
+  for (const Finding& f : record.findings) {
+    const std::string_view category = FindingCategory(f.check_id);
+    if (std::find(categories.begin(), categories.end(), category) == categories.end()) {
+      categories.push_back(category);
+    }
+  }
+  const StatusCounts all = CountStatuses(record.findings);
+  const double seconds =
+      run.ended_at ? std::chrono::duration<double>(*run.ended_at - run.started_at).count() : 0.0;
+  std::string out = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n";
+  out += fmt::format(
+      "<testsuites name=\"{}\" tests=\"{}\" failures=\"{}\" errors=\"0\" skipped=\"{}\" "
+      "time=\"{:.3f}\">\n",
+      XmlEscape(fmt::format("cmax {} #{}", run.command, run.id)), all.Total(), all.fail,
+      all.skip, seconds);
+  for (std::string_view category : categories) {
+    std::vector<const Finding*> members;
+    for (const Finding& f : record.findings) {
+      if (FindingCategory(f.check_id) == category) members.push_back(&f);
+    }
+    int failures = 0;
+    int skipped = 0;
+    for (const Finding* f : members) {
+      failures += f->status == CheckStatus::kFail ? 1 : 0;
+      skipped += f->status == CheckStatus::kSkip ? 1 : 0;
+    }
+    out += fmt::format(
+        "  <testsuite name=\"{}\" tests=\"{}\" failures=\"{}\" errors=\"0\" skipped=\"{}\" "
+        "timestamp=\"{}\" hostname=\"{}\">\n",
+        XmlEscape(category), members.size(), failures, skipped,
+        FormatIso8601(run.started_at).substr(0, 19), XmlEscape(run.host));
+    for (const Finding* f : members) {
+      out += fmt::format("    <testcase classname=\"cmax.{}\" name=\"{}\" time=\"0\">\n",
+                         XmlEscape(category), XmlEscape(f->check_id));
+      const std::string message = f->message.empty() ? f->observed : f->message;
+      switch (f->status) {
+        case CheckStatus::kFail:
+          out += fmt::format("      <failure type=\"{}\" message=\"{}\">{}</failure>\n",
+                             SeverityName(f->severity), XmlEscape(message),
+                             XmlEscape(Details(*f)));
+          break;
+        case CheckStatus::kSkip:
+          out += fmt::format("      <skipped message=\"{}\"/>\n", XmlEscape(message));
+          break;
+        case CheckStatus::kWarn:
+        case CheckStatus::kAttest:
+          out += fmt::format("      <system-out>{}: {}&#10;{}</system-out>\n",
+                             StatusName(f->status), XmlEscape(message), XmlEscape(Details(*f)));
+          break;
+        case CheckStatus::kPass: break;
+      }
+      out += "    </testcase>\n";
+    }
+    out += "  </testsuite>\n";
+  }
+  out += "</testsuites>\n";
+  return out;
+}
+
+}  // namespace cmax::report

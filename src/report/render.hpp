@@ -1,0 +1,35 @@
+// Renderers from a stored run to what people and machines read: terminal text, JSON
+// (schema cmax.report/v1, docs/REPORT_SCHEMA.md), JUnit XML for CI, and one self-contained
+// HTML page. Pure functions: a run in, a string out.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+#include "core/result.hpp"
+#include "core/run_record.hpp"
+
+namespace cmax::report {
+
+inline constexpr std::string_view kJsonSchema = "cmax.report/v1";
+
+enum class Format { kText, kJson, kJunit, kHtml };
+Result<Format> ParseFormat(std::string_view text);
+std::string_view FormatName(Format format);
+
+struct TextOptions {
+  bool color = false;          // ANSI colours: only when writing to a terminal
+  bool show_evidence = false;  // list every evidence key and value
+};
+
+std::string RenderText(const RunRecord& record, const TextOptions& options);
+std::string RenderJson(const RunRecord& record);
+std::string RenderJunit(const RunRecord& record);
+std::string RenderHtml(const RunRecord& record);
+std::string Render(Format format, const RunRecord& record, const TextOptions& text_options);
+
+// Escaping for text from outside; both run SanitizeUtf8 first.
+std::string HtmlEscape(std::string_view text);
+std::string XmlEscape(std::string_view text);
+
+}  // namespace cmax::report

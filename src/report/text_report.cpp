@@ -1,0 +1,123 @@
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <vector>
+
+#include "core/strings.hpp"
+#include "report/render.hpp"
+
+namespace cmax::report {
+namespace {
+
+constexpr std::string_view kReset = "\x1b[0m";
+
+std::string_view StatusColor(CheckStatus status) {
+  switch (status) {
+    case CheckStatus::kPass: return "\x1b[32m";
+    case CheckStatus::kWarn: return "\x1b[33m";
+    case CheckStatus::kFail: return "\x1b[1;31m";
+    case CheckStatus::kSkip: return "\x1b[2m";
+    case CheckStatus::kAttest: return "\x1b[36m";
+  }
+  return "";
+}
+
+std::string Paint(std::string_view text, std::string_view color, bool enabled) {
+  if (!enabled) return std::string(text);
+  return fmt::format("{}{}{}", color, text, kReset);
+}
+
+// Categories in the order their first finding appears, so related checks stay together.
+std::vector<std::string_view> CategoriesInOrder(const std::vector<Finding>& findings) {
+  std::vector<std::string_view> order;
+  for (const Finding& f : findings) {
+    const std::string_view category = FindingCategory(f.check_id);
+    if (std::find(order.begin(), order.end(), category) == order.end()) order.push_back(category);
+  }
+  return order;
+}
+
+std::string RunHeadline(const RunInfo& run, bool color) {
+  std::string state(RunStateName(run.state));
+  std::string_view state_color = "\x1b[1m";
+  if (run.state == RunState::kChecksFailed || run.state == RunState::kError) {
+    state_color = StatusColor(CheckStatus::kFail);
+  } else if (run.state == RunState::kInterrupted) {
+    state_color = StatusColor(CheckStatus::kWarn);
+  } else if (run.state == RunState::kOk) {
+    state_color = StatusColor(CheckStatus::kPass);
+  }
+  std::string out = fmt::format("cmax {} #{}  {}", SanitizeUtf8(run.command), run.id,
+                                Paint(state, state_color, color));
+  if (run.exit_code) out += fmt::format(" (exit {})", *run.exit_code);
+  out += "\n";
+  out += fmt::format("  host {} · target {} · started {}", SanitizeUtf8(run.host),
+                     SanitizeUtf8(run.target), FormatIso8601(run.started_at));
+  if (run.ended_at) out += " · took " + FormatDuration(*run.ended_at - run.started_at);
+  out += fmt::format(" · cmax {}\n", SanitizeUtf8(run.cmax_version));
+  return out;
+}
+
+}  // namespace
+
+std::string RenderText(const RunRecord& record, const TextOptions& options) {
+  std::string out = RunHeadline(record.run, options.color);
+  size_t id_width = 0;
+  for (const Finding& f : record.findings) id_width = std::max(id_width, f.check_id.size());
+  id_width = std::min<size_t>(id_width, 32);
+
+  for (std::string_view category : CategoriesInOrder(record.findings)) {
+    out += fmt::format("\n{}\n", Paint(SanitizeUtf8(category), "\x1b[1m", options.color));
+    for (const Finding& f : record.findings) {
+      if (FindingCategory(f.check_id) != category) continue;
+      const std::string status = fmt::format("{:<6}", StatusName(f.status));
+      const std::string& headline = f.message.empty() ? f.observed : f.message;
+      out += fmt::format("  {}  {:<{}}  {}\n", Paint(status, StatusColor(f.status), options.color),
+                         SanitizeUtf8(f.check_id), id_width, SanitizeUtf8(headline));
+      const std::string indent(2 + 6 + 2 + id_width + 2, ' ');
+      const bool problem = f.status == CheckStatus::kWarn || f.status == CheckStatus::kFail;
+      if (problem && (!f.observed.empty() || !f.expected.empty())) {
+        out += fmt::format("{}observed: {} · expected: {}\n", indent, SanitizeUtf8(f.observed),
+                           SanitizeUtf8(f.expected));
+      }
+      if (problem && !f.remediation.empty()) {
+        out += fmt::format("{}fix: {}\n", indent, SanitizeUtf8(f.remediation));
+      }
+    }
+  }
+
+  if (options.show_evidence && !record.evidence.empty()) {
+    out += fmt::format("\n{}\n", Paint("evidence", "\x1b[1m", options.color));
+    for (const EvidenceItem& item : record.evidence) {
+      out += fmt::format("  {} = {}\n", SanitizeUtf8(item.key), SanitizeUtf8(item.value_json));
+    }
+  }
+  if (!record.metrics.empty()) {
+    out += fmt::format("\n{}\n", Paint("metrics", "\x1b[1m", options.color));
+    for (const Metric& m : record.metrics) {
+      std::string labels;
+      for (const auto& [key, value] : m.labels) {
+        labels += fmt::format("{}{}={}", labels.empty() ? "{" : ",", key, value);
+      }
+      if (!labels.empty()) labels += "}";
+      out += fmt::format("  {}{} = {:g} {}\n", SanitizeUtf8(m.name), SanitizeUtf8(labels), m.value,
+                         SanitizeUtf8(m.unit));
+    }
+  }
+
+  const StatusCounts c = CountStatuses(record.findings);
+  out += fmt::format("\n{} findings: {} · {} · {} · {} · {}\n", c.Total(),
+                     Paint(fmt::format("{} PASS", c.pass), StatusColor(CheckStatus::kPass),
+                           options.color && c.pass > 0),
+                     Paint(fmt::format("{} WARN", c.warn), StatusColor(CheckStatus::kWarn),
+                           options.color && c.warn > 0),
+                     Paint(fmt::format("{} FAIL", c.fail), StatusColor(CheckStatus::kFail),
+                           options.color && c.fail > 0),
+                     Paint(fmt::format("{} SKIP", c.skip), StatusColor(CheckStatus::kSkip),
+                           options.color && c.skip > 0),
+                     Paint(fmt::format("{} ATTEST", c.attest), StatusColor(CheckStatus::kAttest),
+                           options.color && c.attest > 0));
+  return out;
+}
+
+}  // namespace cmax::report

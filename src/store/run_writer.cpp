@@ -1,0 +1,49 @@
+#include "store/run_writer.hpp"
+
+namespace cmax::store {
+
+Result<RunWriter> RunWriter::Begin(Store& store, const RunStart& start) {
+  auto id = store.BeginRun(start);
+  if (!id) return tl::unexpected(id.error());
+  return RunWriter(&store, *id);
+}
+
+Result<void> RunWriter::Add(const std::vector<EvidenceItem>& evidence,
+                            const std::vector<Finding>& findings,
+                            const std::vector<Metric>& metrics) {
+  if (!evidence.empty()) {
+    if (auto ok = store_->AddEvidence(run_id_, evidence); !ok) return ok;
+  }
+  if (!findings.empty()) {
+    if (auto ok = store_->AddFindings(run_id_, findings); !ok) return ok;
+    failures_ += CountStatuses(findings).fail;
+  }
+  if (!metrics.empty()) {
+    if (auto ok = store_->AddMetrics(run_id_, metrics); !ok) return ok;
+  }
+  return {};
+}
+
+Result<void> RunWriter::SetTarget(const std::string& target) {
+  return store_->SetRunTarget(run_id_, target);
+}
+
+RunWriter::Outcome RunWriter::Decide(int interrupt_signal) const {
+  if (interrupt_signal != 0) return {RunState::kInterrupted, 128 + interrupt_signal};
+  if (failures_ > 0) return {RunState::kChecksFailed, 1};
+  return {RunState::kOk, 0};
+}
+
+Result<RunWriter::Outcome> RunWriter::Finish(int interrupt_signal, WallTime ended_at) {
+  const Outcome outcome = Decide(interrupt_signal);
+  if (auto ok = store_->FinishRun(run_id_, outcome.state, outcome.exit_code, ended_at); !ok) {
+    return tl::unexpected(ok.error());
+  }
+  return outcome;
+}
+
+Result<void> RunWriter::FinishWithError(int exit_code, WallTime ended_at) {
+  return store_->FinishRun(run_id_, RunState::kError, exit_code, ended_at);
+}
+
+}  // namespace cmax::store

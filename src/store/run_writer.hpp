@@ -1,0 +1,44 @@
+// RunWriter: how a measuring command records its run. It opens the run at once and writes
+// each batch of evidence and findings as it comes, so a run cut short by Ctrl-C, a timeout
+// or a crash keeps everything it had; Finish closes it with the state its findings earned.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/clock.hpp"
+#include "core/result.hpp"
+#include "core/run_record.hpp"
+#include "store/store.hpp"
+
+namespace cmax::store {
+
+class RunWriter {
+ public:
+  static Result<RunWriter> Begin(Store& store, const RunStart& start);
+
+  int64_t run_id() const { return run_id_; }
+  Result<void> Add(const std::vector<EvidenceItem>& evidence, const std::vector<Finding>& findings,
+                   const std::vector<Metric>& metrics = {});
+  Result<void> SetTarget(const std::string& target);
+
+  // The state and exit code a run ends with: interrupted wins; then any FAIL finding.
+  // Exit codes: 0 ok, 1 checks failed, 128+signal when interrupted.
+  struct Outcome {
+    RunState state;
+    int exit_code;
+  };
+  Outcome Decide(int interrupt_signal) const;
+  Result<Outcome> Finish(int interrupt_signal, WallTime ended_at);
+  // For a command that failed for a reason other than its findings.
+  Result<void> FinishWithError(int exit_code, WallTime ended_at);
+
+ private:
+  RunWriter(Store* store, int64_t run_id) : store_(store), run_id_(run_id) {}
+  Store* store_;
+  int64_t run_id_;
+  int failures_ = 0;
+};
+
+}  // namespace cmax::store

@@ -1,0 +1,358 @@
+#include "store/store.hpp"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <nlohmann/json.hpp>
+
+#include "sys/file_system.hpp"
+
+namespace cmax::store {
+namespace {
+
+using Json = nlohmann::json;
+
+std::string Dump(const Json& value) {
+  return value.dump(-1, ' ', false, Json::error_handler_t::replace);
+}
+
+std::string LinksJson(const std::vector<std::string>& links) {
+  if (links.empty()) return "[]";
+  return Dump(Json(links));
+}
+
+std::vector<std::string> ParseLinks(const std::string& text) {
+  Json value = Json::parse(text, nullptr, false);
+  std::vector<std::string> links;
+  if (!value.is_array()) return links;
+  for (const Json& item : value) {
+    if (item.is_string()) links.push_back(item.get<std::string>());
+  }
+  return links;
+}
+
+std::string LabelsJson(const std::map<std::string, std::string>& labels) {
+  if (labels.empty()) return "{}";
+  return Dump(Json(labels));
+}
+
+std::map<std::string, std::string> ParseLabels(const std::string& text) {
+  Json value = Json::parse(text, nullptr, false);
+  std::map<std::string, std::string> labels;
+  if (!value.is_object()) return labels;
+  for (const auto& [key, item] : value.items()) {
+    labels[key] = item.is_string() ? item.get<std::string>() : Dump(item);
+  }
+  return labels;
+}
+
+// Creates the file ourselves so that it is 0600 from its first byte; SQLite gives the -wal
+// and -shm files the mode of the database file.
+Result<void> CreateStoreFile(const std::string& path) {
+  const size_t slash = path.rfind('/');
+  if (slash != std::string::npos && slash > 0) {
+    sys::LocalFileSystem fs;
+    if (auto ok = fs.CreateDirs(path.substr(0, slash), 0700); !ok) return ok;
+  }
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+  if (fd < 0 && errno != EEXIST) {
+    return Fail(sys::ErrorCodeFromErrno(errno), "cannot create store {}: {}", path,
+                std::strerror(errno));
+  }
+  if (fd >= 0) ::close(fd);
+  return {};
+}
+
+constexpr const char* kRunColumns =
+    "id, command, target, host, started_at, ended_at, state, exit_code, cmax_version, pid";
+
+RunInfo ReadRunInfo(const Statement& stmt) {
+  RunInfo run;
+  run.id = stmt.ColumnInt(0);
+  run.command = stmt.ColumnText(1);
+  run.target = stmt.ColumnText(2);
+  run.host = stmt.ColumnText(3);
+  run.started_at = ParseIso8601(stmt.ColumnText(4)).value_or(WallTime{});
+  if (!stmt.ColumnIsNull(5)) run.ended_at = ParseIso8601(stmt.ColumnText(5)).value_or(WallTime{});
+  run.state = ParseRunState(stmt.ColumnText(6)).value_or(RunState::kError);
+  if (!stmt.ColumnIsNull(7)) run.exit_code = static_cast<int>(stmt.ColumnInt(7));
+  run.cmax_version = stmt.ColumnText(8);
+  run.pid = stmt.ColumnInt(9);
+  return run;
+}
+
+}  // namespace
+
+Result<Store> Store::Open(const StoreOptions& options) {
+  if (options.path.empty()) return Fail(ErrorCode::kInvalidArgument, "empty store path");
+  if (::access(options.path.c_str(), F_OK) != 0) {
+    if (!options.create || options.read_only) {
+      return Fail(ErrorCode::kNotFound, "no cmax store at {} (a command that measures creates it)",
+                  options.path);
+    }
+    if (auto ok = CreateStoreFile(options.path); !ok) return tl::unexpected(ok.error());
+  }
+  auto db = Database::Open(options.path, false, options.read_only, options.busy_timeout_ms);
+  if (!db) return tl::unexpected(db.error());
+  auto owned = std::make_unique<Database>(std::move(*db));
+  if (!options.read_only) {
+    // journal_mode is the first statement that reads the file: a corrupt file fails here.
+    {
+      auto mode = owned->Prepare("PRAGMA journal_mode=WAL");
+      if (!mode) return tl::unexpected(mode.error());
+      auto row = mode->Step();
+      if (!row) return tl::unexpected(row.error());
+    }  // finalized here: an open statement would block the migrations' COMMIT
+    if (auto ok = owned->Execute("PRAGMA foreign_keys=ON; PRAGMA synchronous=NORMAL"); !ok) {
+      return tl::unexpected(ok.error());
+    }
+    if (auto ok = Migrate(*owned, Migrations()); !ok) return tl::unexpected(ok.error());
+  } else {
+    auto version = owned->QueryInt("PRAGMA user_version");
+    if (!version) return tl::unexpected(version.error());
+    if (*version != LatestSchemaVersion()) {
+      return Fail(ErrorCode::kUnsupported,
+                  "{} has schema version {}, this cmax reads {}; open it once read-write to "
+                  "migrate",
+                  options.path, *version, LatestSchemaVersion());
+    }
+  }
+  return Store(std::move(owned));
+}
+
+Result<int> Store::SchemaVersion() {
+  auto version = db_->QueryInt("PRAGMA user_version");
+  if (!version) return tl::unexpected(version.error());
+  return static_cast<int>(*version);
+}
+
+Result<int64_t> Store::BeginRun(const RunStart& start) {
+  auto stmt = db_->Prepare(
+      "INSERT INTO runs (command, target, host, started_at, state, cmax_version, pid) "
+      "VALUES (?, ?, ?, ?, 'running', ?, ?)");
+  if (!stmt) return tl::unexpected(stmt.error());
+  stmt->Bind(1, std::string_view(start.command));
+  stmt->Bind(2, std::string_view(start.target));
+  stmt->Bind(3, std::string_view(start.host));
+  stmt->Bind(4, std::string_view(FormatIso8601(start.started_at)));
+  stmt->Bind(5, std::string_view(start.cmax_version));
+  stmt->Bind(6, start.pid);
+  if (auto ok = stmt->Run(); !ok) return tl::unexpected(ok.error());
+  return db_->LastInsertId();
+}
+
+Result<void> Store::FinishRun(int64_t run_id, RunState state, int exit_code, WallTime ended_at) {
+  auto stmt = db_->Prepare("UPDATE runs SET state = ?, exit_code = ?, ended_at = ? WHERE id = ?");
+  if (!stmt) return tl::unexpected(stmt.error());
+  stmt->Bind(1, RunStateName(state));
+  stmt->Bind(2, static_cast<int64_t>(exit_code));
+  stmt->Bind(3, std::string_view(FormatIso8601(ended_at)));
+  stmt->Bind(4, run_id);
+  return stmt->Run();
+}
+
+Result<void> Store::SetRunTarget(int64_t run_id, const std::string& target) {
+  auto stmt = db_->Prepare("UPDATE runs SET target = ? WHERE id = ?");
+  if (!stmt) return tl::unexpected(stmt.error());
+  stmt->Bind(1, std::string_view(target));
+  stmt->Bind(2, run_id);
+  return stmt->Run();
+}
+
+Result<void> Store::AddEvidence(int64_t run_id, const std::vector<EvidenceItem>& items) {
+  auto tx = Transaction::Begin(*db_);
+  if (!tx) return tl::unexpected(tx.error());
+  auto stmt = db_->Prepare("INSERT OR REPLACE INTO evidence (run_id, key, value) VALUES (?, ?, ?)");
+  if (!stmt) return tl::unexpected(stmt.error());
+  for (const EvidenceItem& item : items) {
+    stmt->Bind(1, run_id);
+    stmt->Bind(2, std::string_view(item.key));
+    stmt->Bind(3, std::string_view(item.value_json));
+    if (auto ok = stmt->Run(); !ok) return ok;
+  }
+  return tx->Commit();
+}
+
+Result<void> Store::AddFindings(int64_t run_id, const std::vector<Finding>& findings) {
+  auto tx = Transaction::Begin(*db_);
+  if (!tx) return tl::unexpected(tx.error());
+  auto stmt = db_->Prepare(
+      "INSERT INTO findings (run_id, check_id, status, severity, observed, expected, message, "
+      "remediation, links) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)");
+  if (!stmt) return tl::unexpected(stmt.error());
+  for (const Finding& f : findings) {
+    stmt->Bind(1, run_id);
+    stmt->Bind(2, std::string_view(f.check_id));
+    stmt->Bind(3, StatusName(f.status));
+    stmt->Bind(4, SeverityName(f.severity));
+    stmt->Bind(5, std::string_view(f.observed));
+    stmt->Bind(6, std::string_view(f.expected));
+    stmt->Bind(7, std::string_view(f.message));
+    stmt->Bind(8, std::string_view(f.remediation));
+    stmt->Bind(9, std::string_view(LinksJson(f.links)));
+    if (auto ok = stmt->Run(); !ok) return ok;
+  }
+  return tx->Commit();
+}
+
+Result<void> Store::AddMetrics(int64_t run_id, const std::vector<Metric>& metrics) {
+  auto tx = Transaction::Begin(*db_);
+  if (!tx) return tl::unexpected(tx.error());
+  auto stmt = db_->Prepare(
+      "INSERT INTO metrics (run_id, name, labels, value, unit) VALUES (?, ?, ?, ?, ?)");
+  if (!stmt) return tl::unexpected(stmt.error());
+  for (const Metric& m : metrics) {
+    stmt->Bind(1, run_id);
+    stmt->Bind(2, std::string_view(m.name));
+    stmt->Bind(3, std::string_view(LabelsJson(m.labels)));
+    stmt->Bind(4, m.value);
+    stmt->Bind(5, std::string_view(m.unit));
+    if (auto ok = stmt->Run(); !ok) return ok;
+  }
+  return tx->Commit();
+}
+
+Result<void> Store::AddEvents(const std::vector<Event>& events, std::optional<int64_t> run_id) {
+  auto tx = Transaction::Begin(*db_);
+  if (!tx) return tl::unexpected(tx.error());
+  auto stmt = db_->Prepare(
+      "INSERT INTO events (time, node, source, kind, payload, run_id) VALUES (?, ?, ?, ?, ?, ?)");
+  if (!stmt) return tl::unexpected(stmt.error());
+  for (const Event& e : events) {
+    stmt->Bind(1, std::string_view(FormatIso8601(e.time)));
+    stmt->Bind(2, std::string_view(e.node));
+    stmt->Bind(3, std::string_view(e.source));
+    stmt->Bind(4, std::string_view(e.kind));
+    stmt->Bind(5, std::string_view(e.payload_json.empty() ? "{}" : e.payload_json));
+    stmt->Bind(6, run_id);
+    if (auto ok = stmt->Run(); !ok) return ok;
+  }
+  return tx->Commit();
+}
+
+Result<std::vector<RunSummary>> Store::ListRuns(int limit) {
+  auto stmt = db_->Prepare(fmt::format(
+      "SELECT {}, "
+      "(SELECT count(*) FROM findings f WHERE f.run_id = r.id AND f.status = 'PASS'), "
+      "(SELECT count(*) FROM findings f WHERE f.run_id = r.id AND f.status = 'WARN'), "
+      "(SELECT count(*) FROM findings f WHERE f.run_id = r.id AND f.status = 'FAIL'), "
+      "(SELECT count(*) FROM findings f WHERE f.run_id = r.id AND f.status = 'SKIP'), "
+      "(SELECT count(*) FROM findings f WHERE f.run_id = r.id AND f.status = 'ATTEST') "
+      "FROM runs r ORDER BY id DESC LIMIT ?",
+      kRunColumns));
+  if (!stmt) return tl::unexpected(stmt.error());
+  stmt->Bind(1, static_cast<int64_t>(limit));
+  std::vector<RunSummary> runs;
+  while (true) {
+    auto row = stmt->Step();
+    if (!row) return tl::unexpected(row.error());
+    if (!*row) break;
+    RunSummary summary{ReadRunInfo(*stmt), {}};
+    summary.counts.pass = static_cast<int>(stmt->ColumnInt(10));
+    summary.counts.warn = static_cast<int>(stmt->ColumnInt(11));
+    summary.counts.fail = static_cast<int>(stmt->ColumnInt(12));
+    summary.counts.skip = static_cast<int>(stmt->ColumnInt(13));
+    summary.counts.attest = static_cast<int>(stmt->ColumnInt(14));
+    runs.push_back(std::move(summary));
+  }
+  return runs;
+}
+
+Result<RunInfo> Store::LoadRunInfo(int64_t run_id) {
+  auto stmt = db_->Prepare(fmt::format("SELECT {} FROM runs WHERE id = ?", kRunColumns));
+  if (!stmt) return tl::unexpected(stmt.error());
+  stmt->Bind(1, run_id);
+  auto row = stmt->Step();
+  if (!row) return tl::unexpected(row.error());
+  if (!*row) return Fail(ErrorCode::kNotFound, "no run {} in {}", run_id, path());
+  return ReadRunInfo(*stmt);
+}
+
+Result<RunRecord> Store::LoadRun(int64_t run_id) {
+  RunRecord record;
+  auto info = LoadRunInfo(run_id);
+  if (!info) return tl::unexpected(info.error());
+  record.run = std::move(*info);
+
+  auto evidence = db_->Prepare("SELECT key, value FROM evidence WHERE run_id = ? ORDER BY key");
+  if (!evidence) return tl::unexpected(evidence.error());
+  evidence->Bind(1, run_id);
+  while (true) {
+    auto row = evidence->Step();
+    if (!row) return tl::unexpected(row.error());
+    if (!*row) break;
+    record.evidence.push_back({evidence->ColumnText(0), evidence->ColumnText(1)});
+  }
+
+  auto findings = db_->Prepare(
+      "SELECT check_id, status, severity, observed, expected, message, remediation, links "
+      "FROM findings WHERE run_id = ? ORDER BY id");
+  if (!findings) return tl::unexpected(findings.error());
+  findings->Bind(1, run_id);
+  while (true) {
+    auto row = findings->Step();
+    if (!row) return tl::unexpected(row.error());
+    if (!*row) break;
+    Finding f;
+    f.check_id = findings->ColumnText(0);
+    f.status = ParseStatus(findings->ColumnText(1)).value_or(CheckStatus::kFail);
+    f.severity = ParseSeverity(findings->ColumnText(2)).value_or(Severity::kInfo);
+    f.observed = findings->ColumnText(3);
+    f.expected = findings->ColumnText(4);
+    f.message = findings->ColumnText(5);
+    f.remediation = findings->ColumnText(6);
+    f.links = ParseLinks(findings->ColumnText(7));
+    record.findings.push_back(std::move(f));
+  }
+
+  auto metrics = db_->Prepare(
+      "SELECT name, labels, value, unit FROM metrics WHERE run_id = ? ORDER BY id");
+  if (!metrics) return tl::unexpected(metrics.error());
+  metrics->Bind(1, run_id);
+  while (true) {
+    auto row = metrics->Step();
+    if (!row) return tl::unexpected(row.error());
+    if (!*row) break;
+    record.metrics.push_back({metrics->ColumnText(0), ParseLabels(metrics->ColumnText(1)),
+                              metrics->ColumnDouble(2), metrics->ColumnText(3)});
+  }
+  return record;
+}
+
+Result<int64_t> Store::LatestRunId(const std::string& command) {
+  auto stmt = db_->Prepare(command.empty()
+                               ? "SELECT max(id) FROM runs"
+                               : "SELECT max(id) FROM runs WHERE command = ?");
+  if (!stmt) return tl::unexpected(stmt.error());
+  if (!command.empty()) stmt->Bind(1, std::string_view(command));
+  auto row = stmt->Step();
+  if (!row) return tl::unexpected(row.error());
+  if (!*row || stmt->ColumnIsNull(0)) {
+    return Fail(ErrorCode::kNotFound, "no {}runs in {}", command.empty() ? "" : command + " ",
+                path());
+  }
+  return stmt->ColumnInt(0);
+}
+
+Result<std::vector<Event>> Store::LoadEvents(const std::string& node, int limit) {
+  auto stmt = db_->Prepare(
+      "SELECT time, node, source, kind, payload FROM events WHERE (? = '' OR node = ?) "
+      "ORDER BY time DESC, id DESC LIMIT ?");
+  if (!stmt) return tl::unexpected(stmt.error());
+  stmt->Bind(1, std::string_view(node));
+  stmt->Bind(2, std::string_view(node));
+  stmt->Bind(3, static_cast<int64_t>(limit));
+  std::vector<Event> events;
+  while (true) {
+    auto row = stmt->Step();
+    if (!row) return tl::unexpected(row.error());
+    if (!*row) break;
+    events.push_back({ParseIso8601(stmt->ColumnText(0)).value_or(WallTime{}), stmt->ColumnText(1),
+                      stmt->ColumnText(2), stmt->ColumnText(3), stmt->ColumnText(4)});
+  }
+  return events;
+}
+
+}  // namespace cmax::store

@@ -1,0 +1,83 @@
+// The store: one SQLite file (WAL, mode 0600) holding every run with its evidence, findings
+// and metrics, and the event stream from agents. Reports and ratings read only this.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/result.hpp"
+#include "core/run_record.hpp"
+#include "store/sqlite.hpp"
+
+namespace cmax::store {
+
+struct Migration {
+  int version;
+  const char* description;
+  const char* sql;
+};
+// Every schema change, oldest first; a database's PRAGMA user_version is the last one applied.
+const std::vector<Migration>& Migrations();
+int LatestSchemaVersion();
+// Applies the migrations in list above the database's version, each in its own transaction.
+// Refuses a database from a newer cmax and a non-empty database that is not a cmax store.
+Result<void> Migrate(Database& db, const std::vector<Migration>& migrations);
+
+struct StoreOptions {
+  std::string path;
+  bool create = true;  // false: a missing file is an error (read-only commands)
+  bool read_only = false;
+  int busy_timeout_ms = 5000;
+};
+
+struct RunStart {
+  std::string command;
+  std::string target;
+  std::string host;
+  WallTime started_at;
+  std::string cmax_version;
+  int64_t pid = 0;
+};
+
+struct RunSummary {
+  RunInfo run;
+  StatusCounts counts;
+};
+
+class Store {
+ public:
+  // Creates the folder (0700) and file (0600) when allowed, sets WAL mode and migrates.
+  static Result<Store> Open(const StoreOptions& options);
+
+  const std::string& path() const { return db_->path(); }
+  Result<int> SchemaVersion();
+
+  Result<int64_t> BeginRun(const RunStart& start);
+  Result<void> FinishRun(int64_t run_id, RunState state, int exit_code, WallTime ended_at);
+  // A run learns what it evaluates as it goes (the scheduler is found after the run began).
+  Result<void> SetRunTarget(int64_t run_id, const std::string& target);
+  // Evidence keys are unique per run: adding a key again replaces its value.
+  Result<void> AddEvidence(int64_t run_id, const std::vector<EvidenceItem>& items);
+  // Each call is one transaction: all of them or none.
+  Result<void> AddFindings(int64_t run_id, const std::vector<Finding>& findings);
+  Result<void> AddMetrics(int64_t run_id, const std::vector<Metric>& metrics);
+  Result<void> AddEvents(const std::vector<Event>& events, std::optional<int64_t> run_id = {});
+
+  // Newest first.
+  Result<std::vector<RunSummary>> ListRuns(int limit);
+  Result<RunRecord> LoadRun(int64_t run_id);
+  // The newest run, optionally of one command; NotFound when there is none.
+  Result<int64_t> LatestRunId(const std::string& command = "");
+  Result<std::vector<Event>> LoadEvents(const std::string& node, int limit);
+
+ private:
+  explicit Store(std::unique_ptr<Database> db) : db_(std::move(db)) {}
+  Result<RunInfo> LoadRunInfo(int64_t run_id);
+  // Statements hold a pointer to the Database: it lives on the heap so a moved Store keeps it.
+  std::unique_ptr<Database> db_;
+};
+
+}  // namespace cmax::store

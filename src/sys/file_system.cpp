@@ -1,0 +1,219 @@
+#include "sys/file_system.hpp"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+
+namespace cmax::sys {
+
+ErrorCode ErrorCodeFromErrno(int error_number) {
+  switch (error_number) {
+    case ENOENT:
+    case ENOTDIR: return ErrorCode::kNotFound;
+    case EACCES:
+    case EPERM:
+    case EROFS: return ErrorCode::kPermissionDenied;
+    case EEXIST: return ErrorCode::kAlreadyExists;
+    case EBUSY:
+    case EAGAIN: return ErrorCode::kBusy;
+    case ETIMEDOUT: return ErrorCode::kTimeout;
+    case EINTR: return ErrorCode::kInterrupted;
+    default: return ErrorCode::kIo;
+  }
+}
+
+namespace {
+
+tl::unexpected<Error> ErrnoError(std::string_view what, const std::string& path) {
+  const int saved = errno;
+  return Fail(ErrorCodeFromErrno(saved), "{} {}: {}", what, path, std::strerror(saved));
+}
+
+class FdCloser {
+ public:
+  explicit FdCloser(int fd) : fd_(fd) {}
+  ~FdCloser() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+  FdCloser(const FdCloser&) = delete;
+  FdCloser& operator=(const FdCloser&) = delete;
+
+ private:
+  int fd_;
+};
+
+}  // namespace
+
+Result<std::string> LocalFileSystem::ReadFile(const std::string& path, size_t max_bytes) const {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return ErrnoError("cannot open", path);
+  FdCloser closer(fd);
+  std::string data;
+  char buffer[16384];
+  while (true) {
+    const ssize_t n = ::read(fd, buffer, sizeof(buffer));
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return ErrnoError("cannot read", path);
+    }
+    if (n == 0) break;
+    if (data.size() + static_cast<size_t>(n) > max_bytes) {
+      return Fail(ErrorCode::kInvalidArgument, "{} is larger than {} bytes", path, max_bytes);
+    }
+    data.append(buffer, static_cast<size_t>(n));
+  }
+  return data;
+}
+
+bool LocalFileSystem::Exists(const std::string& path) const {
+  struct stat st {};
+  return ::stat(path.c_str(), &st) == 0;
+}
+
+bool LocalFileSystem::IsDirectory(const std::string& path) const {
+  struct stat st {};
+  return ::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+Result<std::vector<std::string>> LocalFileSystem::ListDir(const std::string& path) const {
+  DIR* dir = ::opendir(path.c_str());
+  if (dir == nullptr) return ErrnoError("cannot list", path);
+  std::vector<std::string> names;
+  while (const dirent* entry = ::readdir(dir)) {
+    const std::string_view name = entry->d_name;
+    if (name != "." && name != "..") names.emplace_back(name);
+  }
+  ::closedir(dir);
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+Result<std::string> LocalFileSystem::ReadLink(const std::string& path) const {
+  char buffer[4096];
+  const ssize_t n = ::readlink(path.c_str(), buffer, sizeof(buffer));
+  if (n < 0) return ErrnoError("cannot read link", path);
+  return std::string(buffer, static_cast<size_t>(n));
+}
+
+Result<void> LocalFileSystem::WriteFileAtomic(const std::string& path, std::string_view data,
+                                              mode_t mode) {
+  const std::string temp = path + ".tmp." + std::to_string(::getpid());
+  const int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode);
+  if (fd < 0) return ErrnoError("cannot create", temp);
+  size_t written = 0;
+  while (written < data.size()) {
+    const ssize_t n = ::write(fd, data.data() + written, data.size() - written);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      auto error = ErrnoError("cannot write", temp);
+      ::close(fd);
+      ::unlink(temp.c_str());
+      return error;
+    }
+    written += static_cast<size_t>(n);
+  }
+  // The mode given wins over the umask: the store and lab keys must be 0600 whatever it is.
+  if (::fchmod(fd, mode) != 0 || ::fsync(fd) != 0) {
+    auto error = ErrnoError("cannot finish", temp);
+    ::close(fd);
+    ::unlink(temp.c_str());
+    return error;
+  }
+  ::close(fd);
+  if (::rename(temp.c_str(), path.c_str()) != 0) {
+    auto error = ErrnoError("cannot rename over", path);
+    ::unlink(temp.c_str());
+    return error;
+  }
+  return {};
+}
+
+Result<void> LocalFileSystem::CreateDirs(const std::string& path, mode_t mode) {
+  if (path.empty()) return Fail(ErrorCode::kInvalidArgument, "empty folder path");
+  size_t pos = 0;
+  while (pos != std::string::npos) {
+    pos = path.find('/', pos + 1);
+    const std::string prefix = path.substr(0, pos);
+    if (prefix.empty() || IsDirectory(prefix)) continue;
+    if (::mkdir(prefix.c_str(), mode) != 0 && errno != EEXIST) {
+      return ErrnoError("cannot create folder", prefix);
+    }
+  }
+  if (!IsDirectory(path)) return Fail(ErrorCode::kIo, "{} exists and is not a folder", path);
+  return {};
+}
+
+void MemoryFileSystem::AddFile(const std::string& path, std::string content) {
+  files_[path] = std::move(content);
+}
+
+void MemoryFileSystem::AddLink(const std::string& path, std::string target) {
+  links_[path] = std::move(target);
+}
+
+Result<std::string> MemoryFileSystem::ReadFile(const std::string& path, size_t max_bytes) const {
+  auto it = files_.find(path);
+  if (it == files_.end()) return Fail(ErrorCode::kNotFound, "cannot open {}: no such file", path);
+  if (it->second.size() > max_bytes) {
+    return Fail(ErrorCode::kInvalidArgument, "{} is larger than {} bytes", path, max_bytes);
+  }
+  return it->second;
+}
+
+bool MemoryFileSystem::Exists(const std::string& path) const {
+  return files_.count(path) > 0 || links_.count(path) > 0 || IsDirectory(path);
+}
+
+bool MemoryFileSystem::IsDirectory(const std::string& path) const {
+  if (dirs_.count(path) > 0) return true;
+  const std::string prefix = path.empty() || path.back() == '/' ? path : path + "/";
+  auto has_prefix = [&](const auto& map) {
+    auto it = map.lower_bound(prefix);
+    return it != map.end() && it->first.compare(0, prefix.size(), prefix) == 0;
+  };
+  return has_prefix(files_) || has_prefix(links_) || has_prefix(dirs_);
+}
+
+Result<std::vector<std::string>> MemoryFileSystem::ListDir(const std::string& path) const {
+  if (!IsDirectory(path)) return Fail(ErrorCode::kNotFound, "cannot list {}: no such folder", path);
+  const std::string prefix = path.back() == '/' ? path : path + "/";
+  std::vector<std::string> names;
+  auto collect = [&](const auto& map) {
+    for (auto it = map.lower_bound(prefix);
+         it != map.end() && it->first.compare(0, prefix.size(), prefix) == 0; ++it) {
+      std::string rest = it->first.substr(prefix.size());
+      rest = rest.substr(0, rest.find('/'));
+      if (!rest.empty()) names.push_back(rest);
+    }
+  };
+  collect(files_);
+  collect(links_);
+  collect(dirs_);
+  std::sort(names.begin(), names.end());
+  names.erase(std::unique(names.begin(), names.end()), names.end());
+  return names;
+}
+
+Result<std::string> MemoryFileSystem::ReadLink(const std::string& path) const {
+  auto it = links_.find(path);
+  if (it == links_.end()) return Fail(ErrorCode::kNotFound, "cannot read link {}", path);
+  return it->second;
+}
+
+Result<void> MemoryFileSystem::WriteFileAtomic(const std::string& path, std::string_view data,
+                                               mode_t /*mode*/) {
+  files_[path] = std::string(data);
+  return {};
+}
+
+Result<void> MemoryFileSystem::CreateDirs(const std::string& path, mode_t /*mode*/) {
+  dirs_[path] = true;
+  return {};
+}
+
+}  // namespace cmax::sys

@@ -1,0 +1,75 @@
+// FileSystem: every file the collectors, the store and the lab read or write goes through
+// this, so parsers are tested on text they are handed and collectors on a MemoryFileSystem.
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstddef>
+#include <map>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/result.hpp"
+
+namespace cmax::sys {
+
+inline constexpr size_t kDefaultReadLimit = size_t{64} << 20;
+
+class FileSystem {
+ public:
+  virtual ~FileSystem() = default;
+  // Reads to EOF (so /proc and /sys files, which report size 0, work); fails past max_bytes.
+  virtual Result<std::string> ReadFile(const std::string& path,
+                                       size_t max_bytes = kDefaultReadLimit) const = 0;
+  virtual bool Exists(const std::string& path) const = 0;
+  virtual bool IsDirectory(const std::string& path) const = 0;
+  // Entry names, sorted, without "." and "..".
+  virtual Result<std::vector<std::string>> ListDir(const std::string& path) const = 0;
+  virtual Result<std::string> ReadLink(const std::string& path) const = 0;
+  // Writes a temporary file beside the target and renames it over, so readers never see
+  // half a file and a crash leaves the old one.
+  virtual Result<void> WriteFileAtomic(const std::string& path, std::string_view data,
+                                       mode_t mode) = 0;
+  // Like mkdir -p; existing folders are left as they are.
+  virtual Result<void> CreateDirs(const std::string& path, mode_t mode) = 0;
+};
+
+class LocalFileSystem final : public FileSystem {
+ public:
+  Result<std::string> ReadFile(const std::string& path, size_t max_bytes) const override;
+  bool Exists(const std::string& path) const override;
+  bool IsDirectory(const std::string& path) const override;
+  Result<std::vector<std::string>> ListDir(const std::string& path) const override;
+  Result<std::string> ReadLink(const std::string& path) const override;
+  Result<void> WriteFileAtomic(const std::string& path, std::string_view data,
+                               mode_t mode) override;
+  Result<void> CreateDirs(const std::string& path, mode_t mode) override;
+};
+
+// A stand-in file system held in memory, for tests of code that reads /proc, /sys and /etc.
+// Folders exist implicitly as prefixes of file paths; links are files whose ReadLink answers.
+class MemoryFileSystem final : public FileSystem {
+ public:
+  void AddFile(const std::string& path, std::string content);
+  void AddLink(const std::string& path, std::string target);
+
+  Result<std::string> ReadFile(const std::string& path, size_t max_bytes) const override;
+  bool Exists(const std::string& path) const override;
+  bool IsDirectory(const std::string& path) const override;
+  Result<std::vector<std::string>> ListDir(const std::string& path) const override;
+  Result<std::string> ReadLink(const std::string& path) const override;
+  Result<void> WriteFileAtomic(const std::string& path, std::string_view data,
+                               mode_t mode) override;
+  Result<void> CreateDirs(const std::string& path, mode_t mode) override;
+
+ private:
+  std::map<std::string, std::string> files_;
+  std::map<std::string, std::string> links_;
+  std::map<std::string, bool> dirs_;
+};
+
+// "No such file", "Permission denied" ... as an ErrorCode.
+ErrorCode ErrorCodeFromErrno(int error_number);
+
+}  // namespace cmax::sys

@@ -1,0 +1,32 @@
+#include "sys/host.hpp"
+
+#include <unistd.h>
+
+#include <cstdlib>
+
+namespace cmax::sys {
+
+std::string Hostname() {
+  char name[256] = {};
+  if (::gethostname(name, sizeof(name) - 1) != 0) return "unknown";
+  return name;
+}
+
+std::string GetEnv(const char* name) {
+  const char* value = std::getenv(name);
+  return value != nullptr ? value : "";
+}
+
+std::string DataDir() {
+  if (std::string xdg = GetEnv("XDG_DATA_HOME"); !xdg.empty() && xdg[0] == '/') {
+    return xdg + "/cmax";
+  }
+  if (std::string home = GetEnv("HOME"); !home.empty()) return home + "/.local/share/cmax";
+  return "/var/lib/cmax";
+}
+
+bool IsRoot() { return ::geteuid() == 0; }
+bool StdoutIsTerminal() { return ::isatty(STDOUT_FILENO) == 1; }
+bool StderrIsTerminal() { return ::isatty(STDERR_FILENO) == 1; }
+
+}  // namespace cmax::sys

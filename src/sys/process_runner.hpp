@@ -1,0 +1,78 @@
+// ProcessRunner: runs a program by argv (a shell only when asked), with a timeout that kills
+// its whole process group, output captured up to a cap, and exit code, signal and duration.
+// Scheduler commands, lspci-like tools and benchmarks all run through it.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/clock.hpp"
+#include "core/result.hpp"
+
+namespace cmax::sys {
+
+struct ProcessSpec {
+  std::vector<std::string> argv;
+  // When true, argv must hold exactly one string: a script for /bin/sh -c.
+  bool use_shell = false;
+  std::vector<std::string> env_add;  // "KEY=VALUE", added to (or replacing in) our environment
+  std::string cwd;                   // empty: ours
+  std::optional<std::string> stdin_data;
+  Duration timeout = std::chrono::seconds(60);
+  // Time between SIGTERM and SIGKILL to the group when the timeout strikes.
+  Duration kill_grace = std::chrono::milliseconds(500);
+  size_t output_cap = size_t{1} << 20;  // per stream; the rest is read and dropped
+};
+
+struct ProcessResult {
+  int exit_code = -1;  // -1 when a signal ended it
+  int signal = 0;      // the signal that ended it, or 0
+  bool timed_out = false;
+  bool interrupted = false;  // we were asked to stop (SIGINT/SIGTERM) and killed it
+  Duration duration{0};
+  std::string stdout_text;
+  std::string stderr_text;
+  bool stdout_truncated = false;
+  bool stderr_truncated = false;
+
+  bool Succeeded() const { return exit_code == 0 && !timed_out && !interrupted; }
+  // "exit 3", "killed by signal 9", "timed out after 2.00s" ...
+  std::string Describe() const;
+};
+
+class ProcessRunner {
+ public:
+  virtual ~ProcessRunner() = default;
+  // Fails only when the program could not be started (not found, not executable); a program
+  // that ran and failed is a ProcessResult with its exit code.
+  virtual Result<ProcessResult> Run(const ProcessSpec& spec) = 0;
+};
+
+class PosixProcessRunner final : public ProcessRunner {
+ public:
+  Result<ProcessResult> Run(const ProcessSpec& spec) override;
+};
+
+// Starts a daemon that outlives us: double fork, own session, stdin from /dev/null, stdout and
+// stderr appended to log_path. Returns the daemon's pid; it is not our child, so it never
+// lingers as our zombie. Fails when exec fails, with the reason.
+struct DaemonSpec {
+  std::vector<std::string> argv;
+  std::vector<std::string> env_add;
+  std::string log_path;
+  std::string cwd = "/";
+};
+Result<int> SpawnDaemon(const DaemonSpec& spec);
+
+// True when pid names a live process (a zombie is not live).
+bool ProcessAlive(int pid);
+// Clock ticks since boot at which pid started (field 22 of /proc/PID/stat): with the pid, an
+// identity that survives pid reuse. Error when the process is gone.
+Result<unsigned long long> ProcessStartTicks(int pid);
+// Looks up a program on PATH the way execvp would; empty when absent.
+std::string FindProgram(const std::string& name);
+
+}  // namespace cmax::sys
