@@ -29,10 +29,11 @@ std::vector<std::string_view> Split(std::string_view text, char separator) {
 std::vector<std::string_view> SplitFields(std::string_view text) {
   std::vector<std::string_view> fields;
   size_t i = 0;
+  auto space = [](char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; };
   while (i < text.size()) {
-    while (i < text.size() && (text[i] == ' ' || text[i] == '\t')) ++i;
+    while (i < text.size() && space(text[i])) ++i;
     const size_t start = i;
-    while (i < text.size() && text[i] != ' ' && text[i] != '\t') ++i;
+    while (i < text.size() && !space(text[i])) ++i;
     if (i > start) fields.push_back(text.substr(start, i - start));
   }
   return fields;

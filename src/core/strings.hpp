@@ -9,7 +9,7 @@ namespace cmax {
 
 std::string_view Trim(std::string_view text);
 std::vector<std::string_view> Split(std::string_view text, char separator);
-// Splits on runs of spaces and tabs, dropping empty fields.
+// Splits on runs of whitespace (spaces, tabs, line ends), dropping empty fields.
 std::vector<std::string_view> SplitFields(std::string_view text);
 std::string Join(const std::vector<std::string>& parts, std::string_view separator);
 std::string ToLower(std::string_view text);

@@ -135,41 +135,50 @@ Result<sys::ProcessResult> Slurm(LabContext& ctx, const std::string& dir,
   return ctx.runner.Run(spec);
 }
 
-// Signals the daemons that are still ours, waits for them to exit, and kills what remains.
+// Stops the daemons that are still ours in stages: the slurmd first (they still report job
+// completions to the controller), then slurmctld, then munged, which both of them need to
+// the end. Each stage gets SIGTERM, time to exit, then SIGKILL.
 void StopDaemons(const std::vector<Daemon>& daemons, DownResult& result) {
-  std::vector<const Daemon*> pending;
-  for (auto it = daemons.rbegin(); it != daemons.rend(); ++it) {
-    if (!sys::ProcessAlive(it->pid)) {
-      result.already_gone.push_back(it->name);
-    } else if (!SameProcess(*it)) {
-      result.not_ours.push_back(it->name);
-      log::Warn("lab: pid {} recorded for {} now belongs to another process; left alone",
-                it->pid, it->name);
-    } else {
-      ::kill(it->pid, SIGTERM);
-      pending.push_back(&*it);
-      result.stopped.push_back(it->name);
-    }
-  }
-  auto wait_all = [&](Duration limit) {
+  auto stage_of = [](const Daemon& d) {
+    if (d.name == "munged") return 2;
+    if (d.name == "slurmctld") return 1;
+    return 0;
+  };
+  auto all_gone = [](const std::vector<const Daemon*>& list) {
+    return std::none_of(list.begin(), list.end(),
+                        [](const Daemon* d) { return sys::ProcessAlive(d->pid); });
+  };
+  auto wait_for = [&](const std::vector<const Daemon*>& list, Duration limit) {
     const auto deadline = std::chrono::steady_clock::now() + limit;
-    while (std::chrono::steady_clock::now() < deadline) {
-      if (std::none_of(pending.begin(), pending.end(),
-                       [](const Daemon* d) { return sys::ProcessAlive(d->pid); })) {
-        return true;
-      }
+    while (!all_gone(list) && std::chrono::steady_clock::now() < deadline) {
       std::this_thread::sleep_for(milliseconds(20));
     }
-    return false;
   };
-  if (wait_all(seconds(10))) return;
-  for (const Daemon* d : pending) {
-    if (sys::ProcessAlive(d->pid)) {
-      log::Warn("lab: {} (pid {}) ignored SIGTERM; sending SIGKILL", d->name, d->pid);
-      ::kill(d->pid, SIGKILL);
+  for (int stage = 0; stage < 3; ++stage) {
+    std::vector<const Daemon*> pending;
+    for (auto it = daemons.rbegin(); it != daemons.rend(); ++it) {
+      if (stage_of(*it) != stage) continue;
+      if (!sys::ProcessAlive(it->pid)) {
+        result.already_gone.push_back(it->name);
+      } else if (!SameProcess(*it)) {
+        result.not_ours.push_back(it->name);
+        log::Warn("lab: pid {} recorded for {} now belongs to another process; left alone",
+                  it->pid, it->name);
+      } else {
+        ::kill(it->pid, SIGTERM);
+        pending.push_back(&*it);
+        result.stopped.push_back(it->name);
+      }
     }
+    wait_for(pending, seconds(10));
+    for (const Daemon* d : pending) {
+      if (sys::ProcessAlive(d->pid)) {
+        log::Warn("lab: {} (pid {}) ignored SIGTERM for 10s; sending SIGKILL", d->name, d->pid);
+        ::kill(d->pid, SIGKILL);
+      }
+    }
+    wait_for(pending, seconds(3));
   }
-  wait_all(seconds(3));
 }
 
 void KillStrays(const std::string& dir, DownResult& result) {
@@ -382,12 +391,19 @@ Result<DownResult> Down(const std::string& dir, LabContext& ctx) {
   if (!status) return tl::unexpected(status.error());
   DownResult result;
   if (status->nodes_error.empty()) {
-    // Jobs first, so that their steps end cleanly before the daemons go.
+    // Jobs first, so that their steps end cleanly before the daemons go. Cancelled jobs take
+    // up to KillWait to end, and their steps need the daemons meanwhile.
+    const std::string squeue = Locate("squeue");
     const std::string scancel = Locate("scancel");
-    if (!scancel.empty()) {
-      std::vector<std::string> argv = {scancel, "--quiet", "--full", "--partition=gpu"};
-      if (status->state.spec.spares > 0) argv.push_back("--partition=spare");
+    for (auto deadline = ctx.clock.Monotonic() + seconds(8);
+         !squeue.empty() && !scancel.empty() && ctx.clock.Monotonic() < deadline;) {
+      auto jobs = Slurm(ctx, dir, {squeue, "-h", "-o", "%A"}, seconds(5));
+      if (!jobs || !jobs->Succeeded()) break;
+      std::vector<std::string> argv = {scancel, "--quiet", "--full"};
+      for (std::string_view id : SplitFields(jobs->stdout_text)) argv.emplace_back(id);
+      if (argv.size() == 3) break;
       (void)Slurm(ctx, dir, argv, seconds(5));
+      ctx.clock.Sleep(milliseconds(100));
     }
   }
   StopDaemons(status->state.daemons, result);

@@ -110,7 +110,7 @@ std::string RenderSlurmConf(const LabSpec& spec, const LabPaths& paths) {
       "MessageTimeout=10\n"
       "InactiveLimit=0\n"
       "MinJobAge=30\n"
-      "KillWait=5\n"
+      "KillWait=2\n"
       "NodeName={all} NodeHostname=localhost NodeAddr=127.0.0.1 Port={first_port}-{last_port} "
       "CPUs={cpus} RealMemory=1024 Gres=gpu:{gpus} State=UNKNOWN\n"
       "PartitionName=gpu Nodes={main} Default=YES MaxTime=INFINITE State=UP\n",

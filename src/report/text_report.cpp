@@ -37,6 +37,15 @@ std::vector<std::string_view> CategoriesInOrder(const std::vector<Finding>& find
   return order;
 }
 
+// Outside text may span lines; continuation lines keep the column the first one started in.
+std::string Indented(std::string_view text, const std::string& indent) {
+  std::string out = SanitizeUtf8(text);
+  for (size_t pos = out.find('\n'); pos != std::string::npos; pos = out.find('\n', pos + 1)) {
+    out.insert(pos + 1, indent);
+  }
+  return out;
+}
+
 std::string RunHeadline(const RunInfo& run, bool color) {
   std::string state(RunStateName(run.state));
   std::string_view state_color = "\x1b[1m";
@@ -72,16 +81,16 @@ std::string RenderText(const RunRecord& record, const TextOptions& options) {
       if (FindingCategory(f.check_id) != category) continue;
       const std::string status = fmt::format("{:<6}", StatusName(f.status));
       const std::string& headline = f.message.empty() ? f.observed : f.message;
-      out += fmt::format("  {}  {:<{}}  {}\n", Paint(status, StatusColor(f.status), options.color),
-                         SanitizeUtf8(f.check_id), id_width, SanitizeUtf8(headline));
       const std::string indent(2 + 6 + 2 + id_width + 2, ' ');
+      out += fmt::format("  {}  {:<{}}  {}\n", Paint(status, StatusColor(f.status), options.color),
+                         SanitizeUtf8(f.check_id), id_width, Indented(headline, indent));
       const bool problem = f.status == CheckStatus::kWarn || f.status == CheckStatus::kFail;
       if (problem && (!f.observed.empty() || !f.expected.empty())) {
-        out += fmt::format("{}observed: {} · expected: {}\n", indent, SanitizeUtf8(f.observed),
-                           SanitizeUtf8(f.expected));
+        out += fmt::format("{}observed: {} · expected: {}\n", indent,
+                           Indented(f.observed, indent), Indented(f.expected, indent));
       }
       if (problem && !f.remediation.empty()) {
-        out += fmt::format("{}fix: {}\n", indent, SanitizeUtf8(f.remediation));
+        out += fmt::format("{}fix: {}\n", indent, Indented(f.remediation, indent));
       }
     }
   }

@@ -67,6 +67,18 @@ CREATE INDEX runs_by_command ON runs(command, id);
 
 int LatestSchemaVersion() { return Migrations().back().version; }
 
+Result<void> CheckIsCmaxStore(Database& db) {
+  auto version = db.QueryInt("PRAGMA user_version");
+  if (!version) return tl::unexpected(version.error());
+  auto tables = db.QueryInt("SELECT count(*) FROM sqlite_master");
+  if (!tables) return tl::unexpected(tables.error());
+  if (*version == 0 && *tables > 0) {
+    return Fail(ErrorCode::kCorrupt,
+                "{} is an SQLite database but not a cmax store; it was left as it is", db.path());
+  }
+  return {};
+}
+
 Result<void> Migrate(Database& db, const std::vector<Migration>& migrations) {
   auto current = db.QueryInt("PRAGMA user_version");
   if (!current) return tl::unexpected(current.error());
@@ -75,15 +87,7 @@ Result<void> Migrate(Database& db, const std::vector<Migration>& migrations) {
                 "{} has schema version {}, newer than this cmax knows ({}); use a newer cmax",
                 db.path(), *current, LatestSchemaVersion());
   }
-  if (*current == 0) {
-    auto tables = db.QueryInt("SELECT count(*) FROM sqlite_master");
-    if (!tables) return tl::unexpected(tables.error());
-    if (*tables > 0) {
-      return Fail(ErrorCode::kCorrupt,
-                  "{} is an SQLite database but not a cmax store; it was left as it is",
-                  db.path());
-    }
-  }
+  if (auto ok = CheckIsCmaxStore(db); !ok) return ok;
   for (const Migration& migration : migrations) {
     if (migration.version <= *current) continue;
     auto tx = Transaction::Begin(db);

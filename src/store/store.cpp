@@ -97,8 +97,10 @@ Result<Store> Store::Open(const StoreOptions& options) {
   auto db = Database::Open(options.path, false, options.read_only, options.busy_timeout_ms);
   if (!db) return tl::unexpected(db.error());
   auto owned = std::make_unique<Database>(std::move(*db));
+  // Read before anything writes: a corrupt file fails here, and a database that is not a
+  // cmax store is refused before journal_mode or a migration could change a byte of it.
+  if (auto ok = CheckIsCmaxStore(*owned); !ok) return tl::unexpected(ok.error());
   if (!options.read_only) {
-    // journal_mode is the first statement that reads the file: a corrupt file fails here.
     {
       auto mode = owned->Prepare("PRAGMA journal_mode=WAL");
       if (!mode) return tl::unexpected(mode.error());

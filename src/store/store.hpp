@@ -22,6 +22,9 @@ struct Migration {
 // Every schema change, oldest first; a database's PRAGMA user_version is the last one applied.
 const std::vector<Migration>& Migrations();
 int LatestSchemaVersion();
+// Fails for a file that is not SQLite (kCorrupt) and for an SQLite database with tables but
+// no cmax schema version; reads only.
+Result<void> CheckIsCmaxStore(Database& db);
 // Applies the migrations in list above the database's version, each in its own transaction.
 // Refuses a database from a newer cmax and a non-empty database that is not a cmax store.
 Result<void> Migrate(Database& db, const std::vector<Migration>& migrations);

@@ -1,0 +1,197 @@
+// The lab against the real Slurm daemons: up, a job across every node, drain and resume,
+// `cmax run` seeing it, and down with nothing left running.
+#include <arpa/inet.h>
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "cli/cli.hpp"
+#include "lab/lab.hpp"
+#include "support/temp_dir.hpp"
+#include "sys/file_system.hpp"
+#include "sys/process_runner.hpp"
+
+namespace cmax::lab {
+namespace {
+
+using namespace std::chrono_literals;
+
+// Away from the default ports, so a developer's own lab does not collide with the tests.
+constexpr int kPortBase = 26817;
+
+class LabTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (::geteuid() != 0) GTEST_SKIP() << "the lab needs root";
+    spec_.dir = dir_.path() + "/lab";
+    spec_.nodes = 4;
+    spec_.spares = 1;
+    spec_.controller_port = kPortBase;
+    spec_.first_node_port = kPortBase + 1;
+  }
+  void TearDown() override {
+    if (::geteuid() == 0) (void)Down(spec_.dir, ctx_);  // never leave daemons behind
+  }
+  Result<sys::ProcessResult> Slurm(std::vector<std::string> argv) {
+    sys::ProcessSpec spec{.argv = std::move(argv), .env_add = SlurmEnv(spec_.dir)};
+    spec.timeout = 30s;
+    return runner_.Run(spec);
+  }
+  std::string NodeState(const std::string& node) {
+    auto r = Slurm({"sinfo", "-h", "-N", "-n", node, "-o", "%t"});
+    return r ? std::string(r->stdout_text.substr(0, r->stdout_text.find('\n'))) : "?";
+  }
+
+  testing::TempDir dir_;
+  LabSpec spec_;
+  SystemClock clock_;
+  sys::LocalFileSystem fs_;
+  sys::PosixProcessRunner runner_;
+  LabContext ctx_{fs_, runner_, clock_, {}};
+};
+
+TEST_F(LabTest, UpRunDrainResumeDown) {
+  auto up = Up(spec_, ctx_, 30s);
+  ASSERT_TRUE(up) << up.error().message;
+  EXPECT_FALSE(up->already_running);
+  EXPECT_LT(up->took, 20s);
+  ASSERT_EQ(up->state.daemons.size(), 2u + 5u);
+
+  auto status = Status(spec_.dir, ctx_);
+  ASSERT_TRUE(status);
+  EXPECT_TRUE(status->Running());
+  ASSERT_EQ(status->nodes.size(), 5u);
+  for (const auto& [node, state] : status->nodes) EXPECT_EQ(state, "idle") << node;
+
+  // A job across the four compute nodes; the spare partition is separate.
+  auto job = Slurm({"srun", "-N4", "-p", "gpu", "hostname"});
+  ASSERT_TRUE(job);
+  EXPECT_EQ(job->exit_code, 0) << job->stderr_text;
+  std::istringstream lines(job->stdout_text);
+  int count = 0;
+  for (std::string line; std::getline(lines, line);) ++count;
+  EXPECT_EQ(count, 4);
+  auto gres = Slurm({"srun", "-N1", "--gres=gpu:8", "true"});
+  ASSERT_TRUE(gres);
+  EXPECT_EQ(gres->exit_code, 0) << "each node advertises gpu:8: " << gres->stderr_text;
+  auto spare = Slurm({"sinfo", "-h", "-p", "spare", "-o", "%N"});
+  EXPECT_EQ(spare->stdout_text, "gpu5\n");
+
+  // Drain and resume with scontrol, as remediation will.
+  auto drain = Slurm({"scontrol", "update", "nodename=gpu2", "state=drain", "reason=cmax: test"});
+  ASSERT_TRUE(drain);
+  ASSERT_EQ(drain->exit_code, 0) << drain->stderr_text;
+  EXPECT_EQ(NodeState("gpu2"), "drain");
+  auto reasons = Slurm({"sinfo", "-h", "-R", "-o", "%N|%E"});
+  EXPECT_NE(reasons->stdout_text.find("gpu2|cmax: test"), std::string::npos)
+      << reasons->stdout_text;
+  auto blocked = Slurm({"srun", "-N1", "-w", "gpu2", "--immediate=2", "true"});
+  EXPECT_NE(blocked->exit_code, 0) << "a drained node takes no job";
+  ASSERT_EQ(Slurm({"scontrol", "update", "nodename=gpu2", "state=resume"})->exit_code, 0);
+  for (int i = 0; i < 100 && NodeState("gpu2") != "idle"; ++i) std::this_thread::sleep_for(50ms);
+  EXPECT_EQ(NodeState("gpu2"), "idle");
+
+  // A second `up` reports the running lab instead of starting another.
+  auto again = Up(spec_, ctx_, 30s);
+  ASSERT_TRUE(again) << again.error().message;
+  EXPECT_TRUE(again->already_running);
+  EXPECT_EQ(again->state.daemons[0].pid, up->state.daemons[0].pid);
+
+  // Down stops exactly what it started and leaves nothing running.
+  auto down = Down(spec_.dir, ctx_);
+  ASSERT_TRUE(down) << down.error().message;
+  EXPECT_EQ(down->stopped.size(), 7u);
+  EXPECT_TRUE(down->not_ours.empty());
+  for (const Daemon& d : up->state.daemons) {
+    EXPECT_FALSE(sys::ProcessAlive(d.pid)) << d.name << " still runs";
+  }
+  EXPECT_TRUE(ProcessesInside(spec_.dir).empty());
+  EXPECT_FALSE(fs_.Exists(PathsFor(spec_.dir).state_file));
+  EXPECT_FALSE(Status(spec_.dir, ctx_));
+}
+
+TEST_F(LabTest, DownEndsRunningJobs) {
+  ASSERT_TRUE(Up(spec_, ctx_, 30s));
+  auto submit = Slurm({"sbatch", "-N2", "-p", "gpu", "--wrap", "sleep 300"});
+  ASSERT_TRUE(submit);
+  ASSERT_EQ(submit->exit_code, 0) << submit->stderr_text;
+  for (int i = 0; i < 100; ++i) {
+    auto q = Slurm({"squeue", "-h", "-t", "R", "-o", "%i"});
+    if (q && !q->stdout_text.empty()) break;
+    std::this_thread::sleep_for(100ms);
+  }
+  auto down = Down(spec_.dir, ctx_);
+  ASSERT_TRUE(down) << down.error().message;
+  EXPECT_TRUE(ProcessesInside(spec_.dir).empty());
+  auto sleepers = runner_.Run({.argv = {"pgrep", "-f", "^sleep 300$"}});
+  ASSERT_TRUE(sleepers);
+  EXPECT_NE(sleepers->exit_code, 0) << "job processes survived: " << sleepers->stdout_text;
+}
+
+TEST_F(LabTest, TakenPortIsNamedAndNothingStarts) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  ASSERT_GE(fd, 0);
+  const int one = 1;  // an earlier test's lab may have left the port in TIME_WAIT
+  ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(kPortBase + 2);
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
+  ASSERT_EQ(::listen(fd, 1), 0);
+  auto up = Up(spec_, ctx_, 30s);
+  ::close(fd);
+  ASSERT_FALSE(up);
+  EXPECT_NE(up.error().message.find("port " + std::to_string(kPortBase + 2) + " is taken"),
+            std::string::npos)
+      << up.error().message;
+  EXPECT_FALSE(fs_.Exists(PathsFor(spec_.dir).state_file));
+}
+
+TEST_F(LabTest, CmaxRunSeesTheLabAsASlurmClient) {
+  ASSERT_TRUE(Up(spec_, ctx_, 30s));
+  const std::string conf = PathsFor(spec_.dir).slurm_conf;
+  ::setenv("SLURM_CONF", conf.c_str(), 1);
+  std::ostringstream out;
+  std::ostringstream err;
+  const int code =
+      cli::RunCli({"run", "--db", dir_.File("cmax.db"), "--no-html", "--json"}, out, err);
+  ::unsetenv("SLURM_CONF");
+  ASSERT_TRUE(code == cli::kExitOk || code == cli::kExitChecksFailed) << err.str();
+  auto doc = nlohmann::json::parse(out.str());
+  EXPECT_NE(doc["run"]["target"].get<std::string>().find("slurm-client"), std::string::npos);
+  bool found = false;
+  for (const auto& f : doc["findings"]) {
+    if (f["check_id"] != "scheduler.slurm") continue;
+    found = true;
+    EXPECT_EQ(f["status"], "PASS") << f.dump();
+  }
+  EXPECT_TRUE(found);
+  EXPECT_TRUE(doc["evidence"]["scheduler.slurm"]["controller_up"].get<bool>());
+}
+
+TEST_F(LabTest, CliUpTwiceReportsTheRunningLab) {
+  const std::vector<std::string> up = {"lab",         "up",
+                                       "--dir",       spec_.dir,
+                                       "--nodes",     "2",
+                                       "--port-base", std::to_string(kPortBase),
+                                       "--json"};
+  std::ostringstream out1, err1, out2, err2;
+  ASSERT_EQ(cli::RunCli(up, out1, err1), cli::kExitOk) << err1.str();
+  EXPECT_FALSE(nlohmann::json::parse(out1.str())["already_running"].get<bool>());
+  ASSERT_EQ(cli::RunCli(up, out2, err2), cli::kExitOk) << err2.str();
+  EXPECT_TRUE(nlohmann::json::parse(out2.str())["already_running"].get<bool>());
+  std::ostringstream out3, err3;
+  EXPECT_EQ(cli::RunCli({"lab", "status", "--dir", spec_.dir, "--json"}, out3, err3), cli::kExitOk);
+  EXPECT_EQ(nlohmann::json::parse(out3.str())["nodes"]["gpu2"], "idle");
+  std::ostringstream out4, err4;
+  EXPECT_EQ(cli::RunCli({"lab", "down", "--dir", spec_.dir}, out4, err4), cli::kExitOk);
+  EXPECT_NE(out4.str().find("stopped"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace cmax::lab

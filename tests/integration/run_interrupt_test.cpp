@@ -1,0 +1,95 @@
+// `cmax run` interrupted by SIGTERM or SIGINT closes its run as interrupted with what it had.
+// The real binary runs against a stand-in scontrol that hangs (a slow controller).
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/stat.h>
+
+#include <fstream>
+#include <thread>
+
+#include "store/store.hpp"
+#include "support/temp_dir.hpp"
+#include "sys/process_runner.hpp"
+
+namespace cmax {
+namespace {
+
+using namespace std::chrono_literals;
+
+void WriteScript(const std::string& path, const std::string& body) {
+  std::ofstream(path) << "#!/bin/sh\n" << body << "\n";
+  ::chmod(path.c_str(), 0755);
+}
+
+class InterruptTest : public ::testing::TestWithParam<int> {};
+
+TEST_P(InterruptTest, RunIsClosedAsInterruptedWithItsFindings) {
+  const int signal_number = GetParam();
+  testing::TempDir dir;
+  // Stand-ins for the Slurm client: sinfo answers, scontrol ping hangs.
+  ::mkdir(dir.File("bin").c_str(), 0755);
+  WriteScript(dir.File("bin/sinfo"), "echo slurm 22.05.8");
+  WriteScript(dir.File("bin/scontrol"), "exec sleep 60");
+  std::ofstream(dir.File("slurm.conf")) << "ClusterName=stand-in\n";
+  const std::string db = dir.File("cmax.db");
+  const std::string pid_file = dir.File("cmax.pid");
+
+  std::optional<Result<sys::ProcessResult>> result;
+  std::thread child([&] {
+    sys::PosixProcessRunner runner;
+    sys::ProcessSpec spec{
+        .argv = {"echo $$ > " + pid_file + "; exec " + std::string(CMAX_BINARY) +
+                 " run --no-html --probe-timeout 60 --db " + db},
+        .use_shell = true,
+        .env_add = {"PATH=" + dir.File("bin") + ":/usr/bin:/bin",
+                    "SLURM_CONF=" + dir.File("slurm.conf")}};
+    spec.timeout = 60s;
+    result = runner.Run(spec);
+  });
+
+  // Wait until the run is open and its first findings are stored, then interrupt it.
+  bool started = false;
+  for (int i = 0; i < 300 && !started; ++i) {
+    std::this_thread::sleep_for(20ms);
+    auto store = store::Store::Open({.path = db, .create = false, .busy_timeout_ms = 200});
+    if (!store) continue;
+    auto runs = store->ListRuns(1);
+    started = runs && !runs->empty() && (*runs)[0].counts.Total() > 0;
+  }
+  int pid = 0;
+  std::ifstream(pid_file) >> pid;
+  ASSERT_TRUE(started && pid > 0) << "cmax run did not start";
+  std::this_thread::sleep_for(200ms);  // into the hanging scontrol
+  ::kill(pid, signal_number);
+  child.join();
+
+  ASSERT_TRUE(result.has_value() && *result) << "the child did not run";
+  EXPECT_EQ((*result)->exit_code, 128 + signal_number) << (*result)->stderr_text;
+  EXPECT_LT((*result)->duration, 20s) << "the hanging probe was not cut short";
+  EXPECT_NE((*result)->stderr_text.find("interrupted"), std::string::npos);
+
+  auto store = store::Store::Open({.path = db, .create = false});
+  ASSERT_TRUE(store);
+  auto record = store->LoadRun(store->LatestRunId().value());
+  ASSERT_TRUE(record);
+  EXPECT_EQ(record->run.state, RunState::kInterrupted);
+  EXPECT_EQ(record->run.exit_code, 128 + signal_number);
+  EXPECT_TRUE(record->run.ended_at.has_value());
+  bool has_host = false;
+  bool has_scheduler = false;
+  for (const Finding& f : record->findings) {
+    has_host |= f.check_id == "host.kernel";
+    has_scheduler |= f.check_id == "scheduler.slurm";
+  }
+  EXPECT_TRUE(has_host) << "what the run had before the signal is kept";
+  EXPECT_FALSE(has_scheduler) << "a probe cut short is not recorded as a finding";
+  // The hanging stand-in was killed with its process group.
+  sys::PosixProcessRunner runner;
+  auto sleepers = runner.Run({.argv = {"pgrep", "-f", "^sleep 60$"}});
+  EXPECT_NE(sleepers->exit_code, 0) << "scontrol stand-in survived: " << sleepers->stdout_text;
+}
+
+INSTANTIATE_TEST_SUITE_P(Signals, InterruptTest, ::testing::Values(SIGTERM, SIGINT));
+
+}  // namespace
+}  // namespace cmax

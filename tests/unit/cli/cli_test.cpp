@@ -1,0 +1,150 @@
+#include "cli/cli.hpp"
+
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "store/store.hpp"
+#include "support/temp_dir.hpp"
+
+namespace cmax::cli {
+namespace {
+
+struct CliResult {
+  int code;
+  std::string out;
+  std::string err;
+};
+
+CliResult Cli(std::vector<std::string> args) {
+  std::ostringstream out;
+  std::ostringstream err;
+  const int code = RunCli(args, out, err);
+  return {code, out.str(), err.str()};
+}
+
+TEST(Cli, HelpAndVersionExitZero) {
+  auto help = Cli({"--help"});
+  EXPECT_EQ(help.code, kExitOk);
+  EXPECT_NE(help.out.find("Exit codes"), std::string::npos);
+  for (const char* sub : {"run", "db", "report", "lab"}) {
+    auto sub_help = Cli({sub, "--help"});
+    EXPECT_EQ(sub_help.code, kExitOk) << sub;
+    EXPECT_NE(sub_help.out.find(sub), std::string::npos) << sub;
+  }
+  EXPECT_EQ(Cli({"lab", "up", "--help"}).code, kExitOk);
+  auto version = Cli({"--version"});
+  EXPECT_EQ(version.code, kExitOk);
+  EXPECT_EQ(version.out.rfind("cmax ", 0), 0u);
+}
+
+TEST(Cli, UsageErrorsExitTwo) {
+  EXPECT_EQ(Cli({}).code, kExitUsage);
+  EXPECT_EQ(Cli({"--no-such-flag"}).code, kExitUsage);
+  EXPECT_EQ(Cli({"run", "--no-such-flag"}).code, kExitUsage);
+  EXPECT_EQ(Cli({"frobnicate"}).code, kExitUsage);
+  EXPECT_EQ(Cli({"report", "--format", "pdf"}).code, kExitUsage);
+  EXPECT_EQ(Cli({"lab", "up", "--nodes", "0"}).code, kExitUsage);
+  EXPECT_EQ(Cli({"db"}).code, kExitUsage);
+}
+
+TEST(Cli, RunStoresARunAndEveryReadingCommandFindsIt) {
+  testing::TempDir dir;
+  const std::string db = dir.File("cmax.db");
+  const std::string html = dir.File("out/report.html");
+  auto run = Cli({"run", "--db", db, "--html", html, "--json"});
+  ASSERT_TRUE(run.code == kExitOk || run.code == kExitChecksFailed) << run.err;
+  auto doc = nlohmann::json::parse(run.out);
+  EXPECT_EQ(doc["schema"], "cmax.report/v1");
+  EXPECT_EQ(doc["run"]["command"], "run");
+  EXPECT_NE(doc["run"]["state"], "running");
+  EXPECT_FALSE(doc["findings"].empty());
+  EXPECT_TRUE(doc["evidence"].contains("host.kernel"));
+  EXPECT_TRUE(doc["evidence"].contains("target"));
+  // Without a GPU every GPU check says why it was skipped.
+  for (const auto& f : doc["findings"]) {
+    if (f["category"] == "gpu" && f["status"] == "SKIP") {
+      EXPECT_FALSE(f["message"].get<std::string>().empty());
+    }
+  }
+  std::ifstream page(html);
+  ASSERT_TRUE(page.good()) << "the HTML report was not written";
+  const int64_t id = doc["run"]["id"];
+
+  auto runs = Cli({"db", "runs", "--db", db, "--json"});
+  ASSERT_EQ(runs.code, kExitOk) << runs.err;
+  EXPECT_EQ(nlohmann::json::parse(runs.out)["runs"][0]["id"], id);
+  auto runs_text = Cli({"--db", db, "db", "runs"});
+  EXPECT_NE(runs_text.out.find("run"), std::string::npos);
+
+  auto show = Cli({"db", "show", std::to_string(id), "--db", db, "--json"});
+  ASSERT_EQ(show.code, kExitOk) << show.err;
+  EXPECT_EQ(nlohmann::json::parse(show.out)["run"]["id"], id);
+  auto show_text = Cli({"db", "show", "latest", "--db", db});
+  EXPECT_NE(show_text.out.find("evidence"), std::string::npos);
+
+  for (const char* format : {"text", "json", "junit", "html"}) {
+    const std::string file = dir.File(std::string("report.") + format);
+    auto report = Cli({"report", std::to_string(id), "--db", db, "--format", format, "-o", file});
+    EXPECT_EQ(report.code, kExitOk) << format << ": " << report.err;
+    EXPECT_TRUE(std::ifstream(file).good()) << format;
+  }
+  auto junit = Cli({"report", "--db", db, "-f", "junit"});
+  EXPECT_NE(junit.out.find("<testsuites"), std::string::npos);
+  EXPECT_EQ(Cli({"db", "path", "--db", db}).out, db + "\n");
+}
+
+TEST(Cli, MissingRunsAndStoresAreReportedClearly) {
+  testing::TempDir dir;
+  const std::string db = dir.File("cmax.db");
+  auto no_store = Cli({"report", "--db", db});
+  EXPECT_EQ(no_store.code, kExitError);
+  EXPECT_NE(no_store.err.find(db), std::string::npos);
+  EXPECT_EQ(Cli({"db", "runs", "--db", db}).code, kExitOk) << "an empty listing is not an error";
+  ASSERT_TRUE(store::Store::Open({.path = db}));
+  auto no_run = Cli({"db", "show", "99", "--db", db});
+  EXPECT_EQ(no_run.code, kExitUsage);
+  EXPECT_NE(no_run.err.find("no run 99"), std::string::npos);
+  EXPECT_EQ(Cli({"report", "banana", "--db", db}).code, kExitUsage);
+  EXPECT_EQ(Cli({"report", "--db", db}).code, kExitError) << "no runs yet";
+}
+
+TEST(Cli, CorruptStoreIsAnErrorNamingTheFileAndIsLeftAlone) {
+  testing::TempDir dir;
+  const std::string db = dir.File("cmax.db");
+  std::ofstream(db, std::ios::binary) << std::string(4096, '\x01');
+  for (auto args : std::vector<std::vector<std::string>>{
+           {"run", "--db", db, "--no-html"}, {"db", "runs", "--db", db}, {"report", "--db", db}}) {
+    auto r = Cli(args);
+    EXPECT_EQ(r.code, kExitError) << args[0];
+    EXPECT_NE(r.err.find(db), std::string::npos) << r.err;
+  }
+  std::ifstream in(db, std::ios::binary);
+  std::stringstream bytes;
+  bytes << in.rdbuf();
+  EXPECT_TRUE(bytes.str() == std::string(4096, '\x01')) << "the corrupt store was modified";
+}
+
+TEST(Cli, CmaxDbEnvironmentVariableSelectsTheStore) {
+  testing::TempDir dir;
+  const std::string db = dir.File("from-env.db");
+  ::setenv("CMAX_DB", db.c_str(), 1);
+  auto path = Cli({"db", "path"});
+  ::unsetenv("CMAX_DB");
+  EXPECT_EQ(path.out, db + "\n");
+}
+
+TEST(Cli, LabEnvPrintsTheSlurmConfLine) {
+  auto env = Cli({"lab", "env", "--dir", "/tmp/some-lab"});
+  EXPECT_EQ(env.code, kExitOk);
+  EXPECT_EQ(env.out, "export SLURM_CONF=/tmp/some-lab/etc/slurm.conf\n");
+  auto status = Cli({"lab", "status", "--dir", "/tmp/cmax-no-lab-here"});
+  EXPECT_EQ(status.code, kExitChecksFailed);
+  EXPECT_NE(status.err.find("no lab"), std::string::npos);
+  EXPECT_EQ(Cli({"lab", "down", "--dir", "/tmp/cmax-no-lab-here"}).code, kExitOk);
+}
+
+}  // namespace
+}  // namespace cmax::cli

@@ -1,0 +1,163 @@
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "report/render.hpp"
+
+namespace cmax::report {
+namespace {
+
+// A run whose strings come from a hostile outside: markup, script, quotes, terminal escapes,
+// control characters and invalid UTF-8 in every field a renderer prints.
+RunRecord HostileRun() {
+  RunRecord r;
+  r.run.id = 42;
+  r.run.command = "run";
+  r.run.target = "vm/slurm-client";
+  r.run.host = "node<script>alert('host')</script>";
+  r.run.started_at = WallTime{std::chrono::milliseconds(1795944148911)};
+  r.run.ended_at = WallTime{std::chrono::milliseconds(1795944150161)};
+  r.run.state = RunState::kChecksFailed;
+  r.run.exit_code = 1;
+  r.run.cmax_version = "0.1.0-golden";
+
+  Finding pass;
+  pass.check_id = "host.os";
+  pass.status = CheckStatus::kPass;
+  pass.observed = "Debian GNU/Linux 12 (bookworm)";
+  pass.message = "Debian GNU/Linux 12 (bookworm)";
+  Finding fail;
+  fail.check_id = "gpu.visible";
+  fail.status = CheckStatus::kFail;
+  fail.severity = Severity::kCritical;
+  fail.observed = "7 of 8 \"quoted\" & <b>bold</b>";
+  fail.expected = "8 of 8";
+  fail.message = "GPU 0000:17:00.0 lost \x1b[31mred\x1b[0m \xff\xfe bytes";
+  fail.remediation = "drain & reset; see <a href=\"javascript:alert(1)\">here</a>";
+  fail.links = {"https://docs.nvidia.com/deploy/xid-errors/", "javascript:alert('x')"};
+  Finding warn;
+  warn.check_id = "scheduler.slurm";
+  warn.status = CheckStatus::kWarn;
+  warn.severity = Severity::kMedium;
+  warn.observed = "controller not answering";
+  warn.expected = "scontrol ping: UP";
+  warn.message = "line one\nline two\ttabbed";
+  Finding skip;
+  skip.check_id = "gpu.driver";
+  skip.status = CheckStatus::kSkip;
+  skip.message = "no NVIDIA driver is loaded";
+  Finding attest;
+  attest.check_id = "ops.sla";
+  attest.status = CheckStatus::kAttest;
+  attest.message = "provider attests 99.9% uptime";
+  r.findings = {pass, fail, warn, skip, attest};
+  r.evidence = {{"host.hostname", R"("node<script>")"},
+                {"host.os", R"({"id":"debian","pretty_name":"Debian </pre><script>x</script>"})"},
+                {"broken", "{not json"}};
+  r.metrics = {{"busbw", {{"op", "all_reduce"}, {"size", "<1G>"}}, 391.5, "GB/s"}};
+  return r;
+}
+
+std::string GoldenPath(const std::string& name) {
+  return std::string(CMAX_TEST_DATA) + "/report/" + name;
+}
+
+// Compares with the golden file; CMAX_UPDATE_GOLDEN=1 rewrites it instead.
+void ExpectGolden(const std::string& name, const std::string& actual) {
+  const std::string path = GoldenPath(name);
+  if (std::getenv("CMAX_UPDATE_GOLDEN") != nullptr) {
+    std::ofstream(path, std::ios::binary) << actual;
+    return;
+  }
+  std::ifstream in(path, std::ios::binary);
+  ASSERT_TRUE(in.good()) << "missing golden file " << path
+                         << " (run with CMAX_UPDATE_GOLDEN=1 to create it)";
+  std::stringstream expected;
+  expected << in.rdbuf();
+  EXPECT_EQ(actual, expected.str()) << "differs from " << path;
+}
+
+TEST(Report, TextMatchesGolden) {
+  ExpectGolden("hostile.txt", RenderText(HostileRun(), {}));
+  ExpectGolden("hostile.color.txt", RenderText(HostileRun(), {.color = true}));
+  ExpectGolden("hostile.evidence.txt", RenderText(HostileRun(), {.show_evidence = true}));
+}
+
+TEST(Report, TextHasNoEscapesOfItsOwnWithoutColorAndNoneFromOutsideWithIt) {
+  const std::string plain = RenderText(HostileRun(), {});
+  EXPECT_EQ(plain.find('\x1b'), std::string::npos);
+  const std::string color = RenderText(HostileRun(), {.color = true});
+  EXPECT_EQ(color.find("\x1b[31mred"), std::string::npos) << "an outside escape got through";
+  EXPECT_NE(color.find("\x1b[1;31mFAIL"), std::string::npos);
+  EXPECT_NE(color.find("\x1b[32mPASS"), std::string::npos);
+  EXPECT_NE(color.find("\x1b[33mWARN"), std::string::npos);
+  EXPECT_NE(color.find("\x1b[2mSKIP"), std::string::npos);
+}
+
+TEST(Report, JsonMatchesGoldenAndSchema) {
+  const std::string json = RenderJson(HostileRun());
+  ExpectGolden("hostile.json", json);
+  auto doc = nlohmann::json::parse(json);
+  EXPECT_EQ(doc["schema"], "cmax.report/v1");
+  EXPECT_EQ(doc["run"]["id"], 42);
+  EXPECT_EQ(doc["run"]["state"], "checks-failed");
+  EXPECT_DOUBLE_EQ(doc["run"]["duration_s"].get<double>(), 1.25);
+  EXPECT_EQ(doc["summary"]["FAIL"], 1);
+  EXPECT_EQ(doc["summary"]["total"], 5);
+  EXPECT_EQ(doc["findings"][1]["category"], "gpu");
+  EXPECT_EQ(doc["evidence"]["host.os"]["id"], "debian") << "evidence is nested JSON";
+  EXPECT_EQ(doc["evidence"]["broken"], "{not json") << "bad evidence is kept as a string";
+  EXPECT_EQ(doc["metrics"][0]["labels"]["size"], "<1G>");
+}
+
+TEST(Report, JunitMatchesGoldenAndCountsFailuresAndSkips) {
+  const std::string xml = RenderJunit(HostileRun());
+  ExpectGolden("hostile.xml", xml);
+  EXPECT_NE(xml.find("<testsuites name=\"cmax run #42\" tests=\"5\" failures=\"1\" errors=\"0\" "
+                     "skipped=\"1\""),
+            std::string::npos);
+  EXPECT_EQ(xml.find("<script"), std::string::npos);
+  EXPECT_EQ(xml.find('\x1b'), std::string::npos);
+  EXPECT_NE(xml.find("<failure type=\"critical\""), std::string::npos);
+  EXPECT_NE(xml.find("<skipped message=\"no NVIDIA driver is loaded\"/>"), std::string::npos);
+}
+
+TEST(Report, HtmlIsSelfContainedAndEscapesEverythingFromOutside) {
+  const std::string html = RenderHtml(HostileRun());
+  ExpectGolden("hostile.html", html);
+  EXPECT_EQ(html.find("<script"), std::string::npos);
+  EXPECT_EQ(html.find("href=\"javascript"), std::string::npos);
+  EXPECT_EQ(html.find("<b>bold"), std::string::npos);
+  EXPECT_NE(html.find("&lt;script&gt;alert(&#39;host&#39;)&lt;/script&gt;"), std::string::npos);
+  EXPECT_NE(html.find("href=\"https://docs.nvidia.com/deploy/xid-errors/\""), std::string::npos);
+  // Nothing is fetched: no external scripts, styles, images or fonts; a policy forbids them.
+  EXPECT_EQ(html.find(" src="), std::string::npos);
+  EXPECT_EQ(html.find("<link"), std::string::npos);
+  EXPECT_EQ(html.find("url("), std::string::npos);
+  EXPECT_NE(html.find("Content-Security-Policy"), std::string::npos);
+  EXPECT_EQ(html.find('\x1b'), std::string::npos);
+}
+
+TEST(Report, EmptyRunRendersInEveryFormat) {
+  RunRecord empty;
+  empty.run.id = 1;
+  empty.run.command = "run";
+  for (Format f : {Format::kText, Format::kJson, Format::kJunit, Format::kHtml}) {
+    EXPECT_FALSE(Render(f, empty, {}).empty()) << FormatName(f);
+  }
+  EXPECT_NE(RenderHtml(empty).find("No findings were recorded."), std::string::npos);
+  EXPECT_TRUE(nlohmann::json::parse(RenderJson(empty))["run"]["ended_at"].is_null());
+}
+
+TEST(Report, ParsesFormatNames) {
+  EXPECT_EQ(ParseFormat("junit").value(), Format::kJunit);
+  EXPECT_FALSE(ParseFormat("pdf"));
+  EXPECT_EQ(HtmlEscape("a<b>&\"'"), "a&lt;b&gt;&amp;&quot;&#39;");
+  EXPECT_EQ(XmlEscape("a\nb"), "a&#10;b");
+}
+
+}  // namespace
+}  // namespace cmax::report

@@ -1,0 +1,284 @@
+#include "store/store.hpp"
+
+#include <gtest/gtest.h>
+#include <sqlite3.h>
+#include <sys/stat.h>
+
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include "store/run_writer.hpp"
+#include "support/temp_dir.hpp"
+
+namespace cmax::store {
+namespace {
+
+WallTime At(int64_t ms) { return WallTime{std::chrono::milliseconds(ms)}; }
+
+RunStart Start(std::string command = "run") {
+  return {.command = std::move(command),
+          .target = "vm/standalone",
+          .host = "node-a",
+          .started_at = At(1795944148911),
+          .cmax_version = "0.1.0-test",
+          .pid = 4242};
+}
+
+Finding MakeFinding(std::string id, CheckStatus status) {
+  Finding f;
+  f.check_id = std::move(id);
+  f.status = status;
+  f.severity = Severity::kHigh;
+  f.observed = "7 of 8";
+  f.expected = "8 of 8";
+  f.message = "one GPU fell off the bus";
+  f.remediation = "drain and reset";
+  f.links = {"https://docs.nvidia.com/deploy/xid-errors/"};
+  return f;
+}
+
+std::string ReadBytes(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream buffer;
+  buffer << in.rdbuf();
+  return buffer.str();
+}
+
+TEST(Store, CreatesAPrivateWalStoreAtTheLatestSchema) {
+  testing::TempDir dir;
+  const std::string path = dir.File("nested/folder/cmax.db");
+  auto store = Store::Open({.path = path});
+  ASSERT_TRUE(store) << store.error().message;
+  EXPECT_EQ(store->SchemaVersion().value(), LatestSchemaVersion());
+  struct stat st {};
+  ASSERT_EQ(::stat(path.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0600u);
+  ASSERT_EQ(::stat(dir.File("nested/folder").c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0700u);
+  ASSERT_TRUE(store->BeginRun(Start()));
+  ASSERT_EQ(::stat((path + "-wal").c_str(), &st), 0) << "WAL mode keeps a -wal file";
+  EXPECT_EQ(st.st_mode & 0777, 0600u);
+}
+
+TEST(Store, RoundTripsARun) {
+  testing::TempDir dir;
+  auto store = Store::Open({.path = dir.File("cmax.db")});
+  ASSERT_TRUE(store);
+  auto id = store->BeginRun(Start());
+  ASSERT_TRUE(id);
+  ASSERT_TRUE(store->AddEvidence(*id, {{"host.os", R"({"id":"debian"})"}, {"a.first", "1"}}));
+  ASSERT_TRUE(store->AddEvidence(*id, {{"a.first", "2"}}));  // replaces
+  ASSERT_TRUE(store->AddFindings(*id, {MakeFinding("gpu.visible", CheckStatus::kFail),
+                                       MakeFinding("gpu.driver", CheckStatus::kPass)}));
+  ASSERT_TRUE(store->AddMetrics(*id, {{"busbw", {{"op", "all_reduce"}, {"size", "1G"}}, 391.5,
+                                       "GB/s"}}));
+  ASSERT_TRUE(store->FinishRun(*id, RunState::kChecksFailed, 1, At(1795944149911)));
+
+  auto record = store->LoadRun(*id);
+  ASSERT_TRUE(record) << record.error().message;
+  EXPECT_EQ(record->run.command, "run");
+  EXPECT_EQ(record->run.host, "node-a");
+  EXPECT_EQ(record->run.state, RunState::kChecksFailed);
+  EXPECT_EQ(record->run.exit_code, 1);
+  EXPECT_EQ(record->run.started_at, At(1795944148911));
+  EXPECT_EQ(record->run.ended_at, At(1795944149911));
+  EXPECT_EQ(record->run.pid, 4242);
+  ASSERT_EQ(record->evidence.size(), 2u);
+  EXPECT_EQ(record->evidence[0].key, "a.first");
+  EXPECT_EQ(record->evidence[0].value_json, "2");
+  ASSERT_EQ(record->findings.size(), 2u);
+  const Finding& f = record->findings[0];
+  EXPECT_EQ(f.check_id, "gpu.visible");
+  EXPECT_EQ(f.status, CheckStatus::kFail);
+  EXPECT_EQ(f.severity, Severity::kHigh);
+  EXPECT_EQ(f.observed, "7 of 8");
+  EXPECT_EQ(f.links, std::vector<std::string>{"https://docs.nvidia.com/deploy/xid-errors/"});
+  ASSERT_EQ(record->metrics.size(), 1u);
+  EXPECT_EQ(record->metrics[0].labels.at("op"), "all_reduce");
+  EXPECT_DOUBLE_EQ(record->metrics[0].value, 391.5);
+
+  auto runs = store->ListRuns(10);
+  ASSERT_TRUE(runs);
+  ASSERT_EQ(runs->size(), 1u);
+  EXPECT_EQ((*runs)[0].counts.fail, 1);
+  EXPECT_EQ((*runs)[0].counts.pass, 1);
+  EXPECT_EQ(store->LatestRunId().value(), *id);
+  EXPECT_EQ(store->LatestRunId("run").value(), *id);
+  EXPECT_FALSE(store->LatestRunId("audit"));
+  auto missing = store->LoadRun(*id + 100);
+  ASSERT_FALSE(missing);
+  EXPECT_EQ(missing.error().code, ErrorCode::kNotFound);
+}
+
+TEST(Store, StoresEvents) {
+  testing::TempDir dir;
+  auto store = Store::Open({.path = dir.File("cmax.db")});
+  ASSERT_TRUE(store);
+  ASSERT_TRUE(store->AddEvents({{At(1000), "gpu1", "kmsg", "xid", R"({"code":79})"},
+                                {At(2000), "gpu2", "kmsg", "xid", ""}}));
+  auto events = store->LoadEvents("gpu1", 10);
+  ASSERT_TRUE(events);
+  ASSERT_EQ(events->size(), 1u);
+  EXPECT_EQ((*events)[0].payload_json, R"({"code":79})");
+  EXPECT_EQ(store->LoadEvents("", 10)->size(), 2u);
+}
+
+TEST(Store, MigratesAnEmptyDatabaseAndAPreviousSchema) {
+  testing::TempDir dir;
+  const std::string path = dir.File("old.db");
+  {
+    // A store as the first schema left it, with a run in it.
+    auto db = Database::Open(path, true, false, 1000);
+    ASSERT_TRUE(db);
+    const std::vector<Migration> first_only(Migrations().begin(), Migrations().begin() + 1);
+    ASSERT_TRUE(Migrate(*db, first_only));
+    EXPECT_EQ(db->QueryInt("PRAGMA user_version").value(), 1);
+    ASSERT_TRUE(db->Execute(
+        "INSERT INTO runs (command, target, host, started_at, state, cmax_version) VALUES "
+        "('run', 'vm/standalone', 'h', '2026-11-29T09:22:28.911Z', 'ok', '0.0.1')"));
+  }
+  auto store = Store::Open({.path = path});
+  ASSERT_TRUE(store) << store.error().message;
+  EXPECT_EQ(store->SchemaVersion().value(), LatestSchemaVersion());
+  auto runs = store->ListRuns(10);
+  ASSERT_TRUE(runs);
+  ASSERT_EQ(runs->size(), 1u);
+  EXPECT_EQ((*runs)[0].run.cmax_version, "0.0.1");
+  EXPECT_TRUE(store->AddEvents({{At(1), "n", "s", "k", "{}"}})) << "events came with schema 2";
+}
+
+TEST(Store, RefusesAStoreFromANewerCmax) {
+  testing::TempDir dir;
+  const std::string path = dir.File("future.db");
+  {
+    auto db = Database::Open(path, true, false, 1000);
+    ASSERT_TRUE(db);
+    ASSERT_TRUE(db->Execute("CREATE TABLE x (a); PRAGMA user_version = 99"));
+  }
+  auto store = Store::Open({.path = path});
+  ASSERT_FALSE(store);
+  EXPECT_EQ(store.error().code, ErrorCode::kUnsupported);
+  EXPECT_NE(store.error().message.find(path), std::string::npos);
+}
+
+TEST(Store, RefusesAForeignSqliteDatabaseAndLeavesItAlone) {
+  testing::TempDir dir;
+  const std::string path = dir.File("other.db");
+  {
+    auto db = Database::Open(path, true, false, 1000);
+    ASSERT_TRUE(db);
+    ASSERT_TRUE(db->Execute("CREATE TABLE customers (name TEXT); INSERT INTO customers VALUES ('x')"));
+  }
+  const std::string before = ReadBytes(path);
+  auto store = Store::Open({.path = path});
+  ASSERT_FALSE(store);
+  EXPECT_NE(store.error().message.find("not a cmax store"), std::string::npos);
+  EXPECT_TRUE(ReadBytes(path) == before) << "the foreign database was modified";
+}
+
+TEST(Store, CorruptFileIsAClearErrorAndIsNotOverwritten) {
+  testing::TempDir dir;
+  const std::string path = dir.File("cmax.db");
+  const std::string garbage(8192, '\x5a');
+  {
+    std::ofstream out(path, std::ios::binary);
+    out << garbage;
+  }
+  auto store = Store::Open({.path = path});
+  ASSERT_FALSE(store);
+  EXPECT_EQ(store.error().code, ErrorCode::kCorrupt);
+  EXPECT_NE(store.error().message.find(path), std::string::npos) << store.error().message;
+  EXPECT_TRUE(ReadBytes(path) == garbage) << "the corrupt file was modified";
+}
+
+TEST(Store, MissingStoreIsNotCreatedWhenAskedNotTo) {
+  testing::TempDir dir;
+  auto store = Store::Open({.path = dir.File("none.db"), .create = false});
+  ASSERT_FALSE(store);
+  EXPECT_EQ(store.error().code, ErrorCode::kNotFound);
+  EXPECT_FALSE(std::ifstream(dir.File("none.db")).good());
+}
+
+TEST(Store, LockedStoreIsABusyErrorNamingTheFile) {
+  testing::TempDir dir;
+  const std::string path = dir.File("cmax.db");
+  ASSERT_TRUE(Store::Open({.path = path}));
+  sqlite3* holder = nullptr;
+  ASSERT_EQ(sqlite3_open(path.c_str(), &holder), SQLITE_OK);
+  ASSERT_EQ(sqlite3_exec(holder, "BEGIN EXCLUSIVE", nullptr, nullptr, nullptr), SQLITE_OK);
+  auto store = Store::Open({.path = path, .busy_timeout_ms = 100});
+  Result<int64_t> id = store ? store->BeginRun(Start()) : tl::unexpected(store.error());
+  ASSERT_FALSE(id);
+  EXPECT_EQ(id.error().code, ErrorCode::kBusy);
+  EXPECT_NE(id.error().message.find(path), std::string::npos) << id.error().message;
+  sqlite3_exec(holder, "ROLLBACK", nullptr, nullptr, nullptr);
+  sqlite3_close(holder);
+  auto again = Store::Open({.path = path, .busy_timeout_ms = 100});
+  ASSERT_TRUE(again);
+  EXPECT_TRUE(again->BeginRun(Start()));
+}
+
+TEST(Store, ReaderIsNotBlockedByAWriterAndSeesCommittedRowsOnly) {
+  testing::TempDir dir;
+  const std::string path = dir.File("cmax.db");
+  auto writer = Store::Open({.path = path});
+  ASSERT_TRUE(writer);
+  auto run = writer->BeginRun(Start());
+  ASSERT_TRUE(run);
+  auto reader = Store::Open({.path = path, .busy_timeout_ms = 100});
+  ASSERT_TRUE(reader);
+
+  // The writer holds an open write transaction while the reader reads.
+  auto raw = Database::Open(path, false, false, 1000);
+  ASSERT_TRUE(raw);
+  ASSERT_TRUE(raw->Execute("BEGIN IMMEDIATE"));
+  ASSERT_TRUE(raw->Execute(fmt::format(
+      "INSERT INTO findings (run_id, check_id, status, severity) VALUES ({}, 'x.y', 'FAIL', "
+      "'high')",
+      *run)));
+  std::thread concurrent([&] {
+    auto record = reader->LoadRun(*run);
+    ASSERT_TRUE(record) << record.error().message;
+    EXPECT_TRUE(record->findings.empty()) << "uncommitted rows must not be visible";
+  });
+  concurrent.join();
+  ASSERT_TRUE(raw->Execute("COMMIT"));
+  EXPECT_EQ(reader->LoadRun(*run)->findings.size(), 1u);
+}
+
+TEST(RunWriter, OutcomeFollowsFindingsAndInterruption) {
+  testing::TempDir dir;
+  auto store = Store::Open({.path = dir.File("cmax.db")});
+  ASSERT_TRUE(store);
+  {
+    auto w = RunWriter::Begin(*store, Start());
+    ASSERT_TRUE(w);
+    ASSERT_TRUE(w->Add({}, {MakeFinding("a.b", CheckStatus::kPass)}));
+    auto outcome = w->Finish(0, At(2000));
+    ASSERT_TRUE(outcome);
+    EXPECT_EQ(outcome->state, RunState::kOk);
+    EXPECT_EQ(outcome->exit_code, 0);
+  }
+  {
+    auto w = RunWriter::Begin(*store, Start());
+    ASSERT_TRUE(w);
+    ASSERT_TRUE(w->Add({{"k", "1"}}, {MakeFinding("a.b", CheckStatus::kFail)}));
+    ASSERT_TRUE(w->SetTarget("vm/slurm-client"));
+    EXPECT_EQ(w->Finish(0, At(2000))->state, RunState::kChecksFailed);
+    EXPECT_EQ(store->LoadRun(w->run_id())->run.target, "vm/slurm-client");
+  }
+  {
+    auto w = RunWriter::Begin(*store, Start());
+    ASSERT_TRUE(w);
+    ASSERT_TRUE(w->Add({}, {MakeFinding("a.b", CheckStatus::kFail)}));
+    auto outcome = w->Finish(15, At(2000));
+    EXPECT_EQ(outcome->state, RunState::kInterrupted);
+    EXPECT_EQ(outcome->exit_code, 143);
+    auto record = store->LoadRun(w->run_id());
+    EXPECT_EQ(record->findings.size(), 1u) << "an interrupted run keeps what it had";
+  }
+}
+
+}  // namespace
+}  // namespace cmax::store

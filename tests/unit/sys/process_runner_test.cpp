@@ -1,0 +1,171 @@
+#include "sys/process_runner.hpp"
+
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <fstream>
+#include <thread>
+
+#include "support/temp_dir.hpp"
+#include "sys/interrupt.hpp"
+
+namespace cmax::sys {
+namespace {
+
+using namespace std::chrono_literals;
+
+ProcessSpec Shell(const std::string& script, Duration timeout = 10s) {
+  ProcessSpec spec{.argv = {script}, .use_shell = true};
+  spec.timeout = timeout;
+  return spec;
+}
+
+TEST(ProcessRunner, CapturesOutputAndExitCode) {
+  PosixProcessRunner runner;
+  auto r = runner.Run(Shell("echo out; echo err >&2; exit 3"));
+  ASSERT_TRUE(r) << r.error().message;
+  EXPECT_EQ(r->exit_code, 3);
+  EXPECT_EQ(r->signal, 0);
+  EXPECT_EQ(r->stdout_text, "out\n");
+  EXPECT_EQ(r->stderr_text, "err\n");
+  EXPECT_FALSE(r->Succeeded());
+  EXPECT_EQ(r->Describe(), "exit 3");
+}
+
+TEST(ProcessRunner, RunsArgvWithoutAShell) {
+  PosixProcessRunner runner;
+  // With no shell, metacharacters are plain arguments.
+  auto r = runner.Run({.argv = {"echo", "$HOME", ";", "ls"}});
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->stdout_text, "$HOME ; ls\n");
+  EXPECT_TRUE(r->Succeeded());
+}
+
+TEST(ProcessRunner, MissingProgramIsAnError) {
+  PosixProcessRunner runner;
+  auto r = runner.Run({.argv = {"/no/such/program"}});
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().code, ErrorCode::kNotFound);
+  EXPECT_NE(r.error().message.find("/no/such/program"), std::string::npos);
+  EXPECT_FALSE(runner.Run({.argv = {}}));
+  EXPECT_FALSE(runner.Run({.argv = {"a", "b"}, .use_shell = true}));
+}
+
+TEST(ProcessRunner, ReportsTheSignalThatEndedIt) {
+  PosixProcessRunner runner;
+  auto r = runner.Run(Shell("kill -SEGV $$"));
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->signal, SIGSEGV);
+  EXPECT_EQ(r->exit_code, -1);
+}
+
+TEST(ProcessRunner, TimeoutKillsTheWholeProcessGroup) {
+  testing::TempDir dir;
+  const std::string pid_file = dir.File("grandchild.pid");
+  PosixProcessRunner runner;
+  // The grandchild ignores SIGTERM and keeps the pipes open: only SIGKILL to the group ends it.
+  auto spec = Shell("(trap '' TERM; echo $$ >/dev/null; sh -c 'echo $$ > " + pid_file +
+                        "; trap \"\" TERM; exec sleep 30') & wait",
+                    300ms);
+  spec.kill_grace = 200ms;
+  const auto start = std::chrono::steady_clock::now();
+  auto r = runner.Run(spec);
+  const auto took = std::chrono::steady_clock::now() - start;
+  ASSERT_TRUE(r);
+  EXPECT_TRUE(r->timed_out);
+  EXPECT_FALSE(r->Succeeded());
+  EXPECT_LT(took, 5s);
+  std::ifstream in(pid_file);
+  int grandchild = 0;
+  ASSERT_TRUE(in >> grandchild);
+  // Give the kernel a moment to tear it down, then it must be gone (or a zombie).
+  for (int i = 0; i < 100 && ProcessAlive(grandchild); ++i) std::this_thread::sleep_for(10ms);
+  EXPECT_FALSE(ProcessAlive(grandchild)) << "grandchild " << grandchild << " survived";
+}
+
+TEST(ProcessRunner, DoesNotWaitForABackgroundChildThatKeepsThePipes) {
+  PosixProcessRunner runner;
+  const auto start = std::chrono::steady_clock::now();
+  auto r = runner.Run(Shell("sleep 3 & echo started", 10s));
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->exit_code, 0);
+  EXPECT_EQ(r->stdout_text, "started\n");
+  EXPECT_LT(std::chrono::steady_clock::now() - start, 2s);
+}
+
+TEST(ProcessRunner, CapsOutputAndStillDrainsIt) {
+  PosixProcessRunner runner;
+  auto spec = Shell("head -c 300000 /dev/zero; echo done >&2");
+  spec.output_cap = 1000;
+  auto r = runner.Run(spec);
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->exit_code, 0);
+  EXPECT_EQ(r->stdout_text.size(), 1000u);
+  EXPECT_TRUE(r->stdout_truncated);
+  EXPECT_EQ(r->stderr_text, "done\n");
+  EXPECT_FALSE(r->stderr_truncated);
+}
+
+TEST(ProcessRunner, FeedsStdinAndSetsEnvironmentAndFolder) {
+  testing::TempDir dir;
+  PosixProcessRunner runner;
+  ProcessSpec spec{.argv = {"sh", "-c", "cat; echo \" $CMAX_TEST_VAR\"; pwd"},
+                   .env_add = {"CMAX_TEST_VAR=hello"},
+                   .cwd = dir.path(),
+                   .stdin_data = std::string("input")};
+  auto r = runner.Run(spec);
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->stdout_text, "input hello\n" + dir.path() + "\n");
+}
+
+TEST(ProcessRunner, LargeStdinDoesNotDeadlock) {
+  PosixProcessRunner runner;
+  ProcessSpec spec{.argv = {"wc", "-c"}, .stdin_data = std::string(1 << 20, 'x')};
+  auto r = runner.Run(spec);
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->stdout_text, "1048576\n");
+}
+
+TEST(ProcessRunner, InterruptStopsTheChild) {
+  PosixProcessRunner runner;
+  std::thread interrupter([] {
+    std::this_thread::sleep_for(200ms);
+    RequestInterrupt(SIGINT);
+  });
+  const auto start = std::chrono::steady_clock::now();
+  auto r = runner.Run(Shell("sleep 20", 30s));
+  interrupter.join();
+  ClearInterrupt();
+  ASSERT_TRUE(r);
+  EXPECT_TRUE(r->interrupted);
+  EXPECT_EQ(r->signal, SIGTERM);
+  EXPECT_LT(std::chrono::steady_clock::now() - start, 5s);
+}
+
+TEST(ProcessRunner, DaemonOutlivesItsStarterAndIsNotOurChild) {
+  testing::TempDir dir;
+  auto pid = SpawnDaemon({{"sleep", "30"}, {}, dir.File("daemon.log"), dir.path()});
+  ASSERT_TRUE(pid) << pid.error().message;
+  EXPECT_TRUE(ProcessAlive(*pid));
+  EXPECT_NE(::getppid(), *pid);
+  auto ticks = ProcessStartTicks(*pid);
+  EXPECT_TRUE(ticks);
+  ::kill(*pid, SIGKILL);
+  for (int i = 0; i < 200 && ProcessAlive(*pid); ++i) std::this_thread::sleep_for(10ms);
+  EXPECT_FALSE(ProcessAlive(*pid));
+  auto missing = SpawnDaemon({{"/no/such/daemon"}, {}, dir.File("daemon.log"), dir.path()});
+  ASSERT_FALSE(missing);
+  EXPECT_EQ(missing.error().code, ErrorCode::kNotFound);
+}
+
+TEST(ProcessRunner, FindsProgramsOnPath) {
+  EXPECT_FALSE(FindProgram("sh").empty());
+  EXPECT_TRUE(FindProgram("no-such-program-cmax").empty());
+  EXPECT_FALSE(ProcessAlive(0));
+  EXPECT_TRUE(ProcessAlive(::getpid()));
+}
+
+}  // namespace
+}  // namespace cmax::sys
