@@ -6,7 +6,6 @@
 #include "core/log.hpp"
 #include "core/strings.hpp"
 
-
 namespace cmax::audit {
 namespace {
 
@@ -33,8 +32,7 @@ std::vector<NumaNode> CollectNuma(const sys::FileSystem& fs) {
     if (name.rfind("node", 0) != 0 || name.size() == 4) continue;
     NumaNode node;
     const std::string_view digits = std::string_view(name).substr(4);
-    if (std::from_chars(digits.data(), digits.data() + digits.size(), node.id).ec !=
-        std::errc()) {
+    if (std::from_chars(digits.data(), digits.data() + digits.size(), node.id).ec != std::errc()) {
       continue;
     }
     node.cpus = CountCpuList(ReadTrimmed(fs, root + "/" + name + "/cpulist")).value_or(0);
@@ -86,12 +84,20 @@ Virtualization CollectVirtualization(const sys::FileSystem& fs, const CpuInfo& c
   }
   const std::string vendor = ReadTrimmed(fs, "/sys/class/dmi/id/sys_vendor");
   const std::string product = ReadTrimmed(fs, "/sys/class/dmi/id/product_name");
-  static const char* kVmVendors[] = {"QEMU",      "KVM",    "VMware",        "Xen",
-                                     "innotek",   "Amazon EC2", "Google",    "OpenStack",
-                                     "Parallels", "Bochs",  "Microsoft Corporation"};
+  static const char* kVmVendors[] = {"QEMU",
+                                     "KVM",
+                                     "VMware",
+                                     "Xen",
+                                     "innotek",
+                                     "Amazon EC2",
+                                     "Google",
+                                     "OpenStack",
+                                     "Parallels",
+                                     "Bochs",
+                                     "Microsoft Corporation"};
   for (const char* known : kVmVendors) {
-    const bool hit = vendor.find(known) != std::string::npos ||
-                     product.find(known) != std::string::npos;
+    const bool hit =
+        vendor.find(known) != std::string::npos || product.find(known) != std::string::npos;
     // Microsoft sells hardware too: only its "Virtual Machine" product is a VM.
     const bool microsoft = std::string_view(known) == "Microsoft Corporation";
     if (hit && (!microsoft || product.find("Virtual Machine") != std::string::npos)) {
@@ -180,7 +186,8 @@ KubernetesPresence CollectKubernetes(const sys::FileSystem& fs, const HostEnviro
   for (std::string_view part : Split(env.Get("KUBECONFIG"), ':')) {
     if (!part.empty()) configs.emplace_back(part);
   }
-  if (configs.empty() && !env.Get("HOME").empty()) configs.push_back(env.Get("HOME") + "/.kube/config");
+  if (configs.empty() && !env.Get("HOME").empty())
+    configs.push_back(env.Get("HOME") + "/.kube/config");
   for (const std::string& path : configs) {
     auto text = fs.ReadFile(path, 8 << 20);
     if (!text) continue;

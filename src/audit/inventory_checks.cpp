@@ -1,7 +1,6 @@
 #include "audit/inventory_checks.hpp"
 
 #include <fmt/format.h>
-
 #include <nlohmann/json.hpp>
 
 #include "core/strings.hpp"
@@ -30,7 +29,9 @@ std::string Gib(uint64_t kib) {
   return fmt::format("{:.1f} GiB", static_cast<double>(kib) / (1024.0 * 1024.0));
 }
 
-std::string Hex(uint32_t value, int width) { return fmt::format("0x{:0{}x}", value, width); }
+std::string Hex(uint32_t value, int width) {
+  return fmt::format("0x{:0{}x}", value, width);
+}
 
 }  // namespace
 
@@ -72,25 +73,27 @@ std::vector<Finding> HostFindings(const HostFacts& host, const Target& target) {
   }
   const std::string kernel =
       host.arch.empty() ? host.kernel_release : host.kernel_release + " (" + host.arch + ")";
-  findings.push_back(Make("host.kernel", host.kernel_release.empty() ? CheckStatus::kWarn
-                                                                     : CheckStatus::kPass,
-                          Severity::kInfo, kernel.empty() ? "unknown" : kernel,
-                          "Linux " + (kernel.empty() ? std::string("(release unreadable)") : kernel)));
+  findings.push_back(
+      Make("host.kernel", host.kernel_release.empty() ? CheckStatus::kWarn : CheckStatus::kPass,
+           Severity::kInfo, kernel.empty() ? "unknown" : kernel,
+           "Linux " + (kernel.empty() ? std::string("(release unreadable)") : kernel)));
   const CpuInfo& cpu = host.cpu;
-  const std::string cpu_text =
-      fmt::format("{} · {} logical CPUs, {} socket{}", cpu.model.empty() ? "unknown model" : cpu.model,
-                  cpu.logical_cpus, cpu.sockets, cpu.sockets == 1 ? "" : "s");
-  findings.push_back(Make("host.cpu", cpu.logical_cpus > 0 ? CheckStatus::kPass : CheckStatus::kWarn,
+  const std::string cpu_text = fmt::format(
+      "{} · {} logical CPUs, {} socket{}", cpu.model.empty() ? "unknown model" : cpu.model,
+      cpu.logical_cpus, cpu.sockets, cpu.sockets == 1 ? "" : "s");
+  findings.push_back(Make("host.cpu",
+                          cpu.logical_cpus > 0 ? CheckStatus::kPass : CheckStatus::kWarn,
                           Severity::kInfo, cpu_text, cpu_text));
   const std::string memory = fmt::format("{} total, {} available", Gib(host.memory.total_kib),
                                          Gib(host.memory.available_kib));
   findings.push_back(Make("host.memory",
                           host.memory.total_kib > 0 ? CheckStatus::kPass : CheckStatus::kWarn,
                           Severity::kInfo, memory, memory));
-  std::string numa = fmt::format("{} NUMA node{}", host.numa.size(), host.numa.size() == 1 ? "" : "s");
+  std::string numa =
+      fmt::format("{} NUMA node{}", host.numa.size(), host.numa.size() == 1 ? "" : "s");
   for (const NumaNode& node : host.numa) {
-    numa += fmt::format("{}node{}: {} CPUs, {}", &node == &host.numa.front() ? " (" : "; ",
-                        node.id, node.cpus, Gib(node.mem_total_kib));
+    numa += fmt::format("{}node{}: {} CPUs, {}", &node == &host.numa.front() ? " (" : "; ", node.id,
+                        node.cpus, Gib(node.mem_total_kib));
   }
   if (!host.numa.empty()) numa += ")";
   findings.push_back(Make("host.numa", host.numa.empty() ? CheckStatus::kSkip : CheckStatus::kPass,
@@ -102,8 +105,8 @@ std::vector<Finding> HostFindings(const HostFacts& host, const Target& target) {
     gpus += IsNvidiaGpu(device) ? 1 : 0;
     nics += IsNetworkDevice(device) ? 1 : 0;
   }
-  const std::string pci = fmt::format("{} PCI devices: {} NVIDIA GPU, {} network", host.pci.size(),
-                                      gpus, nics);
+  const std::string pci =
+      fmt::format("{} PCI devices: {} NVIDIA GPU, {} network", host.pci.size(), gpus, nics);
   findings.push_back(Make("host.pci", host.pci.empty() ? CheckStatus::kSkip : CheckStatus::kPass,
                           Severity::kInfo, pci,
                           host.pci.empty() ? "no PCI bus is visible (/sys/bus/pci)" : pci));
@@ -121,9 +124,9 @@ std::vector<EvidenceItem> HostEvidence(const HostFacts& host) {
   items.push_back(Evidence("host.os", {{"id", host.os.id},
                                        {"version_id", host.os.version_id},
                                        {"pretty_name", host.os.pretty_name}}));
-  items.push_back(Evidence("host.kernel", {{"release", host.kernel_release},
-                                           {"version", host.kernel_version},
-                                           {"arch", host.arch}}));
+  items.push_back(Evidence(
+      "host.kernel",
+      {{"release", host.kernel_release}, {"version", host.kernel_version}, {"arch", host.arch}}));
   items.push_back(Evidence("host.cpu", {{"vendor", host.cpu.vendor},
                                         {"model", host.cpu.model},
                                         {"logical_cpus", host.cpu.logical_cpus},
@@ -149,11 +152,11 @@ std::vector<EvidenceItem> HostEvidence(const HostFacts& host) {
                    {"numa_node", d.numa_node}});
   }
   items.push_back(Evidence("host.pci", pci));
-  items.push_back(Evidence("host.environment",
-                           {{"hypervisor", host.virtualization.hypervisor},
-                            {"hypervisor_vendor", host.virtualization.hypervisor_vendor},
-                            {"container", host.virtualization.container},
-                            {"signals", host.virtualization.signals}}));
+  items.push_back(
+      Evidence("host.environment", {{"hypervisor", host.virtualization.hypervisor},
+                                    {"hypervisor_vendor", host.virtualization.hypervisor_vendor},
+                                    {"container", host.virtualization.container},
+                                    {"signals", host.virtualization.signals}}));
   if (!host.problems.empty()) items.push_back(Evidence("host.problems", host.problems));
   return items;
 }
@@ -162,10 +165,9 @@ std::vector<Finding> GpuFindings(const GpuFacts& gpu) {
   std::vector<Finding> findings;
   const size_t on_bus = gpu.nvidia_pci.size();
   if (on_bus > 0) {
-    findings.push_back(Make("gpu.devices", CheckStatus::kPass, Severity::kInfo,
-                            std::to_string(on_bus),
-                            fmt::format("{} NVIDIA GPU{} on the PCI bus", on_bus,
-                                        on_bus == 1 ? "" : "s")));
+    findings.push_back(
+        Make("gpu.devices", CheckStatus::kPass, Severity::kInfo, std::to_string(on_bus),
+             fmt::format("{} NVIDIA GPU{} on the PCI bus", on_bus, on_bus == 1 ? "" : "s")));
   } else {
     findings.push_back(Make("gpu.devices", CheckStatus::kSkip, Severity::kInfo, "0",
                             "no NVIDIA GPU on the PCI bus (vendor 0x10de, class 0x03); GPU "
@@ -178,9 +180,9 @@ std::vector<Finding> GpuFindings(const GpuFacts& gpu) {
                             fmt::format("NVIDIA driver {} ({} kernel module)", driver.version,
                                         driver.open_kernel_module ? "open" : "proprietary")));
   } else if (on_bus > 0) {
-    Finding f = Make("gpu.driver", CheckStatus::kFail, Severity::kHigh, "not loaded",
-                     fmt::format("{} NVIDIA GPUs are on the PCI bus but no NVIDIA driver is loaded",
-                                 on_bus));
+    Finding f = Make(
+        "gpu.driver", CheckStatus::kFail, Severity::kHigh, "not loaded",
+        fmt::format("{} NVIDIA GPUs are on the PCI bus but no NVIDIA driver is loaded", on_bus));
     f.expected = "a loaded NVIDIA driver (/proc/driver/nvidia/version)";
     f.remediation =
         "Install the NVIDIA driver or load it (modprobe nvidia), then look for NVRM errors in "
@@ -206,10 +208,10 @@ std::vector<Finding> GpuFindings(const GpuFacts& gpu) {
   }
   const size_t visible = on_bus - missing.size();
   if (missing.empty()) {
-    findings.push_back(Make("gpu.visible", CheckStatus::kPass, Severity::kInfo,
-                            fmt::format("{} of {}", visible, on_bus),
-                            fmt::format("all {} GPUs on the PCI bus are known to the driver",
-                                        on_bus)));
+    findings.push_back(
+        Make("gpu.visible", CheckStatus::kPass, Severity::kInfo,
+             fmt::format("{} of {}", visible, on_bus),
+             fmt::format("all {} GPUs on the PCI bus are known to the driver", on_bus)));
   } else {
     Finding f = Make("gpu.visible", CheckStatus::kFail, Severity::kCritical,
                      fmt::format("{} of {}", visible, on_bus),
@@ -257,10 +259,10 @@ std::vector<Finding> SchedulerFindings(const SchedulerFacts& scheduler) {
                             fmt::format("Slurm {} client ({}): {}", slurm.version, slurm.conf_path,
                                         slurm.controller_detail)));
   } else {
-    Finding f = Make("scheduler.slurm", CheckStatus::kWarn, Severity::kMedium,
-                     "controller not answering",
-                     fmt::format("slurm.conf {} names a controller that does not answer: {}",
-                                 slurm.conf_path, slurm.controller_detail));
+    Finding f =
+        Make("scheduler.slurm", CheckStatus::kWarn, Severity::kMedium, "controller not answering",
+             fmt::format("slurm.conf {} names a controller that does not answer: {}",
+                         slurm.conf_path, slurm.controller_detail));
     f.expected = "scontrol ping: UP";
     f.remediation = "Check that slurmctld runs and that SlurmctldHost in slurm.conf is reachable.";
     findings.push_back(std::move(f));
@@ -270,10 +272,9 @@ std::vector<Finding> SchedulerFindings(const SchedulerFacts& scheduler) {
     findings.push_back(Make("scheduler.kubernetes", CheckStatus::kPass, Severity::kInfo,
                             "in-cluster", "running in a Kubernetes pod with a service account"));
   } else if (!k8s.context.empty()) {
-    findings.push_back(Make("scheduler.kubernetes", CheckStatus::kPass, Severity::kInfo,
-                            k8s.context,
-                            fmt::format("kubeconfig {} with context '{}'", k8s.kubeconfig,
-                                        k8s.context)));
+    findings.push_back(
+        Make("scheduler.kubernetes", CheckStatus::kPass, Severity::kInfo, k8s.context,
+             fmt::format("kubeconfig {} with context '{}'", k8s.kubeconfig, k8s.context)));
   } else {
     findings.push_back(Make("scheduler.kubernetes", CheckStatus::kSkip, Severity::kInfo, "absent",
                             k8s.kubeconfig.empty()
@@ -292,9 +293,9 @@ std::vector<EvidenceItem> SchedulerEvidence(const SchedulerFacts& scheduler, con
                                        {"controller_checked", s.controller_checked},
                                        {"controller_up", s.controller_up},
                                        {"controller_detail", s.controller_detail}}),
-          Evidence("scheduler.kubernetes", {{"in_cluster", k.in_cluster},
-                                            {"kubeconfig", k.kubeconfig},
-                                            {"context", k.context}}),
+          Evidence(
+              "scheduler.kubernetes",
+              {{"in_cluster", k.in_cluster}, {"kubeconfig", k.kubeconfig}, {"context", k.context}}),
           Evidence("target", {{"environment", target.environment},
                               {"scheduler", target.scheduler},
                               {"name", target.Name()}})};

@@ -1,7 +1,6 @@
 // `cmax db`: what the store holds. `runs` lists runs, `show` prints one with its evidence.
-#include <fmt/format.h>
-
 #include <CLI/CLI.hpp>
+#include <fmt/format.h>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <ostream>
@@ -51,8 +50,8 @@ int ListRuns(const DbOptions& options, Context& ctx, store::Store& store) {
                         {"SKIP", s.counts.skip},
                         {"ATTEST", s.counts.attest}}}});
     }
-    nlohmann::ordered_json out = {{"schema", "cmax.runs/v1"}, {"store", store.path()},
-                                  {"runs", list}};
+    nlohmann::ordered_json out = {
+        {"schema", "cmax.runs/v1"}, {"store", store.path()}, {"runs", list}};
     ctx.out << out.dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace) << "\n";
     return kExitOk;
   }

@@ -1,9 +1,9 @@
 // `cmax lab`: a real Slurm cluster on this host (own munged, slurmctld, N slurmd on loopback)
 // for tests and demos: up, status, down, env.
-#include <fmt/format.h>
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <fmt/format.h>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <ostream>
@@ -59,8 +59,8 @@ int Up(const LabOptions& options, Context& ctx, lab::LabContext& lab_ctx) {
   spec.first_node_port = options.port_base + 1;
   const long cpus = ::sysconf(_SC_NPROCESSORS_ONLN);
   spec.cpus_per_node = cpus > 0 ? static_cast<int>(cpus) : 1;
-  const auto timeout = std::chrono::duration_cast<Duration>(
-      std::chrono::duration<double>(options.timeout_s));
+  const auto timeout =
+      std::chrono::duration_cast<Duration>(std::chrono::duration<double>(options.timeout_s));
   auto result = lab::Up(spec, lab_ctx, timeout);
   if (!result) {
     ctx.err << "cmax lab up: " << result.error().message << "\n";
@@ -140,7 +140,8 @@ int Status(const LabOptions& options, Context& ctx, lab::LabContext& lab_ctx) {
       ctx.out << fmt::format("  {:<14} pid {:<8} {}\n", d.daemon.name, d.daemon.pid,
                              d.alive ? "running" : "gone");
     }
-    if (!status->nodes_error.empty()) ctx.out << "  nodes: unknown (" << status->nodes_error << ")\n";
+    if (!status->nodes_error.empty())
+      ctx.out << "  nodes: unknown (" << status->nodes_error << ")\n";
     for (const auto& [node, state] : status->nodes) {
       ctx.out << fmt::format("  node {:<9} {}\n", node, SanitizeUtf8(state));
     }
@@ -175,8 +176,9 @@ int Down(const LabOptions& options, Context& ctx, lab::LabContext& lab_ctx) {
                    .dump(2)
             << "\n";
   } else {
-    ctx.out << fmt::format("lab in {} stopped: {}\n", dir,
-                           result->stopped.empty() ? "nothing was running" : Join(result->stopped, ", "));
+    ctx.out << fmt::format(
+        "lab in {} stopped: {}\n", dir,
+        result->stopped.empty() ? "nothing was running" : Join(result->stopped, ", "));
     if (!result->already_gone.empty()) {
       ctx.out << "  already gone: " << Join(result->already_gone, ", ") << "\n";
     }
@@ -218,16 +220,18 @@ Command SetupLabCommand(CLI::App& parent) {
     return sub;
   };
   options->up = add_dir(app->add_subcommand(
-      "up", "Start the lab and wait until every node is idle; a running lab is reported, not "
-            "restarted"));
+      "up",
+      "Start the lab and wait until every node is idle; a running lab is reported, not "
+      "restarted"));
   options->up->add_option("-n,--nodes", options->nodes, "Compute nodes in partition gpu")
       ->check(CLI::Range(1, 64));
   options->up->add_option("--spares", options->spares, "Hot-spare nodes in partition spare")
       ->check(CLI::Range(0, 16));
   options->up->add_option("--gpus", options->gpus, "GPUs (GRES gpu) per node")
       ->check(CLI::Range(1, 16));
-  options->up->add_option("--port-base", options->port_base,
-                          "slurmctld port; node i listens on port-base + i")
+  options->up
+      ->add_option("--port-base", options->port_base,
+                   "slurmctld port; node i listens on port-base + i")
       ->check(CLI::Range(1024, 65000));
   options->up->add_option("--timeout", options->timeout_s, "Seconds to wait for idle nodes")
       ->check(CLI::Range(1.0, 600.0));
@@ -235,8 +239,8 @@ Command SetupLabCommand(CLI::App& parent) {
   options->status = add_dir(app->add_subcommand(
       "status", "Daemons and node states; exit 0 when every daemon runs, 1 otherwise"));
   options->status->add_flag("--json", options->json, "Machine-readable result");
-  options->down = add_dir(app->add_subcommand(
-      "down", "Cancel lab jobs and stop exactly the daemons the lab started"));
+  options->down = add_dir(
+      app->add_subcommand("down", "Cancel lab jobs and stop exactly the daemons the lab started"));
   options->down->add_flag("--json", options->json, "Machine-readable result");
   options->env = add_dir(app->add_subcommand(
       "env", "Print the SLURM_CONF line for a shell: eval \"$(cmax lab env)\""));

@@ -1,9 +1,9 @@
 // `cmax run`: the main job. Detects what this host is, runs every capability available for
 // it, records one run in the store, prints the terminal report and writes the HTML one.
-#include <fmt/format.h>
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <fmt/format.h>
 #include <memory>
 #include <ostream>
 
@@ -40,8 +40,8 @@ int Run(const RunOptions& options, Context& ctx) {
   SystemClock clock;
   sys::LocalFileSystem fs;
   sys::PosixProcessRunner runner;
-  const auto probe_timeout = std::chrono::duration_cast<Duration>(
-      std::chrono::duration<double>(options.probe_timeout_s));
+  const auto probe_timeout =
+      std::chrono::duration_cast<Duration>(std::chrono::duration<double>(options.probe_timeout_s));
 
   auto store = store::Store::Open({.path = ctx.DbPath()});
   if (!store) {
@@ -100,7 +100,8 @@ int Run(const RunOptions& options, Context& ctx) {
   const int signal = sys::InterruptSignal();
   auto outcome = writer->Finish(signal, clock.Now());
   if (!outcome) return fail(outcome.error());
-  if (signal != 0) ctx.err << fmt::format("cmax run: interrupted; run {} kept what it had\n", run_id);
+  if (signal != 0)
+    ctx.err << fmt::format("cmax run: interrupted; run {} kept what it had\n", run_id);
 
   auto record = store->LoadRun(run_id);
   if (!record) return fail(record.error());
@@ -137,7 +138,8 @@ Command SetupRunCommand(CLI::App& parent) {
       "driver, and the scheduler; store one run and report it. Checks that cannot run here\n"
       "(no GPU, no scheduler) are SKIP findings that say why.");
   app->add_flag("--json", options->json, "Print the JSON report (schema cmax.report/v1) on stdout");
-  app->add_option("--html", options->html, "Write the HTML report here (default: beside the store)");
+  app->add_option("--html", options->html,
+                  "Write the HTML report here (default: beside the store)");
   app->add_flag("--no-html", options->no_html, "Do not write the HTML report");
   app->add_option("--probe-timeout", options->probe_timeout_s,
                   "Seconds a scheduler probe (sinfo, scontrol ping) may take")

@@ -1,9 +1,8 @@
 #include "core/clock.hpp"
 
-#include <fmt/format.h>
-
 #include <charconv>
 #include <ctime>
+#include <fmt/format.h>
 #include <thread>
 
 namespace cmax {
@@ -16,7 +15,9 @@ std::chrono::steady_clock::time_point SystemClock::Monotonic() const {
   return std::chrono::steady_clock::now();
 }
 
-void SystemClock::Sleep(Duration duration) { std::this_thread::sleep_for(duration); }
+void SystemClock::Sleep(Duration duration) {
+  std::this_thread::sleep_for(duration);
+}
 
 std::chrono::steady_clock::time_point ManualClock::Monotonic() const {
   return std::chrono::steady_clock::time_point(

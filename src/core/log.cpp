@@ -25,9 +25,15 @@ std::string_view Tag(Level level) {
 
 }  // namespace
 
-void SetLevel(Level level) { g_level.store(static_cast<int>(level)); }
-Level GetLevel() { return static_cast<Level>(g_level.load()); }
-bool Enabled(Level level) { return static_cast<int>(level) <= g_level.load(); }
+void SetLevel(Level level) {
+  g_level.store(static_cast<int>(level));
+}
+Level GetLevel() {
+  return static_cast<Level>(g_level.load());
+}
+bool Enabled(Level level) {
+  return static_cast<int>(level) <= g_level.load();
+}
 
 Level LevelFor(int verbosity, bool quiet, bool stderr_is_tty) {
   if (quiet) return Level::kError;

@@ -3,7 +3,6 @@
 #pragma once
 
 #include <fmt/format.h>
-
 #include <functional>
 #include <string_view>
 #include <utility>
@@ -30,7 +29,8 @@ void Write(Level level, std::string_view message);
 
 template <class... Args>
 void Error(fmt::format_string<Args...> format, Args&&... args) {
-  if (Enabled(Level::kError)) Write(Level::kError, fmt::format(format, std::forward<Args>(args)...));
+  if (Enabled(Level::kError))
+    Write(Level::kError, fmt::format(format, std::forward<Args>(args)...));
 }
 template <class... Args>
 void Warn(fmt::format_string<Args...> format, Args&&... args) {
@@ -42,11 +42,13 @@ void Info(fmt::format_string<Args...> format, Args&&... args) {
 }
 template <class... Args>
 void Debug(fmt::format_string<Args...> format, Args&&... args) {
-  if (Enabled(Level::kDebug)) Write(Level::kDebug, fmt::format(format, std::forward<Args>(args)...));
+  if (Enabled(Level::kDebug))
+    Write(Level::kDebug, fmt::format(format, std::forward<Args>(args)...));
 }
 template <class... Args>
 void Trace(fmt::format_string<Args...> format, Args&&... args) {
-  if (Enabled(Level::kTrace)) Write(Level::kTrace, fmt::format(format, std::forward<Args>(args)...));
+  if (Enabled(Level::kTrace))
+    Write(Level::kTrace, fmt::format(format, std::forward<Args>(args)...));
 }
 
 }  // namespace cmax::log

@@ -3,7 +3,6 @@
 #pragma once
 
 #include <fmt/format.h>
-
 #include <string>
 #include <string_view>
 #include <tl/expected.hpp>

@@ -16,8 +16,7 @@ Result<Enum> ParseName(const std::array<std::pair<Enum, std::string_view>, N>& n
 }
 
 template <class Enum, size_t N>
-std::string_view NameOf(const std::array<std::pair<Enum, std::string_view>, N>& names,
-                        Enum value) {
+std::string_view NameOf(const std::array<std::pair<Enum, std::string_view>, N>& names, Enum value) {
   for (const auto& [v, name] : names) {
     if (v == value) return name;
   }
@@ -50,15 +49,21 @@ constexpr std::array<std::pair<RunState, std::string_view>, 5> kRunStateNames{{
 
 }  // namespace
 
-std::string_view StatusName(CheckStatus status) { return NameOf(kStatusNames, status); }
+std::string_view StatusName(CheckStatus status) {
+  return NameOf(kStatusNames, status);
+}
 Result<CheckStatus> ParseStatus(std::string_view text) {
   return ParseName(kStatusNames, text, "status");
 }
-std::string_view SeverityName(Severity severity) { return NameOf(kSeverityNames, severity); }
+std::string_view SeverityName(Severity severity) {
+  return NameOf(kSeverityNames, severity);
+}
 Result<Severity> ParseSeverity(std::string_view text) {
   return ParseName(kSeverityNames, text, "severity");
 }
-std::string_view RunStateName(RunState state) { return NameOf(kRunStateNames, state); }
+std::string_view RunStateName(RunState state) {
+  return NameOf(kRunStateNames, state);
+}
 Result<RunState> ParseRunState(std::string_view text) {
   return ParseName(kRunStateNames, text, "run state");
 }

@@ -5,8 +5,12 @@
 namespace cmax {
 namespace {
 
-bool IsDigit(char c) { return c >= '0' && c <= '9'; }
-bool IsAlpha(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'); }
+bool IsDigit(char c) {
+  return c >= '0' && c <= '9';
+}
+bool IsAlpha(char c) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
+}
 
 // dpkg's order(): end of string and digits 0, '~' -1, letters by value, others after letters.
 int Order(char c) {
@@ -70,6 +74,10 @@ Result<Version> ParseVersion(std::string_view text) {
     }
     rest.remove_prefix(colon + 1);
   }
+  // A colon after the epoch would make the text read back differently, in any part.
+  if (rest.find(':') != std::string_view::npos) {
+    return Fail(ErrorCode::kInvalidArgument, "version '{}' has more than one epoch", text);
+  }
   if (const size_t dash = rest.rfind('-'); dash != std::string_view::npos) {
     version.revision = std::string(rest.substr(dash + 1));
     rest = rest.substr(0, dash);
@@ -82,9 +90,6 @@ Result<Version> ParseVersion(std::string_view text) {
   }
   if (rest.empty() || !IsDigit(rest[0])) {
     return Fail(ErrorCode::kInvalidArgument, "version '{}' does not start with a digit", text);
-  }
-  if (rest.find(':') != std::string_view::npos) {
-    return Fail(ErrorCode::kInvalidArgument, "version '{}' has more than one epoch", text);
   }
   version.upstream = std::string(rest);
   return version;

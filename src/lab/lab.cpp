@@ -1,15 +1,15 @@
 #include "lab/lab.hpp"
 
 #include <fcntl.h>
-#include <netinet/in.h>
 #include <signal.h>
-#include <sys/random.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <netinet/in.h>
+#include <sys/random.h>
+#include <sys/socket.h>
 #include <thread>
 
 #include "core/log.hpp"
@@ -162,8 +162,8 @@ void StopDaemons(const std::vector<Daemon>& daemons, DownResult& result) {
         result.already_gone.push_back(it->name);
       } else if (!SameProcess(*it)) {
         result.not_ours.push_back(it->name);
-        log::Warn("lab: pid {} recorded for {} now belongs to another process; left alone",
-                  it->pid, it->name);
+        log::Warn("lab: pid {} recorded for {} now belongs to another process; left alone", it->pid,
+                  it->name);
       } else {
         ::kill(it->pid, SIGTERM);
         pending.push_back(&*it);
@@ -218,9 +218,10 @@ std::vector<std::string> Preflight(const LabSpec& spec) {
   }
   for (const char* program : {"munged", "slurmctld", "slurmd", "sinfo", "scontrol", "srun"}) {
     if (Locate(program).empty()) {
-      problems.push_back(fmt::format("{} is not installed (scripts/setup.sh installs munge, "
-                                     "slurmctld, slurmd and slurm-client)",
-                                     program));
+      problems.push_back(
+          fmt::format("{} is not installed (scripts/setup.sh installs munge, "
+                      "slurmctld, slurmd and slurm-client)",
+                      program));
     }
   }
   std::vector<int> ports = {spec.controller_port};
@@ -254,8 +255,7 @@ Result<UpResult> Up(const LabSpec& spec, LabContext& ctx, Duration wait_timeout)
   }
 
   if (auto problems = Preflight(spec); !problems.empty()) {
-    return Fail(ErrorCode::kUnavailable, "cannot start the lab:\n  - {}",
-                Join(problems, "\n  - "));
+    return Fail(ErrorCode::kUnavailable, "cannot start the lab:\n  - {}", Join(problems, "\n  - "));
   }
   if (auto ok = PrepareFolder(spec, paths, ctx.fs); !ok) return tl::unexpected(ok.error());
 
@@ -267,12 +267,12 @@ Result<UpResult> Up(const LabSpec& spec, LabContext& ctx, Duration wait_timeout)
   auto deadline_after = [&](Duration d) { return ctx.clock.Monotonic() + d; };
 
   // munged: the lab's own, with its own key and socket.
-  auto munged = Start("munged",
-                      {Locate("munged"), "--foreground", "--force",
-                       "--socket=" + paths.munge_socket, "--key-file=" + paths.munge_key,
-                       "--pid-file=" + paths.munge_pid, "--seed-file=" + paths.munge_seed,
-                       "--log-file=" + paths.log_dir + "/munged.log"},
-                      paths);
+  auto munged =
+      Start("munged",
+            {Locate("munged"), "--foreground", "--force", "--socket=" + paths.munge_socket,
+             "--key-file=" + paths.munge_key, "--pid-file=" + paths.munge_pid,
+             "--seed-file=" + paths.munge_seed, "--log-file=" + paths.log_dir + "/munged.log"},
+            paths);
   if (!munged) return tl::unexpected(munged.error());
   if (auto ok = record(*munged); !ok) return tl::unexpected(ok.error());
   for (auto deadline = deadline_after(seconds(5)); !ctx.fs.Exists(paths.munge_socket);) {
@@ -287,7 +287,9 @@ Result<UpResult> Up(const LabSpec& spec, LabContext& ctx, Duration wait_timeout)
 
   // slurmctld, from a clean state (-c) so that nothing of an earlier lab carries over.
   auto ctld = Start("slurmctld", {Locate("slurmctld"), "-D", "-c", "-f", paths.slurm_conf}, paths);
-  if (!ctld) return tl::unexpected(Abandon(ctx, paths, state, ctld.error(), paths.log_dir + "/slurmctld.log"));
+  if (!ctld)
+    return tl::unexpected(
+        Abandon(ctx, paths, state, ctld.error(), paths.log_dir + "/slurmctld.log"));
   if (auto ok = record(*ctld); !ok) return tl::unexpected(ok.error());
   for (auto deadline = deadline_after(seconds(15));;) {
     auto ping = Slurm(ctx, spec.dir, {Locate("scontrol"), "ping"}, seconds(5));
@@ -323,8 +325,8 @@ Result<UpResult> Up(const LabSpec& spec, LabContext& ctx, Duration wait_timeout)
     if (idle == total) break;
     for (const Daemon& d : state.daemons) {
       if (!sys::ProcessAlive(d.pid)) {
-        const std::string log_path =
-            d.name == "munged" ? paths.log_dir + "/munged.log" : paths.log_dir + "/" + d.name + ".log";
+        const std::string log_path = d.name == "munged" ? paths.log_dir + "/munged.log"
+                                                        : paths.log_dir + "/" + d.name + ".log";
         return tl::unexpected(Abandon(
             ctx, paths, state,
             Error{ErrorCode::kUnavailable, fmt::format("{} (pid {}) exited", d.name, d.pid)},
@@ -334,15 +336,15 @@ Result<UpResult> Up(const LabSpec& spec, LabContext& ctx, Duration wait_timeout)
     if (ctx.clock.Monotonic() > deadline) {
       std::string detail;
       for (const auto& [node, node_state] : nodes) detail += " " + node + "=" + node_state;
-      auto reasons = Slurm(ctx, spec.dir, {Locate("sinfo"), "-h", "-R", "-o", "%N: %E"}, seconds(5));
+      auto reasons =
+          Slurm(ctx, spec.dir, {Locate("sinfo"), "-h", "-R", "-o", "%N: %E"}, seconds(5));
       if (reasons && !Trim(reasons->stdout_text).empty()) {
         detail += "; reasons: " + std::string(Trim(reasons->stdout_text));
       }
       return tl::unexpected(Abandon(
           ctx, paths, state,
-          Error{ErrorCode::kTimeout,
-                fmt::format("{} of {} nodes idle after {}:{}", idle, total,
-                            FormatDuration(wait_timeout), detail)},
+          Error{ErrorCode::kTimeout, fmt::format("{} of {} nodes idle after {}:{}", idle, total,
+                                                 FormatDuration(wait_timeout), detail)},
           paths.log_dir + "/slurmctld.log"));
     }
     ctx.clock.Sleep(milliseconds(25));
@@ -379,7 +381,8 @@ Result<LabStatus> Status(const std::string& dir, LabContext& ctx) {
   if (!sinfo) {
     status.nodes_error = sinfo.error().message;
   } else if (!sinfo->Succeeded()) {
-    status.nodes_error = "sinfo: " + sinfo->Describe() + ": " + std::string(Trim(sinfo->stderr_text));
+    status.nodes_error =
+        "sinfo: " + sinfo->Describe() + ": " + std::string(Trim(sinfo->stderr_text));
   } else {
     status.nodes = ParseNodeStates(sinfo->stdout_text);
   }

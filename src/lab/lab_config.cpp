@@ -1,7 +1,6 @@
 #include "lab/lab_config.hpp"
 
 #include <fmt/format.h>
-
 #include <nlohmann/json.hpp>
 
 #include "core/strings.hpp"
@@ -29,9 +28,8 @@ Result<void> ValidateSpec(const LabSpec& spec) {
     return Fail(ErrorCode::kInvalidArgument, "lab ports must lie in 1024-65535");
   }
   if (spec.controller_port >= spec.first_node_port && spec.controller_port <= last_port) {
-    return Fail(ErrorCode::kInvalidArgument,
-                "controller port {} falls inside the node ports {}-{}", spec.controller_port,
-                spec.first_node_port, last_port);
+    return Fail(ErrorCode::kInvalidArgument, "controller port {} falls inside the node ports {}-{}",
+                spec.controller_port, spec.first_node_port, last_port);
   }
   // munged's socket lives in the lab folder and a Unix socket path holds at most 107 bytes.
   const std::string socket = PathsFor(spec.dir).munge_socket;
@@ -61,7 +59,9 @@ LabPaths PathsFor(const std::string& dir) {
   return p;
 }
 
-std::string NodeName(int index) { return fmt::format("gpu{}", index); }
+std::string NodeName(int index) {
+  return fmt::format("gpu{}", index);
+}
 
 std::string NodeRange(int first, int last) {
   if (first == last) return NodeName(first);
@@ -119,9 +119,8 @@ std::string RenderSlurmConf(const LabSpec& spec, const LabPaths& paths) {
       fmt::arg("spool", paths.spool_dir), fmt::arg("run", paths.run_dir),
       fmt::arg("log", paths.log_dir), fmt::arg("all", NodeRange(1, total)),
       fmt::arg("first_port", spec.first_node_port),
-      fmt::arg("last_port", spec.first_node_port + total - 1),
-      fmt::arg("cpus", spec.cpus_per_node), fmt::arg("gpus", spec.gpus_per_node),
-      fmt::arg("main", NodeRange(1, spec.nodes)));
+      fmt::arg("last_port", spec.first_node_port + total - 1), fmt::arg("cpus", spec.cpus_per_node),
+      fmt::arg("gpus", spec.gpus_per_node), fmt::arg("main", NodeRange(1, spec.nodes)));
   if (spec.spares > 0) {
     conf += fmt::format("PartitionName=spare Nodes={} Default=NO MaxTime=INFINITE State=UP\n",
                         NodeRange(spec.nodes + 1, total));
@@ -134,8 +133,8 @@ std::string RenderGresConf(const LabSpec& spec, const LabPaths& paths) {
   // where a bare Count= leaves the node INVALID.
   std::string conf = "# Written by `cmax lab up`; the files are stand-ins for /dev/nvidiaN.\n";
   for (const std::string& node : NodeNames(spec)) {
-    conf += fmt::format("NodeName={} Name=gpu File={}/{}/nvidia[0-{}]\n", node, paths.dev_dir,
-                        node, spec.gpus_per_node - 1);
+    conf += fmt::format("NodeName={} Name=gpu File={}/{}/nvidia[0-{}]\n", node, paths.dev_dir, node,
+                        spec.gpus_per_node - 1);
   }
   return conf;
 }
@@ -187,7 +186,8 @@ Result<LabState> ParseState(std::string_view text) {
     state.started_at = ParseIso8601(in.at("started_at").get<std::string>()).value_or(WallTime{});
     for (const Json& d : in.at("daemons")) {
       state.daemons.push_back({d.at("name").get<std::string>(), d.at("program").get<std::string>(),
-                               d.at("pid").get<int>(), d.at("start_ticks").get<unsigned long long>(),
+                               d.at("pid").get<int>(),
+                               d.at("start_ticks").get<unsigned long long>(),
                                d.at("log").get<std::string>()});
     }
     return state;

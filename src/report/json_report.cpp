@@ -25,9 +25,8 @@ std::string RenderJson(const RunRecord& record) {
       {"started_at", FormatIso8601(run.started_at)},
       {"ended_at", OptionalTime(run.ended_at)},
       {"duration_s",
-       run.ended_at
-           ? Json(std::chrono::duration<double>(*run.ended_at - run.started_at).count())
-           : Json(nullptr)},
+       run.ended_at ? Json(std::chrono::duration<double>(*run.ended_at - run.started_at).count())
+                    : Json(nullptr)},
       {"state", RunStateName(run.state)},
       {"exit_code", run.exit_code ? Json(*run.exit_code) : Json(nullptr)},
       {"cmax_version", run.cmax_version},

@@ -1,6 +1,5 @@
-#include <fmt/format.h>
-
 #include <algorithm>
+#include <fmt/format.h>
 #include <vector>
 
 #include "report/render.hpp"
@@ -37,8 +36,8 @@ std::string RenderJunit(const RunRecord& record) {
   out += fmt::format(
       "<testsuites name=\"{}\" tests=\"{}\" failures=\"{}\" errors=\"0\" skipped=\"{}\" "
       "time=\"{:.3f}\">\n",
-      XmlEscape(fmt::format("cmax {} #{}", run.command, run.id)), all.Total(), all.fail,
-      all.skip, seconds);
+      XmlEscape(fmt::format("cmax {} #{}", run.command, run.id)), all.Total(), all.fail, all.skip,
+      seconds);
   for (std::string_view category : categories) {
     std::vector<const Finding*> members;
     for (const Finding& f : record.findings) {
@@ -62,8 +61,7 @@ std::string RenderJunit(const RunRecord& record) {
       switch (f->status) {
         case CheckStatus::kFail:
           out += fmt::format("      <failure type=\"{}\" message=\"{}\">{}</failure>\n",
-                             SeverityName(f->severity), XmlEscape(message),
-                             XmlEscape(Details(*f)));
+                             SeverityName(f->severity), XmlEscape(message), XmlEscape(Details(*f)));
           break;
         case CheckStatus::kSkip:
           out += fmt::format("      <skipped message=\"{}\"/>\n", XmlEscape(message));

@@ -1,6 +1,5 @@
-#include <fmt/format.h>
-
 #include <algorithm>
+#include <fmt/format.h>
 #include <vector>
 
 #include "core/strings.hpp"
@@ -86,8 +85,8 @@ std::string RenderText(const RunRecord& record, const TextOptions& options) {
                          SanitizeUtf8(f.check_id), id_width, Indented(headline, indent));
       const bool problem = f.status == CheckStatus::kWarn || f.status == CheckStatus::kFail;
       if (problem && (!f.observed.empty() || !f.expected.empty())) {
-        out += fmt::format("{}observed: {} · expected: {}\n", indent,
-                           Indented(f.observed, indent), Indented(f.expected, indent));
+        out += fmt::format("{}observed: {} · expected: {}\n", indent, Indented(f.observed, indent),
+                           Indented(f.expected, indent));
       }
       if (problem && !f.remediation.empty()) {
         out += fmt::format("{}fix: {}\n", indent, Indented(f.remediation, indent));

@@ -65,7 +65,9 @@ CREATE INDEX runs_by_command ON runs(command, id);
   return kMigrations;
 }
 
-int LatestSchemaVersion() { return Migrations().back().version; }
+int LatestSchemaVersion() {
+  return Migrations().back().version;
+}
 
 Result<void> CheckIsCmaxStore(Database& db) {
   auto version = db.QueryInt("PRAGMA user_version");
@@ -93,8 +95,8 @@ Result<void> Migrate(Database& db, const std::vector<Migration>& migrations) {
     auto tx = Transaction::Begin(db);
     if (!tx) return tl::unexpected(tx.error());
     if (auto ok = db.Execute(migration.sql); !ok) {
-      return Wrap(ok.error(), fmt::format("migration {} ({})", migration.version,
-                                          migration.description));
+      return Wrap(ok.error(),
+                  fmt::format("migration {} ({})", migration.version, migration.description));
     }
     if (auto ok = db.Execute(fmt::format("PRAGMA user_version = {}", migration.version)); !ok) {
       return ok;

@@ -1,13 +1,16 @@
 #include "store/sqlite.hpp"
 
 #include <sqlite3.h>
-
 #include <utility>
 
 namespace cmax::store {
 
-void Database::Closer::operator()(sqlite3* db) const { sqlite3_close_v2(db); }
-void Statement::Finalizer::operator()(sqlite3_stmt* stmt) const { sqlite3_finalize(stmt); }
+void Database::Closer::operator()(sqlite3* db) const {
+  sqlite3_close_v2(db);
+}
+void Statement::Finalizer::operator()(sqlite3_stmt* stmt) const {
+  sqlite3_finalize(stmt);
+}
 
 Database::Database(sqlite3* db, std::string path, int busy_timeout_ms)
     : db_(db), path_(std::move(path)), busy_timeout_ms_(busy_timeout_ms) {}
@@ -67,8 +70,8 @@ Result<void> Database::Execute(std::string_view sql) {
 
 Result<Statement> Database::Prepare(std::string_view sql) {
   sqlite3_stmt* stmt = nullptr;
-  const int rc = sqlite3_prepare_v2(db_.get(), sql.data(), static_cast<int>(sql.size()), &stmt,
-                                    nullptr);
+  const int rc =
+      sqlite3_prepare_v2(db_.get(), sql.data(), static_cast<int>(sql.size()), &stmt, nullptr);
   if (rc != SQLITE_OK) return tl::unexpected(MakeError(rc, "cannot read"));
   return Statement(stmt, this);
 }
@@ -82,17 +85,25 @@ Result<int64_t> Database::QueryInt(std::string_view sql) {
   return stmt->ColumnInt(0);
 }
 
-int64_t Database::LastInsertId() const { return sqlite3_last_insert_rowid(db_.get()); }
+int64_t Database::LastInsertId() const {
+  return sqlite3_last_insert_rowid(db_.get());
+}
 
 Statement::~Statement() = default;
 
-void Statement::Bind(int index, int64_t value) { sqlite3_bind_int64(stmt_.get(), index, value); }
-void Statement::Bind(int index, double value) { sqlite3_bind_double(stmt_.get(), index, value); }
+void Statement::Bind(int index, int64_t value) {
+  sqlite3_bind_int64(stmt_.get(), index, value);
+}
+void Statement::Bind(int index, double value) {
+  sqlite3_bind_double(stmt_.get(), index, value);
+}
 void Statement::Bind(int index, std::string_view value) {
   sqlite3_bind_text(stmt_.get(), index, value.data(), static_cast<int>(value.size()),
                     SQLITE_TRANSIENT);
 }
-void Statement::BindNull(int index) { sqlite3_bind_null(stmt_.get(), index); }
+void Statement::BindNull(int index) {
+  sqlite3_bind_null(stmt_.get(), index);
+}
 void Statement::Bind(int index, const std::optional<int64_t>& value) {
   if (value) {
     Bind(index, *value);
@@ -129,7 +140,9 @@ void Statement::Reset() {
   sqlite3_clear_bindings(stmt_.get());
 }
 
-int64_t Statement::ColumnInt(int index) const { return sqlite3_column_int64(stmt_.get(), index); }
+int64_t Statement::ColumnInt(int index) const {
+  return sqlite3_column_int64(stmt_.get(), index);
+}
 double Statement::ColumnDouble(int index) const {
   return sqlite3_column_double(stmt_.get(), index);
 }

@@ -235,15 +235,15 @@ Result<void> Store::AddEvents(const std::vector<Event>& events, std::optional<in
 }
 
 Result<std::vector<RunSummary>> Store::ListRuns(int limit) {
-  auto stmt = db_->Prepare(fmt::format(
-      "SELECT {}, "
-      "(SELECT count(*) FROM findings f WHERE f.run_id = r.id AND f.status = 'PASS'), "
-      "(SELECT count(*) FROM findings f WHERE f.run_id = r.id AND f.status = 'WARN'), "
-      "(SELECT count(*) FROM findings f WHERE f.run_id = r.id AND f.status = 'FAIL'), "
-      "(SELECT count(*) FROM findings f WHERE f.run_id = r.id AND f.status = 'SKIP'), "
-      "(SELECT count(*) FROM findings f WHERE f.run_id = r.id AND f.status = 'ATTEST') "
-      "FROM runs r ORDER BY id DESC LIMIT ?",
-      kRunColumns));
+  auto stmt = db_->Prepare(
+      fmt::format("SELECT {}, "
+                  "(SELECT count(*) FROM findings f WHERE f.run_id = r.id AND f.status = 'PASS'), "
+                  "(SELECT count(*) FROM findings f WHERE f.run_id = r.id AND f.status = 'WARN'), "
+                  "(SELECT count(*) FROM findings f WHERE f.run_id = r.id AND f.status = 'FAIL'), "
+                  "(SELECT count(*) FROM findings f WHERE f.run_id = r.id AND f.status = 'SKIP'), "
+                  "(SELECT count(*) FROM findings f WHERE f.run_id = r.id AND f.status = 'ATTEST') "
+                  "FROM runs r ORDER BY id DESC LIMIT ?",
+                  kRunColumns));
   if (!stmt) return tl::unexpected(stmt.error());
   stmt->Bind(1, static_cast<int64_t>(limit));
   std::vector<RunSummary> runs;
@@ -309,8 +309,8 @@ Result<RunRecord> Store::LoadRun(int64_t run_id) {
     record.findings.push_back(std::move(f));
   }
 
-  auto metrics = db_->Prepare(
-      "SELECT name, labels, value, unit FROM metrics WHERE run_id = ? ORDER BY id");
+  auto metrics =
+      db_->Prepare("SELECT name, labels, value, unit FROM metrics WHERE run_id = ? ORDER BY id");
   if (!metrics) return tl::unexpected(metrics.error());
   metrics->Bind(1, run_id);
   while (true) {
@@ -324,9 +324,8 @@ Result<RunRecord> Store::LoadRun(int64_t run_id) {
 }
 
 Result<int64_t> Store::LatestRunId(const std::string& command) {
-  auto stmt = db_->Prepare(command.empty()
-                               ? "SELECT max(id) FROM runs"
-                               : "SELECT max(id) FROM runs WHERE command = ?");
+  auto stmt = db_->Prepare(command.empty() ? "SELECT max(id) FROM runs"
+                                           : "SELECT max(id) FROM runs WHERE command = ?");
   if (!stmt) return tl::unexpected(stmt.error());
   if (!command.empty()) stmt->Bind(1, std::string_view(command));
   auto row = stmt->Step();

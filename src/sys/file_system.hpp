@@ -2,12 +2,11 @@
 // this, so parsers are tested on text they are handed and collectors on a MemoryFileSystem.
 #pragma once
 
-#include <sys/types.h>
-
 #include <cstddef>
 #include <map>
 #include <string>
 #include <string_view>
+#include <sys/types.h>
 #include <vector>
 
 #include "core/result.hpp"

@@ -25,8 +25,14 @@ std::string DataDir() {
   return "/var/lib/cmax";
 }
 
-bool IsRoot() { return ::geteuid() == 0; }
-bool StdoutIsTerminal() { return ::isatty(STDOUT_FILENO) == 1; }
-bool StderrIsTerminal() { return ::isatty(STDERR_FILENO) == 1; }
+bool IsRoot() {
+  return ::geteuid() == 0;
+}
+bool StdoutIsTerminal() {
+  return ::isatty(STDOUT_FILENO) == 1;
+}
+bool StderrIsTerminal() {
+  return ::isatty(STDERR_FILENO) == 1;
+}
 
 }  // namespace cmax::sys

@@ -28,8 +28,14 @@ void InstallInterruptHandlers() {
   ::signal(SIGPIPE, SIG_IGN);
 }
 
-int InterruptSignal() { return g_signal.load(); }
-void ClearInterrupt() { g_signal.store(0); }
-void RequestInterrupt(int signal_number) { g_signal.store(signal_number); }
+int InterruptSignal() {
+  return g_signal.load();
+}
+void ClearInterrupt() {
+  g_signal.store(0);
+}
+void RequestInterrupt(int signal_number) {
+  g_signal.store(signal_number);
+}
 
 }  // namespace cmax::sys

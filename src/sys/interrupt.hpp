@@ -7,7 +7,9 @@ namespace cmax::sys {
 void InstallInterruptHandlers();
 // The signal that asked us to stop, or 0.
 int InterruptSignal();
-inline bool Interrupted() { return InterruptSignal() != 0; }
+inline bool Interrupted() {
+  return InterruptSignal() != 0;
+}
 // For tests, and for a command that handled the interruption and wants to go on.
 void ClearInterrupt();
 void RequestInterrupt(int signal_number);

@@ -3,14 +3,14 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
-#include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <array>
 #include <cerrno>
 #include <cstring>
+#include <sys/stat.h>
+#include <sys/wait.h>
 
 #include "core/strings.hpp"
 #include "sys/file_system.hpp"
@@ -116,7 +116,9 @@ bool Drain(Capture& capture) {
   }
 }
 
-void SetNonBlocking(int fd) { ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) | O_NONBLOCK); }
+void SetNonBlocking(int fd) {
+  ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) | O_NONBLOCK);
+}
 
 int MillisUntil(SteadyTime now, SteadyTime when) {
   if (when <= now) return 0;

@@ -1,13 +1,13 @@
 // The lab against the real Slurm daemons: up, a job across every node, drain and resume,
 // `cmax run` seeing it, and down with nothing left running.
+#include <unistd.h>
+
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
-#include <sys/socket.h>
-#include <unistd.h>
-
 #include <nlohmann/json.hpp>
 #include <sstream>
+#include <sys/socket.h>
 
 #include "cli/cli.hpp"
 #include "lab/lab.hpp"
@@ -175,10 +175,8 @@ TEST_F(LabTest, CmaxRunSeesTheLabAsASlurmClient) {
 }
 
 TEST_F(LabTest, CliUpTwiceReportsTheRunningLab) {
-  const std::vector<std::string> up = {"lab",         "up",
-                                       "--dir",       spec_.dir,
-                                       "--nodes",     "2",
-                                       "--port-base", std::to_string(kPortBase),
+  const std::vector<std::string> up = {"lab",     "up", "--dir",       spec_.dir,
+                                       "--nodes", "2",  "--port-base", std::to_string(kPortBase),
                                        "--json"};
   std::ostringstream out1, err1, out2, err2;
   ASSERT_EQ(cli::RunCli(up, out1, err1), cli::kExitOk) << err1.str();

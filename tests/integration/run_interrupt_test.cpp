@@ -1,10 +1,10 @@
 // `cmax run` interrupted by SIGTERM or SIGINT closes its run as interrupted with what it had.
 // The real binary runs against a stand-in scontrol that hangs (a slow controller).
-#include <gtest/gtest.h>
 #include <signal.h>
-#include <sys/stat.h>
 
 #include <fstream>
+#include <gtest/gtest.h>
+#include <sys/stat.h>
 #include <thread>
 
 #include "store/store.hpp"
@@ -37,12 +37,11 @@ TEST_P(InterruptTest, RunIsClosedAsInterruptedWithItsFindings) {
   std::optional<Result<sys::ProcessResult>> result;
   std::thread child([&] {
     sys::PosixProcessRunner runner;
-    sys::ProcessSpec spec{
-        .argv = {"echo $$ > " + pid_file + "; exec " + std::string(CMAX_BINARY) +
-                 " run --no-html --probe-timeout 60 --db " + db},
-        .use_shell = true,
-        .env_add = {"PATH=" + dir.File("bin") + ":/usr/bin:/bin",
-                    "SLURM_CONF=" + dir.File("slurm.conf")}};
+    sys::ProcessSpec spec{.argv = {"echo $$ > " + pid_file + "; exec " + std::string(CMAX_BINARY) +
+                                   " run --no-html --probe-timeout 60 --db " + db},
+                          .use_shell = true,
+                          .env_add = {"PATH=" + dir.File("bin") + ":/usr/bin:/bin",
+                                      "SLURM_CONF=" + dir.File("slurm.conf")}};
     spec.timeout = 60s;
     result = runner.Run(spec);
   });

@@ -109,7 +109,8 @@ TEST(Parsers, SlurmAndKubeconfig) {
 // An 8-GPU HGX node seen through /proc and /sys: one GPU has fallen off the driver.
 sys::MemoryFileSystem HgxNode(int gpus_known_to_driver) {
   sys::MemoryFileSystem fs;
-  fs.AddFile("/etc/os-release", "PRETTY_NAME=\"Ubuntu 22.04.4 LTS\"\nID=ubuntu\nVERSION_ID=\"22.04\"\n");
+  fs.AddFile("/etc/os-release",
+             "PRETTY_NAME=\"Ubuntu 22.04.4 LTS\"\nID=ubuntu\nVERSION_ID=\"22.04\"\n");
   fs.AddFile("/proc/sys/kernel/osrelease", "5.15.0-105-generic\n");
   fs.AddFile("/proc/sys/kernel/arch", "x86_64\n");
   fs.AddFile("/proc/cpuinfo", kCpuInfo2Sockets);
@@ -145,13 +146,13 @@ sys::MemoryFileSystem HgxNode(int gpus_known_to_driver) {
   return fs;
 }
 
-const Finding& Find(const std::vector<Finding>& findings, const std::string& id) {
+// By value: callers pass temporaries, and a reference into one would dangle.
+Finding Find(const std::vector<Finding>& findings, const std::string& id) {
   for (const Finding& f : findings) {
     if (f.check_id == id) return f;
   }
-  static Finding missing;
   ADD_FAILURE() << "no finding " << id;
-  return missing;
+  return {};
 }
 
 TEST(Collectors, HealthyHgxNode) {
@@ -184,7 +185,7 @@ TEST(Collectors, HealthyHgxNode) {
 TEST(Collectors, GpuLostByTheDriverFails) {
   const sys::MemoryFileSystem fs = HgxNode(7);
   const GpuFacts gpu = CollectGpu(fs, CollectHost(fs, "gpu-node-1"));
-  const Finding& visible = Find(GpuFindings(gpu), "gpu.visible");
+  const Finding visible = Find(GpuFindings(gpu), "gpu.visible");
   EXPECT_EQ(visible.status, CheckStatus::kFail);
   EXPECT_EQ(visible.severity, Severity::kCritical);
   EXPECT_EQ(visible.observed, "7 of 8");
@@ -254,8 +255,7 @@ TEST(Collectors, SlurmClientWithAnsweringController) {
   EXPECT_EQ(DetectScheduler(facts), "slurm-client");
   ASSERT_EQ(runner.calls.size(), 2u);
   EXPECT_EQ(runner.calls[1].argv, (std::vector<std::string>{"/usr/bin/scontrol", "ping"}));
-  EXPECT_EQ(runner.calls[1].env_add,
-            std::vector<std::string>{"SLURM_CONF=/lab/etc/slurm.conf"});
+  EXPECT_EQ(runner.calls[1].env_add, std::vector<std::string>{"SLURM_CONF=/lab/etc/slurm.conf"});
   EXPECT_EQ(runner.calls[1].timeout, std::chrono::seconds(2));
   EXPECT_EQ(Find(SchedulerFindings(facts), "scheduler.slurm").status, CheckStatus::kPass);
 }
@@ -274,7 +274,7 @@ TEST(Collectors, SlurmControllerThatDoesNotAnswerWarns) {
   env.vars = {{"PATH", "/usr/bin"}};
   const SchedulerFacts facts = CollectScheduler(fs, runner, env, std::chrono::seconds(1));
   EXPECT_FALSE(facts.slurm.controller_up);
-  const Finding& f = Find(SchedulerFindings(facts), "scheduler.slurm");
+  const Finding f = Find(SchedulerFindings(facts), "scheduler.slurm");
   EXPECT_EQ(f.status, CheckStatus::kWarn);
   EXPECT_NE(f.message.find("no answer within"), std::string::npos) << f.message;
 }

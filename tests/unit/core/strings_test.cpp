@@ -32,19 +32,21 @@ TEST_P(SanitizeUtf8Test, ReplacesWhatCouldBreakAnOutputFormat) {
 
 const std::string kBad = "\xEF\xBF\xBD";
 
-INSTANTIATE_TEST_SUITE_P(
-    Table, SanitizeUtf8Test,
-    ::testing::Values(Utf8Case{"plain ascii", "plain ascii"},
-                      Utf8Case{"tab\tand\nnewline", "tab\tand\nnewline"},
-                      Utf8Case{"caf\xC3\xA9 \xE2\x82\xAC \xF0\x9F\x98\x80", "caf\xC3\xA9 \xE2\x82\xAC \xF0\x9F\x98\x80"},
-                      Utf8Case{"esc\x1b[31mred", "esc" + kBad + "[31mred"},
-                      Utf8Case{std::string("nul\0x", 5), "nul" + kBad + "x"},
-                      Utf8Case{"del\x7f", "del" + kBad},
-                      Utf8Case{"lone \x80 byte", "lone " + kBad + " byte"},
-                      Utf8Case{"cut \xE2\x82", "cut " + kBad + kBad},
-                      Utf8Case{"overlong \xC0\xAF", "overlong " + kBad + kBad},
-                      Utf8Case{"surrogate \xED\xA0\x80", "surrogate " + kBad + kBad + kBad},
-                      Utf8Case{"too big \xF4\x90\x80\x80", "too big " + kBad + kBad + kBad + kBad}));
+INSTANTIATE_TEST_SUITE_P(Table, SanitizeUtf8Test,
+                         ::testing::Values(Utf8Case{"plain ascii", "plain ascii"},
+                                           Utf8Case{"tab\tand\nnewline", "tab\tand\nnewline"},
+                                           Utf8Case{"caf\xC3\xA9 \xE2\x82\xAC \xF0\x9F\x98\x80",
+                                                    "caf\xC3\xA9 \xE2\x82\xAC \xF0\x9F\x98\x80"},
+                                           Utf8Case{"esc\x1b[31mred", "esc" + kBad + "[31mred"},
+                                           Utf8Case{std::string("nul\0x", 5), "nul" + kBad + "x"},
+                                           Utf8Case{"del\x7f", "del" + kBad},
+                                           Utf8Case{"lone \x80 byte", "lone " + kBad + " byte"},
+                                           Utf8Case{"cut \xE2\x82", "cut " + kBad + kBad},
+                                           Utf8Case{"overlong \xC0\xAF", "overlong " + kBad + kBad},
+                                           Utf8Case{"surrogate \xED\xA0\x80",
+                                                    "surrogate " + kBad + kBad + kBad},
+                                           Utf8Case{"too big \xF4\x90\x80\x80",
+                                                    "too big " + kBad + kBad + kBad + kBad}));
 
 }  // namespace
 }  // namespace cmax

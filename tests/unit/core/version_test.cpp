@@ -33,9 +33,9 @@ INSTANTIATE_TEST_SUITE_P(
         OrderCase{"550.54.14", "550.127.05"}, OrderCase{"570.133.20", "575.51.03"},
         // Debian revisions and epochs.
         OrderCase{"22.05.8-4", "22.05.8-4+deb12u3"}, OrderCase{"1.0-1", "1.0-2"},
-        OrderCase{"9.9-9", "1:0.1-1"}, OrderCase{"2:1.0", "10:0.1"},
-        OrderCase{"1.0~rc1", "1.0"}, OrderCase{"1.0~rc1", "1.0~rc2"}, OrderCase{"1.0~~", "1.0~"},
-        OrderCase{"1.0", "1.0a"}, OrderCase{"1.0a", "1.0+b1"}, OrderCase{"3.40.1-2", "3.40.1-2+deb12u2"},
+        OrderCase{"9.9-9", "1:0.1-1"}, OrderCase{"2:1.0", "10:0.1"}, OrderCase{"1.0~rc1", "1.0"},
+        OrderCase{"1.0~rc1", "1.0~rc2"}, OrderCase{"1.0~~", "1.0~"}, OrderCase{"1.0", "1.0a"},
+        OrderCase{"1.0a", "1.0+b1"}, OrderCase{"3.40.1-2", "3.40.1-2+deb12u2"},
         // A leading v is the same version; long digit runs compare exactly.
         OrderCase{"v1.2.3", "1.2.4"},
         OrderCase{"1.99999999999999999999998", "1.99999999999999999999999"}));
@@ -61,7 +61,9 @@ TEST(Version, ParsesEpochUpstreamRevision) {
 
 TEST(Version, RejectsMalformedText) {
   for (const char* bad : {"", " ", "abc", "1.0 beta", "a:1.0", ":1.0", "1.0-", "1:2:3",
-                          "99999999999999999999999:1.0", "1.0\n", "-1", "v", "1.0/2"}) {
+                          "99999999999999999999999:1.0", "1.0\n", "-1", "v", "1.0/2",
+                          // found by the fuzzer: a colon in the revision does not read back
+                          "0:22.05.8-4+deb12:22.u3"}) {
     auto v = ParseVersion(bad);
     EXPECT_FALSE(v) << "'" << bad << "' should be rejected";
     if (!v) {

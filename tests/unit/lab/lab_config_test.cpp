@@ -1,9 +1,8 @@
 #include "lab/lab_config.hpp"
 
-#include <gtest/gtest.h>
-
 #include <cstdlib>
 #include <fstream>
+#include <gtest/gtest.h>
 #include <sstream>
 
 namespace cmax::lab {
@@ -71,7 +70,8 @@ TEST(LabConfig, ValidatesTheSpec) {
 }
 
 TEST(LabConfig, StateRoundTrips) {
-  LabState state{Spec(), WallTime{std::chrono::milliseconds(1795944148911)},
+  LabState state{Spec(),
+                 WallTime{std::chrono::milliseconds(1795944148911)},
                  {{"munged", "/usr/sbin/munged", 100, 5555, "/l/munged.out"},
                   {"slurmctld", "/usr/sbin/slurmctld", 101, 5556, "/l/slurmctld.out"}}};
   auto back = ParseState(SerializeState(state));

@@ -1,11 +1,10 @@
 #include "store/store.hpp"
 
+#include <fstream>
 #include <gtest/gtest.h>
 #include <sqlite3.h>
-#include <sys/stat.h>
-
-#include <fstream>
 #include <sstream>
+#include <sys/stat.h>
 #include <thread>
 
 #include "store/run_writer.hpp"
@@ -14,7 +13,9 @@
 namespace cmax::store {
 namespace {
 
-WallTime At(int64_t ms) { return WallTime{std::chrono::milliseconds(ms)}; }
+WallTime At(int64_t ms) {
+  return WallTime{std::chrono::milliseconds(ms)};
+}
 
 RunStart Start(std::string command = "run") {
   return {.command = std::move(command),
@@ -71,8 +72,8 @@ TEST(Store, RoundTripsARun) {
   ASSERT_TRUE(store->AddEvidence(*id, {{"a.first", "2"}}));  // replaces
   ASSERT_TRUE(store->AddFindings(*id, {MakeFinding("gpu.visible", CheckStatus::kFail),
                                        MakeFinding("gpu.driver", CheckStatus::kPass)}));
-  ASSERT_TRUE(store->AddMetrics(*id, {{"busbw", {{"op", "all_reduce"}, {"size", "1G"}}, 391.5,
-                                       "GB/s"}}));
+  ASSERT_TRUE(
+      store->AddMetrics(*id, {{"busbw", {{"op", "all_reduce"}, {"size", "1G"}}, 391.5, "GB/s"}}));
   ASSERT_TRUE(store->FinishRun(*id, RunState::kChecksFailed, 1, At(1795944149911)));
 
   auto record = store->LoadRun(*id);
@@ -168,7 +169,8 @@ TEST(Store, RefusesAForeignSqliteDatabaseAndLeavesItAlone) {
   {
     auto db = Database::Open(path, true, false, 1000);
     ASSERT_TRUE(db);
-    ASSERT_TRUE(db->Execute("CREATE TABLE customers (name TEXT); INSERT INTO customers VALUES ('x')"));
+    ASSERT_TRUE(
+        db->Execute("CREATE TABLE customers (name TEXT); INSERT INTO customers VALUES ('x')"));
   }
   const std::string before = ReadBytes(path);
   auto store = Store::Open({.path = path});

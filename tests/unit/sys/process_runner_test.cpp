@@ -1,11 +1,11 @@
 #include "sys/process_runner.hpp"
 
-#include <gtest/gtest.h>
 #include <signal.h>
 #include <unistd.h>
 
 #include <chrono>
 #include <fstream>
+#include <gtest/gtest.h>
 #include <thread>
 
 #include "support/temp_dir.hpp"

@@ -1,0 +1,72 @@
+# cmax: every target installs what is missing first (scripts/setup.sh, idempotent).
+#   make run    build the release binary and run `cmax run` on this machine
+#   make test   unit + integration tests (debug, -Werror), unit tests under ASan+UBSan,
+#               a fuzz smoke run, and the format check
+#   make build  the release binary at build/release/bin/cmax
+#   make bench  benchmarks; figures go to docs/PERFORMANCE.md
+#   make lint   clang-format check and clang-tidy (naming rules)
+SHELL := /bin/bash
+JOBS ?= 2
+BIN := build/release/bin/cmax
+FUZZ_SECONDS ?= 20
+SOURCES = $(shell git ls-files '*.cpp' '*.hpp' 2>/dev/null)
+
+.PHONY: all setup build run test test-debug test-asan fuzz bench lint format format-check tidy clean
+
+all: build
+
+setup:
+	@bash scripts/setup.sh
+
+build: setup
+	cmake --preset release
+	cmake --build --preset release
+
+run: build
+	$(BIN) run
+
+test: setup format-check test-debug test-asan fuzz
+	@echo "make test: all passed"
+
+test-debug:
+	cmake --preset debug
+	cmake --build --preset debug
+	ctest --preset debug --parallel $(JOBS)
+
+test-asan:
+	cmake --preset asan
+	cmake --build --preset asan
+	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+	  ctest --preset asan-unit --parallel $(JOBS)
+
+# A short libFuzzer run of every fuzz target; a crash fails the build and leaves crash-* files.
+fuzz:
+	cmake --preset fuzz
+	cmake --build --preset fuzz --target version_fuzz text_fuzz
+	mkdir -p build/fuzz/corpus/version build/fuzz/corpus/text
+	build/fuzz/bin/version_fuzz -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 \
+	  build/fuzz/corpus/version tests/fuzz/seeds/version
+	build/fuzz/bin/text_fuzz -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 \
+	  build/fuzz/corpus/text tests/fuzz/seeds/text
+
+bench: build
+	build/release/bin/store_bench --benchmark_min_time=1
+	bash bench/run_wall.sh
+	bash bench/lab_up.sh
+
+lint: format-check tidy
+
+format:
+	clang-format -i $(SOURCES)
+
+format-check:
+	@clang-format --dry-run --Werror $(SOURCES) && echo "format: clean"
+
+tidy:
+	cmake --preset debug
+	@git ls-files 'src/*.cpp' | xargs -P $(JOBS) -n 4 clang-tidy -p build/debug --quiet \
+	  --warnings-as-errors='*' 2>&1 | grep -v '^[0-9]* warnings generated' ; \
+	  test $${PIPESTATUS[1]} -eq 0 && echo "tidy: clean"
+
+clean:
+	rm -rf build
