@@ -25,7 +25,7 @@ build: setup
 run: build
 	$(BIN) run
 
-test: setup format-check test-debug test-asan fuzz
+test: setup format-check tidy test-debug test-asan fuzz
 	@echo "make test: all passed"
 
 test-debug:

@@ -84,7 +84,7 @@ Virtualization CollectVirtualization(const sys::FileSystem& fs, const CpuInfo& c
   }
   const std::string vendor = ReadTrimmed(fs, "/sys/class/dmi/id/sys_vendor");
   const std::string product = ReadTrimmed(fs, "/sys/class/dmi/id/product_name");
-  static const char* kVmVendors[] = {"QEMU",
+  static constexpr const char* kVmVendors[] = {"QEMU",
                                      "KVM",
                                      "VMware",
                                      "Xen",

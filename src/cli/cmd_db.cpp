@@ -51,12 +51,12 @@ int ListRuns(const DbOptions& options, Context& ctx, store::Store& store) {
                         {"ATTEST", s.counts.attest}}}});
     }
     nlohmann::ordered_json out = {
-        {"schema", "cmax.runs/v1"}, {"store", store.path()}, {"runs", list}};
+        {"schema", "cmax.runs/v1"}, {"store", store.Path()}, {"runs", list}};
     ctx.out << out.dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace) << "\n";
     return kExitOk;
   }
   if (runs->empty()) {
-    ctx.out << "no runs in " << store.path() << "\n";
+    ctx.out << "no runs in " << store.Path() << "\n";
     return kExitOk;
   }
   ctx.out << fmt::format("{:>5}  {:<8}  {:<13}  {:<24}  {:>8}  {:<28}  {}\n", "ID", "COMMAND",

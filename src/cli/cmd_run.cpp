@@ -64,7 +64,7 @@ int Run(const RunOptions& options, Context& ctx) {
     ctx.err << "cmax run: " << writer.error().message << "\n";
     return kExitError;
   }
-  const int64_t run_id = writer->run_id();
+  const int64_t run_id = writer->RunId();
   auto fail = [&](const Error& error) {
     ctx.err << "cmax run: " << error.message << "\n";
     (void)writer->FinishWithError(kExitError, clock.Now());

@@ -5,7 +5,7 @@
 namespace cmax {
 
 std::string_view Trim(std::string_view text) {
-  const char* kSpace = " \t\r\n\f\v";
+  constexpr const char* kSpace = " \t\r\n\f\v";
   const size_t begin = text.find_first_not_of(kSpace);
   if (begin == std::string_view::npos) return {};
   const size_t end = text.find_last_not_of(kSpace);

@@ -76,7 +76,7 @@ Result<void> CheckIsCmaxStore(Database& db) {
   if (!tables) return tl::unexpected(tables.error());
   if (*version == 0 && *tables > 0) {
     return Fail(ErrorCode::kCorrupt,
-                "{} is an SQLite database but not a cmax store; it was left as it is", db.path());
+                "{} is an SQLite database but not a cmax store; it was left as it is", db.Path());
   }
   return {};
 }
@@ -87,7 +87,7 @@ Result<void> Migrate(Database& db, const std::vector<Migration>& migrations) {
   if (*current > LatestSchemaVersion()) {
     return Fail(ErrorCode::kUnsupported,
                 "{} has schema version {}, newer than this cmax knows ({}); use a newer cmax",
-                db.path(), *current, LatestSchemaVersion());
+                db.Path(), *current, LatestSchemaVersion());
   }
   if (auto ok = CheckIsCmaxStore(db); !ok) return ok;
   for (const Migration& migration : migrations) {

@@ -18,7 +18,7 @@ class RunWriter {
  public:
   static Result<RunWriter> Begin(Store& store, const RunStart& start);
 
-  int64_t run_id() const { return run_id_; }
+  int64_t RunId() const { return run_id_; }
   Result<void> Add(const std::vector<EvidenceItem>& evidence, const std::vector<Finding>& findings,
                    const std::vector<Metric>& metrics = {});
   Result<void> SetTarget(const std::string& target);

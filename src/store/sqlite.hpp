@@ -30,7 +30,7 @@ class Database {
   Result<Statement> Prepare(std::string_view sql);
   Result<int64_t> QueryInt(std::string_view sql);
   int64_t LastInsertId() const;
-  const std::string& path() const { return path_; }
+  const std::string& Path() const { return path_; }
 
   // An Error for SQLite result code rc, naming the file and the operation.
   Error MakeError(int rc, std::string_view what) const;

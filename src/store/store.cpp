@@ -268,7 +268,7 @@ Result<RunInfo> Store::LoadRunInfo(int64_t run_id) {
   stmt->Bind(1, run_id);
   auto row = stmt->Step();
   if (!row) return tl::unexpected(row.error());
-  if (!*row) return Fail(ErrorCode::kNotFound, "no run {} in {}", run_id, path());
+  if (!*row) return Fail(ErrorCode::kNotFound, "no run {} in {}", run_id, Path());
   return ReadRunInfo(*stmt);
 }
 
@@ -332,7 +332,7 @@ Result<int64_t> Store::LatestRunId(const std::string& command) {
   if (!row) return tl::unexpected(row.error());
   if (!*row || stmt->ColumnIsNull(0)) {
     return Fail(ErrorCode::kNotFound, "no {}runs in {}", command.empty() ? "" : command + " ",
-                path());
+                Path());
   }
   return stmt->ColumnInt(0);
 }

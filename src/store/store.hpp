@@ -55,7 +55,7 @@ class Store {
   // Creates the folder (0700) and file (0600) when allowed, sets WAL mode and migrates.
   static Result<Store> Open(const StoreOptions& options);
 
-  const std::string& path() const { return db_->path(); }
+  const std::string& Path() const { return db_->Path(); }
   Result<int> SchemaVersion();
 
   Result<int64_t> BeginRun(const RunStart& start);

@@ -27,7 +27,7 @@ class LabTest : public ::testing::Test {
  protected:
   void SetUp() override {
     if (::geteuid() != 0) GTEST_SKIP() << "the lab needs root";
-    spec_.dir = dir_.path() + "/lab";
+    spec_.dir = dir_.Path() + "/lab";
     spec_.nodes = 4;
     spec_.spares = 1;
     spec_.controller_port = kPortBase;

@@ -268,7 +268,7 @@ TEST(RunWriter, OutcomeFollowsFindingsAndInterruption) {
     ASSERT_TRUE(w->Add({{"k", "1"}}, {MakeFinding("a.b", CheckStatus::kFail)}));
     ASSERT_TRUE(w->SetTarget("vm/slurm-client"));
     EXPECT_EQ(w->Finish(0, At(2000))->state, RunState::kChecksFailed);
-    EXPECT_EQ(store->LoadRun(w->run_id())->run.target, "vm/slurm-client");
+    EXPECT_EQ(store->LoadRun(w->RunId())->run.target, "vm/slurm-client");
   }
   {
     auto w = RunWriter::Begin(*store, Start());
@@ -277,7 +277,7 @@ TEST(RunWriter, OutcomeFollowsFindingsAndInterruption) {
     auto outcome = w->Finish(15, At(2000));
     EXPECT_EQ(outcome->state, RunState::kInterrupted);
     EXPECT_EQ(outcome->exit_code, 143);
-    auto record = store->LoadRun(w->run_id());
+    auto record = store->LoadRun(w->RunId());
     EXPECT_EQ(record->findings.size(), 1u) << "an interrupted run keeps what it had";
   }
 }

@@ -39,7 +39,7 @@ TEST(LocalFileSystem, AtomicWriteSetsModeWhateverTheUmask) {
   ASSERT_TRUE(fs.WriteFileAtomic(dir.File("secret"), "new", 0600));
   EXPECT_EQ(fs.ReadFile(dir.File("secret"), 100).value(), "new");
   // No temporary file is left beside it.
-  EXPECT_EQ(fs.ListDir(dir.path()).value(), std::vector<std::string>{"secret"});
+  EXPECT_EQ(fs.ListDir(dir.Path()).value(), std::vector<std::string>{"secret"});
 }
 
 TEST(LocalFileSystem, CreateDirsIsLikeMkdirP) {

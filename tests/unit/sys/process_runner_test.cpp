@@ -113,11 +113,11 @@ TEST(ProcessRunner, FeedsStdinAndSetsEnvironmentAndFolder) {
   PosixProcessRunner runner;
   ProcessSpec spec{.argv = {"sh", "-c", "cat; echo \" $CMAX_TEST_VAR\"; pwd"},
                    .env_add = {"CMAX_TEST_VAR=hello"},
-                   .cwd = dir.path(),
+                   .cwd = dir.Path(),
                    .stdin_data = std::string("input")};
   auto r = runner.Run(spec);
   ASSERT_TRUE(r);
-  EXPECT_EQ(r->stdout_text, "input hello\n" + dir.path() + "\n");
+  EXPECT_EQ(r->stdout_text, "input hello\n" + dir.Path() + "\n");
 }
 
 TEST(ProcessRunner, LargeStdinDoesNotDeadlock) {
@@ -146,7 +146,7 @@ TEST(ProcessRunner, InterruptStopsTheChild) {
 
 TEST(ProcessRunner, DaemonOutlivesItsStarterAndIsNotOurChild) {
   testing::TempDir dir;
-  auto pid = SpawnDaemon({{"sleep", "30"}, {}, dir.File("daemon.log"), dir.path()});
+  auto pid = SpawnDaemon({{"sleep", "30"}, {}, dir.File("daemon.log"), dir.Path()});
   ASSERT_TRUE(pid) << pid.error().message;
   EXPECT_TRUE(ProcessAlive(*pid));
   EXPECT_NE(::getppid(), *pid);
@@ -155,7 +155,7 @@ TEST(ProcessRunner, DaemonOutlivesItsStarterAndIsNotOurChild) {
   ::kill(*pid, SIGKILL);
   for (int i = 0; i < 200 && ProcessAlive(*pid); ++i) std::this_thread::sleep_for(10ms);
   EXPECT_FALSE(ProcessAlive(*pid));
-  auto missing = SpawnDaemon({{"/no/such/daemon"}, {}, dir.File("daemon.log"), dir.path()});
+  auto missing = SpawnDaemon({{"/no/such/daemon"}, {}, dir.File("daemon.log"), dir.Path()});
   ASSERT_FALSE(missing);
   EXPECT_EQ(missing.error().code, ErrorCode::kNotFound);
 }
