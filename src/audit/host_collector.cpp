@@ -85,16 +85,16 @@ Virtualization CollectVirtualization(const sys::FileSystem& fs, const CpuInfo& c
   const std::string vendor = ReadTrimmed(fs, "/sys/class/dmi/id/sys_vendor");
   const std::string product = ReadTrimmed(fs, "/sys/class/dmi/id/product_name");
   static constexpr const char* kVmVendors[] = {"QEMU",
-                                     "KVM",
-                                     "VMware",
-                                     "Xen",
-                                     "innotek",
-                                     "Amazon EC2",
-                                     "Google",
-                                     "OpenStack",
-                                     "Parallels",
-                                     "Bochs",
-                                     "Microsoft Corporation"};
+                                               "KVM",
+                                               "VMware",
+                                               "Xen",
+                                               "innotek",
+                                               "Amazon EC2",
+                                               "Google",
+                                               "OpenStack",
+                                               "Parallels",
+                                               "Bochs",
+                                               "Microsoft Corporation"};
   for (const char* known : kVmVendors) {
     const bool hit =
         vendor.find(known) != std::string::npos || product.find(known) != std::string::npos;
