@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <sys/socket.h>
+#include <sys/stat.h>
 
 #include "cli/cli.hpp"
 #include "lab/lab.hpp"
@@ -149,6 +150,18 @@ TEST_F(LabTest, TakenPortIsNamedAndNothingStarts) {
   EXPECT_NE(up.error().message.find("port " + std::to_string(kPortBase + 2) + " is taken"),
             std::string::npos)
       << up.error().message;
+  EXPECT_FALSE(fs_.Exists(PathsFor(spec_.dir).state_file));
+}
+
+TEST_F(LabTest, NotRootIsRefusedWithAClearReason) {
+  // The real binary as user nobody: up must say it needs root and start nothing.
+  ::chmod(dir_.Path().c_str(), 0777);
+  auto r = runner_.Run(
+      {.argv = {"setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups", CMAX_BINARY,
+                "lab", "up", "--dir", spec_.dir, "--port-base", std::to_string(kPortBase)}});
+  ASSERT_TRUE(r) << r.error().message;
+  EXPECT_EQ(r->exit_code, cli::kExitError) << r->stdout_text << r->stderr_text;
+  EXPECT_NE(r->stderr_text.find("needs root"), std::string::npos) << r->stderr_text;
   EXPECT_FALSE(fs_.Exists(PathsFor(spec_.dir).state_file));
 }
 

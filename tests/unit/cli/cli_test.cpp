@@ -1,5 +1,7 @@
 #include "cli/cli.hpp"
 
+#include <unistd.h>
+
 #include <fstream>
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -7,6 +9,8 @@
 
 #include "store/store.hpp"
 #include "support/temp_dir.hpp"
+#include "sys/host.hpp"
+#include "sys/process_runner.hpp"
 
 namespace cmax::cli {
 namespace {
@@ -124,6 +128,26 @@ TEST(Cli, CorruptStoreIsAnErrorNamingTheFileAndIsLeftAlone) {
   std::stringstream bytes;
   bytes << in.rdbuf();
   EXPECT_TRUE(bytes.str() == std::string(4096, '\x01')) << "the corrupt store was modified";
+}
+
+TEST(Cli, RunWhoseProcessDiedShowsAsAbandoned) {
+  testing::TempDir dir;
+  const std::string db = dir.File("cmax.db");
+  auto store = store::Store::Open({.path = db});
+  ASSERT_TRUE(store);
+  // A pid that has certainly exited: a child we ran and reaped.
+  sys::PosixProcessRunner runner;
+  auto child = runner.Run({.argv = {"sh", "-c", "echo $$"}});
+  ASSERT_TRUE(child);
+  const int64_t dead_pid = std::stoll(child->stdout_text);
+  ASSERT_TRUE(
+      store->BeginRun({.command = "run", .target = "t", .host = sys::Hostname(), .pid = dead_pid}));
+  ASSERT_TRUE(store->BeginRun(
+      {.command = "run", .target = "t", .host = sys::Hostname(), .pid = ::getpid()}));
+  auto runs = Cli({"db", "runs", "--db", db, "--json"});
+  auto doc = nlohmann::json::parse(runs.out);
+  EXPECT_EQ(doc["runs"][0]["state"], "running") << "our own process is alive";
+  EXPECT_EQ(doc["runs"][1]["state"], "abandoned");
 }
 
 TEST(Cli, CmaxDbEnvironmentVariableSelectsTheStore) {
