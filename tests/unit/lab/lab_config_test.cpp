@@ -1,25 +1,11 @@
 #include "lab/lab_config.hpp"
 
-#include <cstdlib>
-#include <fstream>
 #include <gtest/gtest.h>
-#include <sstream>
+
+#include "support/golden.hpp"
 
 namespace cmax::lab {
 namespace {
-
-void ExpectGolden(const std::string& name, const std::string& actual) {
-  const std::string path = std::string(CMAX_TEST_DATA) + "/lab/" + name;
-  if (std::getenv("CMAX_UPDATE_GOLDEN") != nullptr) {
-    std::ofstream(path, std::ios::binary) << actual;
-    return;
-  }
-  std::ifstream in(path, std::ios::binary);
-  ASSERT_TRUE(in.good()) << "missing golden file " << path;
-  std::stringstream expected;
-  expected << in.rdbuf();
-  EXPECT_EQ(actual, expected.str()) << "differs from " << path;
-}
 
 LabSpec Spec() {
   LabSpec spec;
@@ -30,8 +16,8 @@ LabSpec Spec() {
 }
 
 TEST(LabConfig, SlurmConfMatchesGolden) {
-  ExpectGolden("slurm.conf", RenderSlurmConf(Spec(), PathsFor(Spec().dir)));
-  ExpectGolden("gres.conf", RenderGresConf(Spec(), PathsFor(Spec().dir)));
+  testing::ExpectGolden("lab/slurm.conf", RenderSlurmConf(Spec(), PathsFor(Spec().dir)));
+  testing::ExpectGolden("lab/gres.conf", RenderGresConf(Spec(), PathsFor(Spec().dir)));
 }
 
 TEST(LabConfig, NoSparePartitionWithoutSpares) {

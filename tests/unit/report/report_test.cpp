@@ -1,10 +1,8 @@
-#include <cstdlib>
-#include <fstream>
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
-#include <sstream>
 
 #include "report/render.hpp"
+#include "support/golden.hpp"
 
 namespace cmax::report {
 namespace {
@@ -60,29 +58,11 @@ RunRecord HostileRun() {
   return r;
 }
 
-std::string GoldenPath(const std::string& name) {
-  return std::string(CMAX_TEST_DATA) + "/report/" + name;
-}
-
-// Compares with the golden file; CMAX_UPDATE_GOLDEN=1 rewrites it instead.
-void ExpectGolden(const std::string& name, const std::string& actual) {
-  const std::string path = GoldenPath(name);
-  if (std::getenv("CMAX_UPDATE_GOLDEN") != nullptr) {
-    std::ofstream(path, std::ios::binary) << actual;
-    return;
-  }
-  std::ifstream in(path, std::ios::binary);
-  ASSERT_TRUE(in.good()) << "missing golden file " << path
-                         << " (run with CMAX_UPDATE_GOLDEN=1 to create it)";
-  std::stringstream expected;
-  expected << in.rdbuf();
-  EXPECT_EQ(actual, expected.str()) << "differs from " << path;
-}
-
 TEST(Report, TextMatchesGolden) {
-  ExpectGolden("hostile.txt", RenderText(HostileRun(), {}));
-  ExpectGolden("hostile.color.txt", RenderText(HostileRun(), {.color = true}));
-  ExpectGolden("hostile.evidence.txt", RenderText(HostileRun(), {.show_evidence = true}));
+  testing::ExpectGolden("report/hostile.txt", RenderText(HostileRun(), {}));
+  testing::ExpectGolden("report/hostile.color.txt", RenderText(HostileRun(), {.color = true}));
+  testing::ExpectGolden("report/hostile.evidence.txt",
+                        RenderText(HostileRun(), {.show_evidence = true}));
 }
 
 TEST(Report, TextHasNoEscapesOfItsOwnWithoutColorAndNoneFromOutsideWithIt) {
@@ -98,7 +78,7 @@ TEST(Report, TextHasNoEscapesOfItsOwnWithoutColorAndNoneFromOutsideWithIt) {
 
 TEST(Report, JsonMatchesGoldenAndSchema) {
   const std::string json = RenderJson(HostileRun());
-  ExpectGolden("hostile.json", json);
+  testing::ExpectGolden("report/hostile.json", json);
   auto doc = nlohmann::json::parse(json);
   EXPECT_EQ(doc["schema"], "cmax.report/v1");
   EXPECT_EQ(doc["run"]["id"], 42);
@@ -114,7 +94,7 @@ TEST(Report, JsonMatchesGoldenAndSchema) {
 
 TEST(Report, JunitMatchesGoldenAndCountsFailuresAndSkips) {
   const std::string xml = RenderJunit(HostileRun());
-  ExpectGolden("hostile.xml", xml);
+  testing::ExpectGolden("report/hostile.xml", xml);
   EXPECT_NE(xml.find("<testsuites name=\"cmax run #42\" tests=\"5\" failures=\"1\" errors=\"0\" "
                      "skipped=\"1\""),
             std::string::npos);
@@ -126,7 +106,7 @@ TEST(Report, JunitMatchesGoldenAndCountsFailuresAndSkips) {
 
 TEST(Report, HtmlIsSelfContainedAndEscapesEverythingFromOutside) {
   const std::string html = RenderHtml(HostileRun());
-  ExpectGolden("hostile.html", html);
+  testing::ExpectGolden("report/hostile.html", html);
   EXPECT_EQ(html.find("<script"), std::string::npos);
   EXPECT_EQ(html.find("href=\"javascript"), std::string::npos);
   EXPECT_EQ(html.find("<b>bold"), std::string::npos);
