@@ -250,7 +250,9 @@ std::vector<Finding> SchedulerFindings(const SchedulerFacts& scheduler) {
                             "no Slurm client on this host (sinfo is not on PATH)"));
   } else if (slurm.conf_path.empty()) {
     findings.push_back(Make("scheduler.slurm", CheckStatus::kSkip, Severity::kInfo,
-                            "client " + slurm.version + ", no configuration",
+                            slurm.version.empty()
+                                ? "client, no configuration"
+                                : "client " + slurm.version + ", no configuration",
                             "Slurm commands are installed but no slurm.conf was found "
                             "(SLURM_CONF, /etc/slurm/slurm.conf)"));
   } else if (slurm.controller_up) {

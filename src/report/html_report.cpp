@@ -21,7 +21,7 @@ constexpr std::string_view kStyle = R"(<style>
 body{font-family:system-ui,-apple-system,"Segoe UI",sans-serif;margin:2rem auto;max-width:72rem;padding:0 1rem;color:#1d2330;background:#fff}
 h1{font-size:1.5rem;margin:0 0 .25rem}h2{font-size:1.2rem;margin-top:2rem;border-bottom:1px solid #d8dce6;padding-bottom:.25rem}h3{font-size:1rem;margin:1.25rem 0 .5rem;text-transform:uppercase;letter-spacing:.05em;color:#4a5468}
 dl.meta{display:grid;grid-template-columns:max-content 1fr;gap:.2rem 1rem;margin:.75rem 0}dl.meta dt{color:#4a5468}dl.meta dd{margin:0}
-table{border-collapse:collapse;width:100%;font-size:.9rem}th,td{text-align:left;vertical-align:top;padding:.35rem .5rem;border-bottom:1px solid #e6e9f0}th{background:#f4f6fa}
+table{border-collapse:collapse;width:100%;font-size:.9rem}table.findings{table-layout:fixed}table.findings td{overflow-wrap:anywhere}th,td{text-align:left;vertical-align:top;padding:.35rem .5rem;border-bottom:1px solid #e6e9f0}th{background:#f4f6fa}
 code,pre{font-family:ui-monospace,Menlo,Consolas,monospace;font-size:.85rem}pre{margin:0;white-space:pre-wrap;word-break:break-all}
 .badge,.status{display:inline-block;border-radius:.25rem;padding:.1rem .45rem;font-weight:600;font-size:.8rem}
 .badges .badge{margin-right:.4rem}
@@ -90,8 +90,12 @@ std::string RenderHtml(const RunRecord& record) {
     }
   }
   for (std::string_view category : categories) {
-    out += fmt::format("<h3>{}</h3>\n<table>\n", HtmlEscape(category));
+    // Fixed column widths, so the tables of every category line up.
+    out += fmt::format("<h3>{}</h3>\n<table class=\"findings\">\n", HtmlEscape(category));
     out +=
+        "<colgroup><col style=\"width:6rem\"><col style=\"width:12rem\"><col>"
+        "<col style=\"width:10rem\"><col style=\"width:8rem\"><col style=\"width:13rem\">"
+        "</colgroup>\n"
         "<thead><tr><th>Status</th><th>Check</th><th>Result</th><th>Observed</th>"
         "<th>Expected</th><th>Remediation</th></tr></thead>\n<tbody>\n";
     for (const Finding& f : record.findings) {
@@ -102,7 +106,10 @@ std::string RenderHtml(const RunRecord& record) {
           "<tr><td><span class=\"status {0}\">{0}</span><br><small>{1}</small></td>"
           "<td><code>{2}</code></td><td>{3}</td><td>{4}</td><td>{5}</td><td>{6}</td></tr>\n",
           StatusName(f.status), SeverityName(f.severity), HtmlEscape(f.check_id),
-          HtmlEscape(f.message), HtmlEscape(f.observed), HtmlEscape(f.expected), remediation);
+          HtmlEscape(f.message),
+          // An inventory finding often says in its message what it observed: once is enough.
+          f.observed == f.message ? std::string() : HtmlEscape(f.observed), HtmlEscape(f.expected),
+          remediation);
     }
     out += "</tbody>\n</table>\n";
   }
