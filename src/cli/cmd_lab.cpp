@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <cmath>
 #include <fmt/format.h>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -43,6 +44,11 @@ std::string AbsoluteDir(const std::string& dir) {
   return out;
 }
 
+// Node names and sinfo's messages come from outside: invalid UTF-8 is replaced, not thrown.
+std::string Dump(const Json& value) {
+  return value.dump(2, ' ', false, Json::error_handler_t::replace) + "\n";
+}
+
 Json DaemonsJson(const std::vector<lab::Daemon>& daemons) {
   Json list = Json::array();
   for (const lab::Daemon& d : daemons) list.push_back({{"name", d.name}, {"pid", d.pid}});
@@ -59,6 +65,11 @@ int Up(const LabOptions& options, Context& ctx, lab::LabContext& lab_ctx) {
   spec.first_node_port = options.port_base + 1;
   const long cpus = ::sysconf(_SC_NPROCESSORS_ONLN);
   spec.cpus_per_node = cpus > 0 ? static_cast<int>(cpus) : 1;
+  // CLI11's range check lets NaN through, and NaN cannot become a duration.
+  if (!std::isfinite(options.timeout_s)) {
+    ctx.err << "cmax lab up: --timeout must be a number of seconds\n";
+    return kExitUsage;
+  }
   const auto timeout =
       std::chrono::duration_cast<Duration>(std::chrono::duration<double>(options.timeout_s));
   auto result = lab::Up(spec, lab_ctx, timeout);
@@ -79,7 +90,7 @@ int Up(const LabOptions& options, Context& ctx, lab::LabContext& lab_ctx) {
                 {"controller_port", running.controller_port},
                 {"slurm_conf", lab::PathsFor(running.dir).slurm_conf},
                 {"daemons", DaemonsJson(result->state.daemons)}};
-    ctx.out << out.dump(2) << "\n";
+    ctx.out << Dump(out);
     return kExitOk;
   }
   if (result->already_running) {
@@ -109,7 +120,7 @@ int Status(const LabOptions& options, Context& ctx, lab::LabContext& lab_ctx) {
   auto status = lab::Status(dir, lab_ctx);
   if (!status) {
     if (options.json && status.error().code == ErrorCode::kNotFound) {
-      ctx.out << Json{{"schema", "cmax.lab/v1"}, {"dir", dir}, {"running", false}}.dump(2) << "\n";
+      ctx.out << Dump({{"schema", "cmax.lab/v1"}, {"dir", dir}, {"running", false}});
       return kExitChecksFailed;
     }
     ctx.err << "cmax lab status: " << status.error().message << "\n";
@@ -131,7 +142,7 @@ int Status(const LabOptions& options, Context& ctx, lab::LabContext& lab_ctx) {
                 {"daemons", daemons},
                 {"nodes", status->nodes},
                 {"nodes_error", status->nodes_error}};
-    ctx.out << out.dump(2) << "\n";
+    ctx.out << Dump(out);
   } else {
     ctx.out << fmt::format("lab in {}: {} (started {})\n", dir,
                            all_alive ? "running" : (status->Running() ? "degraded" : "stopped"),
@@ -156,8 +167,7 @@ int Down(const LabOptions& options, Context& ctx, lab::LabContext& lab_ctx) {
   if (!result) {
     if (result.error().code == ErrorCode::kNotFound) {
       if (options.json) {
-        ctx.out << Json{{"schema", "cmax.lab/v1"}, {"dir", dir}, {"stopped", Json::array()}}.dump(2)
-                << "\n";
+        ctx.out << Dump({{"schema", "cmax.lab/v1"}, {"dir", dir}, {"stopped", Json::array()}});
       } else {
         ctx.out << "no lab in " << dir << "; nothing to stop\n";
       }
@@ -167,14 +177,12 @@ int Down(const LabOptions& options, Context& ctx, lab::LabContext& lab_ctx) {
     return kExitError;
   }
   if (options.json) {
-    ctx.out << Json{{"schema", "cmax.lab/v1"},
-                    {"dir", dir},
-                    {"stopped", result->stopped},
-                    {"already_gone", result->already_gone},
-                    {"not_ours", result->not_ours},
-                    {"stray_processes_killed", result->stray_processes_killed}}
-                   .dump(2)
-            << "\n";
+    ctx.out << Dump({{"schema", "cmax.lab/v1"},
+                     {"dir", dir},
+                     {"stopped", result->stopped},
+                     {"already_gone", result->already_gone},
+                     {"not_ours", result->not_ours},
+                     {"stray_processes_killed", result->stray_processes_killed}});
   } else {
     ctx.out << fmt::format(
         "lab in {} stopped: {}\n", dir,

@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <cmath>
 #include <fmt/format.h>
 #include <memory>
 #include <ostream>
@@ -40,6 +41,11 @@ int Run(const RunOptions& options, Context& ctx) {
   SystemClock clock;
   sys::LocalFileSystem fs;
   sys::PosixProcessRunner runner;
+  // CLI11's range check lets NaN through, and NaN cannot become a duration.
+  if (!std::isfinite(options.probe_timeout_s)) {
+    ctx.err << "cmax run: --probe-timeout must be a number of seconds\n";
+    return kExitUsage;
+  }
   const auto probe_timeout =
       std::chrono::duration_cast<Duration>(std::chrono::duration<double>(options.probe_timeout_s));
 

@@ -80,6 +80,17 @@ Result<void> WriteMungeKey(const std::string& path) {
   return {};
 }
 
+// The lab writes etc/, dev/, log/ ... into its folder: it must be new, empty, or a lab's.
+Result<void> CheckFolderIsOurs(const LabPaths& paths, const sys::FileSystem& fs) {
+  auto entries = fs.ListDir(paths.dir);
+  if (!entries || entries->empty() || fs.Exists(paths.state_file)) return {};
+  auto conf = fs.ReadFile(paths.slurm_conf, 1 << 20);
+  if (conf && conf->find(kLabConfMarker) != std::string::npos) return {};
+  return Fail(ErrorCode::kInvalidArgument,
+              "{} is not empty and is not a cmax lab folder; choose a new or empty folder",
+              paths.dir);
+}
+
 Result<void> PrepareFolder(const LabSpec& spec, const LabPaths& paths, sys::FileSystem& fs) {
   for (const std::string& dir : {paths.dir, paths.dir + "/etc", paths.state_dir, paths.spool_dir,
                                  paths.log_dir, paths.run_dir, paths.dev_dir}) {
@@ -118,10 +129,11 @@ Result<Daemon> Start(const std::string& name, const std::vector<std::string>& ar
   return daemon;
 }
 
+// Pid and start time together: a pid the kernel gave to another process is never ours.
 bool SameProcess(const Daemon& daemon) {
   if (!sys::ProcessAlive(daemon.pid)) return false;
   auto ticks = sys::ProcessStartTicks(daemon.pid);
-  return ticks && (daemon.start_ticks == 0 || *ticks == daemon.start_ticks);
+  return ticks && daemon.start_ticks != 0 && *ticks == daemon.start_ticks;
 }
 
 Result<void> SaveState(LabContext& ctx, const LabPaths& paths, const LabState& state) {
@@ -172,7 +184,7 @@ void StopDaemons(const std::vector<Daemon>& daemons, DownResult& result) {
     }
     wait_for(pending, seconds(10));
     for (const Daemon* d : pending) {
-      if (sys::ProcessAlive(d->pid)) {
+      if (SameProcess(*d)) {
         log::Warn("lab: {} (pid {}) ignored SIGTERM for 10s; sending SIGKILL", d->name, d->pid);
         ::kill(d->pid, SIGKILL);
       }
@@ -257,6 +269,7 @@ Result<UpResult> Up(const LabSpec& spec, LabContext& ctx, Duration wait_timeout)
   if (auto problems = Preflight(spec); !problems.empty()) {
     return Fail(ErrorCode::kUnavailable, "cannot start the lab:\n  - {}", Join(problems, "\n  - "));
   }
+  if (auto ok = CheckFolderIsOurs(paths, ctx.fs); !ok) return tl::unexpected(ok.error());
   if (auto ok = PrepareFolder(spec, paths, ctx.fs); !ok) return tl::unexpected(ok.error());
 
   LabState state{spec, ctx.clock.Now(), {}};
@@ -274,7 +287,9 @@ Result<UpResult> Up(const LabSpec& spec, LabContext& ctx, Duration wait_timeout)
              "--seed-file=" + paths.munge_seed, "--log-file=" + paths.log_dir + "/munged.log"},
             paths);
   if (!munged) return tl::unexpected(munged.error());
-  if (auto ok = record(*munged); !ok) return tl::unexpected(ok.error());
+  if (auto ok = record(*munged); !ok) {
+    return tl::unexpected(Abandon(ctx, paths, state, ok.error(), munged->log_path));
+  }
   for (auto deadline = deadline_after(seconds(5)); !ctx.fs.Exists(paths.munge_socket);) {
     if (!sys::ProcessAlive(munged->pid) || ctx.clock.Monotonic() > deadline) {
       return tl::unexpected(Abandon(ctx, paths, state,
@@ -290,7 +305,9 @@ Result<UpResult> Up(const LabSpec& spec, LabContext& ctx, Duration wait_timeout)
   if (!ctld)
     return tl::unexpected(
         Abandon(ctx, paths, state, ctld.error(), paths.log_dir + "/slurmctld.log"));
-  if (auto ok = record(*ctld); !ok) return tl::unexpected(ok.error());
+  if (auto ok = record(*ctld); !ok) {
+    return tl::unexpected(Abandon(ctx, paths, state, ok.error(), ctld->log_path));
+  }
   for (auto deadline = deadline_after(seconds(15));;) {
     auto ping = Slurm(ctx, spec.dir, {Locate("scontrol"), "ping"}, seconds(5));
     if (ping && ping->stdout_text.find(" is UP") != std::string::npos) break;
@@ -311,7 +328,9 @@ Result<UpResult> Up(const LabSpec& spec, LabContext& ctx, Duration wait_timeout)
       return tl::unexpected(
           Abandon(ctx, paths, state, slurmd.error(), paths.log_dir + "/slurmd-" + node + ".log"));
     }
-    if (auto ok = record(*slurmd); !ok) return tl::unexpected(ok.error());
+    if (auto ok = record(*slurmd); !ok) {
+      return tl::unexpected(Abandon(ctx, paths, state, ok.error(), slurmd->log_path));
+    }
   }
   const size_t total = NodeNames(spec).size();
   Say(ctx, fmt::format("started {} slurmd; waiting for the nodes to be idle", total));
@@ -433,6 +452,7 @@ std::vector<int> ProcessesInside(const std::string& dir) {
   auto entries = fs.ListDir("/proc");
   if (!entries) return pids;
   const std::string prefix = dir + "/";
+  const LabPaths paths = PathsFor(dir);
   const int self = ::getpid();
   for (const std::string& name : *entries) {
     if (name.empty() || name.find_first_not_of("0123456789") != std::string::npos) continue;
@@ -447,8 +467,10 @@ std::vector<int> ProcessesInside(const std::string& dir) {
       inside = *cwd == dir || cwd->rfind(prefix, 0) == 0;
     }
     if (!inside) {
+      // Only the lab's own configuration and socket count, never a mere path prefix.
       if (auto cmdline = fs.ReadFile("/proc/" + name + "/cmdline", 1 << 16); cmdline) {
-        inside = cmdline->find(prefix) != std::string::npos;
+        inside = cmdline->find(paths.slurm_conf) != std::string::npos ||
+                 cmdline->find(paths.munge_socket) != std::string::npos;
       }
     }
     if (inside) pids.push_back(pid);

@@ -1,5 +1,6 @@
 #include "lab/lab_config.hpp"
 
+#include <algorithm>
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
@@ -11,6 +12,21 @@ Result<void> ValidateSpec(const LabSpec& spec) {
   if (spec.dir.empty() || spec.dir[0] != '/') {
     return Fail(ErrorCode::kInvalidArgument, "lab folder must be an absolute path, got '{}'",
                 spec.dir);
+  }
+  // The lab writes etc/, dev/, run/ ... below its folder and `down` ends Slurm processes that
+  // work inside it: "/" or a top-level folder such as /etc or /var would reach the host's own.
+  const auto parts = Split(std::string_view(spec.dir).substr(1), '/');
+  const bool dots = std::any_of(parts.begin(), parts.end(), [](std::string_view p) {
+    return p.empty() || p == "." || p == "..";
+  });
+  if (parts.size() < 2 || dots) {
+    return Fail(ErrorCode::kInvalidArgument,
+                "lab folder must be a normalised path at least two levels deep (like "
+                "/tmp/cmax-lab), got '{}'",
+                spec.dir);
+  }
+  if (SanitizeUtf8(spec.dir) != spec.dir) {
+    return Fail(ErrorCode::kInvalidArgument, "lab folder path must be valid UTF-8 text");
   }
   if (spec.nodes < 1 || spec.nodes > 64) {
     return Fail(ErrorCode::kInvalidArgument, "--nodes must be 1 to 64, got {}", spec.nodes);
@@ -77,7 +93,7 @@ std::vector<std::string> NodeNames(const LabSpec& spec) {
 std::string RenderSlurmConf(const LabSpec& spec, const LabPaths& paths) {
   const int total = spec.nodes + spec.spares;
   std::string conf = fmt::format(
-      "# Written by `cmax lab up`: a real Slurm cluster on this one host, for tests.\n"
+      "{marker}: a real Slurm cluster on this one host, for tests.\n"
       "# The GPU device files are empty stand-ins for /dev/nvidiaN.\n"
       "ClusterName={cluster}\n"
       "SlurmctldHost=localhost(127.0.0.1)\n"
@@ -114,11 +130,11 @@ std::string RenderSlurmConf(const LabSpec& spec, const LabPaths& paths) {
       "NodeName={all} NodeHostname=localhost NodeAddr=127.0.0.1 Port={first_port}-{last_port} "
       "CPUs={cpus} RealMemory=1024 Gres=gpu:{gpus} State=UNKNOWN\n"
       "PartitionName=gpu Nodes={main} Default=YES MaxTime=INFINITE State=UP\n",
-      fmt::arg("cluster", spec.cluster_name), fmt::arg("ctld_port", spec.controller_port),
-      fmt::arg("socket", paths.munge_socket), fmt::arg("state", paths.state_dir),
-      fmt::arg("spool", paths.spool_dir), fmt::arg("run", paths.run_dir),
-      fmt::arg("log", paths.log_dir), fmt::arg("all", NodeRange(1, total)),
-      fmt::arg("first_port", spec.first_node_port),
+      fmt::arg("marker", kLabConfMarker), fmt::arg("cluster", spec.cluster_name),
+      fmt::arg("ctld_port", spec.controller_port), fmt::arg("socket", paths.munge_socket),
+      fmt::arg("state", paths.state_dir), fmt::arg("spool", paths.spool_dir),
+      fmt::arg("run", paths.run_dir), fmt::arg("log", paths.log_dir),
+      fmt::arg("all", NodeRange(1, total)), fmt::arg("first_port", spec.first_node_port),
       fmt::arg("last_port", spec.first_node_port + total - 1), fmt::arg("cpus", spec.cpus_per_node),
       fmt::arg("gpus", spec.gpus_per_node), fmt::arg("main", NodeRange(1, spec.nodes)));
   if (spec.spares > 0) {
@@ -164,12 +180,14 @@ std::string SerializeState(const LabState& state) {
               {"cluster_name", s.cluster_name},
               {"started_at", FormatIso8601(state.started_at)},
               {"daemons", daemons}};
-  return out.dump(2) + "\n";
+  return out.dump(2, ' ', false, Json::error_handler_t::replace) + "\n";
 }
 
 Result<LabState> ParseState(std::string_view text) {
   Json in = Json::parse(text, nullptr, false);
-  if (in.is_discarded() || !in.is_object() || in.value("version", 0) != 1) {
+  const bool version_one = in.is_object() && in.contains("version") &&
+                           in["version"].is_number_integer() && in["version"] == 1;
+  if (!version_one) {
     return Fail(ErrorCode::kCorrupt, "lab state file is not a cmax lab state (version 1)");
   }
   try {

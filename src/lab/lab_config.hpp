@@ -49,6 +49,9 @@ std::string NodeName(int index);  // 1-based: "gpu1"
 std::string NodeRange(int first, int last);
 std::vector<std::string> NodeNames(const LabSpec& spec);  // cluster nodes, then spares
 
+// The first line of every slurm.conf the lab writes: how `up` knows a folder is a lab's.
+inline constexpr std::string_view kLabConfMarker = "# Written by `cmax lab up`";
+
 std::string RenderSlurmConf(const LabSpec& spec, const LabPaths& paths);
 std::string RenderGresConf(const LabSpec& spec, const LabPaths& paths);
 

@@ -70,9 +70,13 @@ int LatestSchemaVersion() {
 }
 
 Result<void> CheckIsCmaxStore(Database& db) {
+  // One read transaction, so that the version and the tables come from the same snapshot even
+  // while another process runs the first migration.
+  if (auto ok = db.Execute("BEGIN"); !ok) return ok;
   auto version = db.QueryInt("PRAGMA user_version");
+  auto tables = version ? db.QueryInt("SELECT count(*) FROM sqlite_master") : version;
+  (void)db.Execute("COMMIT");
   if (!version) return tl::unexpected(version.error());
-  auto tables = db.QueryInt("SELECT count(*) FROM sqlite_master");
   if (!tables) return tl::unexpected(tables.error());
   if (*version == 0 && *tables > 0) {
     return Fail(ErrorCode::kCorrupt,
@@ -94,6 +98,10 @@ Result<void> Migrate(Database& db, const std::vector<Migration>& migrations) {
     if (migration.version <= *current) continue;
     auto tx = Transaction::Begin(db);
     if (!tx) return tl::unexpected(tx.error());
+    // Another process may have migrated while we waited for the write lock.
+    auto now = db.QueryInt("PRAGMA user_version");
+    if (!now) return tl::unexpected(now.error());
+    if (migration.version <= *now) continue;
     if (auto ok = db.Execute(migration.sql); !ok) {
       return Wrap(ok.error(),
                   fmt::format("migration {} ({})", migration.version, migration.description));

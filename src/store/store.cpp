@@ -4,8 +4,10 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
 #include <cstring>
 #include <nlohmann/json.hpp>
+#include <thread>
 
 #include "sys/file_system.hpp"
 
@@ -65,6 +67,33 @@ Result<void> CreateStoreFile(const std::string& path) {
   return {};
 }
 
+// Switching to WAL takes an exclusive lock, and SQLite answers "busy" at once, without its
+// busy handler, when another connection races it (two `cmax run` on a new store): retry.
+Result<void> EnableWal(Database& db, int busy_timeout_ms) {
+  const auto deadline =
+      std::chrono::steady_clock::now() + std::chrono::milliseconds(busy_timeout_ms);
+  while (true) {
+    std::string mode;
+    {
+      auto stmt = db.Prepare("PRAGMA journal_mode=WAL");
+      if (!stmt) return tl::unexpected(stmt.error());
+      auto row = stmt->Step();
+      if (row && *row) mode = stmt->ColumnText(0);
+      if (!row && row.error().code != ErrorCode::kBusy) return tl::unexpected(row.error());
+      if (!row && std::chrono::steady_clock::now() >= deadline) {
+        return tl::unexpected(row.error());
+      }
+    }  // finalized here: an open statement would block the migrations' COMMIT
+    if (mode == "wal") return {};
+    // "If the journal mode could not be changed, the original journal mode is returned."
+    if (std::chrono::steady_clock::now() >= deadline) {
+      return Fail(ErrorCode::kUnsupported, "cannot put {} in WAL mode (it stays in '{}' mode)",
+                  db.Path(), mode);
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+}
+
 constexpr const char* kRunColumns =
     "id, command, target, host, started_at, ended_at, state, exit_code, cmax_version, pid";
 
@@ -101,12 +130,9 @@ Result<Store> Store::Open(const StoreOptions& options) {
   // cmax store is refused before journal_mode or a migration could change a byte of it.
   if (auto ok = CheckIsCmaxStore(*owned); !ok) return tl::unexpected(ok.error());
   if (!options.read_only) {
-    {
-      auto mode = owned->Prepare("PRAGMA journal_mode=WAL");
-      if (!mode) return tl::unexpected(mode.error());
-      auto row = mode->Step();
-      if (!row) return tl::unexpected(row.error());
-    }  // finalized here: an open statement would block the migrations' COMMIT
+    if (auto ok = EnableWal(*owned, options.busy_timeout_ms); !ok) {
+      return tl::unexpected(ok.error());
+    }
     if (auto ok = owned->Execute("PRAGMA foreign_keys=ON; PRAGMA synchronous=NORMAL"); !ok) {
       return tl::unexpected(ok.error());
     }

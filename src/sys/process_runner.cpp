@@ -98,10 +98,11 @@ struct Capture {
   size_t cap = 0;
 };
 
-// Reads what is available; returns false at EOF or error (the caller closes the fd).
-bool Drain(Capture& capture) {
+// Reads what is available, at most max_reads times so that a writer as fast as we read cannot
+// keep us from the timeout and interrupt checks; false at EOF or error (the caller closes it).
+bool Drain(Capture& capture, int max_reads = 16) {
   char buffer[65536];
-  while (true) {
+  for (int reads = 0; reads < max_reads; ++reads) {
     const ssize_t n = ::read(capture.fd, buffer, sizeof(buffer));
     if (n > 0) {
       const size_t room = capture.cap - std::min(capture.cap, capture.text->size());
@@ -114,6 +115,7 @@ bool Drain(Capture& capture) {
     if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return true;
     return false;
   }
+  return true;
 }
 
 void SetNonBlocking(int fd) {
@@ -184,7 +186,8 @@ Result<ProcessResult> PosixProcessRunner::Run(const ProcessSpec& spec) {
   } while (got < 0 && errno == EINTR);
   if (got == static_cast<ssize_t>(sizeof(exec_errno))) {
     int status = 0;
-    ::waitpid(pid, &status, 0);
+    while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+    }
     return Fail(ErrorCodeFromErrno(exec_errno), "cannot run {}: {}", args[0],
                 std::strerror(exec_errno));
   }
@@ -252,7 +255,13 @@ Result<ProcessResult> PosixProcessRunner::Run(const ProcessSpec& spec) {
     // With every pipe closed only the exit is left to notice: check often.
     if (count == 0) wait_ms = std::min(wait_ms, 2);
     const int ready = ::poll(fds, count, std::max(wait_ms, 0));
-    if (ready < 0 && errno != EINTR) break;
+    if (ready < 0 && errno != EINTR) {
+      const int poll_errno = errno;
+      ::kill(-pid, SIGKILL);
+      while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+      }
+      return Fail(ErrorCode::kIo, "waiting for {} failed: {}", args[0], std::strerror(poll_errno));
+    }
     for (nfds_t k = 0; ready > 0 && k < count; ++k) {
       if (fds[k].revents == 0) continue;
       const int i = index_of[k];
@@ -309,8 +318,10 @@ Result<int> SpawnDaemon(const DaemonSpec& spec) {
       ::_exit(0);
     }
     ResetChildSignals();
-    const int null_fd = ::open("/dev/null", O_RDONLY);
-    const int log_fd = ::open(spec.log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0600);
+    // CLOEXEC: dup2 clears it on 0-2, and the originals must not leak into the daemon.
+    const int null_fd = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+    const int log_fd =
+        ::open(spec.log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
     if (null_fd < 0 || log_fd < 0 || ::chdir(spec.cwd.c_str()) != 0) {
       const Message m{2, errno};
       WriteAll(report.Write(), &m, sizeof(m));

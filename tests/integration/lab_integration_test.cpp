@@ -153,6 +153,16 @@ TEST_F(LabTest, TakenPortIsNamedAndNothingStarts) {
   EXPECT_FALSE(fs_.Exists(PathsFor(spec_.dir).state_file));
 }
 
+TEST_F(LabTest, RefusesAFolderThatIsNotALabs) {
+  ASSERT_TRUE(fs_.CreateDirs(spec_.dir, 0755));
+  ASSERT_TRUE(fs_.WriteFileAtomic(spec_.dir + "/notes.txt", "someone's files", 0644));
+  auto up = Up(spec_, ctx_, 30s);
+  ASSERT_FALSE(up);
+  EXPECT_NE(up.error().message.find("not a cmax lab folder"), std::string::npos)
+      << up.error().message;
+  EXPECT_FALSE(fs_.Exists(spec_.dir + "/etc/slurm.conf")) << "nothing was written";
+}
+
 TEST_F(LabTest, NotRootIsRefusedWithAClearReason) {
   // The real binary as user nobody: up must say it needs root and start nothing.
   ::chmod(dir_.Path().c_str(), 0777);

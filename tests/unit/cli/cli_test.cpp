@@ -49,8 +49,12 @@ TEST(Cli, UsageErrorsExitTwo) {
   EXPECT_EQ(Cli({"run", "--no-such-flag"}).code, kExitUsage);
   EXPECT_EQ(Cli({"frobnicate"}).code, kExitUsage);
   EXPECT_EQ(Cli({"report", "--format", "pdf"}).code, kExitUsage);
-  EXPECT_EQ(Cli({"lab", "up", "--nodes", "0"}).code, kExitUsage);
+  EXPECT_EQ(Cli({"lab", "up", "--nodes", "0", "--dir", "/tmp/cmax-no-lab-here"}).code, kExitUsage);
   EXPECT_EQ(Cli({"db"}).code, kExitUsage);
+  EXPECT_EQ(Cli({"run", "--probe-timeout", "nan", "--no-html"}).code, kExitUsage);
+  // A folder of its own, so that no mistake can start or stop the user's default lab.
+  EXPECT_EQ(Cli({"lab", "up", "--timeout", "nan", "--dir", "/tmp/cmax-no-lab-here"}).code,
+            kExitUsage);
 }
 
 TEST(Cli, RunStoresARunAndEveryReadingCommandFindsIt) {

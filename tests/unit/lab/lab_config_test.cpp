@@ -45,6 +45,12 @@ TEST(LabConfig, ValidatesTheSpec) {
     return ValidateSpec(spec);
   };
   EXPECT_FALSE(with([](LabSpec& s) { s.dir = "relative/dir"; }));
+  // Top-level and unnormalised folders could reach the host's own /etc, /var, /run ...
+  for (const char* dir :
+       {"/", "/etc", "/var", "/tmp", "/tmp/../etc", "/tmp/./x", "/tmp//x", "/tmp/x/"}) {
+    EXPECT_FALSE(with([&](LabSpec& s) { s.dir = dir; })) << dir;
+  }
+  EXPECT_FALSE(with([](LabSpec& s) { s.dir = "/tmp/lab\xff"; })) << "not UTF-8";
   EXPECT_FALSE(with([](LabSpec& s) { s.nodes = 0; }));
   EXPECT_FALSE(with([](LabSpec& s) { s.nodes = 65; }));
   EXPECT_FALSE(with([](LabSpec& s) { s.spares = -1; }));
@@ -70,6 +76,8 @@ TEST(LabConfig, StateRoundTrips) {
   EXPECT_FALSE(ParseState("{}"));
   EXPECT_FALSE(ParseState("not json"));
   EXPECT_FALSE(ParseState(R"({"version":1,"dir":"/x"})"));
+  EXPECT_FALSE(ParseState(R"({"version":"1"})"));
+  EXPECT_FALSE(ParseState(R"([1, 2])"));
 }
 
 TEST(LabConfig, ParsesSinfoNodeStates) {

@@ -1,7 +1,9 @@
 #include "store/store.hpp"
 
+#include <atomic>
 #include <fstream>
 #include <gtest/gtest.h>
+#include <mutex>
 #include <sqlite3.h>
 #include <sstream>
 #include <sys/stat.h>
@@ -147,6 +149,30 @@ TEST(Store, MigratesAnEmptyDatabaseAndAPreviousSchema) {
   ASSERT_EQ(runs->size(), 1u);
   EXPECT_EQ((*runs)[0].run.cmax_version, "0.0.1");
   EXPECT_TRUE(store->AddEvents({{At(1), "n", "s", "k", "{}"}})) << "events came with schema 2";
+}
+
+TEST(Store, ProcessesOpeningANewStoreAtOnceAllSucceed) {
+  // Parallel `cmax run` on a fresh store: each must see the others' migrations, not redo them.
+  for (int round = 0; round < 5; ++round) {
+    testing::TempDir dir;
+    const std::string path = dir.File("cmax.db");
+    std::vector<std::thread> openers;
+    std::atomic<int> failures{0};
+    std::string first_error;
+    std::mutex error_mutex;
+    for (int i = 0; i < 4; ++i) {
+      openers.emplace_back([&] {
+        auto store = Store::Open({.path = path});
+        if (!store || !store->BeginRun(Start())) {
+          std::lock_guard<std::mutex> lock(error_mutex);
+          if (!store) first_error = store.error().message;
+          ++failures;
+        }
+      });
+    }
+    for (std::thread& t : openers) t.join();
+    EXPECT_EQ(failures.load(), 0) << first_error;
+  }
 }
 
 TEST(Store, RefusesAStoreFromANewerCmax) {

@@ -95,6 +95,16 @@ TEST(ProcessRunner, DoesNotWaitForABackgroundChildThatKeepsThePipes) {
   EXPECT_LT(std::chrono::steady_clock::now() - start, 2s);
 }
 
+TEST(ProcessRunner, WriterAsFastAsWeReadCannotDefeatTheTimeout) {
+  PosixProcessRunner runner;
+  const auto start = std::chrono::steady_clock::now();
+  auto r = runner.Run(Shell("exec yes", 300ms));
+  ASSERT_TRUE(r);
+  EXPECT_TRUE(r->timed_out);
+  EXPECT_TRUE(r->stdout_truncated);
+  EXPECT_LT(std::chrono::steady_clock::now() - start, 5s);
+}
+
 TEST(ProcessRunner, CapsOutputAndStillDrainsIt) {
   PosixProcessRunner runner;
   auto spec = Shell("head -c 300000 /dev/zero; echo done >&2");
