@@ -42,12 +42,14 @@ test-asan:
 # A short libFuzzer run of every fuzz target; a crash fails the build and leaves crash-* files.
 fuzz:
 	cmake --preset fuzz
-	cmake --build --preset fuzz --target version_fuzz text_fuzz
-	mkdir -p build/fuzz/corpus/version build/fuzz/corpus/text
+	cmake --build --preset fuzz --target version_fuzz text_fuzz kmsg_fuzz
+	mkdir -p build/fuzz/corpus/version build/fuzz/corpus/text build/fuzz/corpus/kmsg
 	build/fuzz/bin/version_fuzz -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 \
 	  build/fuzz/corpus/version tests/fuzz/seeds/version
 	build/fuzz/bin/text_fuzz -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 \
 	  build/fuzz/corpus/text tests/fuzz/seeds/text
+	build/fuzz/bin/kmsg_fuzz -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 \
+	  build/fuzz/corpus/kmsg tests/fuzz/seeds/kmsg
 
 bench: build
 	build/release/bin/store_bench --benchmark_min_time=1

@@ -1,6 +1,7 @@
 // Facts about the process's own host and environment that several commands need.
 #pragma once
 
+#include <cstdint>
 #include <string>
 
 namespace cmax::sys {
@@ -11,6 +12,8 @@ std::string DataDir();
 // The value of an environment variable, or empty.
 std::string GetEnv(const char* name);
 bool IsRoot();
+// CLOCK_MONOTONIC in microseconds: the clock /dev/kmsg timestamps count on.
+int64_t MonotonicMicros();
 bool StdoutIsTerminal();
 bool StderrIsTerminal();
 

@@ -130,6 +130,7 @@ int MillisUntil(SteadyTime now, SteadyTime when) {
 }  // namespace
 
 std::string ProcessResult::Describe() const {
+  if (abandoned) return "stuck even after SIGKILL, left behind after " + FormatDuration(duration);
   if (timed_out) return "timed out after " + FormatDuration(duration);
   if (interrupted) return "interrupted";
   if (signal != 0) return "killed by signal " + std::to_string(signal);
@@ -210,6 +211,7 @@ Result<ProcessResult> PosixProcessRunner::Run(const ProcessSpec& spec) {
 
   const SteadyTime deadline = start + spec.timeout;
   std::optional<SteadyTime> term_sent_at;
+  std::optional<SteadyTime> kill_sent_at;
   bool kill_sent = false;
   int status = 0;
   bool reaped = false;
@@ -233,6 +235,11 @@ Result<ProcessResult> PosixProcessRunner::Run(const ProcessSpec& spec) {
     if (term_sent_at && !kill_sent && now >= *term_sent_at + spec.kill_grace) {
       ::kill(-pid, SIGKILL);
       kill_sent = true;
+      kill_sent_at = now;
+    }
+    if (kill_sent_at && now >= *kill_sent_at + spec.kill_grace + std::chrono::seconds(1)) {
+      result.abandoned = true;
+      break;
     }
 
     int wait_ms = 100;
@@ -285,9 +292,9 @@ Result<ProcessResult> PosixProcessRunner::Run(const ProcessSpec& spec) {
   }
   if (result.timed_out || result.interrupted) ::kill(-pid, SIGKILL);  // stragglers in the group
   result.duration = std::chrono::steady_clock::now() - start;
-  if (WIFEXITED(status)) {
+  if (reaped && WIFEXITED(status)) {
     result.exit_code = WEXITSTATUS(status);
-  } else if (WIFSIGNALED(status)) {
+  } else if (reaped && WIFSIGNALED(status)) {
     result.signal = WTERMSIG(status);
   }
   return result;

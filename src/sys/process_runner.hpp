@@ -32,6 +32,9 @@ struct ProcessResult {
   int signal = 0;      // the signal that ended it, or 0
   bool timed_out = false;
   bool interrupted = false;  // we were asked to stop (SIGINT/SIGTERM) and killed it
+  // It did not die even after SIGKILL (a process stuck in the kernel, as on a hung NFS or
+  // Lustre mount, cannot) and was left behind so that the caller is not stuck too.
+  bool abandoned = false;
   Duration duration{0};
   std::string stdout_text;
   std::string stderr_text;

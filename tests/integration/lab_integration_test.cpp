@@ -3,12 +3,14 @@
 #include <unistd.h>
 
 #include <arpa/inet.h>
+#include <fstream>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <tuple>
 
 #include "cli/cli.hpp"
 #include "lab/lab.hpp"
@@ -195,6 +197,41 @@ TEST_F(LabTest, CmaxRunSeesTheLabAsASlurmClient) {
   }
   EXPECT_TRUE(found);
   EXPECT_TRUE(doc["evidence"]["scheduler.slurm"]["controller_up"].get<bool>());
+}
+
+TEST_F(LabTest, HealthCheckDrainsWithACmaxReasonAndLeavesOperatorDrainsAlone) {
+  ASSERT_TRUE(Up(spec_, ctx_, 30s));
+  const std::string conf = PathsFor(spec_.dir).slurm_conf;
+  ::setenv("SLURM_CONF", conf.c_str(), 1);
+  const std::string log = dir_.File("xid.log");
+  std::ofstream(log) << "2026-11-30T09:22:35+0000 gpu2 kernel: NVRM: Xid (PCI:0000:17:00): 79, "
+                        "pid=1, name=x, GPU has fallen off the bus.\n";
+  auto check = [&](const std::string& node) {
+    std::ostringstream out, err;
+    const int code =
+        cli::RunCli({"health", "--passive", "--slurm-healthcheck", "--drain", "--node", node,
+                     "--since", "3650d", "--from-file", log, "--db", dir_.File("cmax.db")},
+                    out, err);
+    return std::make_tuple(code, out.str(), err.str());
+  };
+  auto [code, out, err] = check("gpu2");
+  EXPECT_EQ(code, cli::kExitChecksFailed) << out << err;
+  EXPECT_EQ(NodeState("gpu2"), "drain");
+  auto reasons = Slurm({"sinfo", "-h", "-R", "-o", "%N|%E"});
+  EXPECT_NE(reasons->stdout_text.find("gpu2|cmax: Xid 79"), std::string::npos)
+      << reasons->stdout_text;
+
+  // An operator's drain is never overwritten.
+  ASSERT_EQ(Slurm({"scontrol", "update", "nodename=gpu3", "state=drain", "reason=maintenance"})
+                ->exit_code,
+            0);
+  auto [code3, out3, err3] = check("gpu3");
+  EXPECT_EQ(code3, cli::kExitChecksFailed);
+  EXPECT_NE(out3.find("already drained by someone else"), std::string::npos) << out3 << err3;
+  reasons = Slurm({"sinfo", "-h", "-R", "-o", "%N|%E"});
+  EXPECT_NE(reasons->stdout_text.find("gpu3|maintenance"), std::string::npos)
+      << reasons->stdout_text;
+  ::unsetenv("SLURM_CONF");
 }
 
 TEST_F(LabTest, CliUpTwiceReportsTheRunningLab) {

@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <fstream>
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -152,6 +153,59 @@ TEST(Cli, RunWhoseProcessDiedShowsAsAbandoned) {
   auto doc = nlohmann::json::parse(runs.out);
   EXPECT_EQ(doc["runs"][0]["state"], "running") << "our own process is alive";
   EXPECT_EQ(doc["runs"][1]["state"], "abandoned");
+}
+
+TEST(Cli, HealthReplaysASavedLogIntoTheStore) {
+  testing::TempDir dir;
+  const std::string db = dir.File("cmax.db");
+  const std::string log = std::string(CMAX_TEST_DATA) + "/health/kmsg/xid_shapes.log";
+  auto r = Cli({"health", "--passive", "--from-file", log, "--db", db, "--json"});
+  EXPECT_EQ(r.code, kExitChecksFailed) << r.err;
+  auto doc = nlohmann::json::parse(r.out);
+  EXPECT_EQ(doc["run"]["command"], "health");
+  bool xid79 = false;
+  for (const auto& c : doc["evidence"]["health.conditions"]) {
+    if (c.contains("code") && c["code"] == 79) {
+      xid79 = true;
+      EXPECT_EQ(c["pci"], "0000:db:00") << "pci as the driver printed it, lowercased";
+      EXPECT_EQ(c["action"], "reboot-node");
+    }
+  }
+  EXPECT_TRUE(xid79);
+  for (const auto& e : doc["evidence"]["health.xid_events"]) {
+    EXPECT_TRUE(e["code"].is_number_integer());
+    EXPECT_TRUE(e["pci"].is_string());
+  }
+  EXPECT_EQ(Cli({"db", "show", "latest", "--db", db}).code, kExitOk);
+}
+
+TEST(Cli, HealthAsSlurmHealthCheckIsSilentOnSuccessAndOneLineOnFailure) {
+  testing::TempDir dir;
+  const std::string db = dir.File("cmax.db");
+  std::ofstream(dir.File("clean.log")) << "[ 1.0] usb 1-1: new device\n";
+  auto ok = Cli({"health", "--passive", "--slurm-healthcheck", "--since", "3650d", "--from-file",
+                 dir.File("clean.log"), "--db", db});
+  EXPECT_EQ(ok.code, kExitOk) << ok.err;
+  EXPECT_EQ(ok.out, "");
+  EXPECT_FALSE(std::ifstream(db).good()) << "a passing health check writes nothing";
+  std::ofstream(dir.File("bad.log"))
+      << "2026-11-30T09:22:35+0000 node kernel: NVRM: Xid (PCI:0000:17:00): 79, pid=1, "
+         "name=x, GPU has fallen off the bus.\n";
+  auto bad = Cli({"health", "--passive", "--slurm-healthcheck", "--since", "3650d", "--from-file",
+                  dir.File("bad.log"), "--db", db});
+  EXPECT_EQ(bad.code, kExitChecksFailed);
+  EXPECT_EQ(std::count(bad.out.begin(), bad.out.end(), '\n'), 1) << bad.out;
+  EXPECT_EQ(bad.out.rfind("cmax: Xid 79", 0), 0u) << bad.out;
+  EXPECT_TRUE(std::ifstream(db).good()) << "a failing one keeps its evidence";
+}
+
+TEST(Cli, HealthUsageErrors) {
+  EXPECT_EQ(Cli({"health"}).code, kExitUsage) << "--passive is required";
+  EXPECT_EQ(Cli({"health", "--passive", "--since", "soon"}).code, kExitUsage);
+  EXPECT_EQ(Cli({"health", "--passive", "--drain"}).code, kExitUsage);
+  EXPECT_EQ(Cli({"health", "--passive", "--mount-timeout", "nan"}).code, kExitUsage);
+  EXPECT_EQ(Cli({"health", "--passive", "--xid-catalog", "/no/such/catalog.json"}).code,
+            kExitUsage);
 }
 
 TEST(Cli, CmaxDbEnvironmentVariableSelectsTheStore) {

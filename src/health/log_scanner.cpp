@@ -1,0 +1,91 @@
+#include "health/log_scanner.hpp"
+
+#include <charconv>
+
+namespace cmax::health {
+
+Result<SinceFilter> ParseSince(std::string_view text, WallTime now, int64_t now_monotonic_us) {
+  SinceFilter since;
+  if (auto time = ParseIso8601(text)) {
+    since.wall = *time;
+  } else {
+    int64_t amount = 0;
+    const char* end = text.data() + text.size();
+    auto [unit, ec] = std::from_chars(text.data(), end, amount);
+    const std::string_view suffix(unit, static_cast<size_t>(end - unit));
+    int64_t seconds = 0;
+    if (suffix == "s") seconds = amount;
+    if (suffix == "m") seconds = amount * 60;
+    if (suffix == "h") seconds = amount * 3600;
+    if (suffix == "d") seconds = amount * 86400;
+    if (ec != std::errc() || amount <= 0 || seconds == 0 || amount > 3650L * 86400) {
+      return Fail(ErrorCode::kInvalidArgument,
+                  "--since takes a duration (90s, 15m, 2h, 3d) or a UTC time "
+                  "(2026-11-30T09:00:00Z), not '{}'",
+                  text);
+    }
+    since.wall = now - std::chrono::seconds(seconds);
+  }
+  const auto back = std::chrono::duration_cast<std::chrono::microseconds>(now - *since.wall);
+  since.monotonic_us = now_monotonic_us - back.count();
+  return since;
+}
+
+LogScanner::LogScanner(const XidCatalog& catalog, SinceFilter since,
+                       std::optional<WallTime> boot_time)
+    : since_(since), boot_time_(boot_time), tracker_(catalog) {}
+
+bool LogScanner::BeforeSince(const KernelRecord& record) {
+  if (!since_.wall && !since_.monotonic_us) return false;
+  if (record.wall_time && since_.wall) return *record.wall_time < *since_.wall;
+  if (record.monotonic_us && since_.monotonic_us)
+    return *record.monotonic_us < *since_.monotonic_us;
+  ++summary_.undated;
+  return false;  // cannot place it: keep it rather than hide a fault
+}
+
+void LogScanner::Add(KernelRecord record) {
+  ++summary_.records;
+  if (!record.wall_time && record.monotonic_us && boot_time_) {
+    record.wall_time = *boot_time_ + std::chrono::milliseconds(*record.monotonic_us / 1000);
+  }
+  if (BeforeSince(record)) {
+    ++summary_.skipped_by_since;
+    return;
+  }
+  for (const KernelEvent& event : parser_.Feed(record)) {
+    ++summary_.events;
+    tracker_.Observe(event, record);
+    if (event.kind == KernelEventKind::kXid || event.kind == KernelEventKind::kSxid) {
+      summary_.recent_xids.push_back(event);
+      if (summary_.recent_xids.size() > kRecentXids) summary_.recent_xids.pop_front();
+    }
+  }
+}
+
+Result<void> ScanKmsg(sys::KmsgReader& reader, LogScanner& scanner) {
+  while (true) {
+    auto raw = reader.Next();
+    if (!raw) return tl::unexpected(raw.error());
+    if (!*raw) break;
+    auto record = ParseKmsgRecord(**raw);
+    if (record) scanner.Add(std::move(*record));
+  }
+  scanner.summary().lost = reader.lost();
+  scanner.summary().overruns = reader.overruns();
+  return {};
+}
+
+void ScanStream(std::istream& in, LogScanner& scanner, int default_year) {
+  std::string line;
+  while (std::getline(in, line)) {
+    auto record = ParseLogLine(line, default_year);
+    if (!record) {
+      ++scanner.summary().not_kernel;
+      continue;
+    }
+    scanner.Add(std::move(*record));
+  }
+}
+
+}  // namespace cmax::health

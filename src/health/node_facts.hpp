@@ -1,0 +1,58 @@
+// The non-log facts a passive health check reads: PCIe link width and speed of GPUs and NICs,
+// InfiniBand port states, and whether network and parallel filesystems still answer.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/clock.hpp"
+#include "sys/file_system.hpp"
+#include "sys/process_runner.hpp"
+
+namespace cmax::health {
+
+struct PcieLink {
+  std::string address;
+  bool gpu = false;  // else a NIC
+  int current_width = 0;
+  int max_width = 0;
+  std::string current_speed;  // "32.0 GT/s PCIe"
+  std::string max_speed;
+};
+// NVIDIA GPUs and network devices that expose link width in sysfs.
+std::vector<PcieLink> CollectPcieLinks(const sys::FileSystem& fs);
+
+struct IbPort {
+  std::string device;  // "mlx5_0"
+  int port = 0;
+  std::string state;       // "ACTIVE", "DOWN", "INIT", "ARMED"
+  std::string phys_state;  // "LinkUp", "Disabled", "Polling"
+  std::string rate;        // "400 Gb/sec (4X NDR)"
+  std::string link_layer;  // "InfiniBand", "Ethernet"
+};
+std::vector<IbPort> CollectIbPorts(const sys::FileSystem& fs);
+// "4: ACTIVE" -> "ACTIVE"
+std::string_view SysfsStateName(std::string_view text);
+
+struct Mount {
+  std::string source;
+  std::string mount_point;
+  std::string fs_type;
+};
+// Network and parallel filesystems in /proc/mounts text (nfs, lustre, cifs, beegfs, gpfs,
+// wekafs, ceph, glusterfs, fuse.sshfs ...): the ones that can hang. Octal escapes decoded.
+std::vector<Mount> ParseNetworkMounts(std::string_view proc_mounts);
+
+struct MountProbe {
+  Mount mount;
+  bool answered = false;
+  Duration took{0};
+  std::string detail;  // why it did not answer
+};
+// statfs through a child process with a timeout, so that a hung mount (whose callers sleep
+// uninterruptibly in the kernel) can only cost the timeout, never hang the check.
+MountProbe ProbeMount(sys::ProcessRunner& runner, const Mount& mount, Duration timeout);
+
+}  // namespace cmax::health
