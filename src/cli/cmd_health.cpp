@@ -56,7 +56,7 @@ void ReadKernelLog(const HealthOptions& options, const health::XidCatalog& catal
   const WallTime now = clock.Now();
   if (!options.from_file.empty()) {
     health::LogScanner scanner(catalog, since, std::nullopt);
-    scanner.summary().source = options.from_file;
+    scanner.Summary().source = options.from_file;
     std::ifstream in(options.from_file, std::ios::binary);
     if (!in) {
       facts.log_error = "cannot open " + options.from_file;
@@ -66,21 +66,21 @@ void ReadKernelLog(const HealthOptions& options, const health::XidCatalog& catal
       gmtime_r(&seconds, &tm);
       health::ScanStream(in, scanner, tm.tm_year + 1900);
     }
-    facts.log = scanner.summary();
-    facts.conditions = scanner.tracker().Conditions();
+    facts.log = scanner.Summary();
+    facts.conditions = scanner.Tracker().Conditions();
     return;
   }
   const WallTime boot = now - std::chrono::milliseconds(sys::MonotonicMicros() / 1000);
   health::LogScanner scanner(catalog, since, boot);
-  scanner.summary().source = "/dev/kmsg";
+  scanner.Summary().source = "/dev/kmsg";
   auto reader = sys::KmsgReader::Open("/dev/kmsg", sys::KmsgReader::Start::kBeginning);
   if (!reader) {
     facts.log_error = reader.error().message;
   } else if (auto ok = health::ScanKmsg(*reader, scanner); !ok) {
     facts.log_error = ok.error().message;
   }
-  facts.log = scanner.summary();
-  facts.conditions = scanner.tracker().Conditions();
+  facts.log = scanner.Summary();
+  facts.conditions = scanner.Tracker().Conditions();
 }
 
 health::PassiveFacts Collect(const HealthOptions& options, const health::XidCatalog& catalog,

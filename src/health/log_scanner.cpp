@@ -71,8 +71,8 @@ Result<void> ScanKmsg(sys::KmsgReader& reader, LogScanner& scanner) {
     auto record = ParseKmsgRecord(**raw);
     if (record) scanner.Add(std::move(*record));
   }
-  scanner.summary().lost = reader.lost();
-  scanner.summary().overruns = reader.overruns();
+  scanner.Summary().lost = reader.Lost();
+  scanner.Summary().overruns = reader.Overruns();
   return {};
 }
 
@@ -81,7 +81,7 @@ void ScanStream(std::istream& in, LogScanner& scanner, int default_year) {
   while (std::getline(in, line)) {
     auto record = ParseLogLine(line, default_year);
     if (!record) {
-      ++scanner.summary().not_kernel;
+      ++scanner.Summary().not_kernel;
       continue;
     }
     scanner.Add(std::move(*record));

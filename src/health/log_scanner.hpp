@@ -43,9 +43,9 @@ class LogScanner {
   LogScanner(const XidCatalog& catalog, SinceFilter since, std::optional<WallTime> boot_time);
 
   void Add(KernelRecord record);
-  const ConditionTracker& tracker() const { return tracker_; }
-  LogSummary& summary() { return summary_; }
-  const LogSummary& summary() const { return summary_; }
+  const ConditionTracker& Tracker() const { return tracker_; }
+  LogSummary& Summary() { return summary_; }
+  const LogSummary& Summary() const { return summary_; }
 
  private:
   bool BeforeSince(const KernelRecord& record);

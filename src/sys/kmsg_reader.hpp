@@ -28,10 +28,10 @@ class KmsgReader {
   // Blocks until a record can be read or the timeout passes; false on timeout.
   Result<bool> Wait(Duration timeout);
 
-  uint64_t lost() const { return lost_; }          // records overwritten before we read them
-  uint64_t overruns() const { return overruns_; }  // times the kernel said EPIPE
-  uint64_t records() const { return records_; }
-  int fd() const { return fd_; }
+  uint64_t Lost() const { return lost_; }          // records overwritten before we read them
+  uint64_t Overruns() const { return overruns_; }  // times the kernel said EPIPE
+  uint64_t Records() const { return records_; }
+  int Fd() const { return fd_; }
 
  private:
   KmsgReader(int fd, std::string path) : fd_(fd), path_(std::move(path)) {}

@@ -72,7 +72,7 @@ TEST_F(KmsgTest, AnXidWrittenToTheKernelLogIsReadAndParsed) {
   ASSERT_EQ(events.size(), 1u);
   EXPECT_EQ(events[0].code, 79);
   EXPECT_EQ(events[0].device, "0000:ab:00");
-  EXPECT_EQ(reader->lost(), 0u);
+  EXPECT_EQ(reader->Lost(), 0u);
 }
 
 TEST_F(KmsgTest, OverrunIsCountedAndDetectionGoesOn) {
@@ -103,12 +103,12 @@ TEST_F(KmsgTest, OverrunIsCountedAndDetectionGoesOn) {
   auto after_storm =
       ReadUntil(*reader, "after-storm-" + tag, 10s, "cmax-storm-" + tag, &storm_read);
   ASSERT_TRUE(after_storm) << "the Xid after the storm was not detected";
-  EXPECT_GE(reader->overruns(), 1u);
-  EXPECT_GT(reader->lost(), 0u);
+  EXPECT_GE(reader->Overruns(), 1u);
+  EXPECT_GT(reader->Lost(), 0u);
   // Every storm line was either read or counted as lost; the count may include the odd
   // kernel line that landed in the storm, never fewer.
-  EXPECT_GE(storm_read + reader->lost(), 20000u);
-  EXPECT_LE(storm_read + reader->lost(), 20000u + 20u);
+  EXPECT_GE(storm_read + reader->Lost(), 20000u);
+  EXPECT_LE(storm_read + reader->Lost(), 20000u + 20u);
   // Still detecting.
   ASSERT_TRUE(WriteKmsg(fd, "<3>NVRM: Xid (PCI:0000:AD:00): 13, pid=1, name=later-" + tag + ", x"));
   ::close(fd);

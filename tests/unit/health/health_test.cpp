@@ -135,9 +135,9 @@ TEST(LogScanner, SinceFiltersOnEitherClockAndKeepsUndatedRecords) {
   scanner.Add(old_record);
   scanner.Add(new_record);
   scanner.Add(undated);
-  EXPECT_EQ(scanner.summary().skipped_by_since, 1u);
-  EXPECT_EQ(scanner.summary().undated, 1u);
-  EXPECT_EQ(scanner.tracker().Conditions().size(), 2u);
+  EXPECT_EQ(scanner.Summary().skipped_by_since, 1u);
+  EXPECT_EQ(scanner.Summary().undated, 1u);
+  EXPECT_EQ(scanner.Tracker().Conditions().size(), 2u);
 }
 
 TEST(LogScanner, DatesKmsgRecordsFromTheBootTime) {
@@ -145,7 +145,7 @@ TEST(LogScanner, DatesKmsgRecordsFromTheBootTime) {
   LogScanner scanner(XidCatalog::Builtin(), {}, boot);
   scanner.Add(
       KernelRecord{.monotonic_us = 2'500'000, .message = "NVRM: Xid (PCI:0000:17:00): 79, x"});
-  const auto conditions = scanner.tracker().Conditions();
+  const auto conditions = scanner.Tracker().Conditions();
   ASSERT_EQ(conditions.size(), 1u);
   EXPECT_EQ(*conditions[0].first_wall, boot + std::chrono::milliseconds(2500));
 }
@@ -158,10 +158,10 @@ TEST(LogScanner, StreamSkipsOtherProgramsAndKeepsRecentXids) {
       "Link 11 LTSSM Fault Up\n");
   LogScanner scanner(XidCatalog::Builtin(), {}, std::nullopt);
   ScanStream(in, scanner, 2026);
-  EXPECT_EQ(scanner.summary().not_kernel, 1u);
-  EXPECT_EQ(scanner.summary().records, 2u);
-  ASSERT_EQ(scanner.summary().recent_xids.size(), 2u);
-  EXPECT_EQ(scanner.summary().recent_xids[1].kind, KernelEventKind::kSxid);
+  EXPECT_EQ(scanner.Summary().not_kernel, 1u);
+  EXPECT_EQ(scanner.Summary().records, 2u);
+  ASSERT_EQ(scanner.Summary().recent_xids.size(), 2u);
+  EXPECT_EQ(scanner.Summary().recent_xids[1].kind, KernelEventKind::kSxid);
 }
 
 TEST(NodeFacts, NetworkMountsWithEscapes) {
