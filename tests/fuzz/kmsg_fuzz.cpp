@@ -14,7 +14,8 @@
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string_view input(reinterpret_cast<const char*>(data), size);
-  static cmax::health::ConditionTracker tracker(cmax::health::XidCatalog::Builtin());
+  // Fresh per input: a tracker kept across inputs would only grow.
+  cmax::health::ConditionTracker tracker(cmax::health::XidCatalog::Builtin());
   cmax::health::KernelEventParser parser;
   if (auto record = cmax::health::ParseKmsgRecord(input)) {
     if (record->priority < 0 || record->priority > 7) std::abort();
