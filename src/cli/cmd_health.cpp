@@ -15,6 +15,7 @@
 #include "core/strings.hpp"
 #include "health/log_scanner.hpp"
 #include "health/node_facts.hpp"
+#include "health/nvml_checks.hpp"
 #include "health/passive_check.hpp"
 #include "report/render.hpp"
 #include "store/run_writer.hpp"
@@ -22,6 +23,7 @@
 #include "sys/host.hpp"
 #include "sys/interrupt.hpp"
 #include "sys/kmsg_reader.hpp"
+#include "sys/nvml.hpp"
 #include "sys/process_runner.hpp"
 
 namespace cmax::cli {
@@ -37,6 +39,7 @@ struct HealthOptions {
   bool slurm_healthcheck = false;
   bool drain = false;
   std::string node;
+  std::string nvml_lib;
 };
 
 Result<health::XidCatalog> LoadCatalog(const std::string& path) {
@@ -81,6 +84,22 @@ void ReadKernelLog(const HealthOptions& options, const health::XidCatalog& catal
   }
   facts.log = scanner.Summary();
   facts.conditions = scanner.Tracker().Conditions();
+}
+
+health::NvmlFacts ReadNvml(const HealthOptions& options) {
+  health::NvmlFacts facts;
+  auto nvml = sys::Nvml::Load(options.nvml_lib);
+  if (!nvml) {
+    facts.unavailable = nvml.error().message;
+    return facts;
+  }
+  auto snapshot = (*nvml)->Snapshot();
+  if (!snapshot) {
+    facts.unavailable = snapshot.error().message;
+    return facts;
+  }
+  facts.snapshot = std::move(*snapshot);
+  return facts;
 }
 
 health::PassiveFacts Collect(const HealthOptions& options, const health::XidCatalog& catalog,
@@ -175,7 +194,9 @@ int RunHealth(const HealthOptions& options, Context& ctx) {
 
   const WallTime started = clock.Now();
   const health::PassiveFacts facts = Collect(options, *catalog, since, mount_timeout);
-  const std::vector<Finding> findings = health::PassiveFindings(facts, {});
+  const health::NvmlFacts nvml = ReadNvml(options);
+  std::vector<Finding> findings = health::PassiveFindings(facts, {});
+  for (Finding& f : health::NvmlFindings(nvml)) findings.push_back(std::move(f));
 
   const Finding* worst = nullptr;
   for (const Finding& f : findings) {
@@ -206,9 +227,11 @@ int RunHealth(const HealthOptions& options, Context& ctx) {
       return kExitError;
     }
     run_id = writer->RunId();
-    if (auto ok =
-            writer->Add(health::PassiveEvidence(facts), findings, health::PassiveMetrics(facts));
-        !ok) {
+    std::vector<EvidenceItem> evidence = health::PassiveEvidence(facts);
+    for (EvidenceItem& e : health::NvmlEvidence(nvml)) evidence.push_back(std::move(e));
+    std::vector<Metric> metrics = health::PassiveMetrics(facts);
+    for (Metric& m : health::NvmlMetrics(nvml)) metrics.push_back(std::move(m));
+    if (auto ok = writer->Add(evidence, findings, metrics); !ok) {
       ctx.err << "cmax health: " << ok.error().message << "\n";
       (void)writer->FinishWithError(kExitError, clock.Now());
       return kExitError;
@@ -261,6 +284,9 @@ Command SetupHealthCommand(CLI::App& parent) {
   app->add_flag("--drain", options->drain,
                 "With --slurm-healthcheck: drain the node on failure, reason prefixed 'cmax:' "
                 "(never overwrites someone else's drain)");
+  app->add_option("--nvml-lib", options->nvml_lib,
+                  "NVML library to load (default $CMAX_NVML_LIB, else libnvidia-ml.so.1); "
+                  "without one the NVML checks are a SKIP finding");
   app->add_option("--node", options->node,
                   "Slurm node name (default $SLURMD_NODENAME, else the short hostname)");
   return {app, [options](Context& ctx) { return RunHealth(*options, ctx); }};
