@@ -14,8 +14,8 @@ packages=(
   clang clang-format clang-tidy libclang-rt-14-dev
   # the lab cluster and CPU collectives
   slurmctld slurmd slurm-client munge openmpi-bin libopenmpi-dev
-  # what the host inventory reads with
-  pciutils procps util-linux iproute2
+  # what the host inventory reads with; curl and prometheus for the agent's metrics tests
+  pciutils procps util-linux iproute2 curl prometheus
 )
 
 missing=()
@@ -37,8 +37,8 @@ if [ "$(id -u)" -ne 0 ]; then
 fi
 
 echo "setup: installing ${missing[*]}"
-# Keep the packages' own daemons (munged, slurmctld, slurmd) from starting: the lab runs
-# its own copies with its own key and sockets. policy-rc.d is removed again afterwards.
+# Keep the packages' own daemons (munged, slurmctld, slurmd, prometheus) from starting: the
+# lab and the tests run their own. policy-rc.d is removed again afterwards.
 policy=/usr/sbin/policy-rc.d
 added_policy=0
 if [ ! -e "$policy" ]; then

@@ -60,6 +60,25 @@ struct Event {
   std::string payload_json;
 };
 
+// A node condition as the store keeps it: one fault source on one node, with its count. The
+// agent writes them as they change; remediation and reports read them.
+struct NodeCondition {
+  std::string node;
+  std::string key;        // kind/device/code, unique per node
+  std::string component;  // "gpu", "nvswitch", "nic", ...
+  std::string device;
+  std::string kind;  // "xid", "soft_lockup", ...
+  int code = 0;
+  Severity severity = Severity::kInfo;
+  std::string action;  // "reset-gpu", ...
+  std::string action_source;
+  std::string message;  // the most recent record or reading
+  uint64_t count = 0;
+  WallTime first_seen;
+  WallTime last_seen;
+  bool recovered = false;
+};
+
 struct RunInfo {
   int64_t id = 0;
   std::string command;  // "run", "audit", ...

@@ -84,7 +84,7 @@ std::string_view ComponentName(Component component) {
   return "node";
 }
 
-bool ConditionTracker::Observe(const KernelEvent& event, const KernelRecord& record) {
+Observation ConditionTracker::Observe(const KernelEvent& event, const KernelRecord& record) {
   ++events_seen_;
   if (event.kind == KernelEventKind::kGpuUuid) {
     gpu_uuids_[GpuBusId(event.device)] = event.uuid;
@@ -94,13 +94,14 @@ bool ConditionTracker::Observe(const KernelEvent& event, const KernelRecord& rec
         condition.gpu_uuid = event.uuid;
       }
     }
-    return false;
+    return {};
   }
   if (auto closes = RecoveryOf(event.kind)) {
     if (auto it = conditions_.find(KeyOf(event, *closes)); it != conditions_.end()) {
       it->second.recovered = true;
+      return {&it->second, false};
     }
-    return false;
+    return {};
   }
   const std::string key = KeyOf(event, event.kind);
   auto [it, inserted] = conditions_.try_emplace(key);
@@ -133,7 +134,12 @@ bool ConditionTracker::Observe(const KernelEvent& event, const KernelRecord& rec
   c.last_message = record.message.substr(0, kMaxEvidenceBytes);
   c.last_monotonic_us = record.monotonic_us;
   c.last_wall = record.wall_time;
-  return inserted;
+  return {&c, inserted};
+}
+
+const Condition* ConditionTracker::Find(const std::string& key) const {
+  auto it = conditions_.find(key);
+  return it == conditions_.end() ? nullptr : &it->second;
 }
 
 std::vector<Condition> ConditionTracker::Conditions() const {

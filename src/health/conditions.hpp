@@ -34,15 +34,21 @@ struct Condition {
   bool recovered = false;  // a later event said it recovered (link up, NFS server OK)
 };
 
+struct Observation {
+  const Condition* condition = nullptr;  // the condition the event counted into or recovered
+  bool opened = false;                   // it opened a new condition
+};
+
 class ConditionTracker {
  public:
   explicit ConditionTracker(const XidCatalog& catalog) : catalog_(&catalog) {}
 
-  // Counts the event into its condition; true when it opened a new one.
-  bool Observe(const KernelEvent& event, const KernelRecord& record);
+  // Counts the event into its condition. The pointer stays valid until the next Observe.
+  Observation Observe(const KernelEvent& event, const KernelRecord& record);
 
   // Worst first (severity, then count), then in the order they were first seen.
   std::vector<Condition> Conditions() const;
+  const Condition* Find(const std::string& key) const;
   uint64_t EventsSeen() const { return events_seen_; }
 
  private:

@@ -16,9 +16,16 @@ std::string Gpu(const sys::GpuReading& g) {
   return id;
 }
 
-Finding Problem(std::string id, CheckStatus status, Severity severity, const sys::GpuReading& g,
-                std::string observed, std::string expected, std::string message,
-                std::string remediation) {
+// A finding about one GPU, with what the agent needs to keep it as a condition.
+struct GpuProblem {
+  Finding finding;
+  std::string action;
+  std::string device;
+};
+
+GpuProblem Problem(std::string id, CheckStatus status, Severity severity, const sys::GpuReading& g,
+                   std::string observed, std::string expected, std::string message,
+                   std::string remediation, std::string action) {
   Finding f;
   f.check_id = std::move(id);
   f.status = status;
@@ -27,7 +34,8 @@ Finding Problem(std::string id, CheckStatus status, Severity severity, const sys
   f.expected = std::move(expected);
   f.message = Gpu(g) + (g.uuid.empty() ? "" : " [" + g.uuid + "]") + ": " + message;
   f.remediation = std::move(remediation);
-  return f;
+  std::string device = g.pci_bus_id.empty() ? "gpu" + std::to_string(g.index) : g.pci_bus_id;
+  return {std::move(f), std::move(action), std::move(device)};
 }
 
 template <class T>
@@ -44,6 +52,100 @@ std::string TroubleReasons(uint64_t reasons) {
   if (reasons & 0x80) names.emplace_back("hw_power_brake_slowdown");
   return Join(names, ", ");
 }
+
+namespace {
+
+std::vector<GpuProblem> Problems(const sys::NvmlSnapshot& s) {
+  std::vector<GpuProblem> findings;
+  for (const sys::GpuReading& g : s.gpus) {
+    if (g.lost) {
+      findings.push_back(Problem("gpu.lost", CheckStatus::kFail, Severity::kCritical, g, "lost",
+                                 "answering",
+                                 "the driver reports the GPU lost (fallen off the bus)",
+                                 "Drain the node and reboot it; send the GPU for repair if it "
+                                 "recurs (reboot-node, as Xid 79).",
+                                 "reboot-node"));
+      continue;  // a lost GPU's other readings mean nothing
+    }
+    if (g.ecc_dbe_volatile.value_or(0) > 0) {
+      findings.push_back(Problem(
+          "gpu.ecc.dbe", CheckStatus::kFail, Severity::kHigh, g,
+          fmt::format("{} double-bit errors since the driver loaded", *g.ecc_dbe_volatile), "0",
+          "uncorrectable (double-bit) ECC errors in GPU memory",
+          "Drain the GPU's work and reset it; the row remapper retires the bad rows at reset "
+          "(reset-gpu, as Xid 48).",
+          "reset-gpu"));
+    }
+    if (g.remapped_rows_failure.value_or(false)) {
+      findings.push_back(
+          Problem("gpu.memory.remap_failure", CheckStatus::kFail, Severity::kCritical, g, "failed",
+                  "no failure", "a row remap failed: the GPU has run out of spare memory rows",
+                  "Drain the node and send the GPU for repair (drain-and-rma).", "drain-and-rma"));
+    }
+    if (g.remapped_rows_pending.value_or(false)) {
+      findings.push_back(Problem("gpu.memory.remap_pending", CheckStatus::kWarn, Severity::kMedium,
+                                 g, "pending", "none pending",
+                                 "rows are marked for remapping; they take effect at the next "
+                                 "GPU reset",
+                                 "Reset the GPU when its work allows (reset-gpu).", "reset-gpu"));
+    }
+    if (g.retired_pages_pending.value_or(false)) {
+      findings.push_back(Problem("gpu.memory.retired_pages_pending", CheckStatus::kWarn,
+                                 Severity::kMedium, g, "pending", "none pending",
+                                 "retired pages are waiting for a reset to be retired",
+                                 "Reset the GPU when its work allows (reset-gpu).", "reset-gpu"));
+    }
+    if (g.recovery_action.value_or(0) != 0) {
+      static constexpr const char* kActions[] = {
+          "none",      "GPU reset",       "node reboot",
+          "drain P2P", "drain and reset", "recover IMEX domain"};
+      const unsigned a = *g.recovery_action;
+      const std::string name = a < 6 ? kActions[a] : "action " + std::to_string(a);
+      findings.push_back(Problem(
+          "gpu.recovery_action", CheckStatus::kFail, a == 2 ? Severity::kCritical : Severity::kHigh,
+          g, name, "none", "the driver asks for a recovery action: " + name,
+          a == 2   ? "Drain the node and reboot it (reboot-node)."
+          : a == 3 ? "Stop the peer-to-peer work on this GPU, then read the action again "
+                     "(restart-app)."
+                   : "Drain the GPU's work and reset it (reset-gpu).",
+          a == 2   ? "reboot-node"
+          : a == 3 ? "restart-app"
+                   : "reset-gpu"));
+    }
+    if (g.clock_event_reasons && !TroubleReasons(*g.clock_event_reasons).empty()) {
+      findings.push_back(Problem(
+          "gpu.throttle", CheckStatus::kWarn, Severity::kMedium, g,
+          TroubleReasons(*g.clock_event_reasons), "no hardware slowdown",
+          "clocks are held down by hardware: " + TroubleReasons(*g.clock_event_reasons),
+          "Check cooling and power delivery (fans, inlet temperature, PSUs); the GPU runs slower "
+          "than it should.",
+          "none"));
+    }
+    if (g.pcie_width && g.pcie_max_width && *g.pcie_width < *g.pcie_max_width) {
+      findings.push_back(Problem(
+          "gpu.pcie_width", CheckStatus::kFail, Severity::kHigh, g,
+          fmt::format("x{}", *g.pcie_width), fmt::format("x{}", *g.pcie_max_width),
+          "the PCIe link runs narrower than it can",
+          "Reseat the GPU or its riser; repair if it persists (drain-and-rma).", "drain-and-rma"));
+    }
+    if (g.nvlink_inactive.value_or(0) > 0) {
+      findings.push_back(Problem(
+          "gpu.nvlink", CheckStatus::kWarn, Severity::kMedium, g,
+          fmt::format("{} of {} links inactive", *g.nvlink_inactive, g.nvlink_links.value_or(0)),
+          "all links active", "NVLink links are down",
+          "Check the NVLink/NVSwitch fabric (Fabric Manager, cables on NVL systems).", "none"));
+    }
+    if (!g.errors.empty()) {
+      findings.push_back(Problem("gpu.nvml_errors", CheckStatus::kWarn, Severity::kLow, g,
+                                 fmt::format("{} calls failed", g.errors.size()), "none",
+                                 "NVML calls failed: " + Join(g.errors, "; "),
+                                 "Look at the driver and the kernel log for this GPU.", "none"));
+    }
+  }
+  return findings;
+}
+
+}  // namespace
 
 std::vector<Finding> NvmlFindings(const NvmlFacts& facts) {
   std::vector<Finding> findings;
@@ -65,86 +167,8 @@ std::vector<Finding> NvmlFindings(const NvmlFacts& facts) {
                                 s.device_count, s.driver_version.empty() ? "?" : s.driver_version);
   findings.push_back(std::move(summary));
 
-  size_t problems_before = findings.size();
-  for (const sys::GpuReading& g : s.gpus) {
-    if (g.lost) {
-      findings.push_back(Problem("gpu.lost", CheckStatus::kFail, Severity::kCritical, g, "lost",
-                                 "answering",
-                                 "the driver reports the GPU lost (fallen off the bus)",
-                                 "Drain the node and reboot it; send the GPU for repair if it "
-                                 "recurs (reboot-node, as Xid 79)."));
-      continue;  // a lost GPU's other readings mean nothing
-    }
-    if (g.ecc_dbe_volatile.value_or(0) > 0) {
-      findings.push_back(Problem(
-          "gpu.ecc.dbe", CheckStatus::kFail, Severity::kHigh, g,
-          fmt::format("{} double-bit errors since the driver loaded", *g.ecc_dbe_volatile), "0",
-          "uncorrectable (double-bit) ECC errors in GPU memory",
-          "Drain the GPU's work and reset it; the row remapper retires the bad rows at reset "
-          "(reset-gpu, as Xid 48)."));
-    }
-    if (g.remapped_rows_failure.value_or(false)) {
-      findings.push_back(Problem("gpu.memory.remap_failure", CheckStatus::kFail,
-                                 Severity::kCritical, g, "failed", "no failure",
-                                 "a row remap failed: the GPU has run out of spare memory rows",
-                                 "Drain the node and send the GPU for repair (drain-and-rma)."));
-    }
-    if (g.remapped_rows_pending.value_or(false)) {
-      findings.push_back(Problem("gpu.memory.remap_pending", CheckStatus::kWarn, Severity::kMedium,
-                                 g, "pending", "none pending",
-                                 "rows are marked for remapping; they take effect at the next "
-                                 "GPU reset",
-                                 "Reset the GPU when its work allows (reset-gpu)."));
-    }
-    if (g.retired_pages_pending.value_or(false)) {
-      findings.push_back(Problem("gpu.memory.retired_pages_pending", CheckStatus::kWarn,
-                                 Severity::kMedium, g, "pending", "none pending",
-                                 "retired pages are waiting for a reset to be retired",
-                                 "Reset the GPU when its work allows (reset-gpu)."));
-    }
-    if (g.recovery_action.value_or(0) != 0) {
-      static constexpr const char* kActions[] = {
-          "none",      "GPU reset",       "node reboot",
-          "drain P2P", "drain and reset", "recover IMEX domain"};
-      const unsigned a = *g.recovery_action;
-      const std::string name = a < 6 ? kActions[a] : "action " + std::to_string(a);
-      findings.push_back(Problem(
-          "gpu.recovery_action", CheckStatus::kFail, a == 2 ? Severity::kCritical : Severity::kHigh,
-          g, name, "none", "the driver asks for a recovery action: " + name,
-          a == 2   ? "Drain the node and reboot it (reboot-node)."
-          : a == 3 ? "Stop the peer-to-peer work on this GPU, then read the action again "
-                     "(restart-app)."
-                   : "Drain the GPU's work and reset it (reset-gpu)."));
-    }
-    if (g.clock_event_reasons && !TroubleReasons(*g.clock_event_reasons).empty()) {
-      findings.push_back(Problem(
-          "gpu.throttle", CheckStatus::kWarn, Severity::kMedium, g,
-          TroubleReasons(*g.clock_event_reasons), "no hardware slowdown",
-          "clocks are held down by hardware: " + TroubleReasons(*g.clock_event_reasons),
-          "Check cooling and power delivery (fans, inlet temperature, PSUs); the GPU runs slower "
-          "than it should."));
-    }
-    if (g.pcie_width && g.pcie_max_width && *g.pcie_width < *g.pcie_max_width) {
-      findings.push_back(Problem("gpu.pcie_width", CheckStatus::kFail, Severity::kHigh, g,
-                                 fmt::format("x{}", *g.pcie_width),
-                                 fmt::format("x{}", *g.pcie_max_width),
-                                 "the PCIe link runs narrower than it can",
-                                 "Reseat the GPU or its riser; repair if it persists."));
-    }
-    if (g.nvlink_inactive.value_or(0) > 0) {
-      findings.push_back(Problem(
-          "gpu.nvlink", CheckStatus::kWarn, Severity::kMedium, g,
-          fmt::format("{} of {} links inactive", *g.nvlink_inactive, g.nvlink_links.value_or(0)),
-          "all links active", "NVLink links are down",
-          "Check the NVLink/NVSwitch fabric (Fabric Manager, cables on NVL systems)."));
-    }
-    if (!g.errors.empty()) {
-      findings.push_back(Problem("gpu.nvml_errors", CheckStatus::kWarn, Severity::kLow, g,
-                                 fmt::format("{} calls failed", g.errors.size()), "none",
-                                 "NVML calls failed: " + Join(g.errors, "; "),
-                                 "Look at the driver and the kernel log for this GPU."));
-    }
-  }
+  const size_t problems_before = findings.size();
+  for (GpuProblem& p : Problems(s)) findings.push_back(std::move(p.finding));
   if (findings.size() == problems_before) {
     Finding healthy;
     healthy.check_id = "gpu.health";
@@ -157,6 +181,29 @@ std::vector<Finding> NvmlFindings(const NvmlFacts& facts) {
     findings.push_back(std::move(healthy));
   }
   return findings;
+}
+
+std::vector<NodeCondition> NvmlConditions(const NvmlFacts& facts, const std::string& node,
+                                          WallTime now) {
+  std::vector<NodeCondition> conditions;
+  if (!facts.snapshot) return conditions;
+  for (const GpuProblem& p : Problems(*facts.snapshot)) {
+    NodeCondition c;
+    c.node = node;
+    c.kind = p.finding.check_id.substr(4);  // "gpu.ecc.dbe" -> "ecc.dbe"
+    c.key = "nvml/" + c.kind + "/" + p.device;
+    c.component = "gpu";
+    c.device = p.device;
+    c.severity = p.finding.severity;
+    c.action = p.action;
+    c.action_source = "cmax NVML rule (" + p.finding.check_id + ")";
+    c.message = p.finding.message;
+    c.count = 1;
+    c.first_seen = now;
+    c.last_seen = now;
+    conditions.push_back(std::move(c));
+  }
+  return conditions;
 }
 
 std::vector<EvidenceItem> NvmlEvidence(const NvmlFacts& facts) {

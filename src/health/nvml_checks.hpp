@@ -21,6 +21,9 @@ struct NvmlFacts {
 std::vector<Finding> NvmlFindings(const NvmlFacts& facts);
 std::vector<EvidenceItem> NvmlEvidence(const NvmlFacts& facts);
 std::vector<Metric> NvmlMetrics(const NvmlFacts& facts);
+// The GPU problems as node conditions for the agent, keyed "nvml/<check>/<pci>".
+std::vector<NodeCondition> NvmlConditions(const NvmlFacts& facts, const std::string& node,
+                                          WallTime now);
 
 // "hw_slowdown, hw_thermal_slowdown" for the clock-event reason bits that mean trouble
 // (0x8, 0x40, 0x80); idle, application and power-cap reasons are normal and left out.

@@ -61,6 +61,25 @@ CREATE TABLE events (
 CREATE INDEX events_by_node_time ON events(node, time);
 CREATE INDEX runs_by_command ON runs(command, id);
 )sql"},
+      {3, "node conditions kept by the agent", R"sql(
+CREATE TABLE node_conditions (
+  node TEXT NOT NULL,
+  key TEXT NOT NULL,
+  component TEXT NOT NULL,
+  device TEXT NOT NULL,
+  kind TEXT NOT NULL,
+  code INTEGER NOT NULL DEFAULT 0,
+  severity TEXT NOT NULL,
+  action TEXT NOT NULL,
+  action_source TEXT NOT NULL DEFAULT '',
+  message TEXT NOT NULL DEFAULT '',
+  count INTEGER NOT NULL,
+  first_seen TEXT NOT NULL,
+  last_seen TEXT NOT NULL,
+  recovered INTEGER NOT NULL DEFAULT 0,
+  PRIMARY KEY (node, key)
+);
+)sql"},
   };
   return kMigrations;
 }

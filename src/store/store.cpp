@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
@@ -361,6 +362,85 @@ Result<int64_t> Store::LatestRunId(const std::string& command) {
                 Path());
   }
   return stmt->ColumnInt(0);
+}
+
+Result<void> Store::SaveConditions(const std::vector<NodeCondition>& conditions,
+                                   const std::vector<Event>& events) {
+  auto tx = Transaction::Begin(*db_);
+  if (!tx) return tl::unexpected(tx.error());
+  auto stmt = db_->Prepare(
+      "INSERT OR REPLACE INTO node_conditions (node, key, component, device, kind, code, "
+      "severity, action, action_source, message, count, first_seen, last_seen, recovered) "
+      "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
+  if (!stmt) return tl::unexpected(stmt.error());
+  for (const NodeCondition& c : conditions) {
+    stmt->Bind(1, std::string_view(c.node));
+    stmt->Bind(2, std::string_view(c.key));
+    stmt->Bind(3, std::string_view(c.component));
+    stmt->Bind(4, std::string_view(c.device));
+    stmt->Bind(5, std::string_view(c.kind));
+    stmt->Bind(6, static_cast<int64_t>(c.code));
+    stmt->Bind(7, SeverityName(c.severity));
+    stmt->Bind(8, std::string_view(c.action));
+    stmt->Bind(9, std::string_view(c.action_source));
+    stmt->Bind(10, std::string_view(c.message));
+    stmt->Bind(11, static_cast<int64_t>(c.count));
+    stmt->Bind(12, std::string_view(FormatIso8601(c.first_seen)));
+    stmt->Bind(13, std::string_view(FormatIso8601(c.last_seen)));
+    stmt->Bind(14, static_cast<int64_t>(c.recovered ? 1 : 0));
+    if (auto ok = stmt->Run(); !ok) return ok;
+  }
+  if (!events.empty()) {
+    auto insert = db_->Prepare(
+        "INSERT INTO events (time, node, source, kind, payload) VALUES (?, ?, ?, ?, ?)");
+    if (!insert) return tl::unexpected(insert.error());
+    for (const Event& e : events) {
+      insert->Bind(1, std::string_view(FormatIso8601(e.time)));
+      insert->Bind(2, std::string_view(e.node));
+      insert->Bind(3, std::string_view(e.source));
+      insert->Bind(4, std::string_view(e.kind));
+      insert->Bind(5, std::string_view(e.payload_json.empty() ? "{}" : e.payload_json));
+      if (auto ok = insert->Run(); !ok) return ok;
+    }
+  }
+  return tx->Commit();
+}
+
+Result<std::vector<NodeCondition>> Store::LoadConditions(const std::string& node) {
+  auto stmt = db_->Prepare(
+      "SELECT node, key, component, device, kind, code, severity, action, action_source, "
+      "message, count, first_seen, last_seen, recovered FROM node_conditions "
+      "WHERE (? = '' OR node = ?) ORDER BY node, last_seen DESC");
+  if (!stmt) return tl::unexpected(stmt.error());
+  stmt->Bind(1, std::string_view(node));
+  stmt->Bind(2, std::string_view(node));
+  std::vector<NodeCondition> out;
+  while (true) {
+    auto row = stmt->Step();
+    if (!row) return tl::unexpected(row.error());
+    if (!*row) break;
+    NodeCondition c;
+    c.node = stmt->ColumnText(0);
+    c.key = stmt->ColumnText(1);
+    c.component = stmt->ColumnText(2);
+    c.device = stmt->ColumnText(3);
+    c.kind = stmt->ColumnText(4);
+    c.code = static_cast<int>(stmt->ColumnInt(5));
+    c.severity = ParseSeverity(stmt->ColumnText(6)).value_or(Severity::kHigh);
+    c.action = stmt->ColumnText(7);
+    c.action_source = stmt->ColumnText(8);
+    c.message = stmt->ColumnText(9);
+    c.count = static_cast<uint64_t>(stmt->ColumnInt(10));
+    c.first_seen = ParseIso8601(stmt->ColumnText(11)).value_or(WallTime{});
+    c.last_seen = ParseIso8601(stmt->ColumnText(12)).value_or(WallTime{});
+    c.recovered = stmt->ColumnInt(13) != 0;
+    out.push_back(std::move(c));
+  }
+  std::stable_sort(out.begin(), out.end(), [](const NodeCondition& a, const NodeCondition& b) {
+    if (a.node != b.node) return a.node < b.node;
+    return a.severity > b.severity;
+  });
+  return out;
 }
 
 Result<std::vector<Event>> Store::LoadEvents(const std::string& node, int limit) {

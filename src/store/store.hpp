@@ -76,6 +76,13 @@ class Store {
   Result<int64_t> LatestRunId(const std::string& command = "");
   Result<std::vector<Event>> LoadEvents(const std::string& node, int limit);
 
+  // Node conditions: inserted or replaced by (node, key), in one transaction with the events
+  // that go with them, so the store never holds one without the other.
+  Result<void> SaveConditions(const std::vector<NodeCondition>& conditions,
+                              const std::vector<Event>& events);
+  // A node's conditions, worst first; all nodes when node is empty.
+  Result<std::vector<NodeCondition>> LoadConditions(const std::string& node);
+
  private:
   explicit Store(std::unique_ptr<Database> db) : db_(std::move(db)) {}
   Result<RunInfo> LoadRunInfo(int64_t run_id);

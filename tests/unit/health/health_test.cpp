@@ -90,9 +90,9 @@ TEST(Conditions, RepeatsAreCountedNotLost) {
   int opened = 0;
   for (int i = 0; i < 100000; ++i) {
     record.monotonic_us = i;
-    opened += tracker.Observe(Xid(13), record) ? 1 : 0;
+    opened += tracker.Observe(Xid(13), record).opened ? 1 : 0;
   }
-  opened += tracker.Observe(Xid(79, "0000:18:00"), record) ? 1 : 0;
+  opened += tracker.Observe(Xid(79, "0000:18:00"), record).opened ? 1 : 0;
   EXPECT_EQ(opened, 2);
   const auto conditions = tracker.Conditions();
   ASSERT_EQ(conditions.size(), 2u);

@@ -1,0 +1,101 @@
+// The node agent: watches the kernel log (event-driven, poll on /dev/kmsg), NVML (a timer) and
+// its own footprint (the watchdog), keeps the node's conditions in the store, and serves
+// Prometheus metrics. One thread, one poll loop; nothing busy-waits.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "core/clock.hpp"
+#include "health/agent_metrics.hpp"
+#include "health/log_scanner.hpp"
+#include "health/nvml_checks.hpp"
+#include "health/watchdog.hpp"
+#include "health/xid_catalog.hpp"
+#include "store/store.hpp"
+#include "sys/kmsg_reader.hpp"
+#include "sys/metrics_server.hpp"
+#include "sys/nvml.hpp"
+
+namespace cmax::health {
+
+struct AgentOptions {
+  std::string node;
+  std::string kmsg_path = "/dev/kmsg";
+  bool from_boot = false;  // also read what the ring holds when the agent starts
+  bool nvml = true;
+  std::string nvml_lib;  // empty: $CMAX_NVML_LIB, else libnvidia-ml.so.1
+  Duration nvml_interval = std::chrono::seconds(10);
+  Duration watchdog_interval = std::chrono::seconds(5);
+  WatchdogLimits limits;
+  size_t event_rows_per_minute = 30;  // per condition; the condition itself counts every one
+  size_t max_batch = 10000;           // records read before the loop flushes and looks around
+};
+
+// Exit code when the watchdog stops the agent: systemd's Restart=on-failure brings it back.
+inline constexpr int kExitWatchdog = 75;
+
+class Agent {
+ public:
+  Agent(AgentOptions options, const XidCatalog& catalog, store::Store& store);
+  ~Agent();
+
+  // Runs until SIGINT/SIGTERM (returns 0) or the watchdog trips (kExitWatchdog).
+  int Run(sys::MetricsServer* server);
+
+  // The current conditions, kernel-log and NVML ones together.
+  std::vector<NodeCondition> Conditions() const;
+  std::string MetricsText();
+
+ private:
+  void OpenKmsg();
+  void ReadKmsg();
+  void PollNvml();
+  bool CheckWatchdog();
+  void Flush();
+  void QueueEvent(const KernelEvent& event, const KernelRecord& record, const Condition& condition);
+
+  AgentOptions options_;
+  const XidCatalog* catalog_;
+  store::Store* store_;
+  SystemClock clock_;
+  std::chrono::steady_clock::time_point started_;
+  WallTime boot_time_;
+
+  std::optional<sys::KmsgReader> kmsg_;
+  std::chrono::steady_clock::time_point kmsg_retry_at_;
+  Duration kmsg_backoff_ = std::chrono::seconds(1);
+  bool first_open_ = true;
+  KernelEventParser parser_;
+  ConditionTracker tracker_;
+  std::set<std::string> dirty_;  // condition keys changed since the last flush
+
+  std::unique_ptr<sys::Nvml> nvml_;
+  std::chrono::steady_clock::time_point next_nvml_;
+  Duration nvml_backoff_ = std::chrono::seconds(10);
+  std::map<std::string, NodeCondition> nvml_conditions_;
+  std::set<std::string> nvml_dirty_;
+
+  Watchdog watchdog_;
+  std::chrono::steady_clock::time_point next_watchdog_;
+
+  struct RateWindow {
+    std::chrono::steady_clock::time_point start;
+    size_t rows = 0;
+    uint64_t suppressed = 0;
+  };
+  std::map<std::string, RateWindow> rate_;
+  std::vector<Event> pending_events_;
+  std::vector<std::chrono::steady_clock::time_point> pending_read_times_;
+
+  AgentMetrics metrics_;
+};
+
+// A tracker condition as the store keeps it.
+NodeCondition ToNodeCondition(const Condition& condition, const std::string& node, WallTime now);
+
+}  // namespace cmax::health

@@ -1,0 +1,136 @@
+#include "sys/metrics_server.hpp"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <unistd.h>
+
+#include <arpa/inet.h>
+#include <cerrno>
+#include <charconv>
+#include <cstring>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <utility>
+
+#include "sys/file_system.hpp"
+
+namespace cmax::sys {
+
+Result<MetricsServer> MetricsServer::Listen(const std::string& address) {
+  const size_t colon = address.rfind(':');
+  if (colon == std::string::npos) {
+    return Fail(ErrorCode::kInvalidArgument, "listen address '{}' is not HOST:PORT", address);
+  }
+  const std::string host = address.substr(0, colon);
+  int port = -1;
+  const std::string port_text = address.substr(colon + 1);
+  auto [end, ec] = std::from_chars(port_text.data(), port_text.data() + port_text.size(), port);
+  if (ec != std::errc() || end != port_text.data() + port_text.size() || port < 0 || port > 65535) {
+    return Fail(ErrorCode::kInvalidArgument, "listen address '{}' has a bad port", address);
+  }
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<uint16_t>(port));
+  if (host.empty() || host == "0.0.0.0") {
+    addr.sin_addr.s_addr = htonl(INADDR_ANY);
+  } else if (::inet_pton(AF_INET, host.c_str(), &addr.sin_addr) != 1) {
+    return Fail(ErrorCode::kInvalidArgument, "listen address '{}': '{}' is not an IPv4 address",
+                address, host);
+  }
+  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+  if (fd < 0) return Fail(ErrorCode::kIo, "socket: {}", std::strerror(errno));
+  const int one = 1;
+  ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+  if (::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0 || ::listen(fd, 16) != 0) {
+    const int e = errno;
+    ::close(fd);
+    return Fail(ErrorCodeFromErrno(e), "cannot listen on {}: {}", address, std::strerror(e));
+  }
+  socklen_t length = sizeof(addr);
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &length);
+  return MetricsServer(fd, ntohs(addr.sin_port));
+}
+
+MetricsServer::MetricsServer(MetricsServer&& other) noexcept
+    : fd_(std::exchange(other.fd_, -1)), port_(other.port_), served_(other.served_) {}
+
+MetricsServer& MetricsServer::operator=(MetricsServer&& other) noexcept {
+  if (this != &other) {
+    if (fd_ >= 0) ::close(fd_);
+    fd_ = std::exchange(other.fd_, -1);
+    port_ = other.port_;
+    served_ = other.served_;
+  }
+  return *this;
+}
+
+MetricsServer::~MetricsServer() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+void MetricsServer::Serve(const HttpHandler& handler, Duration request_timeout) {
+  while (true) {
+    const int client = ::accept4(fd_, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
+    if (client < 0) return;  // EAGAIN: nobody else is waiting
+    Answer(client, handler, request_timeout);
+    ::close(client);
+  }
+}
+
+void MetricsServer::Answer(int client, const HttpHandler& handler, Duration request_timeout) {
+  std::string request;
+  const auto deadline = std::chrono::steady_clock::now() + request_timeout;
+  while (request.find("\r\n\r\n") == std::string::npos && request.size() < 8192) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        deadline - std::chrono::steady_clock::now());
+    if (left.count() <= 0) return;
+    pollfd p{client, POLLIN, 0};
+    if (::poll(&p, 1, static_cast<int>(left.count())) <= 0) return;
+    char buffer[4096];
+    const ssize_t n = ::read(client, buffer, sizeof(buffer));
+    if (n <= 0) return;
+    request.append(buffer, static_cast<size_t>(n));
+  }
+  // "GET /metrics HTTP/1.1"
+  const size_t line_end = request.find("\r\n");
+  const std::string_view line = std::string_view(request).substr(0, line_end);
+  const size_t first = line.find(' ');
+  const size_t second = line.find(' ', first + 1);
+  std::optional<HttpResponse> response;
+  if (first == std::string_view::npos || second == std::string_view::npos) {
+    response = HttpResponse{400, "text/plain", "bad request\n"};
+  } else if (line.substr(0, first) != "GET") {
+    response = HttpResponse{405, "text/plain", "only GET\n"};
+  } else {
+    std::string_view path = line.substr(first + 1, second - first - 1);
+    path = path.substr(0, path.find('?'));
+    response = handler(path);
+    if (!response) response = HttpResponse{404, "text/plain", "not found\n"};
+  }
+  const char* reason = response->status == 200   ? "OK"
+                       : response->status == 404 ? "Not Found"
+                       : response->status == 405 ? "Method Not Allowed"
+                                                 : "Bad Request";
+  const std::string head = "HTTP/1.1 " + std::to_string(response->status) + " " + reason +
+                           "\r\nContent-Type: " + response->content_type +
+                           "\r\nContent-Length: " + std::to_string(response->body.size()) +
+                           "\r\nConnection: close\r\n\r\n";
+  const std::string out = head + response->body;
+  size_t sent = 0;
+  while (sent < out.size() && std::chrono::steady_clock::now() < deadline + request_timeout) {
+    const ssize_t n = ::send(client, out.data() + sent, out.size() - sent, MSG_NOSIGNAL);
+    if (n > 0) {
+      sent += static_cast<size_t>(n);
+      continue;
+    }
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+      pollfd p{client, POLLOUT, 0};
+      ::poll(&p, 1, 50);
+      continue;
+    }
+    break;
+  }
+  ++served_;
+}
+
+}  // namespace cmax::sys
