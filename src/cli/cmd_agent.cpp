@@ -102,7 +102,7 @@ Command SetupAgentCommand(CLI::App& parent) {
   app->add_option("--nvml-interval", options->nvml_interval_s, "Seconds between NVML snapshots");
   app->add_option("--max-rss-mb", options->max_rss_mb, "Watchdog: resident memory limit in MiB");
   app->add_option("--max-cpu-percent", options->max_cpu_percent,
-                  "Watchdog: CPU limit in percent of one core, sustained over 3 intervals of 5 s");
+                  "Watchdog: CPU limit in percent of one core, sustained over 3 intervals of 10 s");
   app->add_option("--xid-catalog", options->xid_catalog, "Use this XID catalogue (JSON)");
   return {app, [options](Context& ctx) { return RunAgent(*options, ctx); }};
 }

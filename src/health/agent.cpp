@@ -61,6 +61,10 @@ Agent::Agent(AgentOptions options, const XidCatalog& catalog, store::Store& stor
   kmsg_retry_at_ = started_;
   next_nvml_ = started_;
   next_watchdog_ = started_ + options_.watchdog_interval;
+  // Checkpoints (with their fsync) happen on the watchdog tick, off the detection path.
+  if (auto ok = store_->SetAutoCheckpoint(0); !ok) log::Warn("agent: {}", ok.error().message);
+  // A small page cache: the agent writes a few rows and reads none back.
+  (void)store_->SetCacheKib(256);
 }
 
 Agent::~Agent() = default;
@@ -179,6 +183,7 @@ void Agent::Flush() {
   for (const auto& read_at : pending_read_times_)
     metrics_.store_latency.Add(Seconds(committed - read_at));
   ++metrics_.store_flushes;
+  wal_dirty_ = true;
   dirty_.clear();
   nvml_dirty_.clear();
   pending_events_.clear();
@@ -239,6 +244,13 @@ void Agent::PollNvml() {
 
 bool Agent::CheckWatchdog() {
   next_watchdog_ = Steady::now() + options_.watchdog_interval;
+  if (wal_dirty_) {
+    if (auto ok = store_->Checkpoint(); ok) {
+      wal_dirty_ = false;
+    } else {
+      log::Debug("agent: checkpoint: {}", ok.error().message);
+    }
+  }
   auto usage = sys::ReadSelfUsage();
   if (!usage) return true;
   metrics_.rss_bytes = usage->rss_bytes;

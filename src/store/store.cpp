@@ -406,6 +406,22 @@ Result<void> Store::SaveConditions(const std::vector<NodeCondition>& conditions,
   return tx->Commit();
 }
 
+Result<void> Store::SetAutoCheckpoint(int pages) {
+  return db_->Execute(fmt::format("PRAGMA wal_autocheckpoint = {}", pages));
+}
+
+Result<void> Store::SetCacheKib(int kib) {
+  return db_->Execute(fmt::format("PRAGMA cache_size = -{}", kib));
+}
+
+Result<void> Store::Checkpoint() {
+  auto stmt = db_->Prepare("PRAGMA wal_checkpoint(PASSIVE)");
+  if (!stmt) return tl::unexpected(stmt.error());
+  auto row = stmt->Step();
+  if (!row) return tl::unexpected(row.error());
+  return {};
+}
+
 Result<std::vector<NodeCondition>> Store::LoadConditions(const std::string& node) {
   auto stmt = db_->Prepare(
       "SELECT node, key, component, device, kind, code, severity, action, action_source, "

@@ -83,6 +83,13 @@ class Store {
   // A node's conditions, worst first; all nodes when node is empty.
   Result<std::vector<NodeCondition>> LoadConditions(const std::string& node);
 
+  // WAL checkpoints move the log into the database and fsync it. A writer that must commit
+  // with low latency turns the automatic ones off (0) and calls Checkpoint when idle.
+  Result<void> SetAutoCheckpoint(int pages);
+  Result<void> Checkpoint();
+  // SQLite's page cache for this connection (its default is 2 MiB).
+  Result<void> SetCacheKib(int kib);
+
  private:
   explicit Store(std::unique_ptr<Database> db) : db_(std::move(db)) {}
   Result<RunInfo> LoadRunInfo(int64_t run_id);
