@@ -8,46 +8,46 @@
 
 extern "C" {
 
-typedef int nvmlReturn_t;                        // NOLINT: NVML's own names, kept for the ABI
-typedef struct nvmlDevice_st* nvmlDevice_t;      // NOLINT
-typedef struct nvmlEventSet_st* nvmlEventSet_t;  // NOLINT
+typedef int nvmlReturn_t;                        // NOLINT(readability-identifier-naming)
+typedef struct nvmlDevice_st* nvmlDevice_t;      // NOLINT(readability-identifier-naming)
+typedef struct nvmlEventSet_st* nvmlEventSet_t;  // NOLINT(readability-identifier-naming)
 
-struct nvmlPciInfo_t {  // NOLINT: 68 bytes, 4-byte aligned
-  char busIdLegacy[16];
-  unsigned int domain;
-  unsigned int bus;
-  unsigned int device;
-  unsigned int pciDeviceId;
-  unsigned int pciSubSystemId;
-  char busId[32];
+struct nvmlPciInfo_t {          // NOLINT(readability-identifier-naming)
+  char busIdLegacy[16];         // NOLINT(readability-identifier-naming)
+  unsigned int domain;          // NOLINT(readability-identifier-naming)
+  unsigned int bus;             // NOLINT(readability-identifier-naming)
+  unsigned int device;          // NOLINT(readability-identifier-naming)
+  unsigned int pciDeviceId;     // NOLINT(readability-identifier-naming)
+  unsigned int pciSubSystemId;  // NOLINT(readability-identifier-naming)
+  char busId[32];               // NOLINT(readability-identifier-naming)
 };
 
-struct nvmlEventData_t {  // NOLINT: 32 bytes
-  nvmlDevice_t device;
-  unsigned long long eventType;
-  unsigned long long eventData;
-  unsigned int gpuInstanceId;
-  unsigned int computeInstanceId;
+struct nvmlEventData_t {           // NOLINT(readability-identifier-naming)
+  nvmlDevice_t device;             // NOLINT(readability-identifier-naming)
+  unsigned long long eventType;    // NOLINT(readability-identifier-naming)
+  unsigned long long eventData;    // NOLINT(readability-identifier-naming)
+  unsigned int gpuInstanceId;      // NOLINT(readability-identifier-naming)
+  unsigned int computeInstanceId;  // NOLINT(readability-identifier-naming)
 };
 
-union nvmlValue_t {  // NOLINT: 8 bytes
-  double dVal;
-  unsigned int uiVal;
-  unsigned long ulVal;
-  unsigned long long ullVal;
-  signed long long sllVal;
-  signed int siVal;
-  unsigned short usVal;
+union nvmlValue_t {           // NOLINT(readability-identifier-naming)
+  double dVal;                // NOLINT(readability-identifier-naming)
+  unsigned int uiVal;         // NOLINT(readability-identifier-naming)
+  unsigned long ulVal;        // NOLINT(readability-identifier-naming)
+  unsigned long long ullVal;  // NOLINT(readability-identifier-naming)
+  signed long long sllVal;    // NOLINT(readability-identifier-naming)
+  signed int siVal;           // NOLINT(readability-identifier-naming)
+  unsigned short usVal;       // NOLINT(readability-identifier-naming)
 };
 
-struct nvmlFieldValue_t {  // NOLINT: 40 bytes
-  unsigned int fieldId;
-  unsigned int scopeId;
-  long long timestamp;
-  long long latencyUsec;
-  int valueType;
-  nvmlReturn_t nvmlReturn;
-  nvmlValue_t value;
+struct nvmlFieldValue_t {   // NOLINT(readability-identifier-naming)
+  unsigned int fieldId;     // NOLINT(readability-identifier-naming)
+  unsigned int scopeId;     // NOLINT(readability-identifier-naming)
+  long long timestamp;      // NOLINT(readability-identifier-naming)
+  long long latencyUsec;    // NOLINT(readability-identifier-naming)
+  int valueType;            // NOLINT(readability-identifier-naming)
+  nvmlReturn_t nvmlReturn;  // NOLINT(readability-identifier-naming)
+  nvmlValue_t value;        // NOLINT(readability-identifier-naming)
 };
 
 }  // extern "C"
