@@ -7,10 +7,13 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <arpa/inet.h>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <netinet/in.h>
 #include <string>
+#include <sys/socket.h>
 #include <thread>
 #include <vector>
 
@@ -102,6 +105,89 @@ int Storm(int lines_per_second, int seconds, int xid_every) {
   return 0;
 }
 
+// GET http://127.0.0.1:port/metrics and the sum of the samples whose line starts with prefix.
+double MetricSum(int port, const std::string& prefix) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<uint16_t>(port));
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
+    ::close(fd);
+    return -1;
+  }
+  const std::string request =
+      "GET /metrics HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n";
+  (void)::write(fd, request.data(), request.size());
+  std::string response;
+  char buffer[65536];
+  ssize_t n = 0;
+  while ((n = ::read(fd, buffer, sizeof(buffer))) > 0)
+    response.append(buffer, static_cast<size_t>(n));
+  ::close(fd);
+  double sum = 0;
+  size_t pos = 0;
+  while ((pos = response.find("\n" + prefix, pos)) != std::string::npos) {
+    const size_t space = response.find(' ', response.find('}', pos + 1));
+    sum += std::strtod(response.c_str() + space + 1, nullptr);
+    pos += 1;
+  }
+  return sum;
+}
+
+// One Xid at a time to /dev/kmsg; each daemon's counter polled until it moves.
+int SideBySide(int cmax_port, int npd_port, int count, int interval_ms) {
+  const std::string cmax_metric = "cmax_xid_total{";
+  const std::string npd_metric = "problem_counter{reason=\"XidError\"";
+  const int fd = ::open("/dev/kmsg", O_WRONLY | O_CLOEXEC);
+  std::vector<double> cmax_ms, npd_ms;
+  for (int i = 0; i < count; ++i) {
+    const double cmax_before = MetricSum(cmax_port, cmax_metric);
+    const double npd_before = MetricSum(npd_port, npd_metric);
+    char pci[32];
+    std::snprintf(pci, sizeof(pci), "%04x:bf:00", i);
+    const auto t0 = Clock::now();
+    Write(fd, std::string("<3>NVRM: Xid (PCI:") + pci + "): 79, pid=1, name=side, bench");
+    double cmax_seen = -1, npd_seen = -1;
+    // Each poll is one HTTP request (about 0.1 ms); who goes first alternates, so neither
+    // daemon is always measured after the other's request.
+    auto poll = [&](int port, const std::string& metric, double before, double& seen) {
+      const double elapsed = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+      if (seen < 0 && MetricSum(port, metric) > before) seen = elapsed;
+    };
+    while ((cmax_seen < 0 || npd_seen < 0) && Clock::now() - t0 < std::chrono::seconds(5)) {
+      if (i % 2 == 0) {
+        poll(cmax_port, cmax_metric, cmax_before, cmax_seen);
+        poll(npd_port, npd_metric, npd_before, npd_seen);
+      } else {
+        poll(npd_port, npd_metric, npd_before, npd_seen);
+        poll(cmax_port, cmax_metric, cmax_before, cmax_seen);
+      }
+    }
+    if (cmax_seen < 0 || npd_seen < 0) {
+      std::fprintf(stderr, "Xid %d: not seen by %s\n", i, cmax_seen < 0 ? "cmax" : "npd");
+      return 1;
+    }
+    cmax_ms.push_back(cmax_seen);
+    npd_ms.push_back(npd_seen);
+    std::this_thread::sleep_for(std::chrono::milliseconds(interval_ms));
+  }
+  ::close(fd);
+  for (auto* v : {&cmax_ms, &npd_ms}) std::sort(v->begin(), v->end());
+  auto q = [](const std::vector<double>& v, double p) {
+    return v[static_cast<size_t>(p * static_cast<double>(v.size() - 1))];
+  };
+  for (const auto& [name, v] :
+       {std::pair<const char*, std::vector<double>&>{"cmax agent", cmax_ms},
+        std::pair<const char*, std::vector<double>&>{"node-problem-detector", npd_ms}}) {
+    std::printf(
+        "%-22s kmsg -> counter on /metrics over %d Xids: p50 %.2f ms, p90 %.2f ms, p99 %.2f ms, "
+        "max %.2f ms\n",
+        name, count, q(v, 0.5), q(v, 0.9), q(v, 0.99), v.back());
+  }
+  return 0;
+}
+
 // As fast as the CPU allows: to outrun a reader that is not reading.
 int Burst(int lines) {
   const int fd = ::open("/dev/kmsg", O_WRONLY | O_CLOEXEC);
@@ -121,9 +207,15 @@ int main(int argc, char** argv) {
     return Storm(std::atoi(argv[2]), std::atoi(argv[3]), std::atoi(argv[4]));
   }
   if (argc >= 3 && std::strcmp(argv[1], "burst") == 0) return Burst(std::atoi(argv[2]));
-  std::fprintf(stderr,
-               "usage: agent_bench latency DB NODE COUNT INTERVAL_MS\n"
-               "       agent_bench burst LINES\n"
-               "       agent_bench storm LINES_PER_SECOND SECONDS XID_EVERY_N_LINES\n");
+  if (argc >= 6 && std::strcmp(argv[1], "side-by-side") == 0) {
+    return SideBySide(std::atoi(argv[2]), std::atoi(argv[3]), std::atoi(argv[4]),
+                      std::atoi(argv[5]));
+  }
+  std::fprintf(
+      stderr,
+      "usage: agent_bench latency DB NODE COUNT INTERVAL_MS\n"
+      "       agent_bench burst LINES\n"
+      "       agent_bench side-by-side CMAX_METRICS_PORT NPD_METRICS_PORT COUNT INTERVAL_MS\n"
+      "       agent_bench storm LINES_PER_SECOND SECONDS XID_EVERY_N_LINES\n");
   return 2;
 }

@@ -111,7 +111,7 @@ health::PassiveFacts Collect(const HealthOptions& options, const health::XidCata
   facts.links = health::CollectPcieLinks(fs);
   facts.ports = health::CollectIbPorts(fs);
   if (auto mounts = fs.ReadFile("/proc/mounts", 16 << 20); mounts) {
-    for (const health::Mount& mount : health::ParseNetworkMounts(*mounts)) {
+    for (const health::Mount& mount : health::ParseProbeMounts(*mounts)) {
       if (sys::Interrupted()) break;
       facts.mounts.push_back(health::ProbeMount(runner, mount, mount_timeout));
     }

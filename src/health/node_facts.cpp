@@ -101,18 +101,27 @@ std::vector<IbPort> CollectIbPorts(const sys::FileSystem& fs) {
   return ports;
 }
 
-std::vector<Mount> ParseNetworkMounts(std::string_view proc_mounts) {
+bool IsNetworkFilesystem(std::string_view fs_type) {
   static constexpr std::string_view kNetworkTypes[] = {
-      "nfs",        "nfs4",      "lustre",       "cifs",      "smb3",           "beegfs",
-      "gpfs",       "wekafs",    "ceph",         "9p",        "fuse.glusterfs", "glusterfs",
-      "fuse.sshfs", "fuse.s3fs", "fuse.juicefs", "fuse.weka", "panfs",          "vast"};
+      "nfs",        "nfs4",      "lustre",       "cifs",      "smb3",      "beegfs",
+      "gpfs",       "wekafs",    "ceph",         "9p",        "glusterfs", "fuse.glusterfs",
+      "fuse.sshfs", "fuse.s3fs", "fuse.juicefs", "fuse.weka", "panfs",     "vast"};
+  for (std::string_view type : kNetworkTypes) {
+    if (fs_type == type) return true;
+  }
+  return false;
+}
+
+std::vector<Mount> ParseProbeMounts(std::string_view proc_mounts) {
+  static constexpr std::string_view kLocalDiskTypes[] = {"ext4",  "ext3", "xfs",
+                                                         "btrfs", "zfs",  "f2fs"};
   std::vector<Mount> mounts;
   for (std::string_view line : Split(proc_mounts, '\n')) {
     const auto fields = SplitFields(line);
     if (fields.size() < 3) continue;
-    bool network = false;
-    for (std::string_view type : kNetworkTypes) network = network || fields[2] == type;
-    if (!network) continue;
+    bool probe = IsNetworkFilesystem(fields[2]);
+    for (std::string_view type : kLocalDiskTypes) probe = probe || fields[2] == type;
+    if (!probe) continue;
     mounts.push_back({Unescape(fields[0]), Unescape(fields[1]), std::string(fields[2])});
   }
   return mounts;

@@ -41,9 +41,12 @@ struct Mount {
   std::string mount_point;
   std::string fs_type;
 };
-// Network and parallel filesystems in /proc/mounts text (nfs, lustre, cifs, beegfs, gpfs,
-// wekafs, ceph, glusterfs, fuse.sshfs ...): the ones that can hang. Octal escapes decoded.
-std::vector<Mount> ParseNetworkMounts(std::string_view proc_mounts);
+// The filesystems worth probing in /proc/mounts text: network and parallel ones (nfs, lustre,
+// cifs, beegfs, gpfs, wekafs, ceph, glusterfs, fuse.sshfs ...), which hang when their server
+// does, and local disks (ext4, xfs, btrfs, zfs, f2fs), which hang when the disk does. Pseudo
+// filesystems (proc, sysfs, tmpfs, overlay ...) are left out. Octal escapes are decoded.
+std::vector<Mount> ParseProbeMounts(std::string_view proc_mounts);
+bool IsNetworkFilesystem(std::string_view fs_type);
 
 struct MountProbe {
   Mount mount;

@@ -220,11 +220,12 @@ std::vector<Finding> PassiveFindings(const PassiveFacts& facts, const PassiveOpt
   }
   if (facts.mounts.empty()) {
     findings.push_back(Make("health.filesystem.mount", CheckStatus::kSkip, Severity::kInfo, "",
-                            "no network or parallel filesystem is mounted"));
+                            "no disk, network or parallel filesystem is mounted"));
   } else if (silent == 0) {
-    findings.push_back(Make("health.filesystem.mount", CheckStatus::kPass, Severity::kInfo,
-                            fmt::format("{} mounts answer", facts.mounts.size()),
-                            fmt::format("all {} network filesystems answer", facts.mounts.size())));
+    findings.push_back(
+        Make("health.filesystem.mount", CheckStatus::kPass, Severity::kInfo,
+             fmt::format("{} mounts answer", facts.mounts.size()),
+             fmt::format("all {} disk and network filesystems answer", facts.mounts.size())));
   }
   return findings;
 }

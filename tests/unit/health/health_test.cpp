@@ -1,3 +1,4 @@
+#include <cstdlib>
 #include <fstream>
 #include <gtest/gtest.h>
 #include <sstream>
@@ -7,6 +8,7 @@
 #include "health/node_facts.hpp"
 #include "health/passive_check.hpp"
 #include "health/xid_catalog.hpp"
+#include "support/temp_dir.hpp"
 #include "sys/file_system.hpp"
 #include "sys/process_runner.hpp"
 
@@ -164,17 +166,46 @@ TEST(LogScanner, StreamSkipsOtherProgramsAndKeepsRecentXids) {
   EXPECT_EQ(scanner.Summary().recent_xids[1].kind, KernelEventKind::kSxid);
 }
 
-TEST(NodeFacts, NetworkMountsWithEscapes) {
-  const auto mounts = ParseNetworkMounts(
+TEST(NodeFacts, ProbeMountsWithEscapes) {
+  const auto mounts = ParseProbeMounts(
       "proc /proc proc rw 0 0\n"
       "10.0.0.5:/export /mnt/home\\040dir nfs4 rw,vers=4.2 0 0\n"
       "10.0.0.2@o2ib:/lustre /lustre lustre rw 0 0\n"
       "/dev/vda / ext4 rw 0 0\n"
+      "tmpfs /run tmpfs rw 0 0\n"
+      "overlay /var/lib/docker/x overlay rw 0 0\n"
       "server:/x /s fuse.sshfs rw 0 0\n");
-  ASSERT_EQ(mounts.size(), 3u);
+  ASSERT_EQ(mounts.size(), 4u);
   EXPECT_EQ(mounts[0].mount_point, "/mnt/home dir");
   EXPECT_EQ(mounts[1].fs_type, "lustre");
-  EXPECT_EQ(mounts[2].fs_type, "fuse.sshfs");
+  EXPECT_EQ(mounts[2].mount_point, "/");
+  EXPECT_EQ(mounts[3].fs_type, "fuse.sshfs");
+  EXPECT_TRUE(IsNetworkFilesystem("nfs4"));
+  EXPECT_FALSE(IsNetworkFilesystem("ext4"));
+}
+
+TEST(NodeFacts, AHungMountCostsOnlyTheTimeout) {
+  // A stand-in `stat` that never answers, first on PATH: the probe must give up on time.
+  testing::TempDir dir;
+  sys::LocalFileSystem fs;
+  ASSERT_TRUE(fs.WriteFileAtomic(dir.File("stat"), "#!/bin/sh\nexec sleep 30\n", 0755));
+  const std::string old_path = std::getenv("PATH");
+  ::setenv("PATH", (dir.Path() + ":" + old_path).c_str(), 1);
+  sys::PosixProcessRunner runner;
+  const auto start = std::chrono::steady_clock::now();
+  const MountProbe hung = ProbeMount(runner, {"10.0.0.5:/export", "/mnt/home", "nfs4"}, 300ms);
+  ::setenv("PATH", old_path.c_str(), 1);
+  EXPECT_FALSE(hung.answered);
+  EXPECT_NE(hung.detail.find("no answer within"), std::string::npos) << hung.detail;
+  EXPECT_LT(std::chrono::steady_clock::now() - start, 3s);
+  PassiveFacts facts;
+  facts.mounts = {hung};
+  const auto findings = PassiveFindings(facts, {});
+  bool failed = false;
+  for (const Finding& f : findings) {
+    failed |= f.check_id == "health.filesystem.mount" && f.status == CheckStatus::kFail;
+  }
+  EXPECT_TRUE(failed);
 }
 
 TEST(NodeFacts, PcieLinksAndIbPortsFromSysfs) {
