@@ -48,7 +48,9 @@ int RunAgent(const AgentCliOptions& options, Context& ctx) {
     custom = std::move(*parsed);
     catalog = &*custom;
   }
-  auto store = store::Store::Open({.path = ctx.DbPath()});
+  // A short busy timeout: when another process holds the store the agent keeps its changes
+  // and tries again at the next flush instead of stalling its loop for seconds.
+  auto store = store::Store::Open({.path = ctx.DbPath(), .busy_timeout_ms = 200});
   if (!store) {
     ctx.err << "cmax agent: " << store.error().message << "\n";
     return kExitError;

@@ -65,6 +65,18 @@ Agent::Agent(AgentOptions options, const XidCatalog& catalog, store::Store& stor
   if (auto ok = store_->SetAutoCheckpoint(0); !ok) log::Warn("agent: {}", ok.error().message);
   // A small page cache: the agent writes a few rows and reads none back.
   (void)store_->SetCacheKib(256);
+  if (auto stored = store_->LoadConditions(options_.node); stored) {
+    for (NodeCondition& c : *stored) {
+      // NVML conditions still active are checked again by the first snapshot.
+      if (c.key.rfind("nvml/", 0) == 0 && !c.recovered) nvml_conditions_.emplace(c.key, c);
+      stored_.emplace(c.key, std::move(c));
+    }
+  } else {
+    log::Warn("agent: cannot read the stored conditions: {}", stored.error().message);
+  }
+  // Open the kernel log now, before anyone is told the agent is up: a record written after
+  // that must be read, not skipped as "already there".
+  OpenKmsg();
 }
 
 Agent::~Agent() = default;
@@ -97,13 +109,15 @@ void Agent::QueueEvent(const KernelEvent& event, const KernelRecord& record,
   if (now - window.start >= std::chrono::minutes(1)) {
     if (window.suppressed > 0) {
       Event summary{clock_.Now(), options_.node, "cmax-agent", "suppressed",
-                    Json{{"key", condition.key}, {"suppressed", window.suppressed}}.dump()};
+                    Json{{"key", condition.key}, {"suppressed", window.suppressed}}.dump(
+                        -1, ' ', false, Json::error_handler_t::replace)};
       pending_events_.push_back(std::move(summary));
       pending_read_times_.push_back(now);
     }
     window = RateWindow{now, 0, 0};
   }
-  if (window.rows >= options_.event_rows_per_minute) {
+  if (window.rows >= options_.event_rows_per_minute ||
+      pending_events_.size() >= kMaxPendingEvents) {
     ++window.suppressed;
     ++metrics_.events_suppressed;
     return;
@@ -168,9 +182,14 @@ void Agent::Flush() {
   const WallTime now = clock_.Now();
   std::vector<NodeCondition> changed;
   for (const std::string& key : dirty_) {
-    if (const Condition* c = tracker_.Find(key)) {
-      changed.push_back(ToNodeCondition(*c, options_.node, now));
+    const Condition* c = tracker_.Find(key);
+    if (c == nullptr) continue;
+    NodeCondition row = ToNodeCondition(*c, options_.node, now);
+    if (auto before = stored_.find(key); before != stored_.end()) {
+      row.count += before->second.count;  // seen before this agent started
+      row.first_seen = before->second.first_seen;
     }
+    changed.push_back(std::move(row));
   }
   for (const std::string& key : nvml_dirty_) changed.push_back(nvml_conditions_.at(key));
   if (auto ok = store_->SaveConditions(changed, pending_events_); !ok) {
@@ -215,6 +234,24 @@ void Agent::PollNvml() {
     return;
   }
   metrics_.nvml_up = true;
+  // A lost GPU may no longer tell its bus id: use the one it had, so its condition is keyed
+  // by its address and its other conditions are not taken for recovered.
+  std::set<std::string> unreadable;
+  for (sys::GpuReading& gpu : snapshot->gpus) {
+    if (!gpu.pci_bus_id.empty()) {
+      gpu_bus_ids_[gpu.index] = gpu.pci_bus_id;
+    } else if (auto known = gpu_bus_ids_.find(gpu.index); known != gpu_bus_ids_.end()) {
+      gpu.pci_bus_id = known->second;
+    }
+    if (gpu.lost)
+      unreadable.insert(gpu.pci_bus_id.empty() ? "gpu" + std::to_string(gpu.index)
+                                               : gpu.pci_bus_id);
+  }
+  for (const auto& [index, bus] : gpu_bus_ids_) {
+    const bool present = std::any_of(snapshot->gpus.begin(), snapshot->gpus.end(),
+                                     [&](const sys::GpuReading& g) { return g.index == index; });
+    if (!present) unreadable.insert(bus);
+  }
   const NvmlFacts facts{std::move(*snapshot), ""};
   metrics_.gpu = NvmlMetrics(facts);
   const WallTime now = clock_.Now();
@@ -233,7 +270,8 @@ void Agent::PollNvml() {
     }
   }
   for (auto& [key, c] : nvml_conditions_) {
-    if (seen.count(key) == 0 && !c.recovered) {
+    // A GPU that cannot be read has not recovered from anything.
+    if (seen.count(key) == 0 && !c.recovered && unreadable.count(c.device) == 0) {
       c.recovered = true;
       c.last_seen = now;
       nvml_dirty_.insert(key);
@@ -301,6 +339,8 @@ int Agent::Run(sys::MetricsServer* server) {
     }
     auto wake = std::min(next_watchdog_, options_.nvml ? next_nvml_ : next_watchdog_);
     if (!kmsg_) wake = std::min(wake, kmsg_retry_at_);
+    if (server != nullptr && server->Resting())
+      wake = std::min(wake, now + std::chrono::seconds(1));
     pollfd fds[2];
     nfds_t count = 0;
     int kmsg_index = -1;
@@ -309,7 +349,7 @@ int Agent::Run(sys::MetricsServer* server) {
       kmsg_index = static_cast<int>(count);
       fds[count++] = pollfd{kmsg_->Fd(), POLLIN, 0};
     }
-    if (server != nullptr) {
+    if (server != nullptr && !server->Resting()) {
       server_index = static_cast<int>(count);
       fds[count++] = pollfd{server->Fd(), POLLIN, 0};
     }

@@ -43,6 +43,7 @@ inline constexpr int kExitWatchdog = 75;
 
 class Agent {
  public:
+  // Opens the kernel log at once, so whatever is written after construction is seen.
   Agent(AgentOptions options, const XidCatalog& catalog, store::Store& store);
   ~Agent();
 
@@ -76,7 +77,11 @@ class Agent {
   ConditionTracker tracker_;
   std::set<std::string> dirty_;  // condition keys changed since the last flush
 
+  // What the store held for this node when the agent started: counts continue across restarts.
+  std::map<std::string, NodeCondition> stored_;
+
   std::unique_ptr<sys::Nvml> nvml_;
+  std::map<unsigned, std::string> gpu_bus_ids_;  // index -> bus id, kept for GPUs that get lost
   std::chrono::steady_clock::time_point next_nvml_;
   Duration nvml_backoff_ = std::chrono::seconds(10);
   std::map<std::string, NodeCondition> nvml_conditions_;
@@ -92,6 +97,7 @@ class Agent {
   };
   std::map<std::string, RateWindow> rate_;
   bool wal_dirty_ = false;  // written since the last checkpoint
+  static constexpr size_t kMaxPendingEvents = 10000;  // while the store cannot be written
   std::vector<Event> pending_events_;
   std::vector<std::chrono::steady_clock::time_point> pending_read_times_;
 

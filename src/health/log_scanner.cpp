@@ -4,6 +4,10 @@
 
 namespace cmax::health {
 
+namespace {
+constexpr int64_t kMaxSinceSeconds = 3660LL * 86400;  // ten years and a bit
+}  // namespace
+
 Result<SinceFilter> ParseSince(std::string_view text, WallTime now, int64_t now_monotonic_us) {
   SinceFilter since;
   if (auto time = ParseIso8601(text)) {
@@ -13,18 +17,25 @@ Result<SinceFilter> ParseSince(std::string_view text, WallTime now, int64_t now_
     const char* end = text.data() + text.size();
     auto [unit, ec] = std::from_chars(text.data(), end, amount);
     const std::string_view suffix(unit, static_cast<size_t>(end - unit));
-    int64_t seconds = 0;
-    if (suffix == "s") seconds = amount;
-    if (suffix == "m") seconds = amount * 60;
-    if (suffix == "h") seconds = amount * 3600;
-    if (suffix == "d") seconds = amount * 86400;
-    if (ec != std::errc() || amount <= 0 || seconds == 0 || amount > 3650L * 86400) {
+    int64_t per_unit = 0;
+    if (suffix == "s") per_unit = 1;
+    if (suffix == "m") per_unit = 60;
+    if (suffix == "h") per_unit = 3600;
+    if (suffix == "d") per_unit = 86400;
+    // Checked before multiplying, so no amount can overflow.
+    const bool in_range = amount > 0 && per_unit > 0 && amount <= kMaxSinceSeconds / per_unit;
+    const int64_t seconds = in_range ? amount * per_unit : 0;
+    if (ec != std::errc() || !in_range) {
       return Fail(ErrorCode::kInvalidArgument,
-                  "--since takes a duration (90s, 15m, 2h, 3d) or a UTC time "
+                  "--since takes a duration up to ten years (90s, 15m, 2h, 3d) or a UTC time "
                   "(2026-11-30T09:00:00Z), not '{}'",
                   text);
     }
     since.wall = now - std::chrono::seconds(seconds);
+  }
+  if (now - *since.wall > std::chrono::seconds(kMaxSinceSeconds)) {
+    return Fail(ErrorCode::kInvalidArgument, "--since reaches back more than ten years: '{}'",
+                text);
   }
   const auto back = std::chrono::duration_cast<std::chrono::microseconds>(now - *since.wall);
   since.monotonic_us = now_monotonic_us - back.count();

@@ -23,17 +23,33 @@ constexpr std::pair<RecommendedAction, std::string_view> kActionNames[] = {
     {RecommendedAction::kContactSupport, "contact-support"},
 };
 
+// A string field; absent is empty, another type is an error (never an exception).
+Result<std::string> StringField(const Json& entry, const char* key, std::string_view where) {
+  if (!entry.contains(key)) return std::string();
+  if (!entry[key].is_string()) {
+    return Fail(ErrorCode::kInvalidArgument, "{}: \"{}\" is not a string", where, key);
+  }
+  return entry[key].get<std::string>();
+}
+
 Result<EventMeaning> ParseMeaning(const Json& entry, std::string_view where) {
   if (!entry.is_object()) return Fail(ErrorCode::kInvalidArgument, "{}: not an object", where);
   EventMeaning meaning;
   meaning.known = true;
-  meaning.name = entry.value("name", "");
-  meaning.meaning = entry.value("meaning", "");
-  meaning.source = entry.value("source", "");
-  auto severity = ParseSeverity(entry.value("severity", ""));
+  std::string fields[5];
+  const char* keys[5] = {"name", "meaning", "source", "severity", "action"};
+  for (int i = 0; i < 5; ++i) {
+    auto value = StringField(entry, keys[i], where);
+    if (!value) return tl::unexpected(value.error());
+    fields[i] = std::move(*value);
+  }
+  meaning.name = fields[0];
+  meaning.meaning = fields[1];
+  meaning.source = fields[2];
+  auto severity = ParseSeverity(fields[3]);
   if (!severity) return Wrap(severity.error(), where);
   meaning.severity = *severity;
-  auto action = ParseAction(entry.value("action", ""));
+  auto action = ParseAction(fields[4]);
   if (!action) return Wrap(action.error(), where);
   meaning.action = *action;
   return meaning;
@@ -72,7 +88,8 @@ Result<XidCatalog> XidCatalog::Parse(std::string_view text) {
   if (doc.is_discarded() || !doc.is_object()) {
     return Fail(ErrorCode::kInvalidArgument, "the XID catalogue is not a JSON object");
   }
-  if (doc.value("schema", "") != "cmax.xid-catalog/v1") {
+  if (!doc.contains("schema") || !doc["schema"].is_string() ||
+      doc["schema"].get<std::string>() != "cmax.xid-catalog/v1") {
     return Fail(ErrorCode::kInvalidArgument, "the XID catalogue has no schema cmax.xid-catalog/v1");
   }
   XidCatalog catalog;

@@ -85,6 +85,18 @@ const Json& State() {
   return g_state.doc;
 }
 
+// Typed reads that never throw: a value of the wrong type counts as absent.
+std::string Text(const Json& object, const char* key, const std::string& fallback) {
+  if (!object.is_object() || !object.contains(key) || !object[key].is_string()) return fallback;
+  return object[key].get<std::string>();
+}
+
+bool Flag(const Json& object, const char* key) {
+  if (!object.is_object() || !object.contains(key)) return false;
+  const Json& v = object[key];
+  return (v.is_boolean() && v.get<bool>()) || (v.is_number_integer() && v.get<long long>() != 0);
+}
+
 const Json& Gpus() {
   static const Json kEmpty = Json::array();
   const Json& state = State();
@@ -106,7 +118,8 @@ nvmlReturn_t Gpu(nvmlDevice_t device, const char* feature, const Json** gpu) {
   const Json& gpus = Gpus();
   if (index < 0 || static_cast<size_t>(index) >= gpus.size()) return nv::kInvalidArgument;
   const Json& g = gpus[static_cast<size_t>(index)];
-  if (g.value("lost", false)) return nv::kGpuIsLost;
+  if (!g.is_object()) return nv::kUnknown;
+  if (Flag(g, "lost")) return nv::kGpuIsLost;
   if (feature != nullptr && g.contains("unsupported") && g["unsupported"].is_array()) {
     for (const Json& name : g["unsupported"]) {
       if (name.is_string() && name.get<std::string>() == feature) return nv::kNotSupported;
@@ -192,12 +205,12 @@ SIM_EXPORT const char* nvmlErrorString(nvmlReturn_t result) {
 SIM_EXPORT nvmlReturn_t nvmlSystemGetDriverVersion(char* version, unsigned int length) {
   std::lock_guard<std::mutex> lock(g_mutex);
   if (g_init_count == 0) return nv::kUninitialized;
-  return CopyString(State().value("driver_version", "570.86.15"), version, length);
+  return CopyString(Text(State(), "driver_version", "570.86.15"), version, length);
 }
 
 SIM_EXPORT nvmlReturn_t nvmlSystemGetNVMLVersion(char* version, unsigned int length) {
   std::lock_guard<std::mutex> lock(g_mutex);
-  return CopyString("12." + State().value("driver_version", "570.86.15"), version, length);
+  return CopyString("12." + Text(State(), "driver_version", "570.86.15"), version, length);
 }
 
 SIM_EXPORT nvmlReturn_t nvmlSystemGetCudaDriverVersion_v2(int* version) {
@@ -214,10 +227,11 @@ SIM_EXPORT nvmlReturn_t nvmlDeviceGetCount_v2(unsigned int* count) {
 SIM_EXPORT nvmlReturn_t nvmlDeviceGetHandleByIndex_v2(unsigned int index, nvmlDevice_t* device) {
   std::lock_guard<std::mutex> lock(g_mutex);
   if (g_init_count == 0) return nv::kUninitialized;
-  if (device == nullptr || index >= Gpus().size() || index >= kMaxDevices) {
+  const Json& gpus = Gpus();  // once: the file may be replaced between two reads
+  if (device == nullptr || index >= gpus.size() || index >= kMaxDevices) {
     return nv::kInvalidArgument;
   }
-  if (Gpus()[index].value("lost", false)) return nv::kGpuIsLost;
+  if (Flag(gpus[index], "lost")) return nv::kGpuIsLost;
   *device = g_handles[index];
   return nv::kSuccess;
 }
@@ -226,14 +240,14 @@ SIM_EXPORT nvmlReturn_t nvmlDeviceGetUUID(nvmlDevice_t device, char* uuid, unsig
   std::lock_guard<std::mutex> lock(g_mutex);
   const Json* g = nullptr;
   if (nvmlReturn_t r = Gpu(device, nullptr, &g); r != nv::kSuccess) return r;
-  return CopyString(g->value("uuid", "GPU-00000000-0000-0000-0000-000000000000"), uuid, length);
+  return CopyString(Text(*g, "uuid", "GPU-00000000-0000-0000-0000-000000000000"), uuid, length);
 }
 
 SIM_EXPORT nvmlReturn_t nvmlDeviceGetName(nvmlDevice_t device, char* name, unsigned int length) {
   std::lock_guard<std::mutex> lock(g_mutex);
   const Json* g = nullptr;
   if (nvmlReturn_t r = Gpu(device, nullptr, &g); r != nv::kSuccess) return r;
-  return CopyString(g->value("name", "NVIDIA Simulated GPU"), name, length);
+  return CopyString(Text(*g, "name", "NVIDIA Simulated GPU"), name, length);
 }
 
 SIM_EXPORT nvmlReturn_t nvmlDeviceGetPciInfo_v3(nvmlDevice_t device, nvmlPciInfo_t* pci) {
@@ -242,7 +256,7 @@ SIM_EXPORT nvmlReturn_t nvmlDeviceGetPciInfo_v3(nvmlDevice_t device, nvmlPciInfo
   if (nvmlReturn_t r = Gpu(device, nullptr, &g); r != nv::kSuccess) return r;
   if (pci == nullptr) return nv::kInvalidArgument;
   std::memset(pci, 0, sizeof(*pci));
-  const std::string bus = g->value("bus_id", "0000:00:00.0");
+  const std::string bus = Text(*g, "bus_id", "0000:00:00.0");
   unsigned domain = 0, b = 0, d = 0, f = 0;
   std::sscanf(bus.c_str(), "%x:%x:%x.%x", &domain, &b, &d, &f);
   pci->domain = domain;

@@ -68,18 +68,28 @@ MetricsServer::~MetricsServer() {
   if (fd_ >= 0) ::close(fd_);
 }
 
-void MetricsServer::Serve(const HttpHandler& handler, Duration request_timeout) {
-  while (true) {
+bool MetricsServer::Resting() const {
+  return std::chrono::steady_clock::now() < rest_until_;
+}
+
+void MetricsServer::Serve(const HttpHandler& handler, Duration budget, int max_connections) {
+  const auto deadline = std::chrono::steady_clock::now() + budget;
+  for (int i = 0; i < max_connections && std::chrono::steady_clock::now() < deadline; ++i) {
     const int client = ::accept4(fd_, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
-    if (client < 0) return;  // EAGAIN: nobody else is waiting
-    Answer(client, handler, request_timeout);
+    if (client < 0) {
+      if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {
+        rest_until_ = std::chrono::steady_clock::now() + std::chrono::seconds(1);
+      }
+      return;  // EAGAIN: nobody else is waiting
+    }
+    Answer(client, handler, deadline);
     ::close(client);
   }
 }
 
-void MetricsServer::Answer(int client, const HttpHandler& handler, Duration request_timeout) {
+void MetricsServer::Answer(int client, const HttpHandler& handler,
+                           std::chrono::steady_clock::time_point deadline) {
   std::string request;
-  const auto deadline = std::chrono::steady_clock::now() + request_timeout;
   while (request.find("\r\n\r\n") == std::string::npos && request.size() < 8192) {
     const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
         deadline - std::chrono::steady_clock::now());
@@ -117,7 +127,9 @@ void MetricsServer::Answer(int client, const HttpHandler& handler, Duration requ
                            "\r\nConnection: close\r\n\r\n";
   const std::string out = head + response->body;
   size_t sent = 0;
-  while (sent < out.size() && std::chrono::steady_clock::now() < deadline + request_timeout) {
+  // Writing gets its own short allowance: the request was read within the budget.
+  const auto write_deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(100);
+  while (sent < out.size() && std::chrono::steady_clock::now() < write_deadline) {
     const ssize_t n = ::send(client, out.data() + sent, out.size() - sent, MSG_NOSIGNAL);
     if (n > 0) {
       sent += static_cast<size_t>(n);

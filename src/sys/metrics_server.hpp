@@ -34,16 +34,23 @@ class MetricsServer {
 
   int Fd() const { return fd_; }
   int Port() const { return port_; }
-  // Accepts every waiting connection and answers it; each may take at most request_timeout.
-  void Serve(const HttpHandler& handler, Duration request_timeout = std::chrono::milliseconds(200));
+  // Answers waiting connections, at most max_connections of them and within budget in all, so
+  // that clients that connect and say nothing cannot hold the caller's loop.
+  void Serve(const HttpHandler& handler, Duration budget = std::chrono::milliseconds(100),
+             int max_connections = 8);
   uint64_t Served() const { return served_; }
+  // After accept failed for lack of file descriptors the listener is rested for a second; a
+  // poll loop leaves the fd out meanwhile, or it would spin on a readable socket.
+  bool Resting() const;
 
  private:
   MetricsServer(int fd, int port) : fd_(fd), port_(port) {}
-  void Answer(int client, const HttpHandler& handler, Duration request_timeout);
+  void Answer(int client, const HttpHandler& handler,
+              std::chrono::steady_clock::time_point deadline);
   int fd_ = -1;
   int port_ = 0;
   uint64_t served_ = 0;
+  std::chrono::steady_clock::time_point rest_until_{};
 };
 
 }  // namespace cmax::sys

@@ -177,7 +177,7 @@ TEST_F(AgentTest, KernelFaultsAndGpuFaultsBecomeConditionsAndMetrics) {
       [&] {
         const auto now = Conditions();
         const NodeCondition* dbe = Find(now, "nvml/ecc.dbe/0000:2a:00.0");
-        return Find(now, "nvml/lost/gpu0") != nullptr && dbe != nullptr && dbe->recovered;
+        return Find(now, "nvml/lost/0000:17:00.0") != nullptr && dbe != nullptr && dbe->recovered;
       },
       5s))
       << "lost GPU or recovery not seen";
@@ -198,6 +198,28 @@ TEST_F(AgentTest, KernelFaultsAndGpuFaultsBecomeConditionsAndMetrics) {
   ::kill(pid_, SIGTERM);
   EXPECT_TRUE(WaitFor([&] { return !sys::ProcessAlive(pid_); }, 5s));
   pid_ = 0;
+}
+
+TEST_F(AgentTest, CountsContinueAcrossARestart) {
+  StartAgent();
+  const std::string line = "<3>NVRM: Xid (PCI:0000:C3:00): 13, pid=1, name=restart-" +
+                           std::to_string(::getpid()) + ", Graphics Exception";
+  ASSERT_TRUE(WriteKmsg(line));
+  ASSERT_TRUE(WaitFor([&] { return Find(Conditions(), "xid/0000:c3:00/13") != nullptr; }, 5s));
+  const WallTime first = Find(Conditions(), "xid/0000:c3:00/13")->first_seen;
+  ::kill(pid_, SIGTERM);
+  ASSERT_TRUE(WaitFor([&] { return !sys::ProcessAlive(pid_); }, 5s));
+  ASSERT_TRUE(fs_.WriteFileAtomic(dir_.File("agent.log"), "", 0644));
+  StartAgent();
+  ASSERT_TRUE(WriteKmsg(line));
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        const NodeCondition* c = Find(Conditions(), "xid/0000:c3:00/13");
+        return c != nullptr && c->count == 2;
+      },
+      5s))
+      << "the second agent did not continue the count";
+  EXPECT_EQ(Find(Conditions(), "xid/0000:c3:00/13")->first_seen, first);
 }
 
 TEST_F(AgentTest, PrometheusScrapesTheXidCounter) {

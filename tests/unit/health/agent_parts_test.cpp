@@ -108,6 +108,25 @@ TEST(MetricsServer, AnswersGetAndRefusesTheRest) {
   EXPECT_EQ(Exchange(*server, ""), "") << "a silent client gets nothing";
   EXPECT_LT(std::chrono::steady_clock::now() - start, 2s) << "and cannot hold the loop";
   EXPECT_FALSE(sys::MetricsServer::Listen("nonsense"));
+}
+
+TEST(MetricsServer, SilentClientsCannotHoldTheLoop) {
+  auto server = sys::MetricsServer::Listen("127.0.0.1:0");
+  ASSERT_TRUE(server);
+  std::vector<int> clients;
+  for (int i = 0; i < 12; ++i) {  // within the listen backlog (16), so connect does not block
+    const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_port = htons(static_cast<uint16_t>(server->Port()));
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    ASSERT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
+    clients.push_back(fd);
+  }
+  const auto start = std::chrono::steady_clock::now();
+  server->Serve([](std::string_view) { return std::nullopt; });
+  EXPECT_LT(std::chrono::steady_clock::now() - start, 300ms) << "one call is bounded";
+  for (int fd : clients) ::close(fd);
   EXPECT_FALSE(sys::MetricsServer::Listen("127.0.0.1:99999"));
   EXPECT_FALSE(sys::MetricsServer::Listen("256.1.1.1:80"));
 }

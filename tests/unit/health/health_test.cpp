@@ -69,6 +69,9 @@ TEST(XidCatalog, NvLink5ErrorsFollowTheirFatalField) {
 TEST(XidCatalog, RejectsMalformedCatalogues) {
   EXPECT_FALSE(XidCatalog::Parse("not json"));
   EXPECT_FALSE(XidCatalog::Parse(R"({"schema":"other"})"));
+  EXPECT_FALSE(XidCatalog::Parse(R"({"schema":1,"xids":[]})"));
+  EXPECT_FALSE(XidCatalog::Parse(
+      R"({"schema":"cmax.xid-catalog/v1","xids":[{"code":1,"name":5,"severity":"low","action":"none"}]})"));
   EXPECT_FALSE(XidCatalog::Parse(R"({"schema":"cmax.xid-catalog/v1"})"));
   EXPECT_FALSE(XidCatalog::Parse(
       R"({"schema":"cmax.xid-catalog/v1","xids":[{"code":1,"severity":"bad","action":"none"}]})"));

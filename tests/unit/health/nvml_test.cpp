@@ -118,6 +118,18 @@ TEST_F(NvmlSimTest, UnsupportedCallsLeaveReadingsEmptyWithoutErrors) {
   EXPECT_TRUE(g.errors.empty());
 }
 
+TEST_F(NvmlSimTest, AMalformedStateFileIsNoCrash) {
+  Write(R"({"driver_version": 570, "gpus": [{"lost": 1, "uuid": 5, "bus_id": []}, 7,
+            {"ecc": "yes", "remapped_rows": [1], "nvlink": {"links": "x"}}]})");
+  auto nvml = Load();
+  ASSERT_TRUE(nvml);
+  auto snapshot = nvml->Snapshot();
+  ASSERT_TRUE(snapshot) << snapshot.error().message;
+  ASSERT_EQ(snapshot->gpus.size(), 3u);
+  EXPECT_TRUE(snapshot->gpus[0].lost) << "lost: 1 counts as true";
+  EXPECT_FALSE(snapshot->gpus[1].errors.empty()) << "a GPU entry that is not an object";
+}
+
 TEST_F(NvmlSimTest, XidEventsArriveThroughTheEventSet) {
   auto nvml = Load();
   ASSERT_TRUE(nvml);
