@@ -96,7 +96,7 @@ class Agent {
     uint64_t suppressed = 0;
   };
   std::map<std::string, RateWindow> rate_;
-  bool wal_dirty_ = false;  // written since the last checkpoint
+  bool wal_dirty_ = false;                            // written since the last checkpoint
   static constexpr size_t kMaxPendingEvents = 10000;  // while the store cannot be written
   std::vector<Event> pending_events_;
   std::vector<std::chrono::steady_clock::time_point> pending_read_times_;
