@@ -247,7 +247,8 @@ void Agent::PollNvml() {
       unreadable.insert(gpu.pci_bus_id.empty() ? "gpu" + std::to_string(gpu.index)
                                                : gpu.pci_bus_id);
   }
-  for (const auto& [index, bus] : gpu_bus_ids_) {
+  for (const auto& [known_index, bus] : gpu_bus_ids_) {
+    const unsigned index = known_index;  // clang 14 cannot capture a structured binding
     const bool present = std::any_of(snapshot->gpus.begin(), snapshot->gpus.end(),
                                      [&](const sys::GpuReading& g) { return g.index == index; });
     if (!present) unreadable.insert(bus);
