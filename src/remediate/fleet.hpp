@@ -1,0 +1,85 @@
+// Rules over more than one node, pure like the policy: the circuit breaker that stops a
+// remediation storm, the per-node rate limit, and NVL72 racks, where trays share one NVLink
+// domain and the rack counts as down when enough of them are out.
+#pragma once
+
+#include <map>
+#include <set>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "core/clock.hpp"
+#include "remediate/policy.hpp"
+
+namespace cmax::remediate {
+
+// --- circuit breaker ---------------------------------------------------------------------------
+
+struct BreakerConfig {
+  double max_fraction = 0.5;  // more than this share of the fleet out within the window trips it
+  Duration window = std::chrono::minutes(5);
+};
+
+// Kept in the store; only a person resets it (`cmax remediate reset-breaker`).
+struct BreakerState {
+  bool tripped = false;
+  WallTime tripped_at;
+  std::string reason;
+};
+
+struct BreakerVerdict {
+  bool allow = true;       // the take-out may go ahead
+  bool trips_now = false;  // this take-out is the one that trips the breaker
+  std::string reason;
+};
+
+// May one more node be taken out of service? `recent_take_outs` are the times other nodes were
+// taken out (from the store, or from the scheduler's cmax-owned drains); those older than the
+// window do not count. A fleet of zero is treated as one node.
+BreakerVerdict CheckBreaker(const BreakerState& state, std::span<const WallTime> recent_take_outs,
+                            int fleet_size, WallTime now, const BreakerConfig& config);
+
+// --- per-node rate limit -----------------------------------------------------------------------
+
+struct RateLimit {
+  int max_actions = 6;  // disruptive actions (drain, reset, reboot) per node in the window
+  Duration window = std::chrono::hours(1);
+};
+
+bool WithinRateLimit(std::span<const WallTime> node_actions, WallTime now, const RateLimit& limit);
+
+// --- NVL72 racks -------------------------------------------------------------------------------
+
+struct RackConfig {
+  int down_at = 3;  // trays out of service at which the rack counts as down (of 18)
+  // Whether the NVLink domain keeps working with a tray out. When it does not, one tray out
+  // takes the rack's other trays out of scheduling too.
+  bool domain_survives_tray_loss = true;
+};
+
+enum class RackHealth { kUp, kDegraded, kDown };
+std::string_view RackHealthName(RackHealth health);  // "up", "degraded", "down"
+
+struct RackView {
+  std::string name;
+  std::map<std::string, NodeState> trays;  // every tray of the rack and its state
+  std::set<std::string> held;              // trays cmax drained because the rack is down
+};
+
+struct RackPlan {
+  RackHealth health = RackHealth::kUp;
+  int out = 0;                       // trays out of service in their own right
+  std::vector<std::string> hold;     // in-service trays to drain for the rack
+  std::vector<std::string> release;  // held trays to resume: the rack is back
+  std::vector<std::string> forget;   // held trays to stop tracking, with no action: they went
+                                     // out of service in their own right or left the rack
+  std::string reason;                // the drain reason for `hold`, prefixed "cmax:"
+};
+
+// A tray is out of service in QUARANTINED, VALIDATING, REPAIR and RETIRED.
+bool OutOfService(NodeState state);
+
+RackPlan PlanRack(const RackView& rack, const RackConfig& config);
+
+}  // namespace cmax::remediate

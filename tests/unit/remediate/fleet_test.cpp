@@ -1,0 +1,127 @@
+#include "remediate/fleet.hpp"
+
+#include <algorithm>
+#include <gtest/gtest.h>
+
+namespace cmax::remediate {
+namespace {
+
+using namespace std::chrono_literals;
+using S = NodeState;
+
+const WallTime kNow{std::chrono::milliseconds(1'800'000'000'000)};
+
+TEST(Breaker, ThreeOfFourAtOnceTripsOnTheThird) {
+  const BreakerConfig config;  // more than 50% within 5 min
+  const BreakerState closed;
+  std::vector<WallTime> out;
+  EXPECT_TRUE(CheckBreaker(closed, out, 4, kNow, config).allow);  // 1 of 4
+  out.push_back(kNow);
+  EXPECT_TRUE(CheckBreaker(closed, out, 4, kNow, config).allow);  // 2 of 4 = 50%, not more
+  out.push_back(kNow);
+  const BreakerVerdict third = CheckBreaker(closed, out, 4, kNow, config);
+  EXPECT_FALSE(third.allow);
+  EXPECT_TRUE(third.trips_now);
+  EXPECT_EQ(third.reason, "3 of 4 nodes taken out within 5m00s (limit 50%)");
+}
+
+TEST(Breaker, OldTakeOutsAndFutureOnesDoNotCount) {
+  const BreakerConfig config;
+  const std::vector<WallTime> out{kNow - 5min, kNow - 10min, kNow + 1h};  // a clock jump
+  EXPECT_TRUE(CheckBreaker({}, out, 4, kNow, config).allow);
+}
+
+TEST(Breaker, StaysTrippedUntilAPersonResetsIt) {
+  BreakerState tripped;
+  tripped.tripped = true;
+  tripped.reason = "3 of 4";
+  const BreakerVerdict v = CheckBreaker(tripped, {}, 1000, kNow, BreakerConfig{});
+  EXPECT_FALSE(v.allow);
+  EXPECT_FALSE(v.trips_now);
+  EXPECT_EQ(v.reason, "circuit breaker tripped: 3 of 4");
+}
+
+TEST(Breaker, EmptyFleetCountsAsOneNode) {
+  BreakerConfig config;
+  config.max_fraction = 1.0;
+  EXPECT_TRUE(CheckBreaker({}, {}, 0, kNow, config).allow);
+  config.max_fraction = 0.5;
+  EXPECT_FALSE(CheckBreaker({}, {}, 0, kNow, config).allow);
+}
+
+TEST(RateLimit, CountsOnlyTheWindow) {
+  const RateLimit limit{2, 1h};
+  EXPECT_TRUE(WithinRateLimit(std::vector<WallTime>{kNow - 2h, kNow - 90min}, kNow, limit));
+  EXPECT_TRUE(WithinRateLimit(std::vector<WallTime>{kNow - 10min}, kNow, limit));
+  EXPECT_FALSE(WithinRateLimit(std::vector<WallTime>{kNow - 10min, kNow - 1min}, kNow, limit));
+}
+
+RackView Rack(int out, std::set<std::string> held = {}) {
+  RackView rack;
+  rack.name = "r1";
+  for (int i = 1; i <= 18; ++i) {
+    rack.trays["tray" + std::to_string(i)] = i <= out ? S::kQuarantined : S::kHealthy;
+  }
+  rack.held = std::move(held);
+  return rack;
+}
+
+TEST(Rack, TwoTraysOutIsDegradedAndHoldsNothing) {
+  const RackPlan plan = PlanRack(Rack(2), RackConfig{});
+  EXPECT_EQ(plan.health, RackHealth::kDegraded);
+  EXPECT_EQ(plan.out, 2);
+  EXPECT_TRUE(plan.hold.empty());
+  EXPECT_TRUE(plan.reason.empty());
+}
+
+TEST(Rack, ThreeTraysOutTakesTheRestOutOfScheduling) {
+  const RackPlan plan = PlanRack(Rack(3), RackConfig{});
+  EXPECT_EQ(plan.health, RackHealth::kDown);
+  EXPECT_EQ(plan.hold.size(), 15U);
+  EXPECT_EQ(plan.reason, "cmax: rack r1 down (3 of 18 trays out)");
+  EXPECT_TRUE(std::ranges::find(plan.hold, "tray1") == plan.hold.end());  // already out
+}
+
+TEST(Rack, HeldTraysAreNotHeldTwiceAndComeBackWithTheRack) {
+  RackView rack = Rack(3, {"tray4", "tray5"});
+  RackPlan plan = PlanRack(rack, RackConfig{});
+  EXPECT_EQ(plan.hold.size(), 13U);
+  EXPECT_TRUE(plan.release.empty());
+  rack.trays["tray3"] = S::kReintroduced;  // back to two out: the rack is up again
+  plan = PlanRack(rack, RackConfig{});
+  EXPECT_EQ(plan.health, RackHealth::kDegraded);
+  EXPECT_EQ(plan.release, (std::vector<std::string>{"tray4", "tray5"}));
+  EXPECT_TRUE(plan.hold.empty());
+}
+
+TEST(Rack, HeldTrayThatFailsOrLeavesIsForgotten) {
+  RackView rack = Rack(3, {"tray4", "tray99"});
+  rack.trays["tray4"] = S::kRepair;
+  const RackPlan plan = PlanRack(rack, RackConfig{});
+  EXPECT_EQ(plan.out, 4);
+  EXPECT_EQ(plan.forget, (std::vector<std::string>{"tray4", "tray99"}));
+  EXPECT_TRUE(plan.release.empty());
+}
+
+TEST(Rack, DomainThatNeedsEveryTrayGoesDownWithOne) {
+  RackConfig config;
+  config.domain_survives_tray_loss = false;
+  const RackPlan plan = PlanRack(Rack(1), config);
+  EXPECT_EQ(plan.health, RackHealth::kDown);
+  EXPECT_EQ(plan.hold.size(), 17U);
+  EXPECT_EQ(plan.reason, "cmax: rack r1 NVLink domain needs every tray (1 out)");
+  EXPECT_EQ(PlanRack(Rack(0), config).health, RackHealth::kUp);
+}
+
+TEST(Rack, OutOfServiceStates) {
+  EXPECT_FALSE(OutOfService(S::kHealthy));
+  EXPECT_FALSE(OutOfService(S::kSuspect));
+  EXPECT_FALSE(OutOfService(S::kReintroduced));
+  EXPECT_TRUE(OutOfService(S::kQuarantined));
+  EXPECT_TRUE(OutOfService(S::kValidating));
+  EXPECT_TRUE(OutOfService(S::kRepair));
+  EXPECT_TRUE(OutOfService(S::kRetired));
+}
+
+}  // namespace
+}  // namespace cmax::remediate
