@@ -1,0 +1,71 @@
+// What remediation asks of a scheduler, as an interface: Slurm is the one carried out here
+// (slurm.hpp), Kubernetes comes next. Every call is idempotent, because a controller killed
+// between "planned" and "done" carries the action out again when it restarts.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/clock.hpp"
+#include "core/result.hpp"
+
+namespace cmax::remediate {
+
+// Drains cmax sets carry this prefix; cmax resumes only those, never an operator's.
+inline constexpr std::string_view kReasonPrefix = "cmax:";
+bool IsCmaxReason(std::string_view reason);
+
+struct SchedulerNode {
+  std::string name;
+  std::string state;   // the scheduler's words, lower case: "idle", "drained", "mixed", "maint"
+  bool drain = false;  // draining or drained: no new work lands here
+  std::string reason;  // why it is drained, without Slurm's "[user@time]" suffix
+  std::vector<std::string> partitions;
+};
+
+struct ValidationSpec {
+  std::string command;  // run on the node while it is out of service; exit 0 means it passed
+  Duration timeout = std::chrono::minutes(30);
+};
+
+enum class ValidationState { kRunning, kPassed, kFailed };
+
+struct ValidationStatus {
+  ValidationState state = ValidationState::kRunning;
+  std::string detail;  // "exit 3", "timed out", ...
+};
+
+// Every action returns what it did in words ("drained", "already drained by cmax", ...), which
+// goes into the store beside the action.
+class Scheduler {
+ public:
+  virtual ~Scheduler() = default;
+  virtual Result<std::vector<SchedulerNode>> Nodes() = 0;
+  // A node drained by someone else keeps their reason (and stays drained): not an error.
+  virtual Result<std::string> Drain(const std::string& node, const std::string& reason) = 0;
+  // Refuses (kPermissionDenied) a drain whose reason cmax did not set; a node that is not
+  // drained is left as it is.
+  virtual Result<std::string> Resume(const std::string& node) = 0;
+  // The jobs running on the node go back to the queue.
+  virtual Result<std::string> RequeueJobs(const std::string& node) = 0;
+  virtual Result<std::string> Reboot(const std::string& node, const std::string& reason) = 0;
+  // Runs the validation on a node that is out of service, without letting other work land on
+  // it; returns a handle for PollValidation. Starting again for the same node while the first
+  // is still known returns the same handle.
+  virtual Result<std::string> StartValidation(const std::string& node,
+                                              const ValidationSpec& spec) = 0;
+  virtual Result<ValidationStatus> PollValidation(const std::string& node,
+                                                  const std::string& handle) = 0;
+  // Cleans up what StartValidation set up. When it failed, the node is drained again with
+  // `reason` first, so it is never left open to work.
+  virtual Result<std::string> EndValidation(const std::string& node, bool passed,
+                                            const std::string& reason) = 0;
+  // A spare that may go into service now (read only): the controller writes the choice down
+  // before it moves the spare, so a restart moves the same one.
+  virtual Result<std::string> PickSpare() = 0;
+  virtual Result<std::string> SwapInSpare(const std::string& spare) = 0;
+  virtual Result<std::string> ReturnSpare(const std::string& spare) = 0;
+};
+
+}  // namespace cmax::remediate
