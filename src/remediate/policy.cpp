@@ -103,6 +103,15 @@ NodeRecord WithFault(NodeRecord node, const Event& event, WallTime now,
   return node;
 }
 
+// Validation ended badly: the node is taken out again (the validation had it open to its own
+// job), then it goes to REPAIR.
+Decision FailValidation(const NodeRecord& node, WallTime now, const PolicyConfig& config,
+                        const std::string& why) {
+  Next next(node, now);
+  next.Do(ActionKind::kEndValidation, "cmax: " + why);
+  return ToRepair(std::move(next), config, why);
+}
+
 Decision Stay(const NodeRecord& node, WallTime now, std::string note) {
   return Next(node, now).Note(std::move(note)).Done();
 }
@@ -161,6 +170,7 @@ std::string_view ActionKindName(ActionKind kind) {
     case ActionKind::kResetGpu: return "reset-gpu";
     case ActionKind::kRebootNode: return "reboot-node";
     case ActionKind::kStartValidation: return "start-validation";
+    case ActionKind::kEndValidation: return "end-validation";
     case ActionKind::kSwapInSpare: return "swap-in-spare";
     case ActionKind::kReturnSpare: return "return-spare";
     case ActionKind::kOpenRepair: return "open-repair";
@@ -206,6 +216,9 @@ Decision Transition(const NodeRecord& node, const Event& event, WallTime now,
     if (node.state == NodeState::kHealthy || node.state == NodeState::kSuspect ||
         node.state == NodeState::kReintroduced) {
       next.Do(ActionKind::kDrain, "cmax: retired by an operator");
+    }
+    if (node.state == NodeState::kValidating) {
+      next.Do(ActionKind::kEndValidation, "cmax: retired by an operator");
     }
     return next.To(NodeState::kRetired).Note("retired by an operator").Done();
   }
@@ -276,7 +289,7 @@ Decision Transition(const NodeRecord& node, const Event& event, WallTime now,
     case NodeState::kValidating:
       if (event.kind == EventKind::kValidationPassed) {
         Next next(seen, now);
-        next.To(NodeState::kReintroduced).Do(ActionKind::kResume);
+        next.To(NodeState::kReintroduced).Do(ActionKind::kEndValidation).Do(ActionKind::kResume);
         if (next.Record().spare_in_use) {
           next.Do(ActionKind::kReturnSpare);
           next.Record().spare_in_use = false;
@@ -286,15 +299,15 @@ Decision Transition(const NodeRecord& node, const Event& event, WallTime now,
       if (event.kind == EventKind::kValidationFailed ||
           (event.kind == EventKind::kActionFailed &&
            event.action == ActionKind::kStartValidation)) {
-        return ToRepair(Next(seen, now), config, "validation failed");
+        return FailValidation(seen, now, config, "validation failed");
       }
       if (event.kind == EventKind::kTimerExpired && in_state >= config.validation_timeout) {
-        return ToRepair(
-            Next(seen, now), config,
+        return FailValidation(
+            seen, now, config,
             "validation did not finish within " + FormatDuration(config.validation_timeout));
       }
       if (serious)
-        return ToRepair(Next(seen, now), config, "fault during validation: " + event.summary);
+        return FailValidation(seen, now, config, "fault during validation: " + event.summary);
       return Stay(seen, now, "validating");
 
     case NodeState::kReintroduced:

@@ -59,7 +59,10 @@ enum class ActionKind {
   kResetGpu,
   kRebootNode,
   kStartValidation,  // active checks while the node is out of service
-  kSwapInSpare,      // HGX: a hot spare takes the node's place
+  // Validation is over: clean up what it set up. `reason` empty: it passed; otherwise it did
+  // not, and the node is taken out again with that reason before anything else.
+  kEndValidation,
+  kSwapInSpare,  // HGX: a hot spare takes the node's place
   kReturnSpare,
   kOpenRepair,  // the node needs hands: RMA, reseat, vendor support
   kAlert,

@@ -50,6 +50,8 @@ class Scheduler {
   // The jobs running on the node go back to the queue.
   virtual Result<std::string> RequeueJobs(const std::string& node) = 0;
   virtual Result<std::string> Reboot(const std::string& node, const std::string& reason) = 0;
+  // When the node last booted, in the scheduler's words: a change means a reboot happened.
+  virtual Result<std::string> BootTime(const std::string& node) = 0;
   // Runs the validation on a node that is out of service, without letting other work land on
   // it; returns a handle for PollValidation. Starting again for the same node while the first
   // is still known returns the same handle.

@@ -197,6 +197,14 @@ Result<std::string> SlurmScheduler::Reboot(const std::string& node, const std::s
   return std::string("reboot requested");
 }
 
+Result<std::string> SlurmScheduler::BootTime(const std::string& node) {
+  auto r = Slurm({"scontrol", "show", "node", "-o", node});
+  if (!r) return tl::unexpected(r.error());
+  std::string boot = ScontrolField(r->stdout_text, "BootTime");
+  if (boot.empty()) return Fail(ErrorCode::kNotFound, "Slurm shows no boot time for {}", node);
+  return boot;
+}
+
 Result<std::string> SlurmScheduler::StartValidation(const std::string& node,
                                                     const ValidationSpec& spec) {
   const std::string name = ReservationName(node);

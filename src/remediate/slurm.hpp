@@ -35,6 +35,7 @@ class SlurmScheduler final : public Scheduler {
   Result<std::string> Resume(const std::string& node) override;
   Result<std::string> RequeueJobs(const std::string& node) override;
   Result<std::string> Reboot(const std::string& node, const std::string& reason) override;
+  Result<std::string> BootTime(const std::string& node) override;
   Result<std::string> StartValidation(const std::string& node, const ValidationSpec& spec) override;
   Result<ValidationStatus> PollValidation(const std::string& node,
                                           const std::string& handle) override;

@@ -80,6 +80,60 @@ CREATE TABLE node_conditions (
   PRIMARY KEY (node, key)
 );
 )sql"},
+      {4, "remediation: node lifecycle, actions before and after, history, breaker", R"sql(
+CREATE TABLE remediation_nodes (
+  node TEXT PRIMARY KEY,
+  state TEXT NOT NULL,
+  since TEXT NOT NULL,
+  reason TEXT NOT NULL DEFAULT '',
+  pending TEXT NOT NULL DEFAULT '',
+  device TEXT NOT NULL DEFAULT '',
+  serious_faults TEXT NOT NULL DEFAULT '[]',
+  spare_in_use INTEGER NOT NULL DEFAULT 0,
+  spare TEXT NOT NULL DEFAULT '',
+  handle TEXT NOT NULL DEFAULT '',
+  updated_at TEXT NOT NULL
+);
+CREATE TABLE remediation_actions (
+  id INTEGER PRIMARY KEY,
+  node TEXT NOT NULL,
+  action TEXT NOT NULL,
+  device TEXT NOT NULL DEFAULT '',
+  reason TEXT NOT NULL DEFAULT '',
+  outcome TEXT NOT NULL,
+  planned_at TEXT NOT NULL,
+  started_at TEXT,
+  finished_at TEXT,
+  detail TEXT NOT NULL DEFAULT '',
+  dry_run INTEGER NOT NULL DEFAULT 0
+);
+CREATE INDEX remediation_actions_open ON remediation_actions(outcome, id);
+CREATE INDEX remediation_actions_by_node ON remediation_actions(node, id);
+CREATE TABLE remediation_history (
+  id INTEGER PRIMARY KEY,
+  node TEXT NOT NULL,
+  event_detail TEXT NOT NULL DEFAULT '',
+  at TEXT NOT NULL,
+  event TEXT NOT NULL,
+  from_state TEXT NOT NULL,
+  to_state TEXT NOT NULL,
+  note TEXT NOT NULL DEFAULT ''
+);
+CREATE INDEX remediation_history_by_node ON remediation_history(node, id);
+CREATE TABLE remediation_seen (
+  node TEXT NOT NULL,
+  key TEXT NOT NULL,
+  count INTEGER NOT NULL,
+  recovered INTEGER NOT NULL,
+  PRIMARY KEY (node, key)
+);
+CREATE TABLE remediation_breaker (
+  id INTEGER PRIMARY KEY CHECK (id = 1),
+  tripped INTEGER NOT NULL,
+  tripped_at TEXT NOT NULL,
+  reason TEXT NOT NULL
+);
+)sql"},
   };
   return kMigrations;
 }

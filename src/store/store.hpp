@@ -90,6 +90,10 @@ class Store {
   // SQLite's page cache for this connection (its default is 2 MiB).
   Result<void> SetCacheKib(int kib);
 
+  // For the libraries that keep their own tables in the store (remediation); the schema stays
+  // here, in Migrations().
+  Database& Db() { return *db_; }
+
  private:
   explicit Store(std::unique_ptr<Database> db) : db_(std::move(db)) {}
   Result<RunInfo> LoadRunInfo(int64_t run_id);

@@ -67,6 +67,7 @@ struct Row {
 
 const std::vector<A> kTakeOutReset{A::kDrain, A::kRequeueJobs, A::kResetGpu};
 const std::vector<A> kToRepair{A::kOpenRepair, A::kSwapInSpare};
+const std::vector<A> kValidationToRepair{A::kEndValidation, A::kOpenRepair, A::kSwapInSpare};
 const std::vector<A> kTakeOutRepair{A::kDrain, A::kRequeueJobs, A::kOpenRepair, A::kSwapInSpare};
 
 std::vector<Row> Table() {
@@ -189,20 +190,21 @@ std::vector<Row> Table() {
        Of(E::kValidationPassed),
        kEarly,
        S::kReintroduced,
-       {A::kResume}},
+       {A::kEndValidation, A::kResume}},
       {"validating failed", S::kValidating, Of(E::kValidationFailed), kEarly, S::kRepair,
-       kToRepair},
+       kValidationToRepair},
       {"validating could not start", S::kValidating, Of(E::kActionFailed, A::kStartValidation),
-       kEarly, S::kRepair, kToRepair},
+       kEarly, S::kRepair, kValidationToRepair},
       {"validating other failure",
        S::kValidating,
        Of(E::kActionFailed, A::kDrain),
        kEarly,
        S::kValidating,
        {}},
-      {"validating hung", S::kValidating, Of(E::kTimerExpired), kLate, S::kRepair, kToRepair},
+      {"validating hung", S::kValidating, Of(E::kTimerExpired), kLate, S::kRepair,
+       kValidationToRepair},
       {"validating timer early", S::kValidating, Of(E::kTimerExpired), kEarly, S::kValidating, {}},
-      {"validating serious", S::kValidating, Serious(), kEarly, S::kRepair, kToRepair},
+      {"validating serious", S::kValidating, Serious(), kEarly, S::kRepair, kValidationToRepair},
       {"validating medium", S::kValidating, Medium(), kEarly, S::kValidating, {}},
       {"validating cleared", S::kValidating, Of(E::kFaultCleared), kEarly, S::kValidating, {}},
       {"validating stray success",
@@ -212,7 +214,12 @@ std::vector<Row> Table() {
        S::kValidating,
        {}},
       {"validating repaired", S::kValidating, Of(E::kRepaired), kEarly, S::kValidating, {}},
-      {"validating retire", S::kValidating, Of(E::kRetire), kEarly, S::kRetired, {}},
+      {"validating retire",
+       S::kValidating,
+       Of(E::kRetire),
+       kEarly,
+       S::kRetired,
+       {A::kEndValidation}},
       // REINTRODUCED (on probation)
       {"reintroduced serious", S::kReintroduced, Serious(), kEarly, S::kRepair, kTakeOutRepair},
       {"reintroduced medium", S::kReintroduced, Medium(), kEarly, S::kSuspect, {}},
@@ -387,10 +394,10 @@ TEST(Policy, SpareComesInOnceAndGoesBackOnReintroduction) {
   d = Transition(d.next, Of(E::kRepaired), kEarly + 1h, config);
   d = Transition(d.next, Of(E::kValidationFailed), kEarly + 2h, config);
   EXPECT_EQ(d.next.state, S::kRepair);
-  EXPECT_EQ(Names(Kinds(d.actions)), Names({A::kOpenRepair}));  // the spare is already in
+  EXPECT_EQ(Names(Kinds(d.actions)), Names({A::kEndValidation, A::kOpenRepair}));  // spare in
   d = Transition(d.next, Of(E::kRepaired), kEarly + 3h, config);
   d = Transition(d.next, Of(E::kValidationPassed), kEarly + 4h, config);
-  EXPECT_EQ(Names(Kinds(d.actions)), Names({A::kResume, A::kReturnSpare}));
+  EXPECT_EQ(Names(Kinds(d.actions)), Names({A::kEndValidation, A::kResume, A::kReturnSpare}));
   EXPECT_FALSE(d.next.spare_in_use);
 }
 

@@ -1,0 +1,361 @@
+#include "remediate/controller.hpp"
+
+#include <algorithm>
+#include <fmt/format.h>
+
+#include "core/log.hpp"
+#include "core/strings.hpp"
+
+namespace cmax::remediate {
+namespace {
+
+constexpr int kMaxDepth = 16;  // action results feed the policy; this bounds the chain
+
+bool InService(NodeState state) {
+  return state == NodeState::kHealthy || state == NodeState::kSuspect ||
+         state == NodeState::kReintroduced;
+}
+
+bool Drains(const Decision& d) {
+  return std::ranges::any_of(d.actions,
+                             [](const Action& a) { return a.kind == ActionKind::kDrain; });
+}
+
+std::string Substitute(std::string text, const std::string& key, const std::string& value) {
+  for (size_t at = 0; (at = text.find(key, at)) != std::string::npos; at += value.size()) {
+    text.replace(at, key.size(), value);
+  }
+  return text;
+}
+
+// Quoted for /bin/sh: node and device names come from outside.
+std::string ShellQuote(const std::string& text) {
+  return "'" + Substitute(text, "'", "'\\''") + "'";
+}
+
+}  // namespace
+
+Controller::Controller(store::Store& store, Scheduler& scheduler, sys::ProcessRunner& runner,
+                       const Clock& clock, ControllerConfig config)
+    : store_(store),
+      journal_(store.Db()),
+      scheduler_(scheduler),
+      runner_(runner),
+      clock_(clock),
+      config_(std::move(config)) {}
+
+Event Controller::FaultEvent(const NodeCondition& c) {
+  Event e;
+  e.kind = EventKind::kFault;
+  e.severity = c.severity;
+  e.fault_action = ParseFaultAction(c.action).value_or(FaultAction::kNone);
+  e.device = c.device;
+  const std::string what = c.kind == "xid"    ? fmt::format("Xid {}", c.code)
+                           : c.kind == "sxid" ? fmt::format("SXid {}", c.code)
+                                              : c.kind;
+  e.summary = c.device.empty() ? what : what + " on " + c.device;
+  return e;
+}
+
+bool Controller::Watched(const std::string& node) const {
+  return config_.nodes.empty() || std::ranges::find(config_.nodes, node) != config_.nodes.end();
+}
+
+Result<StepSummary> Controller::Step() {
+  StepSummary summary;
+  auto breaker = journal_.Breaker();
+  if (!breaker) return tl::unexpected(breaker.error());
+  if (breaker->tripped) {
+    summary.breaker_tripped = true;
+    return summary;  // stop acting until a person resets it
+  }
+
+  // 1. What a previous run planned or started and did not finish.
+  auto open = journal_.OpenActions();
+  if (!open) return tl::unexpected(open.error());
+  for (const ActionRow& row : *open) {
+    if (!Watched(row.node)) continue;
+    log::Info("{}: carrying out {} left {} by an earlier run", row.node,
+              ActionKindName(row.action.kind), OutcomeName(row.outcome));
+    if (auto ok = CarryOut(row, summary, 0); !ok) return tl::unexpected(ok.error());
+  }
+
+  // 2. Conditions the agents wrote that are new, grew, or recovered since we last looked.
+  auto conditions = store_.LoadConditions("");
+  if (!conditions) return tl::unexpected(conditions.error());
+  auto seen = journal_.Seen();
+  if (!seen) return tl::unexpected(seen.error());
+  std::ranges::sort(*conditions, [](const NodeCondition& a, const NodeCondition& b) {
+    return a.last_seen < b.last_seen;
+  });
+  std::vector<SeenMark> quiet;  // recovered before we ever saw them: remembered, no event
+  for (const NodeCondition& c : *conditions) {
+    if (!Watched(c.node)) continue;
+    auto it = seen->find({c.node, c.key});
+    const bool known = it != seen->end();
+    SeenMark mark{c.node, c.key, c.count, c.recovered};
+    if (!c.recovered && (!known || c.count > it->second.count || it->second.recovered)) {
+      ++summary.events;
+      if (auto ok = Handle(c.node, FaultEvent(c), {mark}, summary, 0); !ok)
+        return tl::unexpected(ok.error());
+    } else if (c.recovered && known && !it->second.recovered) {
+      Event cleared = FaultEvent(c);
+      cleared.kind = EventKind::kFaultCleared;
+      ++summary.events;
+      if (auto ok = Handle(c.node, cleared, {mark}, summary, 0); !ok)
+        return tl::unexpected(ok.error());
+    } else if (!known) {
+      quiet.push_back(mark);
+    }
+  }
+  if (auto ok = journal_.MarkSeen(quiet); !ok) return tl::unexpected(ok.error());
+
+  // 3. Results from the scheduler: validations that ended, reboots that happened; and time.
+  auto entries = journal_.Nodes();
+  if (!entries) return tl::unexpected(entries.error());
+  for (const NodeEntry& entry : *entries) {
+    if (!Watched(entry.node)) continue;
+    const NodeRecord& r = entry.record;
+    if (r.state == NodeState::kValidating && entry.handle.starts_with("job:")) {
+      auto status = scheduler_.PollValidation(entry.node, entry.handle.substr(4));
+      if (!status) {
+        log::Warn("{}: cannot read validation {}: {}", entry.node, entry.handle,
+                  status.error().message);
+      } else if (status->state != ValidationState::kRunning) {
+        Event e;
+        e.kind = status->state == ValidationState::kPassed ? EventKind::kValidationPassed
+                                                           : EventKind::kValidationFailed;
+        e.summary = status->detail;
+        ++summary.events;
+        if (auto ok = Handle(entry.node, e, {}, summary, 0); !ok) return tl::unexpected(ok.error());
+        continue;
+      }
+    }
+    if (r.state == NodeState::kQuarantined && r.pending == "reboot-node" &&
+        entry.handle.starts_with("boot:")) {
+      auto boot = scheduler_.BootTime(entry.node);
+      if (boot && *boot != entry.handle.substr(5)) {
+        Event e;
+        e.kind = EventKind::kActionSucceeded;
+        e.action = ActionKind::kRebootNode;
+        e.summary = "booted at " + *boot;
+        ++summary.events;
+        if (auto ok = Handle(entry.node, e, {}, summary, 0); !ok) return tl::unexpected(ok.error());
+        continue;
+      }
+    }
+    if (r.state != NodeState::kHealthy) {
+      Event tick;
+      tick.kind = EventKind::kTimerExpired;
+      if (auto ok = Handle(entry.node, tick, {}, summary, 0); !ok)
+        return tl::unexpected(ok.error());
+    }
+  }
+  return summary;
+}
+
+Result<bool> Controller::MayTakeOut(const NodeEntry& entry, const Event& event,
+                                    const Decision& decision, StepSummary& summary) {
+  if (config_.dry_run || !Drains(decision) || !InService(entry.record.state)) return true;
+  const WallTime now = clock_.Now();
+  auto state = journal_.Breaker();
+  if (!state) return tl::unexpected(state.error());
+  auto take_outs = journal_.TakeOuts(
+      now - std::chrono::duration_cast<std::chrono::milliseconds>(config_.breaker.window));
+  if (!take_outs) return tl::unexpected(take_outs.error());
+  auto fleet = scheduler_.Nodes();
+  if (!fleet) return tl::unexpected(fleet.error());
+  const BreakerVerdict verdict =
+      CheckBreaker(*state, *take_outs, static_cast<int>(fleet->size()), now, config_.breaker);
+  if (!verdict.allow) {
+    ++summary.refused;
+    if (verdict.trips_now) {
+      summary.breaker_tripped = true;
+      if (auto ok = journal_.SetBreaker({true, now, verdict.reason}); !ok)
+        return tl::unexpected(ok.error());
+      log::Error(
+          "circuit breaker tripped: {}; cmax takes no more action until `cmax remediate "
+          "reset-breaker`",
+          verdict.reason);
+      if (auto ok =
+              journal_.Note(entry.node, "breaker", event.summary,
+                            "circuit breaker tripped: " + verdict.reason + "; not taken out", now);
+          !ok) {
+        return tl::unexpected(ok.error());
+      }
+    }
+    return false;
+  }
+  auto recent = journal_.DisruptiveActions(
+      entry.node, now - std::chrono::duration_cast<std::chrono::milliseconds>(config_.rate.window));
+  if (!recent) return tl::unexpected(recent.error());
+  if (!WithinRateLimit(*recent, now, config_.rate)) {
+    ++summary.refused;
+    const std::string why =
+        fmt::format("rate limit: {} disruptive actions within {}; fault noted, not acted on",
+                    recent->size(), FormatDuration(config_.rate.window));
+    log::Warn("{}: {}", entry.node, why);
+    if (auto ok = journal_.Note(entry.node, "rate-limit", event.summary, why, now); !ok) {
+      return tl::unexpected(ok.error());
+    }
+    return false;
+  }
+  return true;
+}
+
+Result<void> Controller::Handle(const std::string& node, const Event& event,
+                                const std::vector<SeenMark>& seen, StepSummary& summary,
+                                int depth) {
+  const WallTime now = clock_.Now();
+  auto entry = journal_.Node(node, now);
+  if (!entry) return tl::unexpected(entry.error());
+  const Decision decision = Transition(entry->record, event, now, config_.policy);
+  const bool changed = decision.next.state != entry->record.state || !decision.actions.empty();
+  if (!changed && event.kind != EventKind::kFault) {
+    // Quiet: a timer tick or a stray result. Nothing to write but the conditions consumed.
+    return journal_.MarkSeen(seen);
+  }
+  auto allowed = MayTakeOut(*entry, event, decision, summary);
+  if (!allowed && allowed.error().code == ErrorCode::kUnavailable) {
+    // Cannot count the fleet: decide nothing now; the condition stays unseen for the next step.
+    log::Warn("{}: {} left for later: {}", node, EventKindName(event.kind),
+              allowed.error().message);
+    return {};
+  }
+  if (!allowed) return tl::unexpected(allowed.error());
+  if (!*allowed) {
+    // A refused take-out by the breaker stays unseen, so it is acted on after the reset; the
+    // rate limit consumes it.
+    if (summary.breaker_tripped) return {};
+    return journal_.MarkSeen(seen);
+  }
+  auto ids = journal_.Apply(*entry, event, decision, now, config_.dry_run, seen);
+  if (!ids) return tl::unexpected(ids.error());
+  ++summary.transitions;
+  log::Info("{}: {} -> {} on {}{}: {}", node, NodeStateName(entry->record.state),
+            NodeStateName(decision.next.state), EventKindName(event.kind),
+            event.summary.empty() ? "" : " (" + event.summary + ")", decision.note);
+  if (config_.dry_run) return {};
+  auto rows = journal_.Actions(node, static_cast<int>(ids->size()));
+  if (!rows) return tl::unexpected(rows.error());
+  for (const ActionRow& row : *rows) {
+    if (auto ok = CarryOut(row, summary, depth); !ok) return ok;
+  }
+  return {};
+}
+
+Result<void> Controller::CarryOut(const ActionRow& row, StepSummary& summary, int depth) {
+  const WallTime now = clock_.Now();
+  auto entry = journal_.Node(row.node, now);
+  if (!entry) return tl::unexpected(entry.error());
+  if (auto ok = journal_.Started(row.id, now); !ok) return ok;
+  ActionRow started = row;
+  auto result = Execute(started, *entry);
+  if (!result && result.error().code == ErrorCode::kUnavailable) {
+    // The scheduler is away: the action stays open and the next step tries again.
+    log::Warn("{}: {} pending: {}", row.node, ActionKindName(row.action.kind),
+              result.error().message);
+    return {};
+  }
+  const std::string detail = result ? *result : result.error().message;
+  if (auto ok = journal_.Finished(row.id, result.has_value(), detail, clock_.Now()); !ok) return ok;
+  (result ? summary.actions_done : summary.actions_failed)++;
+  if (result) {
+    log::Info("{}: {} done: {}", row.node, ActionKindName(row.action.kind), detail);
+  } else {
+    log::Warn("{}: {} failed: {}", row.node, ActionKindName(row.action.kind), detail);
+  }
+  if (depth >= kMaxDepth) return {};
+  // A reboot has succeeded when the node has booted, not when it was asked to (see Step).
+  if (result && row.action.kind == ActionKind::kRebootNode) return {};
+  Event feedback;
+  feedback.kind = result ? EventKind::kActionSucceeded : EventKind::kActionFailed;
+  feedback.action = row.action.kind;
+  feedback.summary = detail;
+  return Handle(row.node, feedback, {}, summary, depth + 1);
+}
+
+Result<std::string> Controller::Execute(const ActionRow& row, NodeEntry& entry) {
+  const std::string& node = row.node;
+  const WallTime now = clock_.Now();
+  switch (row.action.kind) {
+    case ActionKind::kDrain: return scheduler_.Drain(node, row.action.reason);
+    case ActionKind::kResume: return scheduler_.Resume(node);
+    case ActionKind::kRequeueJobs: return scheduler_.RequeueJobs(node);
+    case ActionKind::kResetGpu: {
+      if (config_.reset_command.empty()) {
+        return Fail(ErrorCode::kUnsupported,
+                    "no --reset-command: cmax cannot reach the GPU from here");
+      }
+      std::string command = Substitute(config_.reset_command, "{node}", ShellQuote(node));
+      command = Substitute(command, "{device}", ShellQuote(row.action.device));
+      sys::ProcessSpec spec{.argv = {command}, .use_shell = true};
+      spec.timeout = std::chrono::minutes(5);
+      auto r = runner_.Run(spec);
+      if (!r) return tl::unexpected(r.error());
+      if (!r->Succeeded()) {
+        return Fail(ErrorCode::kIo, "reset command: {}: {}", r->Describe(),
+                    std::string(Trim(r->stderr_text)).substr(0, 300));
+      }
+      return std::string("GPU reset");
+    }
+    case ActionKind::kRebootNode: {
+      auto boot = scheduler_.BootTime(node);
+      if (!boot) return tl::unexpected(boot.error());
+      auto r = scheduler_.Reboot(
+          node,
+          "cmax: " + (entry.record.reason.empty() ? std::string("reboot") : entry.record.reason));
+      if (!r) return r;
+      entry.handle = "boot:" + *boot;
+      if (auto ok = journal_.SaveEntry(entry, now); !ok) return tl::unexpected(ok.error());
+      return *r + "; booted last at " + *boot;
+    }
+    case ActionKind::kStartValidation: {
+      auto job = scheduler_.StartValidation(node, config_.validation);
+      if (!job) return tl::unexpected(job.error());
+      entry.handle = "job:" + *job;
+      if (auto ok = journal_.SaveEntry(entry, now); !ok) return tl::unexpected(ok.error());
+      return "validation job " + *job;
+    }
+    case ActionKind::kEndValidation: {
+      auto r = scheduler_.EndValidation(node, row.action.reason.empty(), row.action.reason);
+      if (!r) return r;
+      entry.handle.clear();
+      if (auto ok = journal_.SaveEntry(entry, now); !ok) return tl::unexpected(ok.error());
+      return r;
+    }
+    case ActionKind::kSwapInSpare: {
+      std::string spare = row.action.device;
+      if (spare.empty()) {
+        auto picked = scheduler_.PickSpare();
+        if (!picked) return tl::unexpected(picked.error());
+        spare = *picked;
+        // Written down before the move, so a restart moves the same spare.
+        if (auto ok = journal_.Started(row.id, now, spare); !ok) return tl::unexpected(ok.error());
+      }
+      auto r = scheduler_.SwapInSpare(spare);
+      if (!r) return r;
+      entry.spare = spare;
+      if (auto ok = journal_.SaveEntry(entry, now); !ok) return tl::unexpected(ok.error());
+      return r;
+    }
+    case ActionKind::kReturnSpare: {
+      if (entry.spare.empty()) return std::string("no spare to return");
+      auto r = scheduler_.ReturnSpare(entry.spare);
+      if (!r) return r;
+      entry.spare.clear();
+      if (auto ok = journal_.SaveEntry(entry, now); !ok) return tl::unexpected(ok.error());
+      return r;
+    }
+    case ActionKind::kOpenRepair:
+      log::Warn("{} needs repair: {} (`cmax remediate repaired {}` when it is fixed)", node,
+                row.action.reason, node);
+      return "repair needed: " + row.action.reason;
+    case ActionKind::kAlert:
+      log::Error("{}: {}", node, row.action.reason);
+      return "alerted: " + row.action.reason;
+  }
+  return Fail(ErrorCode::kInternal, "unknown action");
+}
+
+}  // namespace cmax::remediate

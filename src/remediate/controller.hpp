@@ -1,0 +1,69 @@
+// The controller: conditions from the store (written by agents) and results from the scheduler
+// become events, the policy decides, the journal writes the decision down, and only then are the
+// actions carried out through the Scheduler, each marked started and finished. One Step is one
+// pass; `cmax remediate run` and `cmax agent --remediate` call it in a loop.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "core/clock.hpp"
+#include "remediate/fleet.hpp"
+#include "remediate/journal.hpp"
+#include "remediate/policy.hpp"
+#include "remediate/scheduler.hpp"
+#include "store/store.hpp"
+#include "sys/process_runner.hpp"
+
+namespace cmax::remediate {
+
+struct ControllerConfig {
+  PolicyConfig policy;
+  BreakerConfig breaker;
+  RateLimit rate;
+  bool dry_run = false;  // decide and record, carry nothing out
+  ValidationSpec validation{"true", std::chrono::minutes(30)};
+  // Resets one GPU on a node: run here through /bin/sh with {node} and {device} replaced (for
+  // example "ssh {node} nvidia-smi -r -i {device}"). Empty: a reset cannot be done from here,
+  // the action fails and the policy reboots instead.
+  std::string reset_command;
+  std::vector<std::string> nodes;  // act only on these; empty: every node with conditions
+};
+
+struct StepSummary {
+  int events = 0;       // events the policy saw (quiet timer ticks not counted)
+  int transitions = 0;  // decisions recorded
+  int actions_done = 0;
+  int actions_failed = 0;
+  int refused = 0;  // take-outs the breaker or the rate limit stopped
+  bool breaker_tripped = false;
+};
+
+class Controller {
+ public:
+  Controller(store::Store& store, Scheduler& scheduler, sys::ProcessRunner& runner,
+             const Clock& clock, ControllerConfig config);
+
+  Result<StepSummary> Step();
+
+ private:
+  // A condition turned into the policy's event.
+  static Event FaultEvent(const NodeCondition& c);
+  bool Watched(const std::string& node) const;
+  Result<void> Handle(const std::string& node, const Event& event,
+                      const std::vector<SeenMark>& seen, StepSummary& summary, int depth);
+  // Whether this decision may take the node out now; records a refusal.
+  Result<bool> MayTakeOut(const NodeEntry& entry, const Event& event, const Decision& decision,
+                          StepSummary& summary);
+  Result<void> CarryOut(const ActionRow& row, StepSummary& summary, int depth);
+  Result<std::string> Execute(const ActionRow& row, NodeEntry& entry);
+
+  store::Store& store_;
+  Journal journal_;
+  Scheduler& scheduler_;
+  sys::ProcessRunner& runner_;
+  const Clock& clock_;
+  ControllerConfig config_;
+};
+
+}  // namespace cmax::remediate

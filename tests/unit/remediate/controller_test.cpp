@@ -1,0 +1,366 @@
+// The controller against a real SQLite store and a stand-in scheduler that keeps node states in
+// memory and records every call: the whole loop, a restart after a crash at every point, the
+// circuit breaker, dry runs and a scheduler that is away. The same controller drives the real
+// Slurm lab in tests/integration/remediate_lab_test.cpp.
+#include "remediate/controller.hpp"
+
+#include <algorithm>
+#include <gtest/gtest.h>
+#include <map>
+
+#include "support/fake_process_runner.hpp"
+#include "support/temp_dir.hpp"
+
+namespace cmax::remediate {
+namespace {
+
+using namespace std::chrono_literals;
+
+// A stand-in scheduler: nodes in memory, every call recorded as "verb node".
+class FakeScheduler final : public Scheduler {
+ public:
+  explicit FakeScheduler(int nodes) {
+    for (int i = 1; i <= nodes; ++i) nodes_["gpu" + std::to_string(i)] = {};
+    nodes_["spare1"] = {};
+  }
+  struct State {
+    bool drain = false;
+    std::string reason;
+    std::string boot = "2026-11-30T00:00:00";
+  };
+  Result<std::vector<SchedulerNode>> Nodes() override {
+    if (away_nodes > 0 && away_nodes-- > 0) return Fail(ErrorCode::kUnavailable, "controller away");
+    std::vector<SchedulerNode> out;
+    for (const auto& [name, s] : nodes_)
+      out.push_back({name, s.drain ? "drained" : "idle", s.drain, s.reason, {}});
+    return out;
+  }
+  Result<std::string> Drain(const std::string& node, const std::string& reason) override {
+    if (Away()) return Fail(ErrorCode::kUnavailable, "controller away");
+    State& s = nodes_.at(node);
+    if (s.drain)
+      return std::string(IsCmaxReason(s.reason) ? "already drained by cmax" : "someone else");
+    calls.push_back("drain " + node);
+    s = {true, reason, s.boot};
+    return std::string("drained");
+  }
+  Result<std::string> Resume(const std::string& node) override {
+    State& s = nodes_.at(node);
+    if (!s.drain) return std::string("nothing to resume");
+    if (!IsCmaxReason(s.reason)) return Fail(ErrorCode::kPermissionDenied, "operator drain");
+    calls.push_back("resume " + node);
+    s.drain = false;
+    return std::string("resumed");
+  }
+  Result<std::string> RequeueJobs(const std::string& node) override {
+    calls.push_back("requeue " + node);
+    return std::string("requeued 7");
+  }
+  Result<std::string> Reboot(const std::string& node, const std::string&) override {
+    calls.push_back("reboot " + node);
+    return std::string("reboot requested");
+  }
+  Result<std::string> BootTime(const std::string& node) override { return nodes_.at(node).boot; }
+  Result<std::string> StartValidation(const std::string& node, const ValidationSpec&) override {
+    calls.push_back("validate " + node);
+    nodes_.at(node).drain = false;  // inside its reservation
+    return std::string("42");
+  }
+  Result<ValidationStatus> PollValidation(const std::string&, const std::string&) override {
+    return ValidationStatus{validation, "exit 0"};
+  }
+  Result<std::string> EndValidation(const std::string& node, bool passed,
+                                    const std::string& reason) override {
+    calls.push_back(std::string(passed ? "end-pass " : "end-fail ") + node);
+    if (!passed) nodes_.at(node) = {true, reason, nodes_.at(node).boot};
+    return std::string("ended");
+  }
+  Result<std::string> PickSpare() override { return std::string("spare1"); }
+  Result<std::string> SwapInSpare(const std::string& spare) override {
+    calls.push_back("spare-in " + spare);
+    return std::string("in");
+  }
+  Result<std::string> ReturnSpare(const std::string& spare) override {
+    calls.push_back("spare-out " + spare);
+    return std::string("out");
+  }
+
+  bool Away() {
+    if (away_calls > 0) {
+      --away_calls;
+      return true;
+    }
+    return false;
+  }
+  std::map<std::string, State> nodes_;
+  std::vector<std::string> calls;
+  ValidationState validation = ValidationState::kRunning;
+  int away_calls = 0;  // drains that find the controller away
+  int away_nodes = 0;  // node listings that do
+};
+
+const WallTime kT0{std::chrono::milliseconds(1'800'000'000'000)};
+
+class ControllerTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto s = store::Store::Open({.path = dir_.File("cmax.db")});
+    ASSERT_TRUE(s) << s.error().message;
+    store_.emplace(std::move(*s));
+    config_.reset_command = "true";
+    config_.validation = {"true", 30min};
+  }
+  Controller Make() { return Controller(*store_, sched_, runner_, clock_, config_); }
+  // What the agent on `node` would write for an Xid.
+  void Xid(const std::string& node, int code, const std::string& action, uint64_t count = 1,
+           bool recovered = false, const std::string& device = "0000:17:00") {
+    NodeCondition c;
+    c.node = node;
+    c.key = "xid/" + device + "/" + std::to_string(code);
+    c.component = "gpu";
+    c.device = device;
+    c.kind = "xid";
+    c.code = code;
+    c.severity = Severity::kCritical;
+    c.action = action;
+    c.message = "NVRM: Xid (PCI:" + device + "): " + std::to_string(code);
+    c.count = count;
+    c.first_seen = c.last_seen = clock_.Now();
+    c.recovered = recovered;
+    ASSERT_TRUE(store_->SaveConditions({c}, {}));
+  }
+  NodeState State(const std::string& node) {
+    return Journal(store_->Db()).Node(node, clock_.Now()).value().record.state;
+  }
+  StepSummary Step() {
+    Controller c = Make();
+    auto s = c.Step();
+    EXPECT_TRUE(s) << s.error().message;
+    return s.value_or(StepSummary{});
+  }
+
+  testing::TempDir dir_;
+  std::optional<store::Store> store_;
+  FakeScheduler sched_{4};
+  testing::FakeProcessRunner runner_;
+  ManualClock clock_{kT0};
+  ControllerConfig config_;
+};
+
+TEST_F(ControllerTest, Xid79AllTheWayBackIntoService) {
+  runner_.AnswerStdout("true", "");  // stands in for the reset command
+  Xid("gpu2", 79, "reset-gpu");
+  Step();
+  EXPECT_EQ(State("gpu2"), NodeState::kValidating);
+  EXPECT_EQ(sched_.calls,
+            (std::vector<std::string>{"drain gpu2", "requeue gpu2", "validate gpu2"}));
+  ASSERT_EQ(runner_.calls.size(), 1U);
+  EXPECT_EQ(runner_.calls[0].argv[0], "true");
+
+  Step();  // validation still running: nothing changes
+  EXPECT_EQ(State("gpu2"), NodeState::kValidating);
+  sched_.validation = ValidationState::kPassed;
+  clock_.Advance(2min);
+  Step();
+  EXPECT_EQ(State("gpu2"), NodeState::kReintroduced);
+  EXPECT_EQ(sched_.calls.back(), "end-pass gpu2");
+  clock_.Advance(61min);
+  Step();
+  EXPECT_EQ(State("gpu2"), NodeState::kHealthy);
+
+  Journal journal(store_->Db());
+  const auto history = journal.History("gpu2", 100).value();
+  std::vector<std::string> path;
+  for (const HistoryRow& h : history) path.push_back(h.from + ">" + h.to);
+  EXPECT_EQ(path, (std::vector<std::string>{"HEALTHY>QUARANTINED", "QUARANTINED>VALIDATING",
+                                            "VALIDATING>REINTRODUCED", "REINTRODUCED>HEALTHY"}));
+  EXPECT_EQ(history[0].event_detail, "Xid 79 on 0000:17:00");
+  for (const ActionRow& a : journal.Actions("gpu2", 100).value()) {
+    EXPECT_EQ(a.outcome, Outcome::kDone) << ActionKindName(a.action.kind) << " " << a.detail;
+    EXPECT_TRUE(a.started_at.has_value());
+    EXPECT_TRUE(a.finished_at.has_value());
+  }
+  EXPECT_TRUE(journal.OpenActions().value().empty());
+}
+
+TEST_F(ControllerTest, ASeenConditionIsNotActedOnTwiceButAGrownOneIs) {
+  Xid("gpu2", 13, "restart-app");  // critical by our stand-in severity: serious
+  Step();
+  const size_t calls = sched_.calls.size();
+  Step();
+  EXPECT_EQ(sched_.calls.size(), calls);
+  const auto faults =
+      Journal(store_->Db()).Node("gpu2", clock_.Now()).value().record.serious_faults;
+  EXPECT_EQ(faults.size(), 1U);
+  Xid("gpu2", 13, "restart-app", 2);
+  Step();
+  EXPECT_EQ(Journal(store_->Db()).Node("gpu2", clock_.Now()).value().record.serious_faults.size(),
+            2U);
+}
+
+TEST_F(ControllerTest, NoResetCommandMeansReboot) {
+  config_.reset_command.clear();
+  Xid("gpu3", 79, "reset-gpu");
+  Step();
+  EXPECT_EQ(State("gpu3"), NodeState::kQuarantined);
+  EXPECT_EQ(sched_.calls, (std::vector<std::string>{"drain gpu3", "requeue gpu3", "reboot gpu3"}));
+  Step();  // not booted yet
+  EXPECT_EQ(State("gpu3"), NodeState::kQuarantined);
+  sched_.nodes_["gpu3"].boot = "2026-11-30T01:00:00";
+  Step();
+  EXPECT_EQ(State("gpu3"), NodeState::kValidating);
+  EXPECT_EQ(sched_.calls.back(), "validate gpu3");
+}
+
+TEST_F(ControllerTest, RestartAfterACrashBetweenPlanAndActionDrainsExactlyOnce) {
+  // The controller wrote its decision and died before carrying anything out.
+  Journal journal(store_->Db());
+  NodeEntry entry = journal.Node("gpu2", kT0).value();
+  Event e;
+  e.kind = EventKind::kFault;
+  e.severity = Severity::kCritical;
+  e.fault_action = FaultAction::kResetGpu;
+  e.device = "0000:17:00";
+  e.summary = "Xid 79 on 0000:17:00";
+  const Decision d = Transition(entry.record, e, kT0, config_.policy);
+  auto ids = journal.Apply(entry, e, d, kT0, false, {{"gpu2", "xid/0000:17:00/79", 1, false}});
+  ASSERT_TRUE(ids);
+  // ... and a second time it died after the drain had started but before it was written done.
+  ASSERT_TRUE(journal.Started(ids->at(0), kT0));
+  sched_.nodes_["gpu2"] = {true, "cmax: Xid 79 on 0000:17:00"};
+  Xid("gpu2", 79, "reset-gpu");
+
+  runner_.AnswerStdout("true", "");
+  Step();
+  EXPECT_EQ(std::ranges::count(sched_.calls, "drain gpu2"), 0);  // it was already drained
+  EXPECT_EQ(std::ranges::count(sched_.calls, "requeue gpu2"), 1);
+  EXPECT_EQ(std::ranges::count(sched_.calls, "validate gpu2"), 1);
+  EXPECT_EQ(State("gpu2"), NodeState::kValidating);
+  EXPECT_TRUE(journal.OpenActions().value().empty());
+  EXPECT_EQ(journal.Actions("gpu2", 10).value().front().detail, "already drained by cmax");
+}
+
+TEST_F(ControllerTest, SchedulerAwayKeepsTheActionPendingUntilItIsBack) {
+  runner_.AnswerStdout("true", "");
+  sched_.away_calls = 1;  // the drain finds the controller away
+  Xid("gpu2", 79, "reset-gpu");
+  Step();
+  Journal journal(store_->Db());
+  const auto open = journal.OpenActions().value();
+  ASSERT_FALSE(open.empty());
+  EXPECT_EQ(open.front().action.kind, ActionKind::kDrain);
+  EXPECT_FALSE(sched_.nodes_["gpu2"].drain);
+  Step();
+  EXPECT_TRUE(sched_.nodes_["gpu2"].drain);
+  EXPECT_EQ(std::ranges::count(sched_.calls, "drain gpu2"), 1);
+  EXPECT_TRUE(journal.OpenActions().value().empty());
+}
+
+TEST_F(ControllerTest, SchedulerAwayBeforeTheDecisionKeepsTheFaultForTheNextStep) {
+  runner_.AnswerStdout("true", "");
+  sched_.away_nodes = 1;  // the breaker cannot count the fleet
+  Xid("gpu2", 79, "reset-gpu");
+  Step();
+  EXPECT_EQ(State("gpu2"), NodeState::kHealthy);
+  EXPECT_TRUE(sched_.calls.empty());
+  Step();
+  EXPECT_EQ(State("gpu2"), NodeState::kValidating);
+  EXPECT_EQ(std::ranges::count(sched_.calls, "drain gpu2"), 1);
+}
+
+TEST_F(ControllerTest, BreakerTripsWhenThreeOfFourFailAtOnce) {
+  FakeScheduler four(3);  // gpu1-3 and spare1: a fleet of four
+  Controller c(*store_, four, runner_, clock_, config_);
+  runner_.AnswerStdout("true", "");
+  for (const char* node : {"gpu1", "gpu2", "gpu3"}) Xid(node, 79, "reset-gpu");
+  auto s = c.Step();
+  ASSERT_TRUE(s) << s.error().message;
+  EXPECT_TRUE(s->breaker_tripped);
+  EXPECT_EQ(s->refused, 1);
+  EXPECT_EQ(std::ranges::count_if(four.calls,
+                                  [](const std::string& x) { return x.starts_with("drain"); }),
+            2);
+  Journal journal(store_->Db());
+  EXPECT_TRUE(journal.Breaker().value().tripped);
+  EXPECT_EQ(journal.Breaker().value().reason, "3 of 4 nodes taken out within 5m00s (limit 50%)");
+  // Tripped: nothing more happens, even later.
+  clock_.Advance(1h);
+  const size_t calls = four.calls.size();
+  EXPECT_TRUE(c.Step()->breaker_tripped);
+  EXPECT_EQ(four.calls.size(), calls);
+  // A person resets it; the refused fault was kept and is acted on now.
+  ASSERT_TRUE(journal.SetBreaker({}));
+  ASSERT_TRUE(c.Step());
+  EXPECT_EQ(std::ranges::count_if(four.calls,
+                                  [](const std::string& x) { return x.starts_with("drain"); }),
+            3);
+}
+
+TEST_F(ControllerTest, FailedValidationGoesToRepairWithTheSpareAndBack) {
+  runner_.AnswerStdout("true", "");
+  Xid("gpu2", 79, "reset-gpu");
+  Step();
+  sched_.validation = ValidationState::kFailed;
+  Step();
+  EXPECT_EQ(State("gpu2"), NodeState::kRepair);
+  EXPECT_TRUE(sched_.nodes_["gpu2"].drain);
+  EXPECT_EQ(sched_.nodes_["gpu2"].reason, "cmax: validation failed");
+  EXPECT_EQ(std::ranges::count(sched_.calls, "spare-in spare1"), 1);
+  Journal journal(store_->Db());
+  EXPECT_EQ(journal.Node("gpu2", kT0).value().spare, "spare1");
+
+  // Repaired by a person: validated again, passes, the spare goes back.
+  NodeEntry entry = journal.Node("gpu2", kT0).value();
+  Event repaired;
+  repaired.kind = EventKind::kRepaired;
+  const Decision d = Transition(entry.record, repaired, clock_.Now(), config_.policy);
+  ASSERT_TRUE(journal.Apply(entry, repaired, d, clock_.Now(), false, {}));
+  sched_.validation = ValidationState::kPassed;
+  Step();  // carries out the start-validation the operator's event planned
+  Step();  // sees it passed
+  EXPECT_EQ(State("gpu2"), NodeState::kReintroduced);
+  EXPECT_EQ(sched_.calls.back(), "spare-out spare1");
+  EXPECT_EQ(journal.Node("gpu2", kT0).value().spare, "");
+}
+
+TEST_F(ControllerTest, DryRunDecidesAndRecordsButTouchesNothing) {
+  config_.dry_run = true;
+  Xid("gpu2", 79, "reset-gpu");
+  Step();
+  EXPECT_TRUE(sched_.calls.empty());
+  EXPECT_TRUE(runner_.calls.empty());
+  Journal journal(store_->Db());
+  EXPECT_EQ(State("gpu2"), NodeState::kQuarantined);
+  for (const ActionRow& a : journal.Actions("gpu2", 10).value()) {
+    EXPECT_EQ(a.outcome, Outcome::kSkipped);
+    EXPECT_TRUE(a.dry_run);
+  }
+}
+
+TEST_F(ControllerTest, OperatorDrainIsNeverResumed) {
+  runner_.AnswerStdout("true", "");
+  Xid("gpu2", 79, "reset-gpu");
+  Step();
+  sched_.nodes_["gpu2"] = {true, "bad fan, ticket 123"};  // an operator stepped in
+  sched_.validation = ValidationState::kPassed;
+  Step();
+  EXPECT_TRUE(sched_.nodes_["gpu2"].drain);
+  EXPECT_EQ(sched_.nodes_["gpu2"].reason, "bad fan, ticket 123");
+  Journal journal(store_->Db());
+  const auto actions = journal.Actions("gpu2", 10).value();
+  const auto resume = std::ranges::find_if(
+      actions, [](const ActionRow& a) { return a.action.kind == ActionKind::kResume; });
+  ASSERT_NE(resume, actions.end());
+  EXPECT_EQ(resume->outcome, Outcome::kFailed);
+  EXPECT_EQ(actions.back().action.kind, ActionKind::kAlert);
+}
+
+TEST_F(ControllerTest, OnlyTheWatchedNodes) {
+  config_.nodes = {"gpu1"};
+  Xid("gpu2", 79, "reset-gpu");
+  Step();
+  EXPECT_TRUE(sched_.calls.empty());
+}
+
+}  // namespace
+}  // namespace cmax::remediate
