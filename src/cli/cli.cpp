@@ -38,8 +38,9 @@ int RunCli(const std::vector<std::string>& args, std::ostream& out, std::ostream
   app.add_flag("--no-color", ctx.global.no_color, "No colours even on a terminal (also NO_COLOR)");
 
   const std::vector<Command> commands = {
-      SetupRunCommand(app), SetupDbCommand(app),     SetupReportCommand(app),
-      SetupLabCommand(app), SetupHealthCommand(app), SetupAgentCommand(app),
+      SetupRunCommand(app),       SetupDbCommand(app),     SetupReportCommand(app),
+      SetupLabCommand(app),       SetupHealthCommand(app), SetupAgentCommand(app),
+      SetupRemediateCommand(app),
   };
 
   std::vector<std::string> reversed(args.rbegin(), args.rend());

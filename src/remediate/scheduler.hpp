@@ -19,7 +19,7 @@ bool IsCmaxReason(std::string_view reason);
 struct SchedulerNode {
   std::string name;
   std::string state;   // the scheduler's words, lower case: "idle", "drained", "mixed", "maint"
-  bool drain = false;  // draining or drained: no new work lands here
+  bool drain = false;  // draining, drained or down: no new work lands here
   std::string reason;  // why it is drained, without Slurm's "[user@time]" suffix
   std::vector<std::string> partitions;
 };

@@ -54,7 +54,8 @@ std::vector<SchedulerNode> ParseSinfoNodes(std::string_view text) {
     if (it == nodes.end()) {
       SchedulerNode node;
       node.name = std::move(name);
-      node.drain = state.starts_with("drain") || state == "drng";
+      // Down counts too: no work lands there, and resuming it is the same decision.
+      node.drain = state.starts_with("drain") || state == "drng" || state.starts_with("down");
       node.state = std::move(state);
       node.reason = std::move(reason);
       nodes.push_back(std::move(node));
@@ -191,8 +192,9 @@ Result<std::string> SlurmScheduler::RequeueJobs(const std::string& node) {
 }
 
 Result<std::string> SlurmScheduler::Reboot(const std::string& node, const std::string& reason) {
-  // nextstate=DRAIN: the node comes back out of service, so validation runs before work does.
-  auto r = Slurm({"scontrol", "reboot", "ASAP", "nextstate=DRAIN", "reason=" + reason, node});
+  // nextstate=DOWN (22.05 takes only DOWN or RESUME): the node comes back out of service with
+  // our reason, so validation runs before work does.
+  auto r = Slurm({"scontrol", "reboot", "ASAP", "nextstate=DOWN", "reason=" + reason, node});
   if (!r) return tl::unexpected(r.error());
   return std::string("reboot requested");
 }

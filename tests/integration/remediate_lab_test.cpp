@@ -1,14 +1,18 @@
-// The Slurm adapter against the real lab (slurmctld and five slurmd, one of them a spare):
-// drain and resume, an operator's drain left alone, the job on a failed node requeued,
-// validation inside a MAINT reservation on a node that other work cannot reach, and a spare
-// moved into service and back.
+// The Slurm adapter and the whole controller (`cmax remediate`) against the real lab (slurmctld and
+// five slurmd, one of them a spare): drain and resume, an operator's drain left alone, the job on a
+// failed node requeued, validation inside a MAINT reservation on a node that other work cannot
+// reach, and a spare moved into service and back.
+#include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <gtest/gtest.h>
 #include <thread>
 
 #include "lab/lab.hpp"
+#include "remediate/journal.hpp"
 #include "remediate/slurm.hpp"
+#include "store/store.hpp"
 #include "support/temp_dir.hpp"
 #include "sys/file_system.hpp"
 #include "sys/process_runner.hpp"
@@ -165,6 +169,193 @@ TEST_F(RemediateLabTest, SpareMovesIntoServiceAndBack) {
   EXPECT_EQ(slurm_.ReturnSpare(spare).value(), "gpu5 back in partition spare only");
   EXPECT_EQ(ScontrolField(Run({"scontrol", "show", "partition", "-o", "gpu"}), "Nodes"),
             "gpu[1-4]");
+}
+
+// The controller through the real binary: conditions written as the agent writes them, then
+// `cmax remediate run` against the lab, as an operator would run it.
+class ControllerLabTest : public RemediateLabTest {
+ protected:
+  void SetUp() override {
+    RemediateLabTest::SetUp();
+    db_ = dir_.File("cmax.db");
+    auto s = store::Store::Open({.path = db_});
+    ASSERT_TRUE(s) << s.error().message;
+  }
+  // What the agent on `node` writes when the kernel logs an Xid.
+  void Xid(const std::string& node, int code, const std::string& action) {
+    auto s = store::Store::Open({.path = db_});
+    ASSERT_TRUE(s);
+    NodeCondition c;
+    c.node = node;
+    c.key = "xid/0000:17:00/" + std::to_string(code);
+    c.component = "gpu";
+    c.device = "0000:17:00";
+    c.kind = "xid";
+    c.code = code;
+    c.severity = Severity::kCritical;
+    c.action = action;
+    c.count = 1;
+    c.first_seen = c.last_seen = clock_.Now();
+    ASSERT_TRUE(s->SaveConditions({c}, {}));
+  }
+  sys::ProcessResult Cmax(std::vector<std::string> args) {
+    std::vector<std::string> argv{CMAX_BINARY, "--db", db_};
+    argv.insert(argv.end(), args.begin(), args.end());
+    sys::ProcessSpec spec{.argv = argv};
+    spec.timeout = 60s;
+    auto r = runner_.Run(spec);
+    EXPECT_TRUE(r) << r.error().message;
+    return r ? *r : sys::ProcessResult{};
+  }
+  std::vector<std::string> Act(std::string validation = "sleep 1; true") {
+    return {
+        "remediate",       "run",  "--once", "--act", "--validation-command", std::move(validation),
+        "--reset-command", "true", "-q"};
+  }
+  remediate::NodeState State(const std::string& node) {
+    auto s = store::Store::Open({.path = db_});
+    return remediate::Journal(s->Db()).Node(node, clock_.Now()).value().record.state;
+  }
+  // Runs the controller once a second until the node reaches `state` (or 30 s pass).
+  bool RunUntil(const std::string& node, remediate::NodeState state,
+                const std::string& validation = "sleep 1; true") {
+    for (int i = 0; i < 30; ++i) {
+      Cmax(Act(validation));
+      if (State(node) == state) return true;
+      std::this_thread::sleep_for(1s);
+    }
+    return false;
+  }
+  std::vector<remediate::ActionRow> Actions(const std::string& node) {
+    auto s = store::Store::Open({.path = db_});
+    return remediate::Journal(s->Db()).Actions(node, 1000).value();
+  }
+  int Count(const std::string& node, remediate::ActionKind kind) {
+    const auto actions = Actions(node);
+    return static_cast<int>(std::ranges::count_if(
+        actions, [&](const remediate::ActionRow& a) { return a.action.kind == kind; }));
+  }
+
+  std::string db_;
+};
+
+TEST_F(ControllerLabTest, Xid79DrainsRequeuesBringsTheSpareValidatesAndResumes) {
+  std::string id = Run({"sbatch", "--parsable", "-N1", "-o", "/dev/null", "--wrap", "sleep 300"});
+  id = id.substr(0, id.find('\n'));
+  std::string node;
+  ASSERT_TRUE(Eventually([&] {
+    node = Run({"squeue", "-h", "-j", id, "-t", "RUNNING", "-o", "%N"});
+    node = node.substr(0, node.find('\n'));
+    return !node.empty();
+  }));
+  Xid(node, 79, "reboot-node");  // the catalogue's action for 79; the lab cannot reboot
+  const auto first = Cmax(Act());
+  EXPECT_EQ(first.exit_code, 1) << first.stdout_text << first.stderr_text;  // the reboot failed
+  SchedulerNode n = Node(node);
+  EXPECT_TRUE(n.drain);
+  EXPECT_EQ(n.reason, "cmax: Xid 79 on 0000:17:00");
+  EXPECT_EQ(ScontrolField(Run({"scontrol", "show", "job", "-o", id}), "Restarts"), "1");
+  EXPECT_EQ(State(node), remediate::NodeState::kRepair);
+  EXPECT_EQ(ScontrolField(Run({"scontrol", "show", "partition", "-o", "gpu"}), "TotalNodes"), "5");
+
+  const auto repaired = Cmax({"remediate", "repaired", node});
+  EXPECT_EQ(repaired.exit_code, 0) << repaired.stderr_text;
+  ASSERT_TRUE(RunUntil(node, remediate::NodeState::kReintroduced));
+  EXPECT_FALSE(Node(node).drain);
+  EXPECT_NE(Run({"scontrol", "show", "reservation"}).find("No reservations"), std::string::npos);
+  EXPECT_EQ(ScontrolField(Run({"scontrol", "show", "partition", "-o", "gpu"}), "TotalNodes"), "4");
+  // Every step is in the store with its times.
+  for (const remediate::ActionRow& a : Actions(node)) {
+    EXPECT_TRUE(a.started_at && a.finished_at) << remediate::ActionKindName(a.action.kind);
+  }
+  EXPECT_EQ(Count(node, remediate::ActionKind::kDrain), 1);
+  const auto status = Cmax({"remediate", "status"});
+  EXPECT_NE(status.stdout_text.find("REINTRODUCED"), std::string::npos) << status.stdout_text;
+  const auto history = Cmax({"remediate", "history", node});
+  EXPECT_NE(history.stdout_text.find("swap-in-spare"), std::string::npos) << history.stdout_text;
+  Run({"scancel", id});
+}
+
+TEST_F(ControllerLabTest, FailedValidationGoesToRepairAndStaysDrained) {
+  Xid("gpu2", 48, "reset-gpu");
+  ASSERT_TRUE(RunUntil("gpu2", remediate::NodeState::kRepair, "exit 1"));
+  const SchedulerNode n = Node("gpu2");
+  EXPECT_TRUE(n.drain);
+  EXPECT_EQ(n.reason, "cmax: validation failed");
+  EXPECT_NE(Run({"scontrol", "show", "reservation"}).find("No reservations"), std::string::npos);
+}
+
+TEST_F(ControllerLabTest, OperatorDrainIsNeverUndone) {
+  Run({"scontrol", "update", "nodename=gpu3", "state=drain", "reason=bad fan, ticket 7"});
+  Xid("gpu3", 48, "reset-gpu");
+  ASSERT_TRUE(RunUntil("gpu3", remediate::NodeState::kRepair));
+  const SchedulerNode n = Node("gpu3");
+  EXPECT_TRUE(n.drain);
+  EXPECT_EQ(n.reason, "bad fan, ticket 7");
+}
+
+TEST_F(ControllerLabTest, BreakerTripsWhenThreeOfFourFailAtOnce) {
+  for (const char* node : {"gpu1", "gpu2", "gpu3"}) Xid(node, 48, "reset-gpu");
+  const auto r = Cmax({"remediate", "run", "--once", "--act", "--validation-command", "sleep 60",
+                       "--reset-command", "true", "--no-spares", "-q"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.stdout_text.find("refused"), std::string::npos) << r.stdout_text;
+  int out = 0;
+  for (const char* node : {"gpu1", "gpu2", "gpu3"}) {
+    const bool taken = State(node) != remediate::NodeState::kHealthy;
+    out += taken ? 1 : 0;
+    // Out of service: validating inside its reservation; the one left alone has none.
+    const std::string reservations = Run({"scontrol", "show", "reservation"});
+    EXPECT_EQ(reservations.find(std::string("cmax-validate-") + node) != std::string::npos, taken)
+        << node;
+    if (!taken) {
+      EXPECT_FALSE(Node(node).drain) << node;
+    }
+  }
+  // The fleet is 5 here (4 and a spare): 2 of 5 may go, the third would be 60%.
+  EXPECT_EQ(out, 2);
+  const auto status = Cmax({"remediate", "status"});
+  EXPECT_NE(status.stdout_text.find("CIRCUIT BREAKER TRIPPED"), std::string::npos);
+  const auto again = Cmax({"remediate", "run", "--once", "--act", "--validation-command", "true"});
+  EXPECT_EQ(again.exit_code, 1);
+  EXPECT_NE(again.stdout_text.find("circuit breaker tripped"), std::string::npos);
+  EXPECT_EQ(Cmax({"remediate", "reset-breaker"}).exit_code, 0);
+  EXPECT_EQ(Cmax({"remediate", "status", "--json"}).stdout_text.find("\"tripped\": true"),
+            std::string::npos);
+  // The refused fault was kept: after the reset it is acted on.
+  Cmax({"remediate", "run", "--once", "--act", "--validation-command", "sleep 60",
+        "--reset-command", "true", "--no-spares", "--breaker-percent", "100", "-q"});
+  for (const char* node : {"gpu1", "gpu2", "gpu3"}) {
+    EXPECT_NE(State(node), remediate::NodeState::kHealthy) << node;
+  }
+}
+
+TEST_F(ControllerLabTest, KilledMidFlowResumesWithNoDoubleDrainAndOneValidation) {
+  Xid("gpu4", 48, "reset-gpu");
+  auto spawn = [&] {
+    return sys::SpawnDaemon(
+        {.argv = {CMAX_BINARY, "--db", db_, "remediate", "run", "--act", "--interval", "0.2",
+                  "--validation-command", "sleep 4", "--reset-command", "true"},
+         .env_add = {"SLURM_CONF=" + lab::PathsFor(spec_.dir).slurm_conf},
+         .log_path = dir_.File("controller.log")});
+  };
+  auto pid = spawn();
+  ASSERT_TRUE(pid) << pid.error().message;
+  ASSERT_TRUE(Eventually([&] { return State("gpu4") == remediate::NodeState::kValidating; }));
+  // A second controller on the same store refuses.
+  const auto second = Cmax(Act());
+  EXPECT_EQ(second.exit_code, 3);
+  EXPECT_NE(second.stderr_text.find("only one controller"), std::string::npos)
+      << second.stderr_text;
+  ::kill(*pid, SIGKILL);
+  ASSERT_TRUE(Eventually([&] { return !sys::ProcessAlive(*pid); }));
+  pid = spawn();
+  ASSERT_TRUE(pid);
+  EXPECT_TRUE(Eventually([&] { return State("gpu4") == remediate::NodeState::kReintroduced; }));
+  ::kill(*pid, SIGTERM);
+  EXPECT_EQ(Count("gpu4", remediate::ActionKind::kDrain), 1);
+  EXPECT_EQ(Count("gpu4", remediate::ActionKind::kStartValidation), 1);
+  EXPECT_FALSE(Node("gpu4").drain);
 }
 
 }  // namespace

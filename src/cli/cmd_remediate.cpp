@@ -1,0 +1,459 @@
+// `cmax remediate`: the remediation controller and what it remembers. `run` turns the agents'
+// conditions into drains, requeues, resets, validations and resumes through Slurm; `status`,
+// `history` read the store; `repaired`, `retire` and `reset-breaker` are a person's say.
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <cerrno>
+#include <cmath>
+#include <cstring>
+#include <fmt/format.h>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <ostream>
+#include <sys/file.h>
+#include <thread>
+
+#include "cli/cli.hpp"
+#include "core/log.hpp"
+#include "core/strings.hpp"
+#include "remediate/controller.hpp"
+#include "remediate/slurm.hpp"
+#include "store/store.hpp"
+#include "sys/host.hpp"
+#include "sys/interrupt.hpp"
+
+namespace cmax::cli {
+namespace {
+
+using remediate::NodeState;
+
+struct RemediateOptions {
+  CLI::App* run = nullptr;
+  CLI::App* status = nullptr;
+  CLI::App* history = nullptr;
+  CLI::App* repaired = nullptr;
+  CLI::App* retire = nullptr;
+  CLI::App* reset_breaker = nullptr;
+  // run
+  bool act = false;
+  bool dry_run = false;
+  bool once = false;
+  double interval_s = 2.0;
+  std::string validation_command;
+  double validation_timeout_min = 30;
+  std::string reset_command;
+  double breaker_percent = 50;
+  double breaker_window_s = 300;
+  int rate_limit = 6;
+  std::string service_partition = "gpu";
+  std::string spare_partition = "spare";
+  bool no_spares = false;
+  std::string architecture = "hgx";
+  std::vector<std::string> nodes;
+  double probation_min = 60;
+  int escalation_faults = 3;
+  // status, history, repaired, retire
+  std::string node;
+  int limit = 50;
+  bool json = false;
+};
+
+Duration Seconds(double s) {
+  return std::chrono::duration_cast<Duration>(std::chrono::duration<double>(s));
+}
+
+// One controller per store: a second one would act on the same nodes twice.
+class ControllerLock {
+ public:
+  static Result<ControllerLock> Take(const std::string& path) {
+    const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+    if (fd < 0) return Fail(ErrorCode::kIo, "cannot open {}: {}", path, std::strerror(errno));
+    if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
+      ::close(fd);
+      return Fail(ErrorCode::kBusy,
+                  "another `cmax remediate run` holds {}; only one controller may act at a time",
+                  path);
+    }
+    return ControllerLock(fd);
+  }
+  ControllerLock(ControllerLock&& other) noexcept : fd_(std::exchange(other.fd_, -1)) {}
+  ControllerLock& operator=(ControllerLock&&) = delete;
+  ~ControllerLock() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+
+ private:
+  explicit ControllerLock(int fd) : fd_(fd) {}
+  int fd_ = -1;
+};
+
+Result<remediate::ControllerConfig> BuildConfig(const RemediateOptions& o) {
+  for (double v : {o.interval_s, o.validation_timeout_min, o.breaker_window_s, o.probation_min}) {
+    if (!std::isfinite(v) || v <= 0) {
+      return Fail(ErrorCode::kInvalidArgument, "times must be positive numbers");
+    }
+  }
+  if (!std::isfinite(o.breaker_percent) || o.breaker_percent <= 0 || o.breaker_percent > 100) {
+    return Fail(ErrorCode::kInvalidArgument, "--breaker-percent must be in (0, 100]");
+  }
+  if (o.architecture != "hgx" && o.architecture != "nvl72") {
+    return Fail(ErrorCode::kInvalidArgument, "--architecture must be hgx or nvl72, got '{}'",
+                o.architecture);
+  }
+  if (o.act == o.dry_run) {
+    return Fail(ErrorCode::kInvalidArgument,
+                "say --act to let cmax drain, requeue, reset and resume nodes, or --dry-run to "
+                "see what it would do");
+  }
+  if (o.act && Trim(o.validation_command).empty()) {
+    return Fail(ErrorCode::kInvalidArgument,
+                "--validation-command is required with --act: the checks a node must pass "
+                "before it goes back into service (for example 'dcgmi diag -r 3')");
+  }
+  remediate::ControllerConfig c;
+  c.dry_run = o.dry_run;
+  c.validation = {o.validation_command, Seconds(o.validation_timeout_min * 60)};
+  c.reset_command = o.reset_command;
+  c.breaker = {o.breaker_percent / 100.0, Seconds(o.breaker_window_s)};
+  c.rate.max_actions = o.rate_limit;
+  c.policy.architecture =
+      o.architecture == "nvl72" ? remediate::Architecture::kNvl72 : remediate::Architecture::kHgx;
+  c.policy.spares = !o.no_spares;
+  c.policy.probation = Seconds(o.probation_min * 60);
+  c.policy.validation_timeout = c.validation.timeout;
+  c.policy.escalation_faults = o.escalation_faults;
+  c.nodes = o.nodes;
+  return c;
+}
+
+int RunController(const RemediateOptions& o, Context& ctx) {
+  auto config = BuildConfig(o);
+  if (!config) {
+    ctx.err << "cmax remediate run: " << config.error().message << "\n";
+    return kExitUsage;
+  }
+  auto store = store::Store::Open({.path = ctx.DbPath()});
+  if (!store) {
+    ctx.err << "cmax remediate run: " << store.error().message << "\n";
+    return kExitError;
+  }
+  auto lock = ControllerLock::Take(ctx.DbPath() + ".remediate.lock");
+  if (!lock) {
+    ctx.err << "cmax remediate run: " << lock.error().message << "\n";
+    return kExitError;
+  }
+  sys::PosixProcessRunner runner;
+  remediate::SlurmOptions slurm_options;
+  slurm_options.service_partition = o.service_partition;
+  slurm_options.spare_partition = o.spare_partition;
+  remediate::SlurmScheduler slurm(runner, slurm_options);
+  SystemClock clock;
+  remediate::Controller controller(*store, slurm, runner, clock, *config);
+  if (!o.once) {
+    log::Info("remediation controller on {} ({}), every {}", store->Path(),
+              o.dry_run ? "dry run" : "acting", FormatDuration(Seconds(o.interval_s)));
+  }
+  for (;;) {
+    auto step = controller.Step();
+    if (!step) {
+      ctx.err << "cmax remediate run: " << step.error().message << "\n";
+      if (o.once) return kExitError;
+    } else if (o.once) {
+      ctx.out << fmt::format("{} events, {} transitions, {} actions done, {} failed, {} refused\n",
+                             step->events, step->transitions, step->actions_done,
+                             step->actions_failed, step->refused);
+      if (step->breaker_tripped) {
+        ctx.out << "circuit breaker tripped: no more action until `cmax remediate "
+                   "reset-breaker` (see `cmax remediate status`)\n";
+        return kExitChecksFailed;
+      }
+      return step->actions_failed > 0 || step->refused > 0 ? kExitChecksFailed : kExitOk;
+    }
+    // Sleep in short slices so Ctrl-C and SIGTERM stop us promptly.
+    const auto until = std::chrono::steady_clock::now() + Seconds(o.interval_s);
+    while (!sys::Interrupted() && std::chrono::steady_clock::now() < until) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    if (sys::Interrupted()) return 128 + sys::InterruptSignal();
+  }
+}
+
+std::string NextStep(const remediate::NodeEntry& e, double probation_min) {
+  const remediate::NodeRecord& r = e.record;
+  switch (r.state) {
+    case NodeState::kHealthy: return "-";
+    case NodeState::kSuspect: return "watching; healthy again when quiet";
+    case NodeState::kQuarantined: return "waiting for " + (r.pending.empty() ? "?" : r.pending);
+    case NodeState::kValidating:
+      return e.handle.empty() ? "starting validation" : "validation " + e.handle;
+    case NodeState::kReintroduced:
+      return "probation until " +
+             FormatIso8601(r.since + std::chrono::duration_cast<std::chrono::milliseconds>(
+                                         Seconds(probation_min * 60)));
+    case NodeState::kRepair: return "repair by hand, then `cmax remediate repaired " + e.node + "`";
+    case NodeState::kRetired: return "-";
+  }
+  return "?";
+}
+
+int ShowStatus(const RemediateOptions& o, Context& ctx, store::Store& store) {
+  remediate::Journal journal(store.Db());
+  auto nodes = journal.Nodes();
+  auto breaker = journal.Breaker();
+  auto open = journal.OpenActions();
+  if (!nodes || !breaker || !open) {
+    ctx.err << "cmax remediate status: "
+            << (!nodes     ? nodes.error()
+                : !breaker ? breaker.error()
+                           : open.error())
+                   .message
+            << "\n";
+    return kExitError;
+  }
+  if (o.json) {
+    nlohmann::ordered_json list = nlohmann::ordered_json::array();
+    for (const remediate::NodeEntry& e : *nodes) {
+      list.push_back({{"node", e.node},
+                      {"state", remediate::NodeStateName(e.record.state)},
+                      {"since", FormatIso8601(e.record.since)},
+                      {"reason", e.record.reason},
+                      {"pending", e.record.pending},
+                      {"spare", e.spare},
+                      {"next", NextStep(e, o.probation_min)}});
+    }
+    nlohmann::ordered_json out = {
+        {"schema", "cmax.remediation/v1"},
+        {"breaker",
+         {{"tripped", breaker->tripped},
+          {"since", breaker->tripped ? nlohmann::ordered_json(FormatIso8601(breaker->tripped_at))
+                                     : nlohmann::ordered_json(nullptr)},
+          {"reason", breaker->reason}}},
+        {"open_actions", open->size()},
+        {"nodes", list}};
+    ctx.out << out.dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace) << "\n";
+    return kExitOk;
+  }
+  if (breaker->tripped) {
+    ctx.out << "CIRCUIT BREAKER TRIPPED at " << FormatIso8601(breaker->tripped_at) << ": "
+            << SanitizeUtf8(breaker->reason)
+            << "\n  no action is taken until `cmax remediate reset-breaker`\n\n";
+  }
+  if (nodes->empty()) {
+    ctx.out << "no node has been remediated (store " << store.Path() << ")\n";
+    return kExitOk;
+  }
+  ctx.out << fmt::format("{:<16} {:<13} {:<24} {:<32} {}\n", "NODE", "STATE", "SINCE", "REASON",
+                         "NEXT");
+  for (const remediate::NodeEntry& e : *nodes) {
+    std::string reason = SanitizeUtf8(e.record.reason);
+    if (reason.size() > 32) reason = reason.substr(0, 29) + "...";
+    std::string next = NextStep(e, o.probation_min);
+    if (!e.spare.empty()) next += " (spare " + e.spare + " serving)";
+    ctx.out << fmt::format("{:<16} {:<13} {:<24} {:<32} {}\n", SanitizeUtf8(e.node),
+                           remediate::NodeStateName(e.record.state), FormatIso8601(e.record.since),
+                           reason.empty() ? "-" : reason, SanitizeUtf8(next));
+  }
+  if (!open->empty()) ctx.out << "\n" << open->size() << " action(s) planned and not finished\n";
+  return kExitOk;
+}
+
+int ShowHistory(const RemediateOptions& o, Context& ctx, store::Store& store) {
+  remediate::Journal journal(store.Db());
+  auto history = journal.History(o.node, o.limit);
+  auto actions = journal.Actions(o.node, o.limit);
+  if (!history || !actions) {
+    ctx.err << "cmax remediate history: " << (!history ? history.error() : actions.error()).message
+            << "\n";
+    return kExitError;
+  }
+  struct Line {
+    WallTime at;
+    int order;  // a transition before the actions it planned
+    std::string text;
+    nlohmann::ordered_json json;
+  };
+  std::vector<Line> lines;
+  for (const remediate::HistoryRow& h : *history) {
+    std::string what = h.from == h.to ? h.from : h.from + " -> " + h.to;
+    lines.push_back({h.at,
+                     0,
+                     fmt::format("{}  {:<32} {}{}: {}", FormatIso8601(h.at), what, h.event,
+                                 h.event_detail.empty() ? "" : " (" + h.event_detail + ")", h.note),
+                     {{"at", FormatIso8601(h.at)},
+                      {"kind", "transition"},
+                      {"event", h.event},
+                      {"detail", h.event_detail},
+                      {"from", h.from},
+                      {"to", h.to},
+                      {"note", h.note}}});
+  }
+  for (const remediate::ActionRow& a : *actions) {
+    const WallTime at = a.finished_at.value_or(a.started_at.value_or(a.planned_at));
+    std::string took;
+    if (a.started_at && a.finished_at)
+      took = " in " + FormatDuration(*a.finished_at - *a.started_at);
+    lines.push_back(
+        {at,
+         1,
+         fmt::format("{}    {:<30} {}{}{}", FormatIso8601(at),
+                     remediate::ActionKindName(a.action.kind), remediate::OutcomeName(a.outcome),
+                     took, a.detail.empty() ? "" : ": " + a.detail),
+         {{"at", FormatIso8601(at)},
+          {"kind", "action"},
+          {"action", remediate::ActionKindName(a.action.kind)},
+          {"device", a.action.device},
+          {"reason", a.action.reason},
+          {"outcome", remediate::OutcomeName(a.outcome)},
+          {"planned_at", FormatIso8601(a.planned_at)},
+          {"started_at", a.started_at ? nlohmann::ordered_json(FormatIso8601(*a.started_at))
+                                      : nlohmann::ordered_json(nullptr)},
+          {"finished_at", a.finished_at ? nlohmann::ordered_json(FormatIso8601(*a.finished_at))
+                                        : nlohmann::ordered_json(nullptr)},
+          {"detail", a.detail},
+          {"dry_run", a.dry_run}}});
+  }
+  std::ranges::stable_sort(lines, [](const Line& a, const Line& b) {
+    return a.at != b.at ? a.at < b.at : a.order < b.order;
+  });
+  if (o.json) {
+    nlohmann::ordered_json list = nlohmann::ordered_json::array();
+    for (const Line& l : lines) list.push_back(l.json);
+    nlohmann::ordered_json out = {
+        {"schema", "cmax.remediation-history/v1"}, {"node", o.node}, {"timeline", list}};
+    ctx.out << out.dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace) << "\n";
+    return kExitOk;
+  }
+  if (lines.empty()) {
+    ctx.out << "no remediation history for " << SanitizeUtf8(o.node) << "\n";
+    return kExitOk;
+  }
+  for (const Line& l : lines) ctx.out << SanitizeUtf8(l.text) << "\n";
+  return kExitOk;
+}
+
+// A person's word about a node, recorded like any event: the running controller carries out
+// the actions it plans.
+int OperatorEvent(const RemediateOptions& o, Context& ctx, store::Store& store,
+                  remediate::EventKind kind) {
+  remediate::Journal journal(store.Db());
+  SystemClock clock;
+  const WallTime now = clock.Now();
+  auto entry = journal.Node(o.node, now);
+  if (!entry) {
+    ctx.err << "cmax remediate: " << entry.error().message << "\n";
+    return kExitError;
+  }
+  remediate::Event event;
+  event.kind = kind;
+  std::string who = sys::GetEnv("SUDO_USER");
+  if (who.empty()) who = sys::GetEnv("USER");
+  event.summary = who.empty() ? "by an operator" : "by " + who;
+  const remediate::Decision d =
+      remediate::Transition(entry->record, event, now, remediate::PolicyConfig{});
+  if (d.next.state == entry->record.state && d.actions.empty()) {
+    ctx.err << "cmax remediate: " << o.node << " is "
+            << remediate::NodeStateName(entry->record.state) << "; nothing to do (" << d.note
+            << ")\n";
+    return kExitUsage;
+  }
+  auto ids = journal.Apply(*entry, event, d, now, false, {});
+  if (!ids) {
+    ctx.err << "cmax remediate: " << ids.error().message << "\n";
+    return kExitError;
+  }
+  ctx.out << o.node << ": " << remediate::NodeStateName(entry->record.state) << " -> "
+          << remediate::NodeStateName(d.next.state) << "; " << ids->size()
+          << " action(s) planned for the controller\n";
+  return kExitOk;
+}
+
+int RunRemediate(const RemediateOptions& o, Context& ctx) {
+  if (o.run->parsed()) return RunController(o, ctx);
+  auto store = store::Store::Open({.path = ctx.DbPath(), .create = false});
+  if (!store) {
+    ctx.err << "cmax remediate: " << store.error().message << "\n";
+    return kExitError;
+  }
+  if (o.status->parsed()) return ShowStatus(o, ctx, *store);
+  if (o.history->parsed()) return ShowHistory(o, ctx, *store);
+  if (o.repaired->parsed()) return OperatorEvent(o, ctx, *store, remediate::EventKind::kRepaired);
+  if (o.retire->parsed()) return OperatorEvent(o, ctx, *store, remediate::EventKind::kRetire);
+  remediate::Journal journal(store->Db());
+  auto ok = journal.SetBreaker({});
+  if (!ok) {
+    ctx.err << "cmax remediate reset-breaker: " << ok.error().message << "\n";
+    return kExitError;
+  }
+  ctx.out << "circuit breaker reset; the controller acts again at its next step\n";
+  return kExitOk;
+}
+
+}  // namespace
+
+Command SetupRemediateCommand(CLI::App& parent) {
+  auto o = std::make_shared<RemediateOptions>();
+  CLI::App* app = parent.add_subcommand(
+      "remediate",
+      "Quarantine, validate, reintroduce and reschedule: the remediation controller on Slurm");
+  app->require_subcommand(1);
+
+  o->run = app->add_subcommand(
+      "run",
+      "Run the controller: conditions from the agents become drains, requeues, resets, "
+      "validations and resumes. Needs --act (or --dry-run)");
+  CLI::App* r = o->run;
+  r->add_flag("--act", o->act, "Carry actions out on the scheduler (drain, requeue, resume...)");
+  r->add_flag("--dry-run", o->dry_run, "Decide and record what would be done; touch nothing");
+  r->add_flag("--once", o->once,
+              "One pass, then exit (exit 1 when an action failed or was refused)");
+  r->add_option("--interval", o->interval_s, "Seconds between passes")->capture_default_str();
+  r->add_option("--validation-command", o->validation_command,
+                "Shell command run as a Slurm job on the out-of-service node; exit 0 = passed");
+  r->add_option("--validation-timeout", o->validation_timeout_min,
+                "Minutes a validation may take; longer counts as failed")
+      ->capture_default_str();
+  r->add_option("--reset-command", o->reset_command,
+                "Shell command that resets one GPU, with {node} and {device} replaced (quoted); "
+                "without it a GPU reset fails over to a reboot");
+  r->add_option("--breaker-percent", o->breaker_percent,
+                "Trip the circuit breaker when more than this share of the fleet would be taken "
+                "out within --breaker-window")
+      ->capture_default_str();
+  r->add_option("--breaker-window", o->breaker_window_s, "Seconds")->capture_default_str();
+  r->add_option("--rate-limit", o->rate_limit, "Disruptive actions per node per hour")
+      ->check(CLI::Range(1, 1000))
+      ->capture_default_str();
+  r->add_option("--service-partition", o->service_partition, "Where spares go into service")
+      ->capture_default_str();
+  r->add_option("--spare-partition", o->spare_partition, "The hot-spare pool")
+      ->capture_default_str();
+  r->add_flag("--no-spares", o->no_spares, "No hot-spare pool");
+  r->add_option("--architecture", o->architecture, "hgx or nvl72")->capture_default_str();
+  r->add_option("--node", o->nodes, "Act only on these nodes (repeatable); default: all");
+  r->add_option("--probation", o->probation_min, "Minutes a reintroduced node is watched")
+      ->capture_default_str();
+  r->add_option("--escalation-faults", o->escalation_faults,
+                "Serious faults on a node within 24 h that send it to REPAIR")
+      ->check(CLI::Range(1, 100))
+      ->capture_default_str();
+
+  o->status = app->add_subcommand("status", "Every node's state, reason, since when, next step");
+  o->status->add_flag("--json", o->json, "Machine-readable (schema cmax.remediation/v1)");
+  o->history = app->add_subcommand("history", "One node's timeline: transitions and actions");
+  o->history->add_option("NODE", o->node, "The node")->required();
+  o->history->add_option("-n,--limit", o->limit, "Newest entries of each kind")
+      ->check(CLI::Range(1, 100000));
+  o->history->add_flag("--json", o->json, "Machine-readable (schema cmax.remediation-history/v1)");
+  o->repaired = app->add_subcommand(
+      "repaired", "A person says the node is fixed: it is validated, then brought back");
+  o->repaired->add_option("NODE", o->node, "The node")->required();
+  o->retire = app->add_subcommand("retire", "Take a node out for good");
+  o->retire->add_option("NODE", o->node, "The node")->required();
+  o->reset_breaker = app->add_subcommand("reset-breaker", "Let a tripped controller act again");
+  return {app, [o](Context& ctx) { return RunRemediate(*o, ctx); }};
+}
+
+}  // namespace cmax::cli
