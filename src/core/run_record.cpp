@@ -47,6 +47,15 @@ constexpr std::array<std::pair<RunState, std::string_view>, 5> kRunStateNames{{
     {RunState::kError, "error"},
 }};
 
+constexpr std::array<std::pair<RecommendedAction, std::string_view>, 6> kActionNames{{
+    {RecommendedAction::kNone, "none"},
+    {RecommendedAction::kRestartApp, "restart-app"},
+    {RecommendedAction::kResetGpu, "reset-gpu"},
+    {RecommendedAction::kRebootNode, "reboot-node"},
+    {RecommendedAction::kDrainAndRma, "drain-and-rma"},
+    {RecommendedAction::kContactSupport, "contact-support"},
+}};
+
 }  // namespace
 
 std::string_view StatusName(CheckStatus status) {
@@ -60,6 +69,12 @@ std::string_view SeverityName(Severity severity) {
 }
 Result<Severity> ParseSeverity(std::string_view text) {
   return ParseName(kSeverityNames, text, "severity");
+}
+std::string_view ActionName(RecommendedAction action) {
+  return NameOf(kActionNames, action);
+}
+Result<RecommendedAction> ParseAction(std::string_view text) {
+  return ParseName(kActionNames, text, "action");
 }
 std::string_view RunStateName(RunState state) {
   return NameOf(kRunStateNames, state);

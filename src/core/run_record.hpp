@@ -23,6 +23,19 @@ std::string_view StatusName(CheckStatus status);  // "PASS", "WARN", ...
 Result<CheckStatus> ParseStatus(std::string_view text);
 std::string_view SeverityName(Severity severity);  // "info", "low", ...
 Result<Severity> ParseSeverity(std::string_view text);
+
+// What to do about a fault, as the XID catalogue recommends; the agent writes it into a node's
+// conditions and the remediation policy acts on it.
+enum class RecommendedAction {
+  kNone,
+  kRestartApp,
+  kResetGpu,
+  kRebootNode,
+  kDrainAndRma,
+  kContactSupport,
+};
+std::string_view ActionName(RecommendedAction action);  // "none", "restart-app", ...
+Result<RecommendedAction> ParseAction(std::string_view text);
 std::string_view RunStateName(RunState state);  // "running", "ok", "checks-failed", ...
 Result<RunState> ParseRunState(std::string_view text);
 

@@ -14,15 +14,6 @@ namespace {
 
 using Json = nlohmann::json;
 
-constexpr std::pair<RecommendedAction, std::string_view> kActionNames[] = {
-    {RecommendedAction::kNone, "none"},
-    {RecommendedAction::kRestartApp, "restart-app"},
-    {RecommendedAction::kResetGpu, "reset-gpu"},
-    {RecommendedAction::kRebootNode, "reboot-node"},
-    {RecommendedAction::kDrainAndRma, "drain-and-rma"},
-    {RecommendedAction::kContactSupport, "contact-support"},
-};
-
 // A string field; absent is empty, another type is an error (never an exception).
 Result<std::string> StringField(const Json& entry, const char* key, std::string_view where) {
   if (!entry.contains(key)) return std::string();
@@ -68,20 +59,6 @@ std::optional<RecommendedAction> ActionFromRecoveryText(std::string_view text) {
 }
 
 }  // namespace
-
-std::string_view ActionName(RecommendedAction action) {
-  for (const auto& [value, name] : kActionNames) {
-    if (value == action) return name;
-  }
-  return "contact-support";
-}
-
-Result<RecommendedAction> ParseAction(std::string_view text) {
-  for (const auto& [value, name] : kActionNames) {
-    if (name == text) return value;
-  }
-  return Fail(ErrorCode::kInvalidArgument, "unknown action '{}'", text);
-}
 
 Result<XidCatalog> XidCatalog::Parse(std::string_view text) {
   const Json doc = Json::parse(text, nullptr, false);

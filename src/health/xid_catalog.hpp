@@ -13,16 +13,9 @@
 
 namespace cmax::health {
 
-enum class RecommendedAction {
-  kNone,
-  kRestartApp,
-  kResetGpu,
-  kRebootNode,
-  kDrainAndRma,
-  kContactSupport,
-};
-std::string_view ActionName(RecommendedAction action);  // "none", "restart-app", ...
-Result<RecommendedAction> ParseAction(std::string_view text);
+using cmax::ActionName;
+using cmax::ParseAction;
+using cmax::RecommendedAction;
 
 struct EventMeaning {
   std::string name;     // "FALLEN_OFF_THE_BUS", "soft_lockup"

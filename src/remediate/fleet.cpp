@@ -6,13 +6,16 @@
 
 namespace cmax::remediate {
 
-BreakerVerdict CheckBreaker(const BreakerState& state, std::span<const WallTime> recent_take_outs,
-                            int fleet_size, WallTime now, const BreakerConfig& config) {
+BreakerVerdict CheckBreaker(const BreakerState& state, std::span<const TakeOut> take_outs,
+                            const std::string& node, int fleet_size, WallTime now,
+                            const BreakerConfig& config) {
   if (state.tripped) return {false, false, "circuit breaker tripped: " + state.reason};
-  const auto recent = std::ranges::count_if(
-      recent_take_outs, [&](WallTime t) { return t <= now && now - t < config.window; });
+  std::set<std::string> nodes{node};
+  for (const TakeOut& t : take_outs) {
+    if (t.at <= now && now - t.at < config.window) nodes.insert(t.node);
+  }
   const int fleet = std::max(fleet_size, 1);
-  const auto after = static_cast<int>(recent) + 1;
+  const auto after = static_cast<int>(nodes.size());
   const double share = static_cast<double>(after) / fleet;
   if (share > config.max_fraction) {
     return {false, true,

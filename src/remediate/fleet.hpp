@@ -34,11 +34,18 @@ struct BreakerVerdict {
   std::string reason;
 };
 
-// May one more node be taken out of service? `recent_take_outs` are the times other nodes were
-// taken out (from the store, or from the scheduler's cmax-owned drains); those older than the
-// window do not count. A fleet of zero is treated as one node.
-BreakerVerdict CheckBreaker(const BreakerState& state, std::span<const WallTime> recent_take_outs,
-                            int fleet_size, WallTime now, const BreakerConfig& config);
+struct TakeOut {
+  std::string node;
+  WallTime at;
+};
+
+// May `node` be taken out of service now? `take_outs` are when nodes were taken out (from the
+// store, or from the scheduler's cmax-owned drains); the breaker counts distinct nodes within
+// the window, this one included, so one flapping node is not a storm. A fleet of zero is
+// treated as one node.
+BreakerVerdict CheckBreaker(const BreakerState& state, std::span<const TakeOut> take_outs,
+                            const std::string& node, int fleet_size, WallTime now,
+                            const BreakerConfig& config);
 
 // --- per-node rate limit -----------------------------------------------------------------------
 

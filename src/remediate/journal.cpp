@@ -311,14 +311,21 @@ Result<std::vector<HistoryRow>> Journal::History(const std::string& node, int li
   return rows;
 }
 
-Result<std::vector<WallTime>> Journal::TakeOuts(WallTime since) {
+Result<std::vector<TakeOut>> Journal::TakeOuts(WallTime since) {
   // planned_at is ISO 8601 in UTC with a fixed width, so text order is time order.
   auto s = db_.Prepare(
-      "SELECT planned_at FROM remediation_actions WHERE action = 'drain' AND dry_run = 0 AND "
-      "outcome != 'failed' AND planned_at >= ? ORDER BY planned_at");
+      "SELECT node, planned_at FROM remediation_actions WHERE action = 'drain' AND dry_run = 0 "
+      "AND outcome != 'failed' AND planned_at >= ? ORDER BY planned_at");
   if (!s) return tl::unexpected(s.error());
   s->Bind(1, std::string_view(Iso(since)));
-  return ReadTimes(*s);
+  std::vector<TakeOut> out;
+  for (;;) {
+    auto row = s->Step();
+    if (!row) return tl::unexpected(row.error());
+    if (!*row) break;
+    out.push_back({s->ColumnText(0), ParseTime(s->ColumnText(1))});
+  }
+  return out;
 }
 
 Result<std::vector<WallTime>> Journal::DisruptiveActions(const std::string& node, WallTime since) {

@@ -88,7 +88,7 @@ class Journal {
 
   // When nodes were taken out of service (drains carried out or planned, not dry runs) since
   // `since`, fleet-wide: what the circuit breaker counts.
-  Result<std::vector<WallTime>> TakeOuts(WallTime since);
+  Result<std::vector<TakeOut>> TakeOuts(WallTime since);
   // Disruptive actions (drain, reset, reboot) on one node since `since`: the rate limit.
   Result<std::vector<WallTime>> DisruptiveActions(const std::string& node, WallTime since);
 

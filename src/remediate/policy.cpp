@@ -132,21 +132,6 @@ Result<NodeState> ParseNodeState(std::string_view text) {
   return Fail(ErrorCode::kInvalidArgument, "unknown node state '{}'", text);
 }
 
-Result<FaultAction> ParseFaultAction(std::string_view text) {
-  static constexpr std::pair<FaultAction, std::string_view> kNames[] = {
-      {FaultAction::kNone, "none"},
-      {FaultAction::kRestartApp, "restart-app"},
-      {FaultAction::kResetGpu, "reset-gpu"},
-      {FaultAction::kRebootNode, "reboot-node"},
-      {FaultAction::kDrainAndRma, "drain-and-rma"},
-      {FaultAction::kContactSupport, "contact-support"},
-  };
-  for (const auto& [value, name] : kNames) {
-    if (name == text) return value;
-  }
-  return Fail(ErrorCode::kInvalidArgument, "unknown action '{}'", text);
-}
-
 std::string_view EventKindName(EventKind kind) {
   switch (kind) {
     case EventKind::kFault: return "fault";

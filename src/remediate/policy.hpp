@@ -29,15 +29,10 @@ std::string_view NodeStateName(NodeState state);  // "HEALTHY", ...
 Result<NodeState> ParseNodeState(std::string_view text);
 
 // What the catalogue says to do about a fault (the names cmax uses everywhere).
-enum class FaultAction {
-  kNone,
-  kRestartApp,
-  kResetGpu,
-  kRebootNode,
-  kDrainAndRma,
-  kContactSupport
-};
-Result<FaultAction> ParseFaultAction(std::string_view text);  // "reset-gpu", ...
+using FaultAction = RecommendedAction;
+inline Result<FaultAction> ParseFaultAction(std::string_view text) {
+  return ParseAction(text);
+}
 
 enum class EventKind {
   kFault,            // a condition from the agent

@@ -56,6 +56,18 @@ class RemediateLabTest : public ::testing::Test {
     }
     return {};
   }
+  // A batch job, and the node it runs on once it runs (empty when it did not start).
+  std::pair<std::string, std::string> StartJob() {
+    std::string id = Run({"sbatch", "--parsable", "-N1", "-o", "/dev/null", "--wrap", "sleep 300"});
+    id = id.substr(0, id.find('\n'));
+    std::string node;
+    Eventually([&] {
+      node = Run({"squeue", "-h", "-j", id, "-t", "RUNNING", "-o", "%N"});
+      node = node.substr(0, node.find('\n'));
+      return !node.empty();
+    });
+    return {id, node};
+  }
   // Polls until pred holds or 20 s pass.
   template <class Pred>
   bool Eventually(Pred pred) {
@@ -98,14 +110,8 @@ TEST_F(RemediateLabTest, DrainOnceResumeOwnAndLeaveTheOperatorsAlone) {
 }
 
 TEST_F(RemediateLabTest, JobOnTheFailedNodeIsRequeued) {
-  std::string id = Run({"sbatch", "--parsable", "-N1", "-o", "/dev/null", "--wrap", "sleep 60"});
-  id = id.substr(0, id.find('\n'));
-  std::string node;
-  ASSERT_TRUE(Eventually([&] {
-    node = Run({"squeue", "-h", "-j", id, "-t", "RUNNING", "-o", "%N"});
-    node = node.substr(0, node.find('\n'));
-    return !node.empty();
-  }));
+  const auto [id, node] = StartJob();
+  ASSERT_FALSE(node.empty());
   EXPECT_EQ(slurm_.Drain(node, "cmax: Xid 79").value(), "drained");
   EXPECT_EQ(slurm_.RequeueJobs(node).value(), "requeued " + id);
   const std::string job = Run({"scontrol", "show", "job", "-o", id});
@@ -240,14 +246,8 @@ class ControllerLabTest : public RemediateLabTest {
 };
 
 TEST_F(ControllerLabTest, Xid79DrainsRequeuesBringsTheSpareValidatesAndResumes) {
-  std::string id = Run({"sbatch", "--parsable", "-N1", "-o", "/dev/null", "--wrap", "sleep 300"});
-  id = id.substr(0, id.find('\n'));
-  std::string node;
-  ASSERT_TRUE(Eventually([&] {
-    node = Run({"squeue", "-h", "-j", id, "-t", "RUNNING", "-o", "%N"});
-    node = node.substr(0, node.find('\n'));
-    return !node.empty();
-  }));
+  const auto [id, node] = StartJob();
+  ASSERT_FALSE(node.empty());
   Xid(node, 79, "reboot-node");  // the catalogue's action for 79; the lab cannot reboot
   const auto first = Cmax(Act());
   EXPECT_EQ(first.exit_code, 1) << first.stdout_text << first.stderr_text;  // the reboot failed

@@ -14,28 +14,34 @@ const WallTime kNow{std::chrono::milliseconds(1'800'000'000'000)};
 TEST(Breaker, ThreeOfFourAtOnceTripsOnTheThird) {
   const BreakerConfig config;  // more than 50% within 5 min
   const BreakerState closed;
-  std::vector<WallTime> out;
-  EXPECT_TRUE(CheckBreaker(closed, out, 4, kNow, config).allow);  // 1 of 4
-  out.push_back(kNow);
-  EXPECT_TRUE(CheckBreaker(closed, out, 4, kNow, config).allow);  // 2 of 4 = 50%, not more
-  out.push_back(kNow);
-  const BreakerVerdict third = CheckBreaker(closed, out, 4, kNow, config);
+  std::vector<TakeOut> out;
+  EXPECT_TRUE(CheckBreaker(closed, out, "n1", 4, kNow, config).allow);  // 1 of 4
+  out.push_back({"n1", kNow});
+  EXPECT_TRUE(CheckBreaker(closed, out, "n2", 4, kNow, config).allow);  // 2 of 4 = 50%, not more
+  out.push_back({"n2", kNow});
+  const BreakerVerdict third = CheckBreaker(closed, out, "n3", 4, kNow, config);
   EXPECT_FALSE(third.allow);
   EXPECT_TRUE(third.trips_now);
   EXPECT_EQ(third.reason, "3 of 4 nodes taken out within 5m00s (limit 50%)");
 }
 
+TEST(Breaker, OneNodeTakenOutAgainAndAgainIsNotAStorm) {
+  const std::vector<TakeOut> out{{"n1", kNow - 1min}, {"n1", kNow - 2min}, {"n1", kNow - 3min}};
+  EXPECT_TRUE(CheckBreaker({}, out, "n1", 4, kNow, BreakerConfig{}).allow);
+  EXPECT_TRUE(CheckBreaker({}, out, "n2", 4, kNow, BreakerConfig{}).allow);  // 2 of 4
+}
+
 TEST(Breaker, OldTakeOutsAndFutureOnesDoNotCount) {
   const BreakerConfig config;
-  const std::vector<WallTime> out{kNow - 5min, kNow - 10min, kNow + 1h};  // a clock jump
-  EXPECT_TRUE(CheckBreaker({}, out, 4, kNow, config).allow);
+  const std::vector<TakeOut> out{{"a", kNow - 5min}, {"b", kNow - 10min}, {"c", kNow + 1h}};
+  EXPECT_TRUE(CheckBreaker({}, out, "d", 4, kNow, config).allow);
 }
 
 TEST(Breaker, StaysTrippedUntilAPersonResetsIt) {
   BreakerState tripped;
   tripped.tripped = true;
   tripped.reason = "3 of 4";
-  const BreakerVerdict v = CheckBreaker(tripped, {}, 1000, kNow, BreakerConfig{});
+  const BreakerVerdict v = CheckBreaker(tripped, {}, "n1", 1000, kNow, BreakerConfig{});
   EXPECT_FALSE(v.allow);
   EXPECT_FALSE(v.trips_now);
   EXPECT_EQ(v.reason, "circuit breaker tripped: 3 of 4");
@@ -44,9 +50,9 @@ TEST(Breaker, StaysTrippedUntilAPersonResetsIt) {
 TEST(Breaker, EmptyFleetCountsAsOneNode) {
   BreakerConfig config;
   config.max_fraction = 1.0;
-  EXPECT_TRUE(CheckBreaker({}, {}, 0, kNow, config).allow);
+  EXPECT_TRUE(CheckBreaker({}, {}, "n1", 0, kNow, config).allow);
   config.max_fraction = 0.5;
-  EXPECT_FALSE(CheckBreaker({}, {}, 0, kNow, config).allow);
+  EXPECT_FALSE(CheckBreaker({}, {}, "n1", 0, kNow, config).allow);
 }
 
 TEST(RateLimit, CountsOnlyTheWindow) {
