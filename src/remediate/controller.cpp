@@ -165,9 +165,8 @@ Result<bool> Controller::MayTakeOut(const NodeEntry& entry, const Event& event,
   if (!take_outs) return tl::unexpected(take_outs.error());
   auto fleet = scheduler_.Nodes();
   if (!fleet) return tl::unexpected(fleet.error());
-  const BreakerVerdict verdict =
-      CheckBreaker(*state, *take_outs, entry.node, static_cast<int>(fleet->size()), now,
-                   config_.breaker);
+  const BreakerVerdict verdict = CheckBreaker(
+      *state, *take_outs, entry.node, static_cast<int>(fleet->size()), now, config_.breaker);
   if (!verdict.allow) {
     ++summary.refused;
     if (verdict.trips_now) {
