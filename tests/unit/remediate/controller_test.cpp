@@ -175,7 +175,9 @@ TEST_F(ControllerTest, Xid79AllTheWayBackIntoService) {
   EXPECT_EQ(path, (std::vector<std::string>{"HEALTHY>QUARANTINED", "QUARANTINED>VALIDATING",
                                             "VALIDATING>REINTRODUCED", "REINTRODUCED>HEALTHY"}));
   EXPECT_EQ(history[0].event_detail, "Xid 79 on 0000:17:00");
-  for (const ActionRow& a : journal.Actions("gpu2", 100).value()) {
+  // A named vector: a range-for over `.value()` of a temporary Result reads freed memory.
+  const std::vector<ActionRow> all = journal.Actions("gpu2", 100).value();
+  for (const ActionRow& a : all) {
     EXPECT_EQ(a.outcome, Outcome::kDone) << ActionKindName(a.action.kind) << " " << a.detail;
     EXPECT_TRUE(a.started_at.has_value());
     EXPECT_TRUE(a.finished_at.has_value());
@@ -331,7 +333,8 @@ TEST_F(ControllerTest, DryRunDecidesAndRecordsButTouchesNothing) {
   EXPECT_TRUE(runner_.calls.empty());
   Journal journal(store_->Db());
   EXPECT_EQ(State("gpu2"), NodeState::kQuarantined);
-  for (const ActionRow& a : journal.Actions("gpu2", 10).value()) {
+  const std::vector<ActionRow> all = journal.Actions("gpu2", 10).value();
+  for (const ActionRow& a : all) {
     EXPECT_EQ(a.outcome, Outcome::kSkipped);
     EXPECT_TRUE(a.dry_run);
   }
