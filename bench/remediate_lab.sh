@@ -18,7 +18,7 @@ cleanup() {
   rm -rf "$dir"
 }
 trap cleanup EXIT
-"$bin" lab up --dir "$dir/lab" --nodes 4 --spares 1 --port-base 36817 > /dev/null
+"$bin" lab up --dir "$dir/lab" --nodes 4 --spares 1 --port-base 31817 > /dev/null
 export SLURM_CONF=$dir/lab/etc/slurm.conf
 "$bin" --db "$db" agent --node gpu1 --no-nvml --metrics-listen none > "$dir/agent.log" 2>&1 &
 agent=$!

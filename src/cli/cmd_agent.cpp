@@ -6,8 +6,11 @@
 #include <ostream>
 
 #include "cli/cli.hpp"
+#include "cli/remediate_flags.hpp"
 #include "core/log.hpp"
 #include "health/agent.hpp"
+#include "remediate/controller.hpp"
+#include "remediate/slurm.hpp"
 #include "store/store.hpp"
 #include "sys/file_system.hpp"
 #include "sys/host.hpp"
@@ -26,6 +29,9 @@ struct AgentCliOptions {
   double max_rss_mb = 64.0;
   double max_cpu_percent = 25.0;
   std::string xid_catalog;
+  bool remediate = false;
+  bool remediate_dry_run = false;
+  ControllerFlags controller;
 };
 
 int RunAgent(const AgentCliOptions& options, Context& ctx) {
@@ -73,6 +79,38 @@ int RunAgent(const AgentCliOptions& options, Context& ctx) {
       std::chrono::duration_cast<Duration>(std::chrono::duration<double>(options.nvml_interval_s));
   agent_options.limits.max_rss_bytes = static_cast<uint64_t>(options.max_rss_mb * 1048576.0);
   agent_options.limits.max_cpu_fraction = options.max_cpu_percent / 100.0;
+  // --remediate: this node's own controller, run after every flush that stored a change and
+  // every 2 s (validation jobs, timers). Its circuit breaker sees the rest of the fleet through
+  // the scheduler's cmax-owned drains.
+  sys::PosixProcessRunner runner;
+  SystemClock clock;
+  std::optional<remediate::SlurmScheduler> slurm;
+  std::optional<remediate::Controller> controller;
+  std::optional<ControllerLock> lock;
+  if (options.remediate || options.remediate_dry_run) {
+    ControllerFlags flags = options.controller;
+    flags.act = options.remediate;
+    flags.dry_run = options.remediate_dry_run;
+    flags.nodes = {agent_options.node};
+    auto config = BuildControllerConfig(flags);
+    if (!config) {
+      ctx.err << "cmax agent: " << config.error().message << "\n";
+      return kExitUsage;
+    }
+    auto taken = ControllerLock::Take(ctx.DbPath());
+    if (!taken) {
+      ctx.err << "cmax agent: " << taken.error().message << "\n";
+      return kExitError;
+    }
+    lock.emplace(std::move(*taken));
+    slurm.emplace(runner, SlurmOptionsFrom(flags));
+    controller.emplace(*store, *slurm, runner, clock, *config);
+    agent_options.after_flush = [&controller] {
+      if (auto step = controller->Step(); !step) {
+        log::Warn("agent: remediation step: {}", step.error().message);
+      }
+    };
+  }
   health::Agent agent(agent_options, *catalog, *store);
   if (server) {
     // The port, once, on stdout: a test or a script that asked for port 0 learns which it got.
@@ -106,6 +144,13 @@ Command SetupAgentCommand(CLI::App& parent) {
   app->add_option("--max-cpu-percent", options->max_cpu_percent,
                   "Watchdog: CPU limit in percent of one core, sustained over 3 intervals of 10 s");
   app->add_option("--xid-catalog", options->xid_catalog, "Use this XID catalogue (JSON)");
+  app->add_flag("--remediate", options->remediate,
+                "Act on this node's faults through Slurm (drain, requeue, reset, validate, "
+                "resume), as `cmax remediate run` does for one node; needs "
+                "--validation-command");
+  app->add_flag("--remediate-dry-run", options->remediate_dry_run,
+                "Decide and record remediation for this node; touch nothing");
+  AddControllerFlags(*app, options->controller);
   return {app, [options](Context& ctx) { return RunAgent(*options, ctx); }};
 }
 

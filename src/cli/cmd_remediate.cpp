@@ -1,22 +1,18 @@
 // `cmax remediate`: the remediation controller and what it remembers. `run` turns the agents'
 // conditions into drains, requeues, resets, validations and resumes through Slurm; `status`,
 // `history` read the store; `repaired`, `retire` and `reset-breaker` are a person's say.
-#include <fcntl.h>
-#include <unistd.h>
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
-#include <cerrno>
 #include <cmath>
-#include <cstring>
 #include <fmt/format.h>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <ostream>
-#include <sys/file.h>
 #include <thread>
 
 #include "cli/cli.hpp"
+#include "cli/remediate_flags.hpp"
 #include "core/log.hpp"
 #include "core/strings.hpp"
 #include "remediate/controller.hpp"
@@ -37,100 +33,21 @@ struct RemediateOptions {
   CLI::App* repaired = nullptr;
   CLI::App* retire = nullptr;
   CLI::App* reset_breaker = nullptr;
-  // run
-  bool act = false;
-  bool dry_run = false;
+  ControllerFlags controller;
   bool once = false;
   double interval_s = 2.0;
-  std::string validation_command;
-  double validation_timeout_min = 30;
-  std::string reset_command;
-  double breaker_percent = 50;
-  double breaker_window_s = 300;
-  int rate_limit = 6;
-  std::string service_partition = "gpu";
-  std::string spare_partition = "spare";
-  bool no_spares = false;
-  std::string architecture = "hgx";
-  std::vector<std::string> nodes;
-  double probation_min = 60;
-  int escalation_faults = 3;
   // status, history, repaired, retire
   std::string node;
   int limit = 50;
   bool json = false;
 };
 
-Duration Seconds(double s) {
-  return std::chrono::duration_cast<Duration>(std::chrono::duration<double>(s));
-}
-
-// One controller per store: a second one would act on the same nodes twice.
-class ControllerLock {
- public:
-  static Result<ControllerLock> Take(const std::string& path) {
-    const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-    if (fd < 0) return Fail(ErrorCode::kIo, "cannot open {}: {}", path, std::strerror(errno));
-    if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
-      ::close(fd);
-      return Fail(ErrorCode::kBusy,
-                  "another `cmax remediate run` holds {}; only one controller may act at a time",
-                  path);
-    }
-    return ControllerLock(fd);
-  }
-  ControllerLock(ControllerLock&& other) noexcept : fd_(std::exchange(other.fd_, -1)) {}
-  ControllerLock& operator=(ControllerLock&&) = delete;
-  ~ControllerLock() {
-    if (fd_ >= 0) ::close(fd_);
-  }
-
- private:
-  explicit ControllerLock(int fd) : fd_(fd) {}
-  int fd_ = -1;
-};
-
-Result<remediate::ControllerConfig> BuildConfig(const RemediateOptions& o) {
-  for (double v : {o.interval_s, o.validation_timeout_min, o.breaker_window_s, o.probation_min}) {
-    if (!std::isfinite(v) || v <= 0) {
-      return Fail(ErrorCode::kInvalidArgument, "times must be positive numbers");
-    }
-  }
-  if (!std::isfinite(o.breaker_percent) || o.breaker_percent <= 0 || o.breaker_percent > 100) {
-    return Fail(ErrorCode::kInvalidArgument, "--breaker-percent must be in (0, 100]");
-  }
-  if (o.architecture != "hgx" && o.architecture != "nvl72") {
-    return Fail(ErrorCode::kInvalidArgument, "--architecture must be hgx or nvl72, got '{}'",
-                o.architecture);
-  }
-  if (o.act == o.dry_run) {
-    return Fail(ErrorCode::kInvalidArgument,
-                "say --act to let cmax drain, requeue, reset and resume nodes, or --dry-run to "
-                "see what it would do");
-  }
-  if (o.act && Trim(o.validation_command).empty()) {
-    return Fail(ErrorCode::kInvalidArgument,
-                "--validation-command is required with --act: the checks a node must pass "
-                "before it goes back into service (for example 'dcgmi diag -r 3')");
-  }
-  remediate::ControllerConfig c;
-  c.dry_run = o.dry_run;
-  c.validation = {o.validation_command, Seconds(o.validation_timeout_min * 60)};
-  c.reset_command = o.reset_command;
-  c.breaker = {o.breaker_percent / 100.0, Seconds(o.breaker_window_s)};
-  c.rate.max_actions = o.rate_limit;
-  c.policy.architecture =
-      o.architecture == "nvl72" ? remediate::Architecture::kNvl72 : remediate::Architecture::kHgx;
-  c.policy.spares = !o.no_spares;
-  c.policy.probation = Seconds(o.probation_min * 60);
-  c.policy.validation_timeout = c.validation.timeout;
-  c.policy.escalation_faults = o.escalation_faults;
-  c.nodes = o.nodes;
-  return c;
-}
-
 int RunController(const RemediateOptions& o, Context& ctx) {
-  auto config = BuildConfig(o);
+  if (!std::isfinite(o.interval_s) || o.interval_s <= 0) {
+    ctx.err << "cmax remediate run: --interval must be a positive number of seconds\n";
+    return kExitUsage;
+  }
+  auto config = BuildControllerConfig(o.controller);
   if (!config) {
     ctx.err << "cmax remediate run: " << config.error().message << "\n";
     return kExitUsage;
@@ -140,21 +57,18 @@ int RunController(const RemediateOptions& o, Context& ctx) {
     ctx.err << "cmax remediate run: " << store.error().message << "\n";
     return kExitError;
   }
-  auto lock = ControllerLock::Take(ctx.DbPath() + ".remediate.lock");
+  auto lock = ControllerLock::Take(ctx.DbPath());
   if (!lock) {
     ctx.err << "cmax remediate run: " << lock.error().message << "\n";
     return kExitError;
   }
   sys::PosixProcessRunner runner;
-  remediate::SlurmOptions slurm_options;
-  slurm_options.service_partition = o.service_partition;
-  slurm_options.spare_partition = o.spare_partition;
-  remediate::SlurmScheduler slurm(runner, slurm_options);
+  remediate::SlurmScheduler slurm(runner, SlurmOptionsFrom(o.controller));
   SystemClock clock;
   remediate::Controller controller(*store, slurm, runner, clock, *config);
   if (!o.once) {
     log::Info("remediation controller on {} ({}), every {}", store->Path(),
-              o.dry_run ? "dry run" : "acting", FormatDuration(Seconds(o.interval_s)));
+              o.controller.dry_run ? "dry run" : "acting", FormatDuration(Seconds(o.interval_s)));
   }
   for (;;) {
     auto step = controller.Step();
@@ -222,7 +136,7 @@ int ShowStatus(const RemediateOptions& o, Context& ctx, store::Store& store) {
                       {"reason", e.record.reason},
                       {"pending", e.record.pending},
                       {"spare", e.spare},
-                      {"next", NextStep(e, o.probation_min)}});
+                      {"next", NextStep(e, o.controller.probation_min)}});
     }
     nlohmann::ordered_json out = {
         {"schema", "cmax.remediation/v1"},
@@ -250,7 +164,7 @@ int ShowStatus(const RemediateOptions& o, Context& ctx, store::Store& store) {
   for (const remediate::NodeEntry& e : *nodes) {
     std::string reason = SanitizeUtf8(e.record.reason);
     if (reason.size() > 32) reason = reason.substr(0, 29) + "...";
-    std::string next = NextStep(e, o.probation_min);
+    std::string next = NextStep(e, o.controller.probation_min);
     if (!e.spare.empty()) next += " (spare " + e.spare + " serving)";
     ctx.out << fmt::format("{:<16} {:<13} {:<24} {:<32} {}\n", SanitizeUtf8(e.node),
                            remediate::NodeStateName(e.record.state), FormatIso8601(e.record.since),
@@ -405,40 +319,16 @@ Command SetupRemediateCommand(CLI::App& parent) {
       "Run the controller: conditions from the agents become drains, requeues, resets, "
       "validations and resumes. Needs --act (or --dry-run)");
   CLI::App* r = o->run;
-  r->add_flag("--act", o->act, "Carry actions out on the scheduler (drain, requeue, resume...)");
-  r->add_flag("--dry-run", o->dry_run, "Decide and record what would be done; touch nothing");
+  r->add_flag("--act", o->controller.act,
+              "Carry actions out on the scheduler (drain, requeue, resume...)");
+  r->add_flag("--dry-run", o->controller.dry_run,
+              "Decide and record what would be done; touch nothing");
   r->add_flag("--once", o->once,
               "One pass, then exit (exit 1 when an action failed or was refused)");
   r->add_option("--interval", o->interval_s, "Seconds between passes")->capture_default_str();
-  r->add_option("--validation-command", o->validation_command,
-                "Shell command run as a Slurm job on the out-of-service node; exit 0 = passed");
-  r->add_option("--validation-timeout", o->validation_timeout_min,
-                "Minutes a validation may take; longer counts as failed")
-      ->capture_default_str();
-  r->add_option("--reset-command", o->reset_command,
-                "Shell command that resets one GPU, with {node} and {device} replaced (quoted); "
-                "without it a GPU reset fails over to a reboot");
-  r->add_option("--breaker-percent", o->breaker_percent,
-                "Trip the circuit breaker when more than this share of the fleet would be taken "
-                "out within --breaker-window")
-      ->capture_default_str();
-  r->add_option("--breaker-window", o->breaker_window_s, "Seconds")->capture_default_str();
-  r->add_option("--rate-limit", o->rate_limit, "Disruptive actions per node per hour")
-      ->check(CLI::Range(1, 1000))
-      ->capture_default_str();
-  r->add_option("--service-partition", o->service_partition, "Where spares go into service")
-      ->capture_default_str();
-  r->add_option("--spare-partition", o->spare_partition, "The hot-spare pool")
-      ->capture_default_str();
-  r->add_flag("--no-spares", o->no_spares, "No hot-spare pool");
-  r->add_option("--architecture", o->architecture, "hgx or nvl72")->capture_default_str();
-  r->add_option("--node", o->nodes, "Act only on these nodes (repeatable); default: all");
-  r->add_option("--probation", o->probation_min, "Minutes a reintroduced node is watched")
-      ->capture_default_str();
-  r->add_option("--escalation-faults", o->escalation_faults,
-                "Serious faults on a node within 24 h that send it to REPAIR")
-      ->check(CLI::Range(1, 100))
-      ->capture_default_str();
+  r->add_option("--node", o->controller.nodes,
+                "Act only on these nodes (repeatable); default: all");
+  AddControllerFlags(*r, o->controller);
 
   o->status = app->add_subcommand("status", "Every node's state, reason, since when, next step");
   o->status->add_flag("--json", o->json, "Machine-readable (schema cmax.remediation/v1)");

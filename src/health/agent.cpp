@@ -203,6 +203,7 @@ void Agent::Flush() {
     metrics_.store_latency.Add(Seconds(committed - read_at));
   ++metrics_.store_flushes;
   wal_dirty_ = true;
+  flushed_ = flushed_ || !changed.empty();
   dirty_.clear();
   nvml_dirty_.clear();
   pending_events_.clear();
@@ -338,7 +339,13 @@ int Agent::Run(sys::MetricsServer* server) {
       Flush();
       return kExitWatchdog;
     }
+    if (options_.after_flush && (flushed_ || now >= next_after_)) {
+      flushed_ = false;
+      options_.after_flush();
+      next_after_ = Steady::now() + options_.after_interval;
+    }
     auto wake = std::min(next_watchdog_, options_.nvml ? next_nvml_ : next_watchdog_);
+    if (options_.after_flush) wake = std::min(wake, next_after_);
     if (!kmsg_) wake = std::min(wake, kmsg_retry_at_);
     if (server != nullptr && server->Resting())
       wake = std::min(wake, now + std::chrono::seconds(1));

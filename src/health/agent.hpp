@@ -3,6 +3,7 @@
 // Prometheus metrics. One thread, one poll loop; nothing busy-waits.
 #pragma once
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -36,6 +37,12 @@ struct AgentOptions {
   WatchdogLimits limits;
   size_t event_rows_per_minute = 30;  // per condition; the condition itself counts every one
   size_t max_batch = 10000;           // records read before the loop flushes and looks around
+  // Called after each flush that stored changed conditions, and every `after_interval` in any
+  // case: `cmax agent --remediate` runs its node's remediation step here. It runs on the
+  // agent's one thread; while it waits on the scheduler, /dev/kmsg waits (overruns are
+  // counted, as always).
+  std::function<void()> after_flush;
+  Duration after_interval = std::chrono::seconds(2);
 };
 
 // Exit code when the watchdog stops the agent: systemd's Restart=on-failure brings it back.
@@ -89,6 +96,8 @@ class Agent {
 
   Watchdog watchdog_;
   std::chrono::steady_clock::time_point next_watchdog_;
+  std::chrono::steady_clock::time_point next_after_;
+  bool flushed_ = false;  // conditions were stored since after_flush last ran
 
   struct RateWindow {
     std::chrono::steady_clock::time_point start;

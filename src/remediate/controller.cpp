@@ -163,6 +163,11 @@ Result<bool> Controller::MayTakeOut(const NodeEntry& entry, const Event& event,
   auto take_outs = journal_.TakeOuts(
       now - std::chrono::duration_cast<std::chrono::milliseconds>(config_.breaker.window));
   if (!take_outs) return tl::unexpected(take_outs.error());
+  // Other controllers (one agent per node) write to other stores: the scheduler's cmax-owned
+  // drains are the shared view. The breaker counts distinct nodes, so overlap is harmless.
+  auto elsewhere = scheduler_.CmaxTakeOuts();
+  if (!elsewhere) return tl::unexpected(elsewhere.error());
+  take_outs->insert(take_outs->end(), elsewhere->begin(), elsewhere->end());
   auto fleet = scheduler_.Nodes();
   if (!fleet) return tl::unexpected(fleet.error());
   const BreakerVerdict verdict = CheckBreaker(

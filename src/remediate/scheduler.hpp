@@ -9,6 +9,7 @@
 
 #include "core/clock.hpp"
 #include "core/result.hpp"
+#include "remediate/fleet.hpp"
 
 namespace cmax::remediate {
 
@@ -42,6 +43,9 @@ class Scheduler {
  public:
   virtual ~Scheduler() = default;
   virtual Result<std::vector<SchedulerNode>> Nodes() = 0;
+  // Nodes out of service with a cmax reason, and since when: the fleet-wide view the circuit
+  // breaker needs when every node runs its own controller (`cmax agent --remediate`).
+  virtual Result<std::vector<TakeOut>> CmaxTakeOuts() = 0;
   // A node drained by someone else keeps their reason (and stays drained): not an error.
   virtual Result<std::string> Drain(const std::string& node, const std::string& reason) = 0;
   // Refuses (kPermissionDenied) a drain whose reason cmax did not set; a node that is not

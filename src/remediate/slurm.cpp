@@ -1,6 +1,7 @@
 #include "remediate/slurm.hpp"
 
 #include <algorithm>
+#include <ctime>
 #include <fmt/format.h>
 #include <thread>
 
@@ -134,6 +135,40 @@ Result<std::vector<SchedulerNode>> SlurmScheduler::Nodes() {
   auto r = Slurm({"sinfo", "-N", "-h", "-o", "%N|%T|%P|%E"});
   if (!r) return tl::unexpected(r.error());
   return ParseSinfoNodes(r->stdout_text);
+}
+
+std::optional<WallTime> ParseSlurmLocalTime(std::string_view text) {
+  std::tm tm{};
+  const std::string copy(text);
+  const char* end = ::strptime(copy.c_str(), "%Y-%m-%dT%H:%M:%S", &tm);
+  if (end == nullptr || *end != '\0') return std::nullopt;
+  tm.tm_isdst = -1;
+  const std::time_t t = std::mktime(&tm);
+  if (t == -1) return std::nullopt;
+  return WallTime{std::chrono::milliseconds(static_cast<int64_t>(t) * 1000)};
+}
+
+std::vector<TakeOut> ParseCmaxTakeOuts(
+    std::string_view text,
+    const std::function<std::optional<WallTime>(std::string_view)>& local_time) {
+  std::vector<TakeOut> out;
+  for (std::string_view line : Split(text, '\n')) {
+    const size_t a = line.find('|');
+    const size_t b = a == std::string_view::npos ? a : line.find('|', a + 1);
+    if (b == std::string_view::npos) continue;
+    const std::string_view reason = Trim(line.substr(b + 1));
+    if (!IsCmaxReason(reason)) continue;
+    auto at = local_time(Trim(line.substr(a + 1, b - a - 1)));
+    if (!at) continue;
+    out.push_back({std::string(Trim(line.substr(0, a))), *at});
+  }
+  return out;
+}
+
+Result<std::vector<TakeOut>> SlurmScheduler::CmaxTakeOuts() {
+  auto r = Slurm({"sinfo", "-h", "-N", "-R", "-o", "%N|%H|%E"});
+  if (!r) return tl::unexpected(r.error());
+  return ParseCmaxTakeOuts(r->stdout_text, ParseSlurmLocalTime);
 }
 
 Result<SchedulerNode> SlurmScheduler::Node(const std::string& node) {

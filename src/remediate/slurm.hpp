@@ -10,6 +10,7 @@
 #pragma once
 
 #include <functional>
+#include <optional>
 
 #include "remediate/scheduler.hpp"
 #include "sys/process_runner.hpp"
@@ -31,6 +32,7 @@ class SlurmScheduler final : public Scheduler {
   SlurmScheduler(sys::ProcessRunner& runner, SlurmOptions options);
 
   Result<std::vector<SchedulerNode>> Nodes() override;
+  Result<std::vector<TakeOut>> CmaxTakeOuts() override;
   Result<std::string> Drain(const std::string& node, const std::string& reason) override;
   Result<std::string> Resume(const std::string& node) override;
   Result<std::string> RequeueJobs(const std::string& node) override;
@@ -63,6 +65,14 @@ class SlurmScheduler final : public Scheduler {
 // sinfo -N -h -o '%N|%T|%P|%E' (the reason last, so a '|' in it stays in it); a node in two
 // partitions is one node with both.
 std::vector<SchedulerNode> ParseSinfoNodes(std::string_view text);
+// sinfo -h -R -o '%N|%H|%E' (reason last): nodes whose reason starts with "cmax:", with the
+// time the reason was set. Slurm prints that time in the controller's local time zone; `tz`
+// turns it into a WallTime (tests pass a fixed one).
+std::vector<TakeOut> ParseCmaxTakeOuts(
+    std::string_view text,
+    const std::function<std::optional<WallTime>(std::string_view)>& local_time);
+// "2026-11-30T11:45:48" in this process's local time zone.
+std::optional<WallTime> ParseSlurmLocalTime(std::string_view text);
 // scontrol show job -o ID: JobState and ExitCode.
 ValidationStatus ParseJobState(std::string_view text);
 // Value of KEY= in scontrol's one-line output (up to the next space); empty when absent.

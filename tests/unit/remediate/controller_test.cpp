@@ -35,6 +35,7 @@ class FakeScheduler final : public Scheduler {
       out.push_back({name, s.drain ? "drained" : "idle", s.drain, s.reason, {}});
     return out;
   }
+  Result<std::vector<TakeOut>> CmaxTakeOuts() override { return elsewhere; }
   Result<std::string> Drain(const std::string& node, const std::string& reason) override {
     if (Away()) return Fail(ErrorCode::kUnavailable, "controller away");
     State& s = nodes_.at(node);
@@ -95,8 +96,9 @@ class FakeScheduler final : public Scheduler {
   std::map<std::string, State> nodes_;
   std::vector<std::string> calls;
   ValidationState validation = ValidationState::kRunning;
-  int away_calls = 0;  // drains that find the controller away
-  int away_nodes = 0;  // node listings that do
+  int away_calls = 0;              // drains that find the controller away
+  int away_nodes = 0;              // node listings that do
+  std::vector<TakeOut> elsewhere;  // nodes other controllers took out
 };
 
 const WallTime kT0{std::chrono::milliseconds(1'800'000'000'000)};
@@ -296,6 +298,15 @@ TEST_F(ControllerTest, BreakerTripsWhenThreeOfFourFailAtOnce) {
   EXPECT_EQ(std::ranges::count_if(four.calls,
                                   [](const std::string& x) { return x.starts_with("drain"); }),
             3);
+}
+
+TEST_F(ControllerTest, BreakerCountsNodesOtherControllersTookOut) {
+  // gpu1 and gpu2 were drained by their own agents, which write to their own stores.
+  sched_.elsewhere = {{"gpu1", clock_.Now() - 1min}, {"gpu2", clock_.Now() - 2min}};
+  Xid("gpu3", 79, "reset-gpu");  // a fleet of 5: the third node would be 60%
+  const StepSummary s = Step();
+  EXPECT_TRUE(s.breaker_tripped);
+  EXPECT_TRUE(sched_.calls.empty());
 }
 
 TEST_F(ControllerTest, FailedValidationGoesToRepairWithTheSpareAndBack) {

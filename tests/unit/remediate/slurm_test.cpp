@@ -4,6 +4,7 @@
 #include "remediate/slurm.hpp"
 
 #include <algorithm>
+#include <ctime>
 #include <deque>
 #include <gtest/gtest.h>
 
@@ -33,6 +34,35 @@ TEST(SlurmParse, SinfoNodesMergePartitionsAndKeepTheWholeReason) {
   EXPECT_TRUE(nodes[3].drain);
   EXPECT_FALSE(IsCmaxReason(nodes[3].reason));
   EXPECT_EQ(nodes[4].state, "maint");
+}
+
+TEST(SlurmParse, CmaxTakeOutsOnlyWithOurReason) {
+  const WallTime t{std::chrono::milliseconds(1'800'000'000'000)};
+  const auto out = ParseCmaxTakeOuts(
+      "gpu1|2026-11-30T11:45:48|cmax: Xid 79 | on 0000:17:00\n"
+      "gpu2|2026-11-30T11:46:00|bad fan\n"
+      "gpu3|Unknown|cmax: x\n"
+      "junk\n",
+      [&](std::string_view text) -> std::optional<WallTime> {
+        if (text == "Unknown") return std::nullopt;
+        return t;
+      });
+  ASSERT_EQ(out.size(), 1U);
+  EXPECT_EQ(out[0].node, "gpu1");
+  EXPECT_EQ(out[0].at, t);
+}
+
+TEST(SlurmParse, LocalTimeRoundTrips) {
+  const std::time_t now = std::time(nullptr);
+  std::tm local{};
+  ::localtime_r(&now, &local);
+  char text[32];
+  std::strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%S", &local);
+  const auto parsed = ParseSlurmLocalTime(text);
+  ASSERT_TRUE(parsed.has_value());
+  EXPECT_EQ(parsed->time_since_epoch().count(), static_cast<int64_t>(now) * 1000);
+  EXPECT_FALSE(ParseSlurmLocalTime("Unknown").has_value());
+  EXPECT_FALSE(ParseSlurmLocalTime("2026-11-30T11:45:48junk").has_value());
 }
 
 TEST(SlurmParse, JobStates) {

@@ -1,0 +1,59 @@
+// The remediation controller's flags, shared by `cmax remediate run` and `cmax agent
+// --remediate`, and the config they make.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "core/result.hpp"
+#include "remediate/controller.hpp"
+#include "remediate/slurm.hpp"
+
+namespace CLI {  // NOLINT(readability-identifier-naming): CLI11's own name
+class App;
+}
+
+namespace cmax::cli {
+
+struct ControllerFlags {
+  bool act = false;
+  bool dry_run = false;
+  std::string validation_command;
+  double validation_timeout_min = 30;
+  std::string reset_command;
+  double breaker_percent = 50;
+  double breaker_window_s = 300;
+  int rate_limit = 6;
+  std::string service_partition = "gpu";
+  std::string spare_partition = "spare";
+  bool no_spares = false;
+  std::string architecture = "hgx";
+  std::vector<std::string> nodes;
+  double probation_min = 60;
+  int escalation_faults = 3;
+};
+
+// Seconds given on the command line as a Duration.
+Duration Seconds(double seconds);
+
+// Every flag but --act, --dry-run and --node, which each command names its own way.
+void AddControllerFlags(CLI::App& app, ControllerFlags& flags);
+// Checks the values; refuses to act without --act or --dry-run, or without a validation.
+Result<remediate::ControllerConfig> BuildControllerConfig(const ControllerFlags& flags);
+remediate::SlurmOptions SlurmOptionsFrom(const ControllerFlags& flags);
+
+// One controller per store (`remediate run` or `agent --remediate`): a second one would act on
+// the same nodes twice. An flock on STORE.remediate.lock, released when the process ends.
+class ControllerLock {
+ public:
+  static Result<ControllerLock> Take(const std::string& store_path);
+  ControllerLock(ControllerLock&& other) noexcept;
+  ControllerLock& operator=(ControllerLock&&) = delete;
+  ~ControllerLock();
+
+ private:
+  explicit ControllerLock(int fd) : fd_(fd) {}
+  int fd_ = -1;
+};
+
+}  // namespace cmax::cli
