@@ -84,7 +84,7 @@ int RunAgent(const AgentCliOptions& options, Context& ctx) {
   // the scheduler's cmax-owned drains.
   sys::PosixProcessRunner runner;
   SystemClock clock;
-  std::optional<remediate::SlurmScheduler> slurm;
+  std::unique_ptr<SchedulerChoice> scheduler;
   std::optional<remediate::Controller> controller;
   std::optional<ControllerLock> lock;
   if (options.remediate || options.remediate_dry_run) {
@@ -103,8 +103,13 @@ int RunAgent(const AgentCliOptions& options, Context& ctx) {
       return kExitError;
     }
     lock.emplace(std::move(*taken));
-    slurm.emplace(runner, SlurmOptionsFrom(flags));
-    controller.emplace(*store, *slurm, runner, clock, *config);
+    auto made = MakeScheduler(flags, runner, clock);
+    if (!made) {
+      ctx.err << "cmax agent: " << made.error().message << "\n";
+      return kExitUsage;
+    }
+    scheduler = std::move(*made);
+    controller.emplace(*store, *scheduler->scheduler, runner, clock, *config);
     agent_options.after_flush = [&controller] {
       if (auto step = controller->Step(); !step) {
         log::Warn("agent: remediation step: {}", step.error().message);
@@ -145,7 +150,7 @@ Command SetupAgentCommand(CLI::App& parent) {
                   "Watchdog: CPU limit in percent of one core, sustained over 3 intervals of 10 s");
   app->add_option("--xid-catalog", options->xid_catalog, "Use this XID catalogue (JSON)");
   app->add_flag("--remediate", options->remediate,
-                "Act on this node's faults through Slurm (drain, requeue, reset, validate, "
+                "Act on this node's faults through the scheduler (drain, requeue, reset, validate, "
                 "resume), as `cmax remediate run` does for one node; needs "
                 "--validation-command");
   app->add_flag("--remediate-dry-run", options->remediate_dry_run,

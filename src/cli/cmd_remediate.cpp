@@ -63,12 +63,17 @@ int RunController(const RemediateOptions& o, Context& ctx) {
     return kExitError;
   }
   sys::PosixProcessRunner runner;
-  remediate::SlurmScheduler slurm(runner, SlurmOptionsFrom(o.controller));
   SystemClock clock;
-  remediate::Controller controller(*store, slurm, runner, clock, *config);
+  auto scheduler = MakeScheduler(o.controller, runner, clock);
+  if (!scheduler) {
+    ctx.err << "cmax remediate run: " << scheduler.error().message << "\n";
+    return kExitUsage;
+  }
+  remediate::Controller controller(*store, *(*scheduler)->scheduler, runner, clock, *config);
   if (!o.once) {
-    log::Info("remediation controller on {} ({}), every {}", store->Path(),
-              o.controller.dry_run ? "dry run" : "acting", FormatDuration(Seconds(o.interval_s)));
+    log::Info("remediation controller on {} through {} ({}), every {}", store->Path(),
+              (*scheduler)->description, o.controller.dry_run ? "dry run" : "acting",
+              FormatDuration(Seconds(o.interval_s)));
   }
   for (;;) {
     auto step = controller.Step();
@@ -311,7 +316,8 @@ Command SetupRemediateCommand(CLI::App& parent) {
   auto o = std::make_shared<RemediateOptions>();
   CLI::App* app = parent.add_subcommand(
       "remediate",
-      "Quarantine, validate, reintroduce and reschedule: the remediation controller on Slurm");
+      "Quarantine, validate, reintroduce and reschedule: the remediation controller on Slurm or "
+      "Kubernetes");
   app->require_subcommand(1);
 
   o->run = app->add_subcommand(

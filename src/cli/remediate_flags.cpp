@@ -7,10 +7,12 @@
 #include <cerrno>
 #include <cmath>
 #include <cstring>
+#include <map>
 #include <sys/file.h>
 #include <utility>
 
 #include "core/strings.hpp"
+#include "sys/host.hpp"
 
 namespace cmax::cli {
 Duration Seconds(double seconds) {
@@ -18,8 +20,13 @@ Duration Seconds(double seconds) {
 }
 
 void AddControllerFlags(CLI::App& r, ControllerFlags& o) {
+  r.add_option("--scheduler", o.scheduler,
+               "slurm (its clients on PATH, SLURM_CONF) or kubernetes (the API server)")
+      ->check(CLI::IsMember({"slurm", "kubernetes"}))
+      ->capture_default_str();
   r.add_option("--validation-command", o.validation_command,
-               "Shell command run as a Slurm job on the out-of-service node; exit 0 = passed");
+               "Shell command run on the out-of-service node (a Slurm job in a MAINT "
+               "reservation, or a Kubernetes Job pinned to the node); exit 0 = passed");
   r.add_option("--validation-timeout", o.validation_timeout_min,
                "Minutes a validation may take; longer counts as failed")
       ->capture_default_str();
@@ -44,6 +51,38 @@ void AddControllerFlags(CLI::App& r, ControllerFlags& o) {
   r.add_option("--escalation-faults", o.escalation_faults,
                "Serious faults on a node within 24 h that send it to REPAIR")
       ->check(CLI::Range(1, 100))
+      ->capture_default_str();
+  const char* const kube = "Kubernetes";
+  r.add_option("--kube-api", o.kube.api_server,
+               "API server URL (https://HOST:6443); default: --kubeconfig, KUBECONFIG, the pod's "
+               "service account, ~/.kube/config")
+      ->group(kube);
+  r.add_option("--kube-token-file", o.kube.token_file,
+               "File holding a bearer token, read before each request (or CMAX_KUBE_TOKEN)")
+      ->group(kube);
+  r.add_option("--kube-ca", o.kube.ca_file, "PEM file of the CA that signs the API server")
+      ->group(kube);
+  r.add_option("--kubeconfig", o.kube.kubeconfig, "kubeconfig file")->group(kube);
+  r.add_option("--kube-context", o.kube.context, "kubeconfig context (default: current)")
+      ->group(kube);
+  r.add_flag("--kube-insecure", o.kube.insecure, "Do not verify the API server's certificate")
+      ->group(kube);
+  r.add_option("--kube-namespace", o.kube_namespace,
+               "Namespace for validation Jobs (default: the context's, else cmax)")
+      ->group(kube);
+  r.add_option("--validation-image", o.validation_image, "Image of the validation Job")
+      ->group(kube)
+      ->capture_default_str();
+  r.add_option("--validation-gpus", o.validation_gpus,
+               "nvidia.com/gpu the validation Job asks for (all of the node's, to test them all)")
+      ->check(CLI::Range(0, 64))
+      ->group(kube)
+      ->capture_default_str();
+  r.add_option("--taint-effect", o.taint_effect,
+               "Effect of the cmax.dev/quarantine taint; NoExecute evicts without asking "
+               "PodDisruptionBudgets")
+      ->check(CLI::IsMember({"NoSchedule", "NoExecute"}))
+      ->group(kube)
       ->capture_default_str();
 }
 
@@ -91,6 +130,37 @@ remediate::SlurmOptions SlurmOptionsFrom(const ControllerFlags& o) {
   s.service_partition = o.service_partition;
   s.spare_partition = o.spare_partition;
   return s;
+}
+
+Result<std::unique_ptr<SchedulerChoice>> MakeScheduler(const ControllerFlags& o,
+                                                       sys::ProcessRunner& runner,
+                                                       const Clock& clock) {
+  auto choice = std::make_unique<SchedulerChoice>();
+  if (o.scheduler == "slurm") {
+    choice->scheduler = std::make_unique<remediate::SlurmScheduler>(runner, SlurmOptionsFrom(o));
+    choice->description = "Slurm";
+    return choice;
+  }
+  std::map<std::string, std::string> env;
+  for (const char* name : {"KUBECONFIG", "KUBERNETES_SERVICE_HOST", "KUBERNETES_SERVICE_PORT",
+                           "HOME", "CMAX_KUBE_TOKEN"}) {
+    if (std::string v = sys::GetEnv(name); !v.empty()) env[name] = v;
+  }
+  auto connection = remediate::ResolveKubeConnection(o.kube, choice->fs, env);
+  if (!connection) return tl::unexpected(connection.error());
+  remediate::KubernetesOptions k;
+  k.validation_namespace = !o.kube_namespace.empty()             ? o.kube_namespace
+                           : !connection->namespace_name.empty() ? connection->namespace_name
+                                                                 : std::string("cmax");
+  k.validation_image = o.validation_image;
+  k.validation_gpus = o.validation_gpus;
+  k.taint_effect = o.taint_effect;
+  choice->description =
+      fmt::format("Kubernetes at {} ({})", connection->server, connection->source);
+  choice->http = std::make_unique<sys::CurlHttpClient>(connection->tls);
+  choice->scheduler = std::make_unique<remediate::KubernetesScheduler>(
+      *choice->http, choice->fs, clock, std::move(*connection), std::move(k));
+  return choice;
 }
 
 Result<ControllerLock> ControllerLock::Take(const std::string& store_path) {

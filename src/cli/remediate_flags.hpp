@@ -2,12 +2,17 @@
 // --remediate`, and the config they make.
 #pragma once
 
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "core/result.hpp"
 #include "remediate/controller.hpp"
+#include "remediate/kube_config.hpp"
+#include "remediate/kubernetes.hpp"
 #include "remediate/slurm.hpp"
+#include "sys/file_system.hpp"
+#include "sys/http_client.hpp"
 
 namespace CLI {  // NOLINT(readability-identifier-naming): CLI11's own name
 class App;
@@ -31,6 +36,12 @@ struct ControllerFlags {
   std::vector<std::string> nodes;
   double probation_min = 60;
   int escalation_faults = 3;
+  std::string scheduler = "slurm";  // or kubernetes
+  remediate::KubeFlags kube;
+  std::string kube_namespace;  // for validation Jobs; empty: the kubeconfig's, else "cmax"
+  std::string validation_image = remediate::kKubeDefaultValidationImage;
+  int validation_gpus = 0;
+  std::string taint_effect = "NoSchedule";
 };
 
 // Seconds given on the command line as a Duration.
@@ -41,6 +52,17 @@ void AddControllerFlags(CLI::App& app, ControllerFlags& flags);
 // Checks the values; refuses to act without --act or --dry-run, or without a validation.
 Result<remediate::ControllerConfig> BuildControllerConfig(const ControllerFlags& flags);
 remediate::SlurmOptions SlurmOptionsFrom(const ControllerFlags& flags);
+
+// The scheduler --scheduler names, with what it needs to live (an HTTP client for Kubernetes).
+struct SchedulerChoice {
+  sys::LocalFileSystem fs;
+  std::unique_ptr<sys::HttpClient> http;
+  std::unique_ptr<remediate::Scheduler> scheduler;
+  std::string description;  // "Slurm", "Kubernetes at https://... (in-cluster service account)"
+};
+Result<std::unique_ptr<SchedulerChoice>> MakeScheduler(const ControllerFlags& flags,
+                                                       sys::ProcessRunner& runner,
+                                                       const Clock& clock);
 
 // One controller per store (`remediate run` or `agent --remediate`): a second one would act on
 // the same nodes twice. An flock on STORE.remediate.lock, released when the process ends.

@@ -107,4 +107,49 @@ std::string SanitizeUtf8(std::string_view text) {
   return out;
 }
 
+std::optional<std::string> DecodeBase64(std::string_view text) {
+  std::string out;
+  out.reserve(text.size() / 4 * 3);
+  uint32_t bits = 0;
+  int count = 0;
+  bool padding = false;
+  for (const char c : text) {
+    int value = -1;
+    if (c >= 'A' && c <= 'Z')
+      value = c - 'A';
+    else if (c >= 'a' && c <= 'z')
+      value = c - 'a' + 26;
+    else if (c >= '0' && c <= '9')
+      value = c - '0' + 52;
+    else if (c == '+')
+      value = 62;
+    else if (c == '/')
+      value = 63;
+    else if (c == '=') {
+      padding = true;
+      continue;
+    } else if (c == ' ' || c == '\n' || c == '\r' || c == '\t') {
+      continue;
+    } else {
+      return std::nullopt;
+    }
+    if (padding) return std::nullopt;  // data after '='
+    bits = (bits << 6) | static_cast<uint32_t>(value);
+    if (++count == 4) {
+      out.push_back(static_cast<char>((bits >> 16) & 0xff));
+      out.push_back(static_cast<char>((bits >> 8) & 0xff));
+      out.push_back(static_cast<char>(bits & 0xff));
+      bits = 0;
+      count = 0;
+    }
+  }
+  if (count == 1) return std::nullopt;
+  if (count == 2) out.push_back(static_cast<char>((bits >> 4) & 0xff));
+  if (count == 3) {
+    out.push_back(static_cast<char>((bits >> 10) & 0xff));
+    out.push_back(static_cast<char>((bits >> 2) & 0xff));
+  }
+  return out;
+}
+
 }  // namespace cmax

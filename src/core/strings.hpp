@@ -1,6 +1,7 @@
 // Small string helpers the parsers and renderers share.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -13,6 +14,10 @@ std::vector<std::string_view> Split(std::string_view text, char separator);
 std::vector<std::string_view> SplitFields(std::string_view text);
 std::string Join(const std::vector<std::string>& parts, std::string_view separator);
 std::string ToLower(std::string_view text);
+
+// Standard base64 (RFC 4648, '=' padding optional, whitespace ignored); nullopt when the text
+// holds anything else. Kubeconfig files carry certificates this way.
+std::optional<std::string> DecodeBase64(std::string_view text);
 
 // Text from outside (hostnames, log lines, server strings) may hold any bytes. Renderers call
 // this first: invalid UTF-8 sequences become U+FFFD, and C0 control characters other than

@@ -325,10 +325,11 @@ std::string Agent::MetricsText() {
 int Agent::Run(sys::MetricsServer* server) {
   log::Info("agent for node {} started{}", options_.node,
             server != nullptr ? " (metrics on port " + std::to_string(server->Port()) + ")" : "");
-  const sys::HttpHandler handler = [&](std::string_view path) -> std::optional<sys::HttpResponse> {
+  const sys::HttpHandler handler =
+      [&](std::string_view path) -> std::optional<sys::ServedResponse> {
     if (path == "/metrics")
-      return sys::HttpResponse{200, "text/plain; version=0.0.4; charset=utf-8", MetricsText()};
-    if (path == "/healthz") return sys::HttpResponse{200, "text/plain", "ok\n"};
+      return sys::ServedResponse{200, "text/plain; version=0.0.4; charset=utf-8", MetricsText()};
+    if (path == "/healthz") return sys::ServedResponse{200, "text/plain", "ok\n"};
     return std::nullopt;
   };
   while (!sys::Interrupted()) {

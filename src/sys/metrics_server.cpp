@@ -106,16 +106,16 @@ void MetricsServer::Answer(int client, const HttpHandler& handler,
   const std::string_view line = std::string_view(request).substr(0, line_end);
   const size_t first = line.find(' ');
   const size_t second = line.find(' ', first + 1);
-  std::optional<HttpResponse> response;
+  std::optional<ServedResponse> response;
   if (first == std::string_view::npos || second == std::string_view::npos) {
-    response = HttpResponse{400, "text/plain", "bad request\n"};
+    response = ServedResponse{400, "text/plain", "bad request\n"};
   } else if (line.substr(0, first) != "GET") {
-    response = HttpResponse{405, "text/plain", "only GET\n"};
+    response = ServedResponse{405, "text/plain", "only GET\n"};
   } else {
     std::string_view path = line.substr(first + 1, second - first - 1);
     path = path.substr(0, path.find('?'));
     response = handler(path);
-    if (!response) response = HttpResponse{404, "text/plain", "not found\n"};
+    if (!response) response = ServedResponse{404, "text/plain", "not found\n"};
   }
   const char* reason = response->status == 200   ? "OK"
                        : response->status == 404 ? "Not Found"

@@ -13,14 +13,14 @@
 
 namespace cmax::sys {
 
-struct HttpResponse {
+struct ServedResponse {
   int status = 200;
   std::string content_type = "text/plain; version=0.0.4; charset=utf-8";
   std::string body;
 };
 
 // Answers a path ("/metrics"); nullopt means 404.
-using HttpHandler = std::function<std::optional<HttpResponse>(std::string_view path)>;
+using HttpHandler = std::function<std::optional<ServedResponse>(std::string_view path)>;
 
 class MetricsServer {
  public:

@@ -48,5 +48,18 @@ INSTANTIATE_TEST_SUITE_P(Table, SanitizeUtf8Test,
                                            Utf8Case{"too big \xF4\x90\x80\x80",
                                                     "too big " + kBad + kBad + kBad + kBad}));
 
+TEST(DecodeBase64, RoundTripsAndRefusesWhatIsNotBase64) {
+  EXPECT_EQ(DecodeBase64(""), std::string());
+  EXPECT_EQ(DecodeBase64("TQ=="), std::string("M"));
+  EXPECT_EQ(DecodeBase64("TWE="), std::string("Ma"));
+  EXPECT_EQ(DecodeBase64("TWFu"), std::string("Man"));
+  EXPECT_EQ(DecodeBase64("TWE"), std::string("Ma"));  // padding is optional
+  EXPECT_EQ(DecodeBase64("LS0tLS1CRUdJTi\nBDRVJU\r\n"), std::string("-----BEGIN CERT"));
+  EXPECT_EQ(DecodeBase64("AP8="), std::string("\0\xff", 2));
+  EXPECT_EQ(DecodeBase64("TW*u"), std::nullopt);
+  EXPECT_EQ(DecodeBase64("TQ==TQ=="), std::nullopt);
+  EXPECT_EQ(DecodeBase64("T"), std::nullopt);
+}
+
 }  // namespace
 }  // namespace cmax

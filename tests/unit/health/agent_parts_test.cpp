@@ -79,8 +79,8 @@ std::string Exchange(sys::MetricsServer& server, const std::string& request) {
   if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) return "connect failed";
   if (!request.empty()) (void)::write(fd, request.data(), request.size());
   server.Serve(
-      [](std::string_view path) -> std::optional<sys::HttpResponse> {
-        if (path == "/metrics") return sys::HttpResponse{200, "text/plain", "cmax_up 1\n"};
+      [](std::string_view path) -> std::optional<sys::ServedResponse> {
+        if (path == "/metrics") return sys::ServedResponse{200, "text/plain", "cmax_up 1\n"};
         return std::nullopt;
       },
       100ms);

@@ -1,0 +1,119 @@
+// The Scheduler for Kubernetes, through the API server (libcurl + JSON), with a kubeconfig or
+// the in-cluster service account (kube_config.hpp). What each verb means here:
+//
+//   drain      cordon (spec.unschedulable), taint cmax.dev/quarantine (NoSchedule, or NoExecute
+//              when asked), annotations cmax.dev/reason and cmax.dev/since (the ownership mark:
+//              cmax uncordons only nodes that carry it), and node condition CmaxQuarantined=True
+//   resume     the reverse, only on a node with cmax's annotation; an operator's cordon stays
+//   requeue    every pod on the node evicted through the eviction API, so PodDisruptionBudgets
+//              hold (blocked evictions leave the action pending; it is tried again next step);
+//              DaemonSet pods, mirror pods and finished pods are left alone
+//   validate   a Job pinned to the node by node affinity on metadata.name, tolerating the
+//              cordon and cmax's taint: it runs on the out-of-service node and nothing else can
+//   spares     nodes labelled cmax.dev/spare=true wait with taint cmax.dev/spare:NoSchedule;
+//              taking the taint off puts one in service, putting it back returns it
+//   reboot     Kubernetes has no API for it: refused (kUnsupported), which sends the node to
+//              repair; bootID tells when a node rebooted by other means
+//
+// Every change to a node is a JSON merge patch carrying the resourceVersion it was computed
+// from, so a concurrent change (an operator's kubectl) makes it fail with 409 and it is computed
+// again, never overwritten.
+#pragma once
+
+#include <functional>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/clock.hpp"
+#include "remediate/kube_config.hpp"
+#include "remediate/scheduler.hpp"
+#include "sys/http_client.hpp"
+
+namespace cmax::remediate {
+
+inline constexpr std::string_view kKubeTaintKey = "cmax.dev/quarantine";
+inline constexpr std::string_view kKubeReasonAnnotation = "cmax.dev/reason";
+inline constexpr std::string_view kKubeSinceAnnotation = "cmax.dev/since";
+inline constexpr std::string_view kKubeConditionType = "CmaxQuarantined";
+inline constexpr std::string_view kKubeSpareLabel = "cmax.dev/spare";
+inline constexpr std::string_view kKubeSpareTaint = "cmax.dev/spare";
+inline constexpr std::string_view kKubeValidationLabel = "cmax.dev/validation";
+// Has /bin/sh and nvidia-smi (mounted by the NVIDIA container toolkit); dcgmi needs a DCGM image.
+inline constexpr const char* kKubeDefaultValidationImage =
+    "nvcr.io/nvidia/cuda:12.6.3-base-ubuntu24.04";
+
+struct KubernetesOptions {
+  std::string validation_namespace = "cmax";
+  std::string validation_image = kKubeDefaultValidationImage;
+  int validation_gpus = 0;                  // nvidia.com/gpu the validation Job asks for
+  std::string taint_effect = "NoSchedule";  // or NoExecute: evicts without asking PDBs
+  Duration request_timeout = std::chrono::seconds(10);
+  int attempts = 4;                                   // for an API server that does not answer
+  Duration backoff = std::chrono::milliseconds(250);  // doubled after each attempt
+  int page_size = 500;                                // list calls are paged
+  std::function<void(Duration)> sleep;                // null: really sleep
+};
+
+class KubernetesScheduler final : public Scheduler {
+ public:
+  KubernetesScheduler(sys::HttpClient& http, sys::FileSystem& fs, const Clock& clock,
+                      KubeConnection connection, KubernetesOptions options);
+
+  Result<std::vector<SchedulerNode>> Nodes() override;
+  Result<std::vector<TakeOut>> CmaxTakeOuts() override;
+  Result<std::string> Drain(const std::string& node, const std::string& reason) override;
+  Result<std::string> Resume(const std::string& node) override;
+  Result<std::string> RequeueJobs(const std::string& node) override;
+  Result<std::string> Reboot(const std::string& node, const std::string& reason) override;
+  Result<std::string> BootTime(const std::string& node) override;
+  Result<std::string> StartValidation(const std::string& node, const ValidationSpec& spec) override;
+  Result<ValidationStatus> PollValidation(const std::string& node,
+                                          const std::string& handle) override;
+  Result<std::string> EndValidation(const std::string& node, bool passed,
+                                    const std::string& reason) override;
+  Result<std::string> PickSpare() override;
+  Result<std::string> SwapInSpare(const std::string& spare) override;
+  Result<std::string> ReturnSpare(const std::string& spare) override;
+
+ private:
+  // One API call; retried while the server does not answer (or answers 502/503/504). Any
+  // other status is returned for the caller to judge.
+  Result<sys::HttpResponse> Call(const std::string& method, const std::string& path,
+                                 const std::string& body = "",
+                                 std::string_view content_type = "application/json");
+  // Every item of a list, following `continue` tokens.
+  Result<std::vector<nlohmann::json>> List(const std::string& path, const std::string& query);
+  Result<nlohmann::json> GetNode(const std::string& node);
+  // GET, compute a patch from what is there, PATCH with its resourceVersion; again on 409.
+  // `change` returns null for "nothing to do" and writes what it did into `detail`.
+  Result<std::string> PatchNode(const std::string& node,
+                                const std::function<nlohmann::json(const nlohmann::json& current,
+                                                                   std::string& detail)>& change);
+  Result<void> SetCondition(const std::string& node, bool quarantined, const std::string& reason,
+                            const std::string& message);
+  Result<std::string> Token() const;
+
+  sys::HttpClient& http_;
+  sys::FileSystem& fs_;
+  const Clock& clock_;
+  KubeConnection connection_;
+  KubernetesOptions options_;
+};
+
+// Pure parts, tested on their own.
+SchedulerNode KubeNodeView(const nlohmann::json& node);
+// The Job that validates `node`: name, labels, affinity, tolerations, deadline.
+nlohmann::json ValidationJob(const std::string& node, const std::string& job_name,
+                             const ValidationSpec& spec, const KubernetesOptions& options);
+// A Job name (at most 63 characters, DNS label) for validating `node`.
+std::string ValidationJobName(const std::string& node);
+// Job status: succeeded, failed (with why), or still running.
+ValidationStatus KubeJobState(const nlohmann::json& job);
+// A Kubernetes Status body's message, or the status code when there is none.
+std::string KubeStatusMessage(const sys::HttpResponse& response);
+// "2026-11-30T12:00:00Z": what Kubernetes writes in its times (seconds).
+std::string KubeTime(WallTime time);
+
+}  // namespace cmax::remediate

@@ -1,0 +1,289 @@
+// A stand-in Kubernetes API server for tests, on the HTTP fixture: nodes, pods, Jobs and
+// evictions in memory, with what the adapter relies on done the way the real one does it:
+// bearer-token check, JSON merge patch with resourceVersion (409 on a stale one), strategic
+// merge of node conditions by type, paged lists with `continue`, field and label selectors,
+// evictions refused with 429 when a PodDisruptionBudget blocks them. No API server can be
+// installed on the build machines; this is what the adapter is tested against.
+#pragma once
+
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <string>
+
+#include "support/http_fixture.hpp"
+
+namespace cmax::testing {
+
+class FakeKubeApi {
+ public:
+  using json = nlohmann::json;
+
+  FakeKubeApi() : http_([this](const FixtureRequest& r) { return Handle(r); }) {}
+
+  std::string Url() const { return http_.Url(); }
+  HttpFixture& Http() { return http_; }
+
+  // A Ready node with the given labels, taints and cordon.
+  void AddNode(const std::string& name, json labels = json::object(), json taints = json::array(),
+               bool unschedulable = false) {
+    const std::lock_guard lock(mutex_);
+    json node = {{"apiVersion", "v1"},
+                 {"kind", "Node"},
+                 {"metadata",
+                  {{"name", name},
+                   {"resourceVersion", std::to_string(++version_)},
+                   {"labels", labels},
+                   {"annotations", json::object()}}},
+                 {"spec", json::object()},
+                 {"status",
+                  {{"conditions", {{{"type", "Ready"}, {"status", "True"}}}},
+                   {"nodeInfo", {{"bootID", "boot-" + name + "-1"}}}}}};
+    if (!taints.empty()) node["spec"]["taints"] = taints;
+    if (unschedulable) node["spec"]["unschedulable"] = true;
+    nodes_[name] = node;
+  }
+  void AddPod(const std::string& ns, const std::string& name, const std::string& node,
+              const std::string& owner_kind = "ReplicaSet", const std::string& phase = "Running",
+              json annotations = json::object(), json labels = json::object()) {
+    const std::lock_guard lock(mutex_);
+    pods_[ns + "/" + name] = {{"metadata",
+                               {{"name", name},
+                                {"namespace", ns},
+                                {"annotations", annotations},
+                                {"labels", labels},
+                                {"ownerReferences", {{{"kind", owner_kind}, {"name", "owner"}}}}}},
+                              {"spec", {{"nodeName", node}}},
+                              {"status", {{"phase", phase}}}};
+  }
+  json Node(const std::string& name) {
+    const std::lock_guard lock(mutex_);
+    return nodes_.at(name);
+  }
+  bool HasPod(const std::string& key) {
+    const std::lock_guard lock(mutex_);
+    return pods_.contains(key);
+  }
+  json Job(const std::string& key) {
+    const std::lock_guard lock(mutex_);
+    return jobs_.contains(key) ? jobs_.at(key) : json();
+  }
+  // Sets the Job's status as the Job controller would.
+  void FinishJob(const std::string& key, bool succeeded, const std::string& reason = "",
+                 int exit_code = 0) {
+    const std::lock_guard lock(mutex_);
+    json& job = jobs_.at(key);
+    if (succeeded) {
+      job["status"] = {{"succeeded", 1},
+                       {"conditions", {{{"type", "Complete"}, {"status", "True"}}}}};
+    } else {
+      job["status"] = {{"failed", 1},
+                       {"conditions",
+                        {{{"type", "Failed"},
+                          {"status", "True"},
+                          {"reason", reason},
+                          {"message", "the job failed"}}}}};
+      const std::string ns = job["metadata"]["namespace"];
+      const std::string name = job["metadata"]["name"];
+      json pod;
+      pod["metadata"] = {{"name", name + "-abcde"}, {"namespace", ns}};
+      pod["metadata"]["labels"]["job-name"] = name;
+      pod["spec"]["nodeName"] = "elsewhere";
+      pod["status"]["phase"] = "Failed";
+      json terminated;
+      terminated["state"]["terminated"]["exitCode"] = exit_code;
+      pod["status"]["containerStatuses"] = json::array({terminated});
+      pods_[ns + "/" + name + "-abcde"] = pod;
+    }
+  }
+  // An operator (kubectl) changes the node: its resourceVersion moves on.
+  void Touch(const std::string& name) {
+    const std::lock_guard lock(mutex_);
+    nodes_.at(name)["metadata"]["resourceVersion"] = std::to_string(++version_);
+  }
+
+  std::string token = "token-1";
+  std::set<std::string> pdb_blocked;  // "ns/name"
+  int unavailable_next = 0;           // answer this many requests with 503
+  int conflicts_next = 0;             // node patches answered 409 after a concurrent change
+
+ private:
+  static std::string Decode(std::string_view text) {
+    std::string out;
+    for (size_t i = 0; i < text.size(); ++i) {
+      if (text[i] == '%' && i + 2 < text.size()) {
+        out.push_back(
+            static_cast<char>(std::stoi(std::string(text.substr(i + 1, 2)), nullptr, 16)));
+        i += 2;
+      } else {
+        out.push_back(text[i]);
+      }
+    }
+    return out;
+  }
+  static std::map<std::string, std::string> Query(const FixtureRequest& r) {
+    std::map<std::string, std::string> q;
+    const std::string query = r.Query();
+    std::string_view rest = query;
+    while (!rest.empty()) {
+      const size_t amp = rest.find('&');
+      const std::string_view pair = rest.substr(0, amp);
+      const size_t eq = pair.find('=');
+      q[std::string(pair.substr(0, eq))] =
+          eq == std::string_view::npos ? "" : Decode(pair.substr(eq + 1));
+      rest = amp == std::string_view::npos ? std::string_view() : rest.substr(amp + 1);
+    }
+    return q;
+  }
+  static FixtureResponse Status(int code, const std::string& message) {
+    return {code, json{{"kind", "Status"}, {"code", code}, {"message", message}}.dump()};
+  }
+  static bool Matches(const json& object, const std::string& selector) {
+    if (selector.empty()) return true;
+    const size_t eq = selector.find('=');
+    const std::string key = selector.substr(0, eq);
+    const std::string value = selector.substr(eq + 1);
+    if (key == "spec.nodeName") return object["spec"].value("nodeName", "") == value;
+    const json& labels = object["metadata"]["labels"];
+    return labels.is_object() && labels.value(key, "") == value;
+  }
+  FixtureResponse List(const std::vector<json>& all, const std::map<std::string, std::string>& q) {
+    std::vector<json> items;
+    for (const json& o : all) {
+      if (Matches(o, q.contains("fieldSelector") ? q.at("fieldSelector") : "") &&
+          Matches(o, q.contains("labelSelector") ? q.at("labelSelector") : ""))
+        items.push_back(o);
+    }
+    const size_t start = q.contains("continue") ? std::stoul(q.at("continue")) : 0;
+    const size_t limit = q.contains("limit") ? std::stoul(q.at("limit")) : items.size();
+    json page = {{"kind", "List"}, {"metadata", json::object()}, {"items", json::array()}};
+    for (size_t i = start; i < items.size() && i < start + limit; ++i)
+      page["items"].push_back(items[i]);
+    if (start + limit < items.size()) page["metadata"]["continue"] = std::to_string(start + limit);
+    return {200, page.dump()};
+  }
+
+  FixtureResponse Handle(const FixtureRequest& r) {
+    const std::lock_guard lock(mutex_);
+    if (unavailable_next > 0) {
+      --unavailable_next;
+      return Status(503, "etcd is away");
+    }
+    const auto auth = r.headers.find("authorization");
+    if (auth == r.headers.end() || auth->second != "Bearer " + token) {
+      return Status(401, "Unauthorized");
+    }
+    const std::string path = r.Path();
+    const auto q = Query(r);
+    const std::string nodes = "/api/v1/nodes";
+    if (r.method == "GET" && path == nodes) {
+      std::vector<json> all;
+      for (const auto& [name, n] : nodes_) all.push_back(n);
+      return List(all, q);
+    }
+    if (path.starts_with(nodes + "/")) {
+      std::string name = path.substr(nodes.size() + 1);
+      const bool status = name.ends_with("/status");
+      if (status) name = name.substr(0, name.size() - 7);
+      if (!nodes_.contains(name)) return Status(404, "nodes \"" + name + "\" not found");
+      json& node = nodes_[name];
+      if (r.method == "GET") return {200, node.dump()};
+      if (r.method != "PATCH") return Status(405, "method");
+      json patch = json::parse(r.body);
+      if (status) {
+        if (r.headers.at("content-type") != "application/strategic-merge-patch+json")
+          return Status(415, "want a strategic merge patch");
+        json& conditions = node["status"]["conditions"];
+        for (const json& c : patch["status"]["conditions"]) {
+          bool merged = false;
+          for (json& have : conditions) {
+            if (have["type"] == c["type"]) {
+              have.merge_patch(c);
+              merged = true;
+            }
+          }
+          if (!merged) conditions.push_back(c);
+        }
+        return {200, node.dump()};
+      }
+      if (r.headers.at("content-type") != "application/merge-patch+json")
+        return Status(415, "want a merge patch");
+      if (conflicts_next > 0) {
+        --conflicts_next;
+        node["metadata"]["resourceVersion"] = std::to_string(++version_);
+      }
+      if (patch["metadata"].value("resourceVersion", "") != node["metadata"]["resourceVersion"]) {
+        return Status(
+            409, "the object has been modified; please apply your changes to the latest version");
+      }
+      node.merge_patch(patch);
+      node["metadata"]["resourceVersion"] = std::to_string(++version_);
+      return {200, node.dump()};
+    }
+    if (r.method == "GET" && path == "/api/v1/pods") {
+      std::vector<json> all;
+      for (const auto& [key, p] : pods_) all.push_back(p);
+      return List(all, q);
+    }
+    if (path.starts_with("/api/v1/namespaces/")) {
+      const auto parts = Parts(path);  // api v1 namespaces NS pods [NAME eviction]
+      if (parts.size() == 5 && parts[4] == "pods" && r.method == "GET") {
+        std::vector<json> all;
+        for (const auto& [key, p] : pods_)
+          if (p["metadata"]["namespace"] == parts[3]) all.push_back(p);
+        return List(all, q);
+      }
+      if (parts.size() == 7 && parts[6] == "eviction" && r.method == "POST") {
+        const std::string key = parts[3] + "/" + parts[5];
+        if (!pods_.contains(key)) return Status(404, "pods \"" + parts[5] + "\" not found");
+        if (pdb_blocked.contains(key))
+          return Status(429, "Cannot evict pod as it would violate the pod's disruption budget.");
+        pods_.erase(key);
+        return {201, json{{"kind", "Status"}, {"status", "Success"}}.dump()};
+      }
+    }
+    if (path.starts_with("/apis/batch/v1/namespaces/")) {
+      const auto parts = Parts(path);  // apis batch v1 namespaces NS jobs [NAME]
+      if (parts[4] != "cmax") return Status(404, "namespaces \"" + parts[4] + "\" not found");
+      if (parts.size() == 6 && r.method == "POST") {
+        json job = json::parse(r.body);
+        const std::string key = parts[4] + "/" + job["metadata"]["name"].get<std::string>();
+        if (jobs_.contains(key)) return Status(409, "jobs.batch already exists");
+        job["status"] = json::object();
+        jobs_[key] = job;
+        return {201, job.dump()};
+      }
+      if (parts.size() == 7) {
+        const std::string key = parts[4] + "/" + parts[6];
+        if (!jobs_.contains(key)) return Status(404, "jobs.batch not found");
+        if (r.method == "GET") return {200, jobs_[key].dump()};
+        if (r.method == "DELETE") {
+          jobs_.erase(key);
+          return {200, json{{"kind", "Status"}, {"status", "Success"}}.dump()};
+        }
+      }
+    }
+    return Status(404, "the server could not find the requested resource");
+  }
+
+  static std::vector<std::string> Parts(const std::string& path) {
+    std::vector<std::string> parts;
+    size_t start = 1;
+    while (start <= path.size()) {
+      const size_t slash = path.find('/', start);
+      parts.push_back(path.substr(start, slash - start));
+      if (slash == std::string::npos) break;
+      start = slash + 1;
+    }
+    return parts;
+  }
+
+  std::mutex mutex_;
+  int version_ = 100;
+  std::map<std::string, json> nodes_;
+  std::map<std::string, json> pods_;
+  std::map<std::string, json> jobs_;
+  HttpFixture http_;  // last: it stops (and joins its thread) before the state goes
+};
+
+}  // namespace cmax::testing
