@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <fmt/format.h>
+#include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <ostream>
@@ -123,11 +124,13 @@ int ShowStatus(const RemediateOptions& o, Context& ctx, store::Store& store) {
   auto nodes = journal.Nodes();
   auto breaker = journal.Breaker();
   auto open = journal.OpenActions();
-  if (!nodes || !breaker || !open) {
+  auto holds = journal.RackHolds();
+  if (!nodes || !breaker || !open || !holds) {
     ctx.err << "cmax remediate status: "
             << (!nodes     ? nodes.error()
                 : !breaker ? breaker.error()
-                           : open.error())
+                : !open    ? open.error()
+                           : holds.error())
                    .message
             << "\n";
     return kExitError;
@@ -143,6 +146,14 @@ int ShowStatus(const RemediateOptions& o, Context& ctx, store::Store& store) {
                       {"spare", e.spare},
                       {"next", NextStep(e, o.controller.probation_min)}});
     }
+    nlohmann::ordered_json rack_holds = nlohmann::ordered_json::array();
+    for (const remediate::RackHold& h : *holds) {
+      rack_holds.push_back({{"node", h.node},
+                            {"rack", h.rack},
+                            {"state", h.state},
+                            {"since", FormatIso8601(h.since)},
+                            {"reason", h.reason}});
+    }
     nlohmann::ordered_json out = {
         {"schema", "cmax.remediation/v1"},
         {"breaker",
@@ -151,7 +162,8 @@ int ShowStatus(const RemediateOptions& o, Context& ctx, store::Store& store) {
                                      : nlohmann::ordered_json(nullptr)},
           {"reason", breaker->reason}}},
         {"open_actions", open->size()},
-        {"nodes", list}};
+        {"nodes", list},
+        {"rack_holds", rack_holds}};
     ctx.out << out.dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace) << "\n";
     return kExitOk;
   }
@@ -159,6 +171,19 @@ int ShowStatus(const RemediateOptions& o, Context& ctx, store::Store& store) {
     ctx.out << "CIRCUIT BREAKER TRIPPED at " << FormatIso8601(breaker->tripped_at) << ": "
             << SanitizeUtf8(breaker->reason)
             << "\n  no action is taken until `cmax remediate reset-breaker`\n\n";
+  }
+  if (!holds->empty()) {
+    // Grouped by rack: 15 held trays of one rack are one line for a person.
+    std::map<std::string, std::vector<std::string>> by_rack;
+    for (const remediate::RackHold& h : *holds) {
+      by_rack[h.rack].push_back(h.node + (h.state == "held" ? "" : " (" + h.state + ")"));
+    }
+    for (const auto& [rack, trays] : by_rack) {
+      ctx.out << "rack " << SanitizeUtf8(rack) << ": " << trays.size()
+              << " tray(s) held out of service for the rack: " << SanitizeUtf8(Join(trays, ", "))
+              << "\n";
+    }
+    ctx.out << "\n";
   }
   if (nodes->empty()) {
     ctx.out << "no node has been remediated (store " << store.Path() << ")\n";

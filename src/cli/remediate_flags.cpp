@@ -52,6 +52,15 @@ void AddControllerFlags(CLI::App& r, ControllerFlags& o) {
                "Serious faults on a node within 24 h that send it to REPAIR")
       ->check(CLI::Range(1, 100))
       ->capture_default_str();
+  r.add_option("--racks", o.racks_file,
+               "NVL72: file with one rack per line, its name then its trays (ranges like "
+               "tray[01-18] allowed); a rack that is down has its other trays drained too")
+      ->check(CLI::ExistingFile);
+  r.add_option("--rack-down-at", o.rack_down_at, "NVL72: trays out at which a rack is down")
+      ->check(CLI::Range(1, 72))
+      ->capture_default_str();
+  r.add_flag("--domain-needs-every-tray", o.domain_needs_every_tray,
+             "NVL72: the NVLink domain stops with any tray out, so one tray out holds the rack");
   const char* const kube = "Kubernetes";
   r.add_option("--kube-api", o.kube.api_server,
                "API server URL (https://HOST:6443); default: --kubeconfig, KUBECONFIG, the pod's "
@@ -122,6 +131,21 @@ Result<remediate::ControllerConfig> BuildControllerConfig(const ControllerFlags&
   c.policy.validation_timeout = c.validation.timeout;
   c.policy.escalation_faults = o.escalation_faults;
   c.nodes = o.nodes;
+  if (!o.racks_file.empty()) {
+    if (o.architecture != "nvl72") {
+      return Fail(ErrorCode::kInvalidArgument, "--racks needs --architecture nvl72");
+    }
+    sys::LocalFileSystem fs;
+    auto text = fs.ReadFile(o.racks_file, size_t{4} << 20);
+    if (!text) return tl::unexpected(text.error());
+    auto racks = remediate::ParseRacks(*text);
+    if (!racks) {
+      return Fail(ErrorCode::kInvalidArgument, "{}: {}", o.racks_file, racks.error().message);
+    }
+    c.racks = std::move(*racks);
+    c.rack.down_at = o.rack_down_at;
+    c.rack.domain_survives_tray_loss = !o.domain_needs_every_tray;
+  }
   return c;
 }
 

@@ -42,6 +42,9 @@ struct ControllerFlags {
   std::string validation_image = remediate::kKubeDefaultValidationImage;
   int validation_gpus = 0;
   std::string taint_effect = "NoSchedule";
+  std::string racks_file;  // NVL72: RACK TRAY... per line
+  int rack_down_at = 3;
+  bool domain_needs_every_tray = false;
 };
 
 // Seconds given on the command line as a Duration.

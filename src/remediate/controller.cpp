@@ -151,7 +151,103 @@ Result<StepSummary> Controller::Step() {
         return tl::unexpected(ok.error());
     }
   }
+  // 4. NVL72 racks, once every tray's own state is settled for this step.
+  if (!config_.racks.empty() && config_.nodes.empty()) {
+    if (auto ok = StepRacks(summary); !ok) return tl::unexpected(ok.error());
+  }
   return summary;
+}
+
+Result<void> Controller::StepRacks(StepSummary& summary) {
+  const WallTime now = clock_.Now();
+  auto entries = journal_.Nodes();
+  if (!entries) return tl::unexpected(entries.error());
+  std::map<std::string, NodeState> states;
+  for (const NodeEntry& e : *entries) states[e.node] = e.record.state;
+  auto holds = journal_.RackHolds();
+  if (!holds) return tl::unexpected(holds.error());
+  std::map<std::string, RackHold> by_node;
+  for (RackHold& h : *holds) by_node[h.node] = std::move(h);
+
+  for (const auto& [rack, trays] : config_.racks) {
+    RackView view{rack, {}, {}};
+    for (const std::string& tray : trays) {
+      const auto it = states.find(tray);
+      view.trays[tray] = it == states.end() ? NodeState::kHealthy : it->second;
+    }
+    for (const auto& [node, hold] : by_node) {
+      if (hold.rack == rack) view.held.insert(node);
+    }
+    const RackPlan plan = PlanRack(view, config_.rack);
+    if (config_.dry_run) {
+      if (!plan.hold.empty() || !plan.release.empty()) {
+        log::Info("rack {} {}: would hold {} and release {} trays", rack,
+                  RackHealthName(plan.health), plan.hold.size(), plan.release.size());
+      }
+      continue;
+    }
+    for (const std::string& tray : plan.hold) {
+      RackHold hold{tray, rack, "holding", plan.reason, now, ""};
+      if (auto ok = journal_.SaveRackHold(hold); !ok) return ok;
+      if (auto ok = journal_.Note(tray, "rack-hold", rack, plan.reason, now); !ok) return ok;
+      by_node[tray] = hold;
+    }
+    for (const std::string& tray : plan.release) {
+      RackHold& hold = by_node[tray];
+      if (hold.state == "releasing") continue;
+      hold.state = "releasing";
+      if (auto ok = journal_.SaveRackHold(hold); !ok) return ok;
+      if (auto ok =
+              journal_.Note(tray, "rack-release", rack,
+                            fmt::format("rack {} {}", rack, RackHealthName(plan.health)), now);
+          !ok) {
+        return ok;
+      }
+    }
+    for (const std::string& tray : plan.forget) {
+      if (auto ok = journal_.DropRackHold(tray); !ok) return ok;
+      by_node.erase(tray);
+    }
+    // Down again before a release was carried out: hold on.
+    if (plan.health == RackHealth::kDown) {
+      for (auto& [node, hold] : by_node) {
+        if (hold.rack != rack || hold.state != "releasing") continue;
+        hold.state = "held";
+        if (auto ok = journal_.SaveRackHold(hold); !ok) return ok;
+      }
+    }
+  }
+  if (config_.dry_run) return {};
+
+  // Carry out what is still to do, with the same rules as any action: a scheduler that is away
+  // leaves it for the next step.
+  for (auto& [node, hold] : by_node) {
+    if (hold.state == "holding") {
+      auto r = scheduler_.Drain(node, hold.reason);
+      if (!r) {
+        log::Warn("{}: hold for rack {} pending: {}", node, hold.rack, r.error().message);
+        ++summary.actions_failed;
+        continue;
+      }
+      hold.state = "held";
+      hold.detail = *r;
+      if (auto ok = journal_.SaveRackHold(hold); !ok) return ok;
+      log::Info("{}: held for rack {}: {}", node, hold.rack, *r);
+      ++summary.rack_holds;
+    } else if (hold.state == "releasing") {
+      auto r = scheduler_.Resume(node);
+      if (!r && r.error().code != ErrorCode::kPermissionDenied) {
+        log::Warn("{}: release for rack {} pending: {}", node, hold.rack, r.error().message);
+        ++summary.actions_failed;
+        continue;
+      }
+      // kPermissionDenied: someone else drained it meanwhile; theirs to undo.
+      if (auto ok = journal_.DropRackHold(node); !ok) return ok;
+      log::Info("{}: released for rack {}: {}", node, hold.rack, r ? *r : r.error().message);
+      ++summary.rack_releases;
+    }
+  }
+  return {};
 }
 
 Result<bool> Controller::MayTakeOut(const NodeEntry& entry, const Event& event,

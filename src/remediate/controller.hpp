@@ -4,6 +4,7 @@
 // pass; `cmax remediate run` and `cmax agent --remediate` call it in a loop.
 #pragma once
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -28,6 +29,11 @@ struct ControllerConfig {
   // the action fails and the policy reboots instead.
   std::string reset_command;
   std::vector<std::string> nodes;  // act only on these; empty: every node with conditions
+  // NVL72: the trays of each rack. A rack that is down has its in-service trays drained too
+  // (held), and resumed when it is back. Only a controller that sees the whole fleet (no
+  // `nodes`) holds trays.
+  std::map<std::string, std::vector<std::string>> racks;
+  RackConfig rack;
 };
 
 struct StepSummary {
@@ -37,6 +43,8 @@ struct StepSummary {
   int actions_failed = 0;
   int refused = 0;  // take-outs the breaker or the rate limit stopped
   bool breaker_tripped = false;
+  int rack_holds = 0;     // trays drained because their rack is down
+  int rack_releases = 0;  // trays resumed because their rack is back
 };
 
 class Controller {
@@ -57,6 +65,9 @@ class Controller {
                           StepSummary& summary);
   Result<void> CarryOut(const ActionRow& row, StepSummary& summary, int depth);
   Result<std::string> Execute(const ActionRow& row, NodeEntry& entry);
+  // NVL72: plans every rack from its trays' states, records holds and releases, then carries
+  // out the drains and resumes still to do (so a restart finishes them).
+  Result<void> StepRacks(StepSummary& summary);
 
   store::Store& store_;
   Journal journal_;

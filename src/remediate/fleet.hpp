@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "core/clock.hpp"
+#include "core/result.hpp"
 #include "remediate/policy.hpp"
 
 namespace cmax::remediate {
@@ -88,5 +89,13 @@ struct RackPlan {
 bool OutOfService(NodeState state);
 
 RackPlan PlanRack(const RackView& rack, const RackConfig& config);
+
+// The rack file: one rack per line, its name then its trays, which may use Slurm-style ranges
+// ("rack-a nvl-a[01-18]", "rack-b b1,b2 b[3-4,7]"); '#' starts a comment. Refuses a tray
+// named twice, a rack named twice, a rack without trays and malformed ranges.
+using RackMap = std::map<std::string, std::vector<std::string>>;
+Result<RackMap> ParseRacks(std::string_view text);
+// "gpu[01-03,7]" -> gpu01 gpu02 gpu03 gpu7 (widths kept); "a,b" -> a b.
+Result<std::vector<std::string>> ExpandHostList(std::string_view text);
 
 }  // namespace cmax::remediate

@@ -373,4 +373,40 @@ Result<void> Journal::SetBreaker(const BreakerState& state) {
   return s->Run();
 }
 
+Result<std::vector<RackHold>> Journal::RackHolds() {
+  auto s = db_.Prepare(
+      "SELECT node, rack, state, reason, since, detail FROM remediation_rack_holds ORDER BY node");
+  if (!s) return tl::unexpected(s.error());
+  std::vector<RackHold> holds;
+  for (;;) {
+    auto row = s->Step();
+    if (!row) return tl::unexpected(row.error());
+    if (!*row) break;
+    holds.push_back({s->ColumnText(0), s->ColumnText(1), s->ColumnText(2), s->ColumnText(3),
+                     ParseTime(s->ColumnText(4)), s->ColumnText(5)});
+  }
+  return holds;
+}
+
+Result<void> Journal::SaveRackHold(const RackHold& hold) {
+  auto s = db_.Prepare(
+      "INSERT OR REPLACE INTO remediation_rack_holds (node, rack, state, reason, since, detail) "
+      "VALUES (?, ?, ?, ?, ?, ?)");
+  if (!s) return tl::unexpected(s.error());
+  s->Bind(1, std::string_view(hold.node));
+  s->Bind(2, std::string_view(hold.rack));
+  s->Bind(3, std::string_view(hold.state));
+  s->Bind(4, std::string_view(hold.reason));
+  s->Bind(5, std::string_view(Iso(hold.since)));
+  s->Bind(6, std::string_view(hold.detail));
+  return s->Run();
+}
+
+Result<void> Journal::DropRackHold(const std::string& node) {
+  auto s = db_.Prepare("DELETE FROM remediation_rack_holds WHERE node = ?");
+  if (!s) return tl::unexpected(s.error());
+  s->Bind(1, std::string_view(node));
+  return s->Run();
+}
+
 }  // namespace cmax::remediate

@@ -59,6 +59,17 @@ struct SeenMark {
   bool recovered = false;
 };
 
+// An NVL72 tray cmax drained because its rack is down (not for a fault of its own). "holding":
+// the drain is still to be done; "held": drained; "releasing": the resume is still to be done.
+struct RackHold {
+  std::string node;
+  std::string rack;
+  std::string state;
+  std::string reason;
+  WallTime since;
+  std::string detail;  // what the scheduler said
+};
+
 class Journal {
  public:
   explicit Journal(store::Database& db) : db_(db) {}
@@ -93,6 +104,10 @@ class Journal {
   Result<std::vector<WallTime>> DisruptiveActions(const std::string& node, WallTime since);
 
   Result<std::map<std::pair<std::string, std::string>, SeenMark>> Seen();
+
+  Result<std::vector<RackHold>> RackHolds();
+  Result<void> SaveRackHold(const RackHold& hold);
+  Result<void> DropRackHold(const std::string& node);
 
   Result<BreakerState> Breaker();
   Result<void> SetBreaker(const BreakerState& state);

@@ -134,6 +134,16 @@ CREATE TABLE remediation_breaker (
   reason TEXT NOT NULL
 );
 )sql"},
+      {5, "remediation: NVL72 trays held out of service because their rack is down", R"sql(
+CREATE TABLE remediation_rack_holds (
+  node TEXT PRIMARY KEY,
+  rack TEXT NOT NULL,
+  state TEXT NOT NULL CHECK (state IN ('holding', 'held', 'releasing')),
+  reason TEXT NOT NULL,
+  since TEXT NOT NULL,
+  detail TEXT NOT NULL DEFAULT ''
+);
+)sql"},
   };
   return kMigrations;
 }

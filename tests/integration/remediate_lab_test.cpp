@@ -2,6 +2,7 @@
 // five slurmd, one of them a spare): drain and resume, an operator's drain left alone, the job on a
 // failed node requeued, validation inside a MAINT reservation on a node that other work cannot
 // reach, and a spare moved into service and back.
+#include <fstream>
 #include <gtest/gtest.h>
 
 #include "integration/remediate_lab_fixture.hpp"
@@ -149,6 +150,37 @@ TEST_F(ControllerLabTest, OperatorDrainIsNeverUndone) {
   const SchedulerNode n = Node("gpu3");
   EXPECT_TRUE(n.drain);
   EXPECT_EQ(n.reason, "bad fan, ticket 7");
+}
+
+// NVL72 on the lab: the four nodes are one rack whose NVLink domain needs every tray, so one
+// tray out drains the other three in Slurm, and its return resumes them.
+TEST_F(ControllerLabTest, ARackThatIsDownHasItsOtherTraysDrainedUntilItIsBack) {
+  const std::string racks = dir_.File("racks");
+  std::ofstream(racks) << "rack-a gpu[1-4]\n";
+  std::vector<std::string> args = Act("sleep 2; true");
+  args.insert(args.end(), {"--architecture", "nvl72", "--racks", racks, "--domain-needs-every-tray",
+                           "--breaker-percent", "100"});
+  Xid("gpu1", 48, "reset-gpu");
+  auto r = Cmax(args);
+  ASSERT_EQ(r.exit_code, 0) << r.stderr_text;
+  for (const char* tray : {"gpu2", "gpu3", "gpu4"}) {
+    const SchedulerNode n = Node(tray);
+    EXPECT_TRUE(n.drain) << tray;
+    EXPECT_EQ(n.reason, "cmax: rack rack-a NVLink domain needs every tray (1 out)") << tray;
+  }
+  EXPECT_FALSE(Node("spare1").drain);
+  const auto status = Cmax({"remediate", "status"});
+  EXPECT_NE(status.stdout_text.find("rack rack-a: 3 tray(s) held"), std::string::npos)
+      << status.stdout_text;
+
+  bool back = false;
+  for (int i = 0; i < 30 && !back; ++i) {
+    std::this_thread::sleep_for(1s);
+    Cmax(args);
+    back = State("gpu1") == remediate::NodeState::kReintroduced;
+  }
+  ASSERT_TRUE(back);
+  for (const char* tray : {"gpu1", "gpu2", "gpu3", "gpu4"}) EXPECT_FALSE(Node(tray).drain) << tray;
 }
 
 TEST_F(ControllerLabTest, BreakerTripsWhenThreeOfFourFailAtOnce) {

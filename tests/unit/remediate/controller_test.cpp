@@ -376,5 +376,106 @@ TEST_F(ControllerTest, OnlyTheWatchedNodes) {
   EXPECT_TRUE(sched_.calls.empty());
 }
 
+// NVL72: an 18-tray rack. Trays out of service in their own right count; at 3 the rack is down
+// and cmax drains its other trays (held); when the trays are back, the held ones are resumed.
+class RackTest : public ControllerTest {
+ protected:
+  void SetUp() override {
+    ControllerTest::SetUp();
+    for (int i = 5; i <= 18; ++i) sched_.nodes_["gpu" + std::to_string(i)] = {};
+    for (int i = 1; i <= 18; ++i) trays_.push_back("gpu" + std::to_string(i));
+    config_.policy.architecture = Architecture::kNvl72;
+    config_.breaker.max_fraction = 1.0;
+    runner_.AnswerStdout("true", "");
+  }
+  int Drained() {
+    int n = 0;
+    for (const auto& [name, state] : sched_.nodes_) n += state.drain ? 1 : 0;
+    return n;
+  }
+  std::vector<RackHold> Holds() { return Journal(store_->Db()).RackHolds().value(); }
+  std::vector<std::string> trays_;
+};
+
+TEST_F(RackTest, ThreeTraysOutHoldTheRackAndTheirReturnReleasesIt) {
+  config_.racks = {{"rack-a", trays_}};
+  Xid("gpu1", 79, "reset-gpu");
+  Xid("gpu2", 79, "reset-gpu");
+  auto s = Step();
+  EXPECT_EQ(s.rack_holds, 0);  // degraded, not down
+  EXPECT_EQ(Drained(), 0);     // validating trays run inside their reservation
+  EXPECT_TRUE(Holds().empty());
+
+  Xid("gpu3", 79, "reset-gpu");
+  s = Step();
+  EXPECT_EQ(s.rack_holds, 15);
+  ASSERT_EQ(Holds().size(), 15U);
+  for (const RackHold& h : Holds()) {
+    EXPECT_EQ(h.state, "held");
+    EXPECT_EQ(h.reason, "cmax: rack rack-a down (3 of 18 trays out)");
+  }
+  EXPECT_TRUE(sched_.nodes_.at("gpu18").drain);
+  EXPECT_EQ(sched_.nodes_.at("gpu18").reason, "cmax: rack rack-a down (3 of 18 trays out)");
+  EXPECT_FALSE(sched_.nodes_.at("spare1").drain);  // not in the rack
+
+  // Nothing new: no second drain.
+  const size_t calls = sched_.calls.size();
+  EXPECT_EQ(Step().rack_holds, 0);
+  EXPECT_EQ(sched_.calls.size(), calls);
+
+  sched_.validation = ValidationState::kPassed;
+  clock_.Advance(2min);
+  s = Step();
+  EXPECT_EQ(s.rack_releases, 15);
+  EXPECT_TRUE(Holds().empty());
+  EXPECT_EQ(Drained(), 0);
+  const auto history = Journal(store_->Db()).History("gpu18", 10).value();
+  ASSERT_FALSE(history.empty());
+}
+
+TEST_F(RackTest, ADomainThatNeedsEveryTrayIsHeldAtOne) {
+  config_.racks = {{"rack-a", trays_}};
+  config_.rack.domain_survives_tray_loss = false;
+  Xid("gpu7", 79, "reset-gpu");
+  EXPECT_EQ(Step().rack_holds, 17);
+  EXPECT_EQ(Holds().front().reason, "cmax: rack rack-a NVLink domain needs every tray (1 out)");
+}
+
+TEST_F(RackTest, HoldsThatCouldNotBeDoneAreDoneLaterAndDryRunsHoldNothing) {
+  Xid("gpu1", 79, "reset-gpu");
+  Xid("gpu2", 79, "reset-gpu");
+  Xid("gpu3", 79, "reset-gpu");
+  Step();  // no racks configured yet: three trays validating, nothing held
+  EXPECT_TRUE(Holds().empty());
+
+  config_.racks = {{"rack-a", trays_}};
+  config_.dry_run = true;
+  Step();
+  EXPECT_TRUE(Holds().empty());
+  EXPECT_EQ(Drained(), 0);
+
+  config_.dry_run = false;
+  sched_.away_calls = 5;  // the scheduler is away for the first five drains
+  auto s = Step();
+  EXPECT_EQ(s.rack_holds, 10);
+  EXPECT_EQ(Holds().size(), 15U);
+  int holding = 0;
+  for (const RackHold& h : Holds()) holding += h.state == "holding" ? 1 : 0;
+  EXPECT_EQ(holding, 5);
+  s = Step();
+  EXPECT_EQ(s.rack_holds, 5);
+  EXPECT_EQ(Drained(), 15);
+}
+
+TEST_F(RackTest, APerNodeControllerHoldsNoRack) {
+  config_.racks = {{"rack-a", trays_}};
+  config_.nodes = {"gpu1", "gpu2", "gpu3"};
+  Xid("gpu1", 79, "reset-gpu");
+  Xid("gpu2", 79, "reset-gpu");
+  Xid("gpu3", 79, "reset-gpu");
+  EXPECT_EQ(Step().rack_holds, 0);
+  EXPECT_TRUE(Holds().empty());
+}
+
 }  // namespace
 }  // namespace cmax::remediate

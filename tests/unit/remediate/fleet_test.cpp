@@ -129,5 +129,33 @@ TEST(Rack, OutOfServiceStates) {
   EXPECT_TRUE(OutOfService(S::kRetired));
 }
 
+TEST(RackFile, RangesListsAndComments) {
+  auto racks = ParseRacks(
+      "# two NVL72 racks\n"
+      "rack-a nvl-a[01-03]   # more later\n"
+      "\n"
+      "rack-b b1,b2 b[3-4,7] x[8-10]y\n");
+  ASSERT_TRUE(racks) << racks.error().message;
+  EXPECT_EQ(racks->at("rack-a"), (std::vector<std::string>{"nvl-a01", "nvl-a02", "nvl-a03"}));
+  EXPECT_EQ(racks->at("rack-b"),
+            (std::vector<std::string>{"b1", "b2", "b3", "b4", "b7", "x8y", "x9y", "x10y"}));
+}
+
+TEST(RackFile, RefusesWhatCannotBeRight) {
+  EXPECT_FALSE(ParseRacks("rack-a t1 t2\nrack-b t2\n"));  // a tray in two racks
+  EXPECT_FALSE(ParseRacks("rack-a t1\nrack-a t2\n"));     // a rack twice
+  EXPECT_FALSE(ParseRacks("rack-a\n"));                   // no trays
+  EXPECT_FALSE(ParseRacks("rack-a t[3-1]\n"));
+  EXPECT_FALSE(ParseRacks("rack-a t[1-x]\n"));
+  EXPECT_FALSE(ParseRacks("rack-a t[1-2\n"));
+  EXPECT_FALSE(ParseRacks("rack-a t]1[\n"));
+  EXPECT_FALSE(ParseRacks("rack-a t[1-2][3-4]\n"));
+  EXPECT_FALSE(ParseRacks("rack-a t[1-9999999]\n"));
+  const auto e = ParseRacks("rack-a t1\n\nrack-b t1\n");
+  ASSERT_FALSE(e);
+  EXPECT_NE(e.error().message.find("line 3"), std::string::npos) << e.error().message;
+  EXPECT_TRUE(ParseRacks("# nothing\n").value().empty());
+}
+
 }  // namespace
 }  // namespace cmax::remediate
