@@ -2,14 +2,17 @@
 // in the store, and serves Prometheus metrics; bounded in memory and CPU by its own watchdog.
 #include <CLI/CLI.hpp>
 #include <cmath>
+#include <functional>
 #include <memory>
 #include <ostream>
+#include <vector>
 
 #include "cli/cli.hpp"
 #include "cli/remediate_flags.hpp"
 #include "core/log.hpp"
 #include "health/agent.hpp"
 #include "remediate/controller.hpp"
+#include "remediate/kube_conditions.hpp"
 #include "remediate/slurm.hpp"
 #include "store/store.hpp"
 #include "sys/file_system.hpp"
@@ -31,6 +34,7 @@ struct AgentCliOptions {
   std::string xid_catalog;
   bool remediate = false;
   bool remediate_dry_run = false;
+  bool publish_conditions = false;
   ControllerFlags controller;
 };
 
@@ -85,6 +89,9 @@ int RunAgent(const AgentCliOptions& options, Context& ctx) {
   sys::PosixProcessRunner runner;
   SystemClock clock;
   std::unique_ptr<SchedulerChoice> scheduler;
+  std::unique_ptr<SchedulerChoice> kube;  // --publish-conditions
+  std::optional<remediate::KubeConditionPublisher> publisher;
+  std::vector<std::function<void()>> hooks;
   std::optional<remediate::Controller> controller;
   std::optional<ControllerLock> lock;
   if (options.remediate || options.remediate_dry_run) {
@@ -110,10 +117,40 @@ int RunAgent(const AgentCliOptions& options, Context& ctx) {
     }
     scheduler = std::move(*made);
     controller.emplace(*store, *scheduler->scheduler, runner, clock, *config);
-    agent_options.after_flush = [&controller] {
+    hooks.emplace_back([&controller] {
       if (auto step = controller->Step(); !step) {
         log::Warn("agent: remediation step: {}", step.error().message);
       }
+    });
+  }
+  if (options.publish_conditions) {
+    ControllerFlags flags = options.controller;
+    flags.scheduler = "kubernetes";
+    auto made = MakeScheduler(flags, runner, clock);
+    if (!made) {
+      ctx.err << "cmax agent: " << made.error().message << "\n";
+      return kExitUsage;
+    }
+    kube = std::move(*made);
+    publisher.emplace(*kube->kube);
+    const std::string node = agent_options.node;
+    // Before remediation: a central controller learns of the fault as soon as this node does.
+    hooks.insert(hooks.begin(), [&publisher, &store, node] {
+      auto conditions = store->LoadConditions(node);
+      if (!conditions) {
+        log::Warn("agent: cannot read conditions to publish: {}", conditions.error().message);
+        return;
+      }
+      if (auto r = publisher->Publish(node, *conditions); !r) {
+        log::Warn("agent: publishing conditions to Kubernetes: {}", r.error().message);
+      } else if (*r != "unchanged") {
+        log::Info("agent: {}", *r);
+      }
+    });
+  }
+  if (!hooks.empty()) {
+    agent_options.after_flush = [&hooks] {
+      for (const auto& hook : hooks) hook();
     };
   }
   health::Agent agent(agent_options, *catalog, *store);
@@ -155,6 +192,10 @@ Command SetupAgentCommand(CLI::App& parent) {
                 "--validation-command");
   app->add_flag("--remediate-dry-run", options->remediate_dry_run,
                 "Decide and record remediation for this node; touch nothing");
+  app->add_flag("--publish-conditions", options->publish_conditions,
+                "Write this node's conditions onto its Kubernetes Node (annotation "
+                "cmax.dev/conditions, condition CmaxFault) for a central `cmax remediate run "
+                "--conditions-from kubernetes`; uses the --kube-* flags or the pod's account");
   AddControllerFlags(*app, options->controller);
   return {app, [options](Context& ctx) { return RunAgent(*options, ctx); }};
 }

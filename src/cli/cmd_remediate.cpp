@@ -17,6 +17,7 @@
 #include "core/log.hpp"
 #include "core/strings.hpp"
 #include "remediate/controller.hpp"
+#include "remediate/kube_conditions.hpp"
 #include "remediate/slurm.hpp"
 #include "store/store.hpp"
 #include "sys/host.hpp"
@@ -37,6 +38,7 @@ struct RemediateOptions {
   ControllerFlags controller;
   bool once = false;
   double interval_s = 2.0;
+  std::string conditions_from = "store";
   // status, history, repaired, retire
   std::string node;
   int limit = 50;
@@ -76,7 +78,21 @@ int RunController(const RemediateOptions& o, Context& ctx) {
               (*scheduler)->description, o.controller.dry_run ? "dry run" : "acting",
               FormatDuration(Seconds(o.interval_s)));
   }
+  if (o.conditions_from == "kubernetes" && !(*scheduler)->kube) {
+    ctx.err << "cmax remediate run: --conditions-from kubernetes needs --scheduler kubernetes\n";
+    return kExitUsage;
+  }
   for (;;) {
+    if (o.conditions_from == "kubernetes") {
+      // The agents' findings, from their Nodes; when the API server is away the step still
+      // runs on what the store has (validations, timers).
+      auto imported = remediate::ImportKubeConditions(*(*scheduler)->kube, *store);
+      if (!imported) {
+        log::Warn("conditions from Kubernetes: {}", imported.error().message);
+      } else {
+        log::Debug("{} condition(s) read from Kubernetes nodes", *imported);
+      }
+    }
     auto step = controller.Step();
     if (!step) {
       ctx.err << "cmax remediate run: " << step.error().message << "\n";
@@ -357,6 +373,11 @@ Command SetupRemediateCommand(CLI::App& parent) {
   r->add_flag("--once", o->once,
               "One pass, then exit (exit 1 when an action failed or was refused)");
   r->add_option("--interval", o->interval_s, "Seconds between passes")->capture_default_str();
+  r->add_option("--conditions-from", o->conditions_from,
+                "Where node conditions come from: store (agents writing to this store) or "
+                "kubernetes (what `cmax agent --publish-conditions` writes on each Node)")
+      ->check(CLI::IsMember({"store", "kubernetes"}))
+      ->capture_default_str();
   r->add_option("--node", o->controller.nodes,
                 "Act only on these nodes (repeatable); default: all");
   AddControllerFlags(*r, o->controller);

@@ -182,6 +182,8 @@ Result<std::unique_ptr<SchedulerChoice>> MakeScheduler(const ControllerFlags& o,
   choice->description =
       fmt::format("Kubernetes at {} ({})", connection->server, connection->source);
   choice->http = std::make_unique<sys::CurlHttpClient>(connection->tls);
+  choice->kube =
+      std::make_unique<remediate::KubeApi>(*choice->http, choice->fs, clock, *connection, k.api);
   choice->scheduler = std::make_unique<remediate::KubernetesScheduler>(
       *choice->http, choice->fs, clock, std::move(*connection), std::move(k));
   return choice;

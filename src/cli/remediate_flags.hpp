@@ -61,6 +61,7 @@ struct SchedulerChoice {
   sys::LocalFileSystem fs;
   std::unique_ptr<sys::HttpClient> http;
   std::unique_ptr<remediate::Scheduler> scheduler;
+  std::unique_ptr<remediate::KubeApi> kube;  // Kubernetes: for conditions published on Nodes
   std::string description;  // "Slurm", "Kubernetes at https://... (in-cluster service account)"
 };
 Result<std::unique_ptr<SchedulerChoice>> MakeScheduler(const ControllerFlags& flags,

@@ -12,78 +12,19 @@ namespace {
 
 using nlohmann::json;
 
-const json& Field(const json& j, std::initializer_list<const char*> path) {
-  static const json kNull;
-  const json* at = &j;
-  for (const char* key : path) {
-    if (!at->is_object()) return kNull;
-    const auto it = at->find(key);
-    if (it == at->end()) return kNull;
-    at = &*it;
-  }
-  return *at;
-}
-
-std::string Str(const json& j, std::initializer_list<const char*> path) {
-  const json& v = Field(j, path);
-  return v.is_string() ? v.get<std::string>() : std::string();
-}
-
-int64_t Int(const json& j, std::initializer_list<const char*> path) {
-  const json& v = Field(j, path);
-  return v.is_number_integer() ? v.get<int64_t>() : 0;
-}
-
-// Percent-encodes all but RFC 3986's unreserved characters: for path segments and query values.
-std::string Escape(std::string_view text) {
-  std::string out;
-  for (const char c : text) {
-    const auto u = static_cast<unsigned char>(c);
-    if (std::isalnum(u) != 0 || c == '-' || c == '.' || c == '_' || c == '~') {
-      out.push_back(c);
-    } else {
-      out += fmt::format("%{:02X}", u);
-    }
-  }
-  return out;
-}
-
-Result<json> ParseJson(const sys::HttpResponse& response, std::string_view what) {
-  json body = json::parse(response.body, nullptr, /*allow_exceptions=*/false);
-  if (body.is_discarded() || !body.is_object()) {
-    return Fail(ErrorCode::kCorrupt, "{}: the API server's answer is not a JSON object", what);
-  }
-  return body;
-}
-
-Error StatusError(const sys::HttpResponse& response, std::string_view what) {
-  const std::string message = KubeStatusMessage(response);
-  switch (response.status) {
-    case 401:
-    case 403:
-      return {ErrorCode::kPermissionDenied, fmt::format("{}: {} (the account needs the rights in "
-                                                        "deploy/kubernetes/rbac.yaml)",
-                                                        what, message)};
-    case 404: return {ErrorCode::kNotFound, fmt::format("{}: {}", what, message)};
-    case 409: return {ErrorCode::kAlreadyExists, fmt::format("{}: {}", what, message)};
-    case 429: return {ErrorCode::kBusy, fmt::format("{}: {}", what, message)};
-    default: return {ErrorCode::kIo, fmt::format("{}: {}", what, message)};
-  }
-}
-
 bool HasTaint(const json& node, std::string_view key) {
-  const json& taints = Field(node, {"spec", "taints"});
+  const json& taints = KubeField(node, {"spec", "taints"});
   if (!taints.is_array()) return false;
   return std::any_of(taints.begin(), taints.end(),
-                     [&](const json& t) { return Str(t, {"key"}) == key; });
+                     [&](const json& t) { return KubeStr(t, {"key"}) == key; });
 }
 
 json TaintsWithout(const json& node, std::string_view key) {
   json out = json::array();
-  const json& taints = Field(node, {"spec", "taints"});
+  const json& taints = KubeField(node, {"spec", "taints"});
   if (taints.is_array()) {
     for (const json& t : taints) {
-      if (Str(t, {"key"}) != key) out.push_back(t);
+      if (KubeStr(t, {"key"}) != key) out.push_back(t);
     }
   }
   return out;
@@ -96,44 +37,35 @@ json TaintsWith(const json& node, std::string_view key, std::string_view effect)
 }
 
 bool Cordoned(const json& node) {
-  const json& v = Field(node, {"spec", "unschedulable"});
+  const json& v = KubeField(node, {"spec", "unschedulable"});
   return v.is_boolean() && v.get<bool>();
 }
 
 bool OursToResume(const json& node) {
-  return Field(node, {"metadata", "annotations"}).contains(kKubeReasonAnnotation);
-}
-
-std::string ConditionStatus(const json& node, std::string_view type) {
-  const json& conditions = Field(node, {"status", "conditions"});
-  if (!conditions.is_array()) return {};
-  for (const json& c : conditions) {
-    if (Str(c, {"type"}) == type) return Str(c, {"status"});
-  }
-  return {};
+  return KubeField(node, {"metadata", "annotations"}).contains(kKubeReasonAnnotation);
 }
 
 bool SkipForEviction(const json& pod, std::string& why) {
-  const std::string phase = Str(pod, {"status", "phase"});
+  const std::string phase = KubeStr(pod, {"status", "phase"});
   if (phase == "Succeeded" || phase == "Failed") {
     why = "finished";
     return true;
   }
-  if (!Field(pod, {"metadata", "deletionTimestamp"}).is_null()) {
+  if (!KubeField(pod, {"metadata", "deletionTimestamp"}).is_null()) {
     why = "already leaving";
     return true;
   }
-  if (Field(pod, {"metadata", "annotations"}).contains("kubernetes.io/config.mirror")) {
+  if (KubeField(pod, {"metadata", "annotations"}).contains("kubernetes.io/config.mirror")) {
     why = "mirror";
     return true;
   }
-  if (Field(pod, {"metadata", "labels"}).contains(kKubeValidationLabel)) {
+  if (KubeField(pod, {"metadata", "labels"}).contains(kKubeValidationLabel)) {
     why = "cmax validation";
     return true;
   }
-  const json& owners = Field(pod, {"metadata", "ownerReferences"});
+  const json& owners = KubeField(pod, {"metadata", "ownerReferences"});
   if (owners.is_array() && std::any_of(owners.begin(), owners.end(), [](const json& o) {
-        return Str(o, {"kind"}) == "DaemonSet";
+        return KubeStr(o, {"kind"}) == "DaemonSet";
       })) {
     why = "daemonset";
     return true;
@@ -143,31 +75,17 @@ bool SkipForEviction(const json& pod, std::string& why) {
 
 }  // namespace
 
-std::string KubeTime(WallTime time) {
-  std::string text = FormatIso8601(time);  // "...T12:00:00.123Z"
-  const size_t dot = text.rfind('.');
-  if (dot != std::string::npos) text = text.substr(0, dot) + "Z";
-  return text;
-}
-
-std::string KubeStatusMessage(const sys::HttpResponse& response) {
-  const json body = json::parse(response.body, nullptr, /*allow_exceptions=*/false);
-  const std::string message = body.is_object() ? Str(body, {"message"}) : std::string();
-  if (message.empty()) return fmt::format("HTTP {}", response.status);
-  return fmt::format("HTTP {}: {}", response.status, SanitizeUtf8(message.substr(0, 500)));
-}
-
 SchedulerNode KubeNodeView(const json& node) {
   SchedulerNode view;
-  view.name = Str(node, {"metadata", "name"});
-  const std::string ready = ConditionStatus(node, "Ready");
+  view.name = KubeStr(node, {"metadata", "name"});
+  const std::string ready = KubeConditionStatus(node, "Ready");
   view.state = ready == "True" ? "ready" : ready == "False" ? "not-ready" : "unknown";
   const bool cordoned = Cordoned(node);
   if (cordoned) view.state += ",cordoned";
   view.drain = cordoned || HasTaint(node, kKubeTaintKey);
-  view.reason = Str(node, {"metadata", "annotations", kKubeReasonAnnotation.data()});
+  view.reason = KubeStr(node, {"metadata", "annotations", kKubeReasonAnnotation.data()});
   if (view.reason.empty() && cordoned) view.reason = "cordoned";
-  if (Str(node, {"metadata", "labels", kKubeSpareLabel.data()}) == "true")
+  if (KubeStr(node, {"metadata", "labels", kKubeSpareLabel.data()}) == "true")
     view.partitions.emplace_back("spare");
   return view;
 }
@@ -229,162 +147,35 @@ json ValidationJob(const std::string& node, const std::string& job_name, const V
 }
 
 ValidationStatus KubeJobState(const json& job) {
-  const json& conditions = Field(job, {"status", "conditions"});
+  const json& conditions = KubeField(job, {"status", "conditions"});
   if (conditions.is_array()) {
     for (const json& c : conditions) {
-      if (Str(c, {"status"}) != "True") continue;
-      const std::string type = Str(c, {"type"});
+      if (KubeStr(c, {"status"}) != "True") continue;
+      const std::string type = KubeStr(c, {"type"});
       if (type == "Complete") return {ValidationState::kPassed, "job complete"};
       if (type == "Failed") {
-        const std::string reason = Str(c, {"reason"});
+        const std::string reason = KubeStr(c, {"reason"});
         if (reason == "DeadlineExceeded") {
           return {ValidationState::kFailed, "timed out (activeDeadlineSeconds)"};
         }
-        const std::string message = Str(c, {"message"});
+        const std::string message = KubeStr(c, {"message"});
         return {ValidationState::kFailed,
                 reason.empty() ? std::string("job failed") : reason + ": " + message};
       }
     }
   }
-  if (Int(job, {"status", "succeeded"}) > 0) return {ValidationState::kPassed, "job succeeded"};
-  if (Int(job, {"status", "failed"}) > 0) return {ValidationState::kFailed, "pod failed"};
+  if (KubeInt(job, {"status", "succeeded"}) > 0) return {ValidationState::kPassed, "job succeeded"};
+  if (KubeInt(job, {"status", "failed"}) > 0) return {ValidationState::kFailed, "pod failed"};
   return {ValidationState::kRunning, ""};
 }
 
 KubernetesScheduler::KubernetesScheduler(sys::HttpClient& http, sys::FileSystem& fs,
                                          const Clock& clock, KubeConnection connection,
                                          KubernetesOptions options)
-    : http_(http),
-      fs_(fs),
-      clock_(clock),
-      connection_(std::move(connection)),
-      options_(std::move(options)) {}
-
-Result<std::string> KubernetesScheduler::Token() const {
-  if (connection_.token_file.empty()) return connection_.token;
-  // Read each time: service-account tokens are rotated by the kubelet.
-  auto text = fs_.ReadFile(connection_.token_file, 64 * 1024);
-  if (!text) {
-    return Fail(ErrorCode::kPermissionDenied, "cannot read the token file: {}",
-                text.error().message);
-  }
-  return std::string(Trim(*text));
-}
-
-Result<sys::HttpResponse> KubernetesScheduler::Call(const std::string& method,
-                                                    const std::string& path,
-                                                    const std::string& body,
-                                                    std::string_view content_type) {
-  auto token = Token();
-  if (!token) return tl::unexpected(token.error());
-  sys::HttpRequest request;
-  request.method = method;
-  request.url = connection_.server + path;
-  request.body = body;
-  request.timeout = options_.request_timeout;
-  request.headers.emplace_back("Accept: application/json");
-  request.headers.emplace_back("User-Agent: cmax-remediate");
-  if (!body.empty()) request.headers.push_back(fmt::format("Content-Type: {}", content_type));
-  if (!token->empty()) request.headers.push_back("Authorization: Bearer " + *token);
-  Duration wait = options_.backoff;
-  std::string last;
-  for (int attempt = 1; attempt <= options_.attempts; ++attempt) {
-    auto response = http_.Send(request);
-    if (response && response->status != 502 && response->status != 503 && response->status != 504) {
-      return response;
-    }
-    last = response ? KubeStatusMessage(*response) : response.error().message;
-    if (attempt == options_.attempts) break;
-    log::Debug("{} {}: {}; again in {}", method, path, last, FormatDuration(wait));
-    if (options_.sleep) {
-      options_.sleep(wait);
-    } else {
-      std::this_thread::sleep_for(wait);
-    }
-    wait *= 2;
-  }
-  return Fail(ErrorCode::kUnavailable, "Kubernetes API server did not answer {} {} ({} tries): {}",
-              method, path, options_.attempts, last);
-}
-
-Result<std::vector<json>> KubernetesScheduler::List(const std::string& path,
-                                                    const std::string& query) {
-  std::vector<json> items;
-  std::string next;
-  do {
-    std::string q = query;
-    if (!q.empty()) q += '&';
-    q += fmt::format("limit={}", options_.page_size);
-    if (!next.empty()) q += "&continue=" + Escape(next);
-    auto response = Call("GET", path + "?" + q);
-    if (!response) return tl::unexpected(response.error());
-    if (response->status != 200) return tl::unexpected(StatusError(*response, "list " + path));
-    auto body = ParseJson(*response, "list " + path);
-    if (!body) return tl::unexpected(body.error());
-    const json& page = Field(*body, {"items"});
-    if (page.is_array()) items.insert(items.end(), page.begin(), page.end());
-    next = Str(*body, {"metadata", "continue"});
-  } while (!next.empty());
-  return items;
-}
-
-Result<json> KubernetesScheduler::GetNode(const std::string& node) {
-  auto response = Call("GET", "/api/v1/nodes/" + Escape(node));
-  if (!response) return tl::unexpected(response.error());
-  if (response->status == 404) {
-    return Fail(ErrorCode::kNotFound, "node {} is not in the cluster", node);
-  }
-  if (response->status != 200) return tl::unexpected(StatusError(*response, "get node " + node));
-  return ParseJson(*response, "get node " + node);
-}
-
-Result<std::string> KubernetesScheduler::PatchNode(
-    const std::string& node,
-    const std::function<json(const json& current, std::string& detail)>& change) {
-  constexpr int kConflicts = 5;
-  for (int attempt = 0; attempt < kConflicts; ++attempt) {
-    auto current = GetNode(node);
-    if (!current) return tl::unexpected(current.error());
-    std::string detail;
-    json patch = change(*current, detail);
-    if (patch.is_null()) return detail;
-    patch["metadata"]["resourceVersion"] = Str(*current, {"metadata", "resourceVersion"});
-    auto response = Call("PATCH", "/api/v1/nodes/" + Escape(node), patch.dump(),
-                         "application/merge-patch+json");
-    if (!response) return tl::unexpected(response.error());
-    if (response->status == 200) return detail;
-    if (response->status != 409) {
-      return tl::unexpected(StatusError(*response, "patch node " + node));
-    }
-    log::Debug("{} changed while cmax patched it; reading it again", node);
-  }
-  return Fail(ErrorCode::kBusy, "node {} changed under cmax {} times in a row", node, kConflicts);
-}
-
-Result<void> KubernetesScheduler::SetCondition(const std::string& node, bool quarantined,
-                                               const std::string& reason,
-                                               const std::string& message) {
-  const std::string now = KubeTime(clock_.Now());
-  // Strategic merge patch: conditions merge by type, so the kubelet's own stay as they are.
-  const json patch = {{"status",
-                       {{"conditions",
-                         {{{"type", kKubeConditionType},
-                           {"status", quarantined ? "True" : "False"},
-                           {"reason", reason},
-                           {"message", message.substr(0, 1024)},
-                           {"lastHeartbeatTime", now},
-                           {"lastTransitionTime", now}}}}}}};
-  auto response = Call("PATCH", "/api/v1/nodes/" + Escape(node) + "/status", patch.dump(),
-                       "application/strategic-merge-patch+json");
-  if (!response) return tl::unexpected(response.error());
-  if (response->status != 200) {
-    return tl::unexpected(StatusError(*response, "set condition on " + node));
-  }
-  return {};
-}
+    : api_(http, fs, clock, std::move(connection), options.api), options_(std::move(options)) {}
 
 Result<std::vector<SchedulerNode>> KubernetesScheduler::Nodes() {
-  auto items = List("/api/v1/nodes", "");
+  auto items = api_.List("/api/v1/nodes", "");
   if (!items) return tl::unexpected(items.error());
   std::vector<SchedulerNode> nodes;
   nodes.reserve(items->size());
@@ -393,14 +184,15 @@ Result<std::vector<SchedulerNode>> KubernetesScheduler::Nodes() {
 }
 
 Result<std::vector<TakeOut>> KubernetesScheduler::CmaxTakeOuts() {
-  auto items = List("/api/v1/nodes", "");
+  auto items = api_.List("/api/v1/nodes", "");
   if (!items) return tl::unexpected(items.error());
   std::vector<TakeOut> out;
   for (const json& item : *items) {
     if (!OursToResume(item)) continue;
-    auto since = ParseIso8601(Str(item, {"metadata", "annotations", kKubeSinceAnnotation.data()}));
+    auto since =
+        ParseIso8601(KubeStr(item, {"metadata", "annotations", kKubeSinceAnnotation.data()}));
     // Without a readable time it still counts, as of now: the breaker errs on the safe side.
-    out.push_back({Str(item, {"metadata", "name"}), since ? *since : clock_.Now()});
+    out.push_back({KubeStr(item, {"metadata", "name"}), since ? *since : api_.Now()});
   }
   return out;
 }
@@ -408,24 +200,25 @@ Result<std::vector<TakeOut>> KubernetesScheduler::CmaxTakeOuts() {
 Result<std::string> KubernetesScheduler::Drain(const std::string& node, const std::string& reason) {
   bool foreign = false;
   bool condition_set = false;
-  auto done = PatchNode(node, [&](const json& current, std::string& detail) -> json {
+  auto done = api_.PatchNode(node, [&](const json& current, std::string& detail) -> json {
     const bool ours = OursToResume(current);
     const bool cordoned = Cordoned(current);
-    condition_set = ConditionStatus(current, kKubeConditionType) == "True";
+    condition_set = KubeConditionStatus(current, kKubeConditionType) == "True";
     if (cordoned && !ours) {
       foreign = true;
       detail = "cordoned by someone else; left as it is";
       return nullptr;
     }
     const bool tainted = HasTaint(current, kKubeTaintKey);
-    const std::string had = Str(current, {"metadata", "annotations", kKubeReasonAnnotation.data()});
+    const std::string had =
+        KubeStr(current, {"metadata", "annotations", kKubeReasonAnnotation.data()});
     if (ours && cordoned && tainted && had == reason) {
       detail = "already drained by cmax";
       return nullptr;
     }
     json patch;
     patch["metadata"]["annotations"][kKubeReasonAnnotation] = reason;
-    if (!ours) patch["metadata"]["annotations"][kKubeSinceAnnotation] = KubeTime(clock_.Now());
+    if (!ours) patch["metadata"]["annotations"][kKubeSinceAnnotation] = KubeTime(api_.Now());
     patch["spec"]["unschedulable"] = true;
     if (!tainted) {
       patch["spec"]["taints"] = TaintsWith(current, kKubeTaintKey, options_.taint_effect);
@@ -436,7 +229,8 @@ Result<std::string> KubernetesScheduler::Drain(const std::string& node, const st
   });
   if (!done) return done;
   if (!foreign && !condition_set) {
-    if (auto ok = SetCondition(node, true, "FaultQuarantined", reason); !ok)
+    if (auto ok = api_.SetNodeCondition(node, kKubeConditionType, true, "FaultQuarantined", reason);
+        !ok)
       return tl::unexpected(ok.error());
   }
   return done;
@@ -445,10 +239,10 @@ Result<std::string> KubernetesScheduler::Drain(const std::string& node, const st
 Result<std::string> KubernetesScheduler::Resume(const std::string& node) {
   bool foreign = false;
   bool condition_set = false;
-  auto done = PatchNode(node, [&](const json& current, std::string& detail) -> json {
+  auto done = api_.PatchNode(node, [&](const json& current, std::string& detail) -> json {
     const bool ours = OursToResume(current);
     const bool tainted = HasTaint(current, kKubeTaintKey);
-    condition_set = ConditionStatus(current, kKubeConditionType) == "True";
+    condition_set = KubeConditionStatus(current, kKubeConditionType) == "True";
     if (!ours && !tainted) {
       foreign = Cordoned(current);
       detail = "not drained; nothing to resume";
@@ -470,14 +264,16 @@ Result<std::string> KubernetesScheduler::Resume(const std::string& node) {
                 kKubeReasonAnnotation);
   }
   if (condition_set) {
-    if (auto ok = SetCondition(node, false, "Reintroduced", "validated and back in service"); !ok)
+    if (auto ok = api_.SetNodeCondition(node, kKubeConditionType, false, "Reintroduced",
+                                        "validated and back in service");
+        !ok)
       return tl::unexpected(ok.error());
   }
   return done;
 }
 
 Result<std::string> KubernetesScheduler::RequeueJobs(const std::string& node) {
-  auto pods = List("/api/v1/pods", "fieldSelector=" + Escape("spec.nodeName=" + node));
+  auto pods = api_.List("/api/v1/pods", "fieldSelector=" + KubeEscape("spec.nodeName=" + node));
   if (!pods) return tl::unexpected(pods.error());
   int evicted = 0;
   int skipped = 0;
@@ -488,14 +284,14 @@ Result<std::string> KubernetesScheduler::RequeueJobs(const std::string& node) {
       ++skipped;
       continue;
     }
-    const std::string ns = Str(pod, {"metadata", "namespace"});
-    const std::string name = Str(pod, {"metadata", "name"});
+    const std::string ns = KubeStr(pod, {"metadata", "namespace"});
+    const std::string name = KubeStr(pod, {"metadata", "name"});
     const json eviction = {{"apiVersion", "policy/v1"},
                            {"kind", "Eviction"},
                            {"metadata", {{"name", name}, {"namespace", ns}}}};
-    auto response =
-        Call("POST", "/api/v1/namespaces/" + Escape(ns) + "/pods/" + Escape(name) + "/eviction",
-             eviction.dump());
+    auto response = api_.Call(
+        "POST", "/api/v1/namespaces/" + KubeEscape(ns) + "/pods/" + KubeEscape(name) + "/eviction",
+        eviction.dump());
     if (!response) return tl::unexpected(response.error());
     if (response->status == 200 || response->status == 201) {
       ++evicted;
@@ -504,7 +300,7 @@ Result<std::string> KubernetesScheduler::RequeueJobs(const std::string& node) {
     } else if (response->status == 429) {
       blocked.push_back(ns + "/" + name);  // a PodDisruptionBudget says not now
     } else {
-      return tl::unexpected(StatusError(*response, "evict " + ns + "/" + name));
+      return tl::unexpected(KubeStatusError(*response, "evict " + ns + "/" + name));
     }
   }
   if (!blocked.empty()) {
@@ -525,9 +321,9 @@ Result<std::string> KubernetesScheduler::Reboot(const std::string& node, const s
 }
 
 Result<std::string> KubernetesScheduler::BootTime(const std::string& node) {
-  auto current = GetNode(node);
+  auto current = api_.GetNode(node);
   if (!current) return tl::unexpected(current.error());
-  std::string boot = Str(*current, {"status", "nodeInfo", "bootID"});
+  std::string boot = KubeStr(*current, {"status", "nodeInfo", "bootID"});
   return boot.empty() ? std::string("unknown") : boot;
 }
 
@@ -537,7 +333,8 @@ Result<std::string> KubernetesScheduler::StartValidation(const std::string& node
   const std::string& ns = options_.validation_namespace;
   const std::string handle = ns + "/" + name;
   const json job = ValidationJob(node, name, spec, options_);
-  auto response = Call("POST", "/apis/batch/v1/namespaces/" + Escape(ns) + "/jobs", job.dump());
+  auto response =
+      api_.Call("POST", "/apis/batch/v1/namespaces/" + KubeEscape(ns) + "/jobs", job.dump());
   if (!response) return tl::unexpected(response.error());
   if (response->status == 200 || response->status == 201 || response->status == 409) {
     return handle;  // 409: started before a restart; the same job
@@ -546,7 +343,7 @@ Result<std::string> KubernetesScheduler::StartValidation(const std::string& node
     return Fail(ErrorCode::kNotFound,
                 "namespace {} does not exist (deploy/kubernetes/namespace.yaml creates it)", ns);
   }
-  return tl::unexpected(StatusError(*response, "create job " + handle));
+  return tl::unexpected(KubeStatusError(*response, "create job " + handle));
 }
 
 Result<ValidationStatus> KubernetesScheduler::PollValidation(const std::string&,
@@ -557,25 +354,28 @@ Result<ValidationStatus> KubernetesScheduler::PollValidation(const std::string&,
   }
   const std::string ns = handle.substr(0, slash);
   const std::string name = handle.substr(slash + 1);
-  auto response = Call("GET", "/apis/batch/v1/namespaces/" + Escape(ns) + "/jobs/" + Escape(name));
+  auto response =
+      api_.Call("GET", "/apis/batch/v1/namespaces/" + KubeEscape(ns) + "/jobs/" + KubeEscape(name));
   if (!response) return tl::unexpected(response.error());
   if (response->status == 404) {
     return ValidationStatus{ValidationState::kFailed, "validation job " + handle + " vanished"};
   }
-  if (response->status != 200) return tl::unexpected(StatusError(*response, "get job " + handle));
-  auto job = ParseJson(*response, "get job " + handle);
+  if (response->status != 200)
+    return tl::unexpected(KubeStatusError(*response, "get job " + handle));
+  auto job = KubeParse(*response, "get job " + handle);
   if (!job) return tl::unexpected(job.error());
   ValidationStatus status = KubeJobState(*job);
   if (status.state != ValidationState::kFailed) return status;
   // The exit code says more than "BackoffLimitExceeded"; it is a bonus, so errors are ignored.
-  auto pods = List("/api/v1/namespaces/" + Escape(ns) + "/pods",
-                   "labelSelector=" + Escape("job-name=" + name));
+  auto pods = api_.List("/api/v1/namespaces/" + KubeEscape(ns) + "/pods",
+                        "labelSelector=" + KubeEscape("job-name=" + name));
   if (pods && !pods->empty()) {
-    const json& statuses = Field(pods->front(), {"status", "containerStatuses"});
+    const json& statuses = KubeField(pods->front(), {"status", "containerStatuses"});
     if (statuses.is_array() && !statuses.empty()) {
-      const json& terminated = Field(statuses.front(), {"state", "terminated"});
+      const json& terminated = KubeField(statuses.front(), {"state", "terminated"});
       if (terminated.is_object()) {
-        status.detail = fmt::format("exit {}; {}", Int(terminated, {"exitCode"}), status.detail);
+        status.detail =
+            fmt::format("exit {}; {}", KubeInt(terminated, {"exitCode"}), status.detail);
       }
     }
   }
@@ -587,8 +387,8 @@ Result<std::string> KubernetesScheduler::EndValidation(const std::string& node, 
   const std::string name = ValidationJobName(node);
   const std::string& ns = options_.validation_namespace;
   // Background: the Job goes at once and its pods after it.
-  auto response = Call("DELETE", "/apis/batch/v1/namespaces/" + Escape(ns) + "/jobs/" +
-                                     Escape(name) + "?propagationPolicy=Background");
+  auto response = api_.Call("DELETE", "/apis/batch/v1/namespaces/" + KubeEscape(ns) + "/jobs/" +
+                                          KubeEscape(name) + "?propagationPolicy=Background");
   if (!response) return tl::unexpected(response.error());
   std::string detail;
   if (response->status == 200 || response->status == 202) {
@@ -596,7 +396,7 @@ Result<std::string> KubernetesScheduler::EndValidation(const std::string& node, 
   } else if (response->status == 404) {
     detail = "no validation job left";
   } else {
-    return tl::unexpected(StatusError(*response, "delete job " + ns + "/" + name));
+    return tl::unexpected(KubeStatusError(*response, "delete job " + ns + "/" + name));
   }
   if (!passed) {
     // The node stayed cordoned throughout; the reason becomes why validation failed.
@@ -608,14 +408,14 @@ Result<std::string> KubernetesScheduler::EndValidation(const std::string& node, 
 }
 
 Result<std::string> KubernetesScheduler::PickSpare() {
-  auto items =
-      List("/api/v1/nodes", "labelSelector=" + Escape(std::string(kKubeSpareLabel) + "=true"));
+  auto items = api_.List("/api/v1/nodes",
+                         "labelSelector=" + KubeEscape(std::string(kKubeSpareLabel) + "=true"));
   if (!items) return tl::unexpected(items.error());
   std::vector<std::string> ready;
   for (const json& item : *items) {
     if (HasTaint(item, kKubeSpareTaint) && !Cordoned(item) &&
-        ConditionStatus(item, "Ready") == "True") {
-      ready.push_back(Str(item, {"metadata", "name"}));
+        KubeConditionStatus(item, "Ready") == "True") {
+      ready.push_back(KubeStr(item, {"metadata", "name"}));
     }
   }
   if (ready.empty()) {
@@ -628,7 +428,7 @@ Result<std::string> KubernetesScheduler::PickSpare() {
 }
 
 Result<std::string> KubernetesScheduler::SwapInSpare(const std::string& spare) {
-  return PatchNode(spare, [&](const json& current, std::string& detail) -> json {
+  return api_.PatchNode(spare, [&](const json& current, std::string& detail) -> json {
     if (!HasTaint(current, kKubeSpareTaint)) {
       detail = "spare " + spare + " already in service";
       return nullptr;
@@ -641,7 +441,7 @@ Result<std::string> KubernetesScheduler::SwapInSpare(const std::string& spare) {
 }
 
 Result<std::string> KubernetesScheduler::ReturnSpare(const std::string& spare) {
-  return PatchNode(spare, [&](const json& current, std::string& detail) -> json {
+  return api_.PatchNode(spare, [&](const json& current, std::string& detail) -> json {
     if (HasTaint(current, kKubeSpareTaint)) {
       detail = "spare " + spare + " already in standby";
       return nullptr;

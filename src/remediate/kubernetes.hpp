@@ -15,9 +15,8 @@
 //   reboot     Kubernetes has no API for it: refused (kUnsupported), which sends the node to
 //              repair; bootID tells when a node rebooted by other means
 //
-// Every change to a node is a JSON merge patch carrying the resourceVersion it was computed
-// from, so a concurrent change (an operator's kubectl) makes it fail with 409 and it is computed
-// again, never overwritten.
+// Every change to a node goes through KubeApi::PatchNode: a concurrent change (an operator's
+// kubectl) is read again and recomputed, never overwritten.
 #pragma once
 
 #include <functional>
@@ -27,6 +26,7 @@
 #include <vector>
 
 #include "core/clock.hpp"
+#include "remediate/kube_api.hpp"
 #include "remediate/kube_config.hpp"
 #include "remediate/scheduler.hpp"
 #include "sys/http_client.hpp"
@@ -49,11 +49,7 @@ struct KubernetesOptions {
   std::string validation_image = kKubeDefaultValidationImage;
   int validation_gpus = 0;                  // nvidia.com/gpu the validation Job asks for
   std::string taint_effect = "NoSchedule";  // or NoExecute: evicts without asking PDBs
-  Duration request_timeout = std::chrono::seconds(10);
-  int attempts = 4;                                   // for an API server that does not answer
-  Duration backoff = std::chrono::milliseconds(250);  // doubled after each attempt
-  int page_size = 500;                                // list calls are paged
-  std::function<void(Duration)> sleep;                // null: really sleep
+  KubeApiOptions api;
 };
 
 class KubernetesScheduler final : public Scheduler {
@@ -78,27 +74,7 @@ class KubernetesScheduler final : public Scheduler {
   Result<std::string> ReturnSpare(const std::string& spare) override;
 
  private:
-  // One API call; retried while the server does not answer (or answers 502/503/504). Any
-  // other status is returned for the caller to judge.
-  Result<sys::HttpResponse> Call(const std::string& method, const std::string& path,
-                                 const std::string& body = "",
-                                 std::string_view content_type = "application/json");
-  // Every item of a list, following `continue` tokens.
-  Result<std::vector<nlohmann::json>> List(const std::string& path, const std::string& query);
-  Result<nlohmann::json> GetNode(const std::string& node);
-  // GET, compute a patch from what is there, PATCH with its resourceVersion; again on 409.
-  // `change` returns null for "nothing to do" and writes what it did into `detail`.
-  Result<std::string> PatchNode(const std::string& node,
-                                const std::function<nlohmann::json(const nlohmann::json& current,
-                                                                   std::string& detail)>& change);
-  Result<void> SetCondition(const std::string& node, bool quarantined, const std::string& reason,
-                            const std::string& message);
-  Result<std::string> Token() const;
-
-  sys::HttpClient& http_;
-  sys::FileSystem& fs_;
-  const Clock& clock_;
-  KubeConnection connection_;
+  KubeApi api_;
   KubernetesOptions options_;
 };
 
@@ -111,9 +87,5 @@ nlohmann::json ValidationJob(const std::string& node, const std::string& job_nam
 std::string ValidationJobName(const std::string& node);
 // Job status: succeeded, failed (with why), or still running.
 ValidationStatus KubeJobState(const nlohmann::json& job);
-// A Kubernetes Status body's message, or the status code when there is none.
-std::string KubeStatusMessage(const sys::HttpResponse& response);
-// "2026-11-30T12:00:00Z": what Kubernetes writes in its times (seconds).
-std::string KubeTime(WallTime time);
 
 }  // namespace cmax::remediate

@@ -27,7 +27,7 @@ class KubernetesTest : public ::testing::Test {
     ASSERT_TRUE(fs_.WriteFileAtomic(dir_.File("token"), "token-1\n", 0600));
     connection_.server = api_.Url();
     connection_.token_file = dir_.File("token");
-    options_.sleep = [this](Duration d) { sleeps_.push_back(d); };
+    options_.api.sleep = [this](Duration d) { sleeps_.push_back(d); };
     api_.AddNode("gpu1", json::object(),
                  json::array({{{"key", "nvidia.com/gpu"}, {"effect", "NoSchedule"}}}));
     api_.AddNode("gpu2");
@@ -237,7 +237,7 @@ TEST_F(KubernetesTest, TheTokenIsReadAgainAndNeverShown) {
 }
 
 TEST_F(KubernetesTest, ListsArePagedAndNodesSayWhatTheyAre) {
-  options_.page_size = 2;
+  options_.api.page_size = 2;
   api_.AddNode("gpu3", json::object(), json::array(), /*unschedulable=*/true);
   api_.AddNode("spare1", {{"cmax.dev/spare", "true"}},
                json::array({{{"key", "cmax.dev/spare"}, {"effect", "NoSchedule"}}}));
