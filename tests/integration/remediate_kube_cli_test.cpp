@@ -4,8 +4,10 @@
 // cannot find an API server, and that the token never reaches its output.
 #include <algorithm>
 #include <gtest/gtest.h>
+#include <yaml-cpp/yaml.h>
 
 #include "remediate/journal.hpp"
+#include "remediate/kube_conditions.hpp"
 #include "store/store.hpp"
 #include "support/fake_kube_api.hpp"
 #include "support/temp_dir.hpp"
@@ -84,6 +86,8 @@ class KubeCliTest : public ::testing::Test {
   sys::LocalFileSystem fs_;
   sys::PosixProcessRunner runner_;
   testing::FakeKubeApi api_;
+  sys::CurlHttpClient http_;
+  SystemClock clock_;
 };
 
 TEST_F(KubeCliTest, FaultToCordonToValidationJobToUncordon) {
@@ -145,6 +149,49 @@ TEST_F(KubeCliTest, WrongTokenIsAnErrorThatDoesNotShowIt) {
   EXPECT_NE(r.stderr_text.find("401"), std::string::npos) << r.stderr_text;
   EXPECT_EQ(r.stderr_text.find("token-1"), std::string::npos);
   EXPECT_FALSE(api_.Node("gpu2")["spec"].contains("unschedulable"));
+}
+
+// The controller Deployment's own command line, as shipped in deploy/kubernetes, runs (against
+// the stand-in API server, with a token file instead of the pod's account).
+TEST_F(KubeCliTest, TheShippedDeploymentCommandRuns) {
+  const YAML::Node docs =
+      YAML::LoadAllFromFile(std::string(CMAX_TEST_DATA) +
+                            "/../../deploy/kubernetes/controller-deployment.yaml")
+          .back();
+  ASSERT_EQ(docs["kind"].as<std::string>(), "Deployment");
+  const YAML::Node command = docs["spec"]["template"]["spec"]["containers"][0]["command"];
+  std::vector<std::string> args;
+  for (size_t i = 3; i < command.size(); ++i) args.push_back(command[i].as<std::string>());
+  ASSERT_EQ(command[1].as<std::string>(), "--db");
+  ASSERT_EQ(args[0], "remediate");
+  args.insert(args.end(),
+              {"--once", "--kube-api", api_.Url(), "--kube-token-file", dir_.File("token")});
+  // Eleven nodes: one out is under the shipped breaker's 10%.
+  for (int i = 3; i <= 11; ++i) api_.AddNode("gpu" + std::to_string(i));
+  // What gpu2's agent would have published.
+  NodeCondition c;
+  c.node = "gpu2";
+  c.key = "xid/0000:17:00/13";
+  c.kind = "xid";
+  c.code = 13;
+  c.severity = Severity::kCritical;
+  c.action = "restart-app";  // nothing to reset: validated straight away
+  c.count = 1;
+  c.first_seen = c.last_seen = SystemClock().Now();
+  const std::string published = remediate::EncodeConditions({c});
+  remediate::KubeApi api(http_, fs_, clock_, {.server = api_.Url(), .token = "token-1"}, {});
+  ASSERT_TRUE(api.PatchNode("gpu2", [&](const json&, std::string&) {
+    json patch;
+    patch["metadata"]["annotations"]["cmax.dev/conditions"] = published;
+    return patch;
+  }));
+  auto r = Cmax(args);
+  EXPECT_NE(r.exit_code, 2) << r.stderr_text;  // every flag it ships is one cmax knows
+  EXPECT_TRUE(api_.Node("gpu2")["spec"]["unschedulable"].get<bool>()) << r.stderr_text;
+  const json job = api_.Job("cmax/cmax-validate-gpu2");
+  ASSERT_FALSE(job.is_null());
+  EXPECT_EQ(
+      job["spec"]["template"]["spec"]["containers"][0]["resources"]["limits"]["nvidia.com/gpu"], 8);
 }
 
 }  // namespace
