@@ -376,6 +376,22 @@ TEST_F(ControllerTest, OnlyTheWatchedNodes) {
   EXPECT_TRUE(sched_.calls.empty());
 }
 
+// Conflicting conditions in one pass: a reset-worthy fault, one that needs repair, and a
+// recovery, all on one node. One drain, and the worst verdict wins.
+TEST_F(ControllerTest, ConflictingConditionsInOnePassDrainOnceAndTheWorstWins) {
+  runner_.AnswerStdout("true", "");
+  Xid("gpu2", 79, "reset-gpu", 1, false, "0000:17:00");
+  Xid("gpu2", 95, "drain-and-rma", 1, false, "0000:3b:00");
+  Xid("gpu2", 48, "reset-gpu", 1, /*recovered=*/true, "0000:5d:00");
+  Step();
+  EXPECT_EQ(State("gpu2"), NodeState::kRepair);
+  EXPECT_EQ(std::count(sched_.calls.begin(), sched_.calls.end(), "drain gpu2"), 1);
+  EXPECT_TRUE(sched_.nodes_.at("gpu2").drain);
+  Step();  // nothing left to decide
+  EXPECT_EQ(State("gpu2"), NodeState::kRepair);
+  EXPECT_EQ(std::count(sched_.calls.begin(), sched_.calls.end(), "drain gpu2"), 1);
+}
+
 // NVL72: an 18-tray rack. Trays out of service in their own right count; at 3 the rack is down
 // and cmax drains its other trays (held); when the trays are back, the held ones are resumed.
 class RackTest : public ControllerTest {
