@@ -9,6 +9,7 @@
 #include "remediate/journal.hpp"
 #include "remediate/kube_conditions.hpp"
 #include "store/store.hpp"
+#include "support/conditions.hpp"
 #include "support/fake_kube_api.hpp"
 #include "support/temp_dir.hpp"
 #include "sys/file_system.hpp"
@@ -68,18 +69,8 @@ class KubeCliTest : public ::testing::Test {
   void Xid(const std::string& node, int code, const std::string& action) {
     auto s = store::Store::Open({.path = dir_.File("cmax.db")});
     ASSERT_TRUE(s) << s.error().message;
-    NodeCondition c;
-    c.node = node;
-    c.key = "xid/0000:17:00/" + std::to_string(code);
-    c.component = "gpu";
-    c.device = "0000:17:00";
-    c.kind = "xid";
-    c.code = code;
-    c.severity = Severity::kCritical;
-    c.action = action;
-    c.count = 1;
-    c.first_seen = c.last_seen = SystemClock().Now();
-    ASSERT_TRUE(s->SaveConditions({c}, {}));
+    ASSERT_TRUE(
+        s->SaveConditions({testing::XidCondition(node, code, action, SystemClock().Now())}, {}));
   }
 
   testing::TempDir dir_;
@@ -169,15 +160,8 @@ TEST_F(KubeCliTest, TheShippedDeploymentCommandRuns) {
   // Eleven nodes: one out is under the shipped breaker's 10%.
   for (int i = 3; i <= 11; ++i) api_.AddNode("gpu" + std::to_string(i));
   // What gpu2's agent would have published.
-  NodeCondition c;
-  c.node = "gpu2";
-  c.key = "xid/0000:17:00/13";
-  c.kind = "xid";
-  c.code = 13;
-  c.severity = Severity::kCritical;
-  c.action = "restart-app";  // nothing to reset: validated straight away
-  c.count = 1;
-  c.first_seen = c.last_seen = SystemClock().Now();
+  // Nothing to reset: validated straight away.
+  const NodeCondition c = testing::XidCondition("gpu2", 13, "restart-app", SystemClock().Now());
   const std::string published = remediate::EncodeConditions({c});
   remediate::KubeApi api(http_, fs_, clock_, {.server = api_.Url(), .token = "token-1"}, {});
   ASSERT_TRUE(api.PatchNode("gpu2", [&](const json&, std::string&) {

@@ -13,6 +13,7 @@
 #include "remediate/journal.hpp"
 #include "remediate/slurm.hpp"
 #include "store/store.hpp"
+#include "support/conditions.hpp"
 #include "support/temp_dir.hpp"
 #include "sys/file_system.hpp"
 #include "sys/process_runner.hpp"
@@ -98,18 +99,7 @@ class ControllerLabTest : public RemediateLabTest {
   void Xid(const std::string& node, int code, const std::string& action) {
     auto s = store::Store::Open({.path = db_});
     ASSERT_TRUE(s);
-    NodeCondition c;
-    c.node = node;
-    c.key = "xid/0000:17:00/" + std::to_string(code);
-    c.component = "gpu";
-    c.device = "0000:17:00";
-    c.kind = "xid";
-    c.code = code;
-    c.severity = Severity::kCritical;
-    c.action = action;
-    c.count = 1;
-    c.first_seen = c.last_seen = clock_.Now();
-    ASSERT_TRUE(s->SaveConditions({c}, {}));
+    ASSERT_TRUE(s->SaveConditions({testing::XidCondition(node, code, action, clock_.Now())}, {}));
   }
   sys::ProcessResult Cmax(std::vector<std::string> args) {
     std::vector<std::string> argv{CMAX_BINARY, "--db", db_};

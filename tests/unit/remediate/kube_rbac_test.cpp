@@ -10,6 +10,7 @@
 #include "core/strings.hpp"
 #include "remediate/kube_conditions.hpp"
 #include "remediate/kubernetes.hpp"
+#include "support/conditions.hpp"
 #include "support/fake_kube_api.hpp"
 #include "support/temp_dir.hpp"
 
@@ -154,13 +155,7 @@ TEST_F(KubeRbacTest, TheControllerMayDoWhatItDoesAndNoMore) {
 TEST_F(KubeRbacTest, TheAgentMayOnlyWriteOntoNodes) {
   KubeApi api(http_, fs_, clock_, connection_, {});
   KubeConditionPublisher publisher(api);
-  NodeCondition c;
-  c.node = "gpu2";
-  c.key = "xid/0000:17:00/79";
-  c.kind = "xid";
-  c.code = 79;
-  c.severity = Severity::kCritical;
-  c.first_seen = c.last_seen = clock_.Now();
+  const NodeCondition c = testing::XidCondition("gpu2", 79, "reset-gpu", clock_.Now());
   ASSERT_TRUE(publisher.Publish("gpu2", {c}));
   ExpectLeastPrivilege("cmax-agent");
 }

@@ -9,6 +9,7 @@
 
 #include "remediate/controller.hpp"
 #include "remediate/journal.hpp"
+#include "support/conditions.hpp"
 #include "support/fake_kube_api.hpp"
 #include "support/fake_process_runner.hpp"
 #include "support/temp_dir.hpp"
@@ -400,18 +401,8 @@ TEST_F(KubernetesTest, TheWholeLoopThroughTheController) {
   config.validation = {"true", 30min};
   config.breaker.max_fraction = 1.0;
   auto k = Make();
-  NodeCondition c;
-  c.node = "gpu2";
-  c.key = "xid/0000:17:00/79";
-  c.component = "gpu";
-  c.device = "0000:17:00";
-  c.kind = "xid";
-  c.code = 79;
-  c.severity = Severity::kCritical;
-  c.action = "reboot-node";
-  c.count = 1;
-  c.first_seen = c.last_seen = clock_.Now();
-  ASSERT_TRUE(store->SaveConditions({c}, {}));
+  ASSERT_TRUE(
+      store->SaveConditions({testing::XidCondition("gpu2", 79, "reboot-node", clock_.Now())}, {}));
 
   Controller controller(*store, k, runner, clock_, config);
   auto step = controller.Step();
