@@ -85,8 +85,10 @@ SchedulerNode KubeNodeView(const json& node) {
   view.drain = cordoned || HasTaint(node, kKubeTaintKey);
   view.reason = KubeStr(node, {"metadata", "annotations", kKubeReasonAnnotation.data()});
   if (view.reason.empty() && cordoned) view.reason = "cordoned";
-  if (KubeStr(node, {"metadata", "labels", kKubeSpareLabel.data()}) == "true")
-    view.partitions.emplace_back("spare");
+  // Partitions in Slurm's sense: a spare in standby is in "spare", every other node serves.
+  const bool standby = KubeStr(node, {"metadata", "labels", kKubeSpareLabel.data()}) == "true" &&
+                       HasTaint(node, kKubeSpareTaint);
+  view.partitions.emplace_back(standby ? "spare" : "service");
   return view;
 }
 

@@ -1,0 +1,65 @@
+#include "reliability/observer.hpp"
+
+namespace cmax::reliability {
+
+SchedulerView ViewOf(const std::vector<remediate::SchedulerNode>& nodes) {
+  SchedulerView view;
+  for (const remediate::SchedulerNode& n : nodes) {
+    NodeView& v = view[n.name];
+    v.drain = v.drain || n.drain;
+    if (!n.reason.empty()) v.reason = n.reason;
+    v.partitions.insert(n.partitions.begin(), n.partitions.end());
+  }
+  return view;
+}
+
+std::vector<Observation> Diff(const SchedulerView& before, const SchedulerView& after,
+                              const std::string& service_partition, WallTime at) {
+  std::vector<Observation> out;
+  for (const auto& [node, now] : after) {
+    const auto it = before.find(node);
+    const bool was_drained = it != before.end() && it->second.drain;
+    if (now.drain && !was_drained) out.push_back({at, node, ObservationKind::kDrained, now.reason});
+    if (!now.drain && was_drained) out.push_back({at, node, ObservationKind::kResumed, ""});
+    const bool was_serving =
+        it != before.end() && it->second.partitions.contains(service_partition);
+    if (now.partitions.contains(service_partition) && !was_serving) {
+      out.push_back({at, node, ObservationKind::kSpareIn,
+                     it == before.end() ? "a new node" : "joined " + service_partition});
+    }
+  }
+  return out;
+}
+
+Watcher::Watcher(remediate::Scheduler& scheduler, const Clock& clock, std::string service_partition)
+    : scheduler_(scheduler), clock_(clock), service_partition_(std::move(service_partition)) {}
+
+Result<SchedulerView> Watcher::Baseline() {
+  auto nodes = scheduler_.Nodes();
+  if (!nodes) return tl::unexpected(nodes.error());
+  view_ = ViewOf(*nodes);
+  lost_ = false;
+  return view_;
+}
+
+std::vector<Observation> Watcher::Poll() {
+  auto nodes = scheduler_.Nodes();
+  const WallTime at = clock_.Now();
+  if (!nodes) {
+    if (lost_) return {};
+    lost_ = true;
+    return {{at, "", ObservationKind::kContactLost, nodes.error().message}};
+  }
+  std::vector<Observation> out;
+  if (lost_) {
+    lost_ = false;
+    out.push_back({at, "", ObservationKind::kContactBack, ""});
+  }
+  SchedulerView next = ViewOf(*nodes);
+  std::vector<Observation> changes = Diff(view_, next, service_partition_, at);
+  out.insert(out.end(), changes.begin(), changes.end());
+  view_ = std::move(next);
+  return out;
+}
+
+}  // namespace cmax::reliability
