@@ -1,0 +1,220 @@
+// `cmax inject`: writes a GPU fault where a provider's health checks read it, to time how the
+// provider reacts (`cmax reliability`). `xid` and `sxid` write the driver's exact records to
+// /dev/kmsg. Every injector prints exactly what it would do with --dry-run, refuses a node that
+// is not a lab's without --yes, refuses a node the scheduler already shows out of service, and
+// records what it did in the store.
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <cerrno>
+#include <cstring>
+#include <fmt/format.h>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <ostream>
+
+#include "cli/cli.hpp"
+#include "core/log.hpp"
+#include "core/strings.hpp"
+#include "health/xid_catalog.hpp"
+#include "inject/kernel_lines.hpp"
+#include "inject/target.hpp"
+#include "lab/lab_config.hpp"
+#include "remediate/slurm.hpp"
+#include "store/store.hpp"
+#include "sys/file_system.hpp"
+#include "sys/host.hpp"
+#include "sys/nvml.hpp"
+#include "sys/process_runner.hpp"
+
+namespace cmax::cli {
+namespace {
+
+struct InjectOptions {
+  CLI::App* xid = nullptr;
+  CLI::App* sxid = nullptr;
+  int code = 0;
+  std::string gpu;  // xid: index or PCI address; sxid: the switch's PCI address
+  std::string node;
+  std::string text;
+  int pid = 0;
+  int switch_index = 0;
+  int link = 0;
+  bool fatal = false;
+  bool dry_run = false;
+  bool yes = false;
+  bool force = false;
+  std::string kmsg = "/dev/kmsg";
+};
+
+// SLURM_CONF inside a folder `cmax lab` made: every lab node shares this host's kernel.
+bool LabCluster(const sys::FileSystem& fs) {
+  const std::string conf = sys::GetEnv("SLURM_CONF");
+  const size_t slash = conf.rfind('/');
+  if (conf.empty() || slash == std::string::npos) return false;
+  const lab::LabPaths paths = lab::PathsFor(conf.substr(0, slash));
+  return paths.slurm_conf == conf && fs.Exists(paths.state_file);
+}
+
+inject::TargetFacts Facts(const InjectOptions& o, const sys::FileSystem& fs,
+                          sys::ProcessRunner& runner) {
+  inject::TargetFacts t;
+  const std::string host = sys::Hostname();
+  t.node = o.node.empty() ? host : o.node;
+  t.root = ::geteuid() == 0;
+  t.lab = LabCluster(fs);
+  t.local = t.lab || t.node == host || t.node == host.substr(0, host.find('.'));
+  if (sys::GetEnv("SLURM_CONF").empty() && sys::FindProgram("sinfo").empty()) return t;
+  remediate::SlurmOptions slurm_options;
+  slurm_options.attempts = 2;
+  remediate::SlurmScheduler slurm(runner, slurm_options);
+  auto nodes = slurm.Nodes();
+  if (!nodes) {
+    // Slurm's clients explain over several lines; the last says why.
+    const std::string why(Trim(nodes.error().message));
+    log::Warn("cannot ask Slurm about {} ({}); not checked that it is in service", t.node,
+              why.substr(why.rfind('\n') + 1));
+    return t;
+  }
+  t.scheduler_known = true;
+  for (const remediate::SchedulerNode& n : *nodes) {
+    if (n.name != t.node) continue;
+    t.in_scheduler = true;
+    t.drained = t.drained || n.drain;
+    if (n.drain) t.drain_reason = n.reason;
+    t.runs_jobs = t.runs_jobs || n.state.starts_with("alloc") || n.state.starts_with("mix");
+  }
+  return t;
+}
+
+// The node's GPUs, from NVML when it loads (the lab's is libnvml-sim through CMAX_NVML_LIB).
+std::vector<std::string> NodeGpus() {
+  auto nvml = sys::Nvml::Load();
+  if (!nvml) return {};
+  auto snapshot = (*nvml)->Snapshot();
+  if (!snapshot) return {};
+  std::vector<std::string> pcis;
+  for (const sys::GpuReading& g : snapshot->gpus) pcis.push_back(g.pci_bus_id);
+  return pcis;
+}
+
+Result<void> WriteRecord(const std::string& path, const std::string& record) {
+  // One write() is one record; a fresh open per record keeps clear of the per-file rate limit.
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC | O_APPEND);
+  if (fd < 0) return Fail(ErrorCode::kIo, "cannot open {}: {}", path, std::strerror(errno));
+  const ssize_t n = ::write(fd, record.data(), record.size());
+  const int saved = errno;
+  ::close(fd);
+  if (n != static_cast<ssize_t>(record.size())) {
+    return Fail(ErrorCode::kIo, "cannot write {}: {}", path, std::strerror(saved));
+  }
+  return {};
+}
+
+int Inject(const InjectOptions& o, Context& ctx, const std::string& kind) {
+  sys::LocalFileSystem fs;
+  sys::PosixProcessRunner runner;
+  const inject::TargetFacts target = Facts(o, fs, runner);
+  const std::string name = "cmax inject " + kind;
+
+  // The record, from a GPU (or switch) that is really there.
+  auto pci = kind == "xid" ? inject::ResolveGpu(o.gpu, NodeGpus(), fs, target.lab, o.force)
+                           : inject::ResolveGpu(o.gpu, {}, fs, target.lab, o.force);
+  if (!pci) {
+    ctx.err << name << ": " << pci.error().message << "\n";
+    return kExitUsage;
+  }
+  auto record =
+      kind == "xid"
+          ? inject::XidRecord({.code = o.code, .pci = *pci, .pid = o.pid, .text = o.text},
+                              health::XidCatalog::Builtin())
+          : inject::SxidRecord({.code = o.code,
+                                .pci = *pci,
+                                .switch_index = o.switch_index,
+                                .fatal = o.fatal,
+                                .link = o.link,
+                                .text = o.text.empty() ? inject::SxidSpec{}.text : o.text});
+  if (!record) {
+    ctx.err << name << ": " << record.error().message << "\n";
+    return kExitUsage;
+  }
+
+  ctx.out << fmt::format("{}: node {}{}, {} {}\n", name, target.node, target.lab ? " (lab)" : "",
+                         kind == "xid" ? "GPU" : "NVSwitch", *pci);
+  ctx.out << (o.dry_run ? "  would write to " : "  writes to ") << o.kmsg << ": "
+          << SanitizeUtf8(*record) << "\n";
+  const auto refusals =
+      inject::Refusals(target, {.dry_run = o.dry_run, .yes = o.yes, .force = o.force});
+  for (const std::string& why : refusals) ctx.err << name << ": refused: " << why << "\n";
+  if (!refusals.empty()) return kExitUsage;
+  if (o.dry_run) return kExitOk;
+
+  // Recorded before it is done, so no injection goes unrecorded.
+  auto store = store::Store::Open({.path = ctx.DbPath()});
+  if (!store) {
+    ctx.err << name << ": " << store.error().message << "\n";
+    return kExitError;
+  }
+  const WallTime at = SystemClock().Now();
+  const nlohmann::json payload = {
+      {"code", o.code}, {"pci", *pci}, {"record", *record}, {"path", o.kmsg}};
+  if (auto ok = store->SaveConditions({}, {{at, target.node, "inject", kind, payload.dump()}});
+      !ok) {
+    ctx.err << name << ": " << ok.error().message << "\n";
+    return kExitError;
+  }
+  if (auto ok = WriteRecord(o.kmsg, *record); !ok) {
+    ctx.err << name << ": " << ok.error().message << "\n";
+    (void)store->SaveConditions(
+        {}, {{SystemClock().Now(), target.node, "inject", kind + "-failed", payload.dump()}});
+    return kExitError;
+  }
+  log::Info("injected {} {} on {} at {}", kind, o.code, target.node, FormatIso8601(at));
+  ctx.out << "  injected at " << FormatIso8601(at) << "\n"
+          << "  to undo: nothing stays in the kernel log to remove; the provider's reaction is "
+             "what is being tested. If it drained "
+          << target.node
+          << ", resume it when the test is over (Slurm: scontrol update nodename=" << target.node
+          << " state=resume).\n";
+  return kExitOk;
+}
+
+void CommonFlags(CLI::App* app, InjectOptions& o) {
+  app->add_option("--node", o.node,
+                  "The node the fault is for (default: this host); it must be this host or a "
+                  "lab node");
+  app->add_option("--text", o.text, "The message after the code (default: the catalogue's)");
+  app->add_flag("--dry-run", o.dry_run, "Print exactly what would be written; write nothing");
+  app->add_flag("--yes", o.yes, "Inject into a node that is not a lab's");
+  app->add_flag("--force", o.force, "Accept a device that cannot be confirmed");
+  app->add_option("--kmsg", o.kmsg, "Where to write")->capture_default_str();
+}
+
+}  // namespace
+
+Command SetupInjectCommand(CLI::App& parent) {
+  auto o = std::make_shared<InjectOptions>();
+  CLI::App* app = parent.add_subcommand(
+      "inject",
+      "Write a GPU fault where the provider's health checks read it, to time their reaction\n"
+      "(see `cmax reliability`). Needs root; refuses a node that is not a lab's without\n"
+      "--yes, and a node already out of service. Recorded in the store.");
+  app->require_subcommand(1);
+  o->xid = app->add_subcommand("xid", "An NVRM Xid record in /dev/kmsg");
+  o->xid->add_option("code", o->code, "Xid code (79: fallen off the bus, 48: DBE, ...)")
+      ->required();
+  o->xid->add_option("--gpu", o->gpu, "GPU index (from NVML) or PCI address")->required();
+  o->xid->add_option("--pid", o->pid, "Process id in the record (default '<unknown>')");
+  CommonFlags(o->xid, *o);
+  o->sxid = app->add_subcommand("sxid", "An NVSwitch SXid record in /dev/kmsg");
+  o->sxid->add_option("code", o->code, "SXid code")->required();
+  o->sxid->add_option("--switch-pci", o->gpu, "The NVSwitch's PCI address")->required();
+  o->sxid->add_option("--switch", o->switch_index, "N of nvidia-nvswitchN")->capture_default_str();
+  o->sxid->add_option("--link", o->link, "NVLink number")->capture_default_str();
+  o->sxid->add_flag("--fatal", o->fatal, "A fatal SXid (default non-fatal)");
+  CommonFlags(o->sxid, *o);
+  return {app, [o](Context& ctx) { return Inject(*o, ctx, o->xid->parsed() ? "xid" : "sxid"); }};
+}
+
+}  // namespace cmax::cli

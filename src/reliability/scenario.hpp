@@ -1,0 +1,83 @@
+// A reliability scenario: a sequence of injections, each watched on the scheduler until the
+// pass bars are met or missed, each judged. The runner is told how to inject and how to wait,
+// so it runs the same against the lab, a real cluster, or a test's scripted scheduler.
+#pragma once
+
+#include <functional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/clock.hpp"
+#include "core/result.hpp"
+#include "core/run_record.hpp"
+#include "reliability/observer.hpp"
+#include "reliability/timeline.hpp"
+#include "remediate/scheduler.hpp"
+
+namespace cmax::reliability {
+
+struct Step {
+  std::string name;
+  std::string inject;  // "xid" or "sxid"
+  int code = 0;
+  std::string node;
+  std::string pci;  // the GPU (xid) or the NVSwitch (sxid)
+  int switch_index = 0;
+  int link = 0;
+  bool fatal = false;
+};
+
+struct Scenario {
+  std::string name;
+  PassBars bars;
+  Duration poll = std::chrono::seconds(1);
+  Duration timeout{};  // the longest a step is watched: the largest bar unless given
+  std::string service_partition = "gpu";
+  std::vector<Step> steps;
+};
+
+// YAML or JSON:
+//   name: three faults
+//   architecture: hgx            # bars from data/reliability_bars.json ...
+//   bars: {detect_s: 30, out_of_service_s: 30}   # ... or these
+//   poll_s: 0.5
+//   timeout_s: 60
+//   service_partition: gpu
+//   steps:
+//     - {name: fallen-off, inject: xid, code: 79, node: gpu1, gpu: "0000:17:00.0"}
+//     - {inject: sxid, code: 12028, node: gpu3, switch_pci: "0000:05:00.0", fatal: true}
+Result<Scenario> ParseScenario(std::string_view text);
+
+struct StepResult {
+  Step step;
+  std::string record;        // what was written
+  std::string not_injected;  // why it was not (already drained, refused): verdict UNKNOWN
+  Timeline timeline;
+  Judgement judgement;
+  std::vector<Observation> observations;
+};
+
+struct RunHooks {
+  // Writes the step's record where the provider's checks read it; returns when it is written.
+  std::function<Result<void>(const Step&, const std::string& record)> inject;
+  // Called with each observation as it is seen, and a line per step: progress for people.
+  std::function<void(std::string_view)> progress;
+};
+
+// Runs every step in order. A step whose node is already out of service is not injected (a
+// fault must not stack on one being handled) and is UNKNOWN. Fails only when the scheduler
+// cannot be read at all before a step.
+Result<std::vector<StepResult>> RunScenario(const Scenario& scenario,
+                                            remediate::Scheduler& scheduler, Clock& clock,
+                                            const RunHooks& hooks);
+
+// The record each step writes (the driver's formats, inject/kernel_lines).
+Result<std::string> StepRecord(const Step& step);
+
+// For the store and the report: one finding per step (PASS, FAIL, or WARN for UNKNOWN), and
+// the timeline as metrics in seconds (reliability.detect_s{step,node}, ...).
+std::vector<Finding> ScenarioFindings(const std::vector<StepResult>& results);
+std::vector<Metric> ScenarioMetrics(const std::vector<StepResult>& results);
+
+}  // namespace cmax::reliability

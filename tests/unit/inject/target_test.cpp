@@ -1,0 +1,98 @@
+// Every safety rule of the injectors, one refusal each, and which GPU an injection is for.
+#include "inject/target.hpp"
+
+#include <gtest/gtest.h>
+
+namespace cmax::inject {
+namespace {
+
+TargetFacts LabNode() {
+  TargetFacts t;
+  t.node = "gpu1";
+  t.root = true;
+  t.lab = true;
+  t.local = true;
+  t.scheduler_known = true;
+  t.in_scheduler = true;
+  return t;
+}
+
+bool Mentions(const std::vector<std::string>& why, std::string_view word) {
+  for (const std::string& w : why) {
+    if (w.find(word) != std::string::npos) return true;
+  }
+  return false;
+}
+
+TEST(InjectSafety, ALabNodeAsRootMayGoAhead) {
+  EXPECT_TRUE(Refusals(LabNode(), {}).empty());
+}
+
+TEST(InjectSafety, EachRuleRefusesOnItsOwn) {
+  TargetFacts t = LabNode();
+  t.root = false;
+  EXPECT_TRUE(Mentions(Refusals(t, {}), "root"));
+  EXPECT_TRUE(Refusals(t, {.dry_run = true}).empty());  // a dry run needs no root
+
+  t = LabNode();
+  t.lab = false;
+  EXPECT_TRUE(Mentions(Refusals(t, {}), "--yes"));
+  EXPECT_TRUE(Refusals(t, {.yes = true}).empty());
+  EXPECT_TRUE(Refusals(t, {.dry_run = true}).empty());
+
+  t = LabNode();
+  t.local = false;
+  EXPECT_TRUE(Mentions(Refusals(t, {}), "not this host"));
+  EXPECT_TRUE(Mentions(Refusals(t, {.dry_run = true}), "not this host"));
+
+  t = LabNode();
+  t.in_scheduler = false;
+  EXPECT_TRUE(Mentions(Refusals(t, {.yes = true}), "not a node the scheduler knows"));
+
+  t = LabNode();
+  t.drained = true;
+  t.drain_reason = "cmax: Xid 79";
+  EXPECT_TRUE(Mentions(Refusals(t, {.yes = true, .force = true}), "stack"));
+  EXPECT_TRUE(Mentions(Refusals(t, {.dry_run = true}), "cmax: Xid 79"));
+
+  t = LabNode();
+  EXPECT_TRUE(Mentions(Refusals(t, {.destructive = true}), "--allow-destructive"));
+  EXPECT_TRUE(Refusals(t, {.allow_destructive = true, .destructive = true}).empty());
+  t.runs_jobs = true;
+  EXPECT_TRUE(Mentions(Refusals(t, {.allow_destructive = true, .destructive = true}), "--force"));
+  EXPECT_TRUE(Refusals(t, {.force = true, .allow_destructive = true, .destructive = true}).empty());
+  // Jobs on the node do not stop the kernel-log injectors: the fault is in the log only.
+  EXPECT_TRUE(Refusals(t, {}).empty());
+}
+
+TEST(InjectSafety, NoSchedulerIsNotARefusal) {
+  TargetFacts t = LabNode();
+  t.scheduler_known = false;
+  t.in_scheduler = false;
+  EXPECT_TRUE(Refusals(t, {}).empty());
+}
+
+TEST(InjectGpu, ByIndexOrAddressFromTheNodesOwnList) {
+  sys::MemoryFileSystem fs;
+  const std::vector<std::string> gpus = {"0000:17:00.0", "0000:3b:00.0"};
+  EXPECT_EQ(ResolveGpu("1", gpus, fs, false, false).value(), "0000:3b:00.0");
+  EXPECT_EQ(ResolveGpu("3B:00.0", gpus, fs, false, false).value(), "0000:3b:00.0");
+  EXPECT_EQ(ResolveGpu("2", gpus, fs, false, false).error().code, ErrorCode::kNotFound);
+  EXPECT_EQ(ResolveGpu("0000:99:00.0", gpus, fs, false, false).error().code, ErrorCode::kNotFound);
+  EXPECT_TRUE(ResolveGpu("0000:99:00.0", gpus, fs, false, /*force=*/true));
+  EXPECT_FALSE(ResolveGpu("0", {}, fs, true, false));  // an index needs NVML
+  EXPECT_FALSE(ResolveGpu("not-pci", gpus, fs, true, true));
+}
+
+TEST(InjectGpu, WithoutNvmlSysfsMustShowAnNvidiaDevice) {
+  sys::MemoryFileSystem fs;
+  fs.AddFile("/sys/bus/pci/devices/0000:17:00.0/vendor", "0x10de\n");
+  fs.AddFile("/sys/bus/pci/devices/0000:18:00.0/vendor", "0x8086\n");
+  EXPECT_EQ(ResolveGpu("0000:17:00", {}, fs, false, false).value(), "0000:17:00.0");
+  EXPECT_FALSE(ResolveGpu("0000:18:00.0", {}, fs, false, false));
+  EXPECT_FALSE(ResolveGpu("0000:19:00.0", {}, fs, false, false));
+  EXPECT_TRUE(ResolveGpu("0000:19:00.0", {}, fs, /*lab=*/true, false));  // a lab has no GPUs
+}
+
+}  // namespace
+}  // namespace cmax::inject

@@ -1,0 +1,210 @@
+// Scenarios: parsing (YAML and JSON, bars from data or inline, bad input) and the runner over a
+// stand-in provider on a clock the test moves: a provider that drains in time passes, one that
+// never does fails with "no drain", one whose scheduler goes away is UNKNOWN, and a node already
+// drained is not injected.
+#include "reliability/scenario.hpp"
+
+#include <gtest/gtest.h>
+#include <map>
+
+namespace cmax::reliability {
+namespace {
+
+using namespace std::chrono_literals;
+using remediate::SchedulerNode;
+
+const WallTime kT0{std::chrono::milliseconds(1'800'000'000'000)};
+
+constexpr const char* kScenario = R"(
+name: three faults
+bars: {detect_s: 30, out_of_service_s: 30}
+poll_s: 0.5
+service_partition: gpu
+steps:
+  - {name: fallen-off, inject: xid, code: 79, node: gpu1, gpu: "0000:17:00.0"}
+  - {inject: xid, code: 48, node: gpu2, gpu: "3b:00.0"}
+  - {inject: sxid, code: 12028, node: gpu3, switch_pci: "0000:05:00.0", switch: 2, link: 7, fatal: true}
+)";
+
+TEST(Scenario, ParsesStepsAndBars) {
+  auto s = ParseScenario(kScenario);
+  ASSERT_TRUE(s) << s.error().message;
+  EXPECT_EQ(s->name, "three faults");
+  EXPECT_EQ(s->bars.detect, 30s);
+  EXPECT_FALSE(s->bars.replace);
+  EXPECT_EQ(s->poll, 500ms);
+  EXPECT_EQ(s->timeout, 30s);  // the largest bar
+  ASSERT_EQ(s->steps.size(), 3U);
+  EXPECT_EQ(s->steps[0].name, "fallen-off");
+  EXPECT_EQ(s->steps[1].name, "xid-48-gpu2");
+  EXPECT_EQ(s->steps[2].pci, "0000:05:00.0");
+  EXPECT_TRUE(s->steps[2].fatal);
+  EXPECT_EQ(StepRecord(s->steps[2]).value(),
+            "<3>nvidia-nvswitch2: SXid (PCI:0000:05:00.0): 12028, Fatal, Link 7 egress "
+            "non-posted PRIV error (First)");
+  // JSON is YAML; bars from the data file by architecture.
+  auto j = ParseScenario(R"({"architecture": "hgx", "steps": [{"inject": "xid", "code": 79,
+                             "node": "n1", "gpu": "0000:17:00.0"}]})");
+  ASSERT_TRUE(j) << j.error().message;
+  EXPECT_EQ(j->bars.replace, Duration(3600s));
+  EXPECT_EQ(j->timeout, 3600s);
+}
+
+TEST(Scenario, RefusesWhatCannotRun) {
+  EXPECT_FALSE(ParseScenario("steps: ["));
+  EXPECT_FALSE(ParseScenario("- a list"));
+  EXPECT_FALSE(ParseScenario("name: nothing to do"));
+  EXPECT_FALSE(
+      ParseScenario("architecture: tpu\nsteps: [{inject: xid, code: 1, node: n, gpu: '17:00.0'}]"));
+  EXPECT_FALSE(ParseScenario("steps: [{inject: reboot, code: 1, node: n}]"));
+  EXPECT_FALSE(ParseScenario("steps: [{inject: xid, code: 79, gpu: '17:00.0'}]"));  // no node
+  EXPECT_FALSE(ParseScenario("steps: [{inject: xid, code: 79, node: n, gpu: 'gpu0'}]"));
+  EXPECT_FALSE(ParseScenario("steps: [{inject: xid, code: x, node: n, gpu: '17:00.0'}]"));
+  EXPECT_FALSE(
+      ParseScenario("bars: {detect_s: 0, out_of_service_s: 1}\n"
+                    "steps: [{inject: xid, code: 79, node: n, gpu: '17:00.0'}]"));
+  EXPECT_FALSE(
+      ParseScenario("poll_s: -1\nsteps: [{inject: xid, code: 79, node: n, gpu: '17:00.0'}]"));
+}
+
+// A provider in miniature: drains a node `delay` after a fault is injected for it (or never),
+// and can lose its scheduler.
+class StandInProvider final : public remediate::Scheduler {
+ public:
+  StandInProvider(ManualClock& clock, std::optional<Duration> delay)
+      : clock_(clock), delay_(delay) {
+    for (const char* n : {"gpu1", "gpu2", "gpu3"}) nodes_[n] = {};
+  }
+  struct NodeState {
+    std::optional<WallTime> fault;
+    bool drained = false;
+  };
+  void Fault(const std::string& node) { nodes_.at(node).fault = clock_.Now(); }
+  Result<std::vector<SchedulerNode>> Nodes() override {
+    if (away) return Fail(ErrorCode::kUnavailable, "slurmctld does not answer");
+    std::vector<SchedulerNode> out;
+    for (auto& [name, s] : nodes_) {
+      if (delay_ && s.fault && clock_.Now() >= *s.fault + *delay_) s.drained = true;
+      out.push_back(
+          {name, s.drained ? "drained" : "idle", s.drained, s.drained ? "cmax: Xid" : "", {"gpu"}});
+    }
+    return out;
+  }
+  Result<std::vector<remediate::TakeOut>> CmaxTakeOuts() override { return No(); }
+  Result<std::string> Drain(const std::string&, const std::string&) override { return No(); }
+  Result<std::string> Resume(const std::string&) override { return No(); }
+  Result<std::string> RequeueJobs(const std::string&) override { return No(); }
+  Result<std::string> Reboot(const std::string&, const std::string&) override { return No(); }
+  Result<std::string> BootTime(const std::string&) override { return No(); }
+  Result<std::string> StartValidation(const std::string&,
+                                      const remediate::ValidationSpec&) override {
+    return No();
+  }
+  Result<remediate::ValidationStatus> PollValidation(const std::string&,
+                                                     const std::string&) override {
+    return No();
+  }
+  Result<std::string> EndValidation(const std::string&, bool, const std::string&) override {
+    return No();
+  }
+  Result<std::string> PickSpare() override { return No(); }
+  Result<std::string> SwapInSpare(const std::string&) override { return No(); }
+  Result<std::string> ReturnSpare(const std::string&) override { return No(); }
+
+  std::map<std::string, NodeState> nodes_;
+  bool away = false;
+
+ private:
+  static tl::unexpected<Error> No() { return Fail(ErrorCode::kInternal, "read only"); }
+  ManualClock& clock_;
+  std::optional<Duration> delay_;
+};
+
+TEST(Scenario, AProviderThatDrainsInTimePassesEveryStep) {
+  ManualClock clock(kT0);
+  StandInProvider provider(clock, 2s);
+  std::vector<std::string> written;
+  std::vector<std::string> progress;
+  RunHooks hooks{[&](const Step& step, const std::string& record) -> Result<void> {
+                   written.push_back(record);
+                   provider.Fault(step.node);
+                   return {};
+                 },
+                 [&](std::string_view line) { progress.emplace_back(line); }};
+  auto results = RunScenario(ParseScenario(kScenario).value(), provider, clock, hooks);
+  ASSERT_TRUE(results) << results.error().message;
+  ASSERT_EQ(results->size(), 3U);
+  for (const StepResult& r : *results) {
+    EXPECT_EQ(r.judgement.verdict, Verdict::kPass) << r.step.name;
+    EXPECT_EQ(r.timeline.detected, Duration(2s)) << r.step.name;  // within one poll (0.5 s)
+  }
+  EXPECT_EQ(written.size(), 3U);
+  EXPECT_EQ(written[0].substr(0, 30), "<3>NVRM: Xid (PCI:0000:17:00):");
+  const auto findings = ScenarioFindings(*results);
+  EXPECT_EQ(findings[0].check_id, "reliability.fallen-off");
+  EXPECT_EQ(findings[0].status, CheckStatus::kPass);
+  const auto metrics = ScenarioMetrics(*results);
+  ASSERT_FALSE(metrics.empty());
+  EXPECT_EQ(metrics[0].name, "reliability.detect");
+  EXPECT_DOUBLE_EQ(metrics[0].value, 2.0);
+  EXPECT_NE(std::find(progress.begin(), progress.end(), "fallen-off: PASS"), progress.end());
+}
+
+TEST(Scenario, NoDrainFailsEveryStepWithNoDrain) {
+  ManualClock clock(kT0);
+  StandInProvider provider(clock, std::nullopt);  // the controller is switched off
+  RunHooks hooks{[&](const Step&, const std::string&) -> Result<void> { return {}; }, {}};
+  auto results = RunScenario(ParseScenario(kScenario).value(), provider, clock, hooks);
+  ASSERT_TRUE(results);
+  for (const StepResult& r : *results) {
+    EXPECT_EQ(r.judgement.verdict, Verdict::kFail);
+    EXPECT_EQ(r.judgement.reasons[1], "no drain within 30.00s");
+    EXPECT_GE(r.timeline.watched_until - r.timeline.injected, 30s);
+  }
+  EXPECT_EQ(ScenarioFindings(*results)[0].status, CheckStatus::kFail);
+}
+
+TEST(Scenario, LosingTheSchedulerIsUnknownAndADrainedNodeIsNotInjected) {
+  ManualClock clock(kT0);
+  StandInProvider provider(clock, std::nullopt);
+  provider.nodes_["gpu2"].drained = true;
+  int injected = 0;
+  RunHooks hooks{[&](const Step&, const std::string&) -> Result<void> {
+                   ++injected;
+                   provider.away = true;  // the observer loses contact right after
+                   return {};
+                 },
+                 {}};
+  Scenario s = ParseScenario(kScenario).value();
+  s.steps.resize(1);
+  s.steps.push_back(ParseScenario(kScenario).value().steps[1]);
+  auto results = RunScenario(s, provider, clock, hooks);
+  // The second step cannot even take its baseline: the scheduler is away.
+  ASSERT_FALSE(results);
+  provider.away = false;
+  s.steps.erase(s.steps.begin());
+  results = RunScenario(s, provider, clock, hooks);
+  ASSERT_TRUE(results);
+  EXPECT_EQ((*results)[0].judgement.verdict, Verdict::kUnknown);
+  EXPECT_NE((*results)[0].not_injected.find("already out of service"), std::string::npos);
+  EXPECT_EQ(injected, 1);  // only the first run's first step
+}
+
+TEST(Scenario, LostContactAfterInjectionIsUnknown) {
+  ManualClock clock(kT0);
+  StandInProvider provider(clock, std::nullopt);
+  RunHooks hooks{[&](const Step&, const std::string&) -> Result<void> {
+                   provider.away = true;
+                   return {};
+                 },
+                 {}};
+  Scenario s = ParseScenario(kScenario).value();
+  s.steps.resize(1);
+  auto results = RunScenario(s, provider, clock, hooks);
+  ASSERT_TRUE(results);
+  EXPECT_EQ((*results)[0].judgement.verdict, Verdict::kUnknown);
+  EXPECT_EQ(ScenarioFindings(*results)[0].status, CheckStatus::kWarn);
+}
+
+}  // namespace
+}  // namespace cmax::reliability
