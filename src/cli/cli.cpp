@@ -40,7 +40,7 @@ int RunCli(const std::vector<std::string>& args, std::ostream& out, std::ostream
   const std::vector<Command> commands = {
       SetupRunCommand(app),       SetupDbCommand(app),     SetupReportCommand(app),
       SetupLabCommand(app),       SetupHealthCommand(app), SetupAgentCommand(app),
-      SetupRemediateCommand(app), SetupInjectCommand(app),
+      SetupRemediateCommand(app), SetupInjectCommand(app), SetupReliabilityCommand(app),
   };
 
   std::vector<std::string> reversed(args.rbegin(), args.rend());

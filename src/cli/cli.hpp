@@ -50,6 +50,7 @@ Command SetupHealthCommand(CLI::App& parent);
 Command SetupAgentCommand(CLI::App& parent);
 Command SetupRemediateCommand(CLI::App& parent);
 Command SetupInjectCommand(CLI::App& parent);
+Command SetupReliabilityCommand(CLI::App& parent);
 
 int RunCli(const std::vector<std::string>& args, std::ostream& out, std::ostream& err,
            bool out_is_terminal = false);

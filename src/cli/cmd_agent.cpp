@@ -35,6 +35,7 @@ struct AgentCliOptions {
   bool remediate = false;
   bool remediate_dry_run = false;
   bool publish_conditions = false;
+  std::vector<std::string> devices;
   ControllerFlags controller;
 };
 
@@ -77,6 +78,7 @@ int RunAgent(const AgentCliOptions& options, Context& ctx) {
   health::AgentOptions agent_options;
   agent_options.node = options.node.empty() ? sys::Hostname() : options.node;
   agent_options.from_boot = options.from_boot;
+  agent_options.devices = options.devices;
   agent_options.nvml = !options.no_nvml;
   agent_options.nvml_lib = options.nvml_lib;
   agent_options.nvml_interval =
@@ -186,6 +188,10 @@ Command SetupAgentCommand(CLI::App& parent) {
   app->add_option("--max-cpu-percent", options->max_cpu_percent,
                   "Watchdog: CPU limit in percent of one core, sustained over 3 intervals of 10 s");
   app->add_option("--xid-catalog", options->xid_catalog, "Use this XID catalogue (JSON)");
+  app->add_option("--devices", options->devices,
+                  "Only kernel events for these PCI devices are this node's (for nodes that "
+                  "share one kernel, as lab nodes do)")
+      ->delimiter(',');
   app->add_flag("--remediate", options->remediate,
                 "Act on this node's faults through the scheduler (drain, requeue, reset, validate, "
                 "resume), as `cmax remediate run` does for one node; needs "

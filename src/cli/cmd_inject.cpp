@@ -3,25 +3,20 @@
 // /dev/kmsg. Every injector prints exactly what it would do with --dry-run, refuses a node that
 // is not a lab's without --yes, refuses a node the scheduler already shows out of service, and
 // records what it did in the store.
-#include <fcntl.h>
-#include <unistd.h>
 
 #include <CLI/CLI.hpp>
-#include <cerrno>
-#include <cstring>
 #include <fmt/format.h>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <ostream>
 
 #include "cli/cli.hpp"
+#include "cli/inject_facts.hpp"
 #include "core/log.hpp"
 #include "core/strings.hpp"
 #include "health/xid_catalog.hpp"
 #include "inject/kernel_lines.hpp"
 #include "inject/target.hpp"
-#include "lab/lab_config.hpp"
-#include "remediate/slurm.hpp"
 #include "store/store.hpp"
 #include "sys/file_system.hpp"
 #include "sys/host.hpp"
@@ -48,46 +43,6 @@ struct InjectOptions {
   std::string kmsg = "/dev/kmsg";
 };
 
-// SLURM_CONF inside a folder `cmax lab` made: every lab node shares this host's kernel.
-bool LabCluster(const sys::FileSystem& fs) {
-  const std::string conf = sys::GetEnv("SLURM_CONF");
-  const size_t slash = conf.rfind('/');
-  if (conf.empty() || slash == std::string::npos) return false;
-  const lab::LabPaths paths = lab::PathsFor(conf.substr(0, slash));
-  return paths.slurm_conf == conf && fs.Exists(paths.state_file);
-}
-
-inject::TargetFacts Facts(const InjectOptions& o, const sys::FileSystem& fs,
-                          sys::ProcessRunner& runner) {
-  inject::TargetFacts t;
-  const std::string host = sys::Hostname();
-  t.node = o.node.empty() ? host : o.node;
-  t.root = ::geteuid() == 0;
-  t.lab = LabCluster(fs);
-  t.local = t.lab || t.node == host || t.node == host.substr(0, host.find('.'));
-  if (sys::GetEnv("SLURM_CONF").empty() && sys::FindProgram("sinfo").empty()) return t;
-  remediate::SlurmOptions slurm_options;
-  slurm_options.attempts = 2;
-  remediate::SlurmScheduler slurm(runner, slurm_options);
-  auto nodes = slurm.Nodes();
-  if (!nodes) {
-    // Slurm's clients explain over several lines; the last says why.
-    const std::string why(Trim(nodes.error().message));
-    log::Warn("cannot ask Slurm about {} ({}); not checked that it is in service", t.node,
-              why.substr(why.rfind('\n') + 1));
-    return t;
-  }
-  t.scheduler_known = true;
-  for (const remediate::SchedulerNode& n : *nodes) {
-    if (n.name != t.node) continue;
-    t.in_scheduler = true;
-    t.drained = t.drained || n.drain;
-    if (n.drain) t.drain_reason = n.reason;
-    t.runs_jobs = t.runs_jobs || n.state.starts_with("alloc") || n.state.starts_with("mix");
-  }
-  return t;
-}
-
 // The node's GPUs, from NVML when it loads (the lab's is libnvml-sim through CMAX_NVML_LIB).
 std::vector<std::string> NodeGpus() {
   auto nvml = sys::Nvml::Load();
@@ -99,23 +54,10 @@ std::vector<std::string> NodeGpus() {
   return pcis;
 }
 
-Result<void> WriteRecord(const std::string& path, const std::string& record) {
-  // One write() is one record; a fresh open per record keeps clear of the per-file rate limit.
-  const int fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC | O_APPEND);
-  if (fd < 0) return Fail(ErrorCode::kIo, "cannot open {}: {}", path, std::strerror(errno));
-  const ssize_t n = ::write(fd, record.data(), record.size());
-  const int saved = errno;
-  ::close(fd);
-  if (n != static_cast<ssize_t>(record.size())) {
-    return Fail(ErrorCode::kIo, "cannot write {}: {}", path, std::strerror(saved));
-  }
-  return {};
-}
-
 int Inject(const InjectOptions& o, Context& ctx, const std::string& kind) {
   sys::LocalFileSystem fs;
   sys::PosixProcessRunner runner;
-  const inject::TargetFacts target = Facts(o, fs, runner);
+  const inject::TargetFacts target = GatherFacts(o.node, fs, runner);
   const std::string name = "cmax inject " + kind;
 
   // The record, from a GPU (or switch) that is really there.
@@ -164,7 +106,7 @@ int Inject(const InjectOptions& o, Context& ctx, const std::string& kind) {
     ctx.err << name << ": " << ok.error().message << "\n";
     return kExitError;
   }
-  if (auto ok = WriteRecord(o.kmsg, *record); !ok) {
+  if (auto ok = inject::WriteKernelRecord(o.kmsg, *record); !ok) {
     ctx.err << name << ": " << ok.error().message << "\n";
     (void)store->SaveConditions(
         {}, {{SystemClock().Now(), target.node, "inject", kind + "-failed", payload.dump()}});

@@ -6,11 +6,24 @@
 #include <nlohmann/json.hpp>
 
 #include "core/log.hpp"
+#include "core/strings.hpp"
 #include "sys/host.hpp"
 #include "sys/interrupt.hpp"
 #include "sys/self_usage.hpp"
 
 namespace cmax::health {
+
+bool DeviceIsOurs(std::string_view device, const std::vector<std::string>& devices) {
+  if (devices.empty() || device.empty()) return true;
+  const auto bus = [](std::string_view pci) {
+    std::string text = ToLower(pci);
+    if (text.size() > 2 && text[text.size() - 2] == '.') text.resize(text.size() - 2);
+    return text;
+  };
+  const std::string mine = bus(device);
+  return std::any_of(devices.begin(), devices.end(),
+                     [&](const std::string& d) { return bus(d) == mine; });
+}
 namespace {
 
 using Steady = std::chrono::steady_clock;
@@ -159,6 +172,7 @@ void Agent::ReadKmsg() {
       record->wall_time = boot_time_ + std::chrono::milliseconds(*record->monotonic_us / 1000);
     }
     for (const KernelEvent& event : parser_.Feed(*record)) {
+      if (!DeviceIsOurs(event.device, options_.devices)) continue;
       ++metrics_.events;
       if (event.kind == KernelEventKind::kXid) ++metrics_.xid_total[{event.code, event.device}];
       if (event.kind == KernelEventKind::kSxid) ++metrics_.sxid_total[{event.code, event.device}];

@@ -43,7 +43,15 @@ struct AgentOptions {
   // counted, as always).
   std::function<void()> after_flush;
   Duration after_interval = std::chrono::seconds(2);
+  // Non-empty: kernel events that name another PCI device are not this node's. Nodes that share
+  // one kernel (the lab's) each watch their own devices this way; a real node's log holds only
+  // its own, so the list stays empty there.
+  std::vector<std::string> devices;
 };
+
+// Whether a kernel event's device ("0000:17:00" for an Xid, "0000:05:00.0" for an SXid) is one
+// of `devices` (PCI addresses with or without the function); events without a device are.
+bool DeviceIsOurs(std::string_view device, const std::vector<std::string>& devices);
 
 // Exit code when the watchdog stops the agent: systemd's Restart=on-failure brings it back.
 inline constexpr int kExitWatchdog = 75;

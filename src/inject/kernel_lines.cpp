@@ -1,6 +1,11 @@
 #include "inject/kernel_lines.hpp"
 
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <cctype>
+#include <cerrno>
+#include <cstring>
 #include <fmt/format.h>
 
 #include "core/strings.hpp"
@@ -106,6 +111,21 @@ Result<std::string> SxidRecord(const SxidSpec& spec) {
   return fmt::format("<3>nvidia-nvswitch{}: SXid (PCI:{}): {:05d}, {}, Link {} {}",
                      spec.switch_index, *pci, spec.code, spec.fatal ? "Fatal" : "Non-fatal",
                      spec.link, OneLine(spec.text));
+}
+
+Result<void> WriteKernelRecord(const std::string& path, const std::string& record) {
+  // The newline matters: without it the kernel keeps the text as an unfinished continuation,
+  // and readers see the record only when the next one arrives (seen on this kernel: 30 s late).
+  const std::string line = record.ends_with('\n') ? record : record + '\n';
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC | O_APPEND);
+  if (fd < 0) return Fail(ErrorCode::kIo, "cannot open {}: {}", path, std::strerror(errno));
+  const ssize_t n = ::write(fd, line.data(), line.size());
+  const int saved = errno;
+  ::close(fd);
+  if (n != static_cast<ssize_t>(line.size())) {
+    return Fail(ErrorCode::kIo, "cannot write {}: {}", path, std::strerror(saved));
+  }
+  return {};
 }
 
 }  // namespace cmax::inject

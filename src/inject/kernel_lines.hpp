@@ -42,4 +42,8 @@ struct SxidSpec {
 // PRIV error (First)"
 Result<std::string> SxidRecord(const SxidSpec& spec);
 
+// Writes one record to /dev/kmsg (or a file standing in for it): one write() is one record, and
+// a fresh open per record keeps clear of the per-file rate limit. The one part here that is I/O.
+Result<void> WriteKernelRecord(const std::string& path, const std::string& record);
+
 }  // namespace cmax::inject

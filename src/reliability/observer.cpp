@@ -6,8 +6,15 @@ SchedulerView ViewOf(const std::vector<remediate::SchedulerNode>& nodes) {
   SchedulerView view;
   for (const remediate::SchedulerNode& n : nodes) {
     NodeView& v = view[n.name];
-    v.drain = v.drain || n.drain;
-    if (!n.reason.empty()) v.reason = n.reason;
+    // A node in a maintenance reservation takes no ordinary work either (cmax validates a node
+    // that way on Slurm); for whoever submits jobs it is out of service.
+    const bool maintenance = n.maintenance;
+    v.drain = v.drain || n.drain || maintenance;
+    if (!n.reason.empty()) {
+      v.reason = n.reason;
+    } else if (maintenance && v.reason.empty()) {
+      v.reason = "in a maintenance reservation";
+    }
     v.partitions.insert(n.partitions.begin(), n.partitions.end());
   }
   return view;

@@ -138,8 +138,10 @@ Result<std::vector<StepResult>> RunScenario(const Scenario& scenario,
   const auto say = [&hooks](std::string_view line) {
     if (hooks.progress) hooks.progress(line);
   };
+  const auto stopping = [&hooks] { return hooks.stop && hooks.stop(); };
   std::vector<StepResult> results;
   for (const Step& step : scenario.steps) {
+    if (stopping()) break;
     StepResult r;
     r.step = step;
     r.record = StepRecord(step).value_or("");
@@ -181,7 +183,7 @@ Result<std::vector<StepResult>> RunScenario(const Scenario& scenario,
       }
       const WallTime now = clock.Now();
       r.timeline = BuildTimeline(step.node, injected, r.observations, now);
-      if (Decided(r.timeline, scenario.bars) || now >= deadline) break;
+      if (Decided(r.timeline, scenario.bars) || now >= deadline || stopping()) break;
     }
     r.judgement = Judge(r.timeline, scenario.bars);
     say(fmt::format("{}: {}", step.name, VerdictName(r.judgement.verdict)));

@@ -63,6 +63,9 @@ struct RunHooks {
   std::function<Result<void>(const Step&, const std::string& record)> inject;
   // Called with each observation as it is seen, and a line per step: progress for people.
   std::function<void(std::string_view)> progress;
+  // Asked before each look: true stops the run (Ctrl-C); the step under way ends with what was
+  // seen (its verdict UNKNOWN unless already decided) and no further step is injected.
+  std::function<bool()> stop;
 };
 
 // Runs every step in order. A step whose node is already out of service is not injected (a

@@ -23,6 +23,7 @@ struct SchedulerNode {
   bool drain = false;  // draining, drained or down: no new work lands here
   std::string reason;  // why it is drained, without Slurm's "[user@time]" suffix
   std::vector<std::string> partitions;
+  bool maintenance = false;  // in a maintenance reservation (Slurm's "maint" or '$' mark)
 };
 
 struct ValidationSpec {

@@ -40,10 +40,13 @@ std::vector<SchedulerNode> ParseSinfoNodes(std::string_view text) {
     std::string name(Trim(f[0]));
     std::string state = Lower(Trim(f[1]));
     // sinfo marks not responding (*), powered down (~) and the like with a trailing symbol.
+    bool maintenance = false;
     while (!state.empty() &&
            std::string_view("*~#!%$@^-").find(state.back()) != std::string::npos) {
+      maintenance = maintenance || state.back() == '$';
       state.pop_back();
     }
+    maintenance = maintenance || state == "maint";
     std::string partition(Trim(f[2]));
     if (!partition.empty() && partition.back() == '*') partition.pop_back();  // the default
     // The reason is everything after the third '|'.
@@ -57,6 +60,7 @@ std::vector<SchedulerNode> ParseSinfoNodes(std::string_view text) {
       node.name = std::move(name);
       // Down counts too: no work lands there, and resuming it is the same decision.
       node.drain = state.starts_with("drain") || state == "drng" || state.starts_with("down");
+      node.maintenance = maintenance;
       node.state = std::move(state);
       node.reason = std::move(reason);
       nodes.push_back(std::move(node));
@@ -134,7 +138,40 @@ Result<sys::ProcessResult> SlurmScheduler::Slurm(std::vector<std::string> argv,
 Result<std::vector<SchedulerNode>> SlurmScheduler::Nodes() {
   auto r = Slurm({"sinfo", "-N", "-h", "-o", "%N|%T|%P|%E"});
   if (!r) return tl::unexpected(r.error());
-  return ParseSinfoNodes(r->stdout_text);
+  std::vector<SchedulerNode> nodes = ParseSinfoNodes(r->stdout_text);
+  // sinfo marks a node in a maintenance reservation ('$') only some seconds after the
+  // reservation starts, while Slurm keeps other jobs off it at once: read the reservations too.
+  auto reservations = Slurm({"scontrol", "show", "reservation", "-o"}, /*allow_failure=*/true);
+  if (reservations && reservations->Succeeded()) {
+    const std::set<std::string> maintenance = MaintenanceNodes(
+        reservations->stdout_text,
+        std::chrono::time_point_cast<std::chrono::milliseconds>(std::chrono::system_clock::now()),
+        ParseSlurmLocalTime);
+    for (SchedulerNode& n : nodes) n.maintenance = n.maintenance || maintenance.contains(n.name);
+  }
+  return nodes;
+}
+
+std::set<std::string> MaintenanceNodes(
+    std::string_view text, WallTime now,
+    const std::function<std::optional<WallTime>(std::string_view)>& local_time) {
+  std::set<std::string> nodes;
+  for (std::string_view line : Split(text, '\n')) {
+    // Slurm marks a reservation ACTIVE some seconds after it starts, but keeps other jobs off
+    // its nodes from its start time on (checked on the lab: a job asking for the node pends,
+    // "reserved for other job").
+    const auto start = local_time(ScontrolField(line, "StartTime"));
+    const auto end = local_time(ScontrolField(line, "EndTime"));
+    const bool started = start && *start <= now && (!end || now < *end);
+    if (ScontrolField(line, "State") != "ACTIVE" && !started) continue;
+    const std::string flags = ScontrolField(line, "Flags");  // named: Split views into it
+    bool maint = false;
+    for (std::string_view flag : Split(flags, ',')) maint = maint || flag == "MAINT";
+    if (!maint) continue;
+    auto names = ExpandHostList(ScontrolField(line, "Nodes"));
+    if (names) nodes.insert(names->begin(), names->end());
+  }
+  return nodes;
 }
 
 std::optional<WallTime> ParseSlurmLocalTime(std::string_view text) {

@@ -11,6 +11,7 @@
 
 #include <functional>
 #include <optional>
+#include <set>
 
 #include "remediate/scheduler.hpp"
 #include "sys/process_runner.hpp"
@@ -77,6 +78,11 @@ std::optional<WallTime> ParseSlurmLocalTime(std::string_view text);
 ValidationStatus ParseJobState(std::string_view text);
 // Value of KEY= in scontrol's one-line output (up to the next space); empty when absent.
 std::string ScontrolField(std::string_view text, std::string_view key);
+// scontrol show reservation -o: the nodes of reservations flagged MAINT that are active or have
+// started by `now` (times in the controller's local zone, read by `local_time`).
+std::set<std::string> MaintenanceNodes(
+    std::string_view text, WallTime now,
+    const std::function<std::optional<WallTime>(std::string_view)>& local_time);
 // The controller did not answer (as opposed to refusing what was asked).
 bool ControllerUnreachable(const sys::ProcessResult& result);
 

@@ -5,6 +5,7 @@
 #include <netinet/in.h>
 #include <sys/socket.h>
 
+#include "health/agent.hpp"
 #include "health/agent_metrics.hpp"
 #include "health/watchdog.hpp"
 #include "support/golden.hpp"
@@ -129,6 +130,16 @@ TEST(MetricsServer, SilentClientsCannotHoldTheLoop) {
   for (int fd : clients) ::close(fd);
   EXPECT_FALSE(sys::MetricsServer::Listen("127.0.0.1:99999"));
   EXPECT_FALSE(sys::MetricsServer::Listen("256.1.1.1:80"));
+}
+
+TEST(AgentDevices, OnlyTheNodesOwnDevicesWhenNodesShareAKernel) {
+  const std::vector<std::string> mine = {"0000:17:00.0", "0000:05:00"};
+  EXPECT_TRUE(DeviceIsOurs("0000:17:00", mine));    // an Xid prints no function
+  EXPECT_TRUE(DeviceIsOurs("0000:05:00.0", mine));  // an SXid does
+  EXPECT_FALSE(DeviceIsOurs("0000:3b:00", mine));
+  EXPECT_TRUE(DeviceIsOurs("", mine));          // a soft lockup names no device
+  EXPECT_TRUE(DeviceIsOurs("0000:3b:00", {}));  // no list: every device is ours
+  EXPECT_TRUE(DeviceIsOurs("0000:17:00", {"0000:17:00.0"}));
 }
 
 }  // namespace

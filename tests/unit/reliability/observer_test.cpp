@@ -35,6 +35,14 @@ TEST(Observer, DiffSeesDrainsResumesAndSpares) {
   EXPECT_TRUE(Diff(after, after, "gpu", kT0).empty());
 }
 
+TEST(Observer, AMaintenanceReservationIsOutOfService) {
+  SchedulerNode n{"gpu1", "mixed", false, "", {"gpu"}};
+  n.maintenance = true;
+  const SchedulerView v = ViewOf({n});
+  EXPECT_TRUE(v.at("gpu1").drain);
+  EXPECT_EQ(v.at("gpu1").reason, "in a maintenance reservation");
+}
+
 TEST(Observer, ANodeInTwoPartitionsIsOneNode) {
   const SchedulerView v =
       ViewOf({{"gpu1", "drained", true, "r", {"gpu"}}, {"gpu1", "drained", true, "r", {"debug"}}});

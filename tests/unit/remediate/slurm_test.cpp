@@ -34,6 +34,33 @@ TEST(SlurmParse, SinfoNodesMergePartitionsAndKeepTheWholeReason) {
   EXPECT_TRUE(nodes[3].drain);
   EXPECT_FALSE(IsCmaxReason(nodes[3].reason));
   EXPECT_EQ(nodes[4].state, "maint");
+  EXPECT_TRUE(nodes[4].maintenance);
+  EXPECT_FALSE(nodes[0].maintenance);
+  // A node running a job inside a maintenance reservation: "mixed$".
+  EXPECT_TRUE(ParseSinfoNodes("gpu4|mixed$|gpu*|none\n")[0].maintenance);
+}
+
+TEST(SlurmParse, MaintenanceNodesFromMaintReservationsThatHaveStarted) {
+  // Times as UTC for the test; the adapter reads them in the controller's zone.
+  const auto utc = [](std::string_view t) -> std::optional<WallTime> {
+    auto parsed = ParseIso8601(std::string(t) + "Z");
+    return parsed ? std::optional<WallTime>(*parsed) : std::nullopt;
+  };
+  const WallTime now = ParseIso8601("2026-11-30T13:31:05Z").value();
+  const auto nodes = MaintenanceNodes(
+      "ReservationName=cmax-validate-gpu2 StartTime=2026-11-30T13:31:00 "
+      "EndTime=2026-12-01T13:31:00 "
+      "Duration=1-00:00:00 Nodes=gpu[2-3] NodeCnt=2 CoreCnt=2 Features=(null) PartitionName=(null) "
+      "Flags=MAINT,SPEC_NODES TRES=cpu=2 Users=root State=ACTIVE BurstBuffer=(null)\n"
+      "ReservationName=just-made StartTime=2026-11-30T13:31:04 EndTime=2026-12-01T13:31:04 "
+      "Nodes=gpu5 Flags=MAINT State=INACTIVE\n"
+      "ReservationName=later StartTime=2027-01-01T00:00:00 EndTime=2027-01-02T00:00:00 "
+      "Nodes=gpu4 Flags=MAINT State=INACTIVE\n"
+      "ReservationName=users StartTime=2026-11-30T13:00:00 Nodes=gpu1 Flags=SPEC_NODES "
+      "State=ACTIVE\n",
+      now, utc);
+  EXPECT_EQ(nodes, (std::set<std::string>{"gpu2", "gpu3", "gpu5"}));
+  EXPECT_TRUE(MaintenanceNodes("No reservations in the system\n", now, utc).empty());
 }
 
 TEST(SlurmParse, CmaxTakeOutsOnlyWithOurReason) {

@@ -1,0 +1,204 @@
+// `cmax reliability run --scenario FILE`: injects each step's fault where the provider's health
+// checks read it, watches the scheduler until the pass bars are met or missed, and records one
+// run with a finding per step (PASS, FAIL, or WARN for UNKNOWN) and the timeline as metrics.
+// It measures any provider's system: it only writes the fault and reads the scheduler.
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <ostream>
+
+#include "cli/cli.hpp"
+#include "cli/common.hpp"
+#include "cli/inject_facts.hpp"
+#include "cli/remediate_flags.hpp"
+#include "core/log.hpp"
+#include "core/strings.hpp"
+#include "inject/kernel_lines.hpp"
+#include "reliability/scenario.hpp"
+#include "report/render.hpp"
+#include "store/run_writer.hpp"
+#include "store/store.hpp"
+#include "sys/host.hpp"
+#include "sys/interrupt.hpp"
+
+namespace cmax::cli {
+namespace {
+
+struct ReliabilityOptions {
+  CLI::App* run = nullptr;
+  std::string scenario;
+  bool dry_run = false;
+  bool yes = false;
+  std::string kmsg = "/dev/kmsg";
+  ControllerFlags scheduler;  // --scheduler and the --kube-* flags only
+};
+
+std::string Took(const std::optional<Duration>& d) {
+  return d ? FormatDuration(*d) : "-";
+}
+
+nlohmann::json TimelineJson(const reliability::StepResult& r) {
+  nlohmann::json seen = nlohmann::json::array();
+  for (const reliability::Observation& o : r.observations) {
+    seen.push_back({{"at", FormatIso8601(o.at)},
+                    {"after_s", std::chrono::duration<double>(o.at - r.timeline.injected).count()},
+                    {"kind", reliability::ObservationKindName(o.kind)},
+                    {"node", o.node},
+                    {"detail", o.detail}});
+  }
+  return {{"step", r.step.name},
+          {"node", r.step.node},
+          {"record", r.record},
+          {"injected", FormatIso8601(r.timeline.injected)},
+          {"not_injected", r.not_injected},
+          {"verdict", reliability::VerdictName(r.judgement.verdict)},
+          {"reasons", r.judgement.reasons},
+          {"observations", seen}};
+}
+
+int Run(const ReliabilityOptions& o, Context& ctx) {
+  sys::LocalFileSystem fs;
+  auto text = fs.ReadFile(o.scenario, size_t{1} << 20);
+  if (!text) {
+    ctx.err << "cmax reliability run: " << text.error().message << "\n";
+    return kExitUsage;
+  }
+  auto scenario = reliability::ParseScenario(*text);
+  if (!scenario) {
+    ctx.err << "cmax reliability run: " << o.scenario << ": " << scenario.error().message << "\n";
+    return kExitUsage;
+  }
+  // Every step's safety first: nothing is injected when any step would be refused. Whether a
+  // node is drained is checked again just before its step (it may change meanwhile).
+  sys::PosixProcessRunner runner;
+  bool refused = false;
+  for (const reliability::Step& step : scenario->steps) {
+    inject::TargetFacts facts = GatherFacts(step.node, fs, runner);
+    facts.drained = false;  // the runner reports a drained node instead of refusing the run
+    ctx.out << fmt::format("{}: {} {} on {}{}: {}\n", step.name, step.inject, step.code, step.node,
+                           facts.lab ? " (lab)" : "",
+                           SanitizeUtf8(reliability::StepRecord(step).value_or("")));
+    for (const std::string& why : inject::Refusals(facts, {.dry_run = o.dry_run, .yes = o.yes})) {
+      ctx.err << "cmax reliability run: " << step.name << ": refused: " << why << "\n";
+      refused = true;
+    }
+  }
+  ctx.out << fmt::format(
+      "pass bars: detected within {}, out of service within {}{}; watched up "
+      "to {} per step, looked at every {}\n",
+      FormatDuration(scenario->bars.detect), FormatDuration(scenario->bars.out_of_service),
+      scenario->bars.replace
+          ? ", a spare in service within " + FormatDuration(*scenario->bars.replace)
+          : "",
+      FormatDuration(scenario->timeout), FormatDuration(scenario->poll));
+  if (refused) return kExitUsage;
+  if (o.dry_run) return kExitOk;
+
+  SystemClock clock;
+  auto scheduler = MakeScheduler(o.scheduler, runner, clock);
+  if (!scheduler) {
+    ctx.err << "cmax reliability run: " << scheduler.error().message << "\n";
+    return kExitUsage;
+  }
+  auto store = store::Store::Open({.path = ctx.DbPath()});
+  if (!store) {
+    ctx.err << "cmax reliability run: " << store.error().message << "\n";
+    return kExitError;
+  }
+  const WallTime started = clock.Now();
+  auto writer = store::RunWriter::Begin(
+      *store, {.command = "reliability",
+               .target = "scenario/" + (scenario->name.empty() ? o.scenario : scenario->name),
+               .host = sys::Hostname(),
+               .started_at = started,
+               .cmax_version = VersionString(),
+               .pid = ::getpid()});
+  if (!writer) {
+    ctx.err << "cmax reliability run: " << writer.error().message << "\n";
+    return kExitError;
+  }
+  reliability::RunHooks hooks;
+  hooks.inject = [&](const reliability::Step& step, const std::string& record) -> Result<void> {
+    const nlohmann::json payload = {{"step", step.name}, {"record", record}, {"path", o.kmsg}};
+    if (auto ok = store->SaveConditions(
+            {}, {{clock.Now(), step.node, "inject", step.inject, payload.dump()}});
+        !ok) {
+      return ok;
+    }
+    return inject::WriteKernelRecord(o.kmsg, record);
+  };
+  hooks.progress = [&](std::string_view line) {
+    ctx.out << FormatIso8601(clock.Now()) << " " << SanitizeUtf8(line) << std::endl;
+  };
+  hooks.stop = [] { return sys::Interrupted(); };
+  auto results = reliability::RunScenario(*scenario, *(*scheduler)->scheduler, clock, hooks);
+  if (!results) {
+    ctx.err << "cmax reliability run: " << results.error().message << "\n";
+    (void)writer->FinishWithError(kExitError, clock.Now());
+    return kExitError;
+  }
+  std::vector<EvidenceItem> evidence;
+  for (const reliability::StepResult& r : *results) {
+    evidence.push_back({"reliability." + r.step.name + ".timeline", TimelineJson(r).dump()});
+  }
+  if (auto ok = writer->Add(evidence, reliability::ScenarioFindings(*results),
+                            reliability::ScenarioMetrics(*results));
+      !ok) {
+    ctx.err << "cmax reliability run: " << ok.error().message << "\n";
+    return kExitError;
+  }
+  auto outcome = writer->Finish(sys::InterruptSignal(), clock.Now());
+  if (!outcome) {
+    ctx.err << "cmax reliability run: " << outcome.error().message << "\n";
+    return kExitError;
+  }
+
+  ctx.out << fmt::format("\n{:<24} {:<10} {:<8} {:>10} {:>14} {:>10} {:>10}\n", "STEP", "NODE",
+                         "VERDICT", "DETECTED", "OUT OF SERVICE", "SPARE IN", "BACK");
+  bool all_pass = true;
+  for (const reliability::StepResult& r : *results) {
+    all_pass = all_pass && r.judgement.verdict == reliability::Verdict::kPass;
+    ctx.out << fmt::format("{:<24} {:<10} {:<8} {:>10} {:>14} {:>10} {:>10}\n",
+                           SanitizeUtf8(r.step.name), SanitizeUtf8(r.step.node),
+                           reliability::VerdictName(r.judgement.verdict), Took(r.timeline.detected),
+                           Took(r.timeline.out_of_service), Took(r.timeline.replaced),
+                           Took(r.timeline.back));
+    for (const std::string& why : r.judgement.reasons)
+      ctx.out << "    " << SanitizeUtf8(why) << "\n";
+  }
+  ctx.out << fmt::format("run {} in {}; `cmax report {} --format html` draws the timeline\n",
+                         writer->RunId(), FormatDuration(clock.Now() - started), writer->RunId());
+  if (outcome->exit_code != kExitOk) return outcome->exit_code;
+  return all_pass ? kExitOk : kExitChecksFailed;
+}
+
+}  // namespace
+
+Command SetupReliabilityCommand(CLI::App& parent) {
+  auto o = std::make_shared<ReliabilityOptions>();
+  CLI::App* app = parent.add_subcommand(
+      "reliability",
+      "Inject GPU faults and time the provider's response: detection, drain, replacement,\n"
+      "return to service, judged against pass bars that depend on the architecture.");
+  app->require_subcommand(1);
+  o->run = app->add_subcommand("run", "Run a scenario: inject each step, watch, judge, record");
+  o->run->add_option("--scenario", o->scenario, "Scenario file (YAML or JSON)")->required();
+  o->run->add_flag("--dry-run", o->dry_run,
+                   "Print each step's record and the bars; inject nothing");
+  o->run->add_flag("--yes", o->yes, "Inject into nodes that are not a lab's");
+  o->run->add_option("--kmsg", o->kmsg, "Where records are written")->capture_default_str();
+  o->run->add_option("--scheduler", o->scheduler.scheduler, "slurm or kubernetes")
+      ->check(CLI::IsMember({"slurm", "kubernetes"}))
+      ->capture_default_str();
+  o->run->add_option("--kube-api", o->scheduler.kube.api_server, "Kubernetes API server URL");
+  o->run->add_option("--kube-token-file", o->scheduler.kube.token_file, "Bearer token file");
+  o->run->add_option("--kube-ca", o->scheduler.kube.ca_file, "CA of the API server");
+  o->run->add_option("--kubeconfig", o->scheduler.kube.kubeconfig, "kubeconfig file");
+  o->run->add_option("--kube-context", o->scheduler.kube.context, "kubeconfig context");
+  return {app, [o](Context& ctx) { return Run(*o, ctx); }};
+}
+
+}  // namespace cmax::cli

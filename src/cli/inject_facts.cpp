@@ -1,0 +1,59 @@
+#include "cli/inject_facts.hpp"
+
+#include <unistd.h>
+
+#include "core/log.hpp"
+#include "core/strings.hpp"
+#include "lab/lab_config.hpp"
+#include "remediate/slurm.hpp"
+#include "sys/host.hpp"
+
+namespace cmax::cli {
+
+// SLURM_CONF inside a folder `cmax lab` made: every lab node shares this host's kernel.
+bool LabCluster(const sys::FileSystem& fs) {
+  const std::string conf = sys::GetEnv("SLURM_CONF");
+  // The lab keeps slurm.conf in a folder of its own (DIR/etc/slurm.conf): try each folder above.
+  std::string dir = conf;
+  for (int up = 0; up < 3; ++up) {
+    const size_t slash = dir.rfind('/');
+    if (conf.empty() || slash == std::string::npos || slash == 0) return false;
+    dir.resize(slash);
+    const lab::LabPaths paths = lab::PathsFor(dir);
+    if (paths.slurm_conf == conf) return fs.Exists(paths.state_file);
+  }
+  return false;
+}
+
+inject::TargetFacts GatherFacts(const std::string& node, const sys::FileSystem& fs,
+                                sys::ProcessRunner& runner) {
+  inject::TargetFacts t;
+  const std::string host = sys::Hostname();
+  t.node = node.empty() ? host : node;
+  t.root = ::geteuid() == 0;
+  t.lab = LabCluster(fs);
+  t.local = t.lab || t.node == host || t.node == host.substr(0, host.find('.'));
+  if (sys::GetEnv("SLURM_CONF").empty() && sys::FindProgram("sinfo").empty()) return t;
+  remediate::SlurmOptions slurm_options;
+  slurm_options.attempts = 2;
+  remediate::SlurmScheduler slurm(runner, slurm_options);
+  auto nodes = slurm.Nodes();
+  if (!nodes) {
+    // Slurm's clients explain over several lines; the last says why.
+    const std::string why(Trim(nodes.error().message));
+    log::Warn("cannot ask Slurm about {} ({}); not checked that it is in service", t.node,
+              why.substr(why.rfind('\n') + 1));
+    return t;
+  }
+  t.scheduler_known = true;
+  for (const remediate::SchedulerNode& n : *nodes) {
+    if (n.name != t.node) continue;
+    t.in_scheduler = true;
+    t.drained = t.drained || n.drain;
+    if (n.drain) t.drain_reason = n.reason;
+    t.runs_jobs = t.runs_jobs || n.state.starts_with("alloc") || n.state.starts_with("mix");
+  }
+  return t;
+}
+
+}  // namespace cmax::cli
