@@ -58,6 +58,7 @@ bench: build
 	bash bench/lab_up.sh
 	bash bench/agent.sh
 	bash bench/remediate_lab.sh
+	bash bench/reliability_lab.sh
 	if [ -x /opt/nhc/sbin/nhc ]; then bash bench/health_vs_nhc.sh; else echo "bench: no NHC in /opt/nhc, skipping the side-by-side (see bench/health_vs_nhc.sh)"; fi
 
 lint: format-check tidy
