@@ -4,6 +4,8 @@
 // is not a lab's without --yes, refuses a node the scheduler already shows out of service, and
 // records what it did in the store.
 
+#include <unistd.h>
+
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 #include <memory>
@@ -16,6 +18,7 @@
 #include "core/strings.hpp"
 #include "health/xid_catalog.hpp"
 #include "inject/kernel_lines.hpp"
+#include "inject/nvml_sim.hpp"
 #include "inject/target.hpp"
 #include "store/store.hpp"
 #include "sys/file_system.hpp"
@@ -29,6 +32,11 @@ namespace {
 struct InjectOptions {
   CLI::App* xid = nullptr;
   CLI::App* sxid = nullptr;
+  CLI::App* nvml_sim = nullptr;
+  std::string fault;  // nvml-sim
+  long value = 0;
+  std::string state;  // nvml-sim state file
+  bool restore = false;
   int code = 0;
   std::string gpu;  // xid: index or PCI address; sxid: the switch's PCI address
   std::string node;
@@ -122,6 +130,87 @@ int Inject(const InjectOptions& o, Context& ctx, const std::string& kind) {
   return kExitOk;
 }
 
+// The simulated NVML's state file changed in place (written beside it and renamed over, so the
+// library never reads half a file); the first change keeps the original as STATE.cmax-backup,
+// which --restore puts back.
+int InjectNvmlSim(const InjectOptions& o, Context& ctx) {
+  const std::string name = "cmax inject nvml-sim";
+  const std::string path = o.state.empty() ? sys::GetEnv("CMAX_NVML_SIM_STATE") : o.state;
+  if (path.empty()) {
+    ctx.err << name << ": no state file: give --state or set CMAX_NVML_SIM_STATE\n";
+    return kExitUsage;
+  }
+  sys::LocalFileSystem fs;
+  sys::PosixProcessRunner runner;
+  const std::string backup = path + ".cmax-backup";
+  const inject::TargetFacts target = GatherFacts(o.node, fs, runner);
+  const auto refusals =
+      inject::Refusals(target, {.dry_run = o.dry_run, .yes = o.yes, .force = o.force});
+  std::string text;
+  std::string description;
+  if (o.restore) {
+    auto saved = fs.ReadFile(backup, size_t{16} << 20);
+    if (!saved) {
+      ctx.err << name << ": nothing to restore: " << saved.error().message << "\n";
+      return kExitUsage;
+    }
+    text = *saved;
+    description = "restore " + path + " from " + backup;
+  } else {
+    if (o.fault.empty() || o.gpu.empty()) {
+      ctx.err << name << ": give a fault and --gpu (or --restore)\n";
+      return kExitUsage;
+    }
+    auto current = fs.ReadFile(path, size_t{16} << 20);
+    if (!current) {
+      ctx.err << name << ": " << current.error().message << "\n";
+      return kExitUsage;
+    }
+    const nlohmann::json state = nlohmann::json::parse(*current, nullptr, false);
+    auto change = inject::ApplySimFault(state, {o.fault, o.value, o.gpu});
+    if (!change) {
+      ctx.err << name << ": " << change.error().message << "\n";
+      return kExitUsage;
+    }
+    text = change->state.dump(2);
+    description = change->description;
+  }
+  ctx.out << name << ": " << (o.dry_run ? "would " : "") << SanitizeUtf8(description) << " ("
+          << path << ")\n";
+  for (const std::string& why : refusals) ctx.err << name << ": refused: " << why << "\n";
+  if (!refusals.empty()) return kExitUsage;
+  if (o.dry_run) return kExitOk;
+  auto store = store::Store::Open({.path = ctx.DbPath()});
+  if (!store) {
+    ctx.err << name << ": " << store.error().message << "\n";
+    return kExitError;
+  }
+  const nlohmann::json payload = {{"change", description}, {"state", path}};
+  if (auto ok = store->SaveConditions(
+          {}, {{SystemClock().Now(), target.node, "inject", "nvml-sim", payload.dump()}});
+      !ok) {
+    ctx.err << name << ": " << ok.error().message << "\n";
+    return kExitError;
+  }
+  if (!o.restore && !fs.Exists(backup)) {
+    auto original = fs.ReadFile(path, size_t{16} << 20);
+    if (!original || !fs.WriteFileAtomic(backup, *original, 0644)) {
+      ctx.err << name << ": cannot keep the original state in " << backup << "\n";
+      return kExitError;
+    }
+  }
+  if (auto ok = fs.WriteFileAtomic(path, text, 0644); !ok) {
+    ctx.err << name << ": " << ok.error().message << "\n";
+    return kExitError;
+  }
+  if (o.restore) {
+    (void)::unlink(backup.c_str());
+  } else {
+    ctx.out << "  to undo: cmax inject nvml-sim --restore --state " << path << "\n";
+  }
+  return kExitOk;
+}
+
 void CommonFlags(CLI::App* app, InjectOptions& o) {
   app->add_option("--node", o.node,
                   "The node the fault is for (default: this host); it must be this host or a "
@@ -156,7 +245,23 @@ Command SetupInjectCommand(CLI::App& parent) {
   o->sxid->add_option("--link", o->link, "NVLink number")->capture_default_str();
   o->sxid->add_flag("--fatal", o->fatal, "A fatal SXid (default non-fatal)");
   CommonFlags(o->sxid, *o);
-  return {app, [o](Context& ctx) { return Inject(*o, ctx, o->xid->parsed() ? "xid" : "sxid"); }};
+  o->nvml_sim = app->add_subcommand(
+      "nvml-sim", "A fault in the simulated NVML's state (libnvml-sim.so, for the lab and tests)");
+  o->nvml_sim->add_option("fault", o->fault,
+                          "lost, dbe, row-remap-failure, row-remap-pending, recovery-action, "
+                          "pcie-width, xid");
+  o->nvml_sim->add_option("--gpu", o->gpu, "GPU index or PCI address in the simulated state");
+  o->nvml_sim->add_option("--value", o->value,
+                          "recovery-action: 1-4; pcie-width: lanes; xid: code");
+  o->nvml_sim->add_option("--state", o->state, "State file (default $CMAX_NVML_SIM_STATE)");
+  o->nvml_sim->add_flag("--restore", o->restore, "Put back the state from before the first fault");
+  o->nvml_sim->add_option("--node", o->node, "The node the simulated GPUs belong to");
+  o->nvml_sim->add_flag("--dry-run", o->dry_run, "Print the change; write nothing");
+  o->nvml_sim->add_flag("--yes", o->yes, "On a node that is not a lab's");
+  return {app, [o](Context& ctx) {
+            if (o->nvml_sim->parsed()) return InjectNvmlSim(*o, ctx);
+            return Inject(*o, ctx, o->xid->parsed() ? "xid" : "sxid");
+          }};
 }
 
 }  // namespace cmax::cli

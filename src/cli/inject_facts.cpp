@@ -35,7 +35,8 @@ inject::TargetFacts GatherFacts(const std::string& node, const sys::FileSystem& 
   t.local = t.lab || t.node == host || t.node == host.substr(0, host.find('.'));
   if (sys::GetEnv("SLURM_CONF").empty() && sys::FindProgram("sinfo").empty()) return t;
   remediate::SlurmOptions slurm_options;
-  slurm_options.attempts = 2;
+  slurm_options.attempts = 1;  // a safety look, not a wait: a silent Slurm is reported
+  slurm_options.command_timeout = std::chrono::seconds(5);
   remediate::SlurmScheduler slurm(runner, slurm_options);
   auto nodes = slurm.Nodes();
   if (!nodes) {

@@ -227,5 +227,87 @@ TEST(Cli, LabEnvPrintsTheSlurmConfLine) {
   EXPECT_EQ(Cli({"lab", "down", "--dir", "/tmp/cmax-no-lab-here"}).code, kExitOk);
 }
 
+TEST(Cli, InjectDryRunPrintsTheRecordAndRefusalsWriteNothing) {
+  testing::TempDir dir;
+  const std::string kmsg = dir.File("kmsg");
+  std::ofstream(kmsg).close();
+  ::unsetenv("SLURM_CONF");  // not a lab
+  auto r = Cli({"--db", dir.File("cmax.db"), "inject", "xid", "79", "--gpu", "0000:17:00.0",
+                "--force", "--dry-run", "--kmsg", kmsg});
+  EXPECT_EQ(r.code, kExitOk) << r.err;
+  EXPECT_NE(r.out.find("would write to " + kmsg +
+                       ": <3>NVRM: Xid (PCI:0000:17:00): 79, pid='<unknown>', name=cmax-inject"),
+            std::string::npos)
+      << r.out;
+  // For real on a node that is not a lab's: refused without --yes.
+  r = Cli({"--db", dir.File("cmax.db"), "inject", "xid", "79", "--gpu", "0000:17:00.0", "--force",
+           "--kmsg", kmsg});
+  EXPECT_EQ(r.code, kExitUsage);
+  EXPECT_NE(r.err.find("--yes"), std::string::npos) << r.err;
+  // Another host: refused even as a dry run.
+  r = Cli({"--db", dir.File("cmax.db"), "inject", "sxid", "12028", "--switch-pci", "05:00.0",
+           "--node", "elsewhere-node", "--force", "--dry-run"});
+  EXPECT_EQ(r.code, kExitUsage);
+  EXPECT_NE(r.err.find("not this host"), std::string::npos) << r.err;
+  // With --yes it is written, once, with its newline, and recorded.
+  r = Cli({"--db", dir.File("cmax.db"), "inject", "xid", "48", "--gpu", "0000:17:00.0", "--force",
+           "--yes", "--kmsg", kmsg});
+  EXPECT_EQ(r.code, kExitOk) << r.err;
+  std::ifstream in(kmsg);
+  std::stringstream written;
+  written << in.rdbuf();
+  EXPECT_EQ(written.str(),
+            "<3>NVRM: Xid (PCI:0000:17:00): 48, pid='<unknown>', name=cmax-inject, Double Bit "
+            "ECC Error\n");
+  auto store = store::Store::Open({.path = dir.File("cmax.db")});
+  ASSERT_TRUE(store);
+  const auto events = store->LoadEvents("", 10).value();
+  ASSERT_EQ(events.size(), 1U);
+  EXPECT_EQ(events[0].source, "inject");
+  EXPECT_EQ(events[0].kind, "xid");
+}
+
+TEST(Cli, InjectIntoTheSimulatedNvmlAndRestore) {
+  testing::TempDir dir;
+  const std::string state = dir.File("sim.json");
+  const std::string original = R"({"gpus": [{"bus_id": "0000:17:00.0"}]})";
+  std::ofstream(state) << original;
+  auto r = Cli({"--db", dir.File("cmax.db"), "inject", "nvml-sim", "lost", "--gpu", "0", "--state",
+                state, "--dry-run"});
+  EXPECT_EQ(r.code, kExitOk) << r.err;
+  EXPECT_NE(r.out.find("would GPU 0000:17:00.0: lost unset -> true"), std::string::npos) << r.out;
+  r = Cli({"--db", dir.File("cmax.db"), "inject", "nvml-sim", "lost", "--gpu", "0", "--state",
+           state, "--yes"});
+  EXPECT_EQ(r.code, kExitOk) << r.err;
+  std::stringstream now;
+  now << std::ifstream(state).rdbuf();
+  EXPECT_TRUE(nlohmann::json::parse(now.str())["gpus"][0]["lost"].get<bool>());
+  r = Cli(
+      {"--db", dir.File("cmax.db"), "inject", "nvml-sim", "--restore", "--state", state, "--yes"});
+  EXPECT_EQ(r.code, kExitOk) << r.err;
+  std::stringstream back;
+  back << std::ifstream(state).rdbuf();
+  EXPECT_EQ(back.str(), original);
+  EXPECT_EQ(Cli({"inject", "nvml-sim", "--restore", "--state", state, "--yes"}).code, kExitUsage);
+  EXPECT_EQ(Cli({"inject", "nvml-sim", "melt", "--gpu", "0", "--state", state, "--yes"}).code,
+            kExitUsage);
+}
+
+TEST(Cli, ReliabilityRefusesBadScenariosAndNodesElsewhere) {
+  testing::TempDir dir;
+  const std::string bad = dir.File("bad.yaml");
+  std::ofstream(bad) << "steps: []\n";
+  EXPECT_EQ(Cli({"reliability", "run", "--scenario", bad}).code, kExitUsage);
+  EXPECT_EQ(Cli({"reliability", "run", "--scenario", dir.File("missing.yaml")}).code, kExitUsage);
+  const std::string elsewhere = dir.File("elsewhere.yaml");
+  std::ofstream(elsewhere)
+      << "steps: [{inject: xid, code: 79, node: not-this-host, gpu: '0000:17:00.0'}]\n";
+  ::unsetenv("SLURM_CONF");
+  auto r = Cli({"reliability", "run", "--scenario", elsewhere, "--dry-run"});
+  EXPECT_EQ(r.code, kExitUsage);
+  EXPECT_NE(r.err.find("not this host"), std::string::npos) << r.err;
+  EXPECT_NE(r.out.find("<3>NVRM: Xid (PCI:0000:17:00): 79"), std::string::npos) << r.out;
+}
+
 }  // namespace
 }  // namespace cmax::cli

@@ -1,0 +1,35 @@
+// Faults for the simulated NVML (libnvml-sim.so, a stand-in for the driver's library): a change
+// to its JSON state file, which the library reads again while it is loaded, so an agent or a
+// provider's checks that use NVML see the GPU fail. For the lab and tests. Pure: state in, state
+// out.
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/result.hpp"
+
+namespace cmax::inject {
+
+// lost: the GPU fell off the bus; dbe: one more volatile and aggregate double-bit ECC error;
+// row-remap-failure; row-remap-pending; recovery-action (value: NVML's recovery action, 1 reset,
+// 2 reboot, ...); pcie-width (value: lanes); xid (value: the code, as an NVML Xid event).
+std::vector<std::string_view> SimFaultNames();
+
+struct SimFault {
+  std::string name;
+  long value = 0;
+  std::string gpu;  // index or PCI address
+};
+
+struct SimChange {
+  nlohmann::json state;     // the new state file
+  std::string bus_id;       // the GPU it changed
+  std::string description;  // "GPU 0000:17:00.0: remapped_rows.failure false -> true"
+};
+
+Result<SimChange> ApplySimFault(const nlohmann::json& state, const SimFault& fault);
+
+}  // namespace cmax::inject
