@@ -17,6 +17,7 @@
 #include "core/log.hpp"
 #include "core/strings.hpp"
 #include "health/xid_catalog.hpp"
+#include "inject/dcgm.hpp"
 #include "inject/kernel_lines.hpp"
 #include "inject/nvml_sim.hpp"
 #include "inject/target.hpp"
@@ -33,6 +34,10 @@ struct InjectOptions {
   CLI::App* xid = nullptr;
   CLI::App* sxid = nullptr;
   CLI::App* nvml_sim = nullptr;
+  CLI::App* dcgm = nullptr;
+  std::string field;  // dcgm
+  long long field_value = 0;
+  int offset_s = -1;
   std::string fault;  // nvml-sim
   long value = 0;
   std::string state;  // nvml-sim state file
@@ -211,6 +216,66 @@ int InjectNvmlSim(const InjectOptions& o, Context& ctx) {
   return kExitOk;
 }
 
+// DCGM field injection through dcgmi, which talks to the node's host engine.
+int InjectDcgm(const InjectOptions& o, Context& ctx) {
+  const std::string name = "cmax inject dcgm";
+  int gpu = 0;
+  try {
+    gpu = std::stoi(o.gpu);
+  } catch (const std::exception&) {
+    ctx.err << name << ": --gpu is DCGM's GPU id (a number)\n";
+    return kExitUsage;
+  }
+  auto argv = inject::DcgmInjectArgv(
+      o.field, o.field_value, gpu, o.offset_s >= 0 ? std::optional<int>(o.offset_s) : std::nullopt);
+  if (!argv) {
+    ctx.err << name << ": " << argv.error().message << "\n";
+    return kExitUsage;
+  }
+  sys::LocalFileSystem fs;
+  sys::PosixProcessRunner runner;
+  const inject::TargetFacts target = GatherFacts(o.node, fs, runner);
+  ctx.out << name << ": node " << target.node << (o.dry_run ? ", would run: " : ", runs: ")
+          << Join(*argv, " ") << "\n";
+  const auto refusals =
+      inject::Refusals(target, {.dry_run = o.dry_run, .yes = o.yes, .force = o.force});
+  for (const std::string& why : refusals) ctx.err << name << ": refused: " << why << "\n";
+  if (!refusals.empty()) return kExitUsage;
+  if (o.dry_run) return kExitOk;
+  if (sys::FindProgram("dcgmi").empty()) {
+    ctx.err << name
+            << ": dcgmi is not on PATH: install DCGM (datacenter-gpu-manager) on the node, or "
+               "inject into the kernel log (cmax inject xid)\n";
+    return kExitError;
+  }
+  auto store = store::Store::Open({.path = ctx.DbPath()});
+  if (!store) {
+    ctx.err << name << ": " << store.error().message << "\n";
+    return kExitError;
+  }
+  const nlohmann::json payload = {{"argv", *argv}};
+  if (auto ok = store->SaveConditions(
+          {}, {{SystemClock().Now(), target.node, "inject", "dcgm", payload.dump()}});
+      !ok) {
+    ctx.err << name << ": " << ok.error().message << "\n";
+    return kExitError;
+  }
+  sys::ProcessSpec spec{.argv = *argv};
+  spec.timeout = std::chrono::seconds(30);
+  auto r = runner.Run(spec);
+  if (!r || !r->Succeeded()) {
+    ctx.err << name << ": "
+            << (r ? r->Describe() + ": " + std::string(Trim(r->stderr_text + r->stdout_text))
+                  : r.error().message)
+            << "\n";
+    return kExitError;
+  }
+  ctx.out << "  " << SanitizeUtf8(std::string(Trim(r->stdout_text))) << "\n"
+          << "  to undo: inject the field's normal value the same way (DCGM keeps the last "
+             "value in its cache)\n";
+  return kExitOk;
+}
+
 void CommonFlags(CLI::App* app, InjectOptions& o) {
   app->add_option("--node", o.node,
                   "The node the fault is for (default: this host); it must be this host or a "
@@ -258,8 +323,23 @@ Command SetupInjectCommand(CLI::App& parent) {
   o->nvml_sim->add_option("--node", o->node, "The node the simulated GPUs belong to");
   o->nvml_sim->add_flag("--dry-run", o->dry_run, "Print the change; write nothing");
   o->nvml_sim->add_flag("--yes", o->yes, "On a node that is not a lab's");
+  o->dcgm = app->add_subcommand(
+      "dcgm", "A field value in DCGM's host engine (dcgmi test --inject), for its policies");
+  o->dcgm
+      ->add_option("field", o->field,
+                   "Field id or name: xid (230), power-violation (240), temperature (150), "
+                   "pcie-replay (202), ecc-dbe (311), row-remap-failure (395), nvlink-crc "
+                   "(409)")
+      ->required();
+  o->dcgm->add_option("value", o->field_value, "The value")->required();
+  o->dcgm->add_option("--gpu", o->gpu, "DCGM's GPU id")->required();
+  o->dcgm->add_option("--offset", o->offset_s, "Seconds into the future the value is dated");
+  o->dcgm->add_option("--node", o->node, "The node (default: this host)");
+  o->dcgm->add_flag("--dry-run", o->dry_run, "Print the dcgmi command; run nothing");
+  o->dcgm->add_flag("--yes", o->yes, "On a node that is not a lab's");
   return {app, [o](Context& ctx) {
             if (o->nvml_sim->parsed()) return InjectNvmlSim(*o, ctx);
+            if (o->dcgm->parsed()) return InjectDcgm(*o, ctx);
             return Inject(*o, ctx, o->xid->parsed() ? "xid" : "sxid");
           }};
 }

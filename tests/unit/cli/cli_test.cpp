@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 #include <sstream>
+#include <sys/stat.h>
 
 #include "store/store.hpp"
 #include "support/temp_dir.hpp"
@@ -307,6 +308,38 @@ TEST(Cli, ReliabilityRefusesBadScenariosAndNodesElsewhere) {
   EXPECT_EQ(r.code, kExitUsage);
   EXPECT_NE(r.err.find("not this host"), std::string::npos) << r.err;
   EXPECT_NE(r.out.find("<3>NVRM: Xid (PCI:0000:17:00): 79"), std::string::npos) << r.out;
+}
+
+// DCGM's dcgmi is not installed here: a stand-in script on PATH records its arguments.
+TEST(Cli, InjectDcgmRunsDcgmiWithTheFieldAndSaysWhenItIsMissing) {
+  testing::TempDir dir;
+  const std::string old_path = sys::GetEnv("PATH");
+  ::setenv("PATH", dir.Path().c_str(), 1);
+  auto missing =
+      Cli({"--db", dir.File("cmax.db"), "inject", "dcgm", "xid", "79", "--gpu", "0", "--yes"});
+  EXPECT_EQ(missing.code, kExitError);
+  EXPECT_NE(missing.err.find("dcgmi is not on PATH"), std::string::npos) << missing.err;
+  {
+    std::ofstream script(dir.File("dcgmi"));
+    script << "#!/bin/sh\necho \"$@\" > " << dir.File("args")
+           << "\necho 'Successfully injected.'\n";
+  }
+  ::chmod(dir.File("dcgmi").c_str(), 0755);
+  auto r = Cli({"--db", dir.File("cmax.db"), "inject", "dcgm", "row-remap-failure", "1", "--gpu",
+                "3", "--offset", "5", "--yes"});
+  ::setenv("PATH", old_path.c_str(), 1);
+  EXPECT_EQ(r.code, kExitOk) << r.err;
+  std::stringstream args;
+  args << std::ifstream(dir.File("args")).rdbuf();
+  EXPECT_EQ(args.str(), "test --inject --gpuid 3 -f 395 -v 1 --offset 5\n");
+  EXPECT_NE(r.out.find("Successfully injected."), std::string::npos);
+  auto dry = Cli({"inject", "dcgm", "230", "95", "--gpu", "0", "--dry-run"});
+  EXPECT_EQ(dry.code, kExitOk);
+  EXPECT_NE(dry.out.find("would run: dcgmi test --inject --gpuid 0 -f 230 -v 95"),
+            std::string::npos)
+      << dry.out;
+  EXPECT_EQ(Cli({"inject", "dcgm", "melting", "1", "--gpu", "0", "--dry-run"}).code, kExitUsage);
+  EXPECT_EQ(Cli({"inject", "dcgm", "xid", "1", "--gpu", "first", "--dry-run"}).code, kExitUsage);
 }
 
 }  // namespace

@@ -1,0 +1,56 @@
+#include "inject/dcgm.hpp"
+
+#include <charconv>
+#include <fmt/format.h>
+
+namespace cmax::inject {
+
+const std::vector<DcgmField>& DcgmFields() {
+  static const std::vector<DcgmField> kFields = {
+      {"xid", 230, "XID_ERRORS: the last Xid (the value is the code)"},
+      {"power-violation", 240, "POWER_VIOLATION: time throttled by power, us"},
+      {"temperature", 150, "GPU_TEMP: degrees C"},
+      {"pcie-replay", 202, "PCIE_REPLAY_COUNTER"},
+      {"ecc-dbe", 311, "ECC_DBE_VOL_TOTAL: volatile double-bit ECC errors"},
+      {"row-remap-failure", 395, "ROW_REMAP_FAILURE: 1 when a row could not be remapped"},
+      {"nvlink-crc", 409, "NVLINK_CRC_FLIT_ERROR_COUNT_TOTAL"},
+  };
+  return kFields;
+}
+
+Result<int> DcgmFieldId(std::string_view field) {
+  for (const DcgmField& f : DcgmFields()) {
+    if (f.name == field) return f.id;
+  }
+  int id = 0;
+  const auto [end, ec] = std::from_chars(field.data(), field.data() + field.size(), id);
+  if (ec == std::errc() && end == field.data() + field.size() && id > 0 && id < 65536) return id;
+  std::string names;
+  for (const DcgmField& f : DcgmFields())
+    names += std::string(names.empty() ? "" : ", ") + std::string(f.name);
+  return Fail(ErrorCode::kInvalidArgument, "'{}' is not a DCGM field (a field id, or one of: {})",
+              field, names);
+}
+
+Result<std::vector<std::string>> DcgmInjectArgv(std::string_view field, long long value, int gpu,
+                                                std::optional<int> offset_s) {
+  auto id = DcgmFieldId(field);
+  if (!id) return tl::unexpected(id.error());
+  if (gpu < 0 || gpu > 63) return Fail(ErrorCode::kInvalidArgument, "GPU id {} out of range", gpu);
+  std::vector<std::string> argv = {"dcgmi",
+                                   "test",
+                                   "--inject",
+                                   "--gpuid",
+                                   std::to_string(gpu),
+                                   "-f",
+                                   std::to_string(*id),
+                                   "-v",
+                                   std::to_string(value)};
+  if (offset_s) {
+    if (*offset_s < 0) return Fail(ErrorCode::kInvalidArgument, "--offset must not be negative");
+    argv.insert(argv.end(), {"--offset", std::to_string(*offset_s)});
+  }
+  return argv;
+}
+
+}  // namespace cmax::inject
