@@ -11,6 +11,7 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <ostream>
+#include <thread>
 
 #include "cli/cli.hpp"
 #include "cli/inject_facts.hpp"
@@ -20,6 +21,7 @@
 #include "inject/dcgm.hpp"
 #include "inject/kernel_lines.hpp"
 #include "inject/nvml_sim.hpp"
+#include "inject/pcie_sbr.hpp"
 #include "inject/target.hpp"
 #include "store/store.hpp"
 #include "sys/file_system.hpp"
@@ -35,6 +37,8 @@ struct InjectOptions {
   CLI::App* sxid = nullptr;
   CLI::App* nvml_sim = nullptr;
   CLI::App* dcgm = nullptr;
+  CLI::App* pcie_sbr = nullptr;
+  bool allow_destructive = false;
   std::string field;  // dcgm
   long long field_value = 0;
   int offset_s = -1;
@@ -276,6 +280,70 @@ int InjectDcgm(const InjectOptions& o, Context& ctx) {
   return kExitOk;
 }
 
+// A secondary bus reset of the bridge above a GPU: a real Xid 79.
+int InjectPcieSbr(const InjectOptions& o, Context& ctx) {
+  const std::string name = "cmax inject pcie-sbr";
+  sys::LocalFileSystem fs;
+  sys::PosixProcessRunner runner;
+  const inject::TargetFacts target = GatherFacts(o.node, fs, runner);
+  auto plan = inject::PlanSecondaryBusReset(fs, o.gpu);
+  std::vector<std::string> refusals =
+      inject::Refusals(target, {.dry_run = o.dry_run,
+                                .yes = o.yes,
+                                .force = o.force,
+                                .allow_destructive = o.allow_destructive,
+                                .destructive = true});
+  if (!plan) {
+    refusals.insert(refusals.begin(), plan.error().message);
+  } else {
+    ctx.out << name << ": node " << target.node << ", GPU " << plan->gpu << " below bridge "
+            << plan->bridge << (o.dry_run ? "; would run:\n" : "; runs:\n") << "  "
+            << Join(plan->assert_reset, " ") << "\n  (200 ms)\n  " << Join(plan->release_reset, " ")
+            << "\n";
+  }
+  for (const std::string& why : refusals) ctx.err << name << ": refused: " << why << "\n";
+  if (!refusals.empty()) return kExitUsage;
+  if (o.dry_run) return kExitOk;
+  auto store = store::Store::Open({.path = ctx.DbPath()});
+  if (!store) {
+    ctx.err << name << ": " << store.error().message << "\n";
+    return kExitError;
+  }
+  const nlohmann::json payload = {{"gpu", plan->gpu}, {"bridge", plan->bridge}};
+  if (auto ok = store->SaveConditions(
+          {}, {{SystemClock().Now(), target.node, "inject", "pcie-sbr", payload.dump()}});
+      !ok) {
+    ctx.err << name << ": " << ok.error().message << "\n";
+    return kExitError;
+  }
+  const auto run = [&runner](const std::vector<std::string>& argv) -> Result<void> {
+    auto r = runner.Run({.argv = argv});
+    if (!r) return tl::unexpected(r.error());
+    if (!r->Succeeded()) {
+      return Fail(ErrorCode::kIo, "{}: {}: {}", Join(argv, " "), r->Describe(),
+                  std::string(Trim(r->stderr_text)));
+    }
+    return {};
+  };
+  if (auto ok = run(plan->assert_reset); !ok) {
+    ctx.err << name << ": " << ok.error().message << "\n";
+    return kExitError;
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  if (auto ok = run(plan->release_reset); !ok) {
+    // The bus must not stay in reset: say exactly how to release it.
+    ctx.err << name << ": " << ok.error().message << "\n  the bridge may still hold the bus in "
+            << "reset: run `" << Join(plan->release_reset, " ") << "` now\n";
+    return kExitError;
+  }
+  log::Info("secondary bus reset of {} above {} on {}", plan->bridge, plan->gpu, target.node);
+  ctx.out << "  done: the driver should log Xid 79 for " << plan->gpu
+          << "\n  to undo: the GPU comes back only if the driver brings it up again; if it "
+             "stays lost, reboot "
+          << target.node << "\n";
+  return kExitOk;
+}
+
 void CommonFlags(CLI::App* app, InjectOptions& o) {
   app->add_option("--node", o.node,
                   "The node the fault is for (default: this host); it must be this host or a "
@@ -337,8 +405,20 @@ Command SetupInjectCommand(CLI::App& parent) {
   o->dcgm->add_option("--node", o->node, "The node (default: this host)");
   o->dcgm->add_flag("--dry-run", o->dry_run, "Print the dcgmi command; run nothing");
   o->dcgm->add_flag("--yes", o->yes, "On a node that is not a lab's");
+  o->pcie_sbr = app->add_subcommand(
+      "pcie-sbr",
+      "A secondary bus reset of the PCIe bridge above a GPU: a real Xid 79. Destructive: what "
+      "runs on the GPU dies, and it may stay lost until a reboot");
+  o->pcie_sbr->add_option("--gpu", o->gpu, "The GPU's PCI address")->required();
+  o->pcie_sbr->add_flag("--allow-destructive", o->allow_destructive,
+                        "Required: this injector changes the hardware's state");
+  o->pcie_sbr->add_flag("--force", o->force, "Even when the node runs jobs");
+  o->pcie_sbr->add_option("--node", o->node, "The node (default: this host)");
+  o->pcie_sbr->add_flag("--dry-run", o->dry_run, "Print the setpci commands; run nothing");
+  o->pcie_sbr->add_flag("--yes", o->yes, "On a node that is not a lab's");
   return {app, [o](Context& ctx) {
             if (o->nvml_sim->parsed()) return InjectNvmlSim(*o, ctx);
+            if (o->pcie_sbr->parsed()) return InjectPcieSbr(*o, ctx);
             if (o->dcgm->parsed()) return InjectDcgm(*o, ctx);
             return Inject(*o, ctx, o->xid->parsed() ? "xid" : "sxid");
           }};

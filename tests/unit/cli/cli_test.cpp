@@ -342,5 +342,16 @@ TEST(Cli, InjectDcgmRunsDcgmiWithTheFieldAndSaysWhenItIsMissing) {
   EXPECT_EQ(Cli({"inject", "dcgm", "xid", "1", "--gpu", "first", "--dry-run"}).code, kExitUsage);
 }
 
+TEST(Cli, PcieSbrIsRefusedUnlessEverySafetyRuleIsMet) {
+  // This machine has no NVIDIA GPU: the plan itself is refused, and so is the missing flag.
+  auto r = Cli({"inject", "pcie-sbr", "--gpu", "0000:17:00.0", "--dry-run"});
+  EXPECT_EQ(r.code, kExitUsage);
+  EXPECT_NE(r.err.find("no PCI device 0000:17:00.0"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("--allow-destructive"), std::string::npos) << r.err;
+  r = Cli({"inject", "pcie-sbr", "--gpu", "0000:17:00.0", "--allow-destructive", "--yes"});
+  EXPECT_EQ(r.code, kExitUsage);
+  EXPECT_EQ(r.err.find("--allow-destructive"), std::string::npos) << r.err;
+}
+
 }  // namespace
 }  // namespace cmax::cli
