@@ -29,6 +29,9 @@ namespace {
 
 struct ReliabilityOptions {
   CLI::App* run = nullptr;
+  CLI::App* report = nullptr;
+  std::string run_id = "latest";
+  std::string output;
   std::string scenario;
   bool dry_run = false;
   bool yes = false;
@@ -169,10 +172,51 @@ int Run(const ReliabilityOptions& o, Context& ctx) {
     for (const std::string& why : r.judgement.reasons)
       ctx.out << "    " << SanitizeUtf8(why) << "\n";
   }
-  ctx.out << fmt::format("run {} in {}; `cmax report {} --format html` draws the timeline\n",
-                         writer->RunId(), FormatDuration(clock.Now() - started), writer->RunId());
+  ctx.out << fmt::format(
+      "run {} in {}; `cmax reliability report {} -o FILE.html` draws the "
+      "timeline\n",
+      writer->RunId(), FormatDuration(clock.Now() - started), writer->RunId());
   if (outcome->exit_code != kExitOk) return outcome->exit_code;
   return all_pass ? kExitOk : kExitChecksFailed;
+}
+
+// The HTML report of a reliability run, with its timeline chart.
+int Report(const ReliabilityOptions& o, Context& ctx) {
+  auto store = store::Store::Open({.path = ctx.DbPath(), .create = false});
+  if (!store) {
+    ctx.err << "cmax reliability report: " << store.error().message << "\n";
+    return kExitError;
+  }
+  Result<int64_t> id = Fail(ErrorCode::kNotFound, "no reliability run in the store");
+  if (o.run_id == "latest") {
+    id = store->LatestRunId("reliability");
+  } else {
+    try {
+      id = std::stoll(o.run_id);
+    } catch (const std::exception&) {
+      ctx.err << "cmax reliability report: '" << o.run_id << "' is not a run id\n";
+      return kExitUsage;
+    }
+  }
+  auto record = id ? store->LoadRun(*id) : tl::unexpected(id.error());
+  if (!record || record->run.command != "reliability") {
+    ctx.err << "cmax reliability report: "
+            << (record ? "run " + o.run_id + " is not a reliability run" : record.error().message)
+            << "\n";
+    return kExitUsage;
+  }
+  const std::string html = report::RenderHtml(*record);
+  if (o.output.empty()) {
+    ctx.out << html;
+    return kExitOk;
+  }
+  sys::LocalFileSystem fs;
+  if (auto ok = fs.WriteFileAtomic(o.output, html, 0644); !ok) {
+    ctx.err << "cmax reliability report: " << ok.error().message << "\n";
+    return kExitError;
+  }
+  ctx.out << "wrote " << o.output << "\n";
+  return kExitOk;
 }
 
 }  // namespace
@@ -198,7 +242,10 @@ Command SetupReliabilityCommand(CLI::App& parent) {
   o->run->add_option("--kube-ca", o->scheduler.kube.ca_file, "CA of the API server");
   o->run->add_option("--kubeconfig", o->scheduler.kube.kubeconfig, "kubeconfig file");
   o->run->add_option("--kube-context", o->scheduler.kube.context, "kubeconfig context");
-  return {app, [o](Context& ctx) { return Run(*o, ctx); }};
+  o->report = app->add_subcommand("report", "The HTML report of a run, with its timeline chart");
+  o->report->add_option("RUN", o->run_id, "Run id, or 'latest' (default)");
+  o->report->add_option("-o,--output", o->output, "Write to this file instead of stdout");
+  return {app, [o](Context& ctx) { return o->report->parsed() ? Report(*o, ctx) : Run(*o, ctx); }};
 }
 
 }  // namespace cmax::cli

@@ -1,5 +1,7 @@
 #include <algorithm>
 #include <fmt/format.h>
+#include <map>
+#include <optional>
 #include <vector>
 
 #include "report/render.hpp"
@@ -44,6 +46,99 @@ std::string MetaRow(std::string_view label, const std::string& value) {
   return fmt::format("<dt>{}</dt><dd>{}</dd>\n", label, HtmlEscape(value));
 }
 
+// A reliability run's steps, from its metrics (seconds after the injection).
+struct StepTimes {
+  std::string step;
+  std::string node;
+  std::map<std::string, double> at;  // "detect", "out_of_service", "replaced", ... -> seconds
+};
+
+std::vector<StepTimes> ReliabilitySteps(const std::vector<Metric>& metrics) {
+  std::vector<StepTimes> steps;
+  constexpr std::string_view kPrefix = "reliability.";
+  for (const Metric& m : metrics) {
+    if (!m.name.starts_with(kPrefix) || !m.labels.contains("step")) continue;
+    const std::string& step = m.labels.at("step");
+    auto it = std::find_if(steps.begin(), steps.end(),
+                           [&](const StepTimes& t) { return t.step == step; });
+    if (it == steps.end()) {
+      steps.push_back({step, m.labels.contains("node") ? m.labels.at("node") : "", {}});
+      it = steps.end() - 1;
+    }
+    it->at[m.name.substr(kPrefix.size())] = m.value;
+  }
+  return steps;
+}
+
+// One row per step on a shared time axis from the injection: the watch (grey), the time out of
+// service (red, until back in service or the end of the watch), the first sign of detection
+// (black tick), the spare in service (blue diamond). Inline SVG: nothing to fetch or run.
+std::string RenderTimeline(const std::vector<StepTimes>& steps) {
+  double span = 0;
+  for (const StepTimes& s : steps) {
+    for (const auto& [name, v] : s.at) span = std::max(span, v);
+  }
+  if (span <= 0) span = 1;
+  constexpr int kLeft = 190, kWidth = 640, kRow = 34, kTop = 26;
+  const int height = kTop + kRow * static_cast<int>(steps.size()) + 10;
+  const auto x = [&](double seconds) { return kLeft + seconds / span * kWidth; };
+  std::string svg = fmt::format(
+      "<svg role=\"img\" aria-label=\"timeline of each step after its injection\" "
+      "width=\"{}\" height=\"{}\" viewBox=\"0 0 {} {}\" font-size=\"12\" "
+      "font-family=\"system-ui,sans-serif\">\n",
+      kLeft + kWidth + 40, height, kLeft + kWidth + 40, height);
+  for (int i = 0; i <= 4; ++i) {  // the axis: 0, a quarter, ... the whole span
+    const double t = span * i / 4;
+    svg += fmt::format(
+        "<line x1=\"{0:.1f}\" y1=\"{1}\" x2=\"{0:.1f}\" y2=\"{2}\" stroke=\"#e6e9f0\"/>"
+        "<text x=\"{0:.1f}\" y=\"14\" text-anchor=\"middle\" fill=\"#4a5468\">{3}</text>\n",
+        x(t), kTop - 6, height - 6,
+        HtmlEscape(FormatDuration(
+            std::chrono::duration_cast<Duration>(std::chrono::duration<double>(t)))));
+  }
+  int row = 0;
+  for (const StepTimes& s : steps) {
+    const double y = kTop + kRow * row++ + kRow / 2.0;
+    const auto get = [&s](const char* key) -> std::optional<double> {
+      const auto it = s.at.find(key);
+      return it == s.at.end() ? std::nullopt : std::optional<double>(it->second);
+    };
+    svg += fmt::format(
+        "<text x=\"0\" y=\"{:.1f}\" fill=\"#1d2330\">{} <tspan fill=\"#6b7385\">{}"
+        "</tspan></text>\n",
+        y + 4, HtmlEscape(s.step), HtmlEscape(s.node));
+    const double watched = get("watched").value_or(span);
+    svg += fmt::format(
+        "<line x1=\"{:.1f}\" y1=\"{:.1f}\" x2=\"{:.1f}\" y2=\"{:.1f}\" "
+        "stroke=\"#c9ced9\" stroke-width=\"2\"/>\n",
+        x(0), y, x(watched), y);
+    if (auto out = get("out_of_service")) {
+      const double until = get("back_in_service").value_or(watched);
+      svg += fmt::format(
+          "<rect class=\"out\" x=\"{:.1f}\" y=\"{:.1f}\" width=\"{:.1f}\" "
+          "height=\"10\" fill=\"#d9534f\"><title>out of service from {}</title>"
+          "</rect>\n",
+          x(*out), y - 5, std::max(1.0, x(until) - x(*out)),
+          HtmlEscape(FormatDuration(
+              std::chrono::duration_cast<Duration>(std::chrono::duration<double>(*out)))));
+    }
+    if (auto detect = get("detect")) {
+      svg += fmt::format(
+          "<line class=\"detect\" x1=\"{0:.1f}\" y1=\"{1:.1f}\" x2=\"{0:.1f}\" "
+          "y2=\"{2:.1f}\" stroke=\"#1d2330\" stroke-width=\"2\"/>\n",
+          x(*detect), y - 9, y + 9);
+    }
+    if (auto spare = get("replaced")) {
+      svg += fmt::format(
+          "<path class=\"spare\" d=\"M{0:.1f} {1:.1f} l5 5 l-5 5 l-5 -5 z\" "
+          "fill=\"#2f6fde\"/>\n",
+          x(*spare), y - 5);
+    }
+  }
+  svg += "</svg>\n";
+  return svg;
+}
+
 }  // namespace
 
 std::string RenderHtml(const RunRecord& record) {
@@ -79,6 +174,15 @@ std::string RenderHtml(const RunRecord& record) {
     out += fmt::format("<span class=\"badge {0}\">{1} {0}</span>", StatusName(status), count);
   }
   out += "</p>\n</header>\n";
+
+  if (const std::vector<StepTimes> steps = ReliabilitySteps(record.metrics); !steps.empty()) {
+    out +=
+        "<section>\n<h2>Timeline</h2>\n<p><small>From each injection: watched (grey), out "
+        "of service (red), first sign of detection (black tick), spare in service (blue)."
+        "</small></p>\n";
+    out += RenderTimeline(steps);
+    out += "</section>\n";
+  }
 
   out += "<section>\n<h2>Findings</h2>\n";
   if (record.findings.empty()) out += "<p>No findings were recorded.</p>\n";

@@ -7,6 +7,7 @@
 
 #include <fstream>
 #include <gtest/gtest.h>
+#include <sstream>
 
 #include "integration/remediate_lab_fixture.hpp"
 #include "store/store.hpp"
@@ -84,6 +85,13 @@ TEST_F(ReliabilityLabTest, ThreeScenariosPassWithTheAgentsAsTheProvider) {
   }
   EXPECT_TRUE(Node("gpu1").drain);
   EXPECT_FALSE(Node("gpu4").drain);  // no fault of its own, and no agent's stray drain
+  // The report draws the timeline.
+  const auto report = Cmax({"reliability", "report", "-o", dir_.File("report.html")});
+  ASSERT_EQ(report.exit_code, 0) << report.stderr_text;
+  std::stringstream html;
+  html << std::ifstream(dir_.File("report.html")).rdbuf();
+  EXPECT_NE(html.str().find("<h2>Timeline</h2>"), std::string::npos);
+  EXPECT_NE(html.str().find("class=\"detect\""), std::string::npos);
 }
 
 TEST_F(ReliabilityLabTest, WithoutAProviderEveryScenarioFailsWithNoDrain) {

@@ -120,6 +120,38 @@ TEST(Report, HtmlIsSelfContainedAndEscapesEverythingFromOutside) {
   EXPECT_EQ(html.find('\x1b'), std::string::npos);
 }
 
+// A reliability run: its timeline metrics become an inline SVG chart, a row per step.
+TEST(Report, ReliabilityRunsGetATimelineChart) {
+  RunRecord r;
+  r.run.id = 7;
+  r.run.command = "reliability";
+  const auto m = [](const char* name, const char* step, double v) {
+    return Metric{name, {{"step", step}, {"node", "gpu<1>"}}, v, "s"};
+  };
+  r.metrics = {m("reliability.detect", "xid79<script>", 0.2),
+               m("reliability.out_of_service", "xid79<script>", 0.2),
+               m("reliability.replaced", "xid79<script>", 0.4),
+               m("reliability.watched", "xid79<script>", 1.0),
+               m("reliability.watched", "no-drain", 30.0)};
+  const std::string html = RenderHtml(r);
+  EXPECT_NE(html.find("<h2>Timeline</h2>"), std::string::npos);
+  EXPECT_NE(html.find("<svg"), std::string::npos);
+  EXPECT_NE(html.find("xid79&lt;script&gt;"), std::string::npos);
+  EXPECT_NE(html.find("gpu&lt;1&gt;"), std::string::npos);
+  EXPECT_EQ(html.find("<script"), std::string::npos);
+  const auto count = [&html](std::string_view what) {
+    size_t n = 0;
+    for (size_t at = html.find(what); at != std::string::npos; at = html.find(what, at + 1)) ++n;
+    return n;
+  };
+  EXPECT_EQ(count("class=\"out\""), 1U);  // only the step that was taken out
+  EXPECT_EQ(count("class=\"detect\""), 1U);
+  EXPECT_EQ(count("class=\"spare\""), 1U);
+  EXPECT_NE(html.find(">30.00s</text>"), std::string::npos);  // the axis ends at the longest watch
+  // Other runs have no timeline.
+  EXPECT_EQ(RenderHtml(HostileRun()).find("<h2>Timeline</h2>"), std::string::npos);
+}
+
 TEST(Report, EmptyRunRendersInEveryFormat) {
   RunRecord empty;
   empty.run.id = 1;
