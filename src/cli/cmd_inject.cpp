@@ -151,37 +151,27 @@ int InjectNvmlSim(const InjectOptions& o, Context& ctx) {
   }
   sys::LocalFileSystem fs;
   sys::PosixProcessRunner runner;
-  const std::string backup = path + ".cmax-backup";
   const inject::TargetFacts target = GatherFacts(o.node, fs, runner);
   const auto refusals =
       inject::Refusals(target, {.dry_run = o.dry_run, .yes = o.yes, .force = o.force});
-  std::string text;
   std::string description;
   if (o.restore) {
-    auto saved = fs.ReadFile(backup, size_t{16} << 20);
-    if (!saved) {
-      ctx.err << name << ": nothing to restore: " << saved.error().message << "\n";
+    if (!fs.Exists(inject::SimBackupPath(path))) {
+      ctx.err << name << ": nothing to restore: no " << inject::SimBackupPath(path) << "\n";
       return kExitUsage;
     }
-    text = *saved;
-    description = "restore " + path + " from " + backup;
+    description = "restore " + path + " from " + inject::SimBackupPath(path);
   } else {
     if (o.fault.empty() || o.gpu.empty()) {
       ctx.err << name << ": give a fault and --gpu (or --restore)\n";
       return kExitUsage;
     }
-    auto current = fs.ReadFile(path, size_t{16} << 20);
-    if (!current) {
-      ctx.err << name << ": " << current.error().message << "\n";
-      return kExitUsage;
-    }
-    const nlohmann::json state = nlohmann::json::parse(*current, nullptr, false);
-    auto change = inject::ApplySimFault(state, {o.fault, o.value, o.gpu});
+    auto change =
+        inject::ApplySimFaultToFile(fs, path, {o.fault, o.value, o.gpu}, /*dry_run=*/true);
     if (!change) {
       ctx.err << name << ": " << change.error().message << "\n";
       return kExitUsage;
     }
-    text = change->state.dump(2);
     description = change->description;
   }
   ctx.out << name << ": " << (o.dry_run ? "would " : "") << SanitizeUtf8(description) << " ("
@@ -201,22 +191,15 @@ int InjectNvmlSim(const InjectOptions& o, Context& ctx) {
     ctx.err << name << ": " << ok.error().message << "\n";
     return kExitError;
   }
-  if (!o.restore && !fs.Exists(backup)) {
-    auto original = fs.ReadFile(path, size_t{16} << 20);
-    if (!original || !fs.WriteFileAtomic(backup, *original, 0644)) {
-      ctx.err << name << ": cannot keep the original state in " << backup << "\n";
-      return kExitError;
-    }
-  }
-  if (auto ok = fs.WriteFileAtomic(path, text, 0644); !ok) {
-    ctx.err << name << ": " << ok.error().message << "\n";
+  auto done = o.restore
+                  ? inject::RestoreSimState(fs, path)
+                  : inject::ApplySimFaultToFile(fs, path, {o.fault, o.value, o.gpu})
+                        .and_then([](const inject::SimChange&) -> Result<void> { return {}; });
+  if (!done) {
+    ctx.err << name << ": " << done.error().message << "\n";
     return kExitError;
   }
-  if (o.restore) {
-    (void)::unlink(backup.c_str());
-  } else {
-    ctx.out << "  to undo: cmax inject nvml-sim --restore --state " << path << "\n";
-  }
+  if (!o.restore) ctx.out << "  to undo: cmax inject nvml-sim --restore --state " << path << "\n";
   return kExitOk;
 }
 

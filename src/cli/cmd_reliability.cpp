@@ -8,7 +8,9 @@
 #include <fmt/format.h>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <ostream>
+#include <set>
 
 #include "cli/cli.hpp"
 #include "cli/common.hpp"
@@ -17,6 +19,8 @@
 #include "core/log.hpp"
 #include "core/strings.hpp"
 #include "inject/kernel_lines.hpp"
+#include "inject/nvml_sim.hpp"
+#include "reliability/alerts.hpp"
 #include "reliability/scenario.hpp"
 #include "report/render.hpp"
 #include "store/run_writer.hpp"
@@ -37,10 +41,19 @@ struct ReliabilityOptions {
   bool yes = false;
   std::string kmsg = "/dev/kmsg";
   ControllerFlags scheduler;  // --scheduler and the --kube-* flags only
+  std::string prometheus;
+  std::string alert_query;
 };
 
 std::string Took(const std::optional<Duration>& d) {
   return d ? FormatDuration(*d) : "-";
+}
+
+// The dcgmi command a step's record holds (its words have no spaces of their own).
+std::vector<std::string> SplitWords(const std::string& text) {
+  std::vector<std::string> words;
+  for (std::string_view w : SplitFields(text)) words.emplace_back(w);
+  return words;
 }
 
 nlohmann::json TimelineJson(const reliability::StepResult& r) {
@@ -124,6 +137,7 @@ int Run(const ReliabilityOptions& o, Context& ctx) {
     return kExitError;
   }
   reliability::RunHooks hooks;
+  std::set<std::string> sim_states;  // simulated-NVML state files to restore at the end
   hooks.inject = [&](const reliability::Step& step, const std::string& record) -> Result<void> {
     const nlohmann::json payload = {{"step", step.name}, {"record", record}, {"path", o.kmsg}};
     if (auto ok = store->SaveConditions(
@@ -131,13 +145,52 @@ int Run(const ReliabilityOptions& o, Context& ctx) {
         !ok) {
       return ok;
     }
+    if (step.inject == "nvml-sim") {
+      const std::string path = step.state.empty() ? sys::GetEnv("CMAX_NVML_SIM_STATE") : step.state;
+      if (path.empty()) return Fail(ErrorCode::kInvalidArgument, "no simulated NVML state file");
+      sim_states.insert(path);
+      auto change = inject::ApplySimFaultToFile(
+          fs, path, {step.fault, static_cast<long>(step.value), step.pci});
+      if (!change) return tl::unexpected(change.error());
+      return {};
+    }
+    if (step.inject == "dcgm") {
+      if (sys::FindProgram("dcgmi").empty()) {
+        return Fail(ErrorCode::kNotFound, "dcgmi is not on PATH (install DCGM on the node)");
+      }
+      sys::ProcessSpec spec{.argv = SplitWords(record)};
+      spec.timeout = std::chrono::seconds(30);
+      auto r = runner.Run(spec);
+      if (!r) return tl::unexpected(r.error());
+      if (!r->Succeeded()) {
+        return Fail(ErrorCode::kIo, "{}: {}", r->Describe(), std::string(Trim(r->stderr_text)));
+      }
+      return {};
+    }
     return inject::WriteKernelRecord(o.kmsg, record);
   };
   hooks.progress = [&](std::string_view line) {
     ctx.out << FormatIso8601(clock.Now()) << " " << SanitizeUtf8(line) << std::endl;
   };
   hooks.stop = [] { return sys::Interrupted(); };
+  const std::string prometheus = o.prometheus.empty() ? scenario->prometheus : o.prometheus;
+  const std::string query = o.alert_query.empty() ? scenario->alert_query : o.alert_query;
+  sys::CurlHttpClient http;
+  std::optional<reliability::PrometheusAlerts> alerts;
+  if (!prometheus.empty() && !query.empty()) {
+    alerts.emplace(http, prometheus, query, scenario->alert_node_label);
+    hooks.alerts = &*alerts;
+  }
   auto results = reliability::RunScenario(*scenario, *(*scheduler)->scheduler, clock, hooks);
+  // Restore what can be restored: the simulated GPUs (a kernel-log record cannot be taken back;
+  // what the provider did to the nodes is theirs to undo).
+  for (const std::string& path : sim_states) {
+    if (auto ok = inject::RestoreSimState(fs, path); !ok) {
+      log::Warn("cannot restore {}: {}", path, ok.error().message);
+    } else {
+      ctx.out << "restored the simulated NVML state " << path << "\n";
+    }
+  }
   if (!results) {
     ctx.err << "cmax reliability run: " << results.error().message << "\n";
     (void)writer->FinishWithError(kExitError, clock.Now());
@@ -234,6 +287,10 @@ Command SetupReliabilityCommand(CLI::App& parent) {
                    "Print each step's record and the bars; inject nothing");
   o->run->add_flag("--yes", o->yes, "Inject into nodes that are not a lab's");
   o->run->add_option("--kmsg", o->kmsg, "Where records are written")->capture_default_str();
+  o->run->add_option("--prometheus", o->prometheus,
+                     "Prometheus URL for an alert signal (with --alert-query)");
+  o->run->add_option("--alert-query", o->alert_query,
+                     "Instant query whose series name alerting nodes (label node, else instance)");
   o->run->add_option("--scheduler", o->scheduler.scheduler, "slurm or kubernetes")
       ->check(CLI::IsMember({"slurm", "kubernetes"}))
       ->capture_default_str();

@@ -105,4 +105,37 @@ Result<SimChange> ApplySimFault(const json& state, const SimFault& fault) {
   return change;
 }
 
+std::string SimBackupPath(const std::string& path) {
+  return path + ".cmax-backup";
+}
+
+Result<SimChange> ApplySimFaultToFile(sys::FileSystem& fs, const std::string& path,
+                                      const SimFault& fault, bool dry_run) {
+  auto current = fs.ReadFile(path, size_t{16} << 20);
+  if (!current) return tl::unexpected(current.error());
+  const json state = json::parse(*current, nullptr, /*allow_exceptions=*/false);
+  if (state.is_discarded()) {
+    return Fail(ErrorCode::kInvalidArgument, "{} is not JSON", path);
+  }
+  auto change = ApplySimFault(state, fault);
+  if (!change || dry_run) return change;
+  const std::string backup = SimBackupPath(path);
+  if (!fs.Exists(backup)) {
+    if (auto ok = fs.WriteFileAtomic(backup, *current, 0644); !ok)
+      return tl::unexpected(ok.error());
+  }
+  if (auto ok = fs.WriteFileAtomic(path, change->state.dump(2), 0644); !ok) {
+    return tl::unexpected(ok.error());
+  }
+  return change;
+}
+
+Result<void> RestoreSimState(sys::FileSystem& fs, const std::string& path) {
+  const std::string backup = SimBackupPath(path);
+  auto saved = fs.ReadFile(backup, size_t{16} << 20);
+  if (!saved) return Fail(ErrorCode::kNotFound, "nothing to restore: no {}", backup);
+  if (auto ok = fs.WriteFileAtomic(path, *saved, 0644); !ok) return ok;
+  return fs.RemoveFile(backup);
+}
+
 }  // namespace cmax::inject

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "core/result.hpp"
+#include "sys/file_system.hpp"
 
 namespace cmax::inject {
 
@@ -31,5 +32,14 @@ struct SimChange {
 };
 
 Result<SimChange> ApplySimFault(const nlohmann::json& state, const SimFault& fault);
+
+// The same on the state file: replaced atomically (the library never reads half a file); the
+// first change keeps the original as PATH.cmax-backup for RestoreSimState. `dry_run` computes
+// the change and writes nothing.
+Result<SimChange> ApplySimFaultToFile(sys::FileSystem& fs, const std::string& path,
+                                      const SimFault& fault, bool dry_run = false);
+// Puts the original back and removes the backup; kNotFound when there is none.
+Result<void> RestoreSimState(sys::FileSystem& fs, const std::string& path);
+std::string SimBackupPath(const std::string& path);
 
 }  // namespace cmax::inject

@@ -1,5 +1,7 @@
 #include "reliability/observer.hpp"
 
+#include "core/log.hpp"
+
 namespace cmax::reliability {
 
 SchedulerView ViewOf(const std::vector<remediate::SchedulerNode>& nodes) {
@@ -16,6 +18,7 @@ SchedulerView ViewOf(const std::vector<remediate::SchedulerNode>& nodes) {
       v.reason = "in a maintenance reservation";
     }
     v.partitions.insert(n.partitions.begin(), n.partitions.end());
+    v.taints.insert(n.taints.begin(), n.taints.end());
   }
   return view;
 }
@@ -28,6 +31,11 @@ std::vector<Observation> Diff(const SchedulerView& before, const SchedulerView& 
     const bool was_drained = it != before.end() && it->second.drain;
     if (now.drain && !was_drained) out.push_back({at, node, ObservationKind::kDrained, now.reason});
     if (!now.drain && was_drained) out.push_back({at, node, ObservationKind::kResumed, ""});
+    for (const std::string& taint : now.taints) {
+      if (it == before.end() || !it->second.taints.contains(taint)) {
+        out.push_back({at, node, ObservationKind::kTainted, taint});
+      }
+    }
     const bool was_serving =
         it != before.end() && it->second.partitions.contains(service_partition);
     if (now.partitions.contains(service_partition) && !was_serving) {
@@ -38,14 +46,23 @@ std::vector<Observation> Diff(const SchedulerView& before, const SchedulerView& 
   return out;
 }
 
-Watcher::Watcher(remediate::Scheduler& scheduler, const Clock& clock, std::string service_partition)
-    : scheduler_(scheduler), clock_(clock), service_partition_(std::move(service_partition)) {}
+Watcher::Watcher(remediate::Scheduler& scheduler, const Clock& clock, std::string service_partition,
+                 AlertSource* alerts)
+    : scheduler_(scheduler),
+      clock_(clock),
+      service_partition_(std::move(service_partition)),
+      alerts_(alerts) {}
 
 Result<SchedulerView> Watcher::Baseline() {
   auto nodes = scheduler_.Nodes();
   if (!nodes) return tl::unexpected(nodes.error());
   view_ = ViewOf(*nodes);
   lost_ = false;
+  if (alerts_ != nullptr) {
+    // Alerts already firing are not this injection's.
+    auto firing = alerts_->Firing();
+    if (firing) alerting_ = std::move(*firing);
+  }
   return view_;
 }
 
@@ -66,6 +83,21 @@ std::vector<Observation> Watcher::Poll() {
   std::vector<Observation> changes = Diff(view_, next, service_partition_, at);
   out.insert(out.end(), changes.begin(), changes.end());
   view_ = std::move(next);
+  if (alerts_ != nullptr) {
+    auto firing = alerts_->Firing();
+    if (!firing) {
+      if (!alerts_failing_) log::Warn("{}: {}", alerts_->Describe(), firing.error().message);
+      alerts_failing_ = true;
+    } else {
+      alerts_failing_ = false;
+      for (const std::string& node : *firing) {
+        if (!alerting_.contains(node)) {
+          out.push_back({at, node, ObservationKind::kAlert, alerts_->Describe()});
+        }
+      }
+      alerting_ = std::move(*firing);
+    }
+  }
   return out;
 }
 

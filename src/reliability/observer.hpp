@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "core/clock.hpp"
+#include "reliability/alerts.hpp"
 #include "reliability/timeline.hpp"
 #include "remediate/scheduler.hpp"
 
@@ -20,20 +21,25 @@ struct NodeView {
   bool drain = false;
   std::string reason;
   std::set<std::string> partitions;
+  std::set<std::string> taints;  // Kubernetes NoSchedule/NoExecute taints, "key:effect"
 };
 using SchedulerView = std::map<std::string, NodeView>;
 
 SchedulerView ViewOf(const std::vector<remediate::SchedulerNode>& nodes);
 
 // What changed between two looks, as observations at `at`: a node that stopped taking work
-// (drained), took work again (resumed), or joined `service_partition` (spare-in, also a node
-// that was not there before).
+// (drained), took work again (resumed), got a NoSchedule/NoExecute taint it did not have
+// (tainted: a provider's remediation may taint instead of cordoning), or joined
+// `service_partition` (spare-in, also a node that was not there before).
 std::vector<Observation> Diff(const SchedulerView& before, const SchedulerView& after,
                               const std::string& service_partition, WallTime at);
 
 class Watcher {
  public:
-  Watcher(remediate::Scheduler& scheduler, const Clock& clock, std::string service_partition);
+  // `alerts` (may be null): a second signal; a node that starts alerting is an alert
+  // observation. Its errors are logged, not contact lost: the scheduler decides the verdict.
+  Watcher(remediate::Scheduler& scheduler, const Clock& clock, std::string service_partition,
+          AlertSource* alerts = nullptr);
   // The first look: what later looks are compared with. Fails when the scheduler cannot be
   // read at all (a test cannot start blind).
   Result<SchedulerView> Baseline();
@@ -48,6 +54,9 @@ class Watcher {
   std::string service_partition_;
   SchedulerView view_;
   bool lost_ = false;
+  AlertSource* alerts_;
+  std::set<std::string> alerting_;
+  bool alerts_failing_ = false;
 };
 
 }  // namespace cmax::reliability

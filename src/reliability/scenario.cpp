@@ -6,7 +6,9 @@
 #include <yaml-cpp/yaml.h>
 
 #include "health/xid_catalog.hpp"
+#include "inject/dcgm.hpp"
 #include "inject/kernel_lines.hpp"
+#include "inject/nvml_sim.hpp"
 
 namespace cmax::reliability {
 namespace {
@@ -83,6 +85,16 @@ Result<Scenario> ParseScenario(std::string_view text) {
     s.timeout = *timeout;
     if (!Text(root, "service_partition").empty())
       s.service_partition = Text(root, "service_partition");
+    if (const YAML::Node signals = root["signals"]; signals) {
+      if (!signals.IsMap()) return Fail(ErrorCode::kInvalidArgument, "scenario: signals is a map");
+      s.prometheus = Text(signals, "prometheus");
+      s.alert_query = Text(signals, "query");
+      if (!Text(signals, "node_label").empty()) s.alert_node_label = Text(signals, "node_label");
+      if (s.prometheus.empty() != s.alert_query.empty()) {
+        return Fail(ErrorCode::kInvalidArgument,
+                    "scenario: signals need both prometheus (a URL) and query");
+      }
+    }
     const YAML::Node steps = root["steps"];
     if (!steps || !steps.IsSequence() || steps.size() == 0) {
       return Fail(ErrorCode::kInvalidArgument, "scenario: no steps");
@@ -96,15 +108,21 @@ Result<Scenario> ParseScenario(std::string_view text) {
       step.node = Text(n, "node");
       step.pci = step.inject == "sxid" ? Text(n, "switch_pci") : Text(n, "gpu");
       step.code = n["code"] ? n["code"].as<int>() : 0;
+      step.fault = step.inject == "dcgm" ? Text(n, "field") : Text(n, "fault");
+      step.value = n["value"] ? n["value"].as<long long>() : 0;
+      step.state = Text(n, "state");
       step.switch_index = n["switch"] ? n["switch"].as<int>() : 0;
       step.link = n["link"] ? n["link"].as<int>() : 0;
       step.fatal = n["fatal"] && n["fatal"].as<bool>();
+      const bool by_code = step.inject == "xid" || step.inject == "sxid";
       step.name = Text(n, "name").empty()
-                      ? fmt::format("{}-{}-{}", step.inject, step.code, step.node)
+                      ? fmt::format("{}-{}-{}", step.inject,
+                                    by_code ? std::to_string(step.code) : step.fault, step.node)
                       : Text(n, "name");
-      if (step.inject != "xid" && step.inject != "sxid") {
+      if (!by_code && step.inject != "nvml-sim" && step.inject != "dcgm") {
         return Fail(ErrorCode::kInvalidArgument,
-                    "scenario step {}: inject must be xid or sxid, got '{}'", i + 1, step.inject);
+                    "scenario step {}: inject must be xid, sxid, nvml-sim or dcgm, got '{}'", i + 1,
+                    step.inject);
       }
       if (step.node.empty()) {
         return Fail(ErrorCode::kInvalidArgument, "scenario step {}: no node", i + 1);
@@ -122,6 +140,26 @@ Result<Scenario> ParseScenario(std::string_view text) {
 }
 
 Result<std::string> StepRecord(const Step& step) {
+  if (step.inject == "nvml-sim") {
+    const auto names = inject::SimFaultNames();
+    if (std::find(names.begin(), names.end(), step.fault) == names.end()) {
+      return Fail(ErrorCode::kInvalidArgument, "unknown simulated fault '{}'", step.fault);
+    }
+    if (step.pci.empty()) return Fail(ErrorCode::kInvalidArgument, "nvml-sim needs gpu");
+    return fmt::format("simulated NVML: {} on GPU {}{}", step.fault, step.pci,
+                       step.value != 0 ? fmt::format(" (value {})", step.value) : "");
+  }
+  if (step.inject == "dcgm") {
+    int gpu = -1;
+    try {
+      gpu = std::stoi(step.pci);
+    } catch (const std::exception&) {
+      return Fail(ErrorCode::kInvalidArgument, "dcgm needs gpu: DCGM's GPU id");
+    }
+    auto argv = inject::DcgmInjectArgv(step.fault, step.value, gpu, std::nullopt);
+    if (!argv) return tl::unexpected(argv.error());
+    return fmt::format("{}", fmt::join(*argv, " "));
+  }
   if (step.inject == "xid") {
     return inject::XidRecord({.code = step.code, .pci = step.pci}, health::XidCatalog::Builtin());
   }
@@ -145,7 +183,7 @@ Result<std::vector<StepResult>> RunScenario(const Scenario& scenario,
     StepResult r;
     r.step = step;
     r.record = StepRecord(step).value_or("");
-    Watcher watcher(scheduler, clock, scenario.service_partition);
+    Watcher watcher(scheduler, clock, scenario.service_partition, hooks.alerts);
     auto baseline = watcher.Baseline();
     if (!baseline) return tl::unexpected(baseline.error());
     const auto node = baseline->find(step.node);

@@ -19,13 +19,16 @@ namespace cmax::reliability {
 
 struct Step {
   std::string name;
-  std::string inject;  // "xid" or "sxid"
+  std::string inject;  // "xid", "sxid", "nvml-sim" or "dcgm"
   int code = 0;
   std::string node;
-  std::string pci;  // the GPU (xid) or the NVSwitch (sxid)
+  std::string pci;  // the GPU (xid, nvml-sim: index or address; dcgm: DCGM's id), the NVSwitch
   int switch_index = 0;
   int link = 0;
   bool fatal = false;
+  std::string fault;    // nvml-sim: lost, dbe, ...; dcgm: the field
+  long long value = 0;  // nvml-sim and dcgm
+  std::string state;    // nvml-sim: the state file (default $CMAX_NVML_SIM_STATE)
 };
 
 struct Scenario {
@@ -35,6 +38,11 @@ struct Scenario {
   Duration timeout{};  // the longest a step is watched: the largest bar unless given
   std::string service_partition = "gpu";
   std::vector<Step> steps;
+  // An alert signal besides the scheduler: a Prometheus server and an instant query whose
+  // series name the alerting nodes (label `alert_node_label`, else instance).
+  std::string prometheus;
+  std::string alert_query;
+  std::string alert_node_label = "node";
 };
 
 // YAML or JSON:
@@ -44,9 +52,12 @@ struct Scenario {
 //   poll_s: 0.5
 //   timeout_s: 60
 //   service_partition: gpu
+//   signals: {prometheus: "http://prom:9090", query: 'max by (node) (ALERTS{alertstate="firing"})'}
 //   steps:
 //     - {name: fallen-off, inject: xid, code: 79, node: gpu1, gpu: "0000:17:00.0"}
 //     - {inject: sxid, code: 12028, node: gpu3, switch_pci: "0000:05:00.0", fatal: true}
+//     - {inject: nvml-sim, fault: row-remap-failure, node: gpu4, gpu: 0, state: /lab/gpu4.json}
+//     - {inject: dcgm, field: xid, value: 79, node: gpu5, gpu: 0}
 Result<Scenario> ParseScenario(std::string_view text);
 
 struct StepResult {
@@ -66,6 +77,7 @@ struct RunHooks {
   // Asked before each look: true stops the run (Ctrl-C); the step under way ends with what was
   // seen (its verdict UNKNOWN unless already decided) and no further step is injected.
   std::function<bool()> stop;
+  AlertSource* alerts = nullptr;  // a second signal (may be null)
 };
 
 // Runs every step in order. A step whose node is already out of service is not injected (a
@@ -75,7 +87,8 @@ Result<std::vector<StepResult>> RunScenario(const Scenario& scenario,
                                             remediate::Scheduler& scheduler, Clock& clock,
                                             const RunHooks& hooks);
 
-// The record each step writes (the driver's formats, inject/kernel_lines).
+// What each step writes: the kernel-log record (the driver's formats, inject/kernel_lines) for
+// xid and sxid; for nvml-sim and dcgm, the change in words.
 Result<std::string> StepRecord(const Step& step);
 
 // For the store and the report: one finding per step (PASS, FAIL, or WARN for UNKNOWN), and

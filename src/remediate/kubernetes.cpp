@@ -89,6 +89,14 @@ SchedulerNode KubeNodeView(const json& node) {
   const bool standby = KubeStr(node, {"metadata", "labels", kKubeSpareLabel.data()}) == "true" &&
                        HasTaint(node, kKubeSpareTaint);
   view.partitions.emplace_back(standby ? "spare" : "service");
+  const json& taints = KubeField(node, {"spec", "taints"});
+  if (taints.is_array()) {
+    for (const json& t : taints) {
+      const std::string effect = KubeStr(t, {"effect"});
+      if (effect == "NoSchedule" || effect == "NoExecute")
+        view.taints.push_back(KubeStr(t, {"key"}) + ":" + effect);
+    }
+  }
   return view;
 }
 

@@ -24,6 +24,9 @@ struct SchedulerNode {
   std::string reason;  // why it is drained, without Slurm's "[user@time]" suffix
   std::vector<std::string> partitions;
   bool maintenance = false;  // in a maintenance reservation (Slurm's "maint" or '$' mark)
+  // Kubernetes: the node's NoSchedule and NoExecute taints, "key:effect" (anyone's, not only
+  // cmax's: an observer of another provider's remediation watches them).
+  std::vector<std::string> taints;
 };
 
 struct ValidationSpec {

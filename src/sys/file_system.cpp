@@ -133,6 +133,11 @@ Result<void> LocalFileSystem::WriteFileAtomic(const std::string& path, std::stri
   return {};
 }
 
+Result<void> LocalFileSystem::RemoveFile(const std::string& path) {
+  if (::unlink(path.c_str()) != 0 && errno != ENOENT) return ErrnoError("cannot remove", path);
+  return {};
+}
+
 Result<void> LocalFileSystem::CreateDirs(const std::string& path, mode_t mode) {
   if (path.empty()) return Fail(ErrorCode::kInvalidArgument, "empty folder path");
   size_t pos = 0;
@@ -213,6 +218,11 @@ Result<void> MemoryFileSystem::WriteFileAtomic(const std::string& path, std::str
 
 Result<void> MemoryFileSystem::CreateDirs(const std::string& path, mode_t /*mode*/) {
   dirs_[path] = true;
+  return {};
+}
+
+Result<void> MemoryFileSystem::RemoveFile(const std::string& path) {
+  files_.erase(path);
   return {};
 }
 

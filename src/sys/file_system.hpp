@@ -32,6 +32,8 @@ class FileSystem {
                                        mode_t mode) = 0;
   // Like mkdir -p; existing folders are left as they are.
   virtual Result<void> CreateDirs(const std::string& path, mode_t mode) = 0;
+  // Removes a file; one that is not there is not an error.
+  virtual Result<void> RemoveFile(const std::string& path) = 0;
 };
 
 class LocalFileSystem final : public FileSystem {
@@ -44,6 +46,7 @@ class LocalFileSystem final : public FileSystem {
   Result<void> WriteFileAtomic(const std::string& path, std::string_view data,
                                mode_t mode) override;
   Result<void> CreateDirs(const std::string& path, mode_t mode) override;
+  Result<void> RemoveFile(const std::string& path) override;
 };
 
 // A stand-in file system held in memory, for tests of code that reads /proc, /sys and /etc.
@@ -61,6 +64,7 @@ class MemoryFileSystem final : public FileSystem {
   Result<void> WriteFileAtomic(const std::string& path, std::string_view data,
                                mode_t mode) override;
   Result<void> CreateDirs(const std::string& path, mode_t mode) override;
+  Result<void> RemoveFile(const std::string& path) override;
 
  private:
   std::map<std::string, std::string> files_;

@@ -15,6 +15,7 @@
 #include <thread>
 
 #include "store/store.hpp"
+#include "support/free_port.hpp"
 #include "support/temp_dir.hpp"
 #include "sys/file_system.hpp"
 #include "sys/process_runner.hpp"
@@ -34,17 +35,6 @@ bool WriteKmsg(const std::string& line) {
 }
 
 // A port nobody listens on: bind port 0, read what the kernel chose, give it back.
-int FreePort() {
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t length = sizeof(addr);
-  const bool ok = ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0 &&
-                  ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &length) == 0;
-  ::close(fd);
-  return ok ? ntohs(addr.sin_port) : -1;
-}
 
 template <class Predicate>
 bool WaitFor(Predicate predicate, Duration timeout) {
@@ -227,7 +217,7 @@ TEST_F(AgentTest, PrometheusScrapesTheXidCounter) {
   StartAgent();
   const std::string tag = std::to_string(::getpid());
   ASSERT_TRUE(WriteKmsg("<3>NVRM: Xid (PCI:0000:C2:00): 48, pid=1, name=prom-" + tag + ", DBE"));
-  const int web_port = FreePort();
+  const int web_port = testing::FreePort();
   ASSERT_GT(web_port, 0);
   std::ofstream(dir_.File("prometheus.yml")) << "global:\n  scrape_interval: 1s\nscrape_configs:\n "
                                                 " - job_name: cmax\n    static_configs:\n"

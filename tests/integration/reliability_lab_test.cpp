@@ -11,6 +11,7 @@
 
 #include "integration/remediate_lab_fixture.hpp"
 #include "store/store.hpp"
+#include "support/free_port.hpp"
 
 namespace cmax::remediate {
 namespace {
@@ -128,6 +129,90 @@ TEST_F(ReliabilityLabTest, InjectIsSeenAtOnceAndADrainedNodeIsRefused) {
       << r.stdout_text;
   std::this_thread::sleep_for(500ms);
   EXPECT_FALSE(Node("gpu1").drain);
+}
+
+// A fault only NVML shows (the simulated library's state): the agent's NVML watch sees it, the
+// node is taken out, and the run restores the simulated GPU afterwards.
+TEST_F(ReliabilityLabTest, ASimulatedNvmlFaultIsTakenOutAndRestored) {
+  const std::string state = dir_.File("gpu4-nvml.json");
+  const std::string healthy = R"({"gpus": [{"bus_id": "0000:17:00.0"}]})";
+  ASSERT_TRUE(fs_.WriteFileAtomic(state, healthy, 0644));
+  auto agent =
+      sys::SpawnDaemon({.argv = {CMAX_BINARY, "--db", dir_.File("gpu4.db"), "agent", "--node",
+                                 "gpu4", "--metrics-listen", "none", "--nvml-interval", "0.2",
+                                 "--remediate", "--validation-command", "sleep 20",
+                                 "--reset-command", "true", "--breaker-percent", "100"},
+                        .env_add = {"SLURM_CONF=" + lab::PathsFor(spec_.dir).slurm_conf,
+                                    "CMAX_NVML_LIB=" + std::string(CMAX_NVML_SIM_LIB),
+                                    "CMAX_NVML_SIM_STATE=" + state},
+                        .log_path = dir_.File("gpu4.log")});
+  ASSERT_TRUE(agent) << agent.error().message;
+  agents_.push_back(*agent);
+  std::this_thread::sleep_for(1s);  // its first NVML look: healthy
+  const std::string scenario = dir_.File("nvml.yaml");
+  std::ofstream(scenario) << "bars: {detect_s: 5, out_of_service_s: 5}\npoll_s: 0.2\n"
+                          << "steps: [{name: remap, inject: nvml-sim, fault: row-remap-failure, "
+                             "node: gpu4, gpu: 0, state: '"
+                          << state << "'}]\n";
+  const auto r = Cmax({"reliability", "run", "--scenario", scenario});
+  EXPECT_EQ(r.exit_code, 0) << r.stdout_text << r.stderr_text;
+  EXPECT_NE(r.stdout_text.find("restored the simulated NVML state"), std::string::npos);
+  EXPECT_EQ(fs_.ReadFile(state, 1 << 20).value_or(""), healthy);
+  EXPECT_FALSE(fs_.Exists(state + ".cmax-backup"));
+  const auto findings = Findings();
+  ASSERT_EQ(findings.size(), 1U);
+  EXPECT_EQ(findings[0].status, CheckStatus::kPass) << findings[0].observed;
+}
+
+// A provider whose health checks alert but whom nothing acts on: detection passes through a
+// real Prometheus scraping the agent, and the step fails because the node stays in service.
+TEST_F(ReliabilityLabTest, AnAlertThatNothingActsOnIsDetectedAndStillFails) {
+  if (sys::FindProgram("prometheus").empty()) GTEST_SKIP() << "no prometheus (scripts/setup.sh)";
+  const int metrics = testing::FreePort();
+  const int web = testing::FreePort();
+  auto agent = sys::SpawnDaemon(
+      {.argv = {CMAX_BINARY, "--db", dir_.File("gpu1.db"), "agent", "--node", "gpu1", "--no-nvml",
+                "--metrics-listen", "127.0.0.1:" + std::to_string(metrics), "--devices",
+                "0000:17:00.0"},
+       .log_path = dir_.File("gpu1.log")});
+  ASSERT_TRUE(agent) << agent.error().message;
+  agents_.push_back(*agent);
+  std::ofstream(dir_.File("prometheus.yml"))
+      << "global:\n  scrape_interval: 1s\nscrape_configs:\n  - job_name: cmax\n"
+      << "    static_configs:\n      - targets: ['127.0.0.1:" << metrics << "']\n"
+      << "        labels: {node: gpu1}\n";
+  auto prom = sys::SpawnDaemon(
+      {.argv = {sys::FindProgram("prometheus"), "--config.file=" + dir_.File("prometheus.yml"),
+                "--storage.tsdb.path=" + dir_.File("tsdb"),
+                "--web.listen-address=127.0.0.1:" + std::to_string(web)},
+       .log_path = dir_.File("prometheus.log"),
+       .cwd = dir_.Path()});
+  ASSERT_TRUE(prom) << prom.error().message;
+  agents_.push_back(*prom);
+  const std::string url = "http://127.0.0.1:" + std::to_string(web);
+  // Prometheus is up and scraping the agent before the run starts.
+  ASSERT_TRUE(Eventually([&] {
+    sys::ProcessSpec spec{.argv = {"curl", "-s", "--get", url + "/api/v1/query", "--data-urlencode",
+                                   "query=up{node=\"gpu1\"}"}};
+    auto r = runner_.Run(spec);
+    return r && r->stdout_text.find(",\"1\"]") != std::string::npos;
+  }));
+  const std::string scenario = dir_.File("alert.yaml");
+  std::ofstream(scenario) << "bars: {detect_s: 8, out_of_service_s: 8}\npoll_s: 0.5\n"
+                          << "signals: {prometheus: '" << url
+                          << "', query: 'max by (node) (cmax_xid_total) > 0'}\n"
+                          << "steps: [{name: alert-only, inject: xid, code: 79, node: gpu1, "
+                             "gpu: '0000:17:00.0'}]\n";
+  const auto r = Cmax({"reliability", "run", "--scenario", scenario});
+  EXPECT_EQ(r.exit_code, 1) << r.stdout_text << r.stderr_text;
+  const auto findings = Findings();
+  ASSERT_EQ(findings.size(), 1U);
+  EXPECT_EQ(findings[0].status, CheckStatus::kFail);
+  EXPECT_NE(findings[0].observed.find("detected in"), std::string::npos) << findings[0].observed;
+  EXPECT_NE(findings[0].observed.find("alert: prometheus"), std::string::npos)
+      << findings[0].observed;
+  EXPECT_NE(findings[0].observed.find("no drain within 8.00s"), std::string::npos)
+      << findings[0].observed;
 }
 
 }  // namespace

@@ -60,6 +60,28 @@ TEST(NvmlSimFault, RefusesWhatItCannotDo) {
   EXPECT_FALSE(ApplySimFault(json::object(), {"lost", 0, "0"}));
 }
 
+TEST(NvmlSimFault, OnTheFileWithABackupThatRestores) {
+  sys::MemoryFileSystem fs;
+  const std::string original = TwoGpus().dump();
+  fs.AddFile("/lab/sim.json", original);
+  ASSERT_TRUE(ApplySimFaultToFile(fs, "/lab/sim.json", {"lost", 0, "0"}, /*dry_run=*/true));
+  EXPECT_EQ(fs.ReadFile("/lab/sim.json", 1 << 20).value(), original);  // a dry run writes nothing
+  EXPECT_FALSE(fs.Exists("/lab/sim.json.cmax-backup"));
+  ASSERT_TRUE(ApplySimFaultToFile(fs, "/lab/sim.json", {"lost", 0, "0"}));
+  ASSERT_TRUE(ApplySimFaultToFile(fs, "/lab/sim.json", {"dbe", 0, "1"}));
+  EXPECT_EQ(fs.ReadFile("/lab/sim.json.cmax-backup", 1 << 20).value(),
+            original);  // the first original
+  EXPECT_TRUE(
+      nlohmann::json::parse(fs.ReadFile("/lab/sim.json", 1 << 20).value())["gpus"][0]["lost"]);
+  ASSERT_TRUE(RestoreSimState(fs, "/lab/sim.json"));
+  EXPECT_EQ(fs.ReadFile("/lab/sim.json", 1 << 20).value(), original);
+  EXPECT_FALSE(fs.Exists("/lab/sim.json.cmax-backup"));
+  EXPECT_EQ(RestoreSimState(fs, "/lab/sim.json").error().code, ErrorCode::kNotFound);
+  fs.AddFile("/lab/bad.json", "{not json");
+  EXPECT_FALSE(ApplySimFaultToFile(fs, "/lab/bad.json", {"lost", 0, "0"}));
+  EXPECT_FALSE(ApplySimFaultToFile(fs, "/lab/none.json", {"lost", 0, "0"}));
+}
+
 TEST(NvmlSimFault, TheSimulatedLibraryReportsIt) {
   testing::TempDir dir;
   const std::string path = dir.File("state.json");

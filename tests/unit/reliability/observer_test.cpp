@@ -43,6 +43,20 @@ TEST(Observer, AMaintenanceReservationIsOutOfService) {
   EXPECT_EQ(v.at("gpu1").reason, "in a maintenance reservation");
 }
 
+TEST(Observer, ANewTaintIsSeenWhoeverSetIt) {
+  SchedulerNode before{"gpu1", "ready", false, "", {"service"}};
+  before.taints = {"nvidia.com/gpu:NoSchedule"};  // always there on GPU nodes: not news
+  SchedulerNode after = before;
+  after.taints.push_back("nvsentinel.dgxc.nvidia.com/quarantine:NoExecute");
+  const auto seen = Diff(ViewOf({before}), ViewOf({after}), "service", kT0);
+  ASSERT_EQ(seen.size(), 1U);
+  EXPECT_EQ(seen[0].kind, K::kTainted);
+  EXPECT_EQ(seen[0].detail, "nvsentinel.dgxc.nvidia.com/quarantine:NoExecute");
+  // A taint counts as taken out of service on the timeline.
+  const Timeline t = BuildTimeline("gpu1", kT0 - 1s, seen, kT0 + 1s);
+  EXPECT_EQ(t.out_of_service, Duration(1s));
+}
+
 TEST(Observer, ANodeInTwoPartitionsIsOneNode) {
   const SchedulerView v =
       ViewOf({{"gpu1", "drained", true, "r", {"gpu"}}, {"gpu1", "drained", true, "r", {"debug"}}});

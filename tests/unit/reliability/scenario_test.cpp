@@ -50,6 +50,34 @@ TEST(Scenario, ParsesStepsAndBars) {
   EXPECT_EQ(j->timeout, 3600s);
 }
 
+TEST(Scenario, NvmlSimAndDcgmSteps) {
+  auto s = ParseScenario(R"(steps:
+  - {inject: nvml-sim, fault: row-remap-failure, node: gpu4, gpu: 0, state: /lab/gpu4.json}
+  - {inject: dcgm, field: xid, value: 79, node: gpu5, gpu: 2}
+)");
+  ASSERT_TRUE(s) << s.error().message;
+  EXPECT_EQ(s->steps[0].name, "nvml-sim-row-remap-failure-gpu4");
+  EXPECT_EQ(s->steps[0].state, "/lab/gpu4.json");
+  EXPECT_EQ(StepRecord(s->steps[0]).value(), "simulated NVML: row-remap-failure on GPU 0");
+  EXPECT_EQ(StepRecord(s->steps[1]).value(), "dcgmi test --inject --gpuid 2 -f 230 -v 79");
+  EXPECT_FALSE(ParseScenario("steps: [{inject: nvml-sim, fault: melt, node: n, gpu: 0}]"));
+  EXPECT_FALSE(ParseScenario("steps: [{inject: nvml-sim, fault: lost, node: n}]"));
+  EXPECT_FALSE(ParseScenario("steps: [{inject: dcgm, field: nope, value: 1, node: n, gpu: 0}]"));
+  EXPECT_FALSE(ParseScenario("steps: [{inject: dcgm, field: xid, value: 1, node: n, gpu: x}]"));
+}
+
+TEST(Scenario, SignalsNeedAServerAndAQuery) {
+  auto s =
+      ParseScenario(R"(signals: {prometheus: "http://prom:9090", query: "up == 0", node_label: host}
+steps: [{inject: xid, code: 79, node: n, gpu: '17:00.0'}])");
+  ASSERT_TRUE(s) << s.error().message;
+  EXPECT_EQ(s->prometheus, "http://prom:9090");
+  EXPECT_EQ(s->alert_query, "up == 0");
+  EXPECT_EQ(s->alert_node_label, "host");
+  EXPECT_FALSE(ParseScenario(R"(signals: {prometheus: "http://prom:9090"}
+steps: [{inject: xid, code: 79, node: n, gpu: '17:00.0'}])"));
+}
+
 TEST(Scenario, RefusesWhatCannotRun) {
   EXPECT_FALSE(ParseScenario("steps: ["));
   EXPECT_FALSE(ParseScenario("- a list"));

@@ -13,6 +13,7 @@
 #include <sys/socket.h>
 #include <thread>
 
+#include "support/free_port.hpp"
 #include "support/http_fixture.hpp"
 #include "support/temp_dir.hpp"
 #include "sys/process_runner.hpp"
@@ -60,18 +61,6 @@ TEST(HttpClient, NoAnswerIsUnavailableAndHeadersAreNotInTheMessage) {
   EXPECT_FALSE(client.Send({.url = "ftp://127.0.0.1/x"}));  // only http and https
 }
 
-int FreePort() {
-  const int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
-  socklen_t len = sizeof addr;
-  getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
-  close(fd);
-  return ntohs(addr.sin_port);
-}
-
 std::string Slurp(const std::string& path) {
   std::ifstream in(path);
   std::stringstream s;
@@ -87,7 +76,7 @@ TEST(HttpClient, TlsTrustsOnlyWhatItIsGiven) {
                            dir.File("key.pem"), "-out", dir.File("cert.pem"), "-days", "1", "-subj",
                            "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1"}});
   ASSERT_TRUE(made && made->Succeeded()) << (made ? made->stderr_text : made.error().message);
-  const int port = FreePort();
+  const int port = testing::FreePort();
   auto server = SpawnDaemon(
       {.argv = {FindProgram("openssl"), "s_server", "-quiet", "-www", "-accept",
                 std::to_string(port), "-cert", dir.File("cert.pem"), "-key", dir.File("key.pem")},

@@ -1,0 +1,98 @@
+// The Prometheus alert signal: parsing instant-query answers, asking a server (the HTTP fixture
+// standing in for Prometheus's query API), and alerts on the timeline through the watcher.
+#include "reliability/alerts.hpp"
+
+#include <gtest/gtest.h>
+
+#include "reliability/observer.hpp"
+#include "support/http_fixture.hpp"
+
+namespace cmax::reliability {
+namespace {
+
+using namespace std::chrono_literals;
+
+constexpr const char* kTwoNodes = R"({"status":"success","data":{"resultType":"vector","result":[
+  {"metric":{"node":"gpu1","alertname":"GpuXid"},"value":[1800000000.1,"1"]},
+  {"metric":{"instance":"gpu2:9470"},"value":[1800000000.1,"3"]},
+  {"metric":{"node":"gpu3"},"value":[1800000000.1,"0"]}]}})";
+
+TEST(PrometheusAlerts, NodesFromTheSeriesThatAreNotZero) {
+  auto nodes = ParsePrometheusNodes(kTwoNodes, "node");
+  ASSERT_TRUE(nodes) << nodes.error().message;
+  EXPECT_EQ(*nodes, (std::set<std::string>{"gpu1", "gpu2"}));
+  EXPECT_FALSE(
+      ParsePrometheusNodes(R"({"status":"error","error":"parse error at char 3"})", "node"));
+  EXPECT_FALSE(ParsePrometheusNodes(
+      R"({"status":"success","data":{"resultType":"matrix","result":[]}})", "node"));
+  EXPECT_FALSE(ParsePrometheusNodes("<html>", "node"));
+  EXPECT_TRUE(ParsePrometheusNodes(
+                  R"({"status":"success","data":{"resultType":"vector","result":[]}})", "node")
+                  .value()
+                  .empty());
+}
+
+class NoScheduler final : public remediate::Scheduler {
+ public:
+  Result<std::vector<remediate::SchedulerNode>> Nodes() override {
+    return std::vector<remediate::SchedulerNode>{{"gpu1", "idle", false, "", {"gpu"}}};
+  }
+  Result<std::vector<remediate::TakeOut>> CmaxTakeOuts() override { return No(); }
+  Result<std::string> Drain(const std::string&, const std::string&) override { return No(); }
+  Result<std::string> Resume(const std::string&) override { return No(); }
+  Result<std::string> RequeueJobs(const std::string&) override { return No(); }
+  Result<std::string> Reboot(const std::string&, const std::string&) override { return No(); }
+  Result<std::string> BootTime(const std::string&) override { return No(); }
+  Result<std::string> StartValidation(const std::string&,
+                                      const remediate::ValidationSpec&) override {
+    return No();
+  }
+  Result<remediate::ValidationStatus> PollValidation(const std::string&,
+                                                     const std::string&) override {
+    return No();
+  }
+  Result<std::string> EndValidation(const std::string&, bool, const std::string&) override {
+    return No();
+  }
+  Result<std::string> PickSpare() override { return No(); }
+  Result<std::string> SwapInSpare(const std::string&) override { return No(); }
+  Result<std::string> ReturnSpare(const std::string&) override { return No(); }
+
+ private:
+  static tl::unexpected<Error> No() { return Fail(ErrorCode::kInternal, "read only"); }
+};
+
+TEST(PrometheusAlerts, AnAlertOnTheTimelineDetectsButDoesNotTakeOut) {
+  std::string answer = R"({"status":"success","data":{"resultType":"vector","result":[
+    {"metric":{"node":"gpu9"},"value":[1,"1"]}]}})";  // firing before the injection: not ours
+  testing::HttpFixture prometheus([&answer](const testing::FixtureRequest&) {
+    return testing::FixtureResponse{200, answer};
+  });
+  sys::CurlHttpClient http;
+  PrometheusAlerts alerts(http, prometheus.Url() + "/",
+                          "max by (node) (ALERTS{alertstate=\"firing\"})");
+  NoScheduler scheduler;
+  ManualClock clock(WallTime(std::chrono::milliseconds(1'800'000'000'000)));
+  Watcher watcher(scheduler, clock, "gpu", &alerts);
+  ASSERT_TRUE(watcher.Baseline());
+  EXPECT_TRUE(watcher.Poll().empty());
+  answer = kTwoNodes;
+  clock.Advance(1s);
+  const auto seen = watcher.Poll();
+  ASSERT_EQ(seen.size(), 2U);
+  EXPECT_EQ(seen[0].kind, ObservationKind::kAlert);
+  EXPECT_EQ(seen[0].node, "gpu1");
+  EXPECT_EQ(seen[0].detail, "prometheus: max by (node) (ALERTS{alertstate=\"firing\"})");
+  EXPECT_TRUE(watcher.Poll().empty());  // still firing: said once
+  const auto requests = prometheus.Requests();
+  EXPECT_EQ(requests.back().Path(), "/api/v1/query");
+  EXPECT_EQ(requests.back().Query(),
+            "query=max%20by%20%28node%29%20%28ALERTS%7Balertstate%3D%22firing%22%7D%29");
+  const Timeline t = BuildTimeline("gpu1", clock.Now() - 2s, seen, clock.Now());
+  EXPECT_EQ(t.detected, Duration(2s));
+  EXPECT_EQ(t.detected_by, "alert: prometheus: max by (node) (ALERTS{alertstate=\"firing\"})");
+  EXPECT_FALSE(t.out_of_service);
+}
+
+}  // namespace
+}  // namespace cmax::reliability
