@@ -19,6 +19,7 @@ SchedulerView ViewOf(const std::vector<remediate::SchedulerNode>& nodes) {
     }
     v.partitions.insert(n.partitions.begin(), n.partitions.end());
     v.taints.insert(n.taints.begin(), n.taints.end());
+    v.conditions.insert(n.conditions.begin(), n.conditions.end());
   }
   return view;
 }
@@ -31,6 +32,11 @@ std::vector<Observation> Diff(const SchedulerView& before, const SchedulerView& 
     const bool was_drained = it != before.end() && it->second.drain;
     if (now.drain && !was_drained) out.push_back({at, node, ObservationKind::kDrained, now.reason});
     if (!now.drain && was_drained) out.push_back({at, node, ObservationKind::kResumed, ""});
+    for (const std::string& condition : now.conditions) {
+      if (it == before.end() || !it->second.conditions.contains(condition)) {
+        out.push_back({at, node, ObservationKind::kAlert, "node condition " + condition});
+      }
+    }
     for (const std::string& taint : now.taints) {
       if (it == before.end() || !it->second.taints.contains(taint)) {
         out.push_back({at, node, ObservationKind::kTainted, taint});

@@ -21,7 +21,8 @@ struct NodeView {
   bool drain = false;
   std::string reason;
   std::set<std::string> partitions;
-  std::set<std::string> taints;  // Kubernetes NoSchedule/NoExecute taints, "key:effect"
+  std::set<std::string> taints;      // Kubernetes NoSchedule/NoExecute taints, "key:effect"
+  std::set<std::string> conditions;  // Kubernetes node conditions that say something is wrong
 };
 using SchedulerView = std::map<std::string, NodeView>;
 
@@ -29,7 +30,8 @@ SchedulerView ViewOf(const std::vector<remediate::SchedulerNode>& nodes);
 
 // What changed between two looks, as observations at `at`: a node that stopped taking work
 // (drained), took work again (resumed), got a NoSchedule/NoExecute taint it did not have
-// (tainted: a provider's remediation may taint instead of cordoning), or joined
+// (tainted: a provider's remediation may taint instead of cordoning), got a node condition that
+// says something is wrong (an alert: detection, not out of service), or joined
 // `service_partition` (spare-in, also a node that was not there before).
 std::vector<Observation> Diff(const SchedulerView& before, const SchedulerView& after,
                               const std::string& service_partition, WallTime at);

@@ -89,6 +89,18 @@ SchedulerNode KubeNodeView(const json& node) {
   const bool standby = KubeStr(node, {"metadata", "labels", kKubeSpareLabel.data()}) == "true" &&
                        HasTaint(node, kKubeSpareTaint);
   view.partitions.emplace_back(standby ? "spare" : "service");
+  const json& conditions = KubeField(node, {"status", "conditions"});
+  if (conditions.is_array()) {
+    for (const json& c : conditions) {
+      const std::string type = KubeStr(c, {"type"});
+      const std::string status = KubeStr(c, {"status"});
+      if (type == "Ready") {
+        if (status != "True") view.conditions.emplace_back("NotReady");
+      } else if (status == "True") {
+        view.conditions.push_back(type);
+      }
+    }
+  }
   const json& taints = KubeField(node, {"spec", "taints"});
   if (taints.is_array()) {
     for (const json& t : taints) {

@@ -27,6 +27,9 @@ struct SchedulerNode {
   // Kubernetes: the node's NoSchedule and NoExecute taints, "key:effect" (anyone's, not only
   // cmax's: an observer of another provider's remediation watches them).
   std::vector<std::string> taints;
+  // Kubernetes: node conditions that say something is wrong: any type other than Ready that is
+  // True (KernelDeadlock, GpuXidError, cmax's own ...), and "NotReady" when Ready is not True.
+  std::vector<std::string> conditions;
 };
 
 struct ValidationSpec {

@@ -57,6 +57,17 @@ TEST(Observer, ANewTaintIsSeenWhoeverSetIt) {
   EXPECT_EQ(t.out_of_service, Duration(1s));
 }
 
+TEST(Observer, ANewNodeConditionIsAnAlert) {
+  SchedulerNode before{"gpu1", "ready", false, "", {"service"}};
+  before.conditions = {"MemoryPressure"};  // already there: not this injection's
+  SchedulerNode after = before;
+  after.conditions.push_back("GpuXidError");
+  const auto seen = Diff(ViewOf({before}), ViewOf({after}), "service", kT0);
+  ASSERT_EQ(seen.size(), 1U);
+  EXPECT_EQ(seen[0].kind, K::kAlert);
+  EXPECT_EQ(seen[0].detail, "node condition GpuXidError");
+}
+
 TEST(Observer, ANodeInTwoPartitionsIsOneNode) {
   const SchedulerView v =
       ViewOf({{"gpu1", "drained", true, "r", {"gpu"}}, {"gpu1", "drained", true, "r", {"debug"}}});

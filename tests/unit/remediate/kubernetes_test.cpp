@@ -258,6 +258,9 @@ TEST_F(KubernetesTest, ListsArePagedAndNodesSayWhatTheyAre) {
   EXPECT_EQ((*nodes)[2].reason, "cordoned");
   EXPECT_FALSE(IsCmaxReason((*nodes)[2].reason));
   EXPECT_EQ((*nodes)[3].partitions, (std::vector<std::string>{"spare"}));
+  EXPECT_EQ((*nodes)[1].conditions, (std::vector<std::string>{"CmaxQuarantined"}));
+  EXPECT_EQ((*nodes)[1].taints, (std::vector<std::string>{"cmax.dev/quarantine:NoSchedule"}));
+  EXPECT_TRUE((*nodes)[0].conditions.empty());
   auto take_outs = k.CmaxTakeOuts();
   ASSERT_TRUE(take_outs);
   ASSERT_EQ(take_outs->size(), 1U);
