@@ -5,7 +5,9 @@
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <cmath>
 #include <fmt/format.h>
+#include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -21,6 +23,7 @@
 #include "inject/kernel_lines.hpp"
 #include "inject/nvml_sim.hpp"
 #include "reliability/alerts.hpp"
+#include "reliability/reboot.hpp"
 #include "reliability/scenario.hpp"
 #include "report/render.hpp"
 #include "store/run_writer.hpp"
@@ -34,6 +37,13 @@ namespace {
 struct ReliabilityOptions {
   CLI::App* run = nullptr;
   CLI::App* report = nullptr;
+  CLI::App* reboot = nullptr;
+  std::string node;
+  bool allow_destructive = false;
+  bool force = false;
+  std::string gpu_check = "srun -w {node} -N1 --overlap -t 1 nvidia-smi -L";
+  double timeout_s = 1800;
+  double poll_s = 5;
   std::string run_id = "latest";
   std::string output;
   std::string scenario;
@@ -233,6 +243,103 @@ int Run(const ReliabilityOptions& o, Context& ctx) {
   return all_pass ? kExitOk : kExitChecksFailed;
 }
 
+// Reboots a node through the scheduler and times its return until a GPU query works.
+int Reboot(const ReliabilityOptions& o, Context& ctx) {
+  const std::string name = "cmax reliability reboot";
+  if (!std::isfinite(o.timeout_s) || o.timeout_s <= 0 || !std::isfinite(o.poll_s) ||
+      o.poll_s <= 0) {
+    ctx.err << name << ": --timeout and --poll must be positive\n";
+    return kExitUsage;
+  }
+  sys::LocalFileSystem fs;
+  sys::PosixProcessRunner runner;
+  inject::TargetFacts facts = GatherFacts(o.node, fs, runner);
+  facts.local = true;     // the scheduler reboots it, wherever it is
+  facts.drained = false;  // a drained node may be rebooted; it is put back in service after
+  const auto refusals = inject::Refusals(facts, {.yes = o.yes,
+                                                 .force = o.force,
+                                                 .allow_destructive = o.allow_destructive,
+                                                 .destructive = true});
+  for (const std::string& why : refusals) ctx.err << name << ": refused: " << why << "\n";
+  if (!refusals.empty()) return kExitUsage;
+  SystemClock clock;
+  auto scheduler = MakeScheduler(o.scheduler, runner, clock);
+  if (!scheduler) {
+    ctx.err << name << ": " << scheduler.error().message << "\n";
+    return kExitUsage;
+  }
+  auto store = store::Store::Open({.path = ctx.DbPath()});
+  if (!store) {
+    ctx.err << name << ": " << store.error().message << "\n";
+    return kExitError;
+  }
+  const WallTime started = clock.Now();
+  auto writer = store::RunWriter::Begin(*store, {.command = "reliability",
+                                                 .target = "reboot/" + facts.node,
+                                                 .host = sys::Hostname(),
+                                                 .started_at = started,
+                                                 .cmax_version = VersionString(),
+                                                 .pid = ::getpid()});
+  if (!writer) {
+    ctx.err << name << ": " << writer.error().message << "\n";
+    return kExitError;
+  }
+  std::string check = o.gpu_check;
+  for (size_t at = check.find("{node}"); at != std::string::npos; at = check.find("{node}", at)) {
+    check.replace(at, 6, facts.node);
+  }
+  reliability::RebootHooks hooks;
+  hooks.gpu_check = [&]() -> Result<std::string> {
+    sys::ProcessSpec spec{.argv = {check}, .use_shell = true};
+    spec.timeout = std::chrono::seconds(120);
+    auto r = runner.Run(spec);
+    if (!r) return tl::unexpected(r.error());
+    if (!r->Succeeded()) {
+      return Fail(ErrorCode::kIo, "{}: {}", r->Describe(),
+                  std::string(Trim(r->stderr_text)).substr(0, 200));
+    }
+    return std::string(Trim(r->stdout_text));
+  };
+  hooks.stop = [] { return sys::Interrupted(); };
+  ctx.out << name << ": rebooting " << facts.node << " through the scheduler; GPU query: " << check
+          << "\n";
+  auto timing = reliability::TimeReboot(*(*scheduler)->scheduler, clock, facts.node,
+                                        Seconds(o.poll_s), Seconds(o.timeout_s), hooks);
+  if (!timing) {
+    ctx.err << name << ": " << timing.error().message << "\n";
+    (void)writer->FinishWithError(kExitError, clock.Now());
+    return kExitError;
+  }
+  Finding f;
+  f.check_id = "reliability.reboot";
+  f.status = timing->failure.empty() ? CheckStatus::kPass : CheckStatus::kFail;
+  f.severity = timing->failure.empty() ? Severity::kInfo : Severity::kHigh;
+  f.message = timing->failure.empty()
+                  ? fmt::format("{} rebooted in {}; GPUs answered after {}", facts.node,
+                                FormatDuration(*timing->booted), FormatDuration(*timing->gpu_ready))
+                  : facts.node + ": " + timing->failure;
+  f.observed = timing->gpu_output;
+  f.expected = "back with working GPUs within " + FormatDuration(Seconds(o.timeout_s));
+  std::vector<Metric> metrics;
+  const std::map<std::string, std::string> labels = {{"node", facts.node}};
+  const auto secs = [](Duration d) { return std::chrono::duration<double>(d).count(); };
+  if (timing->booted)
+    metrics.push_back({"reliability.reboot.booted", labels, secs(*timing->booted), "s"});
+  if (timing->gpu_ready) {
+    metrics.push_back({"reliability.reboot.gpu_ready", labels, secs(*timing->gpu_ready), "s"});
+  }
+  if (auto ok = writer->Add({{"reliability.reboot.boot_times",
+                              nlohmann::json({timing->boot_before, timing->boot_after}).dump()}},
+                            {f}, metrics);
+      !ok) {
+    ctx.err << name << ": " << ok.error().message << "\n";
+    return kExitError;
+  }
+  auto outcome = writer->Finish(sys::InterruptSignal(), clock.Now());
+  ctx.out << "  " << StatusName(f.status) << ": " << SanitizeUtf8(f.message) << "\n";
+  return outcome ? outcome->exit_code : kExitError;
+}
+
 // The HTML report of a reliability run, with its timeline chart.
 int Report(const ReliabilityOptions& o, Context& ctx) {
   auto store = store::Store::Open({.path = ctx.DbPath(), .create = false});
@@ -302,7 +409,27 @@ Command SetupReliabilityCommand(CLI::App& parent) {
   o->report = app->add_subcommand("report", "The HTML report of a run, with its timeline chart");
   o->report->add_option("RUN", o->run_id, "Run id, or 'latest' (default)");
   o->report->add_option("-o,--output", o->output, "Write to this file instead of stdout");
-  return {app, [o](Context& ctx) { return o->report->parsed() ? Report(*o, ctx) : Run(*o, ctx); }};
+  o->reboot = app->add_subcommand(
+      "reboot", "Reboot a node through its scheduler and time its return until a GPU query works");
+  o->reboot->add_option("NODE", o->node, "The node")->required();
+  o->reboot->add_flag("--allow-destructive", o->allow_destructive, "Required: it reboots the node");
+  o->reboot->add_flag("--force", o->force, "Even when the node runs jobs");
+  o->reboot->add_flag("--yes", o->yes, "A node that is not a lab's");
+  o->reboot
+      ->add_option("--gpu-check", o->gpu_check,
+                   "Shell command that succeeds once the node's GPUs answer ({node} replaced)")
+      ->capture_default_str();
+  o->reboot->add_option("--timeout", o->timeout_s, "Seconds to wait for the node and its GPUs")
+      ->capture_default_str();
+  o->reboot->add_option("--poll", o->poll_s, "Seconds between looks")->capture_default_str();
+  o->reboot->add_option("--scheduler", o->scheduler.scheduler, "slurm or kubernetes")
+      ->check(CLI::IsMember({"slurm", "kubernetes"}))
+      ->capture_default_str();
+  return {app, [o](Context& ctx) {
+            if (o->report->parsed()) return Report(*o, ctx);
+            if (o->reboot->parsed()) return Reboot(*o, ctx);
+            return Run(*o, ctx);
+          }};
 }
 
 }  // namespace cmax::cli

@@ -164,6 +164,19 @@ TEST_F(ReliabilityLabTest, ASimulatedNvmlFaultIsTakenOutAndRestored) {
   EXPECT_EQ(findings[0].status, CheckStatus::kPass) << findings[0].observed;
 }
 
+// Reboot timing asks Slurm to reboot; the lab (one host) has no RebootProgram, so Slurm refuses
+// and the command says why. Without --allow-destructive nothing is asked at all.
+TEST_F(ReliabilityLabTest, RebootTimingIsRefusedWithoutItsFlagAndReportsSlurmsAnswer) {
+  auto r = Cmax({"reliability", "reboot", "gpu4"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.stderr_text.find("--allow-destructive"), std::string::npos) << r.stderr_text;
+  r = Cmax(
+      {"reliability", "reboot", "gpu4", "--allow-destructive", "--timeout", "5", "--poll", "0.2"});
+  EXPECT_EQ(r.exit_code, 3) << r.stdout_text << r.stderr_text;
+  EXPECT_NE(r.stderr_text.find("RebootProgram"), std::string::npos) << r.stderr_text;
+  EXPECT_FALSE(Node("gpu4").drain);
+}
+
 // A provider whose health checks alert but whom nothing acts on: detection passes through a
 // real Prometheus scraping the agent, and the step fails because the node stays in service.
 TEST_F(ReliabilityLabTest, AnAlertThatNothingActsOnIsDetectedAndStillFails) {
