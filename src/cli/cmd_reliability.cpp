@@ -53,6 +53,7 @@ struct ReliabilityOptions {
   ControllerFlags scheduler;  // --scheduler and the --kube-* flags only
   std::string prometheus;
   std::string alert_query;
+  std::string alert_webhook;
 };
 
 std::string Took(const std::optional<Duration>& d) {
@@ -185,12 +186,29 @@ int Run(const ReliabilityOptions& o, Context& ctx) {
   hooks.stop = [] { return sys::Interrupted(); };
   const std::string prometheus = o.prometheus.empty() ? scenario->prometheus : o.prometheus;
   const std::string query = o.alert_query.empty() ? scenario->alert_query : o.alert_query;
+  const std::string webhook = o.alert_webhook.empty() ? scenario->alert_webhook : o.alert_webhook;
   sys::CurlHttpClient http;
-  std::optional<reliability::PrometheusAlerts> alerts;
+  std::optional<reliability::PrometheusAlerts> prometheus_alerts;
+  std::unique_ptr<reliability::WebhookAlerts> webhook_alerts;
+  reliability::AnyAlerts alerts;
   if (!prometheus.empty() && !query.empty()) {
-    alerts.emplace(http, prometheus, query, scenario->alert_node_label);
-    hooks.alerts = &*alerts;
+    prometheus_alerts.emplace(http, prometheus, query, scenario->alert_node_label);
+    alerts.Add(&*prometheus_alerts);
   }
+  if (!webhook.empty()) {
+    auto listening = reliability::WebhookAlerts::Listen(webhook, scenario->alert_node_label);
+    if (!listening) {
+      ctx.err << "cmax reliability run: alert webhook: " << listening.error().message << "\n";
+      (void)writer->FinishWithError(kExitUsage, clock.Now());
+      return kExitUsage;
+    }
+    webhook_alerts = std::move(*listening);
+    ctx.out << "alert webhook: POST Alertmanager-style alerts to http://"
+            << webhook.substr(0, webhook.rfind(':')) << ":" << webhook_alerts->Port() << "/"
+            << std::endl;
+    alerts.Add(webhook_alerts.get());
+  }
+  if (!alerts.Empty()) hooks.alerts = &alerts;
   auto results = reliability::RunScenario(*scenario, *(*scheduler)->scheduler, clock, hooks);
   // Restore what can be restored: the simulated GPUs (a kernel-log record cannot be taken back;
   // what the provider did to the nodes is theirs to undo).
@@ -398,6 +416,8 @@ Command SetupReliabilityCommand(CLI::App& parent) {
                      "Prometheus URL for an alert signal (with --alert-query)");
   o->run->add_option("--alert-query", o->alert_query,
                      "Instant query whose series name alerting nodes (label node, else instance)");
+  o->run->add_option("--alert-webhook", o->alert_webhook,
+                     "HOST:PORT to receive Alertmanager-style alert webhooks on (port 0: any)");
   o->run->add_option("--scheduler", o->scheduler.scheduler, "slurm or kubernetes")
       ->check(CLI::IsMember({"slurm", "kubernetes"}))
       ->capture_default_str();

@@ -77,4 +77,70 @@ Result<std::set<std::string>> PrometheusAlerts::Firing() {
   return ParsePrometheusNodes(response->body, node_label_);
 }
 
+Result<std::unique_ptr<WebhookAlerts>> WebhookAlerts::Listen(const std::string& address,
+                                                             std::string node_label) {
+  auto server = sys::MetricsServer::Listen(address);
+  if (!server) return tl::unexpected(server.error());
+  return std::unique_ptr<WebhookAlerts>(
+      new WebhookAlerts(std::move(*server), std::move(node_label)));
+}
+
+Result<void> WebhookAlerts::Take(std::string_view body) {
+  const nlohmann::json doc = nlohmann::json::parse(body, nullptr, /*allow_exceptions=*/false);
+  if (!doc.is_object() || !doc.contains("alerts") || !doc["alerts"].is_array()) {
+    return Fail(ErrorCode::kInvalidArgument, "not an alert list ({\"alerts\": [...]})");
+  }
+  for (const nlohmann::json& alert : doc["alerts"]) {
+    if (!alert.is_object() || !alert.contains("labels") || !alert["labels"].is_object()) continue;
+    const nlohmann::json& labels = alert["labels"];
+    std::string node = labels.value(node_label_, "");
+    if (node.empty()) {
+      node = labels.value("instance", "");
+      node = node.substr(0, node.rfind(':'));
+    }
+    if (node.empty()) continue;
+    if (alert.value("status", "firing") == "resolved") {
+      firing_.erase(node);
+    } else {
+      firing_.insert(node);
+    }
+  }
+  return {};
+}
+
+Result<std::set<std::string>> WebhookAlerts::Firing() {
+  server_.Serve(
+      [this](const sys::ServedRequest& r) -> std::optional<sys::ServedResponse> {
+        if (r.method != "POST") return sys::ServedResponse{405, "text/plain", "POST alerts here\n"};
+        if (auto ok = Take(r.body); !ok) {
+          return sys::ServedResponse{400, "text/plain", ok.error().message + "\n"};
+        }
+        return sys::ServedResponse{200, "text/plain", "ok\n"};
+      },
+      std::chrono::milliseconds(200), 32);
+  return firing_;
+}
+
+Result<std::set<std::string>> AnyAlerts::Firing() {
+  std::set<std::string> all;
+  std::string errors;
+  for (AlertSource* source : sources_) {
+    auto firing = source->Firing();
+    if (!firing) {
+      errors += (errors.empty() ? "" : "; ") + source->Describe() + ": " + firing.error().message;
+      continue;
+    }
+    all.insert(firing->begin(), firing->end());
+  }
+  if (all.empty() && !errors.empty()) return Fail(ErrorCode::kUnavailable, "{}", errors);
+  return all;
+}
+
+std::string AnyAlerts::Describe() const {
+  std::string text;
+  for (const AlertSource* source : sources_)
+    text += (text.empty() ? "" : " or ") + source->Describe();
+  return text;
+}
+
 }  // namespace cmax::reliability

@@ -90,6 +90,7 @@ Result<Scenario> ParseScenario(std::string_view text) {
       s.prometheus = Text(signals, "prometheus");
       s.alert_query = Text(signals, "query");
       if (!Text(signals, "node_label").empty()) s.alert_node_label = Text(signals, "node_label");
+      s.alert_webhook = Text(signals, "webhook");
       if (s.prometheus.empty() != s.alert_query.empty()) {
         return Fail(ErrorCode::kInvalidArgument,
                     "scenario: signals need both prometheus (a URL) and query");

@@ -43,6 +43,7 @@ struct Scenario {
   std::string prometheus;
   std::string alert_query;
   std::string alert_node_label = "node";
+  std::string alert_webhook;  // HOST:PORT to receive Alertmanager-style webhooks on
 };
 
 // YAML or JSON:
@@ -52,7 +53,8 @@ struct Scenario {
 //   poll_s: 0.5
 //   timeout_s: 60
 //   service_partition: gpu
-//   signals: {prometheus: "http://prom:9090", query: 'max by (node) (ALERTS{alertstate="firing"})'}
+//   signals: {prometheus: "http://prom:9090", query: 'max by (node) (ALERTS{alertstate="firing"})',
+//             webhook: "0.0.0.0:9099"}
 //   steps:
 //     - {name: fallen-off, inject: xid, code: 79, node: gpu1, gpu: "0000:17:00.0"}
 //     - {inject: sxid, code: 12028, node: gpu3, switch_pci: "0000:05:00.0", fatal: true}

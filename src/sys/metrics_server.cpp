@@ -12,6 +12,7 @@
 #include <sys/socket.h>
 #include <utility>
 
+#include "core/strings.hpp"
 #include "sys/file_system.hpp"
 
 namespace cmax::sys {
@@ -73,6 +74,15 @@ bool MetricsServer::Resting() const {
 }
 
 void MetricsServer::Serve(const HttpHandler& handler, Duration budget, int max_connections) {
+  Serve(
+      [&handler](const ServedRequest& r) -> std::optional<ServedResponse> {
+        if (r.method != "GET") return ServedResponse{405, "text/plain", "only GET\n"};
+        return handler(r.path);
+      },
+      budget, max_connections);
+}
+
+void MetricsServer::Serve(const RequestHandler& handler, Duration budget, int max_connections) {
   const auto deadline = std::chrono::steady_clock::now() + budget;
   for (int i = 0; i < max_connections && std::chrono::steady_clock::now() < deadline; ++i) {
     const int client = ::accept4(fd_, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
@@ -87,19 +97,24 @@ void MetricsServer::Serve(const HttpHandler& handler, Duration budget, int max_c
   }
 }
 
-void MetricsServer::Answer(int client, const HttpHandler& handler,
+void MetricsServer::Answer(int client, const RequestHandler& handler,
                            std::chrono::steady_clock::time_point deadline) {
   std::string request;
-  while (request.find("\r\n\r\n") == std::string::npos && request.size() < 8192) {
+  const auto read_more = [&]() {
     const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
         deadline - std::chrono::steady_clock::now());
-    if (left.count() <= 0) return;
+    if (left.count() <= 0) return false;
     pollfd p{client, POLLIN, 0};
-    if (::poll(&p, 1, static_cast<int>(left.count())) <= 0) return;
+    if (::poll(&p, 1, static_cast<int>(left.count())) <= 0) return false;
     char buffer[4096];
     const ssize_t n = ::read(client, buffer, sizeof(buffer));
-    if (n <= 0) return;
+    if (n <= 0) return false;
     request.append(buffer, static_cast<size_t>(n));
+    return true;
+  };
+  size_t head_end = std::string::npos;
+  while ((head_end = request.find("\r\n\r\n")) == std::string::npos && request.size() < 8192) {
+    if (!read_more()) return;
   }
   // "GET /metrics HTTP/1.1"
   const size_t line_end = request.find("\r\n");
@@ -107,19 +122,35 @@ void MetricsServer::Answer(int client, const HttpHandler& handler,
   const size_t first = line.find(' ');
   const size_t second = line.find(' ', first + 1);
   std::optional<ServedResponse> response;
-  if (first == std::string_view::npos || second == std::string_view::npos) {
+  if (head_end == std::string::npos || first == std::string_view::npos ||
+      second == std::string_view::npos) {
     response = ServedResponse{400, "text/plain", "bad request\n"};
-  } else if (line.substr(0, first) != "GET") {
-    response = ServedResponse{405, "text/plain", "only GET\n"};
   } else {
+    ServedRequest r;
+    r.method = std::string(line.substr(0, first));
     std::string_view path = line.substr(first + 1, second - first - 1);
-    path = path.substr(0, path.find('?'));
-    response = handler(path);
-    if (!response) response = ServedResponse{404, "text/plain", "not found\n"};
+    r.path = std::string(path.substr(0, path.find('?')));
+    // Content-Length, in any case; no chunked bodies (webhook senders give a length).
+    size_t length = 0;
+    const std::string head = ToLower(std::string_view(request).substr(0, head_end));
+    if (const size_t at = head.find("\r\ncontent-length:"); at != std::string::npos) {
+      length = std::strtoull(head.c_str() + at + 17, nullptr, 10);
+    }
+    if (length > kMaxRequestBody) {
+      response = ServedResponse{413, "text/plain", "body too large\n"};
+    } else {
+      while (request.size() < head_end + 4 + length) {
+        if (!read_more()) return;
+      }
+      r.body = request.substr(head_end + 4, length);
+      response = handler(r);
+      if (!response) response = ServedResponse{404, "text/plain", "not found\n"};
+    }
   }
   const char* reason = response->status == 200   ? "OK"
                        : response->status == 404 ? "Not Found"
                        : response->status == 405 ? "Method Not Allowed"
+                       : response->status == 413 ? "Payload Too Large"
                                                  : "Bad Request";
   const std::string head = "HTTP/1.1 " + std::to_string(response->status) + " " + reason +
                            "\r\nContent-Type: " + response->content_type +

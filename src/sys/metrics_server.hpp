@@ -22,6 +22,15 @@ struct ServedResponse {
 // Answers a path ("/metrics"); nullopt means 404.
 using HttpHandler = std::function<std::optional<ServedResponse>(std::string_view path)>;
 
+// A request with its body, for servers that take POSTs (alert webhooks).
+struct ServedRequest {
+  std::string method;
+  std::string path;  // without the query
+  std::string body;
+};
+using RequestHandler = std::function<std::optional<ServedResponse>(const ServedRequest& request)>;
+inline constexpr size_t kMaxRequestBody = size_t{1} << 20;
+
 class MetricsServer {
  public:
   // "127.0.0.1:9470", ":9470" (all addresses) or "0.0.0.0:0" (any free port).
@@ -38,6 +47,8 @@ class MetricsServer {
   // that clients that connect and say nothing cannot hold the caller's loop.
   void Serve(const HttpHandler& handler, Duration budget = std::chrono::milliseconds(100),
              int max_connections = 8);
+  // The same for any method; a body (Content-Length, at most kMaxRequestBody) is read too.
+  void Serve(const RequestHandler& handler, Duration budget, int max_connections);
   uint64_t Served() const { return served_; }
   // After accept failed for lack of file descriptors the listener is rested for a second; a
   // poll loop leaves the fd out meanwhile, or it would spin on a readable socket.
@@ -45,7 +56,7 @@ class MetricsServer {
 
  private:
   MetricsServer(int fd, int port) : fd_(fd), port_(port) {}
-  void Answer(int client, const HttpHandler& handler,
+  void Answer(int client, const RequestHandler& handler,
               std::chrono::steady_clock::time_point deadline);
   int fd_ = -1;
   int port_ = 0;

@@ -2,7 +2,9 @@
 // standing in for Prometheus's query API), and alerts on the timeline through the watcher.
 #include "reliability/alerts.hpp"
 
+#include <atomic>
 #include <gtest/gtest.h>
+#include <thread>
 
 #include "reliability/observer.hpp"
 #include "support/http_fixture.hpp"
@@ -92,6 +94,62 @@ TEST(PrometheusAlerts, AnAlertOnTheTimelineDetectsButDoesNotTakeOut) {
   EXPECT_EQ(t.detected, Duration(2s));
   EXPECT_EQ(t.detected_by, "alert: prometheus: max by (node) (ALERTS{alertstate=\"firing\"})");
   EXPECT_FALSE(t.out_of_service);
+}
+
+// POSTs from another thread while this one serves, as the runner's loop does.
+sys::HttpResponse Post(WebhookAlerts& hook, const std::string& body,
+                       const std::string& method = "POST") {
+  sys::HttpResponse answer;
+  std::atomic<bool> done{false};
+  std::thread client([&] {
+    sys::CurlHttpClient http;
+    auto r = http.Send({.method = method,
+                        .url = "http://127.0.0.1:" + std::to_string(hook.Port()) + "/",
+                        .headers = {"Content-Type: application/json"},
+                        .body = body});
+    if (r) answer = *r;
+    done = true;
+  });
+  for (int i = 0; i < 500 && !done; ++i) {
+    (void)hook.Firing();
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  client.join();
+  return answer;
+}
+
+TEST(WebhookAlerts, FiringUntilResolvedAndGarbageRefused) {
+  auto hook = WebhookAlerts::Listen("127.0.0.1:0");
+  ASSERT_TRUE(hook) << hook.error().message;
+  EXPECT_TRUE((*hook)->Firing().value().empty());
+  auto r = Post(**hook, R"({"version":"4","status":"firing","alerts":[
+    {"status":"firing","labels":{"alertname":"GpuXid","node":"gpu1"}},
+    {"status":"firing","labels":{"alertname":"NodeDown","instance":"gpu2:9100"}}]})");
+  EXPECT_EQ(r.status, 200);
+  EXPECT_EQ((*hook)->Firing().value(), (std::set<std::string>{"gpu1", "gpu2"}));
+  r = Post(**hook, R"({"alerts":[{"status":"resolved","labels":{"node":"gpu1"}}]})");
+  EXPECT_EQ(r.status, 200);
+  EXPECT_EQ((*hook)->Firing().value(), (std::set<std::string>{"gpu2"}));
+  EXPECT_EQ(Post(**hook, "{not json").status, 400);
+  EXPECT_EQ(Post(**hook, "", "GET").status, 405);
+  EXPECT_EQ(Post(**hook, std::string(2 << 20, 'x')).status, 413);
+  EXPECT_EQ((*hook)->Firing().value(), (std::set<std::string>{"gpu2"}));
+}
+
+TEST(WebhookAlerts, AnyOfSeveralSignals) {
+  auto hook = WebhookAlerts::Listen("127.0.0.1:0");
+  ASSERT_TRUE(hook);
+  ASSERT_TRUE((*hook)->Take(R"({"alerts":[{"labels":{"node":"gpu3"}}]})"));
+  testing::HttpFixture prometheus([](const testing::FixtureRequest&) {
+    return testing::FixtureResponse{200, kTwoNodes};
+  });
+  sys::CurlHttpClient http;
+  PrometheusAlerts prom(http, prometheus.Url(), "q");
+  AnyAlerts any;
+  any.Add(&prom);
+  any.Add(hook->get());
+  EXPECT_EQ(any.Firing().value(), (std::set<std::string>{"gpu1", "gpu2", "gpu3"}));
+  EXPECT_EQ(any.Describe(), "prometheus: q or webhook alert");
 }
 
 }  // namespace
