@@ -13,6 +13,7 @@
 #include <optional>
 #include <ostream>
 #include <set>
+#include <thread>
 
 #include "cli/cli.hpp"
 #include "cli/common.hpp"
@@ -22,6 +23,7 @@
 #include "core/strings.hpp"
 #include "inject/kernel_lines.hpp"
 #include "inject/nvml_sim.hpp"
+#include "inject/pcie_sbr.hpp"
 #include "reliability/alerts.hpp"
 #include "reliability/reboot.hpp"
 #include "reliability/scenario.hpp"
@@ -108,7 +110,19 @@ int Run(const ReliabilityOptions& o, Context& ctx) {
     ctx.out << fmt::format("{}: {} {} on {}{}: {}\n", step.name, step.inject, step.code, step.node,
                            facts.lab ? " (lab)" : "",
                            SanitizeUtf8(reliability::StepRecord(step).value_or("")));
-    for (const std::string& why : inject::Refusals(facts, {.dry_run = o.dry_run, .yes = o.yes})) {
+    std::vector<std::string> why_not =
+        inject::Refusals(facts, {.dry_run = o.dry_run,
+                                 .yes = o.yes,
+                                 .force = o.force,
+                                 .allow_destructive = o.allow_destructive,
+                                 .destructive = step.inject == "pcie-sbr"});
+    if (step.inject == "pcie-sbr") {
+      // The bus reset runs here: it must be certain of its GPU before anything is injected.
+      if (auto plan = inject::PlanSecondaryBusReset(fs, step.pci); !plan) {
+        why_not.push_back(plan.error().message);
+      }
+    }
+    for (const std::string& why : why_not) {
       ctx.err << "cmax reliability run: " << step.name << ": refused: " << why << "\n";
       refused = true;
     }
@@ -163,6 +177,20 @@ int Run(const ReliabilityOptions& o, Context& ctx) {
       auto change = inject::ApplySimFaultToFile(
           fs, path, {step.fault, static_cast<long>(step.value), step.pci});
       if (!change) return tl::unexpected(change.error());
+      return {};
+    }
+    if (step.inject == "pcie-sbr") {
+      auto plan = inject::PlanSecondaryBusReset(fs, step.pci);
+      if (!plan) return tl::unexpected(plan.error());
+      for (const auto* argv : {&plan->assert_reset, &plan->release_reset}) {
+        auto r = runner.Run({.argv = *argv});
+        if (!r || !r->Succeeded()) {
+          return Fail(ErrorCode::kIo, "{} failed; release the bus with `{}`", Join(*argv, " "),
+                      Join(plan->release_reset, " "));
+        }
+        if (argv == &plan->assert_reset)
+          std::this_thread::sleep_for(std::chrono::milliseconds(200));
+      }
       return {};
     }
     if (step.inject == "dcgm") {
@@ -411,6 +439,9 @@ Command SetupReliabilityCommand(CLI::App& parent) {
   o->run->add_flag("--dry-run", o->dry_run,
                    "Print each step's record and the bars; inject nothing");
   o->run->add_flag("--yes", o->yes, "Inject into nodes that are not a lab's");
+  o->run->add_flag("--allow-destructive", o->allow_destructive,
+                   "Allow pcie-sbr steps (a real bus reset)");
+  o->run->add_flag("--force", o->force, "pcie-sbr steps even on nodes with jobs");
   o->run->add_option("--kmsg", o->kmsg, "Where records are written")->capture_default_str();
   o->run->add_option("--prometheus", o->prometheus,
                      "Prometheus URL for an alert signal (with --alert-query)");

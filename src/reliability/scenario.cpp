@@ -116,14 +116,19 @@ Result<Scenario> ParseScenario(std::string_view text) {
       step.link = n["link"] ? n["link"].as<int>() : 0;
       step.fatal = n["fatal"] && n["fatal"].as<bool>();
       const bool by_code = step.inject == "xid" || step.inject == "sxid";
-      step.name = Text(n, "name").empty()
-                      ? fmt::format("{}-{}-{}", step.inject,
-                                    by_code ? std::to_string(step.code) : step.fault, step.node)
-                      : Text(n, "name");
-      if (!by_code && step.inject != "nvml-sim" && step.inject != "dcgm") {
+      step.name =
+          Text(n, "name").empty()
+              ? (step.inject == "pcie-sbr"
+                     ? fmt::format("pcie-sbr-{}", step.node)
+                     : fmt::format("{}-{}-{}", step.inject,
+                                   by_code ? std::to_string(step.code) : step.fault, step.node))
+              : Text(n, "name");
+      if (!by_code && step.inject != "nvml-sim" && step.inject != "dcgm" &&
+          step.inject != "pcie-sbr") {
         return Fail(ErrorCode::kInvalidArgument,
-                    "scenario step {}: inject must be xid, sxid, nvml-sim or dcgm, got '{}'", i + 1,
-                    step.inject);
+                    "scenario step {}: inject must be xid, sxid, nvml-sim, dcgm or pcie-sbr, got "
+                    "'{}'",
+                    i + 1, step.inject);
       }
       if (step.node.empty()) {
         return Fail(ErrorCode::kInvalidArgument, "scenario step {}: no node", i + 1);
@@ -141,6 +146,11 @@ Result<Scenario> ParseScenario(std::string_view text) {
 }
 
 Result<std::string> StepRecord(const Step& step) {
+  if (step.inject == "pcie-sbr") {
+    auto pci = inject::FullPciAddress(step.pci);
+    if (!pci) return tl::unexpected(pci.error());
+    return "secondary bus reset above GPU " + *pci;
+  }
   if (step.inject == "nvml-sim") {
     const auto names = inject::SimFaultNames();
     if (std::find(names.begin(), names.end(), step.fault) == names.end()) {

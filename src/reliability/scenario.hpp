@@ -19,7 +19,7 @@ namespace cmax::reliability {
 
 struct Step {
   std::string name;
-  std::string inject;  // "xid", "sxid", "nvml-sim" or "dcgm"
+  std::string inject;  // "xid", "sxid", "nvml-sim", "dcgm" or "pcie-sbr"
   int code = 0;
   std::string node;
   std::string pci;  // the GPU (xid, nvml-sim: index or address; dcgm: DCGM's id), the NVSwitch
@@ -60,6 +60,7 @@ struct Scenario {
 //     - {inject: sxid, code: 12028, node: gpu3, switch_pci: "0000:05:00.0", fatal: true}
 //     - {inject: nvml-sim, fault: row-remap-failure, node: gpu4, gpu: 0, state: /lab/gpu4.json}
 //     - {inject: dcgm, field: xid, value: 79, node: gpu5, gpu: 0}
+//     - {inject: pcie-sbr, node: gpu6, gpu: "0000:17:00.0"}   (run with --allow-destructive)
 Result<Scenario> ParseScenario(std::string_view text);
 
 struct StepResult {

@@ -308,6 +308,14 @@ TEST(Cli, ReliabilityRefusesBadScenariosAndNodesElsewhere) {
   EXPECT_EQ(r.code, kExitUsage);
   EXPECT_NE(r.err.find("not this host"), std::string::npos) << r.err;
   EXPECT_NE(r.out.find("<3>NVRM: Xid (PCI:0000:17:00): 79"), std::string::npos) << r.out;
+  // A bus-reset step needs its flag and a GPU that is certainly there (none is, here).
+  const std::string sbr = dir.File("sbr.yaml");
+  std::ofstream(sbr) << "steps: [{inject: pcie-sbr, node: " << sys::Hostname()
+                     << ", gpu: '0000:17:00.0'}]\n";
+  r = Cli({"reliability", "run", "--scenario", sbr, "--dry-run"});
+  EXPECT_EQ(r.code, kExitUsage);
+  EXPECT_NE(r.err.find("--allow-destructive"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("no PCI device 0000:17:00.0"), std::string::npos) << r.err;
 }
 
 // DCGM's dcgmi is not installed here: a stand-in script on PATH records its arguments.

@@ -60,6 +60,11 @@ TEST(Scenario, NvmlSimAndDcgmSteps) {
   EXPECT_EQ(s->steps[0].state, "/lab/gpu4.json");
   EXPECT_EQ(StepRecord(s->steps[0]).value(), "simulated NVML: row-remap-failure on GPU 0");
   EXPECT_EQ(StepRecord(s->steps[1]).value(), "dcgmi test --inject --gpuid 2 -f 230 -v 79");
+  auto sbr = ParseScenario("steps: [{inject: pcie-sbr, node: gpu6, gpu: '17:00.0'}]");
+  ASSERT_TRUE(sbr) << sbr.error().message;
+  EXPECT_EQ(sbr->steps[0].name, "pcie-sbr-gpu6");
+  EXPECT_EQ(StepRecord(sbr->steps[0]).value(), "secondary bus reset above GPU 0000:17:00.0");
+  EXPECT_FALSE(ParseScenario("steps: [{inject: pcie-sbr, node: gpu6, gpu: 'gpu0'}]"));
   EXPECT_FALSE(ParseScenario("steps: [{inject: nvml-sim, fault: melt, node: n, gpu: 0}]"));
   EXPECT_FALSE(ParseScenario("steps: [{inject: nvml-sim, fault: lost, node: n}]"));
   EXPECT_FALSE(ParseScenario("steps: [{inject: dcgm, field: nope, value: 1, node: n, gpu: 0}]"));
