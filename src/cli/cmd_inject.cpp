@@ -60,6 +60,14 @@ struct InjectOptions {
   std::string kmsg = "/dev/kmsg";
 };
 
+// Every injection is recorded in the store before it is done, so none goes unrecorded.
+Result<void> RecordInjection(const Context& ctx, const std::string& node, const std::string& kind,
+                             const nlohmann::json& payload) {
+  auto store = store::Store::Open({.path = ctx.DbPath()});
+  if (!store) return tl::unexpected(store.error());
+  return store->SaveConditions({}, {{SystemClock().Now(), node, "inject", kind, payload.dump()}});
+}
+
 // The node's GPUs, from NVML when it loads (the lab's is libnvml-sim through CMAX_NVML_LIB).
 std::vector<std::string> NodeGpus() {
   auto nvml = sys::Nvml::Load();
@@ -109,24 +117,16 @@ int Inject(const InjectOptions& o, Context& ctx, const std::string& kind) {
   if (!refusals.empty()) return kExitUsage;
   if (o.dry_run) return kExitOk;
 
-  // Recorded before it is done, so no injection goes unrecorded.
-  auto store = store::Store::Open({.path = ctx.DbPath()});
-  if (!store) {
-    ctx.err << name << ": " << store.error().message << "\n";
-    return kExitError;
-  }
   const WallTime at = SystemClock().Now();
   const nlohmann::json payload = {
       {"code", o.code}, {"pci", *pci}, {"record", *record}, {"path", o.kmsg}};
-  if (auto ok = store->SaveConditions({}, {{at, target.node, "inject", kind, payload.dump()}});
-      !ok) {
+  if (auto ok = RecordInjection(ctx, target.node, kind, payload); !ok) {
     ctx.err << name << ": " << ok.error().message << "\n";
     return kExitError;
   }
   if (auto ok = inject::WriteKernelRecord(o.kmsg, *record); !ok) {
     ctx.err << name << ": " << ok.error().message << "\n";
-    (void)store->SaveConditions(
-        {}, {{SystemClock().Now(), target.node, "inject", kind + "-failed", payload.dump()}});
+    (void)RecordInjection(ctx, target.node, kind + "-failed", payload);
     return kExitError;
   }
   log::Info("injected {} {} on {} at {}", kind, o.code, target.node, FormatIso8601(at));
@@ -179,15 +179,8 @@ int InjectNvmlSim(const InjectOptions& o, Context& ctx) {
   for (const std::string& why : refusals) ctx.err << name << ": refused: " << why << "\n";
   if (!refusals.empty()) return kExitUsage;
   if (o.dry_run) return kExitOk;
-  auto store = store::Store::Open({.path = ctx.DbPath()});
-  if (!store) {
-    ctx.err << name << ": " << store.error().message << "\n";
-    return kExitError;
-  }
   const nlohmann::json payload = {{"change", description}, {"state", path}};
-  if (auto ok = store->SaveConditions(
-          {}, {{SystemClock().Now(), target.node, "inject", "nvml-sim", payload.dump()}});
-      !ok) {
+  if (auto ok = RecordInjection(ctx, target.node, "nvml-sim", payload); !ok) {
     ctx.err << name << ": " << ok.error().message << "\n";
     return kExitError;
   }
@@ -235,15 +228,8 @@ int InjectDcgm(const InjectOptions& o, Context& ctx) {
                "inject into the kernel log (cmax inject xid)\n";
     return kExitError;
   }
-  auto store = store::Store::Open({.path = ctx.DbPath()});
-  if (!store) {
-    ctx.err << name << ": " << store.error().message << "\n";
-    return kExitError;
-  }
   const nlohmann::json payload = {{"argv", *argv}};
-  if (auto ok = store->SaveConditions(
-          {}, {{SystemClock().Now(), target.node, "inject", "dcgm", payload.dump()}});
-      !ok) {
+  if (auto ok = RecordInjection(ctx, target.node, "dcgm", payload); !ok) {
     ctx.err << name << ": " << ok.error().message << "\n";
     return kExitError;
   }
@@ -287,15 +273,8 @@ int InjectPcieSbr(const InjectOptions& o, Context& ctx) {
   for (const std::string& why : refusals) ctx.err << name << ": refused: " << why << "\n";
   if (!refusals.empty()) return kExitUsage;
   if (o.dry_run) return kExitOk;
-  auto store = store::Store::Open({.path = ctx.DbPath()});
-  if (!store) {
-    ctx.err << name << ": " << store.error().message << "\n";
-    return kExitError;
-  }
   const nlohmann::json payload = {{"gpu", plan->gpu}, {"bridge", plan->bridge}};
-  if (auto ok = store->SaveConditions(
-          {}, {{SystemClock().Now(), target.node, "inject", "pcie-sbr", payload.dump()}});
-      !ok) {
+  if (auto ok = RecordInjection(ctx, target.node, "pcie-sbr", payload); !ok) {
     ctx.err << name << ": " << ok.error().message << "\n";
     return kExitError;
   }

@@ -19,6 +19,10 @@ std::string ToLower(std::string_view text);
 // holds anything else. Kubeconfig files carry certificates this way.
 std::optional<std::string> DecodeBase64(std::string_view text);
 
+// Percent-encodes all but RFC 3986's unreserved characters (A-Z a-z 0-9 - . _ ~): for URL path
+// segments and query values.
+std::string PercentEncode(std::string_view text);
+
 // Text from outside (hostnames, log lines, server strings) may hold any bytes. Renderers call
 // this first: invalid UTF-8 sequences become U+FFFD, and C0 control characters other than
 // tab and newline become U+FFFD too, so no output format can be broken by them.

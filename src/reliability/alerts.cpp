@@ -5,24 +5,9 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 
+#include "core/strings.hpp"
+
 namespace cmax::reliability {
-namespace {
-
-std::string QueryEscape(const std::string& text) {
-  std::string out;
-  for (const char c : text) {
-    const auto u = static_cast<unsigned char>(c);
-    if (std::isalnum(u) != 0 || c == '-' || c == '.' || c == '_' || c == '~') {
-      out.push_back(c);
-    } else {
-      out += fmt::format("%{:02X}", u);
-    }
-  }
-  return out;
-}
-
-}  // namespace
-
 Result<std::set<std::string>> ParsePrometheusNodes(std::string_view body,
                                                    const std::string& node_label) {
   const nlohmann::json doc = nlohmann::json::parse(body, nullptr, /*allow_exceptions=*/false);
@@ -67,7 +52,7 @@ PrometheusAlerts::PrometheusAlerts(sys::HttpClient& http, std::string url, std::
 
 Result<std::set<std::string>> PrometheusAlerts::Firing() {
   sys::HttpRequest request;
-  request.url = url_ + "/api/v1/query?query=" + QueryEscape(query_);
+  request.url = url_ + "/api/v1/query?query=" + PercentEncode(query_);
   request.timeout = std::chrono::seconds(5);
   auto response = http_.Send(request);
   if (!response) return tl::unexpected(response.error());

@@ -32,18 +32,8 @@ int64_t KubeInt(const json& j, std::initializer_list<const char*> path) {
   return v.is_number_integer() ? v.get<int64_t>() : 0;
 }
 
-// Percent-encodes all but RFC 3986's unreserved characters: for path segments and query values.
 std::string KubeEscape(std::string_view text) {
-  std::string out;
-  for (const char c : text) {
-    const auto u = static_cast<unsigned char>(c);
-    if (std::isalnum(u) != 0 || c == '-' || c == '.' || c == '_' || c == '~') {
-      out.push_back(c);
-    } else {
-      out += fmt::format("%{:02X}", u);
-    }
-  }
-  return out;
+  return PercentEncode(text);
 }
 
 Result<json> KubeParse(const sys::HttpResponse& response, std::string_view what) {

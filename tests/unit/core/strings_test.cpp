@@ -48,6 +48,13 @@ INSTANTIATE_TEST_SUITE_P(Table, SanitizeUtf8Test,
                                            Utf8Case{"too big \xF4\x90\x80\x80",
                                                     "too big " + kBad + kBad + kBad + kBad}));
 
+TEST(PercentEncode, OnlyUnreservedCharactersStay) {
+  EXPECT_EQ(PercentEncode("gpu-1.rack_2~"), "gpu-1.rack_2~");
+  EXPECT_EQ(PercentEncode("spec.nodeName=gpu 1/x"), "spec.nodeName%3Dgpu%201%2Fx");
+  EXPECT_EQ(PercentEncode("\xff\n"), "%FF%0A");
+  EXPECT_EQ(PercentEncode(""), "");
+}
+
 TEST(DecodeBase64, RoundTripsAndRefusesWhatIsNotBase64) {
   EXPECT_EQ(DecodeBase64(""), std::string());
   EXPECT_EQ(DecodeBase64("TQ=="), std::string("M"));

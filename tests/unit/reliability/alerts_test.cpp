@@ -8,6 +8,7 @@
 
 #include "reliability/observer.hpp"
 #include "support/http_fixture.hpp"
+#include "support/read_only_scheduler.hpp"
 
 namespace cmax::reliability {
 namespace {
@@ -34,34 +35,11 @@ TEST(PrometheusAlerts, NodesFromTheSeriesThatAreNotZero) {
                   .empty());
 }
 
-class NoScheduler final : public remediate::Scheduler {
+class NoScheduler final : public testing::ReadOnlyScheduler {
  public:
   Result<std::vector<remediate::SchedulerNode>> Nodes() override {
     return std::vector<remediate::SchedulerNode>{{"gpu1", "idle", false, "", {"gpu"}}};
   }
-  Result<std::vector<remediate::TakeOut>> CmaxTakeOuts() override { return No(); }
-  Result<std::string> Drain(const std::string&, const std::string&) override { return No(); }
-  Result<std::string> Resume(const std::string&) override { return No(); }
-  Result<std::string> RequeueJobs(const std::string&) override { return No(); }
-  Result<std::string> Reboot(const std::string&, const std::string&) override { return No(); }
-  Result<std::string> BootTime(const std::string&) override { return No(); }
-  Result<std::string> StartValidation(const std::string&,
-                                      const remediate::ValidationSpec&) override {
-    return No();
-  }
-  Result<remediate::ValidationStatus> PollValidation(const std::string&,
-                                                     const std::string&) override {
-    return No();
-  }
-  Result<std::string> EndValidation(const std::string&, bool, const std::string&) override {
-    return No();
-  }
-  Result<std::string> PickSpare() override { return No(); }
-  Result<std::string> SwapInSpare(const std::string&) override { return No(); }
-  Result<std::string> ReturnSpare(const std::string&) override { return No(); }
-
- private:
-  static tl::unexpected<Error> No() { return Fail(ErrorCode::kInternal, "read only"); }
 };
 
 TEST(PrometheusAlerts, AnAlertOnTheTimelineDetectsButDoesNotTakeOut) {

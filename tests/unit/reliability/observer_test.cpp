@@ -5,6 +5,8 @@
 #include <deque>
 #include <gtest/gtest.h>
 
+#include "support/read_only_scheduler.hpp"
+
 namespace cmax::reliability {
 namespace {
 
@@ -75,39 +77,13 @@ TEST(Observer, ANodeInTwoPartitionsIsOneNode) {
   EXPECT_EQ(v.at("gpu1").partitions, (std::set<std::string>{"debug", "gpu"}));
 }
 
-class ScriptedScheduler final : public remediate::Scheduler {
+class ScriptedScheduler final : public testing::ReadOnlyScheduler {
  public:
   std::deque<Result<std::vector<SchedulerNode>>> answers;
   Result<std::vector<SchedulerNode>> Nodes() override {
     auto a = answers.front();
     if (answers.size() > 1) answers.pop_front();
     return a;
-  }
-  Result<std::vector<remediate::TakeOut>> CmaxTakeOuts() override { return Unused(); }
-  Result<std::string> Drain(const std::string&, const std::string&) override { return Unused(); }
-  Result<std::string> Resume(const std::string&) override { return Unused(); }
-  Result<std::string> RequeueJobs(const std::string&) override { return Unused(); }
-  Result<std::string> Reboot(const std::string&, const std::string&) override { return Unused(); }
-  Result<std::string> BootTime(const std::string&) override { return Unused(); }
-  Result<std::string> StartValidation(const std::string&,
-                                      const remediate::ValidationSpec&) override {
-    return Unused();
-  }
-  Result<remediate::ValidationStatus> PollValidation(const std::string&,
-                                                     const std::string&) override {
-    return Unused();
-  }
-  Result<std::string> EndValidation(const std::string&, bool, const std::string&) override {
-    return Unused();
-  }
-  Result<std::string> PickSpare() override { return Unused(); }
-  Result<std::string> SwapInSpare(const std::string&) override { return Unused(); }
-  Result<std::string> ReturnSpare(const std::string&) override { return Unused(); }
-
- private:
-  // The observer only reads: any other call is a bug.
-  static tl::unexpected<Error> Unused() {
-    return Fail(ErrorCode::kInternal, "the observer must only read");
   }
 };
 

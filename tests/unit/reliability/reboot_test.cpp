@@ -4,13 +4,15 @@
 
 #include <gtest/gtest.h>
 
+#include "support/read_only_scheduler.hpp"
+
 namespace cmax::reliability {
 namespace {
 
 using namespace std::chrono_literals;
 
 // Reboots take `boot_after` on the clock; the scheduler does not answer while the node is down.
-class RebootingScheduler final : public remediate::Scheduler {
+class RebootingScheduler final : public testing::ReadOnlyScheduler {
  public:
   RebootingScheduler(ManualClock& clock, std::optional<Duration> boot_after)
       : clock_(clock), boot_after_(boot_after) {}
@@ -32,29 +34,10 @@ class RebootingScheduler final : public remediate::Scheduler {
     calls.push_back("resume " + node);
     return std::string("resumed");
   }
-  Result<std::vector<remediate::SchedulerNode>> Nodes() override { return No(); }
-  Result<std::vector<remediate::TakeOut>> CmaxTakeOuts() override { return No(); }
-  Result<std::string> Drain(const std::string&, const std::string&) override { return No(); }
-  Result<std::string> RequeueJobs(const std::string&) override { return No(); }
-  Result<std::string> StartValidation(const std::string&,
-                                      const remediate::ValidationSpec&) override {
-    return No();
-  }
-  Result<remediate::ValidationStatus> PollValidation(const std::string&,
-                                                     const std::string&) override {
-    return No();
-  }
-  Result<std::string> EndValidation(const std::string&, bool, const std::string&) override {
-    return No();
-  }
-  Result<std::string> PickSpare() override { return No(); }
-  Result<std::string> SwapInSpare(const std::string&) override { return No(); }
-  Result<std::string> ReturnSpare(const std::string&) override { return No(); }
 
   std::vector<std::string> calls;
 
  private:
-  static tl::unexpected<Error> No() { return Fail(ErrorCode::kInternal, "not for reboot timing"); }
   ManualClock& clock_;
   std::optional<Duration> boot_after_;
   std::optional<WallTime> rebooted_;

@@ -7,6 +7,8 @@
 #include <gtest/gtest.h>
 #include <map>
 
+#include "support/read_only_scheduler.hpp"
+
 namespace cmax::reliability {
 namespace {
 
@@ -102,7 +104,7 @@ TEST(Scenario, RefusesWhatCannotRun) {
 
 // A provider in miniature: drains a node `delay` after a fault is injected for it (or never),
 // and can lose its scheduler.
-class StandInProvider final : public remediate::Scheduler {
+class StandInProvider final : public testing::ReadOnlyScheduler {
  public:
   StandInProvider(ManualClock& clock, std::optional<Duration> delay)
       : clock_(clock), delay_(delay) {
@@ -123,32 +125,11 @@ class StandInProvider final : public remediate::Scheduler {
     }
     return out;
   }
-  Result<std::vector<remediate::TakeOut>> CmaxTakeOuts() override { return No(); }
-  Result<std::string> Drain(const std::string&, const std::string&) override { return No(); }
-  Result<std::string> Resume(const std::string&) override { return No(); }
-  Result<std::string> RequeueJobs(const std::string&) override { return No(); }
-  Result<std::string> Reboot(const std::string&, const std::string&) override { return No(); }
-  Result<std::string> BootTime(const std::string&) override { return No(); }
-  Result<std::string> StartValidation(const std::string&,
-                                      const remediate::ValidationSpec&) override {
-    return No();
-  }
-  Result<remediate::ValidationStatus> PollValidation(const std::string&,
-                                                     const std::string&) override {
-    return No();
-  }
-  Result<std::string> EndValidation(const std::string&, bool, const std::string&) override {
-    return No();
-  }
-  Result<std::string> PickSpare() override { return No(); }
-  Result<std::string> SwapInSpare(const std::string&) override { return No(); }
-  Result<std::string> ReturnSpare(const std::string&) override { return No(); }
 
   std::map<std::string, NodeState> nodes_;
   bool away = false;
 
  private:
-  static tl::unexpected<Error> No() { return Fail(ErrorCode::kInternal, "read only"); }
   ManualClock& clock_;
   std::optional<Duration> delay_;
 };

@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 #include <map>
 
+#include "support/conditions.hpp"
 #include "support/fake_process_runner.hpp"
 #include "support/temp_dir.hpp"
 
@@ -116,18 +117,8 @@ class ControllerTest : public ::testing::Test {
   // What the agent on `node` would write for an Xid.
   void Xid(const std::string& node, int code, const std::string& action, uint64_t count = 1,
            bool recovered = false, const std::string& device = "0000:17:00") {
-    NodeCondition c;
-    c.node = node;
-    c.key = "xid/" + device + "/" + std::to_string(code);
-    c.component = "gpu";
-    c.device = device;
-    c.kind = "xid";
-    c.code = code;
-    c.severity = Severity::kCritical;
-    c.action = action;
-    c.message = "NVRM: Xid (PCI:" + device + "): " + std::to_string(code);
+    NodeCondition c = testing::XidCondition(node, code, action, clock_.Now(), device);
     c.count = count;
-    c.first_seen = c.last_seen = clock_.Now();
     c.recovered = recovered;
     ASSERT_TRUE(store_->SaveConditions({c}, {}));
   }
