@@ -105,7 +105,9 @@ int Run(const ReliabilityOptions& o, Context& ctx) {
   sys::PosixProcessRunner runner;
   bool refused = false;
   for (const reliability::Step& step : scenario->steps) {
-    inject::TargetFacts facts = GatherFacts(step.node, fs, runner);
+    // The runner asks the scheduler it watches whether the node is known and in service.
+    inject::TargetFacts facts =
+        GatherFacts(step.node, fs, runner, /*ask_slurm=*/o.scheduler.scheduler == "slurm");
     facts.drained = false;  // the runner reports a drained node instead of refusing the run
     ctx.out << fmt::format("{}: {} {} on {}{}: {}\n", step.name, step.inject, step.code, step.node,
                            facts.lab ? " (lab)" : "",
@@ -299,7 +301,8 @@ int Reboot(const ReliabilityOptions& o, Context& ctx) {
   }
   sys::LocalFileSystem fs;
   sys::PosixProcessRunner runner;
-  inject::TargetFacts facts = GatherFacts(o.node, fs, runner);
+  inject::TargetFacts facts =
+      GatherFacts(o.node, fs, runner, /*ask_slurm=*/o.scheduler.scheduler == "slurm");
   facts.local = true;     // the scheduler reboots it, wherever it is
   facts.drained = false;  // a drained node may be rebooted; it is put back in service after
   const auto refusals = inject::Refusals(facts, {.yes = o.yes,

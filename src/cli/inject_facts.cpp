@@ -26,14 +26,16 @@ bool LabCluster(const sys::FileSystem& fs) {
 }
 
 inject::TargetFacts GatherFacts(const std::string& node, const sys::FileSystem& fs,
-                                sys::ProcessRunner& runner) {
+                                sys::ProcessRunner& runner, bool ask_slurm) {
   inject::TargetFacts t;
   const std::string host = sys::Hostname();
   t.node = node.empty() ? host : node;
   t.root = ::geteuid() == 0;
   t.lab = LabCluster(fs);
   t.local = t.lab || t.node == host || t.node == host.substr(0, host.find('.'));
-  if (sys::GetEnv("SLURM_CONF").empty() && sys::FindProgram("sinfo").empty()) return t;
+  if (!ask_slurm || (sys::GetEnv("SLURM_CONF").empty() && sys::FindProgram("sinfo").empty())) {
+    return t;
+  }
   remediate::SlurmOptions slurm_options;
   slurm_options.attempts = 1;  // a safety look, not a wait: a silent Slurm is reported
   slurm_options.command_timeout = std::chrono::seconds(5);

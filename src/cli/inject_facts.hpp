@@ -13,9 +13,10 @@ namespace cmax::cli {
 // SLURM_CONF points into a folder `cmax lab` made: every lab node shares this host's kernel.
 bool LabCluster(const sys::FileSystem& fs);
 
-// `node` empty: this host. Slurm is asked when it is configured (SLURM_CONF or sinfo on PATH);
-// when it does not answer, the facts say so (scheduler_known false) and a warning is logged.
+// `node` empty: this host. Slurm is asked when it is configured (SLURM_CONF or sinfo on PATH)
+// and `ask_slurm`; when it does not answer, the facts say so (scheduler_known false) and a
+// warning is logged.
 inject::TargetFacts GatherFacts(const std::string& node, const sys::FileSystem& fs,
-                                sys::ProcessRunner& runner);
+                                sys::ProcessRunner& runner, bool ask_slurm = true);
 
 }  // namespace cmax::cli
