@@ -1,0 +1,103 @@
+#include "endpoint/sse.hpp"
+
+#include <charconv>
+
+namespace cmax::endpoint {
+
+void SseParser::Feed(std::string_view bytes, const Sink& sink) {
+  if (bom_checked_) {
+    Consume(bytes, sink);
+    return;
+  }
+  // A UTF-8 byte order mark may open the stream and is not part of the first line; it can
+  // itself arrive split, so the first bytes wait until it is clear.
+  static constexpr std::string_view kBom = "\xEF\xBB\xBF";
+  prefix_.append(bytes);
+  if (prefix_.size() < kBom.size() && kBom.starts_with(prefix_)) return;
+  bom_checked_ = true;
+  const std::string first = std::move(prefix_);
+  prefix_.clear();
+  std::string_view rest = first;
+  if (rest.starts_with(kBom)) rest.remove_prefix(kBom.size());
+  Consume(rest, sink);
+}
+
+void SseParser::Consume(std::string_view bytes, const Sink& sink) {
+  for (const char c : bytes) {
+    if (c == '\n' && after_cr_) {  // the LF of a CRLF: the line already ended at the CR
+      after_cr_ = false;
+      continue;
+    }
+    after_cr_ = c == '\r';
+    if (c == '\r' || c == '\n') {
+      Line(line_, !line_seen_, sink);
+      line_.clear();
+      line_seen_ = false;
+      continue;
+    }
+    line_seen_ = true;
+    // Bounded: past the limit nothing more of the event is kept; it is dropped at its end.
+    if (skipping_ || event_bytes_ + line_.size() >= max_event_) {
+      if (!skipping_) {
+        skipping_ = true;
+        ++oversized_;
+      }
+      continue;
+    }
+    line_.push_back(c);
+  }
+}
+
+void SseParser::Line(std::string_view line, bool blank, const Sink& sink) {
+  if (blank) {  // dispatch
+    if (!skipping_ && in_event_ && has_data_) {
+      if (!pending_.data.empty() && pending_.data.back() == '\n') pending_.data.pop_back();
+      ++events_;
+      sink(pending_);
+    }
+    pending_ = SseEvent{};
+    has_data_ = false;
+    in_event_ = false;
+    skipping_ = false;
+    event_bytes_ = 0;
+    return;
+  }
+  if (skipping_) return;
+  if (line.front() == ':') {
+    ++comments_;
+    return;
+  }
+  in_event_ = true;
+  event_bytes_ += line.size();
+  const size_t colon = line.find(':');
+  const std::string_view field = line.substr(0, colon);
+  std::string_view value =
+      colon == std::string_view::npos ? std::string_view() : line.substr(colon + 1);
+  if (!value.empty() && value.front() == ' ') value.remove_prefix(1);
+  if (field == "data") {
+    pending_.data.append(value);
+    pending_.data.push_back('\n');
+    has_data_ = true;
+  } else if (field == "event") {
+    pending_.event = std::string(value);
+  } else if (field == "id") {
+    if (value.find('\0') == std::string_view::npos) pending_.id = std::string(value);
+  } else if (field == "retry") {
+    long ms = 0;
+    const auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), ms);
+    if (ec == std::errc() && end == value.data() + value.size() && ms >= 0) pending_.retry = ms;
+  }
+}
+
+bool SseParser::Finish() {
+  const bool cut = line_seen_ || in_event_ || skipping_ || !prefix_.empty();
+  line_.clear();
+  line_seen_ = false;
+  prefix_.clear();
+  pending_ = SseEvent{};
+  has_data_ = in_event_ = skipping_ = false;
+  event_bytes_ = 0;
+  return cut;
+}
+
+}  // namespace cmax::endpoint
