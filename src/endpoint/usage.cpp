@@ -1,0 +1,100 @@
+#include "endpoint/usage.hpp"
+
+#include <cmath>
+
+namespace cmax::endpoint {
+namespace {
+
+using nlohmann::json;
+
+std::optional<uint64_t> Count(const json& object, const char* key) {
+  if (!object.is_object()) return std::nullopt;
+  const auto it = object.find(key);
+  if (it == object.end() || !it->is_number_integer()) return std::nullopt;
+  const auto v = it->get<int64_t>();
+  return v < 0 ? std::nullopt : std::optional<uint64_t>(static_cast<uint64_t>(v));
+}
+
+}  // namespace
+
+TokenUsage& TokenUsage::operator+=(const TokenUsage& other) {
+  input += other.input;
+  cache_read += other.cache_read;
+  cache_write += other.cache_write;
+  output += other.output;
+  return *this;
+}
+
+std::optional<TokenUsage> ParseUsage(const json& usage) {
+  if (!usage.is_object()) return std::nullopt;
+  TokenUsage u;
+  if (auto anthropic_input = Count(usage, "input_tokens"); anthropic_input) {
+    // Anthropic: input_tokens excludes what was read from or written to the cache.
+    u.cache_read = Count(usage, "cache_read_input_tokens").value_or(0);
+    u.cache_write = Count(usage, "cache_creation_input_tokens").value_or(0);
+    u.input = *anthropic_input + u.cache_read + u.cache_write;
+    u.output = Count(usage, "output_tokens").value_or(0);
+    return u;
+  }
+  const auto prompt = Count(usage, "prompt_tokens");
+  if (!prompt) return std::nullopt;
+  u.input = *prompt;
+  u.output = Count(usage, "completion_tokens").value_or(0);
+  if (auto hit = Count(usage, "prompt_cache_hit_tokens"); hit) {  // DeepSeek
+    u.cache_read = *hit;
+  } else if (usage.contains("prompt_tokens_details")) {  // OpenAI and its followers
+    u.cache_read = Count(usage["prompt_tokens_details"], "cached_tokens").value_or(0);
+  }
+  u.cache_read = std::min(u.cache_read, u.input);  // a server that says more is not believed
+  return u;
+}
+
+double CacheHitRate(const TokenUsage& usage) {
+  return usage.input == 0
+             ? 0
+             : static_cast<double>(usage.cache_read) / static_cast<double>(usage.input);
+}
+
+Result<std::map<std::string, Price>> ParsePrices(std::string_view text) {
+  const json root = json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (!root.is_object() || root.value("schema", "") != "cmax.prices/v1" ||
+      !root.contains("models") || !root["models"].is_object()) {
+    return Fail(ErrorCode::kInvalidArgument, "prices: not a cmax.prices/v1 document with models");
+  }
+  std::map<std::string, Price> prices;
+  for (const auto& [model, p] : root["models"].items()) {
+    const auto number = [&](const char* key, std::optional<double> fallback) -> Result<double> {
+      if (!p.is_object())
+        return Fail(ErrorCode::kInvalidArgument, "prices: {} is not an object", model);
+      const auto it = p.find(key);
+      if (it == p.end()) {
+        if (fallback) return *fallback;
+        return Fail(ErrorCode::kInvalidArgument, "prices: {} has no {}", model, key);
+      }
+      if (!it->is_number() || !std::isfinite(it->get<double>()) || it->get<double>() < 0) {
+        return Fail(ErrorCode::kInvalidArgument, "prices: {}.{} must be a number >= 0", model, key);
+      }
+      return it->get<double>();
+    };
+    auto input = number("input", std::nullopt);
+    auto output = number("output", std::nullopt);
+    if (!input) return tl::unexpected(input.error());
+    if (!output) return tl::unexpected(output.error());
+    auto cached = number("cached_input", *input);
+    auto write = number("cache_write", *input);
+    if (!cached) return tl::unexpected(cached.error());
+    if (!write) return tl::unexpected(write.error());
+    prices[model] = {*input, *cached, *write, *output};
+  }
+  return prices;
+}
+
+double Cost(const TokenUsage& u, const Price& p) {
+  return (static_cast<double>(u.Uncached()) * p.input +
+          static_cast<double>(u.cache_read) * p.cached_input +
+          static_cast<double>(u.cache_write) * p.cache_write +
+          static_cast<double>(u.output) * p.output) /
+         1e6;
+}
+
+}  // namespace cmax::endpoint
