@@ -62,7 +62,10 @@ Result<std::map<std::string, Price>> ParsePrices(std::string_view text) {
     return Fail(ErrorCode::kInvalidArgument, "prices: not a cmax.prices/v1 document with models");
   }
   std::map<std::string, Price> prices;
-  for (const auto& [model, p] : root["models"].items()) {
+  for (const auto& item : root["models"].items()) {
+    // Named, not structured bindings: lambdas cannot capture those in C++20 (clang).
+    const std::string model = item.key();
+    const json& p = item.value();
     const auto number = [&](const char* key, std::optional<double> fallback) -> Result<double> {
       if (!p.is_object())
         return Fail(ErrorCode::kInvalidArgument, "prices: {} is not an object", model);
