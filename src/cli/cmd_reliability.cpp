@@ -141,7 +141,9 @@ int Run(const ReliabilityOptions& o, Context& ctx) {
   if (o.dry_run) return kExitOk;
 
   SystemClock clock;
-  auto scheduler = MakeScheduler(o.scheduler, runner, clock);
+  ControllerFlags watching = o.scheduler;
+  watching.observe_maintenance = true;
+  auto scheduler = MakeScheduler(watching, runner, clock);
   if (!scheduler) {
     ctx.err << "cmax reliability run: " << scheduler.error().message << "\n";
     return kExitUsage;

@@ -39,6 +39,7 @@ inject::TargetFacts GatherFacts(const std::string& node, const sys::FileSystem& 
   remediate::SlurmOptions slurm_options;
   slurm_options.attempts = 1;  // a safety look, not a wait: a silent Slurm is reported
   slurm_options.command_timeout = std::chrono::seconds(5);
+  slurm_options.read_maintenance_reservations = true;
   remediate::SlurmScheduler slurm(runner, slurm_options);
   auto nodes = slurm.Nodes();
   if (!nodes) {

@@ -153,6 +153,7 @@ remediate::SlurmOptions SlurmOptionsFrom(const ControllerFlags& o) {
   remediate::SlurmOptions s;
   s.service_partition = o.service_partition;
   s.spare_partition = o.spare_partition;
+  s.read_maintenance_reservations = o.observe_maintenance;
   return s;
 }
 

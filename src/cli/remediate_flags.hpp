@@ -21,6 +21,8 @@ class App;
 namespace cmax::cli {
 
 struct ControllerFlags {
+  // Not a flag: set by commands that watch another's remediation (`cmax reliability`).
+  bool observe_maintenance = false;
   bool act = false;
   bool dry_run = false;
   std::string validation_command;

@@ -139,6 +139,7 @@ Result<std::vector<SchedulerNode>> SlurmScheduler::Nodes() {
   auto r = Slurm({"sinfo", "-N", "-h", "-o", "%N|%T|%P|%E"});
   if (!r) return tl::unexpected(r.error());
   std::vector<SchedulerNode> nodes = ParseSinfoNodes(r->stdout_text);
+  if (!options_.read_maintenance_reservations) return nodes;
   // sinfo marks a node in a maintenance reservation ('$') only some seconds after the
   // reservation starts, while Slurm keeps other jobs off it at once: read the reservations too.
   auto reservations = Slurm({"scontrol", "show", "reservation", "-o"}, /*allow_failure=*/true);

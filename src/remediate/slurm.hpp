@@ -26,6 +26,10 @@ struct SlurmOptions {
   int attempts = 4;                                   // for a controller that does not answer
   Duration backoff = std::chrono::milliseconds(250);  // doubled after each attempt
   std::function<void(Duration)> sleep;                // null: really sleep
+  // Nodes() also reads the reservations to mark nodes in a MAINT reservation (one more command
+  // per call): for observers of another's remediation, not for the controller, which needs
+  // only drain states.
+  bool read_maintenance_reservations = false;
 };
 
 class SlurmScheduler final : public Scheduler {
