@@ -17,6 +17,7 @@
 #include "health/node_facts.hpp"
 #include "health/nvml_checks.hpp"
 #include "health/passive_check.hpp"
+#include "remediate/slurm.hpp"
 #include "report/render.hpp"
 #include "store/run_writer.hpp"
 #include "sys/file_system.hpp"
@@ -129,32 +130,18 @@ std::string NodeName(const HealthOptions& options) {
 // Drains the node with a "cmax:" reason, unless someone else drained it first: an operator's
 // drain and its reason are never overwritten.
 int DrainNode(const std::string& node, const std::string& reason, Context& ctx) {
+  // The remediation adapter's drain: it never overwrites a drain someone else set.
   sys::PosixProcessRunner runner;
-  sys::ProcessSpec show{.argv = {"scontrol", "show", "node", node}};
-  show.timeout = std::chrono::seconds(10);
-  auto current = runner.Run(show);
-  if (!current || !current->Succeeded()) {
-    ctx.err << "cmax: cannot read node " << node
-            << " from Slurm: " << (current ? Trim(current->stderr_text) : current.error().message)
-            << "\n";
-    return kExitError;
-  }
-  const std::string& text = current->stdout_text;
-  const size_t reason_at = text.find("Reason=");
-  const bool drained = text.find("DRAIN") != std::string::npos;
-  if (drained && reason_at != std::string::npos && text.compare(reason_at + 7, 5, "cmax:") != 0) {
-    ctx.out << "cmax: " << node << " is already drained by someone else; left as it is\n";
-    return kExitChecksFailed;
-  }
+  remediate::SlurmScheduler slurm(runner, {});
   const std::string full_reason = "cmax: " + reason.substr(0, 200);
-  sys::ProcessSpec drain{
-      .argv = {"scontrol", "update", "nodename=" + node, "state=drain", "reason=" + full_reason}};
-  drain.timeout = std::chrono::seconds(10);
-  auto done = runner.Run(drain);
-  if (!done || !done->Succeeded()) {
-    ctx.err << "cmax: could not drain " << node << ": "
-            << (done ? Trim(done->stderr_text) : done.error().message) << "\n";
+  auto done = slurm.Drain(node, full_reason);
+  if (!done) {
+    ctx.err << "cmax: could not drain " << node << ": " << done.error().message << "\n";
     return kExitError;
+  }
+  if (done->starts_with("already drained by someone else")) {
+    ctx.out << "cmax: " << node << " is " << *done << "\n";
+    return kExitChecksFailed;
   }
   log::Warn("drained {} (reason \"{}\"); undo with: scontrol update nodename={} state=resume", node,
             full_reason, node);
