@@ -11,7 +11,6 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <ostream>
-#include <thread>
 
 #include "cli/cli.hpp"
 #include "cli/inject_facts.hpp"
@@ -222,10 +221,8 @@ int InjectDcgm(const InjectOptions& o, Context& ctx) {
   for (const std::string& why : refusals) ctx.err << name << ": refused: " << why << "\n";
   if (!refusals.empty()) return kExitUsage;
   if (o.dry_run) return kExitOk;
-  if (sys::FindProgram("dcgmi").empty()) {
-    ctx.err << name
-            << ": dcgmi is not on PATH: install DCGM (datacenter-gpu-manager) on the node, or "
-               "inject into the kernel log (cmax inject xid)\n";
+  if (auto ready = inject::DcgmiReady(); !ready) {
+    ctx.err << name << ": " << ready.error().message << "\n";
     return kExitError;
   }
   const nlohmann::json payload = {{"argv", *argv}};
@@ -233,17 +230,12 @@ int InjectDcgm(const InjectOptions& o, Context& ctx) {
     ctx.err << name << ": " << ok.error().message << "\n";
     return kExitError;
   }
-  sys::ProcessSpec spec{.argv = *argv};
-  spec.timeout = std::chrono::seconds(30);
-  auto r = runner.Run(spec);
-  if (!r || !r->Succeeded()) {
-    ctx.err << name << ": "
-            << (r ? r->Describe() + ": " + std::string(Trim(r->stderr_text + r->stdout_text))
-                  : r.error().message)
-            << "\n";
+  auto r = inject::RunDcgmInject(runner, *argv);
+  if (!r) {
+    ctx.err << name << ": " << r.error().message << "\n";
     return kExitError;
   }
-  ctx.out << "  " << SanitizeUtf8(std::string(Trim(r->stdout_text))) << "\n"
+  ctx.out << "  " << SanitizeUtf8(*r) << "\n"
           << "  to undo: inject the field's normal value the same way (DCGM keeps the last "
              "value in its cache)\n";
   return kExitOk;
@@ -278,24 +270,8 @@ int InjectPcieSbr(const InjectOptions& o, Context& ctx) {
     ctx.err << name << ": " << ok.error().message << "\n";
     return kExitError;
   }
-  const auto run = [&runner](const std::vector<std::string>& argv) -> Result<void> {
-    auto r = runner.Run({.argv = argv});
-    if (!r) return tl::unexpected(r.error());
-    if (!r->Succeeded()) {
-      return Fail(ErrorCode::kIo, "{}: {}: {}", Join(argv, " "), r->Describe(),
-                  std::string(Trim(r->stderr_text)));
-    }
-    return {};
-  };
-  if (auto ok = run(plan->assert_reset); !ok) {
+  if (auto ok = inject::RunSecondaryBusReset(runner, *plan); !ok) {
     ctx.err << name << ": " << ok.error().message << "\n";
-    return kExitError;
-  }
-  std::this_thread::sleep_for(std::chrono::milliseconds(200));
-  if (auto ok = run(plan->release_reset); !ok) {
-    // The bus must not stay in reset: say exactly how to release it.
-    ctx.err << name << ": " << ok.error().message << "\n  the bridge may still hold the bus in "
-            << "reset: run `" << Join(plan->release_reset, " ") << "` now\n";
     return kExitError;
   }
   log::Info("secondary bus reset of {} above {} on {}", plan->bridge, plan->gpu, target.node);

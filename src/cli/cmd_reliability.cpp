@@ -13,7 +13,6 @@
 #include <optional>
 #include <ostream>
 #include <set>
-#include <thread>
 
 #include "cli/cli.hpp"
 #include "cli/common.hpp"
@@ -21,6 +20,7 @@
 #include "cli/remediate_flags.hpp"
 #include "core/log.hpp"
 #include "core/strings.hpp"
+#include "inject/dcgm.hpp"
 #include "inject/kernel_lines.hpp"
 #include "inject/nvml_sim.hpp"
 #include "inject/pcie_sbr.hpp"
@@ -60,13 +60,6 @@ struct ReliabilityOptions {
 
 std::string Took(const std::optional<Duration>& d) {
   return d ? FormatDuration(*d) : "-";
-}
-
-// The dcgmi command a step's record holds (its words have no spaces of their own).
-std::vector<std::string> SplitWords(const std::string& text) {
-  std::vector<std::string> words;
-  for (std::string_view w : SplitFields(text)) words.emplace_back(w);
-  return words;
 }
 
 nlohmann::json TimelineJson(const reliability::StepResult& r) {
@@ -186,28 +179,13 @@ int Run(const ReliabilityOptions& o, Context& ctx) {
     if (step.inject == "pcie-sbr") {
       auto plan = inject::PlanSecondaryBusReset(fs, step.pci);
       if (!plan) return tl::unexpected(plan.error());
-      for (const auto* argv : {&plan->assert_reset, &plan->release_reset}) {
-        auto r = runner.Run({.argv = *argv});
-        if (!r || !r->Succeeded()) {
-          return Fail(ErrorCode::kIo, "{} failed; release the bus with `{}`", Join(*argv, " "),
-                      Join(plan->release_reset, " "));
-        }
-        if (argv == &plan->assert_reset)
-          std::this_thread::sleep_for(std::chrono::milliseconds(200));
-      }
-      return {};
+      return inject::RunSecondaryBusReset(runner, *plan);
     }
     if (step.inject == "dcgm") {
-      if (sys::FindProgram("dcgmi").empty()) {
-        return Fail(ErrorCode::kNotFound, "dcgmi is not on PATH (install DCGM on the node)");
-      }
-      sys::ProcessSpec spec{.argv = SplitWords(record)};
-      spec.timeout = std::chrono::seconds(30);
-      auto r = runner.Run(spec);
-      if (!r) return tl::unexpected(r.error());
-      if (!r->Succeeded()) {
-        return Fail(ErrorCode::kIo, "{}: {}", r->Describe(), std::string(Trim(r->stderr_text)));
-      }
+      auto argv = reliability::StepDcgmArgv(step);
+      if (!argv) return tl::unexpected(argv.error());
+      auto done = inject::RunDcgmInject(runner, *argv);
+      if (!done) return tl::unexpected(done.error());
       return {};
     }
     return inject::WriteKernelRecord(o.kmsg, record);

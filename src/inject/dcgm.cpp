@@ -3,6 +3,8 @@
 #include <charconv>
 #include <fmt/format.h>
 
+#include "core/strings.hpp"
+
 namespace cmax::inject {
 
 const std::vector<DcgmField>& DcgmFields() {
@@ -51,6 +53,27 @@ Result<std::vector<std::string>> DcgmInjectArgv(std::string_view field, long lon
     argv.insert(argv.end(), {"--offset", std::to_string(*offset_s)});
   }
   return argv;
+}
+
+Result<void> DcgmiReady() {
+  if (!sys::FindProgram("dcgmi").empty()) return {};
+  return Fail(ErrorCode::kNotFound,
+              "dcgmi is not on PATH: install DCGM (datacenter-gpu-manager) on the node, or inject "
+              "into the kernel log (cmax inject xid)");
+}
+
+Result<std::string> RunDcgmInject(sys::ProcessRunner& runner,
+                                  const std::vector<std::string>& argv) {
+  if (auto ready = DcgmiReady(); !ready) return tl::unexpected(ready.error());
+  sys::ProcessSpec spec{.argv = argv};
+  spec.timeout = std::chrono::seconds(30);
+  auto r = runner.Run(spec);
+  if (!r) return tl::unexpected(r.error());
+  if (!r->Succeeded()) {
+    return Fail(ErrorCode::kIo, "{}: {}", r->Describe(),
+                std::string(Trim(r->stderr_text + r->stdout_text)));
+  }
+  return std::string(Trim(r->stdout_text));
 }
 
 }  // namespace cmax::inject

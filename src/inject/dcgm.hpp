@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "core/result.hpp"
+#include "sys/process_runner.hpp"
 
 namespace cmax::inject {
 
@@ -26,5 +27,10 @@ Result<int> DcgmFieldId(std::string_view field);
 // dcgmi test --inject --gpuid N -f FIELD -v VALUE [--offset S]
 Result<std::vector<std::string>> DcgmInjectArgv(std::string_view field, long long value, int gpu,
                                                 std::optional<int> offset_s);
+
+// dcgmi on PATH, or the error that says how to get it.
+Result<void> DcgmiReady();
+// Runs the command DcgmInjectArgv made; its output when dcgmi succeeded.
+Result<std::string> RunDcgmInject(sys::ProcessRunner& runner, const std::vector<std::string>& argv);
 
 }  // namespace cmax::inject

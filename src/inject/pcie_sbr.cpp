@@ -1,6 +1,7 @@
 #include "inject/pcie_sbr.hpp"
 
 #include <fmt/format.h>
+#include <thread>
 
 #include "core/strings.hpp"
 #include "inject/kernel_lines.hpp"
@@ -72,6 +73,25 @@ Result<SbrPlan> PlanSecondaryBusReset(const sys::FileSystem& fs, std::string_vie
   plan.assert_reset = {"setpci", "-s", plan.bridge, "BRIDGE_CONTROL=0x40:0x40"};
   plan.release_reset = {"setpci", "-s", plan.bridge, "BRIDGE_CONTROL=0x00:0x40"};
   return plan;
+}
+
+Result<void> RunSecondaryBusReset(sys::ProcessRunner& runner, const SbrPlan& plan) {
+  const auto run = [&runner](const std::vector<std::string>& argv) -> Result<void> {
+    auto r = runner.Run({.argv = argv});
+    if (!r) return tl::unexpected(r.error());
+    if (!r->Succeeded()) {
+      return Fail(ErrorCode::kIo, "{}: {}: {}", Join(argv, " "), r->Describe(),
+                  std::string(Trim(r->stderr_text)));
+    }
+    return {};
+  };
+  if (auto ok = run(plan.assert_reset); !ok) return ok;
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  if (auto ok = run(plan.release_reset); !ok) {
+    return Fail(ErrorCode::kIo, "{}\n  the bridge may still hold the bus in reset: run `{}` now",
+                ok.error().message, Join(plan.release_reset, " "));
+  }
+  return {};
 }
 
 }  // namespace cmax::inject

@@ -11,6 +11,7 @@
 
 #include "core/result.hpp"
 #include "sys/file_system.hpp"
+#include "sys/process_runner.hpp"
 
 namespace cmax::inject {
 
@@ -23,5 +24,9 @@ struct SbrPlan {
 };
 
 Result<SbrPlan> PlanSecondaryBusReset(const sys::FileSystem& fs, std::string_view gpu_pci);
+
+// Carries the plan out: asserts the reset, holds it 200 ms, releases it. When releasing fails the
+// error says the command that releases the bus: it must not stay in reset.
+Result<void> RunSecondaryBusReset(sys::ProcessRunner& runner, const SbrPlan& plan);
 
 }  // namespace cmax::inject

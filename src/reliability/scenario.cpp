@@ -145,6 +145,16 @@ Result<Scenario> ParseScenario(std::string_view text) {
   }
 }
 
+Result<std::vector<std::string>> StepDcgmArgv(const Step& step) {
+  int gpu = -1;
+  try {
+    gpu = std::stoi(step.pci);
+  } catch (const std::exception&) {
+    return Fail(ErrorCode::kInvalidArgument, "dcgm needs gpu: DCGM's GPU id");
+  }
+  return inject::DcgmInjectArgv(step.fault, step.value, gpu, std::nullopt);
+}
+
 Result<std::string> StepRecord(const Step& step) {
   if (step.inject == "pcie-sbr") {
     auto pci = inject::FullPciAddress(step.pci);
@@ -161,13 +171,7 @@ Result<std::string> StepRecord(const Step& step) {
                        step.value != 0 ? fmt::format(" (value {})", step.value) : "");
   }
   if (step.inject == "dcgm") {
-    int gpu = -1;
-    try {
-      gpu = std::stoi(step.pci);
-    } catch (const std::exception&) {
-      return Fail(ErrorCode::kInvalidArgument, "dcgm needs gpu: DCGM's GPU id");
-    }
-    auto argv = inject::DcgmInjectArgv(step.fault, step.value, gpu, std::nullopt);
+    auto argv = StepDcgmArgv(step);
     if (!argv) return tl::unexpected(argv.error());
     return fmt::format("{}", fmt::join(*argv, " "));
   }

@@ -94,6 +94,9 @@ Result<std::vector<StepResult>> RunScenario(const Scenario& scenario,
 // xid and sxid; for nvml-sim and dcgm, the change in words.
 Result<std::string> StepRecord(const Step& step);
 
+// A dcgm step's dcgmi command.
+Result<std::vector<std::string>> StepDcgmArgv(const Step& step);
+
 // For the store and the report: one finding per step (PASS, FAIL, or WARN for UNKNOWN), and
 // the timeline as metrics in seconds (reliability.detect_s{step,node}, ...).
 std::vector<Finding> ScenarioFindings(const std::vector<StepResult>& results);
