@@ -42,9 +42,9 @@ test-asan:
 # A short libFuzzer run of every fuzz target; a crash fails the build and leaves crash-* files.
 fuzz:
 	cmake --preset fuzz
-	cmake --build --preset fuzz --target version_fuzz text_fuzz kmsg_fuzz sse_fuzz
+	cmake --build --preset fuzz --target version_fuzz text_fuzz kmsg_fuzz sse_fuzz chunk_fuzz
 	mkdir -p build/fuzz/corpus/version build/fuzz/corpus/text build/fuzz/corpus/kmsg \
-	  build/fuzz/corpus/sse
+	  build/fuzz/corpus/sse build/fuzz/corpus/chunk
 	build/fuzz/bin/version_fuzz -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 \
 	  build/fuzz/corpus/version tests/fuzz/seeds/version
 	build/fuzz/bin/text_fuzz -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 \
@@ -53,6 +53,8 @@ fuzz:
 	  build/fuzz/corpus/kmsg tests/fuzz/seeds/kmsg
 	build/fuzz/bin/sse_fuzz -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 \
 	  build/fuzz/corpus/sse tests/fuzz/seeds/sse
+	build/fuzz/bin/chunk_fuzz -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 \
+	  build/fuzz/corpus/chunk tests/fuzz/seeds/chunk
 
 bench: build
 	build/release/bin/store_bench --benchmark_min_time=1

@@ -41,6 +41,7 @@ int RunCli(const std::vector<std::string>& args, std::ostream& out, std::ostream
       SetupRunCommand(app),       SetupDbCommand(app),     SetupReportCommand(app),
       SetupLabCommand(app),       SetupHealthCommand(app), SetupAgentCommand(app),
       SetupRemediateCommand(app), SetupInjectCommand(app), SetupReliabilityCommand(app),
+      SetupEndpointCommand(app),
   };
 
   std::vector<std::string> reversed(args.rbegin(), args.rend());

@@ -51,6 +51,7 @@ Command SetupAgentCommand(CLI::App& parent);
 Command SetupRemediateCommand(CLI::App& parent);
 Command SetupInjectCommand(CLI::App& parent);
 Command SetupReliabilityCommand(CLI::App& parent);
+Command SetupEndpointCommand(CLI::App& parent);
 
 int RunCli(const std::vector<std::string>& args, std::ostream& out, std::ostream& err,
            bool out_is_terminal = false);

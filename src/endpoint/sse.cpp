@@ -23,28 +23,38 @@ void SseParser::Feed(std::string_view bytes, const Sink& sink) {
 }
 
 void SseParser::Consume(std::string_view bytes, const Sink& sink) {
-  for (const char c : bytes) {
-    if (c == '\n' && after_cr_) {  // the LF of a CRLF: the line already ended at the CR
+  size_t i = 0;
+  const size_t n = bytes.size();
+  while (i < n) {
+    if (after_cr_ && bytes[i] == '\n') {  // the LF of a CRLF: the line already ended at the CR
       after_cr_ = false;
+      ++i;
       continue;
     }
-    after_cr_ = c == '\r';
-    if (c == '\r' || c == '\n') {
-      Line(line_, !line_seen_, sink);
-      line_.clear();
-      line_seen_ = false;
-      continue;
-    }
-    line_seen_ = true;
-    // Bounded: past the limit nothing more of the event is kept; it is dropped at its end.
-    if (skipping_ || event_bytes_ + line_.size() >= max_event_) {
-      if (!skipping_) {
-        skipping_ = true;
-        ++oversized_;
+    after_cr_ = false;
+    // The rest of the line, in one piece: tokens arrive as whole lines, so this is the hot path.
+    size_t end = i;
+    while (end < n && bytes[end] != '\n' && bytes[end] != '\r') ++end;
+    if (end > i) {
+      line_seen_ = true;
+      // Bounded: past the limit nothing more of the event is kept; it is dropped at its end.
+      const size_t used = event_bytes_ + line_.size();
+      const size_t room = skipping_ || used >= max_event_ ? 0 : max_event_ - used;
+      if (end - i > room) {
+        if (!skipping_) {
+          skipping_ = true;
+          ++oversized_;
+        }
+      } else {
+        line_.append(bytes.substr(i, end - i));
       }
-      continue;
     }
-    line_.push_back(c);
+    if (end == n) return;
+    after_cr_ = bytes[end] == '\r';
+    Line(line_, !line_seen_, sink);
+    line_.clear();
+    line_seen_ = false;
+    i = end + 1;
   }
 }
 
@@ -55,7 +65,11 @@ void SseParser::Line(std::string_view line, bool blank, const Sink& sink) {
       ++events_;
       sink(pending_);
     }
-    pending_ = SseEvent{};
+    // Cleared, not replaced: the strings keep their buffers for the next event.
+    pending_.event.clear();
+    pending_.data.clear();
+    pending_.id.clear();
+    pending_.retry.reset();
     has_data_ = false;
     in_event_ = false;
     skipping_ = false;

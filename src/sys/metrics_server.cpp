@@ -17,7 +17,7 @@
 
 namespace cmax::sys {
 
-Result<MetricsServer> MetricsServer::Listen(const std::string& address) {
+Result<ListeningSocket> ListenTcp(const std::string& address, int backlog) {
   const size_t colon = address.rfind(':');
   if (colon == std::string::npos) {
     return Fail(ErrorCode::kInvalidArgument, "listen address '{}' is not HOST:PORT", address);
@@ -42,14 +42,21 @@ Result<MetricsServer> MetricsServer::Listen(const std::string& address) {
   if (fd < 0) return Fail(ErrorCode::kIo, "socket: {}", std::strerror(errno));
   const int one = 1;
   ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-  if (::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0 || ::listen(fd, 16) != 0) {
+  if (::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0 ||
+      ::listen(fd, backlog) != 0) {
     const int e = errno;
     ::close(fd);
     return Fail(ErrorCodeFromErrno(e), "cannot listen on {}: {}", address, std::strerror(e));
   }
   socklen_t length = sizeof(addr);
   ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &length);
-  return MetricsServer(fd, ntohs(addr.sin_port));
+  return ListeningSocket{fd, ntohs(addr.sin_port)};
+}
+
+Result<MetricsServer> MetricsServer::Listen(const std::string& address) {
+  auto socket = ListenTcp(address, 16);
+  if (!socket) return tl::unexpected(socket.error());
+  return MetricsServer(socket->fd, socket->port);
 }
 
 MetricsServer::MetricsServer(MetricsServer&& other) noexcept

@@ -31,6 +31,14 @@ struct ServedRequest {
 using RequestHandler = std::function<std::optional<ServedResponse>(const ServedRequest& request)>;
 inline constexpr size_t kMaxRequestBody = size_t{1} << 20;
 
+// A non-blocking listening TCP socket on "HOST:PORT" (":PORT" for all addresses, port 0 for any
+// free one); the caller owns the fd.
+struct ListeningSocket {
+  int fd = -1;
+  int port = 0;
+};
+Result<ListeningSocket> ListenTcp(const std::string& address, int backlog);
+
 class MetricsServer {
  public:
   // "127.0.0.1:9470", ":9470" (all addresses) or "0.0.0.0:0" (any free port).

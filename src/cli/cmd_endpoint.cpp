@@ -1,0 +1,707 @@
+// `cmax endpoint`: load-tests an inference endpoint (OpenAI chat/completions or Anthropic
+// messages, streaming) and records latency, throughput, errors, cache hit rate and cost.
+//   run       one load run (fixed concurrency, or a request rate with burstiness)
+//   sweep     the same at rising concurrency (1, 2, 4 ... N): throughput against latency
+//   replay    a Mooncake-style trace at its own timestamps, with the ideal cache hit rate
+//   serve-sim a simulated OpenAI/Anthropic-compatible streaming server (a stand-in for tests,
+//             demos and the lab)
+// API keys come from the environment or a file and go only into request headers: never
+// printed, logged or stored.
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+#include <fstream>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <ostream>
+#include <sys/resource.h>
+
+#include "cli/cli.hpp"
+#include "core/log.hpp"
+#include "core/strings.hpp"
+#include "endpoint/load.hpp"
+#include "endpoint/results.hpp"
+#include "endpoint/sim_server.hpp"
+#include "endpoint/workload.hpp"
+#include "store/run_writer.hpp"
+#include "store/store.hpp"
+#include "sys/file_system.hpp"
+#include "sys/host.hpp"
+#include "sys/interrupt.hpp"
+
+namespace cmax::cli {
+namespace {
+
+using endpoint::Api;
+
+struct EndpointOptions {
+  CLI::App* run = nullptr;
+  CLI::App* sweep = nullptr;
+  CLI::App* replay = nullptr;
+  CLI::App* serve_sim = nullptr;
+  // target
+  std::string url;
+  std::string api = "chat";
+  std::string model;
+  std::string api_key_env;
+  std::string api_key_file;
+  std::vector<std::string> headers;
+  std::string extra_body;
+  bool no_stream = false;
+  bool no_usage = false;
+  bool ignore_eos = false;
+  bool insecure = false;
+  std::string cacert;
+  bool http1 = false;
+  double timeout_s = 600;
+  double connect_timeout_s = 10;
+  double idle_timeout_s = 0;
+  int retries = 0;
+  std::vector<std::string> goodput;
+  std::string prices;
+  std::string price_model;
+  std::string output_file;
+  std::string requests_file;
+  std::string label = "cmax";
+  uint64_t seed = 0;
+  // workload
+  uint64_t input_len = 1024;
+  uint64_t output_len = 128;
+  double range_ratio = 0;
+  uint64_t prefix_len = 0;
+  size_t turns = 1;
+  std::string prompts;
+  size_t cache_block = 16;
+  // load
+  size_t concurrency = 16;
+  double rate = 0;
+  double burstiness = 1;
+  size_t requests = 0;
+  double duration_s = 0;
+  size_t warmup = 0;
+  // sweep
+  std::vector<size_t> levels;
+  size_t max_concurrency = 1024;
+  // replay
+  std::string trace;
+  size_t trace_block = 512;
+  double speedup = 1;
+  size_t copies = 1;
+  bool no_marker = false;
+  // serve-sim
+  std::string listen = "127.0.0.1";
+  int port = 8000;
+  endpoint::SimConfig sim;
+  double sim_duration_s = 0;
+};
+
+// Open files: each stream is a socket; the soft limit (often 1024) would cap concurrency.
+void RaiseFileLimit() {
+  rlimit limit{};
+  if (::getrlimit(RLIMIT_NOFILE, &limit) == 0 && limit.rlim_cur < limit.rlim_max) {
+    limit.rlim_cur = limit.rlim_max;
+    ::setrlimit(RLIMIT_NOFILE, &limit);
+  }
+}
+
+// The URL as shown and stored: no user:password and no query (where some services put keys).
+std::string ShownUrl(const std::string& url) {
+  std::string shown = url.substr(0, url.find_first_of("?#"));
+  const size_t scheme = shown.find("://");
+  const size_t at = shown.find('@', scheme == std::string::npos ? 0 : scheme + 3);
+  const size_t slash = shown.find('/', scheme == std::string::npos ? 0 : scheme + 3);
+  if (scheme != std::string::npos && at != std::string::npos &&
+      (slash == std::string::npos || at < slash)) {
+    shown = shown.substr(0, scheme + 3) + shown.substr(at + 1);
+  }
+  return shown;
+}
+
+// A URL of only scheme://host[:port] gets the API's usual path.
+std::string FullUrl(const std::string& url, Api api) {
+  const size_t scheme = url.find("://");
+  const size_t path = url.find('/', scheme == std::string::npos ? 0 : scheme + 3);
+  if (path == std::string::npos) return url + std::string(endpoint::DefaultPath(api));
+  if (url.substr(path) == "/") return url.substr(0, path) + std::string(endpoint::DefaultPath(api));
+  return url;
+}
+
+Result<std::string> ApiKey(const EndpointOptions& o, Api api) {
+  if (!o.api_key_file.empty()) {
+    auto text = sys::LocalFileSystem().ReadFile(o.api_key_file, 64 << 10);
+    if (!text) return Wrap(text.error(), "--api-key-file");
+    return std::string(Trim(*text));
+  }
+  const std::string name = !o.api_key_env.empty()   ? o.api_key_env
+                           : api == Api::kAnthropic ? "ANTHROPIC_API_KEY"
+                                                    : "OPENAI_API_KEY";
+  return std::string(Trim(sys::GetEnv(name.c_str())));
+}
+
+Result<endpoint::Slo> ParseGoodput(const std::vector<std::string>& items) {
+  endpoint::Slo slo;
+  for (const std::string& item : items) {
+    for (std::string_view part : Split(item, ',')) {
+      part = Trim(part);
+      if (part.empty()) continue;
+      const size_t colon = part.find(':');
+      double ms = -1;
+      if (colon != std::string_view::npos) {
+        const std::string value(part.substr(colon + 1));
+        char* end = nullptr;
+        ms = std::strtod(value.c_str(), &end);
+        if (end == value.c_str() || *end != '\0') ms = -1;
+      }
+      const std::string_view key = colon == std::string_view::npos ? part : part.substr(0, colon);
+      if (ms < 0) {
+        return Fail(ErrorCode::kInvalidArgument, "--goodput '{}': use ttft:MS, tpot:MS or e2el:MS",
+                    part);
+      }
+      if (key == "ttft") {
+        slo.ttft_ms = ms;
+      } else if (key == "tpot") {
+        slo.tpot_ms = ms;
+      } else if (key == "e2el" || key == "e2e") {
+        slo.e2e_ms = ms;
+      } else {
+        return Fail(ErrorCode::kInvalidArgument, "--goodput '{}': unknown metric '{}'", part, key);
+      }
+    }
+  }
+  return slo;
+}
+
+struct Prepared {
+  endpoint::Target target;
+  endpoint::EngineOptions engine_options;
+  std::unique_ptr<endpoint::Engine> engine;  // one for every phase: connections are kept
+  endpoint::Slo slo;
+  std::optional<endpoint::Price> price;
+  endpoint::RunDescription description;
+};
+
+Result<Prepared> Prepare(const EndpointOptions& o) {
+  Prepared p;
+  auto api = endpoint::ParseApi(o.api);
+  if (!api) return tl::unexpected(api.error());
+  if (o.url.rfind("http://", 0) != 0 && o.url.rfind("https://", 0) != 0) {
+    return Fail(ErrorCode::kInvalidArgument, "--url must start with http:// or https://");
+  }
+  p.target.api = *api;
+  p.target.url = FullUrl(o.url, *api);
+  auto key = ApiKey(o, *api);
+  if (!key) return tl::unexpected(key.error());
+  if (!key->empty()) {
+    if (key->find_first_of("\r\n") != std::string::npos) {
+      return Fail(ErrorCode::kInvalidArgument, "the API key holds a line break");
+    }
+    if (*api == Api::kAnthropic) {
+      p.target.headers.push_back("x-api-key: " + *key);
+    } else {
+      p.target.headers.push_back("Authorization: Bearer " + *key);
+    }
+  }
+  if (*api == Api::kAnthropic) p.target.headers.emplace_back("anthropic-version: 2023-06-01");
+  for (const std::string& h : o.headers) {
+    const size_t colon = h.find(':');
+    if (colon == std::string::npos || colon == 0 || h.find_first_of("\r\n") != std::string::npos) {
+      return Fail(ErrorCode::kInvalidArgument, "--header '{}' is not 'Name: value'",
+                  h.substr(0, std::min<size_t>(colon, 40)));
+    }
+    p.target.headers.push_back(h);
+  }
+  p.target.body.model = o.model;
+  p.target.body.stream = !o.no_stream;
+  p.target.body.include_usage = !o.no_usage;
+  p.target.body.ignore_eos = o.ignore_eos;
+  if (!o.extra_body.empty()) {
+    auto extra = nlohmann::json::parse(o.extra_body, nullptr, false);
+    if (!extra.is_object())
+      return Fail(ErrorCode::kInvalidArgument, "--extra-body is not a JSON object");
+    p.target.body.extra = std::move(extra);
+  }
+  p.engine_options.insecure = o.insecure;
+  p.engine_options.ca_file = o.cacert;
+  p.engine_options.http2 = !o.http1;
+  p.engine_options.timeout_s = o.timeout_s;
+  p.engine_options.connect_timeout_s = o.connect_timeout_s;
+  p.engine_options.idle_timeout_s = o.idle_timeout_s;
+  auto slo = ParseGoodput(o.goodput);
+  if (!slo) return tl::unexpected(slo.error());
+  p.slo = *slo;
+  if (!o.prices.empty()) {
+    auto text = sys::LocalFileSystem().ReadFile(o.prices, 16 << 20);
+    if (!text) return Wrap(text.error(), "--prices");
+    auto table = endpoint::ParsePrices(*text);
+    if (!table) return Wrap(table.error(), o.prices);
+    const std::string model = o.price_model.empty() ? o.model : o.price_model;
+    const auto it = table->find(model);
+    if (it == table->end()) {
+      return Fail(ErrorCode::kInvalidArgument, "{} has no prices for model '{}' (--price-model)",
+                  o.prices, model);
+    }
+    p.price = it->second;
+  }
+  auto engine = endpoint::Engine::Create(p.engine_options);
+  if (!engine) return tl::unexpected(engine.error());
+  p.engine = std::move(*engine);
+  // DNS once, outside every request's timing; a name that does not resolve is left to fail
+  // each request as "dns", so that every request still gets its outcome.
+  if (!p.engine->PinAddress(p.target.url)) {
+    log::Warn("cannot resolve the host of {}; requests will fail as dns", ShownUrl(p.target.url));
+  }
+  p.description.label = o.label;
+  p.description.url = ShownUrl(p.target.url);
+  p.description.model = o.model;
+  p.description.api = *api;
+  p.description.concurrency = o.concurrency;
+  p.description.rate = o.rate;
+  p.description.burstiness = o.burstiness;
+  return p;
+}
+
+Result<std::unique_ptr<endpoint::Workload>> MakeWorkload(const EndpointOptions& o,
+                                                         std::string& name) {
+  if (!o.prompts.empty()) {
+    auto text = sys::LocalFileSystem().ReadFile(o.prompts, size_t{1} << 30);
+    if (!text) return Wrap(text.error(), "--prompts");
+    name = "prompts " + o.prompts;
+    return endpoint::MakePromptFileWorkload(*text, o.output_len);
+  }
+  name = fmt::format("random input {} output {} range {} prefix {} turns {}", o.input_len,
+                     o.output_len, o.range_ratio, o.prefix_len, o.turns);
+  return endpoint::MakeRandomWorkload({.input_len = o.input_len,
+                                       .output_len = o.output_len,
+                                       .range_ratio = o.range_ratio,
+                                       .prefix_len = o.prefix_len,
+                                       .turns = o.turns,
+                                       .seed = o.seed});
+}
+
+Result<void> WriteText(const std::string& path, const std::string& text) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  if (!out) return Fail(ErrorCode::kIo, "cannot write {}", path);
+  out << text;
+  out.close();
+  if (!out) return Fail(ErrorCode::kIo, "writing {} failed", path);
+  return {};
+}
+
+endpoint::LoadHooks Hooks(Context& ctx) {
+  endpoint::LoadHooks hooks;
+  hooks.interrupted = [] { return sys::Interrupted(); };
+  if (!ctx.global.quiet && (sys::StderrIsTerminal() || ctx.global.verbosity > 0)) {
+    hooks.progress = [&ctx](const endpoint::LoadProgress& p) {
+      ctx.err << fmt::format("{:7.1f} s  sent {}  done {}  failed {}  in flight {}\n", p.elapsed_s,
+                             p.sent, p.done, p.failed, p.in_flight);
+    };
+  }
+  return hooks;
+}
+
+// One load run with its warm-up, outputs and store record; `level` names a sweep step.
+struct Measured {
+  endpoint::LoadResult run;
+  endpoint::LoadSummary summary;
+};
+
+Result<Measured> Measure(Context& ctx, const EndpointOptions& o, Prepared& p,
+                         endpoint::Workload& workload, endpoint::LoadShape shape) {
+  const endpoint::LoadHooks hooks = Hooks(ctx);
+  if (o.warmup > 0) {
+    endpoint::LoadShape warm = shape;
+    warm.requests = o.warmup;
+    warm.duration_s = 0;
+    warm.rate = 0;
+    warm.trace_times = false;
+    auto w = endpoint::RunLoad(*p.engine, p.target, workload, warm, hooks);
+    if (!w) return tl::unexpected(w.error());
+    size_t failed = 0;
+    for (const auto& r : w->records) failed += r.timing.ok ? 0 : 1;
+    ctx.err << fmt::format("warm-up: {} requests ({} failed), not counted\n", w->records.size(),
+                           failed);
+  }
+  auto run = endpoint::RunLoad(*p.engine, p.target, workload, shape, hooks);
+  if (!run) return tl::unexpected(run.error());
+  Measured m{std::move(*run), {}};
+  m.summary = endpoint::Summarize(m.run, p.slo, p.price);
+  return m;
+}
+
+Result<void> WriteOutputs(const EndpointOptions& o, const Prepared& p, const Measured& m) {
+  if (!o.output_file.empty()) {
+    const auto json = endpoint::ResultJson(p.description, m.run, m.summary);
+    if (auto ok =
+            WriteText(o.output_file,
+                      json.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
+        !ok) {
+      return ok;
+    }
+  }
+  if (!o.requests_file.empty()) {
+    std::string lines;
+    for (const auto& r : m.run.records) lines += endpoint::RequestJsonl(r) + "\n";
+    if (auto ok = WriteText(o.requests_file, lines); !ok) return ok;
+  }
+  return {};
+}
+
+// The result without its per-request arrays: what the store keeps as evidence.
+std::string EvidenceJson(const Prepared& p, const Measured& m) {
+  auto json = endpoint::ResultJson(p.description, m.run, m.summary);
+  for (const char* key :
+       {"input_lens", "output_lens", "ttfts", "itls", "latencies", "start_times", "errors"}) {
+    json.erase(key);
+  }
+  return json.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+Result<store::RunWriter> BeginRun(store::Store& store, const std::string& target) {
+  return store::RunWriter::Begin(store, {.command = "endpoint",
+                                         .target = target,
+                                         .host = sys::Hostname(),
+                                         .started_at = SystemClock().Now(),
+                                         .cmax_version = VersionString(),
+                                         .pid = ::getpid()});
+}
+
+int Fails(Context& ctx, const char* command, const Error& error) {
+  ctx.err << "cmax endpoint " << command << ": " << error.message << "\n";
+  return error.code == ErrorCode::kInvalidArgument || error.code == ErrorCode::kNotFound
+             ? kExitUsage
+             : kExitError;
+}
+
+int RunOrReplay(Context& ctx, EndpointOptions& o, bool replay) {
+  const char* command = replay ? "replay" : "run";
+  RaiseFileLimit();
+  auto prepared = Prepare(o);
+  if (!prepared) return Fails(ctx, command, prepared.error());
+  Prepared& p = *prepared;
+  std::string workload_name;
+  Result<std::unique_ptr<endpoint::Workload>> workload = tl::unexpected(Error{});
+  endpoint::LoadShape shape;
+  shape.concurrency = o.concurrency;
+  shape.rate = o.rate;
+  shape.burstiness = o.burstiness;
+  shape.requests = o.requests;
+  shape.duration_s = o.duration_s;
+  shape.retries = o.retries;
+  shape.cache_block_tokens = o.cache_block;
+  shape.seed = o.seed;
+  if (replay) {
+    auto text = sys::LocalFileSystem().ReadFile(o.trace, size_t{1} << 30);
+    if (!text) return Fails(ctx, command, text.error());
+    std::vector<std::unique_ptr<endpoint::Workload>> copies;
+    for (size_t i = 0; i < o.copies; ++i) {
+      auto w = endpoint::MakeTraceWorkload(
+          *text,
+          {.block_tokens = o.trace_block,
+           .speedup = o.speedup,
+           .marker = o.no_marker ? std::string() : endpoint::ReplayMarker(o.seed * 1000 + i + 1)});
+      if (!w) return Fails(ctx, command, Wrap(w.error(), o.trace).value());
+      copies.push_back(std::move(*w));
+    }
+    workload =
+        copies.size() == 1 ? std::move(copies.front()) : endpoint::MergeByTime(std::move(copies));
+    workload_name = fmt::format("trace {} x{} speedup {}", o.trace, o.copies, o.speedup);
+    shape.trace_times = true;
+    shape.rate = 0;
+    if (o.requests == 0 && o.duration_s <= 0) shape.requests = SIZE_MAX;  // the whole trace
+    p.description.concurrency = o.concurrency;
+  } else {
+    workload = MakeWorkload(o, workload_name);
+    if (!workload) return Fails(ctx, command, workload.error());
+    if (shape.requests == 0 && shape.duration_s <= 0) shape.requests = 200;
+  }
+  p.description.workload = workload_name;
+
+  auto store = store::Store::Open({.path = ctx.DbPath()});
+  if (!store) return Fails(ctx, command, store.error());
+  auto writer = BeginRun(*store, "endpoint/" + p.description.url);
+  if (!writer) return Fails(ctx, command, writer.error());
+  auto measured = Measure(ctx, o, p, **workload, shape);
+  if (!measured) {
+    (void)writer->FinishWithError(kExitError, SystemClock().Now());
+    return Fails(ctx, command, measured.error());
+  }
+  if (auto ok = writer->Add({{"endpoint.result", EvidenceJson(p, *measured)}},
+                            endpoint::LoadFindings(measured->summary),
+                            endpoint::StoreMetrics(measured->summary, p.description));
+      !ok) {
+    return Fails(ctx, command, ok.error());
+  }
+  if (auto ok = WriteOutputs(o, p, *measured); !ok) return Fails(ctx, command, ok.error());
+  auto outcome = writer->Finish(sys::InterruptSignal(), SystemClock().Now());
+  if (!outcome) return Fails(ctx, command, outcome.error());
+  ctx.out << endpoint::SummaryText(p.description, measured->summary);
+  ctx.out << fmt::format("stored as run {}\n", writer->RunId());
+  return outcome->exit_code;
+}
+
+int Sweep(Context& ctx, EndpointOptions& o) {
+  RaiseFileLimit();
+  auto prepared = Prepare(o);
+  if (!prepared) return Fails(ctx, "sweep", prepared.error());
+  Prepared& p = *prepared;
+  std::vector<size_t> levels = o.levels;
+  if (levels.empty()) {
+    for (size_t c = 1; c <= o.max_concurrency; c *= 2) levels.push_back(c);
+  }
+  for (const size_t c : levels) {
+    if (c == 0) return Fails(ctx, "sweep", Error{ErrorCode::kInvalidArgument, "a level of 0"});
+  }
+  auto store = store::Store::Open({.path = ctx.DbPath()});
+  if (!store) return Fails(ctx, "sweep", store.error());
+  auto writer = BeginRun(*store, "endpoint-sweep/" + p.description.url);
+  if (!writer) return Fails(ctx, "sweep", writer.error());
+  nlohmann::json all = nlohmann::json::array();
+  ctx.out << fmt::format("{:>11} {:>9} {:>7} {:>10} {:>12} {:>10} {:>10} {:>10}\n", "CONCURRENCY",
+                         "REQUESTS", "FAILED", "REQ/S", "OUT TOK/S", "TTFT P50", "TTFT P99",
+                         "TPOT P50");
+  std::vector<Finding> findings;
+  for (const size_t c : levels) {
+    if (sys::Interrupted()) break;
+    std::string name;
+    auto workload = MakeWorkload(o, name);
+    if (!workload) return Fails(ctx, "sweep", workload.error());
+    p.description.workload = name;
+    p.description.concurrency = c;
+    endpoint::LoadShape shape;
+    shape.concurrency = c;
+    shape.rate = o.rate;
+    shape.burstiness = o.burstiness;
+    // Enough requests that every level reaches a steady state: at least 4 per slot.
+    shape.requests =
+        o.duration_s > 0 ? o.requests : std::max(o.requests > 0 ? o.requests : 64, 4 * c);
+    shape.duration_s = o.duration_s;
+    shape.retries = o.retries;
+    shape.cache_block_tokens = o.cache_block;
+    shape.seed = o.seed;
+    auto m = Measure(ctx, o, p, **workload, shape);
+    if (!m) {
+      (void)writer->FinishWithError(kExitError, SystemClock().Now());
+      return Fails(ctx, "sweep", m.error());
+    }
+    const auto& x = m->summary.metrics;
+    ctx.out << fmt::format("{:>11} {:>9} {:>7} {:>10.2f} {:>12.1f} {:>10.2f} {:>10.2f} {:>10.2f}\n",
+                           c, x.completed + x.failed, x.failed, x.request_throughput,
+                           x.output_throughput, x.ttft_chunk_ms.p50, x.ttft_chunk_ms.p99,
+                           x.tpot_ms.p50);
+    ctx.out.flush();
+    for (Finding f : endpoint::LoadFindings(m->summary)) {
+      f.check_id += fmt::format(".c{}", c);
+      findings.push_back(std::move(f));
+    }
+    if (auto ok = writer->Add({{fmt::format("endpoint.sweep.c{}", c), EvidenceJson(p, *m)}}, {},
+                              endpoint::StoreMetrics(m->summary, p.description));
+        !ok) {
+      return Fails(ctx, "sweep", ok.error());
+    }
+    all.push_back(endpoint::ResultJson(p.description, m->run, m->summary));
+  }
+  if (auto ok = writer->Add({}, findings); !ok) return Fails(ctx, "sweep", ok.error());
+  if (!o.output_file.empty()) {
+    if (auto ok =
+            WriteText(o.output_file,
+                      all.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
+        !ok) {
+      return Fails(ctx, "sweep", ok.error());
+    }
+  }
+  auto outcome = writer->Finish(sys::InterruptSignal(), SystemClock().Now());
+  if (!outcome) return Fails(ctx, "sweep", outcome.error());
+  ctx.out << fmt::format("stored as run {} (cmax report {} --format html draws the sweep)\n",
+                         writer->RunId(), writer->RunId());
+  return outcome->exit_code;
+}
+
+int ServeSim(Context& ctx, EndpointOptions& o) {
+  RaiseFileLimit();
+  for (const char c : o.sim.model) {
+    if (std::isalnum(static_cast<unsigned char>(c)) == 0 &&
+        std::string_view("._-/:").find(c) == std::string_view::npos) {
+      ctx.err << "cmax endpoint serve-sim: --model may hold letters, digits and . _ - / : only\n";
+      return kExitUsage;
+    }
+  }
+  auto server = endpoint::SimServer::Listen(fmt::format("{}:{}", o.listen, o.port), o.sim);
+  if (!server) return Fails(ctx, "serve-sim", server.error());
+  ctx.out << fmt::format("serve-sim listening on http://{}:{} (model {}; a simulated server)\n",
+                         o.listen, (*server)->Port(), o.sim.model);
+  ctx.out.flush();
+  const auto stop_at = std::chrono::steady_clock::now() +
+                       std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                           std::chrono::duration<double>(o.sim_duration_s));
+  auto ran = (*server)->Run([&] {
+    return sys::Interrupted() ||
+           (o.sim_duration_s > 0 && std::chrono::steady_clock::now() >= stop_at);
+  });
+  if (!ran) return Fails(ctx, "serve-sim", ran.error());
+  const endpoint::SimStats s = (*server)->Stats();
+  ctx.out << fmt::format(
+      "serve-sim: {} connections, {} requests, {} answered, {} tokens, {} of {} input tokens "
+      "cached, most streams at once {}\n",
+      s.connections, s.requests, s.completed, s.tokens, s.cached_tokens, s.input_tokens,
+      s.max_open_streams);
+  return kExitOk;
+}
+
+void AddTargetFlags(CLI::App* app, EndpointOptions& o) {
+  app->add_option("--url", o.url,
+                  "Endpoint URL; scheme://host:port alone gets the API's path "
+                  "(/v1/chat/completions, /v1/completions, /v1/messages)")
+      ->required();
+  app->add_option("--api", o.api, "chat | completions | anthropic")->capture_default_str();
+  app->add_option("--model", o.model, "Model name sent in each request")->required();
+  app->add_option("--api-key-env", o.api_key_env,
+                  "Environment variable holding the API key (default OPENAI_API_KEY, or "
+                  "ANTHROPIC_API_KEY for --api anthropic); never printed or stored");
+  app->add_option("--api-key-file", o.api_key_file, "File holding the API key instead");
+  app->add_option("--header", o.headers, "Extra request header 'Name: value' (repeatable)");
+  app->add_option("--extra-body", o.extra_body, "JSON object merged into every request body");
+  app->add_flag("--no-stream", o.no_stream, "Ask for whole responses instead of streams");
+  app->add_flag("--no-usage", o.no_usage, "Do not ask for stream_options.include_usage");
+  app->add_flag("--ignore-eos", o.ignore_eos, "Send ignore_eos (vLLM/SGLang): exactly max tokens");
+  app->add_flag("--insecure", o.insecure, "Do not verify TLS certificates (verified by default)");
+  app->add_option("--cacert", o.cacert, "CA bundle to verify the server with");
+  app->add_flag("--http1.1", o.http1, "No HTTP/2 (offered by ALPN on https by default)");
+  app->add_option("--timeout", o.timeout_s, "Seconds a request may take in all")
+      ->capture_default_str();
+  app->add_option("--connect-timeout", o.connect_timeout_s, "Seconds to connect")
+      ->capture_default_str();
+  app->add_option("--idle-timeout", o.idle_timeout_s,
+                  "Seconds without a byte before a request times out (0: off)");
+  app->add_option("--retries", o.retries,
+                  "Retry 408/409/429/5xx/connect/timeout like the OpenAI SDK (off when measuring)")
+      ->capture_default_str();
+  app->add_option("--goodput", o.goodput, "SLOs for goodput: ttft:MS tpot:MS e2el:MS");
+  app->add_option("--prices", o.prices, "Price table (cmax.prices/v1 JSON) for the run's cost");
+  app->add_option("--price-model", o.price_model, "Model to price as (default --model)");
+  app->add_option("--output-file", o.output_file,
+                  "Result JSON with vLLM's benchmark keys plus cmax's under \"cmax\"");
+  app->add_option("--requests-file", o.requests_file, "One JSON line per request");
+  app->add_option("--label", o.label, "Label in the result file")->capture_default_str();
+  app->add_option("--seed", o.seed, "Seed for prompts and arrival times")->capture_default_str();
+  app->add_option("--cache-block", o.cache_block,
+                  "Block size (tokens) for the ideal cache hit rate")
+      ->capture_default_str();
+}
+
+void AddLoadFlags(CLI::App* app, EndpointOptions& o, bool concurrency) {
+  if (concurrency) {
+    app->add_option("--concurrency", o.concurrency, "Requests in flight at most (0: no cap)")
+        ->capture_default_str();
+  }
+  app->add_option("--rate", o.rate, "Conversations started per second (0: as fast as allowed)");
+  app->add_option("--burstiness", o.burstiness, "Gamma shape of arrival gaps (1: Poisson)")
+      ->capture_default_str();
+  app->add_option("--requests", o.requests, "Requests to send (default 200 with no --duration)");
+  app->add_option("--duration", o.duration_s, "Seconds to keep sending");
+  app->add_option("--warmup", o.warmup, "Requests sent first and not counted");
+}
+
+void AddWorkloadFlags(CLI::App* app, EndpointOptions& o) {
+  app->add_option("--input-len", o.input_len, "Words per random prompt (≈ tokens)")
+      ->capture_default_str();
+  app->add_option("--output-len", o.output_len, "Max tokens per answer")->capture_default_str();
+  app->add_option("--range-ratio", o.range_ratio, "Lengths uniform in [L(1-r), L(1+r)]")
+      ->capture_default_str();
+  app->add_option("--prefix-len", o.prefix_len, "Words of a prefix every prompt shares");
+  app->add_option("--turns", o.turns, "Turns per conversation; each resends the history")
+      ->capture_default_str();
+  app->add_option("--prompts", o.prompts,
+                  "JSONL prompts: {\"prompt\"|\"messages\"|\"turns\", \"max_tokens\"}");
+}
+
+}  // namespace
+
+Command SetupEndpointCommand(CLI::App& parent) {
+  auto o = std::make_shared<EndpointOptions>();
+  CLI::App* app = parent.add_subcommand(
+      "endpoint",
+      "Load-test an inference endpoint: latency (TTFT, TPOT, ITL, E2E), throughput, errors,\n"
+      "prompt-cache hit rate and cost; or serve a simulated endpoint (serve-sim)");
+  app->require_subcommand(1);
+  o->run = app->add_subcommand("run", "One load run at a fixed concurrency or request rate");
+  AddTargetFlags(o->run, *o);
+  AddLoadFlags(o->run, *o, true);
+  AddWorkloadFlags(o->run, *o);
+  o->sweep = app->add_subcommand("sweep", "Load runs at concurrency 1, 2, 4 ... N");
+  AddTargetFlags(o->sweep, *o);
+  AddLoadFlags(o->sweep, *o, false);
+  AddWorkloadFlags(o->sweep, *o);
+  o->sweep->add_option("--levels", o->levels, "Concurrency levels (default powers of 2)")
+      ->delimiter(',');
+  o->sweep->add_option("--max-concurrency", o->max_concurrency, "Highest power-of-2 level")
+      ->capture_default_str();
+  o->replay = app->add_subcommand("replay", "Replay a Mooncake-style trace at its timestamps");
+  o->replay
+      ->add_option("TRACE", o->trace,
+                   "JSONL: timestamp (ms), input_length, output_length, hash_ids")
+      ->required();
+  AddTargetFlags(o->replay, *o);
+  o->replay->add_option("--concurrency", o->concurrency, "Cap on requests in flight (0: none)");
+  o->replay->add_option("--requests", o->requests, "Stop after this many requests");
+  o->replay->add_option("--duration", o->duration_s, "Stop sending after this many seconds");
+  o->replay->add_option("--trace-block", o->trace_block, "Tokens per hash_id block")
+      ->capture_default_str();
+  o->replay->add_option("--speedup", o->speedup, "Divide the trace's gaps by this")
+      ->capture_default_str();
+  o->replay
+      ->add_option("--copies", o->copies,
+                   "Copies of the trace replayed at once, each with its own marker")
+      ->capture_default_str();
+  o->replay->add_flag("--no-marker", o->no_marker,
+                      "No per-replay marker (copies then share cache)");
+  o->replay->add_option("--warmup", o->warmup, "Requests sent first and not counted");
+  o->serve_sim = app->add_subcommand(
+      "serve-sim", "A simulated OpenAI/Anthropic-compatible streaming server (a stand-in)");
+  CLI::App* s = o->serve_sim;
+  s->add_option("--port", o->port, "Port (0: any free one)")->capture_default_str();
+  s->add_option("--listen", o->listen, "Address to listen on")->capture_default_str();
+  s->add_option("--model", o->sim.model, "Model name it reports")->capture_default_str();
+  s->add_option("--base-ms", o->sim.base_ms, "Fixed delay before prefill");
+  s->add_option("--prefill-us-per-token", o->sim.prefill_us_per_token,
+                "Prefill time per uncached input token");
+  s->add_option("--decode-ms", o->sim.decode_ms, "Time per output token after the first");
+  s->add_option("--block-size", o->sim.block_tokens, "Prefix cache block (tokens)")
+      ->capture_default_str();
+  s->add_option("--cache-blocks", o->sim.cache_blocks,
+                "Prefix cache capacity in blocks (LRU; 0: no cache)")
+      ->capture_default_str();
+  s->add_option("--max-tokens", o->sim.default_max_tokens,
+                "Answer length when a request gives none")
+      ->capture_default_str();
+  s->add_option("--fault-429", o->sim.rate_429,
+                "Share of requests answered 429 (with Retry-After)");
+  s->add_option("--fault-500", o->sim.rate_500, "Share answered 500");
+  s->add_option("--fault-cut", o->sim.rate_cut, "Share whose stream is cut half-way");
+  s->add_option("--fault-error-event", o->sim.rate_error_event,
+                "Share given an error event after 200");
+  s->add_option("--fault-slow-start", o->sim.rate_slow_start, "Share whose first token is late");
+  s->add_option("--retry-after", o->sim.retry_after_s, "Retry-After seconds on 429")
+      ->capture_default_str();
+  s->add_option("--slow-start-ms", o->sim.slow_start_ms, "Extra delay of a slow start")
+      ->capture_default_str();
+  s->add_option("--trickle-ms", o->sim.trickle_ms, "Gap between bytes of a trickled answer")
+      ->capture_default_str();
+  s->add_option("--seed", o->sim.seed, "Seed for drawn faults")->capture_default_str();
+  s->add_option("--duration", o->sim_duration_s, "Stop after this many seconds (0: at Ctrl-C)");
+  s->footer(
+      "Faults can also be asked per request with the header x-cmax-sim-fault: 429 | 500 | cut |\n"
+      "error-event | slow-start | malformed-json | huge-line | no-done | http10 | byte-split |\n"
+      "trickle | close-early.");
+  return {app, [o](Context& ctx) {
+            if (o->run->parsed()) return RunOrReplay(ctx, *o, false);
+            if (o->replay->parsed()) {
+              if (o->concurrency == 16 && !o->replay->count("--concurrency")) o->concurrency = 0;
+              return RunOrReplay(ctx, *o, true);
+            }
+            if (o->sweep->parsed()) return Sweep(ctx, *o);
+            return ServeSim(ctx, *o);
+          }};
+}
+
+}  // namespace cmax::cli

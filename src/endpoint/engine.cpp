@@ -1,0 +1,499 @@
+#include "endpoint/engine.hpp"
+
+#include <netdb.h>
+#include <unistd.h>
+
+#include <arpa/inet.h>
+#include <cerrno>
+#include <charconv>
+#include <cstring>
+#include <ctime>
+#include <curl/curl.h>
+#include <fmt/format.h>
+#include <list>
+#include <sys/epoll.h>
+
+#include "core/strings.hpp"
+#include "endpoint/sse.hpp"
+
+namespace cmax::endpoint {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+constexpr size_t kErrorBodyBytes = 64 << 10;
+
+int64_t MonotonicNs() {
+  timespec ts{};
+  ::clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
+}
+
+std::optional<double> ParseSeconds(std::string_view text) {
+  text = Trim(text);
+  double v = 0;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+  if (ec != std::errc() || end != text.data() + text.size() || v < 0) return std::nullopt;
+  return v;
+}
+
+struct CurlGlobal {
+  CurlGlobal() { curl_global_init(CURL_GLOBAL_DEFAULT); }
+};
+
+}  // namespace
+
+std::string CurlErrorClass(int curl_code, bool answered) {
+  switch (static_cast<CURLcode>(curl_code)) {
+    case CURLE_COULDNT_RESOLVE_HOST:
+    case CURLE_COULDNT_RESOLVE_PROXY: return "dns";
+    case CURLE_COULDNT_CONNECT: return "connect";
+    case CURLE_OPERATION_TIMEDOUT: return "timeout";
+    case CURLE_SSL_CONNECT_ERROR:
+    case CURLE_PEER_FAILED_VERIFICATION:
+    case CURLE_SSL_CERTPROBLEM:
+    case CURLE_SSL_CIPHER:
+    case CURLE_SSL_CACERT_BADFILE:
+    case CURLE_SSL_ISSUER_ERROR:
+    case CURLE_SSL_PINNEDPUBKEYNOTMATCH:
+    case CURLE_SSL_INVALIDCERTSTATUS:
+    case CURLE_SSL_CRL_BADFILE:
+    case CURLE_SSL_SHUTDOWN_FAILED: return "tls";
+    case CURLE_WRITE_ERROR:
+    case CURLE_WEIRD_SERVER_REPLY:
+    case CURLE_BAD_CONTENT_ENCODING:
+    case CURLE_UNSUPPORTED_PROTOCOL: return "malformed";
+    case CURLE_PARTIAL_FILE:
+    case CURLE_RECV_ERROR:
+    case CURLE_SEND_ERROR:
+    case CURLE_GOT_NOTHING:
+    case CURLE_HTTP2:
+    case CURLE_HTTP2_STREAM:
+      // A connection that breaks before the answer began is a connection failure.
+      return answered ? "truncated" : "connect";
+    default: return "other";
+  }
+}
+
+std::string HttpErrorClass(long status) {
+  if (status == 429) return "http-429";
+  if (status >= 400 && status < 500) return "http-4xx";
+  if (status >= 500 && status < 600) return "http-5xx";
+  return "http-other";
+}
+
+bool Retryable(const std::string& error_class) {
+  // The OpenAI SDK retries 408, 409, 429, >= 500 and connection errors and timeouts.
+  return error_class == "http-429" || error_class == "http-5xx" || error_class == "connect" ||
+         error_class == "timeout" || error_class == "http-408" || error_class == "http-409";
+}
+
+struct Engine::Impl {
+  struct Transfer {
+    Impl* engine = nullptr;
+    CURL* easy = nullptr;
+    curl_slist* headers = nullptr;
+    uint64_t tag = 0;
+    Call call;
+    SseParser sse;
+    StreamReader reader;
+    CallResult result;
+    std::string body;  // a whole response, or the start of an error's
+    bool saw_done = false;
+    bool saw_finish = false;
+    bool malformed = false;
+    bool answered = false;
+    bool too_big = false;
+    std::optional<std::string> stream_error;
+    std::list<std::unique_ptr<Transfer>>::iterator self;  // its place in the engine's list
+
+    Transfer(size_t max_event, Api api, bool keep_text) : sse(max_event), reader(api, keep_text) {}
+  };
+
+  EngineOptions options;
+  std::vector<Completion>* done = nullptr;  // where Poll collects completions
+  std::vector<Completion> refused;          // calls libcurl would not take, for the next Poll
+  CURLM* multi = nullptr;
+  int epoll_fd = -1;
+  std::optional<Clock::time_point> curl_deadline;
+  std::list<std::unique_ptr<Transfer>> transfers;
+  std::vector<CURL*> idle_handles;  // reused, so a new request does not pay curl_easy_init
+  curl_slist* resolve = nullptr;
+  size_t in_flight = 0;
+
+  ~Impl() {
+    for (auto& t : transfers) {
+      curl_multi_remove_handle(multi, t->easy);
+      curl_easy_cleanup(t->easy);
+      curl_slist_free_all(t->headers);
+    }
+    for (CURL* easy : idle_handles) curl_easy_cleanup(easy);
+    if (multi) curl_multi_cleanup(multi);
+    curl_slist_free_all(resolve);
+    if (epoll_fd >= 0) ::close(epoll_fd);
+  }
+
+  double Now() const { return std::chrono::duration<double>(Clock::now() - options.epoch).count(); }
+
+  static int OnSocket(CURL* /*easy*/, curl_socket_t s, int what, void* userp, void* socketp) {
+    auto* self = static_cast<Impl*>(userp);
+    if (what == CURL_POLL_REMOVE) {
+      ::epoll_ctl(self->epoll_fd, EPOLL_CTL_DEL, s, nullptr);
+      curl_multi_assign(self->multi, s, nullptr);
+      return 0;
+    }
+    epoll_event ev{};
+    ev.events =
+        ((what & CURL_POLL_IN) != 0 ? EPOLLIN : 0U) | ((what & CURL_POLL_OUT) != 0 ? EPOLLOUT : 0U);
+    ev.data.fd = s;
+    if (socketp == nullptr) {
+      ::epoll_ctl(self->epoll_fd, EPOLL_CTL_ADD, s, &ev);
+      curl_multi_assign(self->multi, s, self);  // any non-null mark: "in the epoll set"
+    } else {
+      ::epoll_ctl(self->epoll_fd, EPOLL_CTL_MOD, s, &ev);
+    }
+    return 0;
+  }
+
+  static int OnTimer(CURLM* /*multi*/, long timeout_ms, void* userp) {
+    auto* self = static_cast<Impl*>(userp);
+    if (timeout_ms < 0) {
+      self->curl_deadline.reset();
+    } else {
+      self->curl_deadline = Clock::now() + std::chrono::milliseconds(timeout_ms);
+    }
+    return 0;
+  }
+
+  static size_t OnHeader(char* data, size_t size, size_t count, void* userp) {
+    auto* t = static_cast<Transfer*>(userp);
+    const size_t n = size * count;
+    if (!t->result.timing.first_byte_s) t->result.timing.first_byte_s = t->engine->Now();
+    t->answered = true;
+    const std::string_view line(data, n);
+    const size_t colon = line.find(':');
+    if (colon != std::string_view::npos) {
+      const std::string name = ToLower(Trim(line.substr(0, colon)));
+      const std::string_view value = Trim(line.substr(colon + 1));
+      if (name == "retry-after-ms") {
+        if (auto ms = ParseSeconds(value); ms) t->result.retry_after_s = *ms / 1000;
+      } else if (name == "retry-after" && !t->result.retry_after_s) {
+        t->result.retry_after_s = ParseSeconds(value);  // an HTTP date is not honoured
+      }
+    }
+    return n;
+  }
+
+  static size_t OnBody(char* data, size_t size, size_t count, void* userp) {
+    auto* t = static_cast<Transfer*>(userp);
+    const size_t n = size * count;
+    long status = 0;
+    curl_easy_getinfo(t->easy, CURLINFO_RESPONSE_CODE, &status);
+    if (status != 200 || !t->call.stream) {
+      const size_t cap = status == 200 ? t->engine->options.max_body_bytes : kErrorBodyBytes;
+      if (t->body.size() + n > cap) {
+        if (status == 200) {
+          t->too_big = true;
+          return 0;  // aborts the transfer: CURLE_WRITE_ERROR
+        }
+        t->body.append(data, std::min(n, cap - std::min(cap, t->body.size())));
+        return n;
+      }
+      t->body.append(data, n);
+      return n;
+    }
+    const double now = t->engine->Now();
+    const int64_t now_ns = MonotonicNs();
+    RequestTiming& timing = t->result.timing;
+    t->sse.Feed(std::string_view(data, n), [t, now, now_ns, &timing](const SseEvent& event) {
+      const StreamEffect effect = t->reader.Read(event);
+      if (effect.choice) {
+        if (!timing.first_chunk_s) {
+          timing.first_chunk_s = now;
+          if (const auto& sent = t->reader.ServerSentNs(); sent) {
+            t->result.server_lag_ms = static_cast<double>(now_ns - *sent) / 1e6;
+          }
+        }
+        timing.chunk_s.push_back(now);
+      }
+      if (effect.content && !timing.first_token_s) timing.first_token_s = now;
+      if (effect.done) t->saw_done = true;
+      if (effect.finish) t->saw_finish = true;
+      if (effect.malformed) t->malformed = true;
+      if (effect.error && !t->stream_error) t->stream_error = effect.error;
+    });
+    return n;
+  }
+
+  CURL* Handle() {
+    if (!idle_handles.empty()) {
+      CURL* easy = idle_handles.back();
+      idle_handles.pop_back();
+      curl_easy_reset(easy);
+      return easy;
+    }
+    return curl_easy_init();
+  }
+
+  void Configure(Transfer& t) const {
+    CURL* e = t.easy;
+    curl_easy_setopt(e, CURLOPT_URL, t.call.url.c_str());
+    curl_easy_setopt(e, CURLOPT_POST, 1L);
+    curl_easy_setopt(e, CURLOPT_POSTFIELDS, t.call.body.data());
+    curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(t.call.body.size()));
+    curl_easy_setopt(e, CURLOPT_HTTPHEADER, t.headers);
+    curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, &Impl::OnBody);
+    curl_easy_setopt(e, CURLOPT_WRITEDATA, &t);
+    curl_easy_setopt(e, CURLOPT_HEADERFUNCTION, &Impl::OnHeader);
+    curl_easy_setopt(e, CURLOPT_HEADERDATA, &t);
+    curl_easy_setopt(e, CURLOPT_PRIVATE, &t);
+    curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(e, CURLOPT_TCP_NODELAY, 1L);
+    curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS,
+                     static_cast<long>(options.connect_timeout_s * 1000));
+    curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, static_cast<long>(options.timeout_s * 1000));
+    if (options.idle_timeout_s > 0) {
+      curl_easy_setopt(e, CURLOPT_LOW_SPEED_LIMIT, 1L);
+      curl_easy_setopt(e, CURLOPT_LOW_SPEED_TIME,
+                       std::max(1L, static_cast<long>(options.idle_timeout_s)));
+    }
+    curl_easy_setopt(e, CURLOPT_HTTP_VERSION,
+                     options.http2 ? CURL_HTTP_VERSION_2TLS : CURL_HTTP_VERSION_1_1);
+    if (options.http2 && t.call.url.rfind("https://", 0) == 0) {
+      // Wait for a connection being set up to learn whether it speaks h2 and can carry this
+      // request too; on plain http (HTTP/1.1) waiting would only serialise the first requests.
+      curl_easy_setopt(e, CURLOPT_PIPEWAIT, 1L);
+    }
+    if (options.insecure) {
+      curl_easy_setopt(e, CURLOPT_SSL_VERIFYPEER, 0L);
+      curl_easy_setopt(e, CURLOPT_SSL_VERIFYHOST, 0L);
+    }
+    if (!options.ca_file.empty()) curl_easy_setopt(e, CURLOPT_CAINFO, options.ca_file.c_str());
+    if (resolve) curl_easy_setopt(e, CURLOPT_RESOLVE, resolve);
+  }
+
+  void Complete(CURL* easy, CURLcode code) {
+    Transfer* t = nullptr;
+    curl_easy_getinfo(easy, CURLINFO_PRIVATE, &t);
+    curl_multi_remove_handle(multi, easy);
+    CallResult& r = t->result;
+    RequestTiming& timing = r.timing;
+    curl_easy_getinfo(easy, CURLINFO_RESPONSE_CODE, &r.http_status);
+    const bool cut_in_event = t->call.stream && t->sse.Finish();
+    std::string error_class;
+    if (code != CURLE_OK) {
+      error_class = t->too_big ? "malformed" : CurlErrorClass(code, t->answered);
+      r.error_message =
+          t->too_big ? "response larger than the body limit" : curl_easy_strerror(code);
+    } else if (r.http_status != 200) {
+      error_class = HttpErrorClass(r.http_status);
+      if (r.http_status == 408 || r.http_status == 409)
+        error_class = fmt::format("http-{}", r.http_status);
+      r.error_message = fmt::format("HTTP {}: {}", r.http_status, ErrorMessage(t->body));
+    } else if (t->call.stream) {
+      if (t->stream_error) {
+        error_class = "stream-error";
+        r.error_message = *t->stream_error;
+      } else if (t->malformed || t->sse.Oversized() > 0) {
+        error_class = "malformed";
+        r.error_message =
+            t->malformed ? "a stream event was not JSON" : "a stream event exceeded the size limit";
+      } else if (cut_in_event || (!t->saw_done && !t->saw_finish)) {
+        error_class = "truncated";
+        r.error_message = "the stream ended without its end marker";
+      } else if (timing.chunk_s.empty()) {
+        error_class = "truncated";
+        r.error_message = "the stream carried no answer";
+      }
+    } else {
+      FullResponse full = ReadFullResponse(t->call.api, t->body);
+      if (full.error) {
+        error_class = "stream-error";
+        r.error_message = *full.error;
+      } else if (full.malformed) {
+        error_class = "malformed";
+        r.error_message = "the response was not a completion";
+      } else {
+        const double end = Now();
+        timing.first_chunk_s = end;
+        timing.first_token_s = end;
+        timing.chunk_s.push_back(end);
+        r.usage = full.usage;
+        r.text = std::move(full.text);
+      }
+    }
+    if (t->call.stream) {
+      r.usage = t->reader.Usage();
+      if (t->call.keep_text) r.text = t->reader.Text();
+      r.sse_comments = t->sse.Comments();
+    }
+    timing.ok = error_class.empty();
+    timing.error = error_class;
+    if (r.usage) {
+      timing.input_tokens = r.usage->input;
+      timing.output_tokens = r.usage->output;
+      timing.cached_tokens = r.usage->cache_read;
+    } else if (timing.ok) {
+      // No usage from the server: count content chunks, as tools without a tokenizer do.
+      timing.output_tokens = t->reader.ContentChunks();
+    }
+    const uint64_t tag = t->tag;
+    CallResult result = std::move(r);
+    curl_slist_free_all(t->headers);
+    idle_handles.push_back(easy);
+    transfers.erase(t->self);
+    --in_flight;
+    done->push_back({tag, std::move(result)});
+  }
+
+  void Drain() {
+    int left = 0;
+    while (CURLMsg* m = curl_multi_info_read(multi, &left)) {
+      if (m->msg == CURLMSG_DONE) Complete(m->easy_handle, m->data.result);
+    }
+  }
+};
+
+Engine::Engine(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+Engine::~Engine() = default;
+size_t Engine::InFlight() const {
+  return impl_->in_flight;
+}
+double Engine::SecondsSinceEpoch() const {
+  return impl_->Now();
+}
+
+void Engine::CancelAll() {
+  Impl& s = *impl_;
+  for (auto& t : s.transfers) {
+    curl_multi_remove_handle(s.multi, t->easy);
+    curl_slist_free_all(t->headers);
+    s.idle_handles.push_back(t->easy);
+  }
+  s.transfers.clear();
+  s.refused.clear();
+  s.in_flight = 0;
+}
+
+void Engine::ResetEpoch() {
+  impl_->options.epoch = Clock::now();
+}
+
+Result<std::unique_ptr<Engine>> Engine::Create(const EngineOptions& options) {
+  static const CurlGlobal global;
+  auto impl = std::make_unique<Impl>();
+  impl->options = options;
+  impl->epoll_fd = ::epoll_create1(EPOLL_CLOEXEC);
+  if (impl->epoll_fd < 0) return Fail(ErrorCode::kIo, "epoll_create1: {}", std::strerror(errno));
+  impl->multi = curl_multi_init();
+  if (!impl->multi) return Fail(ErrorCode::kInternal, "curl_multi_init failed");
+  curl_multi_setopt(impl->multi, CURLMOPT_SOCKETFUNCTION, &Impl::OnSocket);
+  curl_multi_setopt(impl->multi, CURLMOPT_SOCKETDATA, impl.get());
+  curl_multi_setopt(impl->multi, CURLMOPT_TIMERFUNCTION, &Impl::OnTimer);
+  curl_multi_setopt(impl->multi, CURLMOPT_TIMERDATA, impl.get());
+  if (options.max_connections > 0) {
+    curl_multi_setopt(impl->multi, CURLMOPT_MAX_TOTAL_CONNECTIONS, options.max_connections);
+  }
+  if (options.http2) curl_multi_setopt(impl->multi, CURLMOPT_PIPELINING, CURLPIPE_MULTIPLEX);
+  return std::unique_ptr<Engine>(new Engine(std::move(impl)));
+}
+
+bool Engine::PinAddress(const std::string& url) {
+  CURLU* u = curl_url();
+  char* host = nullptr;
+  char* port = nullptr;
+  bool ok = false;
+  if (curl_url_set(u, CURLUPART_URL, url.c_str(), 0) == CURLUE_OK &&
+      curl_url_get(u, CURLUPART_HOST, &host, 0) == CURLUE_OK &&
+      curl_url_get(u, CURLUPART_PORT, &port, CURLU_DEFAULT_PORT) == CURLUE_OK) {
+    std::string name = host;
+    if (name.size() > 2 && name.front() == '[') name = name.substr(1, name.size() - 2);
+    addrinfo hints{};
+    hints.ai_socktype = SOCK_STREAM;
+    addrinfo* found = nullptr;
+    if (::getaddrinfo(name.c_str(), port, &hints, &found) == 0 && found) {
+      char text[INET6_ADDRSTRLEN] = {};
+      const void* addr =
+          found->ai_family == AF_INET6
+              ? static_cast<const void*>(
+                    &reinterpret_cast<sockaddr_in6*>(found->ai_addr)->sin6_addr)
+              : static_cast<const void*>(&reinterpret_cast<sockaddr_in*>(found->ai_addr)->sin_addr);
+      ::inet_ntop(found->ai_family, addr, text, sizeof(text));
+      const std::string entry = found->ai_family == AF_INET6
+                                    ? fmt::format("{}:{}:[{}]", host, port, text)
+                                    : fmt::format("{}:{}:{}", host, port, text);
+      impl_->resolve = curl_slist_append(impl_->resolve, entry.c_str());
+      ::freeaddrinfo(found);
+      ok = true;
+    }
+  }
+  curl_free(host);
+  curl_free(port);
+  curl_url_cleanup(u);
+  return ok;
+}
+
+void Engine::Start(uint64_t tag, Call call) {
+  Impl& s = *impl_;
+  auto t = std::make_unique<Impl::Transfer>(s.options.max_event_bytes, call.api, call.keep_text);
+  t->engine = &s;
+  t->tag = tag;
+  t->call = std::move(call);
+  t->easy = s.Handle();
+  t->headers = curl_slist_append(nullptr, "Content-Type: application/json");
+  t->headers = curl_slist_append(t->headers, "Expect:");  // no 100-continue round trip
+  if (t->call.stream) t->headers = curl_slist_append(t->headers, "Accept: text/event-stream");
+  for (const std::string& h : t->call.headers)
+    t->headers = curl_slist_append(t->headers, h.c_str());
+  s.Configure(*t);
+  t->result.timing.sent_s = s.Now();
+  Impl::Transfer* raw = t.get();
+  s.transfers.push_back(std::move(t));
+  raw->self = std::prev(s.transfers.end());
+  ++s.in_flight;
+  if (curl_multi_add_handle(s.multi, raw->easy) != CURLM_OK) {
+    // Never lost: the call ends at once with the reason.
+    --s.in_flight;
+    raw->result.timing.error = "other";
+    raw->result.error_message = "libcurl refused the request";
+    CallResult r = std::move(raw->result);
+    s.idle_handles.push_back(raw->easy);
+    curl_slist_free_all(raw->headers);
+    s.transfers.pop_back();
+    s.refused.push_back({tag, std::move(r)});
+  }
+}
+
+void Engine::Poll(Clock::time_point until, std::vector<Completion>& done) {
+  Impl& s = *impl_;
+  s.done = &done;
+  for (Completion& c : s.refused) done.push_back(std::move(c));
+  s.refused.clear();
+  // Few events per round: each is timed when its turn comes, so a long batch would make the
+  // last ones look later than they arrived.
+  epoll_event events[64];
+  Clock::time_point wake = until;
+  if (s.curl_deadline && *s.curl_deadline < wake) wake = *s.curl_deadline;
+  const auto wait = std::max(Clock::duration::zero(), wake - Clock::now());
+  const int64_t wait_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(wait).count();
+  timespec ts{static_cast<time_t>(wait_ns / 1'000'000'000),
+              static_cast<long>(wait_ns % 1'000'000'000)};
+  int n = ::epoll_pwait2(s.epoll_fd, events, 64, &ts, nullptr);
+  if (n < 0 && errno == ENOSYS) {  // kernels before 5.11: millisecond waits
+    n = ::epoll_wait(s.epoll_fd, events, 64, static_cast<int>((wait_ns + 999'999) / 1'000'000));
+  }
+  int running = 0;
+  for (int i = 0; i < n; ++i) {
+    int flags = 0;
+    if ((events[i].events & EPOLLIN) != 0U) flags |= CURL_CSELECT_IN;
+    if ((events[i].events & EPOLLOUT) != 0U) flags |= CURL_CSELECT_OUT;
+    if ((events[i].events & (EPOLLERR | EPOLLHUP)) != 0U) flags |= CURL_CSELECT_ERR;
+    curl_multi_socket_action(s.multi, events[i].data.fd, flags, &running);
+  }
+  if (s.curl_deadline && Clock::now() >= *s.curl_deadline) {
+    s.curl_deadline.reset();
+    curl_multi_socket_action(s.multi, CURL_SOCKET_TIMEOUT, 0, &running);
+  }
+  s.Drain();
+}
+
+}  // namespace cmax::endpoint

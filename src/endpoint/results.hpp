@@ -1,0 +1,56 @@
+// What a load run shows: its metrics, cache and cost figures and the client's self-check, as
+// a summary, as a JSON file with the keys of vLLM's benchmark result (so existing plotting keeps
+// working) plus cmax's own under "cmax", as one JSONL line per request, as store metrics and
+// findings, and as a text table. Pure.
+#pragma once
+
+#include <map>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/run_record.hpp"
+#include "endpoint/load.hpp"
+#include "endpoint/metrics.hpp"
+#include "endpoint/usage.hpp"
+
+namespace cmax::endpoint {
+
+struct RunDescription {
+  std::string label = "cmax";
+  std::string url;  // never holds a secret: keys go in headers
+  std::string model;
+  Api api = Api::kChat;
+  size_t concurrency = 0;
+  double rate = 0;
+  double burstiness = 1;
+  std::string workload;  // "random", "prompts FILE", "trace FILE"
+};
+
+struct LoadSummary {
+  RunMetrics metrics;
+  TokenUsage usage;  // summed over completed requests, as the server reported it
+  double measured_hit_rate = 0;
+  double ideal_hit_rate = 0;
+  std::optional<double> cost_usd;
+  Distribution lateness_ms;
+  Distribution server_lag_ms;  // serve-sim only
+  double client_cpu_s = 0;
+  double client_cpu_share = 0;  // of one core over the run
+  double cpu_us_per_output_token = 0;
+  size_t max_in_flight = 0;
+  uint64_t retries = 0;
+  std::vector<std::string> warnings;
+};
+
+LoadSummary Summarize(const LoadResult& run, const Slo& slo, const std::optional<Price>& price);
+
+nlohmann::json ResultJson(const RunDescription& description, const LoadResult& run,
+                          const LoadSummary& summary);
+std::string RequestJsonl(const RequestRecord& record);
+std::vector<Metric> StoreMetrics(const LoadSummary& summary, const RunDescription& description);
+std::vector<Finding> LoadFindings(const LoadSummary& summary);
+std::string SummaryText(const RunDescription& description, const LoadSummary& summary);
+
+}  // namespace cmax::endpoint

@@ -1,0 +1,49 @@
+// serve-sim's event loop: one thread, epoll, non-blocking sockets, a timer heap. It answers the
+// OpenAI and Anthropic streaming APIs with timings and faults from the model in sim.hpp, holds
+// tens of thousands of streams, and keeps a prefix cache so that cached-token reports are true
+// to the prompts it was sent. A stand-in for an inference server (tests, demos, the lab).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+
+#include "core/result.hpp"
+#include "endpoint/sim.hpp"
+
+namespace cmax::endpoint {
+
+struct SimStats {
+  uint64_t connections = 0;
+  uint64_t requests = 0;
+  uint64_t completed = 0;  // answers sent in full
+  uint64_t tokens = 0;
+  uint64_t input_tokens = 0;
+  uint64_t cached_tokens = 0;
+  uint64_t cache_evictions = 0;
+  size_t open_streams = 0;
+  size_t max_open_streams = 0;
+  std::map<std::string, uint64_t> faults;  // by name
+};
+
+class SimServer {
+ public:
+  static Result<std::unique_ptr<SimServer>> Listen(const std::string& address,
+                                                   const SimConfig& config);
+  SimServer(const SimServer&) = delete;
+  SimServer& operator=(const SimServer&) = delete;
+  ~SimServer();
+  int Port() const;
+  // Serves until `stop` returns true (asked at least every 100 ms).
+  Result<void> Run(const std::function<bool()>& stop);
+  SimStats Stats() const;  // from the thread that runs it, or after Run returned
+
+ private:
+  struct Impl;
+  explicit SimServer(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace cmax::endpoint

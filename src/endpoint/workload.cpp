@@ -1,0 +1,297 @@
+#include "endpoint/workload.hpp"
+
+#include <array>
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "core/strings.hpp"
+
+namespace cmax::endpoint {
+namespace {
+
+using nlohmann::json;
+
+// Common English words: most tokenizers take each as one token, so word counts are close to
+// token counts on real servers too (serve-sim counts words exactly).
+constexpr std::array<std::string_view, 128> kWords = {
+    "time",     "year",    "people",   "way",    "day",    "man",     "thing",   "woman",
+    "life",     "child",   "world",    "school", "state",  "family",  "student", "group",
+    "country",  "problem", "hand",     "part",   "place",  "case",    "week",    "company",
+    "system",   "program", "question", "work",   "number", "night",   "point",   "home",
+    "water",    "room",    "mother",   "area",   "money",  "story",   "fact",    "month",
+    "lot",      "right",   "study",    "book",   "eye",    "job",     "word",    "business",
+    "issue",    "side",    "kind",     "head",   "house",  "service", "friend",  "father",
+    "power",    "hour",    "game",     "line",   "end",    "member",  "law",     "car",
+    "city",     "name",    "team",     "minute", "idea",   "kid",     "body",    "back",
+    "parent",   "face",    "others",   "level",  "office", "door",    "health",  "person",
+    "art",      "war",     "history",  "party",  "result", "change",  "morning", "reason",
+    "research", "girl",    "guy",      "moment", "air",    "teacher", "force",   "order",
+    "good",     "new",     "first",    "last",   "long",   "great",   "little",  "own",
+    "other",    "old",     "big",      "high",   "small",  "large",   "next",    "early",
+    "young",    "few",     "public",   "bad",    "same",   "able",    "green",   "blue",
+    "red",      "open",    "clear",    "short",  "simple", "ready",   "true",    "full"};
+
+void AppendWords(std::string& to, std::mt19937_64& rng, uint64_t count) {
+  std::uniform_int_distribution<size_t> pick(0, kWords.size() - 1);
+  for (uint64_t i = 0; i < count; ++i) {
+    if (!to.empty()) to += ' ';
+    to += kWords[pick(rng)];
+  }
+}
+
+class RandomWorkload : public Workload {
+ public:
+  explicit RandomWorkload(const RandomSpec& spec) : spec_(spec), rng_(spec.seed) {
+    std::mt19937_64 prefix_rng(spec.seed ^ 0x9e3779b97f4a7c15ULL);
+    AppendWords(prefix_, prefix_rng, spec.prefix_len);
+  }
+  std::optional<Conversation> Next() override {
+    Conversation c;
+    for (size_t t = 0; t < spec_.turns; ++t) {
+      std::string text = t == 0 ? prefix_ : std::string();
+      AppendWords(text, rng_, Length(spec_.input_len));
+      c.turns.push_back(std::move(text));
+      c.max_tokens.push_back(std::max<uint64_t>(1, Length(spec_.output_len)));
+    }
+    return c;
+  }
+
+ private:
+  uint64_t Length(uint64_t base) {
+    if (spec_.range_ratio <= 0) return base;
+    const auto low = static_cast<uint64_t>(static_cast<double>(base) * (1 - spec_.range_ratio));
+    const auto high = static_cast<uint64_t>(static_cast<double>(base) * (1 + spec_.range_ratio));
+    return std::uniform_int_distribution<uint64_t>(low, high)(rng_);
+  }
+  RandomSpec spec_;
+  std::mt19937_64 rng_;
+  std::string prefix_;
+};
+
+class ListWorkload : public Workload {
+ public:
+  ListWorkload(std::vector<Conversation> items, bool cycle)
+      : items_(std::move(items)), cycle_(cycle) {}
+  std::optional<Conversation> Next() override {
+    if (next_ >= items_.size()) {
+      if (!cycle_ || items_.empty()) return std::nullopt;
+      next_ = 0;
+    }
+    return items_[next_++];
+  }
+
+ private:
+  std::vector<Conversation> items_;
+  bool cycle_;
+  size_t next_ = 0;
+};
+
+std::optional<uint64_t> PositiveCount(const json& line, const char* key) {
+  if (!line.contains(key)) return std::nullopt;
+  const json& v = line[key];
+  if (!v.is_number_integer() || v.get<int64_t>() < 0) return std::nullopt;
+  return v.get<uint64_t>();
+}
+
+// The first `count` words of space-separated text.
+std::string_view FirstWords(std::string_view text, uint64_t count) {
+  size_t end = 0;
+  for (uint64_t w = 0; w < count; ++w) {
+    end = text.find(' ', end == 0 && w == 0 ? 0 : end + 1);
+    if (end == std::string_view::npos) return text;
+  }
+  return text.substr(0, end);
+}
+
+}  // namespace
+
+std::vector<Message> TurnMessages(const Conversation& c, size_t turn,
+                                  const std::vector<std::string>& answers) {
+  std::vector<Message> messages = c.preamble;
+  for (size_t t = 0; t <= turn && t < c.turns.size(); ++t) {
+    messages.push_back({"user", c.turns[t]});
+    if (t < turn)
+      messages.push_back({"assistant", t < answers.size() ? answers[t] : std::string()});
+  }
+  return messages;
+}
+
+Result<std::unique_ptr<Workload>> MakeRandomWorkload(const RandomSpec& spec) {
+  if (spec.input_len == 0)
+    return Fail(ErrorCode::kInvalidArgument, "--input-len must be at least 1");
+  if (spec.output_len == 0)
+    return Fail(ErrorCode::kInvalidArgument, "--output-len must be at least 1");
+  if (spec.range_ratio < 0 || spec.range_ratio >= 1) {
+    return Fail(ErrorCode::kInvalidArgument, "--range-ratio must be in [0, 1)");
+  }
+  if (spec.turns == 0) return Fail(ErrorCode::kInvalidArgument, "--turns must be at least 1");
+  return std::unique_ptr<Workload>(new RandomWorkload(spec));
+}
+
+Result<std::unique_ptr<Workload>> MakePromptFileWorkload(std::string_view jsonl,
+                                                         uint64_t default_max_tokens) {
+  std::vector<Conversation> items;
+  size_t number = 0;
+  for (std::string_view line : Split(jsonl, '\n')) {
+    ++number;
+    line = Trim(line);
+    if (line.empty()) continue;
+    const json doc = json::parse(line, nullptr, /*allow_exceptions=*/false);
+    if (!doc.is_object()) {
+      return Fail(ErrorCode::kInvalidArgument, "prompts line {}: not a JSON object", number);
+    }
+    Conversation c;
+    const uint64_t max_tokens = PositiveCount(doc, "max_tokens").value_or(default_max_tokens);
+    if (doc.contains("prompt") && doc["prompt"].is_string()) {
+      c.turns.push_back(doc["prompt"].get<std::string>());
+    } else if (doc.contains("turns") && doc["turns"].is_array()) {
+      for (const json& t : doc["turns"]) {
+        if (!t.is_string()) {
+          return Fail(ErrorCode::kInvalidArgument, "prompts line {}: turns must be strings",
+                      number);
+        }
+        c.turns.push_back(t.get<std::string>());
+      }
+    } else if (doc.contains("messages") && doc["messages"].is_array()) {
+      // Everything before the last user message is sent as it is, every time.
+      std::vector<Message> messages;
+      for (const json& m : doc["messages"]) {
+        if (!m.is_object() || !m.contains("content") || !m["content"].is_string()) {
+          return Fail(ErrorCode::kInvalidArgument,
+                      "prompts line {}: each message needs a string \"content\"", number);
+        }
+        messages.push_back({m.value("role", "user"), m["content"].get<std::string>()});
+      }
+      if (messages.empty()) {
+        return Fail(ErrorCode::kInvalidArgument, "prompts line {}: no messages", number);
+      }
+      c.turns.push_back(messages.back().content);
+      messages.pop_back();
+      c.preamble = std::move(messages);
+    } else {
+      return Fail(ErrorCode::kInvalidArgument,
+                  "prompts line {}: needs \"prompt\", \"messages\" or \"turns\"", number);
+    }
+    if (c.turns.empty()) {
+      return Fail(ErrorCode::kInvalidArgument, "prompts line {}: no turns", number);
+    }
+    c.max_tokens.assign(c.turns.size(), std::max<uint64_t>(1, max_tokens));
+    items.push_back(std::move(c));
+  }
+  if (items.empty()) return Fail(ErrorCode::kInvalidArgument, "the prompts file has no prompts");
+  return std::unique_ptr<Workload>(new ListWorkload(std::move(items), /*cycle=*/true));
+}
+
+namespace {
+
+class MergedWorkload : public Workload {
+ public:
+  explicit MergedWorkload(std::vector<std::unique_ptr<Workload>> parts) : parts_(std::move(parts)) {
+    for (auto& p : parts_) heads_.push_back(p->Next());
+  }
+  std::optional<Conversation> Next() override {
+    std::optional<size_t> best;
+    for (size_t i = 0; i < heads_.size(); ++i) {
+      if (!heads_[i]) continue;
+      if (!best || heads_[i]->at_s.value_or(0) < heads_[*best]->at_s.value_or(0)) best = i;
+    }
+    if (!best) return std::nullopt;
+    std::optional<Conversation> out = std::move(heads_[*best]);
+    heads_[*best] = parts_[*best]->Next();
+    return out;
+  }
+
+ private:
+  std::vector<std::unique_ptr<Workload>> parts_;
+  std::vector<std::optional<Conversation>> heads_;
+};
+
+}  // namespace
+
+std::unique_ptr<Workload> MergeByTime(std::vector<std::unique_ptr<Workload>> parts) {
+  return std::make_unique<MergedWorkload>(std::move(parts));
+}
+
+std::string BlockText(uint64_t id, size_t words) {
+  std::mt19937_64 rng(id * 0x9e3779b97f4a7c15ULL + 0x632be59bd9b4e019ULL);
+  std::string text;
+  text.reserve(words * 7);
+  AppendWords(text, rng, words);
+  return text;
+}
+
+std::string ReplayMarker(uint64_t seed) {
+  std::mt19937_64 rng(seed ^ 0x5851f42d4c957f2dULL);
+  return fmt::format("[rid:{:012x}]", rng() & 0xffffffffffffULL);
+}
+
+Result<std::unique_ptr<Workload>> MakeTraceWorkload(std::string_view jsonl, const TraceSpec& spec) {
+  if (spec.block_tokens == 0)
+    return Fail(ErrorCode::kInvalidArgument, "--trace-block must be at least 1");
+  if (spec.speedup <= 0) return Fail(ErrorCode::kInvalidArgument, "--speedup must be positive");
+  std::vector<Conversation> items;
+  size_t number = 0;
+  std::optional<double> first_ms;
+  for (std::string_view line : Split(jsonl, '\n')) {
+    ++number;
+    line = Trim(line);
+    if (line.empty()) continue;
+    const json doc = json::parse(line, nullptr, /*allow_exceptions=*/false);
+    const auto bad = [number](std::string_view what) {
+      return Fail(ErrorCode::kInvalidArgument, "trace line {}: {}", number, what);
+    };
+    if (!doc.is_object()) return bad("not a JSON object");
+    if (!doc.contains("timestamp") || !doc["timestamp"].is_number() ||
+        doc["timestamp"].get<double>() < 0) {
+      return bad("needs a \"timestamp\" (ms, not negative)");
+    }
+    const auto input = PositiveCount(doc, "input_length");
+    const auto output = PositiveCount(doc, "output_length");
+    if (!input || *input == 0) return bad("needs a positive \"input_length\"");
+    if (!output || *output == 0) return bad("needs a positive \"output_length\"");
+    std::vector<uint64_t> ids;
+    if (doc.contains("hash_ids")) {
+      if (!doc["hash_ids"].is_array()) return bad("\"hash_ids\" must be an array");
+      for (const json& id : doc["hash_ids"]) {
+        if (!id.is_number_integer()) return bad("\"hash_ids\" must hold integers");
+        ids.push_back(id.get<uint64_t>());
+      }
+    }
+    const double ms = doc["timestamp"].get<double>();
+    if (!first_ms) first_ms = ms;
+    // Block i holds tokens [i*B, (i+1)*B); the last one is cut to the input length. Tokens past
+    // the blocks the trace names are filler unique to this line.
+    std::string text;
+    uint64_t left = *input;
+    for (size_t i = 0; i < ids.size() && left > 0; ++i) {
+      const uint64_t words = std::min<uint64_t>(left, spec.block_tokens);
+      const std::string block = BlockText(ids[i], spec.block_tokens);
+      if (!text.empty()) text += ' ';
+      text += FirstWords(block, words);
+      left -= words;
+    }
+    if (left > 0) {
+      std::mt19937_64 rng(number * 0xd1342543de82ef95ULL);
+      AppendWords(text, rng, left);
+    }
+    if (!spec.marker.empty()) {
+      const size_t space = text.find(' ');
+      text = spec.marker + (space == std::string::npos ? std::string() : text.substr(space));
+    }
+    Conversation c;
+    c.turns.push_back(std::move(text));
+    c.max_tokens.push_back(*output);
+    c.at_s = (ms - *first_ms) / 1000.0 / spec.speedup;
+    items.push_back(std::move(c));
+  }
+  if (items.empty()) return Fail(ErrorCode::kInvalidArgument, "the trace has no requests");
+  for (size_t i = 1; i < items.size(); ++i) {
+    if (*items[i].at_s < *items[i - 1].at_s) {
+      return Fail(ErrorCode::kInvalidArgument, "trace timestamps must not go back (request {})",
+                  i + 1);
+    }
+  }
+  return std::unique_ptr<Workload>(new ListWorkload(std::move(items), /*cycle=*/false));
+}
+
+}  // namespace cmax::endpoint

@@ -1,0 +1,43 @@
+// The stream chunk reader and serve-sim's request parser on any bytes: they never crash or
+// read past their input (ASan watches), memory stays bounded, and a chunk the reader calls
+// well-formed content is one the full JSON library accepts as an object. The first byte picks
+// the API and the split size.
+#include <cstddef>
+#include <cstdint>
+#include <cstdlib>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <string_view>
+
+#include "endpoint/api.hpp"
+#include "endpoint/http_request.hpp"
+#include "endpoint/sse.hpp"
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  if (size == 0) return 0;
+  using namespace cmax::endpoint;  // NOLINT(google-build-using-namespace): a fuzz entry point
+  const Api api = static_cast<Api>(data[0] % 3);
+  const size_t chunk = 1 + (data[0] >> 2) % 13;
+  const std::string_view text(reinterpret_cast<const char*>(data + 1), size - 1);
+  StreamReader reader(api, true);
+  SseParser parser(1024);
+  for (size_t at = 0; at < text.size(); at += chunk) {
+    parser.Feed(text.substr(at, chunk), [&](const SseEvent& e) {
+      const StreamEffect effect = reader.Read(e);
+      if (effect.content && !effect.error) {
+        const auto doc = nlohmann::json::parse(e.data, nullptr, /*allow_exceptions=*/false);
+        if (!doc.is_object()) std::abort();  // content read from something that is not JSON
+      }
+    });
+  }
+  parser.Finish();
+  if (reader.Text().size() > text.size()) std::abort();
+  HttpRequestParser request(4096);
+  size_t used = 0;
+  for (size_t at = 0; at < text.size() && request.GetState() == HttpRequestParser::State::kNeedMore;
+       at += chunk) {
+    used += request.Feed(text.substr(at, std::min(chunk, text.size() - at)));
+  }
+  if (used > text.size() || request.Request().body.size() > 4096) std::abort();
+  return 0;
+}
