@@ -80,7 +80,10 @@ Result<LoadResult> RunLoad(Engine& e, const Target& target, Workload& workload,
 
   std::mt19937_64 rng(shape.seed);
   std::unordered_map<size_t, Active> active;  // conversations with turns still to send
-  std::priority_queue<Waiting, std::vector<Waiting>, std::greater<>> waiting;
+  std::priority_queue<Waiting, std::vector<Waiting>, std::greater<>> waiting;  // next turns
+  // Retries belong to requests already counted: they go out even after the count or the
+  // duration is reached, so that every request ends with the outcome of its last attempt.
+  std::priority_queue<Waiting, std::vector<Waiting>, std::greater<>> retrying;
   std::unordered_map<uint64_t, InFlight> flying;
   IdealCache ideal(shape.cache_block_tokens);
   uint64_t order = 0;
@@ -138,8 +141,8 @@ Result<LoadResult> RunLoad(Engine& e, const Target& target, Workload& workload,
     Active& a = active[f.conversation];
     if (!r.timing.ok && Retryable(r.timing.error) && f.attempt < shape.retries) {
       ++result.retries;
-      waiting.push({now + RetryDelay(r, f.attempt, shape.max_retry_wait_s, rng), order++,
-                    f.conversation, f.turn, f.attempt + 1});
+      retrying.push({now + RetryDelay(r, f.attempt, shape.max_retry_wait_s, rng), order++,
+                     f.conversation, f.turn, f.attempt + 1});
       return;
     }
     RequestRecord rec;
@@ -176,7 +179,14 @@ Result<LoadResult> RunLoad(Engine& e, const Target& target, Workload& workload,
     // A burst is sent in small groups with the network read between them, so that what
     // arrives meanwhile is timed when it arrives, not after the whole burst has gone out.
     size_t started = 0;
-    while (slot() && can_send(now) && started++ < kStartsPerRound) {
+    while (slot() && started++ < kStartsPerRound) {
+      if (!retrying.empty() && retrying.top().due_s <= now) {
+        const Waiting w = retrying.top();
+        retrying.pop();
+        send(w.conversation, w.turn, w.attempt, w.due_s);
+        continue;
+      }
+      if (!can_send(now)) break;
       if (!waiting.empty() && waiting.top().due_s <= now) {
         const Waiting w = waiting.top();
         waiting.pop();
@@ -201,14 +211,15 @@ Result<LoadResult> RunLoad(Engine& e, const Target& target, Workload& workload,
       break;
     }
     const bool more = can_send(now) && (fresh || !waiting.empty());
-    if (!more && e.InFlight() == 0) break;
+    if (!more && retrying.empty() && e.InFlight() == 0) break;
     double wake = now + 0.1;
     if (started > kStartsPerRound) {
       wake = now;  // more to send at once: only look at the network
-    } else if (more && slot()) {
+    } else if (slot() && (more || !retrying.empty())) {
       double due = kNever;
-      if (!waiting.empty()) due = waiting.top().due_s;
-      if (fresh) due = std::min(due, fresh_due);
+      if (more && !waiting.empty()) due = waiting.top().due_s;
+      if (more && fresh) due = std::min(due, fresh_due);
+      if (!retrying.empty()) due = std::min(due, retrying.top().due_s);
       wake = std::min(wake, due);
     }
     if (shape.duration_s > 0 && now < shape.duration_s) wake = std::min(wake, shape.duration_s);
@@ -225,18 +236,25 @@ Result<LoadResult> RunLoad(Engine& e, const Target& target, Workload& workload,
       finished.clear();
     }
   }
-  // Interrupted: whatever is still in flight ends now, with an outcome that says so.
+  // Interrupted: whatever is still in flight or waiting to be retried ends now, with an
+  // outcome that says so.
   e.CancelAll();
-  for (const auto& [tag, f] : flying) {
+  const auto cancelled = [&result](uint64_t index, size_t conversation, size_t turn, int attempt,
+                                   double due) {
     RequestRecord rec;
-    rec.index = tag;
-    rec.conversation = f.conversation;
-    rec.turn = f.turn;
-    rec.attempt = f.attempt;
-    rec.due_s = f.due_s;
+    rec.index = index;
+    rec.conversation = conversation;
+    rec.turn = turn;
+    rec.attempt = attempt;
+    rec.due_s = due;
     rec.timing.error = "cancelled";
     rec.error_message = "the run was interrupted";
     result.records.push_back(std::move(rec));
+  };
+  for (const auto& [tag, f] : flying) cancelled(tag, f.conversation, f.turn, f.attempt, f.due_s);
+  for (; !retrying.empty(); retrying.pop()) {
+    const Waiting& w = retrying.top();
+    cancelled(w.order, w.conversation, w.turn, w.attempt, w.due_s);
   }
   std::sort(result.records.begin(), result.records.end(),
             [](const RequestRecord& a, const RequestRecord& b) { return a.index < b.index; });

@@ -1,0 +1,180 @@
+// `cmax endpoint` as a user runs it: serve-sim as its own process (a stand-in inference server),
+// `run`, `sweep` and `replay` against it; the result file in vLLM's keys, one JSON line per
+// request, the run in the store; the API key in no output, file or store; bad input refused
+// with a reason and exit code 2.
+#include <signal.h>
+
+#include <fstream>
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <thread>
+
+#include "store/store.hpp"
+#include "support/free_port.hpp"
+#include "support/temp_dir.hpp"
+#include "sys/process_runner.hpp"
+
+namespace cmax {
+namespace {
+
+using namespace std::chrono_literals;
+using nlohmann::json;
+
+std::string Slurp(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+class EndpointCli : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    port_ = testing::FreePort();
+    auto pid = sys::SpawnDaemon(
+        {.argv = {CMAX_BINARY, "endpoint", "serve-sim", "--port", std::to_string(port_),
+                  "--decode-ms", "1", "--block-size", "8", "--duration", "60"},
+         .log_path = dir_.File("sim.log")});
+    ASSERT_TRUE(pid);
+    sim_pid_ = *pid;
+    for (int i = 0; i < 200 && Slurp(dir_.File("sim.log")).find("listening") == std::string::npos;
+         ++i) {
+      std::this_thread::sleep_for(20ms);
+    }
+  }
+  void TearDown() override {
+    if (sim_pid_ > 0) ::kill(sim_pid_, SIGTERM);
+  }
+  sys::ProcessResult Cmax(std::vector<std::string> args, std::vector<std::string> env = {}) {
+    args.insert(args.begin(), {CMAX_BINARY, "--db", dir_.File("cmax.db")});
+    sys::PosixProcessRunner runner;
+    auto r = runner.Run({.argv = args, .env_add = std::move(env), .timeout = 60s});
+    EXPECT_TRUE(r);
+    return r ? *r : sys::ProcessResult{};
+  }
+  std::string Url() const { return "http://127.0.0.1:" + std::to_string(port_); }
+
+  testing::TempDir dir_;
+  int port_ = 0;
+  int sim_pid_ = 0;
+};
+
+TEST_F(EndpointCli, RunWritesVllmKeysRequestLinesAndTheStoreButNeverTheKey) {
+  const std::string key = "sk-cmax-secret-7f3a";
+  const auto r = Cmax({"endpoint",        "run",
+                       "--url",           Url(),
+                       "--model",         "m",
+                       "--concurrency",   "4",
+                       "--requests",      "20",
+                       "--input-len",     "30",
+                       "--output-len",    "5",
+                       "--warmup",        "4",
+                       "--output-file",   dir_.File("result.json"),
+                       "--requests-file", dir_.File("requests.jsonl"),
+                       "--goodput",       "ttft:1000",
+                       "tpot:100"},
+                      {"OPENAI_API_KEY=" + key});
+  ASSERT_EQ(r.exit_code, 0) << r.stdout_text << r.stderr_text;
+  EXPECT_NE(r.stdout_text.find("20 completed, 0 failed"), std::string::npos) << r.stdout_text;
+  const json result = json::parse(Slurp(dir_.File("result.json")));
+  for (const char* k : {"duration",
+                        "completed",
+                        "failed",
+                        "total_input_tokens",
+                        "total_output_tokens",
+                        "request_throughput",
+                        "request_goodput",
+                        "output_throughput",
+                        "total_token_throughput",
+                        "input_lens",
+                        "output_lens",
+                        "ttfts",
+                        "itls",
+                        "errors",
+                        "mean_ttft_ms",
+                        "median_ttft_ms",
+                        "std_ttft_ms",
+                        "p99_ttft_ms",
+                        "mean_tpot_ms",
+                        "p99_itl_ms",
+                        "p99.9_e2el_ms",
+                        "max_concurrency"}) {
+    EXPECT_TRUE(result.contains(k)) << k;
+  }
+  EXPECT_EQ(result["completed"], 20);
+  EXPECT_EQ(result["total_output_tokens"], 100);
+  EXPECT_EQ(result["ttfts"].size(), 20U);
+  // Seven choice-bearing chunks (role, five tokens, finish), as vLLM counts them: six gaps.
+  EXPECT_EQ(result["itls"][0].size(), 6U);
+  EXPECT_DOUBLE_EQ(result["request_goodput"].get<double>(),
+                   result["request_throughput"].get<double>());
+  EXPECT_EQ(result["cmax"]["schema"], "cmax.endpoint.result/v1");
+  std::istringstream lines(Slurp(dir_.File("requests.jsonl")));
+  int n = 0;
+  for (std::string line; std::getline(lines, line); ++n) {
+    EXPECT_TRUE(json::parse(line)["ok"].get<bool>());
+  }
+  EXPECT_EQ(n, 20);
+  auto store = store::Store::Open({.path = dir_.File("cmax.db"), .create = false});
+  ASSERT_TRUE(store);
+  auto run = store->LoadRun(*store->LatestRunId("endpoint"));
+  ASSERT_TRUE(run);
+  bool throughput = false;
+  for (const Metric& m : run->metrics)
+    throughput |= m.name == "endpoint.output_throughput" && m.value > 0;
+  EXPECT_TRUE(throughput);
+  for (const std::string& text :
+       {r.stdout_text, r.stderr_text, Slurp(dir_.File("result.json")),
+        Slurp(dir_.File("requests.jsonl")), Slurp(dir_.File("cmax.db"))}) {
+    EXPECT_EQ(text.find(key), std::string::npos);
+  }
+}
+
+TEST_F(EndpointCli, SweepAndReplay) {
+  auto r = Cmax({"endpoint", "sweep", "--url", Url(), "--model", "m", "--levels", "1,2,4",
+                 "--requests", "8", "--input-len", "10", "--output-len", "3", "--output-file",
+                 dir_.File("sweep.json")});
+  ASSERT_EQ(r.exit_code, 0) << r.stdout_text << r.stderr_text;
+  const json sweep = json::parse(Slurp(dir_.File("sweep.json")));
+  ASSERT_EQ(sweep.size(), 3U);
+  EXPECT_EQ(sweep[2]["max_concurrency"], 4);
+  std::ofstream(dir_.File("trace.jsonl"))
+      << "{\"timestamp\": 0, \"input_length\": 24, \"output_length\": 2, \"hash_ids\": [1, 2, 3]}\n"
+      << "{\"timestamp\": 30, \"input_length\": 24, \"output_length\": 2, \"hash_ids\": [1, 2, "
+         "3]}\n";
+  r = Cmax({"endpoint", "replay", dir_.File("trace.jsonl"), "--url", Url(), "--model", "m",
+            "--trace-block", "8", "--copies", "2", "--output-file", dir_.File("replay.json")});
+  ASSERT_EQ(r.exit_code, 0) << r.stdout_text << r.stderr_text;
+  const json replay = json::parse(Slurp(dir_.File("replay.json")));
+  EXPECT_EQ(replay["completed"], 4);
+  // Each copy's second request hits its first's two leading blocks: 32 of 96 tokens.
+  EXPECT_DOUBLE_EQ(replay["cmax"]["ideal_cache_hit_rate"].get<double>(), 32.0 / 96.0);
+  EXPECT_DOUBLE_EQ(replay["cmax"]["cache_hit_rate"].get<double>(), 32.0 / 96.0);
+}
+
+TEST_F(EndpointCli, BadInputIsRefusedWithAReason) {
+  const auto refused = [&](std::vector<std::string> args, const std::string& why) {
+    const auto r = Cmax(std::move(args));
+    EXPECT_EQ(r.exit_code, 2) << r.stderr_text;
+    EXPECT_NE(r.stderr_text.find(why), std::string::npos) << r.stderr_text;
+  };
+  refused({"endpoint", "run", "--url", "ftp://x", "--model", "m"}, "http:// or https://");
+  refused({"endpoint", "run", "--url", Url(), "--model", "m", "--goodput", "ttft"}, "--goodput");
+  refused({"endpoint", "run", "--url", Url(), "--model", "m", "--api", "grpc"}, "unknown API");
+  refused({"endpoint", "run", "--url", Url(), "--model", "m", "--header", "nocolon"}, "--header");
+  refused({"endpoint", "run", "--url", Url(), "--model", "m", "--extra-body", "[1]"},
+          "--extra-body");
+  refused({"endpoint", "run", "--url", Url(), "--model", "m", "--prompts", dir_.File("none.jsonl")},
+          "--prompts");
+  std::ofstream(dir_.File("prices.json"))
+      << R"({"schema": "cmax.prices/v1", "models": {"a": {"input": 1, "output": 2}}})";
+  refused({"endpoint", "run", "--url", Url(), "--model", "m", "--prices", dir_.File("prices.json")},
+          "no prices for model 'm'");
+  refused({"endpoint", "replay", dir_.File("missing.jsonl"), "--url", Url(), "--model", "m"},
+          "missing.jsonl");
+  refused({"endpoint", "serve-sim", "--model", "bad\"name"}, "--model");
+}
+
+}  // namespace
+}  // namespace cmax
