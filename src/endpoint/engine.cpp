@@ -105,16 +105,29 @@ struct Engine::Impl {
     bool too_big = false;
     std::optional<std::string> stream_error;
     std::list<std::unique_ptr<Transfer>>::iterator self;  // its place in the engine's list
+    uint32_t shard = 0;
 
     Transfer(size_t max_event, Api api, bool keep_text) : sse(max_event), reader(api, keep_text) {}
   };
 
+  // libcurl looks for a reusable connection by walking every connection to the host, so one
+  // multi handle with ten thousand connections spends its time in that walk. Transfers are
+  // spread over shards of at most kShardTransfers each, every shard a multi handle of its own
+  // with its own connections; all their sockets share one epoll set.
+  struct Shard {
+    Impl* engine = nullptr;
+    uint32_t index = 0;
+    CURLM* multi = nullptr;
+    std::optional<Clock::time_point> deadline;  // libcurl's timer
+    size_t in_flight = 0;
+  };
+  static constexpr size_t kShardTransfers = 256;
+
   EngineOptions options;
+  std::vector<std::unique_ptr<Shard>> shards;
   std::vector<Completion>* done = nullptr;  // where Poll collects completions
   std::vector<Completion> refused;          // calls libcurl would not take, for the next Poll
-  CURLM* multi = nullptr;
   int epoll_fd = -1;
-  std::optional<Clock::time_point> curl_deadline;
   std::list<std::unique_ptr<Transfer>> transfers;
   std::vector<CURL*> idle_handles;  // reused, so a new request does not pay curl_easy_init
   curl_slist* resolve = nullptr;
@@ -122,12 +135,12 @@ struct Engine::Impl {
 
   ~Impl() {
     for (auto& t : transfers) {
-      curl_multi_remove_handle(multi, t->easy);
+      curl_multi_remove_handle(shards[t->shard]->multi, t->easy);
       curl_easy_cleanup(t->easy);
       curl_slist_free_all(t->headers);
     }
     for (CURL* easy : idle_handles) curl_easy_cleanup(easy);
-    if (multi) curl_multi_cleanup(multi);
+    for (auto& shard : shards) curl_multi_cleanup(shard->multi);
     curl_slist_free_all(resolve);
     if (epoll_fd >= 0) ::close(epoll_fd);
   }
@@ -135,33 +148,60 @@ struct Engine::Impl {
   double Now() const { return std::chrono::duration<double>(Clock::now() - options.epoch).count(); }
 
   static int OnSocket(CURL* /*easy*/, curl_socket_t s, int what, void* userp, void* socketp) {
-    auto* self = static_cast<Impl*>(userp);
+    auto* shard = static_cast<Shard*>(userp);
+    const int epoll_fd = shard->engine->epoll_fd;
     if (what == CURL_POLL_REMOVE) {
-      ::epoll_ctl(self->epoll_fd, EPOLL_CTL_DEL, s, nullptr);
-      curl_multi_assign(self->multi, s, nullptr);
+      ::epoll_ctl(epoll_fd, EPOLL_CTL_DEL, s, nullptr);
+      curl_multi_assign(shard->multi, s, nullptr);
       return 0;
     }
     epoll_event ev{};
     ev.events =
         ((what & CURL_POLL_IN) != 0 ? EPOLLIN : 0U) | ((what & CURL_POLL_OUT) != 0 ? EPOLLOUT : 0U);
-    ev.data.fd = s;
+    // The shard and the socket, so that the event goes to the multi handle that owns it.
+    ev.data.u64 = (uint64_t{shard->index} << 32) | static_cast<uint32_t>(s);
     if (socketp == nullptr) {
-      ::epoll_ctl(self->epoll_fd, EPOLL_CTL_ADD, s, &ev);
-      curl_multi_assign(self->multi, s, self);  // any non-null mark: "in the epoll set"
+      ::epoll_ctl(epoll_fd, EPOLL_CTL_ADD, s, &ev);
+      curl_multi_assign(shard->multi, s, shard);  // any non-null mark: "in the epoll set"
     } else {
-      ::epoll_ctl(self->epoll_fd, EPOLL_CTL_MOD, s, &ev);
+      ::epoll_ctl(epoll_fd, EPOLL_CTL_MOD, s, &ev);
     }
     return 0;
   }
 
   static int OnTimer(CURLM* /*multi*/, long timeout_ms, void* userp) {
-    auto* self = static_cast<Impl*>(userp);
+    auto* shard = static_cast<Shard*>(userp);
     if (timeout_ms < 0) {
-      self->curl_deadline.reset();
+      shard->deadline.reset();
     } else {
-      self->curl_deadline = Clock::now() + std::chrono::milliseconds(timeout_ms);
+      shard->deadline = Clock::now() + std::chrono::milliseconds(timeout_ms);
     }
     return 0;
+  }
+
+  // The shard with the fewest transfers, a new one when all are full: a finished transfer's
+  // connection is then the first to be reused.
+  Result<Shard*> PickShard() {
+    Shard* best = nullptr;
+    for (auto& shard : shards) {
+      if (!best || shard->in_flight < best->in_flight) best = shard.get();
+    }
+    if (best && best->in_flight < kShardTransfers) return best;
+    auto shard = std::make_unique<Shard>();
+    shard->engine = this;
+    shard->index = static_cast<uint32_t>(shards.size());
+    shard->multi = curl_multi_init();
+    if (!shard->multi) {
+      if (best) return best;  // over the shard size rather than not at all
+      return Fail(ErrorCode::kInternal, "curl_multi_init failed");
+    }
+    curl_multi_setopt(shard->multi, CURLMOPT_SOCKETFUNCTION, &Impl::OnSocket);
+    curl_multi_setopt(shard->multi, CURLMOPT_SOCKETDATA, shard.get());
+    curl_multi_setopt(shard->multi, CURLMOPT_TIMERFUNCTION, &Impl::OnTimer);
+    curl_multi_setopt(shard->multi, CURLMOPT_TIMERDATA, shard.get());
+    if (options.http2) curl_multi_setopt(shard->multi, CURLMOPT_PIPELINING, CURLPIPE_MULTIPLEX);
+    shards.push_back(std::move(shard));
+    return shards.back().get();
   }
 
   static size_t OnHeader(char* data, size_t size, size_t count, void* userp) {
@@ -274,7 +314,9 @@ struct Engine::Impl {
   void Complete(CURL* easy, CURLcode code) {
     Transfer* t = nullptr;
     curl_easy_getinfo(easy, CURLINFO_PRIVATE, &t);
-    curl_multi_remove_handle(multi, easy);
+    Shard& shard = *shards[t->shard];
+    curl_multi_remove_handle(shard.multi, easy);
+    --shard.in_flight;
     CallResult& r = t->result;
     RequestTiming& timing = r.timing;
     curl_easy_getinfo(easy, CURLINFO_RESPONSE_CODE, &r.http_status);
@@ -345,9 +387,9 @@ struct Engine::Impl {
     done->push_back({tag, std::move(result)});
   }
 
-  void Drain() {
+  void Drain(Shard& shard) {
     int left = 0;
-    while (CURLMsg* m = curl_multi_info_read(multi, &left)) {
+    while (CURLMsg* m = curl_multi_info_read(shard.multi, &left)) {
       if (m->msg == CURLMSG_DONE) Complete(m->easy_handle, m->data.result);
     }
   }
@@ -365,13 +407,14 @@ double Engine::SecondsSinceEpoch() const {
 void Engine::CancelAll() {
   Impl& s = *impl_;
   for (auto& t : s.transfers) {
-    curl_multi_remove_handle(s.multi, t->easy);
+    curl_multi_remove_handle(s.shards[t->shard]->multi, t->easy);
     curl_slist_free_all(t->headers);
     s.idle_handles.push_back(t->easy);
   }
   s.transfers.clear();
   s.refused.clear();
   s.in_flight = 0;
+  for (auto& shard : s.shards) shard->in_flight = 0;
 }
 
 void Engine::ResetEpoch() {
@@ -384,16 +427,6 @@ Result<std::unique_ptr<Engine>> Engine::Create(const EngineOptions& options) {
   impl->options = options;
   impl->epoll_fd = ::epoll_create1(EPOLL_CLOEXEC);
   if (impl->epoll_fd < 0) return Fail(ErrorCode::kIo, "epoll_create1: {}", std::strerror(errno));
-  impl->multi = curl_multi_init();
-  if (!impl->multi) return Fail(ErrorCode::kInternal, "curl_multi_init failed");
-  curl_multi_setopt(impl->multi, CURLMOPT_SOCKETFUNCTION, &Impl::OnSocket);
-  curl_multi_setopt(impl->multi, CURLMOPT_SOCKETDATA, impl.get());
-  curl_multi_setopt(impl->multi, CURLMOPT_TIMERFUNCTION, &Impl::OnTimer);
-  curl_multi_setopt(impl->multi, CURLMOPT_TIMERDATA, impl.get());
-  if (options.max_connections > 0) {
-    curl_multi_setopt(impl->multi, CURLMOPT_MAX_TOTAL_CONNECTIONS, options.max_connections);
-  }
-  if (options.http2) curl_multi_setopt(impl->multi, CURLMOPT_PIPELINING, CURLPIPE_MULTIPLEX);
   return std::unique_ptr<Engine>(new Engine(std::move(impl)));
 }
 
@@ -450,7 +483,13 @@ void Engine::Start(uint64_t tag, Call call) {
   s.transfers.push_back(std::move(t));
   raw->self = std::prev(s.transfers.end());
   ++s.in_flight;
-  if (curl_multi_add_handle(s.multi, raw->easy) != CURLM_OK) {
+  auto shard = s.PickShard();
+  if (shard) {
+    raw->shard = (*shard)->index;
+    ++(*shard)->in_flight;
+  }
+  if (!shard || curl_multi_add_handle((*shard)->multi, raw->easy) != CURLM_OK) {
+    if (shard) --(*shard)->in_flight;
     // Never lost: the call ends at once with the reason.
     --s.in_flight;
     raw->result.timing.error = "other";
@@ -472,7 +511,9 @@ void Engine::Poll(Clock::time_point until, std::vector<Completion>& done) {
   // last ones look later than they arrived.
   epoll_event events[64];
   Clock::time_point wake = until;
-  if (s.curl_deadline && *s.curl_deadline < wake) wake = *s.curl_deadline;
+  for (const auto& shard : s.shards) {
+    if (shard->deadline && *shard->deadline < wake) wake = *shard->deadline;
+  }
   const auto wait = std::max(Clock::duration::zero(), wake - Clock::now());
   const int64_t wait_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(wait).count();
   timespec ts{static_cast<time_t>(wait_ns / 1'000'000'000),
@@ -487,13 +528,19 @@ void Engine::Poll(Clock::time_point until, std::vector<Completion>& done) {
     if ((events[i].events & EPOLLIN) != 0U) flags |= CURL_CSELECT_IN;
     if ((events[i].events & EPOLLOUT) != 0U) flags |= CURL_CSELECT_OUT;
     if ((events[i].events & (EPOLLERR | EPOLLHUP)) != 0U) flags |= CURL_CSELECT_ERR;
-    curl_multi_socket_action(s.multi, events[i].data.fd, flags, &running);
+    const auto shard = static_cast<uint32_t>(events[i].data.u64 >> 32);
+    const auto fd = static_cast<curl_socket_t>(events[i].data.u64 & 0xffffffffU);
+    if (shard < s.shards.size())
+      curl_multi_socket_action(s.shards[shard]->multi, fd, flags, &running);
   }
-  if (s.curl_deadline && Clock::now() >= *s.curl_deadline) {
-    s.curl_deadline.reset();
-    curl_multi_socket_action(s.multi, CURL_SOCKET_TIMEOUT, 0, &running);
+  const Clock::time_point now = Clock::now();
+  for (auto& shard : s.shards) {
+    if (shard->deadline && now >= *shard->deadline) {
+      shard->deadline.reset();
+      curl_multi_socket_action(shard->multi, CURL_SOCKET_TIMEOUT, 0, &running);
+    }
   }
-  s.Drain();
+  for (auto& shard : s.shards) s.Drain(*shard);
 }
 
 }  // namespace cmax::endpoint

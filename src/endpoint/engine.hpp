@@ -27,7 +27,6 @@ struct EngineOptions {
   double connect_timeout_s = 10;
   double timeout_s = 600;     // the whole request
   double idle_timeout_s = 0;  // no byte for this long: timeout (0: off; whole seconds)
-  long max_connections = 0;   // 0: as many as requests in flight
   size_t max_event_bytes = size_t{1} << 20;
   size_t max_body_bytes = size_t{64} << 20;
   std::chrono::steady_clock::time_point epoch = std::chrono::steady_clock::now();
