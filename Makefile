@@ -64,6 +64,8 @@ bench: build
 	bash bench/agent.sh
 	bash bench/remediate_lab.sh
 	bash bench/reliability_lab.sh
+	bash bench/endpoint_streams.sh
+	if [ -n "$$VLLM_DIR" ]; then bash bench/endpoint_vs_vllm.sh "$$VLLM_DIR"; else echo "bench: VLLM_DIR (vLLM's endpoint_request_func.py) not set, skipping the side-by-side (see bench/endpoint_vs_vllm.sh)"; fi
 	if [ -x /opt/nhc/sbin/nhc ]; then bash bench/health_vs_nhc.sh; else echo "bench: no NHC in /opt/nhc, skipping the side-by-side (see bench/health_vs_nhc.sh)"; fi
 
 lint: format-check tidy

@@ -422,7 +422,7 @@ void Engine::ResetEpoch() {
 }
 
 Result<std::unique_ptr<Engine>> Engine::Create(const EngineOptions& options) {
-  static const CurlGlobal global;
+  static const CurlGlobal kCurlGlobal;
   auto impl = std::make_unique<Impl>();
   impl->options = options;
   impl->epoll_fd = ::epoll_create1(EPOLL_CLOEXEC);

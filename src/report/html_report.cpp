@@ -1,4 +1,6 @@
 #include <algorithm>
+#include <cmath>
+#include <cstdlib>
 #include <fmt/format.h>
 #include <map>
 #include <optional>
@@ -139,6 +141,87 @@ std::string RenderTimeline(const std::vector<StepTimes>& steps) {
   return svg;
 }
 
+// An endpoint sweep's levels, from its metrics labelled by concurrency.
+struct SweepPoint {
+  double concurrency = 0;
+  std::map<std::string, double> value;  // "output_throughput", "ttft_p50", ...
+};
+
+std::vector<SweepPoint> SweepPoints(const std::vector<Metric>& metrics) {
+  std::map<double, SweepPoint> by_level;
+  constexpr std::string_view kPrefix = "endpoint.";
+  for (const Metric& m : metrics) {
+    if (!m.name.starts_with(kPrefix) || !m.labels.contains("concurrency")) continue;
+    char* end = nullptr;
+    const std::string& text = m.labels.at("concurrency");
+    const double level = std::strtod(text.c_str(), &end);
+    if (end == text.c_str() || !std::isfinite(m.value)) continue;
+    by_level[level].concurrency = level;
+    by_level[level].value[m.name.substr(kPrefix.size())] = m.value;
+  }
+  std::vector<SweepPoint> points;
+  for (auto& [level, point] : by_level) {
+    if (point.value.contains("output_throughput")) points.push_back(std::move(point));
+  }
+  return points;
+}
+
+// Latency against output throughput, one point per concurrency level joined in order: where
+// the curve turns up is where the endpoint saturates. Inline SVG, nothing to fetch or run.
+std::string RenderSweep(const std::vector<SweepPoint>& points, const std::string& latency,
+                        const std::string& label) {
+  double max_x = 0;
+  double max_y = 0;
+  for (const SweepPoint& p : points) {
+    max_x = std::max(max_x, p.value.at("output_throughput"));
+    if (p.value.contains(latency)) max_y = std::max(max_y, p.value.at(latency));
+  }
+  if (max_x <= 0) max_x = 1;
+  if (max_y <= 0) max_y = 1;
+  constexpr int kLeft = 60, kWidth = 520, kHeight = 220, kTop = 16, kBottom = 40;
+  const auto x = [&](double v) { return kLeft + v / max_x * kWidth; };
+  const auto y = [&](double v) { return kTop + kHeight - v / max_y * kHeight; };
+  std::string svg = fmt::format(
+      "<svg role=\"img\" aria-label=\"{0} against output throughput by concurrency\" "
+      "width=\"{1}\" height=\"{2}\" viewBox=\"0 0 {1} {2}\" font-size=\"12\" "
+      "font-family=\"system-ui,sans-serif\">\n",
+      HtmlEscape(label), kLeft + kWidth + 30, kTop + kHeight + kBottom);
+  for (int i = 0; i <= 4; ++i) {
+    const double vx = max_x * i / 4;
+    const double vy = max_y * i / 4;
+    svg += fmt::format(
+        "<line x1=\"{0:.1f}\" y1=\"{1}\" x2=\"{0:.1f}\" y2=\"{2}\" stroke=\"#e6e9f0\"/>"
+        "<text x=\"{0:.1f}\" y=\"{3}\" text-anchor=\"middle\" fill=\"#4a5468\">{4:.0f}</text>\n",
+        x(vx), kTop, kTop + kHeight, kTop + kHeight + 16, vx);
+    svg += fmt::format(
+        "<line x1=\"{0}\" y1=\"{1:.1f}\" x2=\"{2}\" y2=\"{1:.1f}\" stroke=\"#e6e9f0\"/>"
+        "<text x=\"{3}\" y=\"{4:.1f}\" text-anchor=\"end\" fill=\"#4a5468\">{5:.3g}</text>\n",
+        kLeft, y(vy), kLeft + kWidth, kLeft - 6, y(vy) + 4, vy);
+  }
+  svg += fmt::format(
+      "<text x=\"{}\" y=\"{}\" text-anchor=\"middle\" fill=\"#1d2330\">output tokens/s"
+      "</text>\n<text x=\"{}\" y=\"{}\" fill=\"#1d2330\">{} (ms)</text>\n",
+      kLeft + kWidth / 2, kTop + kHeight + 34, kLeft + 4, kTop + 10, HtmlEscape(label));
+  std::string path;
+  for (const SweepPoint& p : points) {
+    if (!p.value.contains(latency)) continue;
+    const double px = x(p.value.at("output_throughput"));
+    const double py = y(p.value.at(latency));
+    path += fmt::format("{}{:.1f} {:.1f} ", path.empty() ? "M" : "L", px, py);
+    svg += fmt::format(
+        "<circle class=\"level\" cx=\"{:.1f}\" cy=\"{:.1f}\" r=\"4\" fill=\"#2f6fde\">"
+        "<title>concurrency {:.0f}: {:.1f} tok/s, {:.2f} ms</title></circle>"
+        "<text x=\"{:.1f}\" y=\"{:.1f}\" fill=\"#4a5468\">{:.0f}</text>\n",
+        px, py, p.concurrency, p.value.at("output_throughput"), p.value.at(latency), px + 6, py - 6,
+        p.concurrency);
+  }
+  if (!path.empty()) {
+    svg += fmt::format("<path d=\"{}\" fill=\"none\" stroke=\"#2f6fde\"/>\n", path);
+  }
+  svg += "</svg>\n";
+  return svg;
+}
+
 }  // namespace
 
 std::string RenderHtml(const RunRecord& record) {
@@ -181,6 +264,15 @@ std::string RenderHtml(const RunRecord& record) {
         "of service (red), first sign of detection (black tick), spare in service (blue)."
         "</small></p>\n";
     out += RenderTimeline(steps);
+    out += "</section>\n";
+  }
+
+  if (const std::vector<SweepPoint> points = SweepPoints(record.metrics); points.size() >= 2) {
+    out +=
+        "<section>\n<h2>Concurrency sweep</h2>\n<p><small>Latency (p50) against output "
+        "throughput; each point is a concurrency level.</small></p>\n";
+    out += RenderSweep(points, "ttft_p50", "TTFT p50");
+    out += RenderSweep(points, "tpot_p50", "TPOT p50");
     out += "</section>\n";
   }
 

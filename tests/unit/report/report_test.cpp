@@ -1,5 +1,6 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
+#include <tuple>
 
 #include "report/render.hpp"
 #include "support/golden.hpp"
@@ -150,6 +151,33 @@ TEST(Report, ReliabilityRunsGetATimelineChart) {
   EXPECT_NE(html.find(">30.00s</text>"), std::string::npos);  // the axis ends at the longest watch
   // Other runs have no timeline.
   EXPECT_EQ(RenderHtml(HostileRun()).find("<h2>Timeline</h2>"), std::string::npos);
+}
+
+// An endpoint sweep: one point per concurrency level in each latency-against-throughput chart.
+TEST(Report, EndpointSweepsGetThroughputAgainstLatency) {
+  RunRecord r;
+  r.run.command = "endpoint";
+  for (const auto& [c, tput, ttft, tpot] :
+       {std::tuple{"1", 90.0, 2.0, 10.0}, std::tuple{"4", 340.0, 3.0, 11.0},
+        std::tuple{"16", 900.0, 40.0, 17.0}}) {
+    const std::map<std::string, std::string> labels = {{"concurrency", c}, {"model", "m<x>"}};
+    r.metrics.push_back({"endpoint.output_throughput", labels, tput, "tok/s"});
+    r.metrics.push_back({"endpoint.ttft_p50", labels, ttft, "ms"});
+    r.metrics.push_back({"endpoint.tpot_p50", labels, tpot, "ms"});
+  }
+  const std::string html = RenderHtml(r);
+  EXPECT_NE(html.find("<h2>Concurrency sweep</h2>"), std::string::npos);
+  size_t points = 0;
+  for (size_t at = html.find("class=\"level\""); at != std::string::npos;
+       at = html.find("class=\"level\"", at + 1)) {
+    ++points;
+  }
+  EXPECT_EQ(points, 6U);  // three levels in each of the two charts
+  EXPECT_NE(html.find("concurrency 16: 900.0 tok/s, 40.00 ms"), std::string::npos);
+  EXPECT_EQ(html.find("<script"), std::string::npos);
+  // A single run is no sweep.
+  r.metrics.resize(3);
+  EXPECT_EQ(RenderHtml(r).find("Concurrency sweep"), std::string::npos);
 }
 
 TEST(Report, EmptyRunRendersInEveryFormat) {
