@@ -171,6 +171,14 @@ TEST_F(EndpointCli, BadInputIsRefusedWithAReason) {
       << R"({"schema": "cmax.prices/v1", "models": {"a": {"input": 1, "output": 2}}})";
   refused({"endpoint", "run", "--url", Url(), "--model", "m", "--prices", dir_.File("prices.json")},
           "no prices for model 'm'");
+  // With a price for the model, the run's cost: 4 requests x (30 input x $1 + 5 output x $2) / 1e6.
+  const auto priced =
+      Cmax({"endpoint", "run", "--url", Url(), "--model", "m", "--requests", "4", "--input-len",
+            "30", "--output-len", "5", "--prices", dir_.File("prices.json"), "--price-model", "a",
+            "--output-file", dir_.File("priced.json")});
+  ASSERT_EQ(priced.exit_code, 0) << priced.stderr_text;
+  EXPECT_NEAR(json::parse(Slurp(dir_.File("priced.json")))["cmax"]["cost_usd"].get<double>(),
+              4 * (30 * 1.0 + 5 * 2.0) / 1e6, 1e-12);
   refused({"endpoint", "replay", dir_.File("missing.jsonl"), "--url", Url(), "--model", "m"},
           "missing.jsonl");
   refused({"endpoint", "serve-sim", "--model", "bad\"name"}, "--model");

@@ -25,11 +25,12 @@ struct LoadRun {
   EngineOptions options;
   Target target;
   LoadShape shape;
+  LoadHooks hooks;
   Result<LoadResult> Go(Workload& workload) {
     auto engine = Engine::Create(options);
     if (!engine) return tl::unexpected(engine.error());
     (*engine)->PinAddress(target.url);
-    return RunLoad(**engine, target, workload, shape, {});
+    return RunLoad(**engine, target, workload, shape, hooks);
   }
 };
 
@@ -190,6 +191,52 @@ TEST(EndpointE2E, RetriesFollowRetryAfterAndStopAtTheLimit) {
   EXPECT_TRUE(Retryable("http-5xx"));
   EXPECT_FALSE(Retryable("http-4xx"));
   EXPECT_FALSE(Retryable("truncated"));
+}
+
+TEST(EndpointE2E, RateShapedArrivalsKeepTheirScheduleAndDurationStopsSending) {
+  SimFixture sim({.decode_ms = 1});
+  ASSERT_TRUE(sim.Up());
+  LoadRun r = Basic(sim.Url(), Api::kChat, 60);
+  r.shape.concurrency = 0;
+  r.shape.rate = 100;
+  r.shape.seed = 3;
+  auto w = Random(10, 2);
+  auto result = r.Go(*w);
+  ASSERT_TRUE(result);
+  ASSERT_EQ(result->records.size(), 60U);
+  // 60 Poisson arrivals at 100/s: the last leaves about 0.6 s in, each when it was due.
+  EXPECT_NEAR(result->records.back().timing.sent_s, 0.6, 0.3);
+  for (const auto& rec : result->records) {
+    EXPECT_TRUE(rec.timing.ok);
+    EXPECT_NEAR(rec.timing.sent_s, rec.due_s, 0.05);
+  }
+  LoadRun timed = Basic(sim.Url(), Api::kChat, 0);
+  timed.shape.concurrency = 0;
+  timed.shape.rate = 200;
+  timed.shape.duration_s = 0.3;
+  auto w2 = Random(10, 2);
+  result = timed.Go(*w2);
+  ASSERT_TRUE(result);
+  EXPECT_GT(result->records.size(), 25U);  // about 60
+  EXPECT_LT(result->records.size(), 110U);
+  for (const auto& rec : result->records) EXPECT_LT(rec.timing.sent_s, 0.31);
+}
+
+TEST(EndpointE2E, AnInterruptedRunGivesEveryRequestAnOutcome) {
+  SimFixture sim({.decode_ms = 50, .default_max_tokens = 100});
+  ASSERT_TRUE(sim.Up());
+  LoadRun r = Basic(sim.Url(), Api::kChat, 8);
+  r.shape.concurrency = 4;
+  const auto start = std::chrono::steady_clock::now();
+  r.hooks.interrupted = [start] {
+    return std::chrono::steady_clock::now() - start > std::chrono::milliseconds(300);
+  };
+  auto w = Random(10, 100);
+  auto result = r.Go(*w);
+  ASSERT_TRUE(result);
+  EXPECT_TRUE(result->interrupted);
+  ASSERT_EQ(result->records.size(), 4U);  // the four in flight; the rest were never sent
+  for (const auto& rec : result->records) EXPECT_EQ(rec.timing.error, "cancelled");
 }
 
 TEST(EndpointE2E, MultiTurnResendsTheHistoryAndHitsTheCache) {
