@@ -16,8 +16,8 @@ packages=(
   slurmctld slurmd slurm-client munge openmpi-bin libopenmpi-dev
   # what the host inventory reads with; curl and prometheus for the agent's metrics tests
   pciutils procps util-linux iproute2 curl prometheus
-  # the TLS test makes its own certificate and server
-  openssl
+  # the TLS tests make their own certificate and servers (openssl s_server; nghttpd for HTTP/2)
+  openssl nghttp2-server
 )
 
 missing=()

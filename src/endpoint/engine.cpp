@@ -81,6 +81,16 @@ std::string HttpErrorClass(long status) {
   return "http-other";
 }
 
+std::string HttpVersionName(long curl_version) {
+  switch (curl_version) {
+    case CURL_HTTP_VERSION_1_0: return "1.0";
+    case CURL_HTTP_VERSION_1_1: return "1.1";
+    case CURL_HTTP_VERSION_2_0: return "2";
+    case CURL_HTTP_VERSION_3: return "3";
+    default: return {};
+  }
+}
+
 bool Retryable(const std::string& error_class) {
   // The OpenAI SDK retries 408, 409, 429, >= 500 and connection errors and timeouts.
   return error_class == "http-429" || error_class == "http-5xx" || error_class == "connect" ||
@@ -320,6 +330,9 @@ struct Engine::Impl {
     CallResult& r = t->result;
     RequestTiming& timing = r.timing;
     curl_easy_getinfo(easy, CURLINFO_RESPONSE_CODE, &r.http_status);
+    long version = 0;
+    curl_easy_getinfo(easy, CURLINFO_HTTP_VERSION, &version);
+    r.http_version = HttpVersionName(version);
     const bool cut_in_event = t->call.stream && t->sse.Finish();
     std::string error_class;
     if (code != CURLE_OK) {

@@ -45,6 +45,7 @@ struct Call {
 struct CallResult {
   RequestTiming timing;
   long http_status = 0;
+  std::string http_version;  // "1.0", "1.1", "2", "3"; empty when no answer came
   std::optional<TokenUsage> usage;
   std::string text;
   std::string error_message;            // when !timing.ok
@@ -57,6 +58,8 @@ struct CallResult {
 // response had begun. Classes: dns, connect, tls, timeout, truncated, malformed, other.
 std::string CurlErrorClass(int curl_code, bool answered);
 std::string HttpErrorClass(long status);  // http-429, http-4xx, http-5xx, http-other
+// libcurl's CURLINFO_HTTP_VERSION as "1.0", "1.1", "2", "3" (empty: none).
+std::string HttpVersionName(long curl_version);
 // Whether an OpenAI-SDK-like client would try again.
 bool Retryable(const std::string& error_class);
 

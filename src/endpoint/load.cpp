@@ -154,6 +154,7 @@ Result<LoadResult> RunLoad(Engine& e, const Target& target, Workload& workload,
     rec.lateness_ms = f.lateness_ms;
     rec.timing = std::move(r.timing);
     rec.http_status = r.http_status;
+    rec.http_version = r.http_version;
     rec.error_message = std::move(r.error_message);
     rec.usage = r.usage;
     rec.server_lag_ms = r.server_lag_ms;

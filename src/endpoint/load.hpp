@@ -53,6 +53,7 @@ struct RequestRecord {
   double lateness_ms = 0;  // sent - max(due, the moment a slot freed)
   RequestTiming timing;
   long http_status = 0;
+  std::string http_version;
   std::string error_message;
   std::optional<TokenUsage> usage;
   std::optional<double> server_lag_ms;

@@ -142,6 +142,11 @@ json ResultJson(const RunDescription& d, const LoadResult& run, const LoadSummar
       run.records.empty() ? 0.0
                           : static_cast<double>(m.failed) / static_cast<double>(run.records.size());
   ours["retries"] = s.retries;
+  std::map<std::string, size_t> versions;
+  for (const RequestRecord& r : run.records) {
+    if (!r.http_version.empty()) ++versions[r.http_version];
+  }
+  ours["http_versions"] = versions;
   ours["usage"] = {{"input_tokens", s.usage.input},
                    {"cache_read_tokens", s.usage.cache_read},
                    {"cache_write_tokens", s.usage.cache_write},
@@ -177,6 +182,7 @@ std::string RequestJsonl(const RequestRecord& r) {
       {"error", t.error.empty() ? json(nullptr) : json(t.error)},
       {"error_message", r.error_message.empty() ? json(nullptr) : json(r.error_message)},
       {"http_status", r.http_status},
+      {"http_version", r.http_version.empty() ? json(nullptr) : json(r.http_version)},
       {"ttft_first_byte_ms", since(t.first_byte_s)},
       {"ttft_first_chunk_ms", since(t.first_chunk_s)},
       {"ttft_first_token_ms", since(t.first_token_s)},

@@ -5,6 +5,7 @@
 #include <signal.h>
 
 #include <chrono>
+#include <filesystem>
 #include <gtest/gtest.h>
 #include <set>
 #include <thread>
@@ -311,14 +312,19 @@ TEST(EndpointE2E, AServerCacheTooSmallMeasuresBelowTheIdeal) {
   EXPECT_GT(sim.Stop().cache_evictions, 0U);
 }
 
-TEST(EndpointE2E, TlsIsVerifiedUnlessToldOtherwise) {
-  testing::TempDir dir;
+// A certificate for 127.0.0.1, made for the test: key.pem and cert.pem in `dir`.
+bool MakeCertificate(const testing::TempDir& dir) {
   sys::PosixProcessRunner runner;
   auto made =
       runner.Run({.argv = {"openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout",
                            dir.File("key.pem"), "-out", dir.File("cert.pem"), "-days", "1", "-subj",
                            "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1"}});
-  ASSERT_TRUE(made && made->Succeeded());
+  return made && made->Succeeded();
+}
+
+TEST(EndpointE2E, TlsIsVerifiedUnlessToldOtherwise) {
+  testing::TempDir dir;
+  ASSERT_TRUE(MakeCertificate(dir));
   const int port = testing::FreePort();
   auto server = sys::SpawnDaemon(
       {.argv = {sys::FindProgram("openssl"), "s_server", "-quiet", "-www", "-accept",
@@ -348,6 +354,48 @@ TEST(EndpointE2E, TlsIsVerifiedUnlessToldOtherwise) {
   r = insecure.Go(*w);
   ASSERT_TRUE(r);
   EXPECT_EQ(Classes(*r).count("tls"), 0U);
+  kill(*server, SIGTERM);
+}
+
+// HTTP/2 over TLS, negotiated by ALPN, against nghttpd (nghttp2's server, h2 only) serving a
+// recorded vLLM stream as a file: the stream is read the same over h2; with --http1.1 the client
+// keeps to HTTP/1.1, which nghttpd refuses. HTTP/1.1 over TLS is the s_server test above.
+TEST(EndpointE2E, Http2IsNegotiatedOnTls) {
+  testing::TempDir dir;
+  ASSERT_TRUE(MakeCertificate(dir));
+  std::filesystem::create_directories(dir.File("www/v1/chat"));
+  std::filesystem::copy_file(std::string(CMAX_TEST_DATA) + "/endpoint/sse/vllm_chat.sse",
+                             dir.File("www/v1/chat/completions"));
+  const int port = testing::FreePort();
+  auto server =
+      sys::SpawnDaemon({.argv = {sys::FindProgram("nghttpd"), "-d", dir.File("www"),
+                                 std::to_string(port), dir.File("key.pem"), dir.File("cert.pem")},
+                        .log_path = dir.File("nghttpd.log")});
+  ASSERT_TRUE(server) << server.error().message;
+  const std::string url = "https://127.0.0.1:" + std::to_string(port) + "/v1/chat/completions";
+  LoadRun r = Basic(url, Api::kChat, 3);
+  r.options.ca_file = dir.File("cert.pem");
+  auto w = Random();
+  std::optional<LoadResult> result;
+  for (int i = 0; i < 100; ++i) {  // until it listens
+    auto attempt = r.Go(*w);
+    ASSERT_TRUE(attempt);
+    result = std::move(*attempt);
+    if (Classes(*result) != std::set<std::string>{"connect"}) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  ASSERT_EQ(Classes(*result), std::set<std::string>{"ok"}) << result->records[0].error_message;
+  for (const auto& rec : result->records) {
+    EXPECT_EQ(rec.http_version, "2");
+    EXPECT_EQ(rec.timing.input_tokens, 12U);
+    EXPECT_EQ(rec.timing.cached_tokens, 8U);
+    EXPECT_EQ(rec.timing.chunk_s.size(), 4U);
+  }
+  // With --http1.1 the client does not offer h2, and nghttpd speaks nothing else: it closes.
+  r.options.http2 = false;
+  result = std::move(*r.Go(*w));
+  EXPECT_EQ(Classes(*result), std::set<std::string>{"connect"});
+  EXPECT_NE(result->records[0].error_message.find("returned nothing"), std::string::npos);
   kill(*server, SIGTERM);
 }
 

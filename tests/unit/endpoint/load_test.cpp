@@ -1,9 +1,9 @@
 // Arrival gaps for rate-shaped load: gamma with shape = burstiness and mean 1/rate, so the
 // coefficient of variation is 1/sqrt(burstiness) (1: Poisson; below 1: burstier).
+#include "endpoint/load.hpp"
+
 #include <cmath>
 #include <gtest/gtest.h>
-
-#include "endpoint/load.hpp"
 
 namespace cmax::endpoint {
 namespace {

@@ -36,7 +36,8 @@ std::string Transcript(std::string_view stream, Api api, size_t split) {
   if (split == 0) {
     parser.Feed(stream, sink);
   } else {
-    for (size_t at = 0; at < stream.size(); at += split) parser.Feed(stream.substr(at, split), sink);
+    for (size_t at = 0; at < stream.size(); at += split)
+      parser.Feed(stream.substr(at, split), sink);
   }
   const bool cut = parser.Finish();
   const auto& u = reader.Usage();
@@ -49,18 +50,19 @@ std::string Transcript(std::string_view stream, Api api, size_t split) {
 }
 
 TEST(SseGolden, ServerStreamsReadTheSameWholeOrSplit) {
-  for (const auto& [name, api] : {std::pair{"vllm_chat", Api::kChat},
-                                  std::pair{"crlf_pings_multiline", Api::kChat},
-                                  std::pair{"anthropic_messages", Api::kAnthropic},
-                                  std::pair{"vllm_error_after_200", Api::kChat},
-                                  std::pair{"completions_cut", Api::kCompletions}}) {
+  for (const auto& [name, api] :
+       {std::pair{"vllm_chat", Api::kChat}, std::pair{"crlf_pings_multiline", Api::kChat},
+        std::pair{"anthropic_messages", Api::kAnthropic},
+        std::pair{"vllm_error_after_200", Api::kChat},
+        std::pair{"completions_cut", Api::kCompletions}}) {
     SCOPED_TRACE(name);
     const std::string base = std::string("endpoint/sse/") + name;
     const std::string stream = Slurp(std::string(CMAX_TEST_DATA) + "/" + base + ".sse");
     ASSERT_FALSE(stream.empty());
     const std::string whole = Transcript(stream, api, 0);
     testing::ExpectGolden(base + ".golden", whole);
-    for (size_t split = 1; split <= 7; ++split) EXPECT_EQ(Transcript(stream, api, split), whole) << split;
+    for (size_t split = 1; split <= 7; ++split)
+      EXPECT_EQ(Transcript(stream, api, split), whole) << split;
   }
 }
 
