@@ -87,8 +87,9 @@ TEST(EndpointE2E, EveryApiStreamsWithTrueTimingsAndUsage) {
       ASSERT_TRUE(rec.timing.first_byte_s && rec.timing.first_chunk_s && rec.timing.first_token_s);
       EXPECT_LE(*rec.timing.first_byte_s, *rec.timing.first_chunk_s);
       EXPECT_LE(*rec.timing.first_chunk_s, *rec.timing.first_token_s);
-      // Seven gaps of 2 ms between eight tokens: E2E - TTFT is at least 14 ms.
-      EXPECT_GE(rec.timing.chunk_s.back() - *rec.timing.first_token_s, 0.013);
+      // Seven gaps of 2 ms between eight tokens: E2E - TTFT is about 14 ms (the client may
+      // time the first token a little late, never the gaps away).
+      EXPECT_GE(rec.timing.chunk_s.back() - *rec.timing.first_token_s, 0.010);
       ASSERT_TRUE(rec.server_lag_ms);
       EXPECT_GE(*rec.server_lag_ms, 0);
       EXPECT_LT(*rec.server_lag_ms, 50);
@@ -209,7 +210,8 @@ TEST(EndpointE2E, RateShapedArrivalsKeepTheirScheduleAndDurationStopsSending) {
   EXPECT_NEAR(result->records.back().timing.sent_s, 0.6, 0.3);
   for (const auto& rec : result->records) {
     EXPECT_TRUE(rec.timing.ok);
-    EXPECT_NEAR(rec.timing.sent_s, rec.due_s, 0.05);
+    EXPECT_GE(rec.timing.sent_s, rec.due_s);  // never early; late only by the machine's load
+    EXPECT_LT(rec.timing.sent_s, rec.due_s + 0.2);
   }
   LoadRun timed = Basic(sim.Url(), Api::kChat, 0);
   timed.shape.concurrency = 0;
@@ -290,9 +292,13 @@ TEST(EndpointE2E, ReplayMeasuresTheIdealHitRateOnServeSim) {
     const LoadSummary s = Summarize(*result, {}, std::nullopt);
     EXPECT_DOUBLE_EQ(s.ideal_hit_rate, 32.0 / 76.0);
     EXPECT_DOUBLE_EQ(s.measured_hit_rate, 32.0 / 76.0);  // copies never share a cache entry
-    // The trace's gaps were kept: the third request left 40 ms after the first.
-    EXPECT_NEAR(result->records.back().timing.sent_s - result->records.front().timing.sent_s, 0.04,
-                0.02);
+    // The trace's gaps were kept: the third request was due 40 ms after the first, and left
+    // no sooner.
+    const RequestRecord& first = result->records.front();
+    const RequestRecord& third = result->records.back();
+    EXPECT_NEAR(third.due_s - first.due_s, 0.04, 1e-9);
+    EXPECT_GE(third.timing.sent_s, third.due_s);
+    EXPECT_LT(third.timing.sent_s, third.due_s + 0.2);
   }
 }
 
