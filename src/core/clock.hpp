@@ -14,6 +14,10 @@ namespace cmax {
 using WallTime = std::chrono::time_point<std::chrono::system_clock, std::chrono::milliseconds>;
 using Duration = std::chrono::nanoseconds;
 
+// CLOCK_MONOTONIC in nanoseconds, a value every process on the host shares: serve-sim stamps
+// its chunks with it and the load client compares its own arrival times against them.
+int64_t MonotonicNanos();
+
 class Clock {
  public:
   virtual ~Clock() = default;

@@ -13,6 +13,7 @@
 #include <list>
 #include <sys/epoll.h>
 
+#include "core/clock.hpp"
 #include "core/strings.hpp"
 #include "endpoint/sse.hpp"
 
@@ -21,12 +22,6 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 constexpr size_t kErrorBodyBytes = 64 << 10;
-
-int64_t MonotonicNs() {
-  timespec ts{};
-  ::clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
-}
 
 std::optional<double> ParseSeconds(std::string_view text) {
   text = Trim(text);
@@ -252,7 +247,7 @@ struct Engine::Impl {
       return n;
     }
     const double now = t->engine->Now();
-    const int64_t now_ns = MonotonicNs();
+    const int64_t now_ns = MonotonicNanos();
     RequestTiming& timing = t->result.timing;
     t->sse.Feed(std::string_view(data, n), [t, now, now_ns, &timing](const SseEvent& event) {
       const StreamEffect effect = t->reader.Read(event);

@@ -14,6 +14,7 @@
 #include <sys/timerfd.h>
 #include <vector>
 
+#include "core/clock.hpp"
 #include "core/log.hpp"
 #include "endpoint/prefix_cache.hpp"
 #include "sys/metrics_server.hpp"
@@ -24,12 +25,6 @@ namespace {
 constexpr size_t kMaxOutput = size_t{256} << 20;  // a client that stops reading is dropped
 constexpr size_t kMaxPipelined = size_t{1} << 20;
 constexpr size_t kHugeLineBytes = size_t{10} << 20;
-
-int64_t MonotonicNs() {
-  timespec ts{};
-  ::clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
-}
 
 enum class Phase { kIdle, kStream, kWhole, kDribble };
 
@@ -248,7 +243,7 @@ struct SimServer::Impl {
     // A stream's end is marked by its last chunk, or else by closing the connection.
     c.keep_alive = r.keep_alive && (c.chunked || !c.request.stream);
     const int64_t first =
-        MonotonicNs() + FirstTokenDelayNs(config, c.usage.input - c.usage.cached, c.fault);
+        MonotonicNanos() + FirstTokenDelayNs(config, c.usage.input - c.usage.cached, c.fault);
     if (c.fault == SimFault::kByteSplit || c.fault == SimFault::kTrickle) {
       c.phase = Phase::kDribble;
       Begin(c);
@@ -256,15 +251,15 @@ struct SimServer::Impl {
       const bool chunked = c.chunked;
       c.out += Head(200, "text/event-stream", chunked, c.keep_alive, std::string::npos, {},
                     c.fault == SimFault::kHttp10);
-      Queue(c, StreamStart(c.request.api, c.id, config.model, c.usage, MonotonicNs()));
+      Queue(c, StreamStart(c.request.api, c.id, config.model, c.usage, MonotonicNanos()));
       for (uint64_t n = 0; n < c.usage.output; ++n) {
-        Queue(c, StreamToken(c.request.api, c.id, config.model, n, n == 0, MonotonicNs()));
+        Queue(c, StreamToken(c.request.api, c.id, config.model, n, n == 0, MonotonicNanos()));
       }
       Queue(c,
             StreamEnd(c.request.api, c.id, config.model, c.usage, c.request.include_usage, true));
       if (chunked) c.out += "0\r\n\r\n";
       stats.tokens += c.usage.output;
-      Schedule(c, MonotonicNs());
+      Schedule(c, MonotonicNanos());
       return;
     }
     if (!c.request.stream) {
@@ -317,7 +312,7 @@ struct SimServer::Impl {
     const Api api = c.request.api;
     const uint64_t middle = c.usage.output / 2;
     while (c.next_token < c.usage.output && c.due_ns <= now) {
-      const int64_t sent = MonotonicNs();
+      const int64_t sent = MonotonicNanos();
       if (c.next_token == middle) {
         if (c.fault == SimFault::kCut) {
           const int fd = c.fd;
@@ -413,7 +408,7 @@ struct SimServer::Impl {
           log::Warn("serve-sim: out of file descriptors; not accepting for 100 ms");
           ::epoll_ctl(epoll_fd, EPOLL_CTL_DEL, listen_fd, nullptr);
           accept_paused = true;
-          accept_resume_ns = MonotonicNs() + 100'000'000;
+          accept_resume_ns = MonotonicNanos() + 100'000'000;
         }
         return;
       }
@@ -446,7 +441,7 @@ struct SimServer::Impl {
     uint64_t expirations = 0;
     (void)!::read(timer_fd, &expirations, sizeof(expirations));
     armed_ns = -1;  // the timer fired: arm again whatever comes next
-    const int64_t now = MonotonicNs();
+    const int64_t now = MonotonicNanos();
     while (!timers.empty() && timers.top().due_ns <= now) {
       const Timer t = timers.top();
       timers.pop();
@@ -512,7 +507,7 @@ Result<void> SimServer::Run(const std::function<bool()>& stop) {
         }
       }
     }
-    if (s.accept_paused && MonotonicNs() >= s.accept_resume_ns) {
+    if (s.accept_paused && MonotonicNanos() >= s.accept_resume_ns) {
       epoll_event ev{};
       ev.events = EPOLLIN;
       ev.data.fd = s.listen_fd;
