@@ -11,7 +11,6 @@
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
-#include <fstream>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <ostream>
@@ -280,12 +279,7 @@ Result<std::unique_ptr<endpoint::Workload>> MakeWorkload(const EndpointOptions& 
 }
 
 Result<void> WriteText(const std::string& path, const std::string& text) {
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  if (!out) return Fail(ErrorCode::kIo, "cannot write {}", path);
-  out << text;
-  out.close();
-  if (!out) return Fail(ErrorCode::kIo, "writing {} failed", path);
-  return {};
+  return sys::LocalFileSystem().WriteFileAtomic(path, text, 0644);
 }
 
 endpoint::LoadHooks Hooks(Context& ctx) {
@@ -300,10 +294,12 @@ endpoint::LoadHooks Hooks(Context& ctx) {
   return hooks;
 }
 
-// One load run with its warm-up, outputs and store record; `level` names a sweep step.
+// One load run (after its warm-up): what happened, its summary, and the result document that
+// the output file, the sweep's list and the store's evidence are all made from.
 struct Measured {
   endpoint::LoadResult run;
   endpoint::LoadSummary summary;
+  nlohmann::json result;
 };
 
 Result<Measured> Measure(Context& ctx, const EndpointOptions& o, Prepared& p,
@@ -324,17 +320,17 @@ Result<Measured> Measure(Context& ctx, const EndpointOptions& o, Prepared& p,
   }
   auto run = endpoint::RunLoad(*p.engine, p.target, workload, shape, hooks);
   if (!run) return tl::unexpected(run.error());
-  Measured m{std::move(*run), {}};
+  Measured m{std::move(*run), {}, {}};
   m.summary = endpoint::Summarize(m.run, p.slo, p.price);
+  m.result = endpoint::ResultJson(p.description, m.run, m.summary);
   return m;
 }
 
-Result<void> WriteOutputs(const EndpointOptions& o, const Prepared& p, const Measured& m) {
+Result<void> WriteOutputs(const EndpointOptions& o, const Measured& m) {
   if (!o.output_file.empty()) {
-    const auto json = endpoint::ResultJson(p.description, m.run, m.summary);
-    if (auto ok =
-            WriteText(o.output_file,
-                      json.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
+    if (auto ok = WriteText(
+            o.output_file,
+            m.result.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
         !ok) {
       return ok;
     }
@@ -348,13 +344,12 @@ Result<void> WriteOutputs(const EndpointOptions& o, const Prepared& p, const Mea
 }
 
 // The result without its per-request arrays: what the store keeps as evidence.
-std::string EvidenceJson(const Prepared& p, const Measured& m) {
-  auto json = endpoint::ResultJson(p.description, m.run, m.summary);
-  for (const char* key :
-       {"input_lens", "output_lens", "ttfts", "itls", "latencies", "start_times", "errors"}) {
-    json.erase(key);
+std::string EvidenceJson(const Measured& m) {
+  nlohmann::json evidence = nlohmann::json::object();
+  for (const auto& [key, value] : m.result.items()) {
+    if (!value.is_array()) evidence[key] = value;  // every array is per request
   }
-  return json.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  return evidence.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
 Result<store::RunWriter> BeginRun(store::Store& store, const std::string& target) {
@@ -426,13 +421,13 @@ int RunOrReplay(Context& ctx, EndpointOptions& o, bool replay) {
     (void)writer->FinishWithError(kExitError, SystemClock().Now());
     return Fails(ctx, command, measured.error());
   }
-  if (auto ok = writer->Add({{"endpoint.result", EvidenceJson(p, *measured)}},
+  if (auto ok = writer->Add({{"endpoint.result", EvidenceJson(*measured)}},
                             endpoint::LoadFindings(measured->summary),
                             endpoint::StoreMetrics(measured->summary, p.description));
       !ok) {
     return Fails(ctx, command, ok.error());
   }
-  if (auto ok = WriteOutputs(o, p, *measured); !ok) return Fails(ctx, command, ok.error());
+  if (auto ok = WriteOutputs(o, *measured); !ok) return Fails(ctx, command, ok.error());
   auto outcome = writer->Finish(sys::InterruptSignal(), SystemClock().Now());
   if (!outcome) return Fails(ctx, command, outcome.error());
   ctx.out << endpoint::SummaryText(p.description, measured->summary);
@@ -494,12 +489,12 @@ int Sweep(Context& ctx, EndpointOptions& o) {
       f.check_id += fmt::format(".c{}", c);
       findings.push_back(std::move(f));
     }
-    if (auto ok = writer->Add({{fmt::format("endpoint.sweep.c{}", c), EvidenceJson(p, *m)}}, {},
+    if (auto ok = writer->Add({{fmt::format("endpoint.sweep.c{}", c), EvidenceJson(*m)}}, {},
                               endpoint::StoreMetrics(m->summary, p.description));
         !ok) {
       return Fails(ctx, "sweep", ok.error());
     }
-    all.push_back(endpoint::ResultJson(p.description, m->run, m->summary));
+    all.push_back(std::move(m->result));
   }
   if (auto ok = writer->Add({}, findings); !ok) return Fails(ctx, "sweep", ok.error());
   if (!o.output_file.empty()) {

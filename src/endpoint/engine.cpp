@@ -108,6 +108,7 @@ struct Engine::Impl {
     bool malformed = false;
     bool answered = false;
     bool too_big = false;
+    long status = 0;  // the response's, once its body began
     std::optional<std::string> stream_error;
     std::list<std::unique_ptr<Transfer>>::iterator self;  // its place in the engine's list
     uint32_t shard = 0;
@@ -231,8 +232,9 @@ struct Engine::Impl {
   static size_t OnBody(char* data, size_t size, size_t count, void* userp) {
     auto* t = static_cast<Transfer*>(userp);
     const size_t n = size * count;
-    long status = 0;
-    curl_easy_getinfo(t->easy, CURLINFO_RESPONSE_CODE, &status);
+    // The status is known once the body begins; asked once, not for every chunk.
+    if (t->status == 0) curl_easy_getinfo(t->easy, CURLINFO_RESPONSE_CODE, &t->status);
+    const long status = t->status;
     if (status != 200 || !t->call.stream) {
       const size_t cap = status == 200 ? t->engine->options.max_body_bytes : kErrorBodyBytes;
       if (t->body.size() + n > cap) {
