@@ -404,7 +404,6 @@ int RunOrReplay(Context& ctx, EndpointOptions& o, bool replay) {
     shape.trace_times = true;
     shape.rate = 0;
     if (o.requests == 0 && o.duration_s <= 0) shape.requests = SIZE_MAX;  // the whole trace
-    p.description.concurrency = o.concurrency;
   } else {
     workload = MakeWorkload(o, workload_name);
     if (!workload) return Fails(ctx, command, workload.error());

@@ -71,6 +71,7 @@ std::string CurlErrorClass(int curl_code, bool answered) {
 
 std::string HttpErrorClass(long status) {
   if (status == 429) return "http-429";
+  if (status == 408 || status == 409) return fmt::format("http-{}", status);  // retried apart
   if (status >= 400 && status < 500) return "http-4xx";
   if (status >= 500 && status < 600) return "http-5xx";
   return "http-other";
@@ -108,7 +109,9 @@ struct Engine::Impl {
     bool malformed = false;
     bool answered = false;
     bool too_big = false;
-    long status = 0;  // the response's, once its body began
+    long status = 0;         // the response's, once its body began
+    double arrived_s = 0;    // the read under way: when it came
+    int64_t arrived_ns = 0;  // the same on CLOCK_MONOTONIC, before the first chunk only
     std::optional<std::string> stream_error;
     std::list<std::unique_ptr<Transfer>>::iterator self;  // its place in the engine's list
     uint32_t shard = 0;
@@ -137,7 +140,6 @@ struct Engine::Impl {
   std::list<std::unique_ptr<Transfer>> transfers;
   std::vector<CURL*> idle_handles;  // reused, so a new request does not pay curl_easy_init
   curl_slist* resolve = nullptr;
-  size_t in_flight = 0;
 
   ~Impl() {
     for (auto& t : transfers) {
@@ -248,16 +250,19 @@ struct Engine::Impl {
       t->body.append(data, n);
       return n;
     }
-    const double now = t->engine->Now();
-    const int64_t now_ns = MonotonicNanos();
-    RequestTiming& timing = t->result.timing;
-    t->sse.Feed(std::string_view(data, n), [t, now, now_ns, &timing](const SseEvent& event) {
+    // Every event of this read arrived now. Kept in the transfer so that the sink captures one
+    // pointer and fits std::function's inline buffer: no allocation per chunk.
+    t->arrived_s = t->engine->Now();
+    t->arrived_ns = t->result.timing.first_chunk_s ? 0 : MonotonicNanos();  // only the first
+    t->sse.Feed(std::string_view(data, n), [t](const SseEvent& event) {
+      RequestTiming& timing = t->result.timing;
+      const double now = t->arrived_s;
       const StreamEffect effect = t->reader.Read(event);
       if (effect.choice) {
         if (!timing.first_chunk_s) {
           timing.first_chunk_s = now;
           if (const auto& sent = t->reader.ServerSentNs(); sent) {
-            t->result.server_lag_ms = static_cast<double>(now_ns - *sent) / 1e6;
+            t->result.server_lag_ms = static_cast<double>(t->arrived_ns - *sent) / 1e6;
           }
         }
         timing.chunk_s.push_back(now);
@@ -338,8 +343,6 @@ struct Engine::Impl {
           t->too_big ? "response larger than the body limit" : curl_easy_strerror(code);
     } else if (r.http_status != 200) {
       error_class = HttpErrorClass(r.http_status);
-      if (r.http_status == 408 || r.http_status == 409)
-        error_class = fmt::format("http-{}", r.http_status);
       r.error_message = fmt::format("HTTP {}: {}", r.http_status, ErrorMessage(t->body));
     } else if (t->call.stream) {
       if (t->stream_error) {
@@ -393,7 +396,6 @@ struct Engine::Impl {
     curl_slist_free_all(t->headers);
     idle_handles.push_back(easy);
     transfers.erase(t->self);
-    --in_flight;
     done->push_back({tag, std::move(result)});
   }
 
@@ -408,7 +410,7 @@ struct Engine::Impl {
 Engine::Engine(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 Engine::~Engine() = default;
 size_t Engine::InFlight() const {
-  return impl_->in_flight;
+  return impl_->transfers.size();
 }
 double Engine::SecondsSinceEpoch() const {
   return impl_->Now();
@@ -423,7 +425,6 @@ void Engine::CancelAll() {
   }
   s.transfers.clear();
   s.refused.clear();
-  s.in_flight = 0;
   for (auto& shard : s.shards) shard->in_flight = 0;
 }
 
@@ -492,7 +493,6 @@ void Engine::Start(uint64_t tag, Call call) {
   Impl::Transfer* raw = t.get();
   s.transfers.push_back(std::move(t));
   raw->self = std::prev(s.transfers.end());
-  ++s.in_flight;
   auto shard = s.PickShard();
   if (shard) {
     raw->shard = (*shard)->index;
@@ -501,7 +501,6 @@ void Engine::Start(uint64_t tag, Call call) {
   if (!shard || curl_multi_add_handle((*shard)->multi, raw->easy) != CURLM_OK) {
     if (shard) --(*shard)->in_flight;
     // Never lost: the call ends at once with the reason.
-    --s.in_flight;
     raw->result.timing.error = "other";
     raw->result.error_message = "libcurl refused the request";
     CallResult r = std::move(raw->result);

@@ -57,7 +57,8 @@ struct CallResult {
 // The error class of a transfer that ended with a libcurl error; `answered` says whether any
 // response had begun. Classes: dns, connect, tls, timeout, truncated, malformed, other.
 std::string CurlErrorClass(int curl_code, bool answered);
-std::string HttpErrorClass(long status);  // http-429, http-4xx, http-5xx, http-other
+std::string HttpErrorClass(
+    long status);  // http-408, http-409, http-429, http-4xx, http-5xx, http-other
 // libcurl's CURLINFO_HTTP_VERSION as "1.0", "1.1", "2", "3" (empty: none).
 std::string HttpVersionName(long curl_version);
 // Whether an OpenAI-SDK-like client would try again.

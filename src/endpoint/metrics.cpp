@@ -6,14 +6,23 @@
 
 namespace cmax::endpoint {
 
-double Percentile(std::vector<double> values, double q) {
+namespace {
+
+// The percentile of values already in order: Distribute sorts once for all five.
+double PercentileOfSorted(const std::vector<double>& values, double q) {
   if (values.empty()) return 0;
-  std::sort(values.begin(), values.end());
   const double rank = std::clamp(q, 0.0, 100.0) / 100.0 * static_cast<double>(values.size() - 1);
   const auto below = static_cast<size_t>(std::floor(rank));
   const size_t above = std::min(below + 1, values.size() - 1);
   const double frac = rank - static_cast<double>(below);
   return values[below] + (values[above] - values[below]) * frac;
+}
+
+}  // namespace
+
+double Percentile(std::vector<double> values, double q) {
+  std::sort(values.begin(), values.end());
+  return PercentileOfSorted(values, q);
 }
 
 Distribution Distribute(std::vector<double> values) {
@@ -27,11 +36,11 @@ Distribution Distribute(std::vector<double> values) {
   double sq = 0;
   for (const double v : values) sq += (v - d.mean) * (v - d.mean);
   d.stddev = std::sqrt(sq / static_cast<double>(d.count));  // population, as numpy.std
-  d.p50 = Percentile(values, 50);
-  d.p90 = Percentile(values, 90);
-  d.p95 = Percentile(values, 95);
-  d.p99 = Percentile(values, 99);
-  d.p999 = Percentile(values, 99.9);
+  d.p50 = PercentileOfSorted(values, 50);
+  d.p90 = PercentileOfSorted(values, 90);
+  d.p95 = PercentileOfSorted(values, 95);
+  d.p99 = PercentileOfSorted(values, 99);
+  d.p999 = PercentileOfSorted(values, 99.9);
   return d;
 }
 

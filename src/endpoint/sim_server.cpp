@@ -249,11 +249,11 @@ struct SimServer::Impl {
       Begin(c);
       // The whole answer is made now and dribbled out; its timing is not the point.
       const bool chunked = c.chunked;
-      c.out += Head(200, "text/event-stream", chunked, c.keep_alive, std::string::npos, {},
-                    c.fault == SimFault::kHttp10);
-      Queue(c, StreamStart(c.request.api, c.id, config.model, c.usage, MonotonicNanos()));
+      c.out += Head(200, "text/event-stream", chunked, c.keep_alive, std::string::npos);
+      const int64_t made = MonotonicNanos();
+      Queue(c, StreamStart(c.request.api, c.id, config.model, c.usage, made));
       for (uint64_t n = 0; n < c.usage.output; ++n) {
-        Queue(c, StreamToken(c.request.api, c.id, config.model, n, n == 0, MonotonicNanos()));
+        Queue(c, StreamToken(c.request.api, c.id, config.model, n, n == 0, made));
       }
       Queue(c,
             StreamEnd(c.request.api, c.id, config.model, c.usage, c.request.include_usage, true));
@@ -312,7 +312,8 @@ struct SimServer::Impl {
     const Api api = c.request.api;
     const uint64_t middle = c.usage.output / 2;
     while (c.next_token < c.usage.output && c.due_ns <= now) {
-      const int64_t sent = MonotonicNanos();
+      // Only the first chunk carries the send time.
+      const int64_t sent = c.next_token == 0 ? MonotonicNanos() : 0;
       if (c.next_token == middle) {
         if (c.fault == SimFault::kCut) {
           const int fd = c.fd;
@@ -372,9 +373,9 @@ struct SimServer::Impl {
         case HttpRequestParser::State::kNeedMore: return;
         case HttpRequestParser::State::kError: {
           const int status = c.parser.ErrorStatus();
-          c.out += Head(status, "application/json", false, false,
-                        ErrorBody(status, c.parser.ErrorReason()).size());
-          c.out += ErrorBody(status, c.parser.ErrorReason());
+          const std::string body = ErrorBody(status, c.parser.ErrorReason());
+          c.out += Head(status, "application/json", false, false, body.size());
+          c.out += body;
           c.close_after_flush = true;
           Flush(c);
           return;
