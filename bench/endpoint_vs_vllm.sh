@@ -2,7 +2,8 @@
 # cmax's endpoint client side by side with vLLM's benchmark client, one run after the other
 # against the same serve-sim (CPU 0) with the same workload, each client pinned to CPU 1:
 # CPU-seconds per streamed token and the TTFT each reports (serve-sim's prefill is 0: any TTFT
-# beyond a fraction of a millisecond is the client's own).
+# beyond a fraction of a millisecond is the client's own). --token-writes: the server sends each
+# token in its own write, streams taking turns, as a real server's step loop does.
 # vLLM's client: its request function (vllm/benchmarks/lib/endpoint_request_func.py) kept
 # outside this repository in VLLM_DIR, driven by bench/vllm_client_driver.py as `vllm bench
 # serve --max-concurrency N` drives it; Debian's python3-aiohttp, python3-regex, python3-tqdm.
@@ -21,8 +22,9 @@ port=18932
 source bench/serve_sim.sh
 echo "python $($py -c 'import sys; print(sys.version.split()[0])'), aiohttp $($py -c 'import aiohttp; print(aiohttp.__version__)'), vLLM request function at commit $(grep -o '[0-9a-f]\{40\}' "$vllm_dir/endpoint_request_func.py" | head -1 || echo unknown)"
 printf '%-34s %-6s %9s %10s %10s %12s\n' SETTING CLIENT COMPLETED "TTFT P50" "TTFT P99" "CPU US/TOKEN"
-while read -r name decode conc requests; do
-  serve "$decode"
+while read -r name decode conc requests extra; do
+  # shellcheck disable=SC2086  # extra: serve-sim options, word-split on purpose
+  serve "$decode" $extra
   v=$(taskset -c 1 $py bench/vllm_client_driver.py "$vllm_dir" \
         "http://127.0.0.1:$port/v1/chat/completions" sim "$conc" "$requests" 200 200)
   $py - "$name" "$v" <<'PY'
@@ -30,7 +32,8 @@ import json, sys
 r = json.loads(sys.argv[2])
 print(f"{sys.argv[1]:<34} {'vllm':<6} {r['completed']:>9} {r['ttft_p50_ms']:>10.2f} {r['ttft_p99_ms']:>10.2f} {r['cpu_us_per_token']:>12.2f}")
 PY
-  serve "$decode"
+  # shellcheck disable=SC2086
+  serve "$decode" $extra
   taskset -c 1 "$bin" --db "$dir/cmax.db" -q endpoint run --url "http://127.0.0.1:$port" --model sim \
     --concurrency "$conc" --requests "$requests" --input-len 200 --output-len 200 \
     --output-file "$dir/c.json" > /dev/null
@@ -41,6 +44,7 @@ print(f"{sys.argv[1]:<34} {'cmax':<6} {r['completed']:>9} {r['median_ttft_ms']:>
 PY
 done <<'RUNS'
 answers-at-once-c64 0 64 2000
+token-writes-c64 0 64 2000 --token-writes
 5ms-per-token-c64 5 64 640
 10ms-per-token-c256 10 256 768
 10ms-per-token-c1024 10 1024 2048

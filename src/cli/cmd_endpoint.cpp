@@ -660,6 +660,9 @@ Command SetupEndpointCommand(CLI::App& parent) {
   s->add_option("--prefill-us-per-token", o->sim.prefill_us_per_token,
                 "Prefill time per uncached input token");
   s->add_option("--decode-ms", o->sim.decode_ms, "Time per output token after the first");
+  s->add_flag("--token-writes", o->sim.token_writes,
+              "Send each token in its own write, streams taking turns like an engine step loop "
+              "(with --decode-ms 0: as fast as the server can, one token per stream per turn)");
   s->add_option("--block-size", o->sim.block_tokens, "Prefix cache block (tokens)")
       ->capture_default_str();
   s->add_option("--cache-blocks", o->sim.cache_blocks,

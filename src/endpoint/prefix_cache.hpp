@@ -14,7 +14,6 @@
 #include <list>
 #include <string_view>
 #include <unordered_map>
-#include <unordered_set>
 #include <vector>
 
 namespace cmax::endpoint {
@@ -47,6 +46,24 @@ class PrefixCache {
   size_t evictions_ = 0;
 };
 
+// A set of 64-bit keys in one array (open addressing, linear probing): no allocation per key
+// and a lookup touches one or two cache lines, where std::unordered_set allocates a node per key
+// and follows a pointer per lookup (the ideal cache of a long run holds millions of keys).
+// 0 marks an empty slot, so key 0 is kept apart.
+class KeySet {
+ public:
+  bool Contains(uint64_t key) const;
+  void Insert(uint64_t key);
+  size_t Size() const { return used_ + (has_zero_ ? 1 : 0); }
+
+ private:
+  void Grow();
+  std::vector<uint64_t> slots_;  // a power of two in size
+  int shift_ = 64;               // 64 - log2(size): a key's slot is its hash's top bits
+  size_t used_ = 0;
+  bool has_zero_ = false;
+};
+
 // What a cache without eviction would have hit, prompts taken in order: the hit rate a
 // workload allows at best, reported next to the measured one.
 struct IdealHits {
@@ -70,7 +87,7 @@ class IdealCache {
 
  private:
   size_t block_tokens_;
-  std::unordered_set<uint64_t> seen_;  // nothing is ever evicted: no recency to keep
+  KeySet seen_;  // nothing is ever evicted: no recency to keep
   IdealHits hits_;
 };
 

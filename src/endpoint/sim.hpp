@@ -42,6 +42,9 @@ struct SimConfig {
   double base_ms = 0;               // before prefill starts
   double prefill_us_per_token = 0;  // per uncached input token
   double decode_ms = 0;             // per output token after the first
+  // Each token in its own write, streams taking turns like an engine's step loop (a real server
+  // sends every step's token on its own); otherwise all tokens that are due go in one write.
+  bool token_writes = false;
   size_t block_tokens = 16;
   size_t cache_blocks = 1 << 20;
   uint64_t default_max_tokens = 128;

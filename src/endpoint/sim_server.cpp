@@ -336,6 +336,10 @@ struct SimServer::Impl {
       ++c.next_token;
       ++stats.tokens;
       c.due_ns += DecodeNs(config);
+      if (config.token_writes && c.next_token < c.usage.output) {
+        if (Flush(c)) Schedule(c, std::max(c.due_ns, MonotonicNanos()));
+        return;
+      }
     }
     if (c.next_token < c.usage.output) {
       if (Flush(c)) Schedule(c, c.due_ns);

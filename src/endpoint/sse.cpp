@@ -1,6 +1,7 @@
 #include "endpoint/sse.hpp"
 
 #include <charconv>
+#include <cstring>
 
 namespace cmax::endpoint {
 
@@ -25,37 +26,58 @@ void SseParser::Feed(std::string_view bytes, const Sink& sink) {
 void SseParser::Consume(std::string_view bytes, const Sink& sink) {
   size_t i = 0;
   const size_t n = bytes.size();
+  const char* const p = bytes.data();
   while (i < n) {
-    if (after_cr_ && bytes[i] == '\n') {  // the LF of a CRLF: the line already ended at the CR
+    if (after_cr_ && p[i] == '\n') {  // the LF of a CRLF: the line already ended at the CR
       after_cr_ = false;
       ++i;
       continue;
     }
     after_cr_ = false;
     // The rest of the line, in one piece: tokens arrive as whole lines, so this is the hot path.
-    size_t end = i;
-    while (end < n && bytes[end] != '\n' && bytes[end] != '\r') ++end;
-    if (end > i) {
-      line_seen_ = true;
-      // Bounded: past the limit nothing more of the event is kept; it is dropped at its end.
-      const size_t used = event_bytes_ + line_.size();
-      const size_t room = skipping_ || used >= max_event_ ? 0 : max_event_ - used;
-      if (end - i > room) {
-        if (!skipping_) {
-          skipping_ = true;
-          ++oversized_;
-        }
-      } else {
-        line_.append(bytes.substr(i, end - i));
-      }
+    // Two memchr calls (vectorised) rather than one loop over the bytes testing both endings.
+    const void* lf = std::memchr(p + i, '\n', n - i);
+    size_t end = lf != nullptr ? static_cast<size_t>(static_cast<const char*>(lf) - p) : n;
+    if (const void* cr = std::memchr(p + i, '\r', end - i); cr != nullptr) {
+      end = static_cast<size_t>(static_cast<const char*>(cr) - p);
     }
-    if (end == n) return;
-    after_cr_ = bytes[end] == '\r';
+    const std::string_view piece = bytes.substr(i, end - i);
+    if (end == n) {  // the line goes on in the next read: keep what the limit allows
+      if (!piece.empty()) Keep(piece);
+      return;
+    }
+    after_cr_ = p[end] == '\r';
+    i = end + 1;
+    if (line_.empty() && !line_seen_) {  // the whole line is in this read: no copy
+      if (!piece.empty() && !Fits(piece.size())) {
+        Line({}, false, sink);
+      } else {
+        Line(piece, piece.empty(), sink);
+      }
+      continue;
+    }
+    if (!piece.empty()) Keep(piece);
     Line(line_, !line_seen_, sink);
     line_.clear();
     line_seen_ = false;
-    i = end + 1;
   }
+}
+
+bool SseParser::Fits(size_t bytes) {
+  // Bounded: past the limit nothing more of the event is kept; it is dropped at its end.
+  const size_t used = event_bytes_ + line_.size();
+  const size_t room = skipping_ || used >= max_event_ ? 0 : max_event_ - used;
+  if (bytes <= room) return true;
+  if (!skipping_) {
+    skipping_ = true;
+    ++oversized_;
+  }
+  return false;
+}
+
+void SseParser::Keep(std::string_view piece) {
+  line_seen_ = true;
+  if (Fits(piece.size())) line_.append(piece);
 }
 
 void SseParser::Line(std::string_view line, bool blank, const Sink& sink) {

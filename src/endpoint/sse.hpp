@@ -39,6 +39,8 @@ class SseParser {
  private:
   void Consume(std::string_view bytes, const Sink& sink);
   void Line(std::string_view line, bool blank, const Sink& sink);
+  bool Fits(size_t bytes);            // false (and the event dropped) when over the limit
+  void Keep(std::string_view piece);  // part of a line that goes on in the next read
 
   size_t max_event_;
   std::string line_;        // the line being read (what is kept of it)

@@ -33,6 +33,7 @@ constexpr std::array<std::string_view, 128> kWords = {
 
 void AppendWords(std::string& to, std::mt19937_64& rng, uint64_t count) {
   std::uniform_int_distribution<size_t> pick(0, kWords.size() - 1);
+  to.reserve(to.size() + count * 9);  // the longest word is 8 letters, and a space
   for (uint64_t i = 0; i < count; ++i) {
     if (!to.empty()) to += ' ';
     to += kWords[pick(rng)];
@@ -215,7 +216,6 @@ std::unique_ptr<Workload> MergeByTime(std::vector<std::unique_ptr<Workload>> par
 std::string BlockText(uint64_t id, size_t words) {
   std::mt19937_64 rng(id * 0x9e3779b97f4a7c15ULL + 0x632be59bd9b4e019ULL);
   std::string text;
-  text.reserve(words * 7);
   AppendWords(text, rng, words);
   return text;
 }

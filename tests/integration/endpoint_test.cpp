@@ -4,6 +4,7 @@
 // TLS is tested against `openssl s_server` with a certificate made for the test.
 #include <signal.h>
 
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <gtest/gtest.h>
@@ -98,6 +99,24 @@ TEST(EndpointE2E, EveryApiStreamsWithTrueTimingsAndUsage) {
     EXPECT_EQ(s.metrics.completed, 6U);
     EXPECT_NEAR(s.metrics.tpot_ms.p50, 2.0, 1.0);
     EXPECT_EQ(result->max_in_flight, 3U);
+  }
+}
+
+TEST(EndpointE2E, TokenWritesStreamEveryTokenOfEveryStream) {
+  // Each token its own write, streams taking turns, no decode time: the whole answer still
+  // arrives, in order, with the usage the server counted.
+  SimFixture sim({.token_writes = true});
+  ASSERT_TRUE(sim.Up());
+  LoadRun r = Basic(sim.Url());
+  auto w = Random(40, 30);
+  auto result = r.Go(*w);
+  ASSERT_TRUE(result) << result.error().message;
+  ASSERT_EQ(result->records.size(), 6U);
+  for (const RequestRecord& rec : result->records) {
+    ASSERT_TRUE(rec.timing.ok) << rec.timing.error << ": " << rec.error_message;
+    EXPECT_EQ(rec.timing.output_tokens, 30U);
+    EXPECT_EQ(rec.timing.chunk_s.size(), 32U);  // the role chunk, 30 tokens, the finish chunk
+    EXPECT_TRUE(std::is_sorted(rec.timing.chunk_s.begin(), rec.timing.chunk_s.end()));
   }
 }
 

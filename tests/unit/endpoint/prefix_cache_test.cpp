@@ -3,7 +3,9 @@
 #include "endpoint/prefix_cache.hpp"
 
 #include <gtest/gtest.h>
+#include <random>
 #include <string>
+#include <unordered_set>
 
 namespace cmax::endpoint {
 namespace {
@@ -73,6 +75,34 @@ TEST(PrefixCache, IdealCacheCountsWhatAnInfiniteCacheWouldHaveHad) {
   EXPECT_EQ(ideal.Hits().input_tokens, 34U);
   EXPECT_EQ(ideal.Hits().cached_tokens, 12U);
   EXPECT_DOUBLE_EQ(ideal.Hits().Rate(), 12.0 / 34.0);
+}
+
+TEST(PrefixCache, BlockKeysAreStableFnv1aOfTheWordsEachFollowedByASpace) {
+  // Keys are the same in every process and release (they could be compared across runs): the
+  // 64-bit FNV-1a of "one two " and then of "one two three four ", whatever the whitespace.
+  const std::vector<uint64_t> expected = {202285988435948531ULL, 382204880071080725ULL};
+  EXPECT_EQ(BlockKeys("one two three four five", 2), expected);
+  EXPECT_EQ(BlockKeys("\tone\n two  three\r\nfour\ffive\v", 2), expected);
+}
+
+TEST(PrefixCache, KeySetAgreesWithAStandardSet) {
+  // Random keys with repeats, 0 among them, and keys that share their slot bits (multiples of a
+  // power of two): the set must grow, probe past collisions and keep 0 apart.
+  KeySet keys;
+  std::unordered_set<uint64_t> expected;
+  std::mt19937_64 rng(7);
+  for (int i = 0; i < 20000; ++i) {
+    const uint64_t key = i % 5 == 0 ? (rng() % 64) << 40 : rng() % 30000;
+    EXPECT_EQ(keys.Contains(key), expected.count(key) == 1) << key;
+    keys.Insert(key);
+    expected.insert(key);
+    EXPECT_TRUE(keys.Contains(key));
+  }
+  EXPECT_EQ(keys.Size(), expected.size());
+  EXPECT_TRUE(keys.Contains(0));
+  for (uint64_t probe = 30000; probe < 31000; ++probe) EXPECT_FALSE(keys.Contains(probe));
+  EXPECT_FALSE(KeySet().Contains(0));
+  EXPECT_FALSE(KeySet().Contains(12));
 }
 
 }  // namespace
