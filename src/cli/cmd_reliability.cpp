@@ -313,10 +313,7 @@ int Reboot(const ReliabilityOptions& o, Context& ctx) {
     ctx.err << name << ": " << writer.error().message << "\n";
     return kExitError;
   }
-  std::string check = o.gpu_check;
-  for (size_t at = check.find("{node}"); at != std::string::npos; at = check.find("{node}", at)) {
-    check.replace(at, 6, facts.node);
-  }
+  const std::string check = ReplaceAll(o.gpu_check, "{node}", ShellQuote(facts.node));
   reliability::RebootHooks hooks;
   hooks.gpu_check = [&]() -> Result<std::string> {
     sys::ProcessSpec spec{.argv = {check}, .use_shell = true};
@@ -371,21 +368,15 @@ int Reboot(const ReliabilityOptions& o, Context& ctx) {
 
 // The HTML report of a reliability run, with its timeline chart.
 int Report(const ReliabilityOptions& o, Context& ctx) {
-  auto store = store::Store::Open({.path = ctx.DbPath(), .create = false});
+  auto store = OpenExistingStore(ctx);
   if (!store) {
     ctx.err << "cmax reliability report: " << store.error().message << "\n";
     return kExitError;
   }
-  Result<int64_t> id = Fail(ErrorCode::kNotFound, "no reliability run in the store");
-  if (o.run_id == "latest") {
-    id = store->LatestRunId("reliability");
-  } else {
-    try {
-      id = std::stoll(o.run_id);
-    } catch (const std::exception&) {
-      ctx.err << "cmax reliability report: '" << o.run_id << "' is not a run id\n";
-      return kExitUsage;
-    }
+  const Result<int64_t> id = ResolveRunId(*store, o.run_id, "reliability");
+  if (!id && id.error().code == ErrorCode::kInvalidArgument) {
+    ctx.err << "cmax reliability report: " << id.error().message << "\n";
+    return kExitUsage;
   }
   auto record = id ? store->LoadRun(*id) : tl::unexpected(id.error());
   if (!record || record->run.command != "reliability") {
@@ -450,8 +441,9 @@ Command SetupReliabilityCommand(CLI::App& parent) {
   o->reboot->add_flag("--force", o->force, "Even when the node runs jobs");
   o->reboot->add_flag("--yes", o->yes, "A node that is not a lab's");
   o->reboot
-      ->add_option("--gpu-check", o->gpu_check,
-                   "Shell command that succeeds once the node's GPUs answer ({node} replaced)")
+      ->add_option(
+          "--gpu-check", o->gpu_check,
+          "Shell command that succeeds once the node's GPUs answer ({node} replaced, quoted)")
       ->capture_default_str();
   o->reboot->add_option("--timeout", o->timeout_s, "Seconds to wait for the node and its GPUs")
       ->capture_default_str();

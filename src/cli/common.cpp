@@ -11,8 +11,9 @@ Result<store::Store> OpenExistingStore(const Context& ctx) {
   return store::Store::Open({.path = ctx.DbPath(), .create = false});
 }
 
-Result<int64_t> ResolveRunId(store::Store& store, const std::string& text) {
-  if (text.empty() || text == "latest") return store.LatestRunId();
+Result<int64_t> ResolveRunId(store::Store& store, const std::string& text,
+                             const std::string& command) {
+  if (text.empty() || text == "latest") return store.LatestRunId(command);
   int64_t id = 0;
   auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), id);
   if (ec != std::errc() || end != text.data() + text.size() || id <= 0) {

@@ -53,10 +53,8 @@ inject::TargetFacts GatherFacts(const std::string& node, const sys::FileSystem& 
   for (const remediate::SchedulerNode& n : *nodes) {
     if (n.name != t.node) continue;
     t.in_scheduler = true;
-    // Out of service as the README says: drained, down, or in a maintenance reservation.
-    t.drained = t.drained || n.drain || n.maintenance;
-    if (n.drain) t.drain_reason = n.reason;
-    if (!n.drain && n.maintenance) t.drain_reason = "in a maintenance reservation";
+    t.drained = t.drained || n.OutOfService();
+    if (n.OutOfService()) t.drain_reason = n.ServiceReason();
     t.runs_jobs = t.runs_jobs || n.state.starts_with("alloc") || n.state.starts_with("mix");
   }
   return t;

@@ -107,6 +107,18 @@ std::string SanitizeUtf8(std::string_view text) {
   return out;
 }
 
+std::string ReplaceAll(std::string text, std::string_view key, std::string_view value) {
+  if (key.empty()) return text;
+  for (size_t at = 0; (at = text.find(key, at)) != std::string::npos; at += value.size()) {
+    text.replace(at, key.size(), value);
+  }
+  return text;
+}
+
+std::string ShellQuote(std::string_view text) {
+  return "'" + ReplaceAll(std::string(text), "'", "'\\''") + "'";
+}
+
 std::optional<std::string> DecodeBase64(std::string_view text) {
   std::string out;
   out.reserve(text.size() / 4 * 3);

@@ -14,6 +14,12 @@ std::vector<std::string_view> Split(std::string_view text, char separator);
 std::vector<std::string_view> SplitFields(std::string_view text);
 std::string Join(const std::vector<std::string>& parts, std::string_view separator);
 std::string ToLower(std::string_view text);
+// Every `key` in `text` replaced by `value`, left to right; what a replacement inserts is not
+// searched again (a value that contains the key cannot loop).
+std::string ReplaceAll(std::string text, std::string_view key, std::string_view value);
+// Quoted for /bin/sh as one word, whatever it holds: for names that come from outside (nodes,
+// devices) put into a command line.
+std::string ShellQuote(std::string_view text);
 
 // Standard base64 (RFC 4648, '=' padding optional, whitespace ignored); nullopt when the text
 // holds anything else. Kubeconfig files carry certificates this way.

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <fmt/format.h>
 
+#include "core/json_read.hpp"
 #include "core/strings.hpp"
 
 namespace cmax::endpoint {
@@ -12,20 +13,9 @@ namespace {
 
 using nlohmann::json;
 
-const json* Find(const json& object, const char* key) {
-  if (!object.is_object()) return nullptr;
-  const auto it = object.find(key);
-  return it == object.end() ? nullptr : &*it;
-}
-
-std::string StringAt(const json& object, const char* key) {
-  const json* v = Find(object, key);
-  return v && v->is_string() ? v->get<std::string>() : std::string();
-}
-
 std::string ErrorText(const json& error) {
   if (error.is_string()) return error.get<std::string>();
-  std::string message = StringAt(error, "message");
+  std::string message = TextOf(error, "message");
   if (message.empty()) message = error.dump();
   return message.substr(0, 500);
 }
@@ -277,34 +267,34 @@ FullResponse ReadFullResponse(Api api, std::string_view body) {
     out.malformed = true;
     return out;
   }
-  if (const json* error = Find(doc, "error"); error && !error->is_null()) {
+  if (const json* error = Member(doc, "error"); error && !error->is_null()) {
     out.error = ErrorText(*error);
     return out;
   }
   if (api == Api::kAnthropic) {
-    if (const json* content = Find(doc, "content"); content && content->is_array()) {
-      for (const json& block : *content) out.text += StringAt(block, "text");
+    if (const json* content = Member(doc, "content"); content && content->is_array()) {
+      for (const json& block : *content) out.text += TextOf(block, "text");
     }
-  } else if (const json* choices = Find(doc, "choices");
+  } else if (const json* choices = Member(doc, "choices");
              choices && choices->is_array() && !choices->empty()) {
     const json& first = (*choices)[0];
     out.text = api == Api::kCompletions
-                   ? StringAt(first, "text")
-                   : StringAt(Find(first, "message") ? *Find(first, "message") : json::object(),
-                              "content");
+                   ? TextOf(first, "text")
+                   : TextOf(Member(first, "message") ? *Member(first, "message") : json::object(),
+                            "content");
   } else {
     out.malformed = true;
   }
-  if (const json* u = Find(doc, "usage"); u) out.usage = ParseUsage(*u);
+  if (const json* u = Member(doc, "usage"); u) out.usage = ParseUsage(*u);
   return out;
 }
 
 std::string ErrorMessage(std::string_view body) {
   const json doc = json::parse(body, nullptr, /*allow_exceptions=*/false);
   if (!doc.is_discarded()) {
-    if (const json* error = Find(doc, "error"); error && !error->is_null())
+    if (const json* error = Member(doc, "error"); error && !error->is_null())
       return ErrorText(*error);
-    if (std::string m = StringAt(doc, "message"); !m.empty()) return m.substr(0, 500);
+    if (std::string m = TextOf(doc, "message"); !m.empty()) return m.substr(0, 500);
   }
   return SanitizeUtf8(body.substr(0, 200));
 }

@@ -4,6 +4,8 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "core/json_read.hpp"
+
 namespace cmax::endpoint {
 namespace {
 
@@ -96,10 +98,9 @@ tl::expected<SimRequest, SimError> ParseSimRequest(const HttpRequest& request,
   if (body.is_discarded() || !body.is_object()) {
     return tl::unexpected(SimError{400, "the body is not a JSON object"});
   }
-  out.stream = body.value("stream", false);
-  if (out.api != Api::kAnthropic && body.contains("stream_options") &&
-      body["stream_options"].is_object()) {
-    out.include_usage = body["stream_options"].value("include_usage", false);
+  out.stream = BoolOf(body, "stream", false);
+  if (const json* options = Member(body, "stream_options"); options && out.api != Api::kAnthropic) {
+    out.include_usage = BoolOf(*options, "include_usage", false);
   }
   if (out.api == Api::kCompletions) {
     const json& prompt = body.contains("prompt") ? body["prompt"] : json();

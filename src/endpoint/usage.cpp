@@ -2,6 +2,8 @@
 
 #include <cmath>
 
+#include "core/json_read.hpp"
+
 namespace cmax::endpoint {
 namespace {
 
@@ -57,8 +59,8 @@ double CacheHitRate(const TokenUsage& usage) {
 
 Result<std::map<std::string, Price>> ParsePrices(std::string_view text) {
   const json root = json::parse(text, nullptr, /*allow_exceptions=*/false);
-  if (!root.is_object() || root.value("schema", "") != "cmax.prices/v1" ||
-      !root.contains("models") || !root["models"].is_object()) {
+  if (!root.is_object() || TextOf(root, "schema") != "cmax.prices/v1" || !root.contains("models") ||
+      !root["models"].is_object()) {
     return Fail(ErrorCode::kInvalidArgument, "prices: not a cmax.prices/v1 document with models");
   }
   std::map<std::string, Price> prices;

@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "core/json_read.hpp"
 #include "core/strings.hpp"
 
 namespace cmax::endpoint {
@@ -161,7 +162,7 @@ Result<std::unique_ptr<Workload>> MakePromptFileWorkload(std::string_view jsonl,
           return Fail(ErrorCode::kInvalidArgument,
                       "prompts line {}: each message needs a string \"content\"", number);
         }
-        messages.push_back({m.value("role", "user"), m["content"].get<std::string>()});
+        messages.push_back({TextOf(m, "role", "user"), m["content"].get<std::string>()});
       }
       if (messages.empty()) {
         return Fail(ErrorCode::kInvalidArgument, "prompts line {}: no messages", number);

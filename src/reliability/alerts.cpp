@@ -5,19 +5,32 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 
+#include "core/json_read.hpp"
 #include "core/strings.hpp"
 
 namespace cmax::reliability {
+namespace {
+
+// The node a series or an alert is about: its node label, else the host part of `instance`.
+std::string NodeOf(const nlohmann::json& labels, const std::string& node_label) {
+  std::string node = TextOf(labels, node_label);
+  if (!node.empty()) return node;
+  node = TextOf(labels, "instance");
+  return node.substr(0, node.rfind(':'));
+}
+
+}  // namespace
+
 Result<std::set<std::string>> ParsePrometheusNodes(std::string_view body,
                                                    const std::string& node_label) {
   const nlohmann::json doc = nlohmann::json::parse(body, nullptr, /*allow_exceptions=*/false);
-  if (!doc.is_object() || doc.value("status", "") != "success") {
-    const std::string error = doc.is_object() ? doc.value("error", "") : "";
+  if (!doc.is_object() || TextOf(doc, "status") != "success") {
+    const std::string error = doc.is_object() ? TextOf(doc, "error") : "";
     return Fail(ErrorCode::kIo, "Prometheus query failed{}",
                 error.empty() ? std::string() : ": " + error.substr(0, 300));
   }
   const nlohmann::json& data = doc["data"];
-  if (!data.is_object() || data.value("resultType", "") != "vector" || !data.contains("result") ||
+  if (!data.is_object() || TextOf(data, "resultType") != "vector" || !data.contains("result") ||
       !data["result"].is_array()) {
     return Fail(ErrorCode::kInvalidArgument,
                 "the Prometheus query must give an instant vector (one series per node)");
@@ -31,12 +44,7 @@ Result<std::set<std::string>> ParsePrometheusNodes(std::string_view body,
     }
     const double v = std::strtod(value[1].get<std::string>().c_str(), nullptr);
     if (v == 0 || std::isnan(v)) continue;
-    std::string node = metric.value(node_label, "");
-    if (node.empty()) {
-      node = metric.value("instance", "");
-      node = node.substr(0, node.rfind(':'));
-    }
-    if (!node.empty()) nodes.insert(node);
+    if (std::string node = NodeOf(metric, node_label); !node.empty()) nodes.insert(node);
   }
   return nodes;
 }
@@ -78,13 +86,9 @@ Result<void> WebhookAlerts::Take(std::string_view body) {
   for (const nlohmann::json& alert : doc["alerts"]) {
     if (!alert.is_object() || !alert.contains("labels") || !alert["labels"].is_object()) continue;
     const nlohmann::json& labels = alert["labels"];
-    std::string node = labels.value(node_label_, "");
-    if (node.empty()) {
-      node = labels.value("instance", "");
-      node = node.substr(0, node.rfind(':'));
-    }
+    const std::string node = NodeOf(labels, node_label_);
     if (node.empty()) continue;
-    if (alert.value("status", "firing") == "resolved") {
+    if (TextOf(alert, "status") == "resolved") {
       firing_.erase(node);
     } else {
       firing_.insert(node);

@@ -8,14 +8,11 @@ SchedulerView ViewOf(const std::vector<remediate::SchedulerNode>& nodes) {
   SchedulerView view;
   for (const remediate::SchedulerNode& n : nodes) {
     NodeView& v = view[n.name];
-    // A node in a maintenance reservation takes no ordinary work either (cmax validates a node
-    // that way on Slurm); for whoever submits jobs it is out of service.
-    const bool maintenance = n.maintenance;
-    v.drain = v.drain || n.drain || maintenance;
-    if (!n.reason.empty()) {
-      v.reason = n.reason;
-    } else if (maintenance && v.reason.empty()) {
-      v.reason = "in a maintenance reservation";
+    v.drain = v.drain || n.OutOfService();
+    // A node listed once per partition: a reason seen on any line is kept.
+    if (const std::string why = n.ServiceReason();
+        !why.empty() && (v.reason.empty() || !n.reason.empty())) {
+      v.reason = why;
     }
     v.partitions.insert(n.partitions.begin(), n.partitions.end());
     v.taints.insert(n.taints.begin(), n.taints.end());

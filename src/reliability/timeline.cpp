@@ -5,6 +5,8 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "core/json_read.hpp"
+
 namespace cmax::reliability {
 
 extern const char* const kBuiltinPassBars;
@@ -87,7 +89,7 @@ std::string_view VerdictName(Verdict verdict) {
 
 Result<std::map<std::string, PassBars>> ParsePassBars(std::string_view text) {
   const nlohmann::json root = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
-  if (!root.is_object() || root.value("schema", "") != "cmax.reliability-bars/v1") {
+  if (!root.is_object() || TextOf(root, "schema") != "cmax.reliability-bars/v1") {
     return Fail(ErrorCode::kInvalidArgument,
                 "pass bars: not a cmax.reliability-bars/v1 JSON document");
   }

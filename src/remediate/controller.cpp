@@ -21,18 +21,6 @@ bool Drains(const Decision& d) {
                              [](const Action& a) { return a.kind == ActionKind::kDrain; });
 }
 
-std::string Substitute(std::string text, const std::string& key, const std::string& value) {
-  for (size_t at = 0; (at = text.find(key, at)) != std::string::npos; at += value.size()) {
-    text.replace(at, key.size(), value);
-  }
-  return text;
-}
-
-// Quoted for /bin/sh: node and device names come from outside.
-std::string ShellQuote(const std::string& text) {
-  return "'" + Substitute(text, "'", "'\\''") + "'";
-}
-
 }  // namespace
 
 Controller::Controller(store::Store& store, Scheduler& scheduler, sys::ProcessRunner& runner,
@@ -388,8 +376,8 @@ Result<std::string> Controller::Execute(const ActionRow& row, NodeEntry& entry) 
         return Fail(ErrorCode::kUnsupported,
                     "no --reset-command: cmax cannot reach the GPU from here");
       }
-      std::string command = Substitute(config_.reset_command, "{node}", ShellQuote(node));
-      command = Substitute(command, "{device}", ShellQuote(row.action.device));
+      std::string command = ReplaceAll(config_.reset_command, "{node}", ShellQuote(node));
+      command = ReplaceAll(command, "{device}", ShellQuote(row.action.device));
       sys::ProcessSpec spec{.argv = {command}, .use_shell = true};
       spec.timeout = std::chrono::minutes(5);
       auto r = runner_.Run(spec);

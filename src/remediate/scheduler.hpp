@@ -30,6 +30,15 @@ struct SchedulerNode {
   // Kubernetes: node conditions that say something is wrong: any type other than Ready that is
   // True (KernelDeadlock, GpuXidError, cmax's own ...), and "NotReady" when Ready is not True.
   std::vector<std::string> conditions;
+
+  // Out of service for whoever submits jobs: drained, down, or in a maintenance reservation
+  // (cmax validates a node on Slurm that way, and no ordinary work lands there either).
+  bool OutOfService() const { return drain || maintenance; }
+  // Why, in words: the scheduler's reason, or the reservation when there is none.
+  std::string ServiceReason() const {
+    if (!reason.empty() || !maintenance) return reason;
+    return "in a maintenance reservation";
+  }
 };
 
 struct ValidationSpec {

@@ -1,7 +1,7 @@
-// The stream chunk reader and serve-sim's request parser on any bytes: they never crash or
-// read past their input (ASan watches), memory stays bounded, and a chunk the reader calls
-// well-formed content is one the full JSON library accepts as an object. The first byte picks
-// the API and the split size.
+// The stream chunk reader and serve-sim's request parser and request reader on any bytes: they
+// never crash, throw or read past their input (ASan watches), memory stays bounded, and a chunk
+// the reader calls well-formed content is one the full JSON library accepts as an object. The
+// first byte picks the API and the split size; the bytes are also a request body to serve-sim.
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
@@ -11,6 +11,7 @@
 
 #include "endpoint/api.hpp"
 #include "endpoint/http_request.hpp"
+#include "endpoint/sim.hpp"
 #include "endpoint/sse.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
@@ -39,5 +40,16 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     used += request.Feed(text.substr(at, std::min(chunk, text.size() - at)));
   }
   if (used > text.size() || request.Request().body.size() > 4096) std::abort();
+  const SimConfig config;
+  if (request.GetState() == HttpRequestParser::State::kDone) {
+    (void)ParseSimRequest(request.Request(), config);
+  }
+  HttpRequest post;  // the bytes as the body of a POST to the API's path
+  post.method = "POST";
+  post.target = api == Api::kChat          ? "/v1/chat/completions"
+                : api == Api::kCompletions ? "/v1/completions"
+                                           : "/v1/messages";
+  post.body = std::string(text);
+  (void)ParseSimRequest(post, config);
   return 0;
 }

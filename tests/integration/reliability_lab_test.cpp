@@ -93,6 +93,10 @@ TEST_F(ReliabilityLabTest, ThreeScenariosPassWithTheAgentsAsTheProvider) {
   html << std::ifstream(dir_.File("report.html")).rdbuf();
   EXPECT_NE(html.str().find("<h2>Timeline</h2>"), std::string::npos);
   EXPECT_NE(html.str().find("class=\"detect\""), std::string::npos);
+  // A run id that is not a number is a usage error.
+  const auto bad = Cmax({"reliability", "report", "1x"});
+  EXPECT_EQ(bad.exit_code, 2) << bad.stderr_text;
+  EXPECT_NE(bad.stderr_text.find("not a run id"), std::string::npos) << bad.stderr_text;
 }
 
 TEST_F(ReliabilityLabTest, WithoutAProviderEveryScenarioFailsWithNoDrain) {

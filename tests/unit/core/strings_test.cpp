@@ -19,6 +19,22 @@ TEST(Strings, TrimSplitJoin) {
   EXPECT_EQ(ToLower("0000:AB:00.0"), "0000:ab:00.0");
 }
 
+TEST(Strings, ReplaceAllDoesNotSearchWhatItInserted) {
+  EXPECT_EQ(ReplaceAll("srun -w {node} x {node}", "{node}", "n1"), "srun -w n1 x n1");
+  // A value holding the key is inserted once, not expanded again (this looped forever when
+  // each search started where the replacement began).
+  EXPECT_EQ(ReplaceAll("a {node} b", "{node}", "{node}{node}"), "a {node}{node} b");
+  EXPECT_EQ(ReplaceAll("abc", "", "x"), "abc");
+  EXPECT_EQ(ReplaceAll("", "{node}", "x"), "");
+}
+
+TEST(Strings, ShellQuoteMakesOneWordOfAnything) {
+  EXPECT_EQ(ShellQuote("gpu-01"), "'gpu-01'");
+  EXPECT_EQ(ShellQuote("a'b"), "'a'\\''b'");
+  EXPECT_EQ(ShellQuote("$(rm -rf /); `x`"), "'$(rm -rf /); `x`'");
+  EXPECT_EQ(ShellQuote(""), "''");
+}
+
 struct Utf8Case {
   std::string input;
   std::string expected;

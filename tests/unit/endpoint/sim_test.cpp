@@ -23,6 +23,24 @@ HttpRequest Post(const std::string& path, const std::string& body,
   return r;
 }
 
+TEST(SimRequest, FieldsOfAnotherTypeReadAsMissingAndNeverThrow) {
+  // serve-sim died on {"stream": "yes"}: nlohmann's value() throws on a type it did not expect.
+  const SimConfig config;
+  auto odd = ParseSimRequest(Post("/v1/chat/completions",
+                                  R"({"stream":"yes","stream_options":{"include_usage":1},
+               "messages":[{"role":7,"content":"a b"}]})"),
+                             config);
+  ASSERT_TRUE(odd) << odd.error().message;
+  EXPECT_FALSE(odd->stream);
+  EXPECT_FALSE(odd->include_usage);
+  EXPECT_EQ(odd->prompt, "a b");
+  auto options = ParseSimRequest(
+      Post("/v1/completions", R"({"stream":true,"stream_options":"x","prompt":"p"})"), config);
+  ASSERT_TRUE(options) << options.error().message;
+  EXPECT_TRUE(options->stream);
+  EXPECT_FALSE(options->include_usage);
+}
+
 TEST(SimRequest, ReadsEachApi) {
   const SimConfig config;
   auto chat = ParseSimRequest(

@@ -29,6 +29,16 @@ TEST(PrometheusAlerts, NodesFromTheSeriesThatAreNotZero) {
   EXPECT_FALSE(ParsePrometheusNodes(
       R"({"status":"success","data":{"resultType":"matrix","result":[]}})", "node"));
   EXPECT_FALSE(ParsePrometheusNodes("<html>", "node"));
+  // Fields of another type than Prometheus sends are refused or skipped, never thrown on.
+  EXPECT_FALSE(ParsePrometheusNodes(R"({"status":1,"error":["x"]})", "node"));
+  EXPECT_FALSE(
+      ParsePrometheusNodes(R"({"status":"success","data":{"resultType":7,"result":[]}})", "node"));
+  auto odd = ParsePrometheusNodes(R"({"status":"success","data":{"resultType":"vector","result":[
+    {"metric":{"node":5,"instance":"gpu4:9100"},"value":[1,"1"]},
+    {"metric":{"node":null,"instance":{}},"value":[1,"1"]}]}})",
+                                  "node");
+  ASSERT_TRUE(odd) << odd.error().message;
+  EXPECT_EQ(*odd, (std::set<std::string>{"gpu4"}));
   EXPECT_TRUE(ParsePrometheusNodes(
                   R"({"status":"success","data":{"resultType":"vector","result":[]}})", "node")
                   .value()
@@ -107,6 +117,12 @@ TEST(WebhookAlerts, FiringUntilResolvedAndGarbageRefused) {
   EXPECT_EQ((*hook)->Firing().value(), (std::set<std::string>{"gpu1", "gpu2"}));
   r = Post(**hook, R"({"alerts":[{"status":"resolved","labels":{"node":"gpu1"}}]})");
   EXPECT_EQ(r.status, 200);
+  EXPECT_EQ((*hook)->Firing().value(), (std::set<std::string>{"gpu2"}));
+  // Labels or a status of the wrong type: the alert is read as far as it can be, not thrown on.
+  r = Post(**hook, R"({"alerts":[{"status":3,"labels":{"node":["gpu5"],"instance":"gpu6:1"}}]})");
+  EXPECT_EQ(r.status, 200);
+  EXPECT_EQ((*hook)->Firing().value(), (std::set<std::string>{"gpu2", "gpu6"}));
+  r = Post(**hook, R"({"alerts":[{"status":"resolved","labels":{"node":"gpu6"}}]})");
   EXPECT_EQ((*hook)->Firing().value(), (std::set<std::string>{"gpu2"}));
   EXPECT_EQ(Post(**hook, "{not json").status, 400);
   EXPECT_EQ(Post(**hook, "", "GET").status, 405);

@@ -1,0 +1,31 @@
+// Reading JSON that comes from outside (request bodies, webhook posts, prompt and price files):
+// a member that is missing, or of another type than expected, reads as the fallback. nlohmann's
+// own value() throws on a type it did not expect, which turned one odd field into a crash
+// (serve-sim died on {"stream": "yes"}). Header-only: every user links nlohmann already.
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <string>
+#include <string_view>
+
+namespace cmax {
+
+// The member `key` of an object; nullptr when `object` is not an object or has no such member.
+inline const nlohmann::json* Member(const nlohmann::json& object, std::string_view key) {
+  if (!object.is_object()) return nullptr;
+  const auto it = object.find(key);
+  return it == object.end() ? nullptr : &*it;
+}
+
+inline std::string TextOf(const nlohmann::json& object, std::string_view key,
+                          std::string_view fallback = {}) {
+  const nlohmann::json* v = Member(object, key);
+  return v && v->is_string() ? v->get<std::string>() : std::string(fallback);
+}
+
+inline bool BoolOf(const nlohmann::json& object, std::string_view key, bool fallback) {
+  const nlohmann::json* v = Member(object, key);
+  return v && v->is_boolean() ? v->get<bool>() : fallback;
+}
+
+}  // namespace cmax
