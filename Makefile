@@ -53,7 +53,7 @@ fuzz:
 	  build/fuzz/corpus/kmsg tests/fuzz/seeds/kmsg
 	build/fuzz/bin/sse_fuzz -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 \
 	  build/fuzz/corpus/sse tests/fuzz/seeds/sse
-	build/fuzz/bin/chunk_fuzz -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 \
+	build/fuzz/bin/chunk_fuzz -dict=tests/fuzz/json.dict -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 \
 	  build/fuzz/corpus/chunk tests/fuzz/seeds/chunk
 
 bench: build
