@@ -145,13 +145,9 @@ Result<endpoint::Slo> ParseGoodput(const std::vector<std::string>& items) {
       part = Trim(part);
       if (part.empty()) continue;
       const size_t colon = part.find(':');
-      double ms = -1;
-      if (colon != std::string_view::npos) {
-        const std::string value(part.substr(colon + 1));
-        char* end = nullptr;
-        ms = std::strtod(value.c_str(), &end);
-        if (end == value.c_str() || *end != '\0') ms = -1;
-      }
+      const double ms = colon == std::string_view::npos
+                            ? -1
+                            : ParseNonNegative(part.substr(colon + 1)).value_or(-1);
       const std::string_view key = colon == std::string_view::npos ? part : part.substr(0, colon);
       if (ms < 0) {
         return Fail(ErrorCode::kInvalidArgument, "--goodput '{}': use ttft:MS, tpot:MS or e2el:MS",
@@ -368,6 +364,20 @@ int Fails(Context& ctx, const char* command, const Error& error) {
              : kExitError;
 }
 
+// The load shape the options ask for, at one concurrency and request count.
+endpoint::LoadShape ShapeOf(const EndpointOptions& o, size_t concurrency, size_t requests) {
+  endpoint::LoadShape shape;
+  shape.concurrency = concurrency;
+  shape.rate = o.rate;
+  shape.burstiness = o.burstiness;
+  shape.requests = requests;
+  shape.duration_s = o.duration_s;
+  shape.retries = o.retries;
+  shape.cache_block_tokens = o.cache_block;
+  shape.seed = o.seed;
+  return shape;
+}
+
 int RunOrReplay(Context& ctx, EndpointOptions& o, bool replay) {
   const char* command = replay ? "replay" : "run";
   RaiseFileLimit();
@@ -376,15 +386,7 @@ int RunOrReplay(Context& ctx, EndpointOptions& o, bool replay) {
   Prepared& p = *prepared;
   std::string workload_name;
   Result<std::unique_ptr<endpoint::Workload>> workload = tl::unexpected(Error{});
-  endpoint::LoadShape shape;
-  shape.concurrency = o.concurrency;
-  shape.rate = o.rate;
-  shape.burstiness = o.burstiness;
-  shape.requests = o.requests;
-  shape.duration_s = o.duration_s;
-  shape.retries = o.retries;
-  shape.cache_block_tokens = o.cache_block;
-  shape.seed = o.seed;
+  endpoint::LoadShape shape = ShapeOf(o, o.concurrency, o.requests);
   if (replay) {
     auto text = sys::LocalFileSystem().ReadFile(o.trace, size_t{1} << 30);
     if (!text) return Fails(ctx, command, text.error());
@@ -462,17 +464,9 @@ int Sweep(Context& ctx, EndpointOptions& o) {
     if (!workload) return Fails(ctx, "sweep", workload.error());
     p.description.workload = name;
     p.description.concurrency = c;
-    endpoint::LoadShape shape;
-    shape.concurrency = c;
-    shape.rate = o.rate;
-    shape.burstiness = o.burstiness;
     // Enough requests that every level reaches a steady state: at least 4 per slot.
-    shape.requests =
-        o.duration_s > 0 ? o.requests : std::max(o.requests > 0 ? o.requests : 64, 4 * c);
-    shape.duration_s = o.duration_s;
-    shape.retries = o.retries;
-    shape.cache_block_tokens = o.cache_block;
-    shape.seed = o.seed;
+    const endpoint::LoadShape shape = ShapeOf(
+        o, c, o.duration_s > 0 ? o.requests : std::max(o.requests > 0 ? o.requests : 64, 4 * c));
     auto m = Measure(ctx, o, p, **workload, shape);
     if (!m) {
       (void)writer->FinishWithError(kExitError, SystemClock().Now());

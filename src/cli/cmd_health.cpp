@@ -11,6 +11,7 @@
 #include <ostream>
 
 #include "cli/cli.hpp"
+#include "core/clock.hpp"
 #include "core/log.hpp"
 #include "core/strings.hpp"
 #include "health/log_scanner.hpp"
@@ -74,7 +75,7 @@ void ReadKernelLog(const HealthOptions& options, const health::XidCatalog& catal
     facts.conditions = scanner.Tracker().Conditions();
     return;
   }
-  const WallTime boot = now - std::chrono::milliseconds(sys::MonotonicMicros() / 1000);
+  const WallTime boot = now - std::chrono::milliseconds(MonotonicNanos() / 1'000'000);
   health::LogScanner scanner(catalog, since, boot);
   scanner.Summary().source = "/dev/kmsg";
   auto reader = sys::KmsgReader::Open("/dev/kmsg", sys::KmsgReader::Start::kBeginning);
@@ -169,7 +170,7 @@ int RunHealth(const HealthOptions& options, Context& ctx) {
       options.since.empty() && options.slurm_healthcheck ? "2h" : options.since;
   health::SinceFilter since;
   if (!since_text.empty()) {
-    auto parsed = health::ParseSince(since_text, clock.Now(), sys::MonotonicMicros());
+    auto parsed = health::ParseSince(since_text, clock.Now(), MonotonicNanos() / 1000);
     if (!parsed) {
       ctx.err << "cmax health: " << parsed.error().message << "\n";
       return kExitUsage;

@@ -15,7 +15,8 @@ using WallTime = std::chrono::time_point<std::chrono::system_clock, std::chrono:
 using Duration = std::chrono::nanoseconds;
 
 // CLOCK_MONOTONIC in nanoseconds, a value every process on the host shares: serve-sim stamps
-// its chunks with it and the load client compares its own arrival times against them.
+// its chunks with it and the load client compares its own arrival times against them; the
+// kernel log's timestamps count on it too (time since boot, in microseconds there).
 int64_t MonotonicNanos();
 
 class Clock {

@@ -1,5 +1,7 @@
 #include "core/strings.hpp"
 
+#include <charconv>
+#include <cmath>
 #include <cstdint>
 
 namespace cmax {
@@ -105,6 +107,19 @@ std::string SanitizeUtf8(std::string_view text) {
     }
   }
   return out;
+}
+
+std::optional<double> ParseNonNegative(std::string_view text) {
+  if (text.empty() || !((text.front() >= '0' && text.front() <= '9') || text.front() == '.')) {
+    return std::nullopt;
+  }
+  double v = 0;
+  const auto [end, ec] =
+      std::from_chars(text.data(), text.data() + text.size(), v, std::chars_format::fixed);
+  if (ec != std::errc() || end != text.data() + text.size() || !std::isfinite(v)) {
+    return std::nullopt;
+  }
+  return v;
 }
 
 std::string ReplaceAll(std::string text, std::string_view key, std::string_view value) {

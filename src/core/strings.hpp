@@ -14,6 +14,9 @@ std::vector<std::string_view> Split(std::string_view text, char separator);
 std::vector<std::string_view> SplitFields(std::string_view text);
 std::string Join(const std::vector<std::string>& parts, std::string_view separator);
 std::string ToLower(std::string_view text);
+// A plain decimal number >= 0 that is all of `text` ("1.5", "30"); nullopt for anything else,
+// including "nan", "inf", hex, signs and surrounding spaces (strtod takes all of those).
+std::optional<double> ParseNonNegative(std::string_view text);
 // Every `key` in `text` replaced by `value`, left to right; what a replacement inserts is not
 // searched again (a value that contains the key cannot loop).
 std::string ReplaceAll(std::string text, std::string_view key, std::string_view value);

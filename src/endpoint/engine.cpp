@@ -16,24 +16,13 @@
 #include "core/clock.hpp"
 #include "core/strings.hpp"
 #include "endpoint/sse.hpp"
+#include "sys/http_client.hpp"
 
 namespace cmax::endpoint {
 namespace {
 
 using Clock = std::chrono::steady_clock;
 constexpr size_t kErrorBodyBytes = 64 << 10;
-
-std::optional<double> ParseSeconds(std::string_view text) {
-  text = Trim(text);
-  double v = 0;
-  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
-  if (ec != std::errc() || end != text.data() + text.size() || v < 0) return std::nullopt;
-  return v;
-}
-
-struct CurlGlobal {
-  CurlGlobal() { curl_global_init(CURL_GLOBAL_DEFAULT); }
-};
 
 }  // namespace
 
@@ -223,9 +212,9 @@ struct Engine::Impl {
       const std::string name = ToLower(Trim(line.substr(0, colon)));
       const std::string_view value = Trim(line.substr(colon + 1));
       if (name == "retry-after-ms") {
-        if (auto ms = ParseSeconds(value); ms) t->result.retry_after_s = *ms / 1000;
+        if (auto ms = ParseNonNegative(Trim(value)); ms) t->result.retry_after_s = *ms / 1000;
       } else if (name == "retry-after" && !t->result.retry_after_s) {
-        t->result.retry_after_s = ParseSeconds(value);  // an HTTP date is not honoured
+        t->result.retry_after_s = ParseNonNegative(Trim(value));  // an HTTP date is not honoured
       }
     }
     return n;
@@ -433,7 +422,7 @@ void Engine::ResetEpoch() {
 }
 
 Result<std::unique_ptr<Engine>> Engine::Create(const EngineOptions& options) {
-  static const CurlGlobal kCurlGlobal;
+  sys::InitCurlOnce();
   auto impl = std::make_unique<Impl>();
   impl->options = options;
   impl->epoll_fd = ::epoll_create1(EPOLL_CLOEXEC);

@@ -3,7 +3,6 @@
 #include <unistd.h>
 
 #include <cstdlib>
-#include <ctime>
 
 namespace cmax::sys {
 
@@ -34,12 +33,6 @@ bool StdoutIsTerminal() {
 }
 bool StderrIsTerminal() {
   return ::isatty(STDERR_FILENO) == 1;
-}
-
-int64_t MonotonicMicros() {
-  timespec ts{};
-  ::clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<int64_t>(ts.tv_sec) * 1000000 + ts.tv_nsec / 1000;
 }
 
 }  // namespace cmax::sys

@@ -12,8 +12,6 @@ std::string DataDir();
 // The value of an environment variable, or empty.
 std::string GetEnv(const char* name);
 bool IsRoot();
-// CLOCK_MONOTONIC in microseconds: the clock /dev/kmsg timestamps count on.
-int64_t MonotonicMicros();
 bool StdoutIsTerminal();
 bool StderrIsTerminal();
 

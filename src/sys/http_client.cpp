@@ -50,9 +50,13 @@ void SetTls(CURL* c, const TlsOptions& tls) {
 
 }  // namespace
 
-CurlHttpClient::CurlHttpClient(TlsOptions tls) : tls_(std::move(tls)) {
+void InitCurlOnce() {
   static std::once_flag once;
   std::call_once(once, [] { curl_global_init(CURL_GLOBAL_DEFAULT); });
+}
+
+CurlHttpClient::CurlHttpClient(TlsOptions tls) : tls_(std::move(tls)) {
+  InitCurlOnce();
 }
 
 Result<HttpResponse> CurlHttpClient::Send(const HttpRequest& request) {

@@ -161,6 +161,11 @@ TEST_F(EndpointCli, BadInputIsRefusedWithAReason) {
   };
   refused({"endpoint", "run", "--url", "ftp://x", "--model", "m"}, "http:// or https://");
   refused({"endpoint", "run", "--url", Url(), "--model", "m", "--goodput", "ttft"}, "--goodput");
+  // strtod took "nan" (a bar nothing meets) and "0x10"; a bar is a plain number of ms.
+  refused({"endpoint", "run", "--url", Url(), "--model", "m", "--goodput", "ttft:nan"},
+          "--goodput");
+  refused({"endpoint", "run", "--url", Url(), "--model", "m", "--goodput", "tpot:0x10"},
+          "--goodput");
   refused({"endpoint", "run", "--url", Url(), "--model", "m", "--api", "grpc"}, "unknown API");
   refused({"endpoint", "run", "--url", Url(), "--model", "m", "--header", "nocolon"}, "--header");
   refused({"endpoint", "run", "--url", Url(), "--model", "m", "--extra-body", "[1]"},

@@ -19,6 +19,16 @@ TEST(Strings, TrimSplitJoin) {
   EXPECT_EQ(ToLower("0000:AB:00.0"), "0000:ab:00.0");
 }
 
+TEST(Strings, ParseNonNegativeTakesPlainNumbersOnly) {
+  EXPECT_EQ(ParseNonNegative("30"), 30.0);
+  EXPECT_EQ(ParseNonNegative("1.5"), 1.5);
+  EXPECT_EQ(ParseNonNegative(".25"), 0.25);
+  EXPECT_EQ(ParseNonNegative("0"), 0.0);
+  for (const char* bad : {"", "-1", "+1", " 1", "1 ", "nan", "inf", "0x10", "1e3", "1.5s", "."}) {
+    EXPECT_FALSE(ParseNonNegative(bad)) << bad;
+  }
+}
+
 TEST(Strings, ReplaceAllDoesNotSearchWhatItInserted) {
   EXPECT_EQ(ReplaceAll("srun -w {node} x {node}", "{node}", "n1"), "srun -w n1 x n1");
   // A value holding the key is inserted once, not expanded again (this looped forever when
