@@ -143,7 +143,7 @@ int Inject(const InjectOptions& o, Context& ctx, const std::string& kind) {
 // which --restore puts back.
 int InjectNvmlSim(const InjectOptions& o, Context& ctx) {
   const std::string name = "cmax inject nvml-sim";
-  const std::string path = o.state.empty() ? sys::GetEnv("CMAX_NVML_SIM_STATE") : o.state;
+  const std::string path = inject::SimStatePath(o.state);
   if (path.empty()) {
     ctx.err << name << ": no state file: give --state or set CMAX_NVML_SIM_STATE\n";
     return kExitUsage;
@@ -198,15 +198,14 @@ int InjectNvmlSim(const InjectOptions& o, Context& ctx) {
 // DCGM field injection through dcgmi, which talks to the node's host engine.
 int InjectDcgm(const InjectOptions& o, Context& ctx) {
   const std::string name = "cmax inject dcgm";
-  int gpu = 0;
-  try {
-    gpu = std::stoi(o.gpu);
-  } catch (const std::exception&) {
-    ctx.err << name << ": --gpu is DCGM's GPU id (a number)\n";
+  const auto gpu = inject::DcgmGpuId(o.gpu);
+  if (!gpu) {
+    ctx.err << name << ": --gpu: " << gpu.error().message << "\n";
     return kExitUsage;
   }
-  auto argv = inject::DcgmInjectArgv(
-      o.field, o.field_value, gpu, o.offset_s >= 0 ? std::optional<int>(o.offset_s) : std::nullopt);
+  auto argv =
+      inject::DcgmInjectArgv(o.field, o.field_value, *gpu,
+                             o.offset_s >= 0 ? std::optional<int>(o.offset_s) : std::nullopt);
   if (!argv) {
     ctx.err << name << ": " << argv.error().message << "\n";
     return kExitUsage;

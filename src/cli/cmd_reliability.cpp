@@ -168,7 +168,7 @@ int Run(const ReliabilityOptions& o, Context& ctx) {
       return ok;
     }
     if (step.inject == "nvml-sim") {
-      const std::string path = step.state.empty() ? sys::GetEnv("CMAX_NVML_SIM_STATE") : step.state;
+      const std::string path = inject::SimStatePath(step.state);
       if (path.empty()) return Fail(ErrorCode::kInvalidArgument, "no simulated NVML state file");
       sim_states.insert(path);
       auto change = inject::ApplySimFaultToFile(

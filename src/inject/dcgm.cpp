@@ -34,6 +34,16 @@ Result<int> DcgmFieldId(std::string_view field) {
               field, names);
 }
 
+Result<int> DcgmGpuId(std::string_view text) {
+  int id = -1;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), id);
+  if (text.empty() || ec != std::errc() || end != text.data() + text.size() || id < 0) {
+    return Fail(ErrorCode::kInvalidArgument, "'{}' is not DCGM's GPU id (a number: 0, 1, ...)",
+                text);
+  }
+  return id;
+}
+
 Result<std::vector<std::string>> DcgmInjectArgv(std::string_view field, long long value, int gpu,
                                                 std::optional<int> offset_s) {
   auto id = DcgmFieldId(field);

@@ -23,6 +23,8 @@ const std::vector<DcgmField>& DcgmFields();
 
 // "xid", "ecc-dbe", ... or a number.
 Result<int> DcgmFieldId(std::string_view field);
+// DCGM's id of a GPU on its node ("0", "3"): a whole non-negative number, nothing else.
+Result<int> DcgmGpuId(std::string_view text);
 
 // dcgmi test --inject --gpuid N -f FIELD -v VALUE [--offset S]
 Result<std::vector<std::string>> DcgmInjectArgv(std::string_view field, long long value, int gpu,

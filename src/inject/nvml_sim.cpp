@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include "inject/kernel_lines.hpp"
+#include "sys/host.hpp"
 
 namespace cmax::inject {
 namespace {
@@ -107,6 +108,10 @@ Result<SimChange> ApplySimFault(const json& state, const SimFault& fault) {
 
 std::string SimBackupPath(const std::string& path) {
   return path + ".cmax-backup";
+}
+
+std::string SimStatePath(const std::string& given) {
+  return given.empty() ? sys::GetEnv("CMAX_NVML_SIM_STATE") : given;
 }
 
 Result<SimChange> ApplySimFaultToFile(sys::FileSystem& fs, const std::string& path,

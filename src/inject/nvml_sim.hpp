@@ -41,5 +41,8 @@ Result<SimChange> ApplySimFaultToFile(sys::FileSystem& fs, const std::string& pa
 // Puts the original back and removes the backup; kNotFound when there is none.
 Result<void> RestoreSimState(sys::FileSystem& fs, const std::string& path);
 std::string SimBackupPath(const std::string& path);
+// The state file to change: the one given, else $CMAX_NVML_SIM_STATE (the file the simulated
+// library itself reads); empty when neither names one.
+std::string SimStatePath(const std::string& given);
 
 }  // namespace cmax::inject

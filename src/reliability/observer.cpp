@@ -1,6 +1,7 @@
 #include "reliability/observer.hpp"
 
 #include "core/log.hpp"
+#include "reliability/alerts.hpp"
 
 namespace cmax::reliability {
 

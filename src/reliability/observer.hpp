@@ -11,11 +11,12 @@
 #include <vector>
 
 #include "core/clock.hpp"
-#include "reliability/alerts.hpp"
 #include "reliability/timeline.hpp"
 #include "remediate/scheduler.hpp"
 
 namespace cmax::reliability {
+
+class AlertSource;  // reliability/alerts.hpp: only pointed to here
 
 struct NodeView {
   bool drain = false;

@@ -146,13 +146,9 @@ Result<Scenario> ParseScenario(std::string_view text) {
 }
 
 Result<std::vector<std::string>> StepDcgmArgv(const Step& step) {
-  int gpu = -1;
-  try {
-    gpu = std::stoi(step.pci);
-  } catch (const std::exception&) {
-    return Fail(ErrorCode::kInvalidArgument, "dcgm needs gpu: DCGM's GPU id");
-  }
-  return inject::DcgmInjectArgv(step.fault, step.value, gpu, std::nullopt);
+  auto gpu = inject::DcgmGpuId(step.pci);
+  if (!gpu) return Fail(ErrorCode::kInvalidArgument, "dcgm needs gpu: {}", gpu.error().message);
+  return inject::DcgmInjectArgv(step.fault, step.value, *gpu, std::nullopt);
 }
 
 Result<std::string> StepRecord(const Step& step) {

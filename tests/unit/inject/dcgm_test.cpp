@@ -18,6 +18,14 @@ TEST(DcgmInject, FieldNamesAreDcgmsIds) {
     EXPECT_FALSE(DcgmFieldId(bad)) << bad;
 }
 
+TEST(DcgmInject, GpuIdsAreWholeNumbers) {
+  EXPECT_EQ(DcgmGpuId("0").value(), 0);
+  EXPECT_EQ(DcgmGpuId("7").value(), 7);
+  for (const char* bad : {"", "-1", "3abc", " 3", "3 ", "GPU3", "0000:3b:00.0", "99999999999"}) {
+    EXPECT_FALSE(DcgmGpuId(bad)) << bad;  // std::stoi read "3abc" as 3
+  }
+}
+
 TEST(DcgmInject, TheCommand) {
   EXPECT_EQ(DcgmInjectArgv("xid", 95, 0, std::nullopt).value(),
             (std::vector<std::string>{"dcgmi", "test", "--inject", "--gpuid", "0", "-f", "230",
