@@ -104,6 +104,7 @@ struct Engine::Impl {
     std::optional<std::string> stream_error;
     std::list<std::unique_ptr<Transfer>>::iterator self;  // its place in the engine's list
     uint32_t shard = 0;
+    curl_socket_t socket = CURL_SOCKET_BAD;  // its connection, once the answer began
 
     Transfer(size_t max_event, Api api, bool keep_text) : sse(max_event), reader(api, keep_text) {}
   };
@@ -126,8 +127,18 @@ struct Engine::Impl {
   std::vector<Completion>* done = nullptr;  // where Poll collects completions
   std::vector<Completion> refused;          // calls libcurl would not take, for the next Poll
   int epoll_fd = -1;
+  int first_epoll_fd = -1;  // the sockets in awaiting_first
   std::list<std::unique_ptr<Transfer>> transfers;
   std::vector<CURL*> idle_handles;  // reused, so a new request does not pay curl_easy_init
+  // By socket: the transfer whose answer has begun and whose first chunk has not come yet.
+  // These sockets are also in an epoll set of their own, which Poll reads before the main one:
+  // when every stream's token comes in the same wave (a server's decode steps), the main set
+  // holds a thousand ready sockets and one that just became ready waits behind all of them,
+  // up to 10 ms at 1,024 streams; its first chunk would be timed that late (TTFT is the measure
+  // a late read hurts most). Under HTTP/2 several transfers share a socket and the latest to
+  // begin holds the mark.
+  std::vector<Transfer*> awaiting_first;
+  size_t awaiting = 0;  // marks in awaiting_first
   curl_slist* resolve = nullptr;
 
   ~Impl() {
@@ -140,17 +151,62 @@ struct Engine::Impl {
     for (auto& shard : shards) curl_multi_cleanup(shard->multi);
     curl_slist_free_all(resolve);
     if (epoll_fd >= 0) ::close(epoll_fd);
+    if (first_epoll_fd >= 0) ::close(first_epoll_fd);
   }
 
   double Now() const { return std::chrono::duration<double>(Clock::now() - options.epoch).count(); }
 
-  static int OnSocket(CURL* /*easy*/, curl_socket_t s, int what, void* userp, void* socketp) {
+  // Marks `t` as awaiting its first chunk on socket `s`: from the moment libcurl waits to read
+  // its answer (the socket callback) or, failing that, when the answer's head comes.
+  void AwaitFirstChunk(Transfer& t, curl_socket_t s) {
+    if (s < 0 || t.socket == s || t.result.timing.first_chunk_s) return;
+    FirstChunkCame(t);  // a mark on another socket (a connection replaced) goes
+    t.socket = s;
+    const auto at = static_cast<size_t>(s);
+    if (at >= awaiting_first.size()) awaiting_first.resize(at + 1024, nullptr);
+    if (awaiting_first[at] == nullptr) ++awaiting;
+    awaiting_first[at] = &t;
+    epoll_event ev{};
+    ev.events = EPOLLIN;
+    ev.data.u64 = (uint64_t{t.shard} << 32) | static_cast<uint32_t>(s);
+    ::epoll_ctl(first_epoll_fd, EPOLL_CTL_ADD, s, &ev);  // EEXIST under HTTP/2: already there
+  }
+  void FirstChunkCame(Transfer& t) {
+    if (t.socket >= 0 && awaiting_first[static_cast<size_t>(t.socket)] == &t) {
+      awaiting_first[static_cast<size_t>(t.socket)] = nullptr;
+      --awaiting;
+      ::epoll_ctl(first_epoll_fd, EPOLL_CTL_DEL, t.socket, nullptr);  // gone if it was closed
+    }
+    t.socket = CURL_SOCKET_BAD;
+  }
+  // Hands a round of epoll events to the multi handles that own their sockets.
+  void Dispatch(const epoll_event* events, int n) {
+    int running = 0;
+    for (int i = 0; i < n; ++i) {
+      int flags = 0;
+      if ((events[i].events & EPOLLIN) != 0U) flags |= CURL_CSELECT_IN;
+      if ((events[i].events & EPOLLOUT) != 0U) flags |= CURL_CSELECT_OUT;
+      if ((events[i].events & (EPOLLERR | EPOLLHUP)) != 0U) flags |= CURL_CSELECT_ERR;
+      const auto shard = static_cast<uint32_t>(events[i].data.u64 >> 32);
+      const auto fd = static_cast<curl_socket_t>(events[i].data.u64 & 0xffffffffU);
+      if (shard < shards.size())
+        curl_multi_socket_action(shards[shard]->multi, fd, flags, &running);
+    }
+  }
+
+  static int OnSocket(CURL* easy, curl_socket_t s, int what, void* userp, void* socketp) {
     auto* shard = static_cast<Shard*>(userp);
     const int epoll_fd = shard->engine->epoll_fd;
     if (what == CURL_POLL_REMOVE) {
       ::epoll_ctl(epoll_fd, EPOLL_CTL_DEL, s, nullptr);
       curl_multi_assign(shard->multi, s, nullptr);
       return 0;
+    }
+    Transfer* t = nullptr;
+    if ((what & CURL_POLL_IN) != 0 && easy != nullptr &&
+        curl_easy_getinfo(easy, CURLINFO_PRIVATE, &t) == CURLE_OK && t != nullptr &&
+        t->call.stream) {
+      shard->engine->AwaitFirstChunk(*t, s);  // the request is out: its answer is awaited
     }
     epoll_event ev{};
     ev.events =
@@ -204,7 +260,14 @@ struct Engine::Impl {
   static size_t OnHeader(char* data, size_t size, size_t count, void* userp) {
     auto* t = static_cast<Transfer*>(userp);
     const size_t n = size * count;
-    if (!t->result.timing.first_byte_s) t->result.timing.first_byte_s = t->engine->Now();
+    if (!t->result.timing.first_byte_s) {
+      t->result.timing.first_byte_s = t->engine->Now();
+      curl_socket_t socket = CURL_SOCKET_BAD;
+      if (t->call.stream &&
+          curl_easy_getinfo(t->easy, CURLINFO_ACTIVESOCKET, &socket) == CURLE_OK) {
+        t->engine->AwaitFirstChunk(*t, socket);
+      }
+    }
     t->answered = true;
     const std::string_view line(data, n);
     const size_t colon = line.find(':');
@@ -250,6 +313,7 @@ struct Engine::Impl {
       if (effect.choice) {
         if (!timing.first_chunk_s) {
           timing.first_chunk_s = now;
+          t->engine->FirstChunkCame(*t);
           if (const auto& sent = t->reader.ServerSentNs(); sent) {
             t->result.server_lag_ms = static_cast<double>(t->arrived_ns - *sent) / 1e6;
           }
@@ -315,6 +379,7 @@ struct Engine::Impl {
   void Complete(CURL* easy, CURLcode code) {
     Transfer* t = nullptr;
     curl_easy_getinfo(easy, CURLINFO_PRIVATE, &t);
+    FirstChunkCame(*t);
     Shard& shard = *shards[t->shard];
     curl_multi_remove_handle(shard.multi, easy);
     --shard.in_flight;
@@ -413,6 +478,13 @@ void Engine::CancelAll() {
     s.idle_handles.push_back(t->easy);
   }
   s.transfers.clear();
+  for (size_t fd = 0; fd < s.awaiting_first.size(); ++fd) {
+    if (s.awaiting_first[fd] != nullptr) {
+      ::epoll_ctl(s.first_epoll_fd, EPOLL_CTL_DEL, static_cast<int>(fd), nullptr);
+      s.awaiting_first[fd] = nullptr;
+    }
+  }
+  s.awaiting = 0;
   s.refused.clear();
   for (auto& shard : s.shards) shard->in_flight = 0;
 }
@@ -426,7 +498,10 @@ Result<std::unique_ptr<Engine>> Engine::Create(const EngineOptions& options) {
   auto impl = std::make_unique<Impl>();
   impl->options = options;
   impl->epoll_fd = ::epoll_create1(EPOLL_CLOEXEC);
-  if (impl->epoll_fd < 0) return Fail(ErrorCode::kIo, "epoll_create1: {}", std::strerror(errno));
+  impl->first_epoll_fd = ::epoll_create1(EPOLL_CLOEXEC);
+  if (impl->epoll_fd < 0 || impl->first_epoll_fd < 0) {
+    return Fail(ErrorCode::kIo, "epoll_create1: {}", std::strerror(errno));
+  }
   return std::unique_ptr<Engine>(new Engine(std::move(impl)));
 }
 
@@ -508,6 +583,8 @@ void Engine::Poll(Clock::time_point until, std::vector<Completion>& done) {
   // Few events per round: each is timed when its turn comes, so a long batch would make the
   // last ones look later than they arrived.
   epoll_event events[64];
+  // First the sockets awaiting a first chunk, ready or not in the main set's order.
+  if (s.awaiting > 0) s.Dispatch(events, ::epoll_wait(s.first_epoll_fd, events, 64, 0));
   Clock::time_point wake = until;
   for (const auto& shard : s.shards) {
     if (shard->deadline && *shard->deadline < wake) wake = *shard->deadline;
@@ -520,17 +597,8 @@ void Engine::Poll(Clock::time_point until, std::vector<Completion>& done) {
   if (n < 0 && errno == ENOSYS) {  // kernels before 5.11: millisecond waits
     n = ::epoll_wait(s.epoll_fd, events, 64, static_cast<int>((wait_ns + 999'999) / 1'000'000));
   }
+  s.Dispatch(events, n);
   int running = 0;
-  for (int i = 0; i < n; ++i) {
-    int flags = 0;
-    if ((events[i].events & EPOLLIN) != 0U) flags |= CURL_CSELECT_IN;
-    if ((events[i].events & EPOLLOUT) != 0U) flags |= CURL_CSELECT_OUT;
-    if ((events[i].events & (EPOLLERR | EPOLLHUP)) != 0U) flags |= CURL_CSELECT_ERR;
-    const auto shard = static_cast<uint32_t>(events[i].data.u64 >> 32);
-    const auto fd = static_cast<curl_socket_t>(events[i].data.u64 & 0xffffffffU);
-    if (shard < s.shards.size())
-      curl_multi_socket_action(s.shards[shard]->multi, fd, flags, &running);
-  }
   const Clock::time_point now = Clock::now();
   for (auto& shard : s.shards) {
     if (shard->deadline && now >= *shard->deadline) {

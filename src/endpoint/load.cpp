@@ -12,7 +12,7 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 constexpr double kNever = std::numeric_limits<double>::infinity();
-constexpr size_t kStartsPerRound = 4;
+constexpr size_t kStartsPerRound = 1;
 
 double CpuSeconds() {
   rusage usage{};
@@ -94,6 +94,11 @@ Result<LoadResult> RunLoad(Engine& e, const Target& target, Workload& workload,
   size_t failed = 0;
   double last_freed_s = 0;
   double next_progress = hooks.progress_every_s;
+  // Room for every record up front when the count is known: a vector of thousands of records
+  // moved to a bigger one mid-run is a stall in which nothing arriving is read.
+  if (shape.requests > 0 && shape.requests < (size_t{1} << 24)) {
+    result.records.reserve(shape.requests);
+  }
   const double cpu_start = CpuSeconds();
 
   const auto can_send = [&](double now) {
@@ -177,8 +182,9 @@ Result<LoadResult> RunLoad(Engine& e, const Target& target, Workload& workload,
       result.interrupted = true;
       break;
     }
-    // A burst is sent in small groups with the network read between them, so that what
-    // arrives meanwhile is timed when it arrives, not after the whole burst has gone out.
+    // A burst is sent one request at a time with the network read between them, so that what
+    // arrives meanwhile is timed when it arrives, not after the burst has gone out (groups of 4
+    // put the TTFT error's p99 at 1.4-2.0 ms at 1,024 streams, one at a time 0.3-1.2 ms).
     size_t started = 0;
     while (slot() && started++ < kStartsPerRound) {
       if (!retrying.empty() && retrying.top().due_s <= now) {
