@@ -104,7 +104,7 @@ struct Engine::Impl {
     std::optional<std::string> stream_error;
     std::list<std::unique_ptr<Transfer>>::iterator self;  // its place in the engine's list
     uint32_t shard = 0;
-    curl_socket_t socket = CURL_SOCKET_BAD;  // its connection, once the answer began
+    curl_socket_t socket = CURL_SOCKET_BAD;  // its connection while its first chunk is awaited
 
     Transfer(size_t max_event, Api api, bool keep_text) : sse(max_event), reader(api, keep_text) {}
   };
