@@ -330,12 +330,12 @@ Command SetupInjectCommand(CLI::App& parent) {
   o->nvml_sim->add_flag("--yes", o->yes, "On a node that is not a lab's");
   o->dcgm = app->add_subcommand(
       "dcgm", "A field value in DCGM's host engine (dcgmi test --inject), for its policies");
-  o->dcgm
-      ->add_option("field", o->field,
-                   "Field id or name: xid (230), power-violation (240), temperature (150), "
-                   "pcie-replay (202), ecc-dbe (311), row-remap-failure (395), nvlink-crc "
-                   "(409)")
-      ->required();
+  o->dcgm->add_option("field", o->field, "Field id, or one of the names below")->required();
+  std::string fields = "Field names (DCGM's field id, and what the value means):\n";
+  for (const inject::DcgmField& f : inject::DcgmFields()) {
+    fields += fmt::format("  {:<28}{}\n", fmt::format("{} ({})", f.name, f.id), f.meaning);
+  }
+  o->dcgm->footer(fields);
   o->dcgm->add_option("value", o->field_value, "The value")->required();
   o->dcgm->add_option("--gpu", o->gpu, "DCGM's GPU id")->required();
   o->dcgm->add_option("--offset", o->offset_s, "Seconds into the future the value is dated");

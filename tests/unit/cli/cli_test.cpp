@@ -348,6 +348,11 @@ TEST(Cli, InjectDcgmRunsDcgmiWithTheFieldAndSaysWhenItIsMissing) {
       << dry.out;
   EXPECT_EQ(Cli({"inject", "dcgm", "melting", "1", "--gpu", "0", "--dry-run"}).code, kExitUsage);
   EXPECT_EQ(Cli({"inject", "dcgm", "xid", "1", "--gpu", "first", "--dry-run"}).code, kExitUsage);
+  EXPECT_EQ(Cli({"inject", "dcgm", "xid", "1", "--gpu", "3abc", "--dry-run"}).code, kExitUsage);
+  // The field names, their ids and meanings in the help come from the table the code uses.
+  const auto help = Cli({"inject", "dcgm", "--help"});
+  EXPECT_NE(help.out.find("ecc-dbe (311)"), std::string::npos) << help.out;
+  EXPECT_NE(help.out.find("ECC_DBE_VOL_TOTAL"), std::string::npos) << help.out;
 }
 
 TEST(Cli, PcieSbrIsRefusedUnlessEverySafetyRuleIsMet) {
