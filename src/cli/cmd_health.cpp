@@ -75,7 +75,7 @@ void ReadKernelLog(const HealthOptions& options, const health::XidCatalog& catal
     facts.conditions = scanner.Tracker().Conditions();
     return;
   }
-  const WallTime boot = now - std::chrono::milliseconds(MonotonicNanos() / 1'000'000);
+  const WallTime boot = BootTime(now);
   health::LogScanner scanner(catalog, since, boot);
   scanner.Summary().source = "/dev/kmsg";
   auto reader = sys::KmsgReader::Open("/dev/kmsg", sys::KmsgReader::Start::kBeginning);

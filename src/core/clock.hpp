@@ -18,6 +18,11 @@ using Duration = std::chrono::nanoseconds;
 // its chunks with it and the load client compares its own arrival times against them; the
 // kernel log's timestamps count on it too (time since boot, in microseconds there).
 int64_t MonotonicNanos();
+// When the host booted, on the wall clock `now` is read from: the kernel log's timestamps are
+// time since then.
+inline WallTime BootTime(WallTime now) {
+  return now - std::chrono::milliseconds(MonotonicNanos() / 1'000'000);
+}
 
 class Clock {
  public:

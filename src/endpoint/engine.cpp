@@ -275,9 +275,9 @@ struct Engine::Impl {
       const std::string name = ToLower(Trim(line.substr(0, colon)));
       const std::string_view value = Trim(line.substr(colon + 1));
       if (name == "retry-after-ms") {
-        if (auto ms = ParseNonNegative(Trim(value)); ms) t->result.retry_after_s = *ms / 1000;
+        if (auto ms = ParseNonNegative(value); ms) t->result.retry_after_s = *ms / 1000;
       } else if (name == "retry-after" && !t->result.retry_after_s) {
-        t->result.retry_after_s = ParseNonNegative(Trim(value));  // an HTTP date is not honoured
+        t->result.retry_after_s = ParseNonNegative(value);  // an HTTP date is not honoured
       }
     }
     return n;

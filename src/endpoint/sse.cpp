@@ -48,12 +48,9 @@ void SseParser::Consume(std::string_view bytes, const Sink& sink) {
     }
     after_cr_ = p[end] == '\r';
     i = end + 1;
-    if (line_.empty() && !line_seen_) {  // the whole line is in this read: no copy
-      if (!piece.empty() && !Fits(piece.size())) {
-        Line({}, false, sink);
-      } else {
-        Line(piece, piece.empty(), sink);
-      }
+    if (line_.empty() && !line_seen_) {              // the whole line is in this read: no copy
+      if (!piece.empty()) (void)Fits(piece.size());  // over the limit: Line drops the event
+      Line(piece, piece.empty(), sink);
       continue;
     }
     if (!piece.empty()) Keep(piece);

@@ -70,7 +70,7 @@ Agent::Agent(AgentOptions options, const XidCatalog& catalog, store::Store& stor
       started_(Steady::now()),
       tracker_(catalog),
       watchdog_(options_.limits) {
-  boot_time_ = clock_.Now() - std::chrono::milliseconds(MonotonicNanos() / 1'000'000);
+  boot_time_ = BootTime(clock_.Now());
   metrics_.node = options_.node;
   kmsg_retry_at_ = started_;
   next_nvml_ = started_;
