@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "core/result.hpp"
+#include "endpoint/quick_chunk.hpp"
 #include "endpoint/sse.hpp"
 #include "endpoint/usage.hpp"
 
@@ -63,7 +64,10 @@ struct StreamEffect {
 // Reads a stream's events in order; keeps usage, finish reason and, if asked, the text.
 class StreamReader {
  public:
-  StreamReader(Api api, bool keep_text) : api_(api), keep_text_(keep_text) {}
+  // `quick`: token chunks of the common kind are read by QuickChunk, the rest by the full parse;
+  // false: everything by the full parse (the reference the quick path is checked against).
+  StreamReader(Api api, bool keep_text, bool quick = true)
+      : api_(api), keep_text_(keep_text), quick_(quick) {}
   StreamEffect Read(const SseEvent& event);
   const std::optional<TokenUsage>& Usage() const { return usage_; }
   const std::string& Text() const { return text_; }
@@ -75,6 +79,8 @@ class StreamReader {
  private:
   Api api_;
   bool keep_text_;
+  bool quick_;
+  ChunkFrame frame_;  // learned from the stream's first token chunk
   std::optional<TokenUsage> usage_;
   nlohmann::json anthropic_usage_ = nlohmann::json::object();
   std::string text_;

@@ -1,6 +1,7 @@
 // The stream chunk reader and serve-sim's request parser and request reader on any bytes: they
 // never crash, throw or read past their input (ASan watches), memory stays bounded, and a chunk
-// the reader calls well-formed content is one the full JSON library accepts as an object. The
+// the reader calls well-formed content is one the full JSON library accepts as an object, and a
+// reader with the quick chunk path says, event by event, what one with the full parse says. The
 // first byte picks the API and the split size; the bytes are also a request body to serve-sim.
 #include <cstddef>
 #include <cstdint>
@@ -21,6 +22,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const size_t chunk = 1 + (data[0] >> 2) % 13;
   const std::string_view text(reinterpret_cast<const char*>(data + 1), size - 1);
   StreamReader reader(api, true);
+  StreamReader full(api, true, /*quick=*/false);
   SseParser parser(1024);
   for (size_t at = 0; at < text.size(); at += chunk) {
     parser.Feed(text.substr(at, chunk), [&](const SseEvent& e) {
@@ -29,10 +31,17 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         const auto doc = nlohmann::json::parse(e.data, nullptr, /*allow_exceptions=*/false);
         if (!doc.is_object()) std::abort();  // content read from something that is not JSON
       }
+      const StreamEffect reference = full.Read(e);
+      if (effect.choice != reference.choice || effect.content != reference.content ||
+          effect.done != reference.done || effect.finish != reference.finish ||
+          effect.malformed != reference.malformed || effect.error != reference.error) {
+        std::abort();  // the quick path read a chunk otherwise than the full parse
+      }
     });
   }
   parser.Finish();
   if (reader.Text().size() > text.size()) std::abort();
+  if (reader.Text() != full.Text() || reader.ContentChunks() != full.ContentChunks()) std::abort();
   HttpRequestParser request(4096);
   size_t used = 0;
   for (size_t at = 0; at < text.size() && request.GetState() == HttpRequestParser::State::kNeedMore;

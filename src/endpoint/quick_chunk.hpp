@@ -1,0 +1,48 @@
+// One pass over a stream chunk of the common kind, without building a document: a token chunk
+// (OpenAI chat or completions, Anthropic content_block_delta or a chunk that carries nothing we
+// read) whose strings we read have no escapes, with no usage and no error in it. For such a chunk
+// it gives what the full parse (simdjson, in StreamReader) gives, at about a third of its cost;
+// every chunk of every stream passes here, so this is most of the client's work per token.
+// Anything else is declined and goes to the full parse: usage, errors, escapes or \u in the text
+// we read, exponents, deep nesting, and anything that is not valid JSON (the full parse decides
+// what it is). When it answers, the chunk is valid JSON (RFC 8259, UTF-8 checked) and the answer
+// is the full parse's; the chunk fuzz target checks both. Pure.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace cmax::endpoint {
+
+enum class Api;  // endpoint/api.hpp, which holds a ChunkFrame in its StreamReader
+
+struct QuickFields {
+  bool choice = false;          // a non-empty "choices" array; Anthropic: content_block_delta
+  std::string_view content;     // the text it carries (inside the chunk; no escapes)
+  bool content_string = false;  // `content` is a string in the chunk (not absent or null)
+  bool content_event = false;   // carries generated text: content, reasoning or thinking
+  bool finish = false;          // a non-empty finish_reason
+  bool done = false;            // Anthropic message_stop
+};
+
+std::optional<QuickFields> QuickChunk(Api api, std::string_view chunk);
+
+// The frame of a stream's token chunks: a server sends every token of an answer in the same
+// JSON around a different text (same id, model, index, finish_reason null). Once QuickChunk has
+// read one token chunk, a later chunk that is byte for byte the same before and after its text,
+// with a text that is plain (not empty, no quote, backslash or control byte, valid UTF-8), is
+// the same JSON with that text: its fields are known without reading the rest again.
+class ChunkFrame {
+ public:
+  // Learns the frame from `chunk`, which QuickChunk read as `fields`, when it carried text.
+  void Learn(std::string_view chunk, const QuickFields& fields);
+  std::optional<QuickFields> Match(std::string_view chunk) const;
+
+ private:
+  std::string head_;  // the bytes up to and with the text's opening quote
+  std::string tail_;  // from its closing quote to the end
+  QuickFields fields_;
+};
+
+}  // namespace cmax::endpoint

@@ -1,0 +1,251 @@
+// The quick chunk reader: what it reads from the chunk shapes servers send, what it leaves to the
+// full parse, and that a reader using it says exactly what the full parse says, chunk by chunk
+// (the chunk fuzz target checks the same on any bytes).
+#include "endpoint/quick_chunk.hpp"
+
+#include <gtest/gtest.h>
+#include <string>
+#include <vector>
+
+#include "endpoint/api.hpp"
+#include "endpoint/sse.hpp"
+
+namespace cmax::endpoint {
+namespace {
+
+struct Case {
+  Api api;
+  std::string chunk;
+  QuickFields want;
+};
+
+TEST(QuickChunk, ReadsTheCommonChunks) {
+  const std::vector<Case> cases = {
+      {Api::kChat,
+       R"({"id":"chatcmpl-1","object":"chat.completion.chunk","created":1700000000,"model":"m",)"
+       R"("choices":[{"index":0,"delta":{"content":" word"},"logprobs":null,"finish_reason":null}]})",
+       {.choice = true, .content = " word", .content_event = true}},
+      {Api::kChat,  // vLLM's and OpenAI's first chunk: the role, an empty content, usage null
+       R"({"choices":[{"index":0,"delta":{"role":"assistant","content":""},"finish_reason":null}],)"
+       R"("usage":null})",
+       {.choice = true}},
+      {Api::kChat,
+       R"({"choices":[{"delta":{"content":null,"reasoning_content":"hmm"}}]})",
+       {.choice = true, .content_event = true}},
+      {Api::kChat,
+       R"({"choices":[{"index":0,"delta":{},"finish_reason":"stop"}]})",
+       {.choice = true, .finish = true}},
+      {Api::kChat, R"({"choices":[]})", {}},
+      {Api::kChat, R"({"choices":null,"error":null})", {}},
+      {Api::kChat, R"({"choices":[7,{"delta":{"content":"x"}}]})", {.choice = true}},
+      {Api::kChat, R"({"choices":[{"delta":"flat","finish_reason":5}]})", {.choice = true}},
+      {Api::kChat, R"({"choices":[{"text":"not chat"}]})", {.choice = true}},
+      {Api::kChat,
+       " {\"choices\" : [ { \"delta\" : { \"content\" : \"\xC3\xA9t\xC3\xA9\" } } ] }\r\n",
+       {.choice = true, .content = "\xC3\xA9t\xC3\xA9", .content_event = true}},
+      {Api::kChat,  // duplicate names: the first counts, as in the full parse
+       R"({"choices":[{"delta":{"content":"a","content":"b"}}],"choices":[]})",
+       {.choice = true, .content = "a", .content_event = true}},
+      {Api::kChat,
+       R"({"n":[-0.5,1.25,0,true,false,null,{},[],"\"\\\/\b\f\n\r\t"],"x":{"y":[{}]}})",
+       {}},
+      {Api::kCompletions,
+       R"({"choices":[{"index":0,"text":" a","finish_reason":null}]})",
+       {.choice = true, .content = " a", .content_event = true}},
+      {Api::kCompletions,
+       R"({"choices":[{"delta":{"content":"chat"},"finish_reason":"length"}]})",
+       {.choice = true, .finish = true}},
+      {Api::kAnthropic,
+       R"({"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"Hi"}})",
+       {.choice = true, .content = "Hi", .content_event = true}},
+      {Api::kAnthropic,
+       R"({"type":"content_block_delta","delta":{"type":"thinking_delta","thinking":"so"}})",
+       {.choice = true, .content = "so", .content_event = true}},
+      {Api::kAnthropic, R"({"type":"content_block_delta","delta":{"text":""}})", {.choice = true}},
+      {Api::kAnthropic, R"({"type": "ping"})", {}},
+      {Api::kAnthropic, R"({"type":"message_stop"})", {.done = true}},
+      {Api::kAnthropic,
+       R"({"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}})",
+       {}},
+  };
+  for (const Case& c : cases) {
+    const auto got = QuickChunk(c.api, c.chunk);
+    ASSERT_TRUE(got) << c.chunk;
+    EXPECT_EQ(got->choice, c.want.choice) << c.chunk;
+    EXPECT_EQ(got->content, c.want.content) << c.chunk;
+    EXPECT_EQ(got->content_event, c.want.content_event) << c.chunk;
+    EXPECT_EQ(got->finish, c.want.finish) << c.chunk;
+    EXPECT_EQ(got->done, c.want.done) << c.chunk;
+  }
+}
+
+TEST(QuickChunk, LeavesTheRestToTheFullParse) {
+  const std::vector<std::pair<Api, std::string>> declined = {
+      // what only the full parse reads
+      {Api::kChat, R"({"choices":[],"usage":{"prompt_tokens":1}})"},
+      {Api::kChat, R"({"error":{"message":"engine died"}})"},
+      {Api::kChat, R"({"choices":[{"delta":{"content":"a\nb"}}]})"},  // escapes in the text
+      {Api::kChat, R"({"choices":[{"delta":{"content":"x"}}],"k":"\u0041"})"},  // \u anywhere
+      {Api::kChat, R"({"choices":[{"delta":{"con\u0074ent":"x"}}]})"},
+      {Api::kChat, R"({"choices":[{"finish_reason":"st\"op"}]})"},
+      {Api::kCompletions, R"({"choices":[{"text":"a"}],"sim_sent_ns":42})"},
+      {Api::kChat, R"({"n":1e5})"},
+      {Api::kChat, R"({"n":12345678901234567890})"},
+      {Api::kChat, std::string(40, '[') + std::string(40, ']')},
+      {Api::kChat, "{\"a\":" + std::string(40, '[') + std::string(40, ']') + "}"},
+      {Api::kAnthropic, R"({"type":"message_start","message":{"usage":{"input_tokens":3}}})"},
+      {Api::kAnthropic, R"({"type":"message_delta","delta":{"stop_reason":"end_turn"}})"},
+      // not JSON, or not an object: the full parse says which
+      {Api::kChat, "[1,2]"},
+      {Api::kChat, "nope"},
+      {Api::kChat, ""},
+      {Api::kChat, R"({"choices":[{"delta":{"content":"x"}}]} trailing)"},
+      {Api::kChat, R"({"choices":[{"delta":{"content":"x"}}])"},
+      {Api::kChat, R"({"a":1,})"},
+      {Api::kChat, R"({"a":01})"},
+      {Api::kChat, R"({"a":-})"},
+      {Api::kChat, R"({"a":1.})"},
+      {Api::kChat, R"({"a":.5})"},
+      {Api::kChat, R"({"a":tru})"},
+      {Api::kChat, R"({"a":nul})"},
+      {Api::kChat, R"({"a" 1})"},
+      {Api::kChat, R"({'a':1})"},
+      {Api::kChat, R"({"a":"\x"})"},
+      {Api::kChat, "{\"a\":\"tab\there\"}"},
+      {Api::kChat, std::string("{\"a\":\"nul\0\"}", 12)},
+      {Api::kChat, "{\"a\":\"\xC0\x80\"}"},          // overlong
+      {Api::kChat, "{\"a\":\"\xED\xA0\x80\"}"},      // a surrogate
+      {Api::kChat, "{\"a\":\"\xF4\x90\x80\x80\"}"},  // above U+10FFFF
+      {Api::kChat, "{\"a\":\"\xF5\x80\x80\x80\"}"},
+      {Api::kChat, "{\"a\":\"\xE2\x82\"}"},  // cut short
+      {Api::kChat, "{\"a\":\"\x80\"}"},
+      {Api::kChat, "{\"a\":\"unterminated"},
+  };
+  for (const auto& [api, chunk] : declined) {
+    EXPECT_FALSE(QuickChunk(api, chunk)) << chunk;
+  }
+}
+
+// Strings of every length up to a few eight-byte steps, with a special byte at every place: the
+// eight-byte scan must stop on it wherever it lies.
+TEST(QuickChunk, FindsEverySpecialByteWhereverItLies) {
+  for (size_t length = 1; length <= 40; ++length) {
+    for (size_t at = 0; at < length; ++at) {
+      const auto chunk = [&](std::string_view special) {
+        std::string text(length, 'a');
+        text.replace(at, 1, special);
+        return R"({"choices":[{"delta":{"content":")" + text + R"("}}]})";
+      };
+      EXPECT_FALSE(QuickChunk(Api::kChat, chunk("\\n"))) << length << " " << at;
+      EXPECT_FALSE(QuickChunk(Api::kChat, chunk("\x01"))) << length << " " << at;
+      EXPECT_FALSE(QuickChunk(Api::kChat, chunk("\x80"))) << length << " " << at;
+      EXPECT_FALSE(QuickChunk(Api::kChat, chunk("\"\""))) << length << " " << at;
+      for (const char* ok : {"\xC3\xA9", "\xE2\x82\xAC", "\xF0\x9F\x98\x80", "\xF4\x8F\xBF\xBF"}) {
+        const std::string c = chunk(ok);
+        const auto got = QuickChunk(Api::kChat, c);
+        ASSERT_TRUE(got) << length << " " << at;
+        std::string want(length, 'a');
+        want.replace(at, 1, ok);
+        EXPECT_EQ(got->content, want);
+      }
+    }
+  }
+}
+
+TEST(ChunkFrame, ReadsLaterTokensOfTheSameFrame) {
+  const std::string head = R"({"id":"c1","object":"chat.completion.chunk","created":1,"model":"m",)"
+                           R"("choices":[{"index":0,"delta":{"content":")";
+  const std::string tail = R"("},"logprobs":null,"finish_reason":null}]})";
+  const std::string first = head + "Hello" + tail;
+  const auto fields = QuickChunk(Api::kChat, first);
+  ASSERT_TRUE(fields);
+  ChunkFrame frame;
+  EXPECT_FALSE(frame.Match(first));  // nothing learned yet
+  frame.Learn(first, *fields);
+  const std::string later = head + " w\xC3\xB6rld" + tail;
+  const auto got = frame.Match(later);
+  ASSERT_TRUE(got);
+  EXPECT_EQ(got->content, " w\xC3\xB6rld");
+  EXPECT_TRUE(got->choice && got->content_event && !got->finish);
+  // Not plain text, or not the same frame: read again.
+  for (const std::string& text :
+       {std::string(), std::string("a\"b"), std::string("a\\nb"), std::string("a\x01"),
+        std::string("\xC3"), std::string("x\",\"finish_reason\":\"stop")}) {
+    EXPECT_FALSE(frame.Match(head + text + tail)) << text;
+  }
+  EXPECT_FALSE(frame.Match(head + "x" + R"("},"logprobs":null,"finish_reason":"stop"}]})"));
+  EXPECT_FALSE(frame.Match(R"({"id":"c2)" + head.substr(9) + "x" + tail));
+  // A chunk without text teaches nothing.
+  ChunkFrame empty;
+  const std::string role = head + tail;
+  empty.Learn(role, *QuickChunk(Api::kChat, role));
+  EXPECT_FALSE(empty.Match(head + "x" + tail));
+}
+
+// A reader with the quick path and one with the full parse only, event by event, on streams with
+// every kind of chunk: the same effects, text, usage and counts.
+TEST(QuickChunk, AReaderSaysWhatTheFullParseSays) {
+  const std::vector<std::pair<Api, std::string>> streams = {
+      {Api::kChat,
+       "data: {\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\",\"content\":\"\"},"
+       "\"finish_reason\":null}],\"usage\":null}\n\n"
+       "data: {\"choices\":[{\"delta\":{\"content\":\"Hel\"}}]}\n\n"
+       "data: {\"choices\":[{\"delta\":{\"content\":\"lo\"}}]}\n\n"
+       "data: {\"choices\":[{\"delta\":{\"content\":\"\xC3\"}}]}\n\n"
+       "data: {\"choices\":[{\"delta\":{\"content\":\"x\",\"y\":\"z\"}}]}\n\n"
+       "data: {\"choices\":[{\"delta\":{\"content\":\"\"}}]}\n\n"
+       "data: {\"choices\":[{\"delta\":{\"content\":\"lo \\\"x\\\"\"}}]}\n\n"
+       "data: {\"choices\":[{\"delta\":{\"reasoning_content\":\"r\"}}]}\n\n"
+       "data: {\"choices\":[{\"delta\":{\"content\":\"\xE2\x82\xAC\"}}],\"sim_sent_ns\":5}\n\n"
+       "data: {\"choices\":[{\"delta\":{},\"finish_reason\":\"stop\"}]}\n\n"
+       "data: {\"choices\":[],\"usage\":{\"prompt_tokens\":9,\"completion_tokens\":2}}\n\n"
+       "data: {\"choices\":[{\"delta\":{\"content\":\"bad\"}}]\n\n"
+       "data: {\"error\":{\"message\":\"late\"}}\n\n"
+       "data: [DONE]\n\n"},
+      {Api::kCompletions,
+       "data: {\"choices\":[{\"text\":\" a\",\"finish_reason\":null}],\"sim_sent_ns\":42}\n\n"
+       "data: {\"choices\":[{\"text\":\" b\",\"finish_reason\":null}]}\n\n"
+       "data: {\"choices\":[{\"text\":\"\",\"finish_reason\":\"length\"}]}\n\n"
+       "data: [DONE]\n\n"},
+      {Api::kAnthropic,
+       "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"usage\":"
+       "{\"input_tokens\":3,\"output_tokens\":1}}}\n\n"
+       "event: ping\ndata: {\"type\": \"ping\"}\n\n"
+       "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,"
+       "\"delta\":{\"type\":\"text_delta\",\"text\":\"Hi\"}}\n\n"
+       "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"delta\":"
+       "{\"thinking\":\"t\"}}\n\n"
+       "event: error\ndata: {\"type\":\"error\",\"error\":{\"message\":\"Overloaded\"}}\n\n"
+       "event: message_delta\ndata: {\"type\":\"message_delta\",\"delta\":{\"stop_reason\":"
+       "\"end_turn\"},\"usage\":{\"output_tokens\":12}}\n\n"
+       "event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n"},
+  };
+  for (const auto& [api, stream] : streams) {
+    StreamReader quick(api, true, true);
+    StreamReader full(api, true, false);
+    SseParser parser;
+    size_t events = 0;
+    parser.Feed(stream, [&](const SseEvent& e) {
+      const StreamEffect a = quick.Read(e);
+      const StreamEffect b = full.Read(e);
+      EXPECT_EQ(a.choice, b.choice) << e.data;
+      EXPECT_EQ(a.content, b.content) << e.data;
+      EXPECT_EQ(a.done, b.done) << e.data;
+      EXPECT_EQ(a.finish, b.finish) << e.data;
+      EXPECT_EQ(a.malformed, b.malformed) << e.data;
+      EXPECT_EQ(a.error, b.error) << e.data;
+      ++events;
+    });
+    EXPECT_GT(events, 3U);
+    EXPECT_EQ(quick.Text(), full.Text());
+    EXPECT_EQ(quick.ContentChunks(), full.ContentChunks());
+    EXPECT_EQ(quick.ServerSentNs(), full.ServerSentNs());
+    ASSERT_EQ(quick.Usage().has_value(), full.Usage().has_value());
+    if (quick.Usage()) {
+      EXPECT_EQ(quick.Usage()->output, full.Usage()->output);
+    }
+  }
+}
+
+}  // namespace
+}  // namespace cmax::endpoint
