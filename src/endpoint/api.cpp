@@ -150,6 +150,30 @@ std::optional<json> Whole(Element element) {
   return parsed;
 }
 
+// The stream's usage chunk (OpenAI shapes) read where it lies, without a second JSON library.
+std::optional<TokenUsage> UsageOf(Element usage) {
+  const auto count = [&usage](const char* name) -> std::optional<uint64_t> {
+    int64_t v = 0;
+    if (usage[name].get_int64().get(v) != simdjson::SUCCESS || v < 0) return std::nullopt;
+    return static_cast<uint64_t>(v);
+  };
+  int64_t cached = 0;
+  const bool has_cached =
+      usage.at_pointer("/prompt_tokens_details/cached_tokens").get_int64().get(cached) ==
+          simdjson::SUCCESS &&
+      cached >= 0;
+  return UsageFromCounts({
+      .input_tokens = count("input_tokens"),
+      .cache_read_input_tokens = count("cache_read_input_tokens"),
+      .cache_creation_input_tokens = count("cache_creation_input_tokens"),
+      .output_tokens = count("output_tokens"),
+      .prompt_tokens = count("prompt_tokens"),
+      .completion_tokens = count("completion_tokens"),
+      .cached_tokens = has_cached ? std::optional<uint64_t>(cached) : std::nullopt,
+      .prompt_cache_hit_tokens = count("prompt_cache_hit_tokens"),
+  });
+}
+
 // A string field's text; empty for null or any other type.
 std::string_view StringOf(simdjson::simdjson_result<Element> element) {
   std::string_view text;
@@ -182,6 +206,7 @@ StreamEffect StreamReader::Read(const SseEvent& event) {
       effect.content = quick->content_event;
       effect.finish = quick->finish;
       effect.done = quick->done;
+      if (!server_sent_ns_) server_sent_ns_ = quick->sent_ns;
       if (keep_text_) text_ += quick->content;
       if (effect.content) ++content_chunks_;
       return effect;
@@ -267,9 +292,7 @@ StreamEffect StreamReader::Read(const SseEvent& event) {
     }
     Element usage;
     if (chunk["usage"].get(usage) == simdjson::SUCCESS && usage.is_object()) {
-      if (auto u = Whole(usage); u) {
-        if (auto parsed = ParseUsage(*u); parsed) usage_ = parsed;
-      }
+      if (auto parsed = UsageOf(usage); parsed) usage_ = parsed;
     }
   }
   if (keep_text_) text_ += content;

@@ -1,6 +1,7 @@
 #include "endpoint/quick_chunk.hpp"
 
 #include <bit>
+#include <cstddef>
 #include <cstdint>
 #include <cstring>
 
@@ -126,6 +127,13 @@ class Scanner {
     return String(text, escaped) && (!escaped || Stop());
   }
 
+  // An integer member's value (as the full parse's get_int64 reads it); other values are
+  // checked and passed over.
+  bool Integer(std::optional<int64_t>& integer, int depth) {
+    if (Next('-') || (p_ < end_ && *p_ >= '0' && *p_ <= '9')) return Number(&integer);
+    return Value(depth);
+  }
+
   bool Null() { return Next('n') && Word("null"); }
 
   // Any value, checked and passed over.
@@ -186,24 +194,34 @@ class Scanner {
     return true;
   }
 
-  // -?(0|[1-9][0-9]*)(\.[0-9]+)?, short; exponents are declined.
-  bool Number() {
+  // -?(0|[1-9][0-9]*)(\.[0-9]+)?, short; exponents are declined. `integer`: the value when it
+  // has no fraction (it then fits in 64 bits: it is short).
+  bool Number(std::optional<int64_t>* integer = nullptr) {
     const unsigned char* start = p_;
     const auto digit = [this] { return p_ < end_ && *p_ >= '0' && *p_ <= '9'; };
-    if (p_ < end_ && *p_ == '-') ++p_;
+    const bool negative = p_ < end_ && *p_ == '-';
+    if (negative) ++p_;
     if (!digit()) return Stop();
+    int64_t value = 0;
     if (*p_ == '0') {
       ++p_;
     } else {
-      while (digit()) ++p_;
+      for (; digit() && p_ - start < static_cast<ptrdiff_t>(kMaxNumberChars); ++p_) {
+        value = value * 10 + (*p_ - '0');
+      }
     }
-    if (p_ < end_ && *p_ == '.') {
+    const bool fraction = p_ < end_ && *p_ == '.';
+    if (fraction) {
       ++p_;
       if (!digit()) return Stop();
       while (digit()) ++p_;
     }
-    if (p_ < end_ && (*p_ == 'e' || *p_ == 'E')) return Stop();
-    return static_cast<size_t>(p_ - start) <= kMaxNumberChars || Stop();
+    if (digit() || (p_ < end_ && (*p_ == 'e' || *p_ == 'E')) ||
+        static_cast<size_t>(p_ - start) > kMaxNumberChars) {
+      return Stop();
+    }
+    if (integer != nullptr && !fraction) *integer = negative ? -value : value;
+    return true;
   }
 
   const unsigned char* p_;
@@ -224,6 +242,7 @@ std::optional<QuickFields> OpenAi(Scanner& s, bool chat) {
   bool seen_choices = false;
   bool seen_error = false;
   bool seen_usage = false;
+  bool seen_stamp = false;
   const auto choice = [&](size_t) {
     bool seen_delta = false;
     bool seen_text = false;
@@ -270,7 +289,7 @@ std::optional<QuickFields> OpenAi(Scanner& s, bool chat) {
     if ((key == "error" && First(seen_error)) || (key == "usage" && First(seen_usage))) {
       return s.Null();  // an error or the usage: the full parse reads them
     }
-    if (key == "sim_sent_ns") return false;  // serve-sim's stamp: the full parse reads it
+    if (key == "sim_sent_ns" && First(seen_stamp)) return s.Integer(f.sent_ns, 0);
     return s.Value(0);
   });
   if (!ok || !s.AtEnd()) return std::nullopt;
@@ -287,10 +306,11 @@ std::optional<QuickFields> Anthropic(Scanner& s) {
   bool seen_type = false;
   bool seen_delta = false;
   bool seen_error = false;
+  bool seen_stamp = false;
   const bool ok = s.Object(0, [&](std::string_view key) {
     if (key == "type" && First(seen_type)) return s.Text(type, 0);
     if (key == "error" && First(seen_error)) return s.Null();
-    if (key == "sim_sent_ns") return false;
+    if (key == "sim_sent_ns" && First(seen_stamp)) return s.Integer(f.sent_ns, 0);
     if (key == "delta" && First(seen_delta)) {
       if (!s.Next('{')) return s.Value(0);
       bool seen_text = false;

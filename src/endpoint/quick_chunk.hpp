@@ -9,6 +9,7 @@
 // is the full parse's; the chunk fuzz target checks both. Pure.
 #pragma once
 
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -18,12 +19,13 @@ namespace cmax::endpoint {
 enum class Api;  // endpoint/api.hpp, which holds a ChunkFrame in its StreamReader
 
 struct QuickFields {
-  bool choice = false;          // a non-empty "choices" array; Anthropic: content_block_delta
-  std::string_view content;     // the text it carries (inside the chunk; no escapes)
-  bool content_string = false;  // `content` is a string in the chunk (not absent or null)
-  bool content_event = false;   // carries generated text: content, reasoning or thinking
-  bool finish = false;          // a non-empty finish_reason
-  bool done = false;            // Anthropic message_stop
+  bool choice = false;             // a non-empty "choices" array; Anthropic: content_block_delta
+  std::string_view content;        // the text it carries (inside the chunk; no escapes)
+  bool content_string = false;     // `content` is a string in the chunk (not absent or null)
+  bool content_event = false;      // carries generated text: content, reasoning or thinking
+  bool finish = false;             // a non-empty finish_reason
+  bool done = false;               // Anthropic message_stop
+  std::optional<int64_t> sent_ns;  // serve-sim's send stamp, "sim_sent_ns"
 };
 
 std::optional<QuickFields> QuickChunk(Api api, std::string_view chunk);

@@ -27,28 +27,38 @@ TokenUsage& TokenUsage::operator+=(const TokenUsage& other) {
   return *this;
 }
 
-std::optional<TokenUsage> ParseUsage(const json& usage) {
-  if (!usage.is_object()) return std::nullopt;
+std::optional<TokenUsage> UsageFromCounts(const UsageCounts& c) {
   TokenUsage u;
-  if (auto anthropic_input = Count(usage, "input_tokens"); anthropic_input) {
+  if (c.input_tokens) {
     // Anthropic: input_tokens excludes what was read from or written to the cache.
-    u.cache_read = Count(usage, "cache_read_input_tokens").value_or(0);
-    u.cache_write = Count(usage, "cache_creation_input_tokens").value_or(0);
-    u.input = *anthropic_input + u.cache_read + u.cache_write;
-    u.output = Count(usage, "output_tokens").value_or(0);
+    u.cache_read = c.cache_read_input_tokens.value_or(0);
+    u.cache_write = c.cache_creation_input_tokens.value_or(0);
+    u.input = *c.input_tokens + u.cache_read + u.cache_write;
+    u.output = c.output_tokens.value_or(0);
     return u;
   }
-  const auto prompt = Count(usage, "prompt_tokens");
-  if (!prompt) return std::nullopt;
-  u.input = *prompt;
-  u.output = Count(usage, "completion_tokens").value_or(0);
-  if (auto hit = Count(usage, "prompt_cache_hit_tokens"); hit) {  // DeepSeek
-    u.cache_read = *hit;
-  } else if (usage.contains("prompt_tokens_details")) {  // OpenAI and its followers
-    u.cache_read = Count(usage["prompt_tokens_details"], "cached_tokens").value_or(0);
-  }
+  if (!c.prompt_tokens) return std::nullopt;
+  u.input = *c.prompt_tokens;
+  u.output = c.completion_tokens.value_or(0);
+  // DeepSeek's count, else OpenAI's (and its followers')
+  u.cache_read = c.prompt_cache_hit_tokens.value_or(c.cached_tokens.value_or(0));
   u.cache_read = std::min(u.cache_read, u.input);  // a server that says more is not believed
   return u;
+}
+
+std::optional<TokenUsage> ParseUsage(const json& usage) {
+  if (!usage.is_object()) return std::nullopt;
+  const json* details = Member(usage, "prompt_tokens_details");
+  return UsageFromCounts({
+      .input_tokens = Count(usage, "input_tokens"),
+      .cache_read_input_tokens = Count(usage, "cache_read_input_tokens"),
+      .cache_creation_input_tokens = Count(usage, "cache_creation_input_tokens"),
+      .output_tokens = Count(usage, "output_tokens"),
+      .prompt_tokens = Count(usage, "prompt_tokens"),
+      .completion_tokens = Count(usage, "completion_tokens"),
+      .cached_tokens = details ? Count(*details, "cached_tokens") : std::nullopt,
+      .prompt_cache_hit_tokens = Count(usage, "prompt_cache_hit_tokens"),
+  });
 }
 
 double CacheHitRate(const TokenUsage& usage) {

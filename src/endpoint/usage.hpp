@@ -30,8 +30,22 @@ struct TokenUsage {
   TokenUsage& operator+=(const TokenUsage& other);
 };
 
-// The "usage" object of a response or of a stream's last chunk, in any of the shapes above;
-// nullopt when it is not one (no token counts in it).
+// The counters of a "usage" object by the names servers give them (each present when it is a
+// non-negative integer), whichever JSON reader found them.
+struct UsageCounts {
+  std::optional<uint64_t> input_tokens;  // Anthropic
+  std::optional<uint64_t> cache_read_input_tokens;
+  std::optional<uint64_t> cache_creation_input_tokens;
+  std::optional<uint64_t> output_tokens;
+  std::optional<uint64_t> prompt_tokens;  // OpenAI and its followers
+  std::optional<uint64_t> completion_tokens;
+  std::optional<uint64_t> cached_tokens;            // in prompt_tokens_details
+  std::optional<uint64_t> prompt_cache_hit_tokens;  // DeepSeek
+};
+// The usage the counters say, in any of the shapes above; nullopt when they hold no token
+// counts.
+std::optional<TokenUsage> UsageFromCounts(const UsageCounts& counts);
+// The "usage" object of a response or of a stream's last chunk.
 std::optional<TokenUsage> ParseUsage(const nlohmann::json& usage);
 
 // Cache hit rate weighted by tokens: cache reads / all input (0 when there was no input).

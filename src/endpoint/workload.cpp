@@ -32,12 +32,22 @@ constexpr std::array<std::string_view, 128> kWords = {
     "young",    "few",     "public",   "bad",    "same",   "able",    "green",   "blue",
     "red",      "open",    "clear",    "short",  "simple", "ready",   "true",    "full"};
 
+// 128 words: seven bits pick one, so one draw of the generator picks nine.
+static_assert(kWords.size() == 128);
+
 void AppendWords(std::string& to, std::mt19937_64& rng, uint64_t count) {
-  std::uniform_int_distribution<size_t> pick(0, kWords.size() - 1);
   to.reserve(to.size() + count * 9);  // the longest word is 8 letters, and a space
+  uint64_t bits = 0;
+  int picks = 0;
   for (uint64_t i = 0; i < count; ++i) {
+    if (picks == 0) {
+      bits = rng();
+      picks = 9;
+    }
     if (!to.empty()) to += ' ';
-    to += kWords[pick(rng)];
+    to += kWords[bits & 127U];
+    bits >>= 7;
+    --picks;
   }
 }
 

@@ -156,6 +156,31 @@ TEST(StreamReader, ErrorsAfterTheStreamBegan) {
   EXPECT_TRUE(null_error.effects.at(0).content);
 }
 
+TEST(StreamReader, UsageChunkReadsAsAWholeResponse) {
+  // The stream's usage chunk is read where it lies; a whole response's usage with the JSON
+  // library: both must say the same for every shape.
+  for (const char* usage :
+       {R"({"prompt_tokens":9,"completion_tokens":2,"prompt_tokens_details":{"cached_tokens":4}})",
+        R"({"prompt_tokens":9,"completion_tokens":2,"prompt_tokens_details":null})",
+        R"({"prompt_tokens":9,"completion_tokens":2,"prompt_cache_hit_tokens":7,)"
+        R"("prompt_cache_miss_tokens":2})",
+        R"({"prompt_tokens":3,"completion_tokens":1,"prompt_tokens_details":{"cached_tokens":9}})",
+        R"({"input_tokens":3,"cache_read_input_tokens":5,"output_tokens":2})",
+        R"({"prompt_tokens":-1,"completion_tokens":2})", R"({"prompt_tokens":2.5})",
+        R"({"prompt_tokens":18446744073709551615})", R"({"completion_tokens":2})"}) {
+    const std::string chunk = std::string("data: {\"choices\":[],\"usage\":") + usage + "}\n\n";
+    Read r(Api::kChat, chunk);
+    const auto want = ParseUsage(json::parse(usage));
+    ASSERT_EQ(r.reader.Usage().has_value(), want.has_value()) << usage;
+    if (want) {
+      EXPECT_EQ(r.reader.Usage()->input, want->input) << usage;
+      EXPECT_EQ(r.reader.Usage()->cache_read, want->cache_read) << usage;
+      EXPECT_EQ(r.reader.Usage()->cache_write, want->cache_write) << usage;
+      EXPECT_EQ(r.reader.Usage()->output, want->output) << usage;
+    }
+  }
+}
+
 TEST(StreamReader, MalformedChunksAreMarked) {
   for (const char* bad : {"data: {\"choices\": [{\"delta\n\n", "data: [1,2]\n\n", "data: nope\n\n",
                           "data: {\"choices\":[{\"delta\":{\"content\":\"x\"}}\n\n"}) {
