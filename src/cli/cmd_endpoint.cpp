@@ -53,6 +53,7 @@ struct EndpointOptions {
   bool insecure = false;
   std::string cacert;
   bool http1 = false;
+  std::string http_client = "cmax";
   double timeout_s = 600;
   double connect_timeout_s = 10;
   double idle_timeout_s = 0;
@@ -219,6 +220,7 @@ Result<Prepared> Prepare(const EndpointOptions& o) {
   p.engine_options.insecure = o.insecure;
   p.engine_options.ca_file = o.cacert;
   p.engine_options.http2 = !o.http1;
+  p.engine_options.own_http = o.http_client == "cmax";
   p.engine_options.timeout_s = o.timeout_s;
   p.engine_options.connect_timeout_s = o.connect_timeout_s;
   p.engine_options.idle_timeout_s = o.idle_timeout_s;
@@ -555,6 +557,11 @@ void AddTargetFlags(CLI::App* app, EndpointOptions& o) {
   app->add_flag("--insecure", o.insecure, "Do not verify TLS certificates (verified by default)");
   app->add_option("--cacert", o.cacert, "CA bundle to verify the server with");
   app->add_flag("--http1.1", o.http1, "No HTTP/2 (offered by ALPN on https by default)");
+  app->add_option("--http-client", o.http_client,
+                  "What carries plain http:// requests: cmax (its own HTTP/1.1 connections, "
+                  "the cheapest per token) or libcurl (as https always is)")
+      ->check(CLI::IsMember({"cmax", "libcurl"}))
+      ->capture_default_str();
   app->add_option("--timeout", o.timeout_s, "Seconds a request may take in all")
       ->capture_default_str();
   app->add_option("--connect-timeout", o.connect_timeout_s, "Seconds to connect")

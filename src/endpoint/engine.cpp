@@ -10,11 +10,17 @@
 #include <ctime>
 #include <curl/curl.h>
 #include <fmt/format.h>
+#include <limits>
 #include <list>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <sys/epoll.h>
+#include <sys/socket.h>
+#include <unordered_map>
 
 #include "core/clock.hpp"
 #include "core/strings.hpp"
+#include "endpoint/http_response.hpp"
 #include "endpoint/sse.hpp"
 #include "sys/http_client.hpp"
 
@@ -83,9 +89,10 @@ bool Retryable(const std::string& error_class) {
 }
 
 struct Engine::Impl {
+  struct Conn;
   struct Transfer {
     Impl* engine = nullptr;
-    CURL* easy = nullptr;
+    CURL* easy = nullptr;  // null: the transfer goes over one of cmax's own connections
     curl_slist* headers = nullptr;
     uint64_t tag = 0;
     Call call;
@@ -105,6 +112,15 @@ struct Engine::Impl {
     std::list<std::unique_ptr<Transfer>>::iterator self;  // its place in the engine's list
     uint32_t shard = 0;
     curl_socket_t socket = CURL_SOCKET_BAD;  // its connection while its first chunk is awaited
+    // On cmax's own connections: the request as it goes on the wire, how much of it went, the
+    // connection carrying it, and its deadlines (seconds from the epoch).
+    std::string wire;
+    size_t wire_at = 0;
+    size_t origin = 0;
+    Conn* conn = nullptr;
+    double deadline_s = 0;  // the whole request
+    double activity_s = 0;  // the last byte that came (idle timeout)
+    bool resent = false;    // once sent again over a fresh connection
 
     Transfer(size_t max_event, Api api, bool keep_text) : sse(max_event), reader(api, keep_text) {}
   };
@@ -121,6 +137,34 @@ struct Engine::Impl {
     size_t in_flight = 0;
   };
   static constexpr size_t kShardTransfers = 256;
+
+  // cmax's own plain-HTTP/1.1 connections (http:// URLs, unless told to use libcurl): one
+  // request at a time each, kept alive in a pool per origin. libcurl costs a poll() per read,
+  // several epoll changes and its own bookkeeping per request; these cost a send, the reads
+  // and nothing else (the measured difference is in docs/PERFORMANCE.md). TLS and HTTP/2 stay
+  // with libcurl.
+  static constexpr uint32_t kOwnConnections = 0xffffffffU;  // their "shard" in epoll events
+  struct Conn {
+    int fd = -1;
+    size_t origin = 0;
+    Transfer* transfer = nullptr;  // null: idle in its origin's pool
+    bool connecting = true;
+    bool reused = false;   // it carried an earlier request
+    bool writing = false;  // EPOLLOUT is asked for
+    double connect_deadline_s = 0;
+    HttpResponseReader reader;
+  };
+  struct Origin {
+    std::string host;  // as the Host header gives it
+    sockaddr_storage address{};
+    socklen_t address_length = 0;
+    std::string resolve_error;  // empty: resolved
+    std::vector<Conn*> idle;
+  };
+  struct OwnUrl {
+    size_t origin = 0;
+    std::string target;  // path and query
+  };
 
   EngineOptions options;
   std::vector<std::unique_ptr<Shard>> shards;
@@ -140,12 +184,23 @@ struct Engine::Impl {
   std::vector<Transfer*> awaiting_first;
   size_t awaiting = 0;  // marks in awaiting_first
   curl_slist* resolve = nullptr;
+  std::vector<std::unique_ptr<Conn>> conns;  // by socket
+  std::vector<Origin> origins;
+  std::unordered_map<std::string, size_t> origin_index;             // "host:port"
+  std::unordered_map<std::string, std::optional<OwnUrl>> own_urls;  // nullopt: libcurl's
+  std::vector<char> inbox = std::vector<char>(size_t{64} << 10);    // every read lands here
+  size_t own_in_flight = 0;
+  double next_deadline_s = std::numeric_limits<double>::infinity();
 
   ~Impl() {
     for (auto& t : transfers) {
+      if (t->easy == nullptr) continue;
       curl_multi_remove_handle(shards[t->shard]->multi, t->easy);
       curl_easy_cleanup(t->easy);
       curl_slist_free_all(t->headers);
+    }
+    for (auto& c : conns) {
+      if (c) ::close(c->fd);
     }
     for (CURL* easy : idle_handles) curl_easy_cleanup(easy);
     for (auto& shard : shards) curl_multi_cleanup(shard->multi);
@@ -189,7 +244,9 @@ struct Engine::Impl {
       if ((events[i].events & (EPOLLERR | EPOLLHUP)) != 0U) flags |= CURL_CSELECT_ERR;
       const auto shard = static_cast<uint32_t>(events[i].data.u64 >> 32);
       const auto fd = static_cast<curl_socket_t>(events[i].data.u64 & 0xffffffffU);
-      if (shard < shards.size())
+      if (shard == kOwnConnections) {
+        OnOwnEvent(fd, events[i].events);
+      } else if (shard < shards.size())
         curl_multi_socket_action(shards[shard]->multi, fd, flags, &running);
     }
   }
@@ -272,40 +329,55 @@ struct Engine::Impl {
     const std::string_view line(data, n);
     const size_t colon = line.find(':');
     if (colon != std::string_view::npos) {
-      const std::string name = ToLower(Trim(line.substr(0, colon)));
-      const std::string_view value = Trim(line.substr(colon + 1));
-      if (name == "retry-after-ms") {
-        if (auto ms = ParseNonNegative(value); ms) t->result.retry_after_s = *ms / 1000;
-      } else if (name == "retry-after" && !t->result.retry_after_s) {
-        t->result.retry_after_s = ParseNonNegative(value);  // an HTTP date is not honoured
-      }
+      HeaderField(*t, ToLower(Trim(line.substr(0, colon))), Trim(line.substr(colon + 1)));
     }
     return n;
   }
 
+  // A response header (name lower-cased), whichever connection brought it.
+  static void HeaderField(Transfer& t, std::string_view name, std::string_view value) {
+    if (name == "retry-after-ms") {
+      if (auto ms = ParseNonNegative(value); ms) t.result.retry_after_s = *ms / 1000;
+    } else if (name == "retry-after" && !t.result.retry_after_s) {
+      t.result.retry_after_s = ParseNonNegative(value);  // an HTTP date is not honoured
+    }
+  }
+
   static size_t OnBody(char* data, size_t size, size_t count, void* userp) {
     auto* t = static_cast<Transfer*>(userp);
-    const size_t n = size * count;
     // The status is known once the body begins; asked once, not for every chunk.
     if (t->status == 0) curl_easy_getinfo(t->easy, CURLINFO_RESPONSE_CODE, &t->status);
+    Stamp(*t);
+    return Body(*t, data, size * count) ? size * count : 0;  // 0 aborts: CURLE_WRITE_ERROR
+  }
+
+  // The time of the read under way, which every event it holds arrived at.
+  static void Stamp(Transfer& t) {
+    t.arrived_s = t.engine->Now();
+    t.arrived_ns = t.result.timing.first_chunk_s ? 0 : MonotonicNanos();  // only the first
+  }
+
+  // Body bytes of the response whose status is t.status, as they arrive; false when a whole
+  // response outgrows the body limit (the transfer is then ended as malformed).
+  static bool Body(Transfer& transfer, const char* data, size_t n) {
+    Transfer* t = &transfer;
     const long status = t->status;
     if (status != 200 || !t->call.stream) {
       const size_t cap = status == 200 ? t->engine->options.max_body_bytes : kErrorBodyBytes;
       if (t->body.size() + n > cap) {
         if (status == 200) {
           t->too_big = true;
-          return 0;  // aborts the transfer: CURLE_WRITE_ERROR
+          return false;
         }
         t->body.append(data, std::min(n, cap - std::min(cap, t->body.size())));
-        return n;
+        return true;
       }
       t->body.append(data, n);
-      return n;
+      return true;
     }
-    // Every event of this read arrived now. Kept in the transfer so that the sink captures one
-    // pointer and fits std::function's inline buffer: no allocation per chunk.
-    t->arrived_s = t->engine->Now();
-    t->arrived_ns = t->result.timing.first_chunk_s ? 0 : MonotonicNanos();  // only the first
+    // Every event of this read arrived at the read's time (Stamp). Kept in the transfer so that
+    // the sink captures one pointer and fits std::function's inline buffer: no allocation per
+    // chunk.
     t->sse.Feed(std::string_view(data, n), [t](const SseEvent& event) {
       RequestTiming& timing = t->result.timing;
       const double now = t->arrived_s;
@@ -326,7 +398,7 @@ struct Engine::Impl {
       if (effect.malformed) t->malformed = true;
       if (effect.error && !t->stream_error) t->stream_error = effect.error;
     });
-    return n;
+    return true;
   }
 
   CURL* Handle() {
@@ -383,18 +455,33 @@ struct Engine::Impl {
     Shard& shard = *shards[t->shard];
     curl_multi_remove_handle(shard.multi, easy);
     --shard.in_flight;
-    CallResult& r = t->result;
-    RequestTiming& timing = r.timing;
-    curl_easy_getinfo(easy, CURLINFO_RESPONSE_CODE, &r.http_status);
+    curl_easy_getinfo(easy, CURLINFO_RESPONSE_CODE, &t->result.http_status);
     long version = 0;
     curl_easy_getinfo(easy, CURLINFO_HTTP_VERSION, &version);
-    r.http_version = HttpVersionName(version);
+    t->result.http_version = HttpVersionName(version);
+    if (code != CURLE_OK) {
+      Finish(*t, CurlErrorClass(code, t->answered), curl_easy_strerror(code));
+    } else {
+      Finish(*t, {}, {});
+    }
+  }
+
+  // Ends a transfer whose status and version are in its result: `failure` is the connection's
+  // error class (empty when the exchange went through) and `why` its message; the response
+  // decides the rest. The completion goes to the round's list and the transfer is gone.
+  void Finish(Transfer& transfer, const std::string& failure, const std::string& why) {
+    Transfer* t = &transfer;
+    FirstChunkCame(*t);
+    CallResult& r = t->result;
+    RequestTiming& timing = r.timing;
     const bool cut_in_event = t->call.stream && t->sse.Finish();
     std::string error_class;
-    if (code != CURLE_OK) {
-      error_class = t->too_big ? "malformed" : CurlErrorClass(code, t->answered);
-      r.error_message =
-          t->too_big ? "response larger than the body limit" : curl_easy_strerror(code);
+    if (t->too_big) {
+      error_class = "malformed";
+      r.error_message = "response larger than the body limit";
+    } else if (!failure.empty()) {
+      error_class = failure;
+      r.error_message = why;
     } else if (r.http_status != 200) {
       error_class = HttpErrorClass(r.http_status);
       r.error_message = fmt::format("HTTP {}: {}", r.http_status, ErrorMessage(t->body));
@@ -447,10 +534,385 @@ struct Engine::Impl {
     }
     const uint64_t tag = t->tag;
     CallResult result = std::move(r);
-    curl_slist_free_all(t->headers);
-    idle_handles.push_back(easy);
+    if (t->easy != nullptr) {
+      curl_slist_free_all(t->headers);
+      idle_handles.push_back(t->easy);
+    }
     transfers.erase(t->self);
-    done->push_back({tag, std::move(result)});
+    // Outside Poll (a call that failed as it started) the completion waits for the next one.
+    (done != nullptr ? *done : refused).push_back({tag, std::move(result)});
+  }
+
+  // --- cmax's own connections -------------------------------------------------------------
+
+  // The URL's origin and target when it is plain http and ours to carry; nullopt for libcurl.
+  const std::optional<OwnUrl>& OwnUrlOf(const std::string& url) {
+    const auto found = own_urls.find(url);
+    if (found != own_urls.end()) return found->second;
+    std::optional<OwnUrl> own;
+    CURLU* u = curl_url();
+    char* scheme = nullptr;
+    char* host = nullptr;
+    char* port = nullptr;
+    char* path = nullptr;
+    char* query = nullptr;
+    if (options.own_http && curl_url_set(u, CURLUPART_URL, url.c_str(), 0) == CURLUE_OK &&
+        curl_url_get(u, CURLUPART_SCHEME, &scheme, 0) == CURLUE_OK &&
+        std::string_view(scheme) == "http" &&
+        curl_url_get(u, CURLUPART_HOST, &host, 0) == CURLUE_OK &&
+        curl_url_get(u, CURLUPART_PORT, &port, CURLU_DEFAULT_PORT) == CURLUE_OK &&
+        curl_url_get(u, CURLUPART_PATH, &path, 0) == CURLUE_OK) {
+      own.emplace();
+      own->target = path;
+      if (curl_url_get(u, CURLUPART_QUERY, &query, 0) == CURLUE_OK && query != nullptr) {
+        own->target += '?';
+        own->target += query;
+      }
+      own->origin = OriginOf(host, port);
+    }
+    for (char* part : {scheme, host, port, path, query}) curl_free(part);
+    curl_url_cleanup(u);
+    return own_urls.emplace(url, std::move(own)).first->second;
+  }
+
+  // The origin of host:port, its address looked up once (DNS is not timed in any request).
+  size_t OriginOf(const std::string& host, const std::string& port) {
+    const std::string key = host + ":" + port;
+    if (const auto found = origin_index.find(key); found != origin_index.end()) {
+      return found->second;
+    }
+    Origin o;
+    o.host = port == "80" ? host : key;
+    std::string name = host;
+    if (name.size() > 2 && name.front() == '[') name = name.substr(1, name.size() - 2);
+    addrinfo hints{};
+    hints.ai_socktype = SOCK_STREAM;
+    addrinfo* found = nullptr;
+    const int rc = ::getaddrinfo(name.c_str(), port.c_str(), &hints, &found);
+    if (rc == 0 && found != nullptr) {
+      std::memcpy(&o.address, found->ai_addr, found->ai_addrlen);
+      o.address_length = found->ai_addrlen;
+    } else {
+      o.resolve_error = fmt::format("could not resolve host {}: {}", name, ::gai_strerror(rc));
+    }
+    if (found != nullptr) ::freeaddrinfo(found);
+    origins.push_back(std::move(o));
+    origin_index.emplace(key, origins.size() - 1);
+    return origins.size() - 1;
+  }
+
+  // The request as it goes on the wire. Header rules as libcurl's: a header the caller gives
+  // replaces the default of that name, one given as "Name:" with no value removes it; a header
+  // with a line break in it is not sent (it would end the head early).
+  std::string Wire(const OwnUrl& url, const Call& call) const {
+    const auto given = [&call](std::string_view name) {
+      return std::any_of(call.headers.begin(), call.headers.end(), [name](const std::string& h) {
+        const size_t colon = h.find(':');
+        return colon != std::string::npos && ToLower(Trim(h.substr(0, colon))) == name;
+      });
+    };
+    std::string w;
+    w.reserve(256 + call.body.size());
+    w += "POST ";
+    w += url.target;
+    w += " HTTP/1.1\r\n";
+    if (!given("host")) w += "Host: " + origins[url.origin].host + "\r\n";
+    if (!given("content-type")) w += "Content-Type: application/json\r\n";
+    if (call.stream && !given("accept")) w += "Accept: text/event-stream\r\n";
+    for (const std::string& h : call.headers) {
+      const size_t colon = h.find(':');
+      if (colon == std::string::npos || h.find_first_of("\r\n") != std::string::npos ||
+          Trim(std::string_view(h).substr(colon + 1)).empty() ||
+          ToLower(Trim(std::string_view(h).substr(0, colon))) == "content-length") {
+        continue;
+      }
+      w += h;
+      w += "\r\n";
+    }
+    w += "Content-Length: ";
+    w += std::to_string(call.body.size());
+    w += "\r\n\r\n";
+    w += call.body;
+    return w;
+  }
+
+  void StartOwn(std::unique_ptr<Transfer> owned, const OwnUrl& url) {
+    Transfer* t = owned.get();
+    t->shard = kOwnConnections;
+    t->origin = url.origin;
+    t->wire = Wire(url, t->call);
+    t->call.body = std::string();  // on the wire now
+    const double now = Now();
+    t->result.timing.sent_s = now;
+    t->deadline_s = now + options.timeout_s;
+    t->activity_s = now;
+    transfers.push_back(std::move(owned));
+    t->self = std::prev(transfers.end());
+    ++own_in_flight;
+    const Origin& o = origins[url.origin];
+    if (!o.resolve_error.empty()) {
+      --own_in_flight;
+      Finish(*t, "dns", o.resolve_error);
+      return;
+    }
+    Attach(*t);
+  }
+
+  // Puts the transfer on an idle connection to its origin or a new one, and sends what it can.
+  void Attach(Transfer& t) {
+    Origin& o = origins[t.origin];
+    Conn* c = nullptr;
+    if (!o.idle.empty()) {
+      c = o.idle.back();
+      o.idle.pop_back();
+      c->reused = true;
+    } else {
+      std::string why;
+      c = Connect(t.origin, why);
+      if (c == nullptr) {
+        --own_in_flight;
+        Finish(t, "connect", why);
+        return;
+      }
+    }
+    c->transfer = &t;
+    c->reader.Reset();
+    t.conn = c;
+    t.wire_at = 0;
+    next_deadline_s = std::min(next_deadline_s, Due(t));
+    if (!c->connecting) Send(*c);
+  }
+
+  Conn* Connect(size_t origin, std::string& why) {
+    const Origin& o = origins[origin];
+    const int fd =
+        ::socket(o.address.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, IPPROTO_TCP);
+    if (fd < 0) {
+      why = fmt::format("socket: {}", std::strerror(errno));
+      return nullptr;
+    }
+    const int one = 1;
+    ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+    const int rc = ::connect(fd, reinterpret_cast<const sockaddr*>(&o.address), o.address_length);
+    if (rc < 0 && errno != EINPROGRESS) {
+      why = fmt::format("connect to {}: {}", o.host, std::strerror(errno));
+      ::close(fd);
+      return nullptr;
+    }
+    auto c = std::make_unique<Conn>();
+    c->fd = fd;
+    c->origin = origin;
+    c->connecting = true;  // even when done at once: the first EPOLLOUT says so
+    c->writing = true;
+    c->connect_deadline_s = Now() + options.connect_timeout_s;
+    epoll_event ev{};
+    ev.events = EPOLLIN | EPOLLOUT;
+    ev.data.u64 = (uint64_t{kOwnConnections} << 32) | static_cast<uint32_t>(fd);
+    ::epoll_ctl(epoll_fd, EPOLL_CTL_ADD, fd, &ev);
+    const auto at = static_cast<size_t>(fd);
+    if (at >= conns.size()) conns.resize(at + 1024);
+    conns[at] = std::move(c);
+    return conns[at].get();
+  }
+
+  void Writing(Conn& c, bool on) {
+    if (c.writing == on) return;
+    c.writing = on;
+    epoll_event ev{};
+    ev.events = EPOLLIN | (on ? EPOLLOUT : 0U);
+    ev.data.u64 = (uint64_t{kOwnConnections} << 32) | static_cast<uint32_t>(c.fd);
+    ::epoll_ctl(epoll_fd, EPOLL_CTL_MOD, c.fd, &ev);
+  }
+
+  // Sends what is left of the request; false when the connection broke (the transfer is
+  // then resent or ended).
+  bool Send(Conn& c) {
+    Transfer& t = *c.transfer;
+    while (t.wire_at < t.wire.size()) {
+      const ssize_t n =
+          ::send(c.fd, t.wire.data() + t.wire_at, t.wire.size() - t.wire_at, MSG_NOSIGNAL);
+      if (n > 0) {
+        t.wire_at += static_cast<size_t>(n);
+      } else if (n < 0 && errno == EINTR) {
+        continue;
+      } else if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+        Writing(c, true);
+        return true;
+      } else {
+        Ended(c, n < 0 ? errno : EPIPE);
+        return false;
+      }
+    }
+    Writing(c, false);
+    if (t.call.stream) AwaitFirstChunk(t, c.fd);  // the request is out: its answer is awaited
+    return true;
+  }
+
+  void OnOwnEvent(int fd, uint32_t events) {
+    const auto at = static_cast<size_t>(fd);
+    if (at >= conns.size() || !conns[at]) return;
+    Conn& c = *conns[at];
+    if (c.transfer == nullptr) {
+      // An idle connection speaks only to say that the server closed it.
+      const ssize_t n = ::recv(c.fd, inbox.data(), inbox.size(), MSG_DONTWAIT);
+      if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) return;
+      Close(c);
+      return;
+    }
+    if (c.connecting) {
+      if ((events & (EPOLLOUT | EPOLLERR | EPOLLHUP)) == 0) return;
+      int error = 0;
+      socklen_t length = sizeof(error);
+      ::getsockopt(c.fd, SOL_SOCKET, SO_ERROR, &error, &length);
+      if (error != 0) {
+        FailOwn(c, "connect",
+                fmt::format("connect to {}: {}", origins[c.origin].host, std::strerror(error)));
+        return;
+      }
+      c.connecting = false;
+    }
+    if (c.transfer->wire_at < c.transfer->wire.size() && !Send(c)) return;
+    if ((events & (EPOLLIN | EPOLLHUP | EPOLLERR)) != 0) Receive(c);
+  }
+
+  void Receive(Conn& c) {
+    const ssize_t n = ::recv(c.fd, inbox.data(), inbox.size(), 0);
+    if (n > 0) {
+      Arrived(c, static_cast<size_t>(n));
+    } else if (n == 0) {
+      Ended(c, 0);
+    } else if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) {
+      Ended(c, errno);
+    }
+  }
+
+  void Arrived(Conn& c, size_t n) {
+    Transfer& t = *c.transfer;
+    Stamp(t);
+    t.activity_s = t.arrived_s;
+    if (!t.result.timing.first_byte_s) t.result.timing.first_byte_s = t.arrived_s;
+    t.answered = true;
+    const bool had_head = c.reader.HeadDone();
+    const size_t used = c.reader.Feed(std::string_view(inbox.data(), n));
+    if (!had_head && c.reader.HeadDone()) {
+      t.status = c.reader.Status();
+      t.result.http_status = t.status;
+      t.result.http_version = c.reader.MinorVersion() == 0 ? "1.0" : "1.1";
+      for (const auto& [name, value] : c.reader.Headers()) HeaderField(t, name, value);
+    }
+    for (const std::string_view piece : c.reader.Body()) {
+      if (!Body(t, piece.data(), piece.size())) {
+        FailOwn(c, "malformed", {});  // too big: Finish says so
+        return;
+      }
+    }
+    if (c.reader.GetState() == HttpResponseReader::State::kDone) {
+      Done(c, used == n);
+    } else if (c.reader.GetState() == HttpResponseReader::State::kError) {
+      FailOwn(c, "malformed", c.reader.Error());
+    }
+  }
+
+  // The connection closed (error 0) or broke.
+  void Ended(Conn& c, int error) {
+    Transfer& t = *c.transfer;
+    if (error == 0) {
+      c.reader.Close();
+      if (c.reader.GetState() == HttpResponseReader::State::kDone) {
+        Done(c, false);
+        return;
+      }
+    }
+    if (!c.reader.Began()) {
+      if (c.reused && !t.resent) {
+        // The server closed a kept-alive connection as the request went out: sent again once
+        // over a fresh one, as libcurl does.
+        t.resent = true;
+        Detach(c);
+        Close(c);
+        Attach(t);
+        return;
+      }
+      FailOwn(c, "connect",
+              error == 0 ? "the server closed the connection without answering"
+                         : fmt::format("connection to {}: {}", origins[c.origin].host,
+                                       std::strerror(error)));
+      return;
+    }
+    FailOwn(c, "truncated",
+            error == 0 ? "the connection closed before the answer was whole"
+                       : fmt::format("the connection broke: {}", std::strerror(error)));
+  }
+
+  Transfer& Detach(Conn& c) {
+    Transfer& t = *c.transfer;
+    FirstChunkCame(t);  // before the socket is closed and its number reused
+    c.transfer = nullptr;
+    t.conn = nullptr;
+    return t;
+  }
+
+  void Done(Conn& c, bool reusable) {
+    Transfer& t = Detach(c);
+    if (reusable && c.reader.KeepAlive()) {
+      c.reader.Reset();
+      origins[c.origin].idle.push_back(&c);
+    } else {
+      Close(c);
+    }
+    --own_in_flight;
+    Finish(t, {}, {});
+  }
+
+  void FailOwn(Conn& c, const std::string& error_class, const std::string& why) {
+    Transfer& t = Detach(c);
+    Close(c);
+    --own_in_flight;
+    Finish(t, error_class, why);
+  }
+
+  void Close(Conn& c) {
+    auto& idle = origins[c.origin].idle;
+    idle.erase(std::remove(idle.begin(), idle.end(), &c), idle.end());
+    ::close(c.fd);  // leaves both epoll sets with it
+    conns[static_cast<size_t>(c.fd)].reset();
+  }
+
+  // The first deadline of a transfer on its connection.
+  double Due(const Transfer& t) const {
+    double due = t.deadline_s;
+    if (t.conn != nullptr && t.conn->connecting) due = std::min(due, t.conn->connect_deadline_s);
+    if (options.idle_timeout_s > 0) due = std::min(due, t.activity_s + options.idle_timeout_s);
+    return due;
+  }
+
+  // Ends the transfers past a deadline. Deadlines only move later (bytes came), so the earliest
+  // found here is never later than the true next one.
+  void CheckDeadlines() {
+    const double now = Now();
+    if (own_in_flight == 0 || now < next_deadline_s) return;
+    next_deadline_s = std::numeric_limits<double>::infinity();
+    std::vector<Transfer*> late;
+    for (const auto& t : transfers) {
+      if (t->conn == nullptr) continue;
+      const double due = Due(*t);
+      if (now >= due) {
+        late.push_back(t.get());
+      } else {
+        next_deadline_s = std::min(next_deadline_s, due);
+      }
+    }
+    for (Transfer* t : late) {
+      std::string why;
+      if (now >= t->deadline_s) {
+        why = fmt::format("the request took over {} s", options.timeout_s);
+      } else if (t->conn->connecting) {
+        why = fmt::format("connect timed out after {} s", options.connect_timeout_s);
+      } else {
+        why = fmt::format("no byte for {} s", options.idle_timeout_s);
+      }
+      FailOwn(*t->conn, "timeout", why);
+    }
   }
 
   void Drain(Shard& shard) {
@@ -464,7 +926,7 @@ struct Engine::Impl {
 Engine::Engine(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 Engine::~Engine() = default;
 size_t Engine::InFlight() const {
-  return impl_->transfers.size();
+  return impl_->transfers.size() + impl_->refused.size();  // ended at once: not handed out yet
 }
 double Engine::SecondsSinceEpoch() const {
   return impl_->Now();
@@ -473,11 +935,19 @@ double Engine::SecondsSinceEpoch() const {
 void Engine::CancelAll() {
   Impl& s = *impl_;
   for (auto& t : s.transfers) {
+    if (Impl::Conn* c = t->conn; c != nullptr) {
+      s.Detach(*c);
+      s.Close(*c);
+      continue;
+    }
+    if (t->easy == nullptr) continue;
     curl_multi_remove_handle(s.shards[t->shard]->multi, t->easy);
     curl_slist_free_all(t->headers);
     s.idle_handles.push_back(t->easy);
   }
   s.transfers.clear();
+  s.own_in_flight = 0;
+  s.next_deadline_s = std::numeric_limits<double>::infinity();
   for (size_t fd = 0; fd < s.awaiting_first.size(); ++fd) {
     if (s.awaiting_first[fd] != nullptr) {
       ::epoll_ctl(s.first_epoll_fd, EPOLL_CTL_DEL, static_cast<int>(fd), nullptr);
@@ -490,7 +960,15 @@ void Engine::CancelAll() {
 }
 
 void Engine::ResetEpoch() {
+  // Deadlines count from the epoch: moved with it (between phases nothing is in flight).
+  const double shift = impl_->Now();
   impl_->options.epoch = Clock::now();
+  for (auto& t : impl_->transfers) {
+    t->deadline_s -= shift;
+    t->activity_s -= shift;
+    if (t->conn != nullptr) t->conn->connect_deadline_s -= shift;
+  }
+  impl_->next_deadline_s -= shift;
 }
 
 Result<std::unique_ptr<Engine>> Engine::Create(const EngineOptions& options) {
@@ -506,6 +984,9 @@ Result<std::unique_ptr<Engine>> Engine::Create(const EngineOptions& options) {
 }
 
 bool Engine::PinAddress(const std::string& url) {
+  if (const auto& own = impl_->OwnUrlOf(url); own) {
+    return impl_->origins[own->origin].resolve_error.empty();
+  }
   CURLU* u = curl_url();
   char* host = nullptr;
   char* port = nullptr;
@@ -546,6 +1027,10 @@ void Engine::Start(uint64_t tag, Call call) {
   t->engine = &s;
   t->tag = tag;
   t->call = std::move(call);
+  if (const auto& own = s.OwnUrlOf(t->call.url); own) {
+    s.StartOwn(std::move(t), *own);
+    return;
+  }
   t->easy = s.Handle();
   t->headers = curl_slist_append(nullptr, "Content-Type: application/json");
   t->headers = curl_slist_append(t->headers, "Expect:");  // no 100-continue round trip
@@ -589,6 +1074,10 @@ void Engine::Poll(Clock::time_point until, std::vector<Completion>& done) {
   for (const auto& shard : s.shards) {
     if (shard->deadline && *shard->deadline < wake) wake = *shard->deadline;
   }
+  if (s.own_in_flight > 0 && s.next_deadline_s < s.Now() + 3600) {
+    wake = std::min(wake, s.options.epoch + std::chrono::duration_cast<Clock::duration>(
+                                                std::chrono::duration<double>(s.next_deadline_s)));
+  }
   const auto wait = std::max(Clock::duration::zero(), wake - Clock::now());
   const int64_t wait_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(wait).count();
   timespec ts{static_cast<time_t>(wait_ns / 1'000'000'000),
@@ -607,6 +1096,8 @@ void Engine::Poll(Clock::time_point until, std::vector<Completion>& done) {
     }
   }
   for (auto& shard : s.shards) s.Drain(*shard);
+  s.CheckDeadlines();
+  s.done = nullptr;
 }
 
 }  // namespace cmax::endpoint

@@ -24,6 +24,7 @@ struct EngineOptions {
   bool insecure = false;  // skip certificate verification (--insecure)
   std::string ca_file;    // extra trust (--cacert)
   bool http2 = true;      // offer h2 by ALPN on TLS; plain http is HTTP/1.1
+  bool own_http = true;   // plain http:// over cmax's own HTTP/1.1 connections (else libcurl)
   double connect_timeout_s = 10;
   double timeout_s = 600;     // the whole request
   double idle_timeout_s = 0;  // no byte for this long: timeout (0: off; whole seconds)

@@ -1,7 +1,8 @@
 // The stream chunk reader and serve-sim's request parser and request reader on any bytes: they
 // never crash, throw or read past their input (ASan watches), memory stays bounded, and a chunk
 // the reader calls well-formed content is one the full JSON library accepts as an object, and a
-// reader with the quick chunk path says, event by event, what one with the full parse says. The
+// reader with the quick chunk path says, event by event, what one with the full parse says; the
+// client's HTTP response reader takes the same bytes as a response. The
 // first byte picks the API and the split size; the bytes are also a request body to serve-sim.
 #include <cstddef>
 #include <cstdint>
@@ -12,6 +13,7 @@
 
 #include "endpoint/api.hpp"
 #include "endpoint/http_request.hpp"
+#include "endpoint/http_response.hpp"
 #include "endpoint/sim.hpp"
 #include "endpoint/sse.hpp"
 
@@ -53,6 +55,24 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (request.GetState() == HttpRequestParser::State::kDone) {
     (void)ParseSimRequest(request.Request(), config);
   }
+  // The client's response reader: bounded, body bytes only from the input, nothing used twice.
+  HttpResponseReader response(4096);
+  size_t response_used = 0;
+  size_t body_bytes = 0;
+  for (size_t at = 0; at < text.size(); at += chunk) {
+    const std::string_view piece = text.substr(at, std::min(chunk, text.size() - at));
+    const size_t n = response.Feed(piece);
+    if (n > piece.size()) std::abort();
+    response_used += n;
+    for (std::string_view b : response.Body()) {
+      if (b.data() < piece.data() || b.data() + b.size() > piece.data() + piece.size())
+        std::abort();
+      body_bytes += b.size();
+    }
+    if (n < piece.size()) break;
+  }
+  response.Close();
+  if (response_used > text.size() || body_bytes > response_used) std::abort();
   HttpRequest post;  // the bytes as the body of a POST to the API's path
   post.method = "POST";
   post.target = api == Api::kChat          ? "/v1/chat/completions"

@@ -53,11 +53,14 @@ LoadRun Basic(const std::string& url, Api api = Api::kChat, size_t requests = 6)
 }
 
 // Every request of a run with one fault, sent through the header.
+// Plain http goes over cmax's own connections unless `own_http` is false (libcurl's); the fault
+// tests run both.
 LoadResult WithFault(SimFixture& sim, const std::string& fault, Api api = Api::kChat,
-                     double timeout_s = 10) {
+                     double timeout_s = 10, bool own_http = true) {
   LoadRun r = Basic(sim.Url(std::string(DefaultPath(api))), api, 3);
   r.target.headers = {"x-cmax-sim-fault: " + fault};
   r.options.timeout_s = timeout_s;
+  r.options.own_http = own_http;
   auto w = Random();
   auto result = r.Go(*w);
   EXPECT_TRUE(result) << result.error().message;
@@ -138,38 +141,52 @@ TEST(EndpointE2E, ServerFaultsGetTheirErrorClass) {
   SimFixture sim(
       {.default_max_tokens = 6, .retry_after_s = 2, .slow_start_ms = 150, .trickle_ms = 200});
   ASSERT_TRUE(sim.Up());
-  EXPECT_EQ(Classes(WithFault(sim, "429")), std::set<std::string>{"http-429"});
-  EXPECT_EQ(WithFault(sim, "429").records[0].http_status, 429);
-  EXPECT_EQ(Classes(WithFault(sim, "500")), std::set<std::string>{"http-5xx"});
-  EXPECT_EQ(Classes(WithFault(sim, "cut")), std::set<std::string>{"truncated"});
-  EXPECT_EQ(Classes(WithFault(sim, "cut", Api::kAnthropic)), std::set<std::string>{"truncated"});
-  EXPECT_EQ(Classes(WithFault(sim, "error-event")), std::set<std::string>{"stream-error"});
-  EXPECT_EQ(Classes(WithFault(sim, "error-event", Api::kAnthropic)),
-            std::set<std::string>{"stream-error"});
-  EXPECT_EQ(Classes(WithFault(sim, "malformed-json")), std::set<std::string>{"malformed"});
-  EXPECT_EQ(Classes(WithFault(sim, "close-early")), std::set<std::string>{"connect"});
-  // A slowloris-style trickle meets the request timeout.
-  EXPECT_EQ(Classes(WithFault(sim, "trickle", Api::kChat, 1.0)), std::set<std::string>{"timeout"});
-  const LoadResult slow = WithFault(sim, "slow-start");
-  EXPECT_EQ(Classes(slow), std::set<std::string>{"ok"});
-  for (const auto& rec : slow.records)
-    EXPECT_GE(*rec.timing.first_chunk_s - rec.timing.sent_s, 0.14);
-  const LoadResult error_event = WithFault(sim, "error-event");
-  EXPECT_NE(error_event.records[0].error_message.find("simulated failure"), std::string::npos);
+  for (const bool own : {true, false}) {
+    SCOPED_TRACE(own ? "cmax's own connections" : "libcurl");
+    const auto classes = [&](const std::string& fault, Api api = Api::kChat,
+                             double timeout_s = 10) {
+      return Classes(WithFault(sim, fault, api, timeout_s, own));
+    };
+    EXPECT_EQ(classes("429"), std::set<std::string>{"http-429"});
+    const LoadResult limited = WithFault(sim, "429", Api::kChat, 10, own);
+    EXPECT_EQ(limited.records[0].http_status, 429);
+    EXPECT_EQ(classes("500"), std::set<std::string>{"http-5xx"});
+    EXPECT_EQ(classes("cut"), std::set<std::string>{"truncated"});
+    EXPECT_EQ(classes("cut", Api::kAnthropic), std::set<std::string>{"truncated"});
+    EXPECT_EQ(classes("error-event"), std::set<std::string>{"stream-error"});
+    EXPECT_EQ(classes("error-event", Api::kAnthropic), std::set<std::string>{"stream-error"});
+    EXPECT_EQ(classes("malformed-json"), std::set<std::string>{"malformed"});
+    EXPECT_EQ(classes("close-early"), std::set<std::string>{"connect"});
+    // A slowloris-style trickle meets the request timeout.
+    EXPECT_EQ(classes("trickle", Api::kChat, 1.0), std::set<std::string>{"timeout"});
+    const LoadResult slow = WithFault(sim, "slow-start", Api::kChat, 10, own);
+    EXPECT_EQ(Classes(slow), std::set<std::string>{"ok"});
+    for (const auto& rec : slow.records) {
+      EXPECT_GE(*rec.timing.first_chunk_s - rec.timing.sent_s, 0.14);
+      EXPECT_EQ(rec.http_version, "1.1");
+    }
+    const LoadResult error_event = WithFault(sim, "error-event", Api::kChat, 10, own);
+    EXPECT_NE(error_event.records[0].error_message.find("simulated failure"), std::string::npos);
+  }
 }
 
 TEST(EndpointE2E, OddButValidAnswersAreRead) {
   SimFixture sim({.default_max_tokens = 6});
   ASSERT_TRUE(sim.Up());
-  for (const char* fault : {"http10", "byte-split", "no-done"}) {
-    SCOPED_TRACE(fault);
-    const LoadResult r = WithFault(sim, fault);
-    EXPECT_EQ(Classes(r), std::set<std::string>{"ok"});
-    for (const auto& rec : r.records) EXPECT_EQ(rec.timing.output_tokens, 8U);
+  for (const bool own : {true, false}) {
+    for (const char* fault : {"http10", "byte-split", "no-done"}) {
+      SCOPED_TRACE(std::string(fault) + (own ? " over cmax's own connections" : " over libcurl"));
+      const LoadResult r = WithFault(sim, fault, Api::kChat, 10, own);
+      EXPECT_EQ(Classes(r), std::set<std::string>{"ok"});
+      for (const auto& rec : r.records) {
+        EXPECT_EQ(rec.timing.output_tokens, 8U);
+        EXPECT_EQ(rec.http_version, std::string(fault) == "http10" ? "1.0" : "1.1");
+      }
+    }
+    // Without [DONE] and without a finish reason the answer is not known to be whole.
+    const LoadResult anthropic = WithFault(sim, "no-done", Api::kAnthropic, 10, own);
+    EXPECT_EQ(Classes(anthropic), std::set<std::string>{"ok"});  // message_delta said max_tokens
   }
-  // Without [DONE] and without a finish reason the answer is not known to be whole.
-  const LoadResult anthropic = WithFault(sim, "no-done", Api::kAnthropic);
-  EXPECT_EQ(Classes(anthropic), std::set<std::string>{"ok"});  // message_delta said max_tokens
 }
 
 TEST(EndpointE2E, ATenMegabyteLineIsDroppedWithMemoryBounded) {
