@@ -852,9 +852,12 @@ struct Engine::Impl {
     return t;
   }
 
-  void Done(Conn& c, bool reusable) {
+  // The answer is whole. The connection goes back to the pool when the server keeps it, sent
+  // nothing more, and had the whole request (an answer before the end of the request, like an
+  // early 413, leaves the connection in no known state).
+  void Done(Conn& c, bool nothing_after) {
     Transfer& t = Detach(c);
-    if (reusable && c.reader.KeepAlive()) {
+    if (nothing_after && c.reader.KeepAlive() && t.wire_at == t.wire.size()) {
       c.reader.Reset();
       origins[c.origin].idle.push_back(&c);
     } else {
