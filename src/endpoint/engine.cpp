@@ -644,7 +644,9 @@ struct Engine::Impl {
     t->call.body = std::string();  // on the wire now
     const double now = Now();
     t->result.timing.sent_s = now;
-    t->deadline_s = now + options.timeout_s;
+    // 0 or less: no limit, as libcurl reads it.
+    t->deadline_s =
+        options.timeout_s > 0 ? now + options.timeout_s : std::numeric_limits<double>::infinity();
     t->activity_s = now;
     transfers.push_back(std::move(owned));
     t->self = std::prev(transfers.end());
@@ -658,15 +660,25 @@ struct Engine::Impl {
     Attach(*t);
   }
 
-  // Puts the transfer on an idle connection to its origin or a new one, and sends what it can.
-  void Attach(Transfer& t) {
+  // Puts the transfer on an idle connection to its origin (unless `fresh`) or a new one, and
+  // sends what it can.
+  void Attach(Transfer& t, bool fresh = false) {
     Origin& o = origins[t.origin];
     Conn* c = nullptr;
-    if (!o.idle.empty()) {
+    while (!fresh && c == nullptr && !o.idle.empty()) {
       c = o.idle.back();
       o.idle.pop_back();
       c->reused = true;
-    } else {
+      // A pooled connection the server has closed, or that holds bytes nobody asked for, is
+      // not used (libcurl checks the same before reuse).
+      char byte = 0;
+      const ssize_t n = ::recv(c->fd, &byte, 1, MSG_PEEK | MSG_DONTWAIT);
+      if (n >= 0 || (errno != EAGAIN && errno != EWOULDBLOCK)) {
+        Close(*c);
+        c = nullptr;
+      }
+    }
+    if (c == nullptr) {
       std::string why;
       c = Connect(t.origin, why);
       if (c == nullptr) {
@@ -704,7 +716,8 @@ struct Engine::Impl {
     c->origin = origin;
     c->connecting = true;  // even when done at once: the first EPOLLOUT says so
     c->writing = true;
-    c->connect_deadline_s = Now() + options.connect_timeout_s;
+    c->connect_deadline_s = Now() + (options.connect_timeout_s > 0 ? options.connect_timeout_s
+                                                                   : 300);  // libcurl's default
     epoll_event ev{};
     ev.events = EPOLLIN | EPOLLOUT;
     ev.data.u64 = (uint64_t{kOwnConnections} << 32) | static_cast<uint32_t>(fd);
@@ -764,6 +777,9 @@ struct Engine::Impl {
       int error = 0;
       socklen_t length = sizeof(error);
       ::getsockopt(c.fd, SOL_SOCKET, SO_ERROR, &error, &length);
+      // No error and no EPOLLOUT: an event left from an earlier socket of the same number in
+      // this round; the connection is still being made.
+      if (error == 0 && (events & EPOLLOUT) == 0) return;
       if (error != 0) {
         FailOwn(c, "connect",
                 fmt::format("connect to {}: {}", origins[c.origin].host, std::strerror(error)));
@@ -771,30 +787,37 @@ struct Engine::Impl {
       }
       c.connecting = false;
     }
-    if (c.transfer->wire_at < c.transfer->wire.size() && !Send(c)) return;
-    if ((events & (EPOLLIN | EPOLLHUP | EPOLLERR)) != 0) Receive(c);
+    // What came is read before the rest of the request is sent: an early answer (a 413, a
+    // 400) is then read before a send into the closed connection would hide it.
+    const bool readable = (events & (EPOLLIN | EPOLLHUP | EPOLLERR)) != 0;
+    if (readable && !Receive(c)) return;
+    if (c.transfer->wire_at < c.transfer->wire.size()) Send(c);
   }
 
-  void Receive(Conn& c) {
+  // One read; false when the transfer left the connection (ended, or sent again elsewhere).
+  bool Receive(Conn& c) {
     const ssize_t n = ::recv(c.fd, inbox.data(), inbox.size(), 0);
-    if (n > 0) {
-      Arrived(c, static_cast<size_t>(n));
-    } else if (n == 0) {
+    if (n > 0) return Arrived(c, static_cast<size_t>(n));
+    if (n == 0) {
       Ended(c, 0);
-    } else if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) {
-      Ended(c, errno);
+      return false;
     }
+    if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) {
+      Ended(c, errno);
+      return false;
+    }
+    return true;
   }
 
-  void Arrived(Conn& c, size_t n) {
+  bool Arrived(Conn& c, size_t n) {
     Transfer& t = *c.transfer;
     Stamp(t);
     t.activity_s = t.arrived_s;
     if (!t.result.timing.first_byte_s) t.result.timing.first_byte_s = t.arrived_s;
     t.answered = true;
-    const bool had_head = c.reader.HeadDone();
+    const bool had_head = c.reader.HeadRead();
     const size_t used = c.reader.Feed(std::string_view(inbox.data(), n));
-    if (!had_head && c.reader.HeadDone()) {
+    if (!had_head && c.reader.HeadRead()) {
       t.status = c.reader.Status();
       t.result.http_status = t.status;
       t.result.http_version = c.reader.MinorVersion() == 0 ? "1.0" : "1.1";
@@ -803,14 +826,18 @@ struct Engine::Impl {
     for (const std::string_view piece : c.reader.Body()) {
       if (!Body(t, piece.data(), piece.size())) {
         FailOwn(c, "malformed", {});  // too big: Finish says so
-        return;
+        return false;
       }
     }
     if (c.reader.GetState() == HttpResponseReader::State::kDone) {
       Done(c, used == n);
-    } else if (c.reader.GetState() == HttpResponseReader::State::kError) {
-      FailOwn(c, "malformed", c.reader.Error());
+      return false;
     }
+    if (c.reader.GetState() == HttpResponseReader::State::kError) {
+      FailOwn(c, "malformed", c.reader.Error());
+      return false;
+    }
+    return true;
   }
 
   // The connection closed (error 0) or broke.
@@ -830,7 +857,7 @@ struct Engine::Impl {
         t.resent = true;
         Detach(c);
         Close(c);
-        Attach(t);
+        Attach(t, /*fresh=*/true);
         return;
       }
       FailOwn(c, "connect",

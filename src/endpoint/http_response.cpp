@@ -33,6 +33,16 @@ bool IsTokenChar(char c) {
 
 }  // namespace
 
+std::string HttpResponseReader::Joined(std::string_view lower_name) const {
+  std::string joined;
+  for (const auto& [name, value] : headers_) {
+    if (name != lower_name) continue;
+    if (!joined.empty()) joined += ',';
+    joined += value;
+  }
+  return joined;
+}
+
 std::optional<std::string_view> HttpResponseReader::Header(std::string_view lower_name) const {
   for (const auto& [name, value] : headers_) {
     if (name == lower_name) return value;
@@ -43,6 +53,7 @@ std::optional<std::string_view> HttpResponseReader::Header(std::string_view lowe
 void HttpResponseReader::Reset() {
   state_ = State::kHead;
   began_ = false;
+  head_read_ = false;
   head_.clear();
   body_.clear();
   headers_.clear();
@@ -168,18 +179,22 @@ bool HttpResponseReader::ParseHead(std::string_view head) {
     return false;
   }
   if (status_ < 200) return true;  // interim: the caller waits for the next head
-  // The body's framing.
-  const auto connection = Header("connection");
-  keep_alive_ = minor_ == 1 ? !(connection && Lists(*connection, "close"))
-                            : (connection && Lists(*connection, "keep-alive"));
+  head_read_ = true;
+  // The body's framing. Repeated lines of a list header are one list (RFC 9110 section 5.3).
+  const std::string connection = Joined("connection");
+  keep_alive_ = minor_ == 1 ? !Lists(connection, "close") : Lists(connection, "keep-alive");
   state_ = State::kBody;
   if (status_ == 204 || status_ == 304) {
     framing_ = Framing::kNone;
     state_ = State::kDone;
     return true;
   }
-  if (const auto coding = Header("transfer-encoding"); coding) {
-    const std::vector<std::string_view> codings = Split(*coding, ',');
+  if (Header("transfer-encoding")) {
+    // With Content-Length too, or in HTTP/1.0, the framing is suspect: the body is read by the
+    // coding but the connection is not used again (RFC 9112 sections 6.1 and 6.3).
+    if (minor_ == 0 || Header("content-length")) keep_alive_ = false;
+    const std::string coding = Joined("transfer-encoding");
+    const std::vector<std::string_view> codings = Split(coding, ',');
     if (!codings.empty() && ToLower(Trim(codings.back())) == "chunked") {
       framing_ = Framing::kChunked;
       chunk_ = Chunk::kSize;

@@ -32,6 +32,8 @@ class HttpResponseReader {
   State GetState() const { return state_; }
   bool Began() const { return began_; }  // a byte of the response came
   bool HeadDone() const { return state_ == State::kBody || state_ == State::kDone; }
+  // The final head was read (true also when its framing, or the body after it, was bad).
+  bool HeadRead() const { return head_read_; }
   const std::vector<std::string_view>& Body() const { return body_; }  // views into Feed's input
   int Status() const { return status_; }
   int MinorVersion() const { return minor_; }  // HTTP/1.0 or HTTP/1.1
@@ -45,6 +47,7 @@ class HttpResponseReader {
  private:
   enum class Framing { kNone, kLength, kChunked, kClose };
   enum class Chunk { kSize, kExtension, kSizeEnd, kData, kDataEnd, kDataEndLf, kTrailer };
+  std::string Joined(std::string_view lower_name) const;  // every line of the name, joined
   size_t FeedHead(std::string_view bytes);
   size_t FeedChunked(std::string_view bytes);
   bool ParseHead(std::string_view head);
@@ -53,6 +56,7 @@ class HttpResponseReader {
   size_t max_head_;
   State state_ = State::kHead;
   bool began_ = false;
+  bool head_read_ = false;
   std::string head_;
   std::vector<std::string_view> body_;
   std::vector<std::pair<std::string, std::string>> headers_;

@@ -69,6 +69,20 @@ TEST(HttpResponseReader, EveryFramingSplitAnywhere) {
        "Content-Length: 0\r\n\r\n",
        false, State::kDone, "", 429, true},
       {"HTTP/1.1 204 No Content\r\n\r\n", false, State::kDone, "", 204, true},
+      // repeated list headers are one list
+      {"HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip\r\nTransfer-Encoding: chunked\r\n\r\n"
+       "2\r\nok\r\n0\r\n\r\n",
+       false, State::kDone, "ok", 200, true},
+      {"HTTP/1.1 200 OK\r\nConnection: keep-alive\r\nConnection: close\r\nContent-Length: 2"
+       "\r\n\r\nok",
+       false, State::kDone, "ok", 200, false},
+      // suspect framing: read by the coding, the connection not used again
+      {"HTTP/1.1 200 OK\r\nContent-Length: 9\r\nTransfer-Encoding: chunked\r\n\r\n"
+       "2\r\nok\r\n0\r\n\r\n",
+       false, State::kDone, "ok", 200, false},
+      {"HTTP/1.0 200 OK\r\nConnection: keep-alive\r\nTransfer-Encoding: chunked\r\n\r\n"
+       "2\r\nok\r\n0\r\n\r\n",
+       false, State::kDone, "ok", 200, false},
       {"HTTP/1.1 200 OK\r\nContent-Length: 3, 3\r\n\r\nabc", false, State::kDone, "abc", 200, true},
       // cut short: the state says so
       {"HTTP/1.1 200 OK\r\nContent-Length: 9\r\n\r\nabc", true, State::kBody, "abc", 200, true},
@@ -121,6 +135,18 @@ TEST(HttpResponseReader, HeadersAndWhatFollowsTheResponse) {
   EXPECT_EQ(r.GetState(), State::kHead);
   EXPECT_EQ(r.Feed("HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n"), 38U);
   EXPECT_EQ(r.Status(), 200);
+}
+
+TEST(HttpResponseReader, TheHeadIsKnownWhenTheBodyAfterItIsBad) {
+  HttpResponseReader r;
+  r.Feed("HTTP/1.1 503 Busy\r\nRetry-After: 4\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n");
+  EXPECT_EQ(r.GetState(), State::kError);
+  EXPECT_TRUE(r.HeadRead());
+  EXPECT_EQ(r.Status(), 503);
+  EXPECT_EQ(r.Header("retry-after"), "4");
+  HttpResponseReader interim;
+  interim.Feed("HTTP/1.1 100 Continue\r\n\r\n");
+  EXPECT_FALSE(interim.HeadRead());  // not the answer yet
 }
 
 TEST(HttpResponseReader, AHeadOverTheLimitIsAnError) {
