@@ -3,7 +3,9 @@
 #include <netdb.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <arpa/inet.h>
+#include <cctype>
 #include <cerrno>
 #include <charconv>
 #include <cstring>
@@ -29,6 +31,47 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 constexpr size_t kErrorBodyBytes = 64 << 10;
+
+struct UrlParts {
+  std::string scheme;
+  std::string host;    // an IPv6 address in brackets
+  std::string port;    // the scheme's default when the URL has none
+  std::string target;  // path and query
+};
+
+// Whether a header name is `lower_name`, whatever its case (without a lower-cased copy: this
+// runs for every header of every request).
+bool SameName(std::string_view name, std::string_view lower_name) {
+  return name.size() == lower_name.size() &&
+         std::equal(name.begin(), name.end(), lower_name.begin(), [](char a, char b) {
+           return std::tolower(static_cast<unsigned char>(a)) == b;
+         });
+}
+
+// A URL's parts, by libcurl's parser (as libcurl reads the URLs it is given).
+std::optional<UrlParts> PartsOf(const std::string& url) {
+  CURLU* u = curl_url();
+  char* scheme = nullptr;
+  char* host = nullptr;
+  char* port = nullptr;
+  char* path = nullptr;
+  char* query = nullptr;
+  std::optional<UrlParts> parts;
+  if (curl_url_set(u, CURLUPART_URL, url.c_str(), 0) == CURLUE_OK &&
+      curl_url_get(u, CURLUPART_SCHEME, &scheme, 0) == CURLUE_OK &&
+      curl_url_get(u, CURLUPART_HOST, &host, 0) == CURLUE_OK &&
+      curl_url_get(u, CURLUPART_PORT, &port, CURLU_DEFAULT_PORT) == CURLUE_OK &&
+      curl_url_get(u, CURLUPART_PATH, &path, 0) == CURLUE_OK) {
+    parts = UrlParts{scheme, host, port, path};
+    if (curl_url_get(u, CURLUPART_QUERY, &query, 0) == CURLUE_OK && query != nullptr) {
+      parts->target += '?';
+      parts->target += query;
+    }
+  }
+  for (char* part : {scheme, host, port, path, query}) curl_free(part);
+  curl_url_cleanup(u);
+  return parts;
+}
 
 }  // namespace
 
@@ -103,7 +146,7 @@ struct Engine::Impl {
     bool saw_done = false;
     bool saw_finish = false;
     bool malformed = false;
-    bool answered = false;
+    bool answered = false;  // libcurl's transfers: a response began
     bool too_big = false;
     long status = 0;         // the response's, once its body began
     double arrived_s = 0;    // the read under way: when it came
@@ -469,9 +512,10 @@ struct Engine::Impl {
   // Ends a transfer whose status and version are in its result: `failure` is the connection's
   // error class (empty when the exchange went through) and `why` its message; the response
   // decides the rest. The completion goes to the round's list and the transfer is gone.
+  // The caller has taken the transfer's awaited-first-chunk mark (FirstChunkCame) before any
+  // socket of it was closed, when it had one.
   void Finish(Transfer& transfer, const std::string& failure, const std::string& why) {
     Transfer* t = &transfer;
-    FirstChunkCame(*t);
     CallResult& r = t->result;
     RequestTiming& timing = r.timing;
     const bool cut_in_event = t->call.stream && t->sse.Finish();
@@ -550,28 +594,9 @@ struct Engine::Impl {
     const auto found = own_urls.find(url);
     if (found != own_urls.end()) return found->second;
     std::optional<OwnUrl> own;
-    CURLU* u = curl_url();
-    char* scheme = nullptr;
-    char* host = nullptr;
-    char* port = nullptr;
-    char* path = nullptr;
-    char* query = nullptr;
-    if (options.own_http && curl_url_set(u, CURLUPART_URL, url.c_str(), 0) == CURLUE_OK &&
-        curl_url_get(u, CURLUPART_SCHEME, &scheme, 0) == CURLUE_OK &&
-        std::string_view(scheme) == "http" &&
-        curl_url_get(u, CURLUPART_HOST, &host, 0) == CURLUE_OK &&
-        curl_url_get(u, CURLUPART_PORT, &port, CURLU_DEFAULT_PORT) == CURLUE_OK &&
-        curl_url_get(u, CURLUPART_PATH, &path, 0) == CURLUE_OK) {
-      own.emplace();
-      own->target = path;
-      if (curl_url_get(u, CURLUPART_QUERY, &query, 0) == CURLUE_OK && query != nullptr) {
-        own->target += '?';
-        own->target += query;
-      }
-      own->origin = OriginOf(host, port);
+    if (const auto parts = PartsOf(url); options.own_http && parts && parts->scheme == "http") {
+      own = OwnUrl{OriginOf(parts->host, parts->port), parts->target};
     }
-    for (char* part : {scheme, host, port, path, query}) curl_free(part);
-    curl_url_cleanup(u);
     return own_urls.emplace(url, std::move(own)).first->second;
   }
 
@@ -605,11 +630,13 @@ struct Engine::Impl {
   // replaces the default of that name, one given as "Name:" with no value removes it; a header
   // with a line break in it is not sent (it would end the head early).
   std::string Wire(const OwnUrl& url, const Call& call) const {
-    const auto given = [&call](std::string_view name) {
-      return std::any_of(call.headers.begin(), call.headers.end(), [name](const std::string& h) {
-        const size_t colon = h.find(':');
-        return colon != std::string::npos && ToLower(Trim(h.substr(0, colon))) == name;
-      });
+    const auto name_of = [](std::string_view header) {
+      const size_t colon = header.find(':');
+      return colon == std::string_view::npos ? std::string_view() : Trim(header.substr(0, colon));
+    };
+    const auto given = [&](std::string_view lower_name) {
+      return std::any_of(call.headers.begin(), call.headers.end(),
+                         [&](const std::string& h) { return SameName(name_of(h), lower_name); });
     };
     std::string w;
     w.reserve(256 + call.body.size());
@@ -623,7 +650,7 @@ struct Engine::Impl {
       const size_t colon = h.find(':');
       if (colon == std::string::npos || h.find_first_of("\r\n") != std::string::npos ||
           Trim(std::string_view(h).substr(colon + 1)).empty() ||
-          ToLower(Trim(std::string_view(h).substr(0, colon))) == "content-length") {
+          SameName(Trim(std::string_view(h).substr(0, colon)), "content-length")) {
         continue;
       }
       w += h;
@@ -650,13 +677,11 @@ struct Engine::Impl {
     t->activity_s = now;
     transfers.push_back(std::move(owned));
     t->self = std::prev(transfers.end());
-    ++own_in_flight;
-    const Origin& o = origins[url.origin];
-    if (!o.resolve_error.empty()) {
-      --own_in_flight;
+    if (const Origin& o = origins[url.origin]; !o.resolve_error.empty()) {
       Finish(*t, "dns", o.resolve_error);
       return;
     }
+    ++own_in_flight;
     Attach(*t);
   }
 
@@ -814,7 +839,6 @@ struct Engine::Impl {
     Stamp(t);
     t.activity_s = t.arrived_s;
     if (!t.result.timing.first_byte_s) t.result.timing.first_byte_s = t.arrived_s;
-    t.answered = true;
     const bool had_head = c.reader.HeadRead();
     const size_t used = c.reader.Feed(std::string_view(inbox.data(), n));
     if (!had_head && c.reader.HeadRead()) {
@@ -1014,41 +1038,23 @@ Result<std::unique_ptr<Engine>> Engine::Create(const EngineOptions& options) {
 }
 
 bool Engine::PinAddress(const std::string& url) {
-  if (const auto& own = impl_->OwnUrlOf(url); own) {
-    return impl_->origins[own->origin].resolve_error.empty();
-  }
-  CURLU* u = curl_url();
-  char* host = nullptr;
-  char* port = nullptr;
-  bool ok = false;
-  if (curl_url_set(u, CURLUPART_URL, url.c_str(), 0) == CURLUE_OK &&
-      curl_url_get(u, CURLUPART_HOST, &host, 0) == CURLUE_OK &&
-      curl_url_get(u, CURLUPART_PORT, &port, CURLU_DEFAULT_PORT) == CURLUE_OK) {
-    std::string name = host;
-    if (name.size() > 2 && name.front() == '[') name = name.substr(1, name.size() - 2);
-    addrinfo hints{};
-    hints.ai_socktype = SOCK_STREAM;
-    addrinfo* found = nullptr;
-    if (::getaddrinfo(name.c_str(), port, &hints, &found) == 0 && found) {
-      char text[INET6_ADDRSTRLEN] = {};
-      const void* addr =
-          found->ai_family == AF_INET6
-              ? static_cast<const void*>(
-                    &reinterpret_cast<sockaddr_in6*>(found->ai_addr)->sin6_addr)
-              : static_cast<const void*>(&reinterpret_cast<sockaddr_in*>(found->ai_addr)->sin_addr);
-      ::inet_ntop(found->ai_family, addr, text, sizeof(text));
-      const std::string entry = found->ai_family == AF_INET6
-                                    ? fmt::format("{}:{}:[{}]", host, port, text)
-                                    : fmt::format("{}:{}:{}", host, port, text);
-      impl_->resolve = curl_slist_append(impl_->resolve, entry.c_str());
-      ::freeaddrinfo(found);
-      ok = true;
-    }
-  }
-  curl_free(host);
-  curl_free(port);
-  curl_url_cleanup(u);
-  return ok;
+  Impl& s = *impl_;
+  if (const auto& own = s.OwnUrlOf(url); own) return s.origins[own->origin].resolve_error.empty();
+  // libcurl's requests: the address looked up now goes to libcurl as a CURLOPT_RESOLVE entry.
+  const auto parts = PartsOf(url);
+  if (!parts) return false;
+  const Impl::Origin& o = s.origins[s.OriginOf(parts->host, parts->port)];
+  if (!o.resolve_error.empty()) return false;
+  const bool v6 = o.address.ss_family == AF_INET6;
+  char text[INET6_ADDRSTRLEN] = {};
+  const void* address =
+      v6 ? static_cast<const void*>(&reinterpret_cast<const sockaddr_in6*>(&o.address)->sin6_addr)
+         : static_cast<const void*>(&reinterpret_cast<const sockaddr_in*>(&o.address)->sin_addr);
+  ::inet_ntop(o.address.ss_family, address, text, sizeof(text));
+  const std::string entry = v6 ? fmt::format("{}:{}:[{}]", parts->host, parts->port, text)
+                               : fmt::format("{}:{}:{}", parts->host, parts->port, text);
+  s.resolve = curl_slist_append(s.resolve, entry.c_str());
+  return true;
 }
 
 void Engine::Start(uint64_t tag, Call call) {

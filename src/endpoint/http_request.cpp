@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "core/strings.hpp"
+#include "endpoint/http_head.hpp"
 
 namespace cmax::endpoint {
 namespace {
@@ -51,16 +52,7 @@ size_t HttpRequestParser::Feed(std::string_view bytes) {
     const size_t before = head_.size();
     const size_t take = std::min(bytes.size() - used, kMaxHead + 4 - before);
     head_.append(bytes.substr(used, take));
-    const size_t search_from = before >= 3 ? before - 3 : 0;
-    const size_t end = head_.find("\r\n\r\n", search_from);
-    // Bare LF line ends, which RFC 9112 lets a server accept, may end the head too.
-    const size_t lf_end = head_.find("\n\n", before >= 1 ? before - 1 : 0);
-    const size_t mixed_end = head_.find("\n\r\n", before >= 2 ? before - 2 : 0);
-    size_t head_len = std::string::npos;
-    for (const auto& [at, length] : {std::pair{end, size_t{4}}, std::pair{lf_end, size_t{2}},
-                                     std::pair{mixed_end, size_t{3}}}) {
-      if (at != std::string::npos) head_len = std::min(head_len, at + length);
-    }
+    const size_t head_len = HeadLength(head_, before);
     if (head_len == std::string::npos) {
       used += take;
       if (head_.size() > kMaxHead) Error(431, "request header fields too large");
@@ -80,11 +72,7 @@ size_t HttpRequestParser::Feed(std::string_view bytes) {
 }
 
 bool HttpRequestParser::ParseHead() {
-  std::vector<std::string_view> lines;
-  for (std::string_view line : Split(head_, '\n')) {
-    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
-    lines.push_back(line);
-  }
+  std::vector<std::string_view> lines = HeadLines(head_);
   while (!lines.empty() && lines.front().empty()) lines.erase(lines.begin());  // stray CRLFs
   if (lines.empty()) {
     Error(400, "empty request");

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "core/strings.hpp"
+#include "endpoint/http_head.hpp"
 
 namespace cmax::endpoint {
 namespace {
@@ -109,31 +110,15 @@ void HttpResponseReader::Close() {
 size_t HttpResponseReader::FeedHead(std::string_view bytes) {
   // The head ends at the first empty line; it may have begun in an earlier read.
   const size_t before = head_.size();
-  const size_t from = before < 3 ? 0 : before - 3;
   head_.append(
       bytes.substr(0, std::min(bytes.size(), max_head_ + 4 - std::min(max_head_ + 4, before))));
-  size_t end = std::string::npos;
-  size_t terminator = 0;
-  for (size_t i = from; i < head_.size(); ++i) {
-    if (head_[i] != '\n') continue;
-    if (i + 1 < head_.size() && head_[i + 1] == '\n') {
-      end = i;
-      terminator = 2;
-      break;
-    }
-    if (i + 2 < head_.size() && head_[i + 1] == '\r' && head_[i + 2] == '\n') {
-      end = i;
-      terminator = 3;
-      break;
-    }
-  }
-  if (end == std::string::npos) {
+  const size_t head_length = HeadLength(head_, before);
+  if (head_length == std::string::npos) {
     if (head_.size() > max_head_) Fail("the response head exceeds the size limit");
     return bytes.size();
   }
-  const size_t head_end = end + terminator;  // bytes of head_ that are this head
-  const size_t used = head_end - before;
-  const std::string head = head_.substr(0, end);
+  const size_t used = head_length - before;
+  const std::string head = head_.substr(0, head_length);
   head_.clear();
   if (!ParseHead(head)) return used;
   if (status_ < 200) headers_.clear();  // an interim answer (100, 103): the real one follows
@@ -141,10 +126,7 @@ size_t HttpResponseReader::FeedHead(std::string_view bytes) {
 }
 
 bool HttpResponseReader::ParseHead(std::string_view head) {
-  std::vector<std::string_view> lines = Split(head, '\n');
-  for (std::string_view& line : lines) {
-    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
-  }
+  const std::vector<std::string_view> lines = HeadLines(head);
   // The status line: HTTP/1.x SP 3DIGIT [SP reason]
   const std::string_view status = lines.empty() ? std::string_view() : lines[0];
   if (status.size() < 12 || status.substr(0, 7) != "HTTP/1." ||

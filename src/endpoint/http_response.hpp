@@ -31,7 +31,6 @@ class HttpResponseReader {
   void Close();
   State GetState() const { return state_; }
   bool Began() const { return began_; }  // a byte of the response came
-  bool HeadDone() const { return state_ == State::kBody || state_ == State::kDone; }
   // The final head was read (true also when its framing, or the body after it, was bad).
   bool HeadRead() const { return head_read_; }
   const std::vector<std::string_view>& Body() const { return body_; }  // views into Feed's input

@@ -64,8 +64,8 @@ class Scanner {
   explicit Scanner(std::string_view s)
       : p_(reinterpret_cast<const unsigned char*>(s.data())), end_(p_ + s.size()) {}
 
-  bool Ok() const { return ok_; }
-  bool Stop() { return ok_ = false; }
+  // Declines: the chunk is not one this pass reads (every caller returns at once).
+  static bool Stop() { return false; }
   bool AtEnd() {
     Space();
     return p_ == end_;
@@ -226,7 +226,6 @@ class Scanner {
 
   const unsigned char* p_;
   const unsigned char* end_;
-  bool ok_ = true;
 };
 
 // The first time a key is met; later members of the same name are passed over, as the full

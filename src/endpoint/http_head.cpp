@@ -1,0 +1,29 @@
+#include "endpoint/http_head.hpp"
+
+#include <string>
+
+#include "core/strings.hpp"
+
+namespace cmax::endpoint {
+
+size_t HeadLength(std::string_view buffer, size_t searched) {
+  // A blank line is an LF followed by LF or CR LF; one that ends in a new byte starts at most two
+  // bytes before them.
+  for (size_t i = searched < 2 ? 0 : searched - 2; i < buffer.size(); ++i) {
+    if (buffer[i] != '\n') continue;
+    if (i + 1 < buffer.size() && buffer[i + 1] == '\n') return i + 2;
+    if (i + 2 < buffer.size() && buffer[i + 1] == '\r' && buffer[i + 2] == '\n') return i + 3;
+  }
+  return std::string::npos;
+}
+
+std::vector<std::string_view> HeadLines(std::string_view head) {
+  std::vector<std::string_view> lines = Split(head, '\n');
+  for (std::string_view& line : lines) {
+    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+  }
+  while (!lines.empty() && lines.back().empty()) lines.pop_back();
+  return lines;
+}
+
+}  // namespace cmax::endpoint

@@ -1,0 +1,18 @@
+// What an HTTP/1.x request head and response head have in common, for serve-sim's request
+// parser and the client's response reader: where the head ends (its blank line, with CRLF or
+// the bare LF line ends RFC 9112 lets a reader accept) and its lines. Pure.
+#pragma once
+
+#include <cstddef>
+#include <string_view>
+#include <vector>
+
+namespace cmax::endpoint {
+
+// The length of the head `buffer` begins with, its blank line included; npos while the blank
+// line has not come. The first `searched` bytes were looked at before and end no head.
+size_t HeadLength(std::string_view buffer, size_t searched);
+// The head's lines without their CR, and without the blank line that ends it.
+std::vector<std::string_view> HeadLines(std::string_view head);
+
+}  // namespace cmax::endpoint
