@@ -48,7 +48,8 @@ if [ ! -e "$policy" ]; then
   $sudo chmod 755 "$policy"
   added_policy=1
 fi
-cleanup() { [ "$added_policy" -eq 1 ] && $sudo rm -f "$policy"; }
+# An if, not `[ ... ] && ...`: as the trap's last command a false test would become the exit code.
+cleanup() { if [ "$added_policy" -eq 1 ]; then $sudo rm -f "$policy"; fi; }
 trap cleanup EXIT
 
 export DEBIAN_FRONTEND=noninteractive
