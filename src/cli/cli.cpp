@@ -17,11 +17,10 @@ bool Context::Color() const {
   return out_is_terminal && !global.no_color && sys::GetEnv("NO_COLOR").empty();
 }
 
-int RunCli(const std::vector<std::string>& args, std::ostream& out, std::ostream& err,
-           bool out_is_terminal) {
-  CLI::App app{
+std::vector<Command> SetupCli(CLI::App& app, Context& ctx) {
+  app.description(
       "cmax evaluates GPU clouds the way the ClusterMAX rating does: it inventories and audits\n"
-      "hosts and clusters, records the evidence in a SQLite store, and reports findings."};
+      "hosts and clusters, records the evidence in a SQLite store, and reports findings.");
   app.name("cmax");
   app.set_version_flag("--version", "cmax " + VersionString());
   app.require_subcommand(1);
@@ -29,20 +28,24 @@ int RunCli(const std::vector<std::string>& args, std::ostream& out, std::ostream
   app.footer(
       "Exit codes: 0 ok, 1 checks failed, 2 usage error, 3 error (could not do the job),\n"
       "128+N interrupted by signal N. `cmax COMMAND --help` explains each command.");
-
-  Context ctx{out, err, {}, out_is_terminal};
   app.add_option("--db", ctx.global.db, "SQLite store (default $XDG_DATA_HOME/cmax/cmax.db)")
       ->envname("CMAX_DB");
   app.add_flag("-v,--verbose", ctx.global.verbosity, "More log detail on stderr (repeat: -vv)");
   app.add_flag("-q,--quiet", ctx.global.quiet, "Errors only on stderr");
   app.add_flag("--no-color", ctx.global.no_color, "No colours even on a terminal (also NO_COLOR)");
-
-  const std::vector<Command> commands = {
+  return {
       SetupRunCommand(app),       SetupDbCommand(app),     SetupReportCommand(app),
       SetupLabCommand(app),       SetupHealthCommand(app), SetupAgentCommand(app),
       SetupRemediateCommand(app), SetupInjectCommand(app), SetupReliabilityCommand(app),
       SetupEndpointCommand(app),
   };
+}
+
+int RunCli(const std::vector<std::string>& args, std::ostream& out, std::ostream& err,
+           bool out_is_terminal) {
+  CLI::App app;
+  Context ctx{out, err, {}, out_is_terminal};
+  const std::vector<Command> commands = SetupCli(app, ctx);
 
   std::vector<std::string> reversed(args.rbegin(), args.rend());
   try {

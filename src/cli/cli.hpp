@@ -53,6 +53,10 @@ Command SetupInjectCommand(CLI::App& parent);
 Command SetupReliabilityCommand(CLI::App& parent);
 Command SetupEndpointCommand(CLI::App& parent);
 
+// The whole command tree on `app` (the global options and every subcommand, bound to ctx): what
+// RunCli parses, and what the tests walk to hold every option to the rules.
+std::vector<Command> SetupCli(CLI::App& app, Context& ctx);
+
 int RunCli(const std::vector<std::string>& args, std::ostream& out, std::ostream& err,
            bool out_is_terminal = false);
 

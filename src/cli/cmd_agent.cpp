@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "cli/cli.hpp"
+#include "cli/numbers.hpp"
 #include "cli/remediate_flags.hpp"
 #include "core/log.hpp"
 #include "health/agent.hpp"
@@ -183,10 +184,13 @@ Command SetupAgentCommand(CLI::App& parent) {
   app->add_flag("--no-nvml", options->no_nvml, "Do not load NVML");
   app->add_option("--nvml-lib", options->nvml_lib,
                   "NVML library (default $CMAX_NVML_LIB, else libnvidia-ml.so.1)");
-  app->add_option("--nvml-interval", options->nvml_interval_s, "Seconds between NVML snapshots");
-  app->add_option("--max-rss-mb", options->max_rss_mb, "Watchdog: resident memory limit in MiB");
+  app->add_option("--nvml-interval", options->nvml_interval_s, "Seconds between NVML snapshots")
+      ->check(SecondsIn(86400));
+  app->add_option("--max-rss-mb", options->max_rss_mb, "Watchdog: resident memory limit in MiB")
+      ->check(Positive(1 << 20));
   app->add_option("--max-cpu-percent", options->max_cpu_percent,
-                  "Watchdog: CPU limit in percent of one core, sustained over 3 intervals of 10 s");
+                  "Watchdog: CPU limit in percent of one core, sustained over 3 intervals of 10 s")
+      ->check(Positive(100));
   app->add_option("--xid-catalog", options->xid_catalog, "Use this XID catalogue (JSON)");
   app->add_option("--devices", options->devices,
                   "Only kernel events for these PCI devices are this node's (for nodes that "

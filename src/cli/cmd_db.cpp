@@ -7,6 +7,7 @@
 
 #include "cli/cli.hpp"
 #include "cli/common.hpp"
+#include "cli/numbers.hpp"
 #include "core/strings.hpp"
 #include "report/render.hpp"
 
@@ -48,7 +49,8 @@ int ListRuns(const DbOptions& options, Context& ctx, store::Store& store) {
                         {"WARN", s.counts.warn},
                         {"FAIL", s.counts.fail},
                         {"SKIP", s.counts.skip},
-                        {"ATTEST", s.counts.attest}}}});
+                        {"ATTEST", s.counts.attest},
+                        {"UNKNOWN", s.counts.unknown}}}});
     }
     nlohmann::ordered_json out = {
         {"schema", "cmax.runs/v1"}, {"store", store.Path()}, {"runs", list}};
@@ -60,14 +62,15 @@ int ListRuns(const DbOptions& options, Context& ctx, store::Store& store) {
     return kExitOk;
   }
   ctx.out << fmt::format("{:>5}  {:<8}  {:<13}  {:<24}  {:>8}  {:<28}  {}\n", "ID", "COMMAND",
-                         "STATE", "STARTED", "TOOK", "TARGET", "PASS/WARN/FAIL/SKIP/ATTEST");
+                         "STATE", "STARTED", "TOOK", "TARGET",
+                         "PASS/WARN/FAIL/SKIP/ATTEST/UNKNOWN");
   for (const store::RunSummary& s : *runs) {
     const RunInfo& r = s.run;
     const std::string took = r.ended_at ? FormatDuration(*r.ended_at - r.started_at) : "-";
-    ctx.out << fmt::format("{:>5}  {:<8}  {:<13}  {:<24}  {:>8}  {:<28}  {}/{}/{}/{}/{}\n", r.id,
+    ctx.out << fmt::format("{:>5}  {:<8}  {:<13}  {:<24}  {:>8}  {:<28}  {}/{}/{}/{}/{}/{}\n", r.id,
                            SanitizeUtf8(r.command), DisplayState(r), FormatIso8601(r.started_at),
                            took, SanitizeUtf8(r.target), s.counts.pass, s.counts.warn,
-                           s.counts.fail, s.counts.skip, s.counts.attest);
+                           s.counts.fail, s.counts.skip, s.counts.attest, s.counts.unknown);
   }
   return kExitOk;
 }
@@ -118,7 +121,7 @@ Command SetupDbCommand(CLI::App& parent) {
   app->require_subcommand(1);
   options->runs = app->add_subcommand("runs", "List runs, newest first, with finding counts");
   options->runs->add_option("-n,--limit", options->limit, "How many runs")
-      ->check(CLI::Range(1, 1000000));
+      ->check(Whole(1, 1000000));
   options->runs->add_flag("--json", options->json, "Machine-readable list (schema cmax.runs/v1)");
   options->show = app->add_subcommand("show", "Show one run: findings, evidence and metrics");
   options->show->add_option("RUN", options->run, "Run id, or 'latest' (default)");

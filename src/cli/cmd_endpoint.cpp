@@ -17,6 +17,8 @@
 #include <sys/resource.h>
 
 #include "cli/cli.hpp"
+#include "cli/common.hpp"
+#include "cli/numbers.hpp"
 #include "core/log.hpp"
 #include "core/strings.hpp"
 #include "endpoint/load.hpp"
@@ -33,6 +35,11 @@ namespace cmax::cli {
 namespace {
 
 using endpoint::Api;
+
+// Prompt and answer lengths: a million words is past every model's context window.
+constexpr int64_t kMaxPromptWords = 1'000'000;
+// serve-sim's delays: an hour at most.
+constexpr double kMaxSimDelayMs = 3'600'000;
 
 struct EndpointOptions {
   CLI::App* run = nullptr;
@@ -127,16 +134,28 @@ std::string FullUrl(const std::string& url, Api api) {
   return url;
 }
 
+// The key named by --api-key-file or --api-key-env (an empty one is an error: a run without the
+// key the user meant to send would measure 401s), else the API's usual variable if it is set.
 Result<std::string> ApiKey(const EndpointOptions& o, Api api) {
   if (!o.api_key_file.empty()) {
     auto text = sys::LocalFileSystem().ReadFile(o.api_key_file, 64 << 10);
     if (!text) return Wrap(text.error(), "--api-key-file");
+    if (Trim(*text).empty()) {
+      return Fail(ErrorCode::kInvalidArgument, "--api-key-file {} is empty",
+                  SanitizeUtf8(o.api_key_file));
+    }
     return std::string(Trim(*text));
   }
-  const std::string name = !o.api_key_env.empty()   ? o.api_key_env
-                           : api == Api::kAnthropic ? "ANTHROPIC_API_KEY"
-                                                    : "OPENAI_API_KEY";
-  return std::string(Trim(sys::GetEnv(name.c_str())));
+  if (!o.api_key_env.empty()) {
+    const std::string key(Trim(sys::GetEnv(o.api_key_env.c_str())));
+    if (key.empty()) {
+      return Fail(ErrorCode::kInvalidArgument, "--api-key-env {}: the variable is not set or empty",
+                  SanitizeUtf8(o.api_key_env));
+    }
+    return key;
+  }
+  return std::string(
+      Trim(sys::GetEnv(api == Api::kAnthropic ? "ANTHROPIC_API_KEY" : "OPENAI_API_KEY")));
 }
 
 Result<endpoint::Slo> ParseGoodput(const std::vector<std::string>& items) {
@@ -186,6 +205,16 @@ Result<Prepared> Prepare(const EndpointOptions& o) {
   }
   p.target.api = *api;
   p.target.url = FullUrl(o.url, *api);
+  // Where the results go is checked before the run, not found wrong after it.
+  for (const std::string* path : {&o.output_file, &o.requests_file}) {
+    if (path->empty() || *path == "-") continue;
+    if (auto ok = sys::CheckOutputPath(*path); !ok) return tl::unexpected(ok.error());
+  }
+  // Before anything is sent: a URL the engine cannot read would fail every request as "dns".
+  if (auto ok = endpoint::CheckUrl(p.target.url); !ok) {
+    return Fail(ErrorCode::kInvalidArgument, "--url {}: {}", SanitizeUtf8(ShownUrl(o.url)),
+                ok.error().message);
+  }
   auto key = ApiKey(o, *api);
   if (!key) return tl::unexpected(key.error());
   if (!key->empty()) {
@@ -276,10 +305,6 @@ Result<std::unique_ptr<endpoint::Workload>> MakeWorkload(const EndpointOptions& 
                                        .seed = o.seed});
 }
 
-Result<void> WriteText(const std::string& path, const std::string& text) {
-  return sys::LocalFileSystem().WriteFileAtomic(path, text, 0644);
-}
-
 endpoint::LoadHooks Hooks(Context& ctx) {
   endpoint::LoadHooks hooks;
   hooks.interrupted = [] { return sys::Interrupted(); };
@@ -324,10 +349,10 @@ Result<Measured> Measure(Context& ctx, const EndpointOptions& o, Prepared& p,
   return m;
 }
 
-Result<void> WriteOutputs(const EndpointOptions& o, const Measured& m) {
+Result<void> WriteOutputs(Context& ctx, const EndpointOptions& o, const Measured& m) {
   if (!o.output_file.empty()) {
-    if (auto ok = WriteText(
-            o.output_file,
+    if (auto ok = WriteOutput(
+            ctx, o.output_file,
             m.result.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
         !ok) {
       return ok;
@@ -336,7 +361,7 @@ Result<void> WriteOutputs(const EndpointOptions& o, const Measured& m) {
   if (!o.requests_file.empty()) {
     std::string lines;
     for (const auto& r : m.run.records) lines += endpoint::RequestJsonl(r) + "\n";
-    if (auto ok = WriteText(o.requests_file, lines); !ok) return ok;
+    if (auto ok = WriteOutput(ctx, o.requests_file, lines); !ok) return ok;
   }
   return {};
 }
@@ -430,7 +455,10 @@ int RunOrReplay(Context& ctx, EndpointOptions& o, bool replay) {
       !ok) {
     return Fails(ctx, command, ok.error());
   }
-  if (auto ok = WriteOutputs(o, *measured); !ok) return Fails(ctx, command, ok.error());
+  if (auto ok = WriteOutputs(ctx, o, *measured); !ok) {
+    (void)writer->FinishWithError(kExitError, SystemClock().Now());
+    return Fails(ctx, command, ok.error());
+  }
   auto outcome = writer->Finish(sys::InterruptSignal(), SystemClock().Now());
   if (!outcome) return Fails(ctx, command, outcome.error());
   ctx.out << endpoint::SummaryText(p.description, measured->summary);
@@ -494,9 +522,10 @@ int Sweep(Context& ctx, EndpointOptions& o) {
   if (auto ok = writer->Add({}, findings); !ok) return Fails(ctx, "sweep", ok.error());
   if (!o.output_file.empty()) {
     if (auto ok =
-            WriteText(o.output_file,
-                      all.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
+            WriteOutput(ctx, o.output_file,
+                        all.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
         !ok) {
+      (void)writer->FinishWithError(kExitError, SystemClock().Now());
       return Fails(ctx, "sweep", ok.error());
     }
   }
@@ -562,14 +591,18 @@ void AddTargetFlags(CLI::App* app, EndpointOptions& o) {
                   "the cheapest per token) or libcurl (as https always is)")
       ->check(CLI::IsMember({"cmax", "libcurl"}))
       ->capture_default_str();
-  app->add_option("--timeout", o.timeout_s, "Seconds a request may take in all")
+  app->add_option("--timeout", o.timeout_s, "Seconds a request may take in all (0: no limit)")
+      ->check(SecondsIn(kMaxSeconds, /*zero_means_none=*/true))
       ->capture_default_str();
-  app->add_option("--connect-timeout", o.connect_timeout_s, "Seconds to connect")
+  app->add_option("--connect-timeout", o.connect_timeout_s, "Seconds to connect (0: no limit)")
+      ->check(SecondsIn(kMaxSeconds, /*zero_means_none=*/true))
       ->capture_default_str();
   app->add_option("--idle-timeout", o.idle_timeout_s,
-                  "Seconds without a byte before a request times out (0: off)");
+                  "Seconds without a byte before a request times out (0: off)")
+      ->check(SecondsIn(kMaxSeconds, /*zero_means_none=*/true));
   app->add_option("--retries", o.retries,
                   "Retry 408/409/429/5xx/connect/timeout like the OpenAI SDK (off when measuring)")
+      ->check(Whole(0, 100))
       ->capture_default_str();
   app->add_option("--goodput", o.goodput, "SLOs for goodput: ttft:MS tpot:MS e2el:MS");
   app->add_option("--prices", o.prices, "Price table (cmax.prices/v1 JSON) for the run's cost");
@@ -578,33 +611,47 @@ void AddTargetFlags(CLI::App* app, EndpointOptions& o) {
                   "Result JSON with vLLM's benchmark keys plus cmax's under \"cmax\"");
   app->add_option("--requests-file", o.requests_file, "One JSON line per request");
   app->add_option("--label", o.label, "Label in the result file")->capture_default_str();
-  app->add_option("--seed", o.seed, "Seed for prompts and arrival times")->capture_default_str();
+  app->add_option("--seed", o.seed, "Seed for prompts and arrival times")
+      ->check(AnyUnsigned())
+      ->capture_default_str();
   app->add_option("--cache-block", o.cache_block,
                   "Block size (tokens) for the ideal cache hit rate")
+      ->check(Whole(1, 1 << 20))
       ->capture_default_str();
 }
 
 void AddLoadFlags(CLI::App* app, EndpointOptions& o, bool concurrency) {
   if (concurrency) {
     app->add_option("--concurrency", o.concurrency, "Requests in flight at most (0: no cap)")
+        ->check(Whole(0, kMaxStreams))
         ->capture_default_str();
   }
-  app->add_option("--rate", o.rate, "Conversations started per second (0: as fast as allowed)");
+  app->add_option("--rate", o.rate, "Conversations started per second (0: as fast as allowed)")
+      ->check(Real(0, 1e6));
   app->add_option("--burstiness", o.burstiness, "Gamma shape of arrival gaps (1: Poisson)")
+      ->check(Positive(1e6))
       ->capture_default_str();
-  app->add_option("--requests", o.requests, "Requests to send (default 200 with no --duration)");
-  app->add_option("--duration", o.duration_s, "Seconds to keep sending");
-  app->add_option("--warmup", o.warmup, "Requests sent first and not counted");
+  app->add_option("--requests", o.requests, "Requests to send (default 200 with no --duration)")
+      ->check(Whole(1, kMaxCount));
+  app->add_option("--duration", o.duration_s, "Seconds to keep sending")->check(SecondsIn());
+  app->add_option("--warmup", o.warmup, "Requests sent first and not counted")
+      ->check(Whole(0, kMaxCount));
 }
 
 void AddWorkloadFlags(CLI::App* app, EndpointOptions& o) {
   app->add_option("--input-len", o.input_len, "Words per random prompt (≈ tokens)")
+      ->check(Whole(1, kMaxPromptWords))
       ->capture_default_str();
-  app->add_option("--output-len", o.output_len, "Max tokens per answer")->capture_default_str();
-  app->add_option("--range-ratio", o.range_ratio, "Lengths uniform in [L(1-r), L(1+r)]")
+  app->add_option("--output-len", o.output_len, "Max tokens per answer")
+      ->check(Whole(1, kMaxPromptWords))
       ->capture_default_str();
-  app->add_option("--prefix-len", o.prefix_len, "Words of a prefix every prompt shares");
+  app->add_option("--range-ratio", o.range_ratio, "Lengths uniform in [L(1-r), L(1+r)], r < 1")
+      ->check(Real(0, 0.999))
+      ->capture_default_str();
+  app->add_option("--prefix-len", o.prefix_len, "Words of a prefix every prompt shares")
+      ->check(Whole(0, kMaxPromptWords));
   app->add_option("--turns", o.turns, "Turns per conversation; each resends the history")
+      ->check(Whole(1, 1000))
       ->capture_default_str();
   app->add_option("--prompts", o.prompts,
                   "JSONL prompts: {\"prompt\"|\"messages\"|\"turns\", \"max_tokens\"}");
@@ -628,8 +675,10 @@ Command SetupEndpointCommand(CLI::App& parent) {
   AddLoadFlags(o->sweep, *o, false);
   AddWorkloadFlags(o->sweep, *o);
   o->sweep->add_option("--levels", o->levels, "Concurrency levels (default powers of 2)")
+      ->check(Whole(1, kMaxStreams))
       ->delimiter(',');
   o->sweep->add_option("--max-concurrency", o->max_concurrency, "Highest power-of-2 level")
+      ->check(Whole(1, kMaxStreams))
       ->capture_default_str();
   o->replay = app->add_subcommand("replay", "Replay a Mooncake-style trace at its timestamps");
   o->replay
@@ -637,56 +686,92 @@ Command SetupEndpointCommand(CLI::App& parent) {
                    "JSONL: timestamp (ms), input_length, output_length, hash_ids")
       ->required();
   AddTargetFlags(o->replay, *o);
-  o->replay->add_option("--concurrency", o->concurrency, "Cap on requests in flight (0: none)");
-  o->replay->add_option("--requests", o->requests, "Stop after this many requests");
-  o->replay->add_option("--duration", o->duration_s, "Stop sending after this many seconds");
+  o->replay->add_option("--concurrency", o->concurrency, "Cap on requests in flight (0: none)")
+      ->check(Whole(0, kMaxStreams));
+  o->replay->add_option("--requests", o->requests, "Stop after this many requests")
+      ->check(Whole(1, kMaxCount));
+  o->replay->add_option("--duration", o->duration_s, "Stop sending after this many seconds")
+      ->check(SecondsIn());
   o->replay->add_option("--trace-block", o->trace_block, "Tokens per hash_id block")
+      ->check(Whole(1, 1 << 20))
       ->capture_default_str();
   o->replay->add_option("--speedup", o->speedup, "Divide the trace's gaps by this")
+      ->check(Positive(1e6))
       ->capture_default_str();
   o->replay
       ->add_option("--copies", o->copies,
                    "Copies of the trace replayed at once, each with its own marker")
+      ->check(Whole(1, 1000))
       ->capture_default_str();
   o->replay->add_flag("--no-marker", o->no_marker,
                       "No per-replay marker (copies then share cache)");
-  o->replay->add_option("--warmup", o->warmup, "Requests sent first and not counted");
+  o->replay->add_option("--warmup", o->warmup, "Requests sent first and not counted")
+      ->check(Whole(0, kMaxCount));
   o->serve_sim = app->add_subcommand(
       "serve-sim", "A simulated OpenAI/Anthropic-compatible streaming server (a stand-in)");
   CLI::App* s = o->serve_sim;
-  s->add_option("--port", o->port, "Port (0: any free one)")->capture_default_str();
+  s->add_option("--port", o->port, "Port (0: any free one)")
+      ->check(Whole(0, 65535))
+      ->capture_default_str();
   s->add_option("--listen", o->listen, "Address to listen on")->capture_default_str();
   s->add_option("--model", o->sim.model, "Model name it reports")->capture_default_str();
-  s->add_option("--base-ms", o->sim.base_ms, "Fixed delay before prefill");
+  s->add_option("--base-ms", o->sim.base_ms, "Fixed delay before prefill")
+      ->check(Real(0, kMaxSimDelayMs));
   s->add_option("--prefill-us-per-token", o->sim.prefill_us_per_token,
-                "Prefill time per uncached input token");
-  s->add_option("--decode-ms", o->sim.decode_ms, "Time per output token after the first");
+                "Prefill time per uncached input token")
+      ->check(Real(0, 1e6));
+  s->add_option("--decode-ms", o->sim.decode_ms, "Time per output token after the first")
+      ->check(Real(0, 60000));
   s->add_flag("--token-writes", o->sim.token_writes,
               "Send each token in its own write, streams taking turns like an engine step loop "
               "(with --decode-ms 0: as fast as the server can, one token per stream per turn)");
   s->add_option("--block-size", o->sim.block_tokens, "Prefix cache block (tokens)")
+      ->check(Whole(1, 1 << 20))
       ->capture_default_str();
   s->add_option("--cache-blocks", o->sim.cache_blocks,
                 "Prefix cache capacity in blocks (LRU; 0: no cache)")
+      ->check(Whole(0, 1 << 26))
       ->capture_default_str();
   s->add_option("--max-tokens", o->sim.default_max_tokens,
                 "Answer length when a request gives none")
+      ->check(Whole(1, kMaxPromptWords))
       ->capture_default_str();
-  s->add_option("--fault-429", o->sim.rate_429,
-                "Share of requests answered 429 (with Retry-After)");
-  s->add_option("--fault-500", o->sim.rate_500, "Share answered 500");
-  s->add_option("--fault-cut", o->sim.rate_cut, "Share whose stream is cut half-way");
+  s->add_option("--fault-429", o->sim.rate_429, "Share of requests answered 429 (with Retry-After)")
+      ->check(Share());
+  s->add_option("--fault-500", o->sim.rate_500, "Share answered 500")->check(Share());
+  s->add_option("--fault-cut", o->sim.rate_cut, "Share whose stream is cut half-way")
+      ->check(Share());
   s->add_option("--fault-error-event", o->sim.rate_error_event,
-                "Share given an error event after 200");
-  s->add_option("--fault-slow-start", o->sim.rate_slow_start, "Share whose first token is late");
+                "Share given an error event after 200")
+      ->check(Share());
+  s->add_option("--fault-slow-start", o->sim.rate_slow_start, "Share whose first token is late")
+      ->check(Share());
   s->add_option("--retry-after", o->sim.retry_after_s, "Retry-After seconds on 429")
+      ->check(Real(0, 86400))
       ->capture_default_str();
   s->add_option("--slow-start-ms", o->sim.slow_start_ms, "Extra delay of a slow start")
+      ->check(Real(0, kMaxSimDelayMs))
       ->capture_default_str();
   s->add_option("--trickle-ms", o->sim.trickle_ms, "Gap between bytes of a trickled answer")
+      ->check(Real(0, 60000))
       ->capture_default_str();
-  s->add_option("--seed", o->sim.seed, "Seed for drawn faults")->capture_default_str();
-  s->add_option("--duration", o->sim_duration_s, "Stop after this many seconds (0: at Ctrl-C)");
+  s->add_option("--seed", o->sim.seed, "Seed for drawn faults")
+      ->check(AnyUnsigned())
+      ->capture_default_str();
+  s->add_option("--duration", o->sim_duration_s, "Stop after this many seconds (0: at Ctrl-C)")
+      ->check(SecondsIn(kMaxSeconds, /*zero_means_none=*/true));
+  s->add_option("--header-timeout", o->sim.header_timeout_s,
+                "Seconds a request may take to arrive whole after its first byte (then 408)")
+      ->check(SecondsIn(86400))
+      ->capture_default_str();
+  s->add_option("--idle-timeout", o->sim.idle_timeout_s,
+                "Seconds a connection may sit with no request, or not read its answer")
+      ->check(SecondsIn(86400))
+      ->capture_default_str();
+  s->add_option("--max-connections", o->sim.max_connections,
+                "Connections held at once; more are answered 503 and closed")
+      ->check(Whole(1, kMaxStreams))
+      ->capture_default_str();
   s->footer(
       "Faults can also be asked per request with the header x-cmax-sim-fault: 429 | 500 | cut |\n"
       "error-event | slow-start | malformed-json | huge-line | no-done | http10 | byte-split |\n"

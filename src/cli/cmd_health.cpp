@@ -6,11 +6,13 @@
 #include <CLI/CLI.hpp>
 #include <cmath>
 #include <fmt/format.h>
-#include <fstream>
 #include <memory>
+#include <new>
+#include <optional>
 #include <ostream>
 
 #include "cli/cli.hpp"
+#include "cli/numbers.hpp"
 #include "core/clock.hpp"
 #include "core/log.hpp"
 #include "core/strings.hpp"
@@ -25,6 +27,7 @@
 #include "sys/host.hpp"
 #include "sys/interrupt.hpp"
 #include "sys/kmsg_reader.hpp"
+#include "sys/line_reader.hpp"
 #include "sys/nvml.hpp"
 #include "sys/process_runner.hpp"
 
@@ -54,22 +57,30 @@ Result<health::XidCatalog> LoadCatalog(const std::string& path) {
   return catalog;
 }
 
-// Reads the kernel log (live or saved) into facts; an unreadable log is a fact, not an error.
-void ReadKernelLog(const HealthOptions& options, const health::XidCatalog& catalog,
-                   const health::SinceFilter& since, health::PassiveFacts& facts) {
+// Saved-log lines longer than this are cut (and counted): kernel records are at most about
+// 1 KiB (the kernel's own line limit), and memory stays bounded on any file.
+constexpr size_t kMaxLogLineBytes = size_t{64} << 10;
+
+// Reads the kernel log (live or saved) into facts; a log that cannot be read, or not to its
+// end, is a fact (the finding is UNKNOWN), not an error.
+void ReadKernelLog(const HealthOptions& options, std::optional<sys::LineReader>& saved,
+                   const health::XidCatalog& catalog, const health::SinceFilter& since,
+                   health::PassiveFacts& facts) {
   SystemClock clock;
   const WallTime now = clock.Now();
-  if (!options.from_file.empty()) {
+  if (saved) {
     health::LogScanner scanner(catalog, since, std::nullopt);
     scanner.Summary().source = options.from_file;
-    std::ifstream in(options.from_file, std::ios::binary);
-    if (!in) {
-      facts.log_error = "cannot open " + options.from_file;
-    } else {
-      const std::time_t seconds = std::chrono::system_clock::to_time_t(now);
-      std::tm tm{};
-      gmtime_r(&seconds, &tm);
-      health::ScanStream(in, scanner, tm.tm_year + 1900);
+    const std::time_t seconds = std::chrono::system_clock::to_time_t(now);
+    std::tm tm{};
+    gmtime_r(&seconds, &tm);
+    try {
+      if (auto ok = health::ScanLines(*saved, scanner, tm.tm_year + 1900); !ok) {
+        facts.log_error = ok.error().message;
+      }
+    } catch (const std::bad_alloc&) {
+      facts.log_error =
+          fmt::format("out of memory reading {} (at byte {})", options.from_file, saved->Bytes());
     }
     facts.log = scanner.Summary();
     facts.conditions = scanner.Tracker().Conditions();
@@ -104,12 +115,13 @@ health::NvmlFacts ReadNvml(const HealthOptions& options) {
   return facts;
 }
 
-health::PassiveFacts Collect(const HealthOptions& options, const health::XidCatalog& catalog,
-                             const health::SinceFilter& since, Duration mount_timeout) {
+health::PassiveFacts Collect(const HealthOptions& options, std::optional<sys::LineReader>& saved,
+                             const health::XidCatalog& catalog, const health::SinceFilter& since,
+                             Duration mount_timeout) {
   sys::LocalFileSystem fs;
   sys::PosixProcessRunner runner;
   health::PassiveFacts facts;
-  ReadKernelLog(options, catalog, since, facts);
+  ReadKernelLog(options, saved, catalog, since, facts);
   facts.links = health::CollectPcieLinks(fs);
   facts.ports = health::CollectIbPorts(fs);
   if (auto mounts = fs.ReadFile("/proc/mounts", 16 << 20); mounts) {
@@ -179,22 +191,39 @@ int RunHealth(const HealthOptions& options, Context& ctx) {
   }
   const auto mount_timeout =
       std::chrono::duration_cast<Duration>(std::chrono::duration<double>(options.mount_timeout_s));
+  // A saved log that is missing or a directory is a wrong path (exit 2), found before anything.
+  std::optional<sys::LineReader> saved;
+  if (!options.from_file.empty()) {
+    auto opened = sys::LineReader::Open(
+        options.from_file, {.max_line_bytes = kMaxLogLineBytes, .interrupted = sys::Interrupted});
+    if (!opened) {
+      ctx.err << "cmax health: --from-file: " << opened.error().message << "\n";
+      return opened.error().code == ErrorCode::kNotFound ||
+                     opened.error().code == ErrorCode::kInvalidArgument
+                 ? kExitUsage
+                 : kExitError;
+    }
+    saved.emplace(std::move(*opened));
+  }
 
   const WallTime started = clock.Now();
-  const health::PassiveFacts facts = Collect(options, *catalog, since, mount_timeout);
+  const health::PassiveFacts facts = Collect(options, saved, *catalog, since, mount_timeout);
   const health::NvmlFacts nvml = ReadNvml(options);
   std::vector<Finding> findings = health::PassiveFindings(facts, {});
   for (Finding& f : health::NvmlFindings(nvml)) findings.push_back(std::move(f));
 
   const Finding* worst = nullptr;
+  const Finding* unknown = nullptr;  // a check that could not read what it judges
   for (const Finding& f : findings) {
     if (f.status == CheckStatus::kFail && (worst == nullptr || f.severity > worst->severity)) {
       worst = &f;
     }
+    if (f.status == CheckStatus::kUnknown && unknown == nullptr) unknown = &f;
   }
   // As HealthCheckProgram: silent and quick on success; one line and a drain on failure, and
-  // only then a run in the store, so that the reason for a drain is kept.
-  if (options.slurm_healthcheck && worst == nullptr) return kExitOk;
+  // only then a run in the store, so that the reason for a drain is kept. A node whose health
+  // is unknown is never reported healthy (one line, exit 3) nor drained for it.
+  if (options.slurm_healthcheck && worst == nullptr && unknown == nullptr) return kExitOk;
 
   auto store = store::Store::Open({.path = ctx.DbPath()});
   if (!store) {
@@ -202,7 +231,7 @@ int RunHealth(const HealthOptions& options, Context& ctx) {
     if (!options.slurm_healthcheck) return kExitError;
   }
   int64_t run_id = 0;
-  int exit_code = worst != nullptr ? kExitChecksFailed : kExitOk;
+  int exit_code = worst != nullptr ? kExitChecksFailed : unknown != nullptr ? kExitError : kExitOk;
   if (store) {
     auto writer = store::RunWriter::Begin(*store, {.command = "health",
                                                    .target = "node/" + NodeName(options),
@@ -228,6 +257,11 @@ int RunHealth(const HealthOptions& options, Context& ctx) {
     if (outcome) exit_code = outcome->exit_code;
   }
 
+  if (options.slurm_healthcheck && worst == nullptr) {
+    const std::string why = SanitizeUtf8(unknown->message.substr(0, unknown->message.find('\n')));
+    ctx.out << "cmax: health unknown: " << why.substr(0, 300) << "\n";
+    return kExitError;
+  }
   if (options.slurm_healthcheck) {
     const std::string reason = SanitizeUtf8(worst->message.substr(0, worst->message.find('\n')));
     ctx.out << "cmax: " << reason.substr(0, 300) << "\n";
@@ -264,7 +298,9 @@ Command SetupHealthCommand(CLI::App& parent) {
   app->add_option("--xid-catalog", options->xid_catalog,
                   "Use this XID catalogue (JSON, like data/xid_catalog.json)");
   app->add_option("--mount-timeout", options->mount_timeout_s,
-                  "Seconds a network filesystem may take to answer statfs");
+                  "Seconds a network filesystem may take to answer statfs")
+      ->check(SecondsIn(600))
+      ->capture_default_str();
   app->add_flag("--json", options->json, "Print the JSON report (schema cmax.report/v1)");
   app->add_flag("--slurm-healthcheck", options->slurm_healthcheck,
                 "Run as Slurm's HealthCheckProgram: silent on success, one line and exit 1 on "

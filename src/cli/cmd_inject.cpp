@@ -14,6 +14,7 @@
 
 #include "cli/cli.hpp"
 #include "cli/inject_facts.hpp"
+#include "cli/numbers.hpp"
 #include "core/log.hpp"
 #include "core/strings.hpp"
 #include "health/xid_catalog.hpp"
@@ -30,6 +31,9 @@
 
 namespace cmax::cli {
 namespace {
+
+// Xid and SXid codes the driver prints are small; anything past a million is a typo.
+constexpr int64_t kMaxEventCode = 1'000'000;
 
 struct InjectOptions {
   CLI::App* xid = nullptr;
@@ -304,15 +308,21 @@ Command SetupInjectCommand(CLI::App& parent) {
   app->require_subcommand(1);
   o->xid = app->add_subcommand("xid", "An NVRM Xid record in /dev/kmsg");
   o->xid->add_option("code", o->code, "Xid code (79: fallen off the bus, 48: DBE, ...)")
+      ->check(Whole(0, kMaxEventCode))
       ->required();
   o->xid->add_option("--gpu", o->gpu, "GPU index (from NVML) or PCI address")->required();
-  o->xid->add_option("--pid", o->pid, "Process id in the record (default '<unknown>')");
+  o->xid->add_option("--pid", o->pid, "Process id in the record (default '<unknown>')")
+      ->check(Whole(1, 4194304));  // the kernel's largest pid_max
   CommonFlags(o->xid, *o);
   o->sxid = app->add_subcommand("sxid", "An NVSwitch SXid record in /dev/kmsg");
-  o->sxid->add_option("code", o->code, "SXid code")->required();
+  o->sxid->add_option("code", o->code, "SXid code")->check(Whole(0, kMaxEventCode))->required();
   o->sxid->add_option("--switch-pci", o->gpu, "The NVSwitch's PCI address")->required();
-  o->sxid->add_option("--switch", o->switch_index, "N of nvidia-nvswitchN")->capture_default_str();
-  o->sxid->add_option("--link", o->link, "NVLink number")->capture_default_str();
+  o->sxid->add_option("--switch", o->switch_index, "N of nvidia-nvswitchN")
+      ->check(Whole(0, 255))
+      ->capture_default_str();
+  o->sxid->add_option("--link", o->link, "NVLink number")
+      ->check(Whole(0, 255))
+      ->capture_default_str();
   o->sxid->add_flag("--fatal", o->fatal, "A fatal SXid (default non-fatal)");
   CommonFlags(o->sxid, *o);
   o->nvml_sim = app->add_subcommand(
@@ -321,8 +331,8 @@ Command SetupInjectCommand(CLI::App& parent) {
                           "lost, dbe, row-remap-failure, row-remap-pending, recovery-action, "
                           "pcie-width, xid");
   o->nvml_sim->add_option("--gpu", o->gpu, "GPU index or PCI address in the simulated state");
-  o->nvml_sim->add_option("--value", o->value,
-                          "recovery-action: 1-4; pcie-width: lanes; xid: code");
+  o->nvml_sim->add_option("--value", o->value, "recovery-action: 1-4; pcie-width: lanes; xid: code")
+      ->check(Whole(0, kMaxEventCode));
   o->nvml_sim->add_option("--state", o->state, "State file (default $CMAX_NVML_SIM_STATE)");
   o->nvml_sim->add_flag("--restore", o->restore, "Put back the state from before the first fault");
   o->nvml_sim->add_option("--node", o->node, "The node the simulated GPUs belong to");
@@ -336,9 +346,10 @@ Command SetupInjectCommand(CLI::App& parent) {
     fields += fmt::format("  {:<28}{}\n", fmt::format("{} ({})", f.name, f.id), f.meaning);
   }
   o->dcgm->footer(fields);
-  o->dcgm->add_option("value", o->field_value, "The value")->required();
+  o->dcgm->add_option("value", o->field_value, "The value")->check(Whole(0, INT64_MAX))->required();
   o->dcgm->add_option("--gpu", o->gpu, "DCGM's GPU id")->required();
-  o->dcgm->add_option("--offset", o->offset_s, "Seconds into the future the value is dated");
+  o->dcgm->add_option("--offset", o->offset_s, "Seconds into the future the value is dated")
+      ->check(Whole(0, 86400));
   o->dcgm->add_option("--node", o->node, "The node (default: this host)");
   o->dcgm->add_flag("--dry-run", o->dry_run, "Print the dcgmi command; run nothing");
   o->dcgm->add_flag("--yes", o->yes, "On a node that is not a lab's");

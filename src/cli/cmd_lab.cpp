@@ -10,6 +10,7 @@
 #include <ostream>
 
 #include "cli/cli.hpp"
+#include "cli/numbers.hpp"
 #include "core/log.hpp"
 #include "core/strings.hpp"
 #include "lab/lab.hpp"
@@ -232,17 +233,16 @@ Command SetupLabCommand(CLI::App& parent) {
       "Start the lab and wait until every node is idle; a running lab is reported, not "
       "restarted"));
   options->up->add_option("-n,--nodes", options->nodes, "Compute nodes in partition gpu")
-      ->check(CLI::Range(1, 64));
+      ->check(Whole(1, 64));
   options->up->add_option("--spares", options->spares, "Hot-spare nodes in partition spare")
-      ->check(CLI::Range(0, 16));
-  options->up->add_option("--gpus", options->gpus, "GPUs (GRES gpu) per node")
-      ->check(CLI::Range(1, 16));
+      ->check(Whole(0, 16));
+  options->up->add_option("--gpus", options->gpus, "GPUs (GRES gpu) per node")->check(Whole(1, 16));
   options->up
       ->add_option("--port-base", options->port_base,
                    "slurmctld port; node i listens on port-base + i")
-      ->check(CLI::Range(1024, 65000));
+      ->check(Whole(1024, 65000));
   options->up->add_option("--timeout", options->timeout_s, "Seconds to wait for idle nodes")
-      ->check(CLI::Range(1.0, 600.0));
+      ->check(Real(1.0, 600.0));
   options->up->add_flag("--json", options->json, "Machine-readable result");
   options->status = add_dir(app->add_subcommand(
       "status", "Daemons and node states; exit 0 when every daemon runs, 1 otherwise"));

@@ -17,6 +17,7 @@
 #include "cli/cli.hpp"
 #include "cli/common.hpp"
 #include "cli/inject_facts.hpp"
+#include "cli/numbers.hpp"
 #include "cli/remediate_flags.hpp"
 #include "core/log.hpp"
 #include "core/strings.hpp"
@@ -390,10 +391,9 @@ int Report(const ReliabilityOptions& o, Context& ctx) {
     ctx.out << html;
     return kExitOk;
   }
-  sys::LocalFileSystem fs;
-  if (auto ok = fs.WriteFileAtomic(o.output, html, 0644); !ok) {
+  if (auto ok = WriteOutput(ctx, o.output, html); !ok) {
     ctx.err << "cmax reliability report: " << ok.error().message << "\n";
-    return kExitError;
+    return ExitCodeOf(ok.error());
   }
   ctx.out << "wrote " << o.output << "\n";
   return kExitOk;
@@ -446,8 +446,11 @@ Command SetupReliabilityCommand(CLI::App& parent) {
           "Shell command that succeeds once the node's GPUs answer ({node} replaced, quoted)")
       ->capture_default_str();
   o->reboot->add_option("--timeout", o->timeout_s, "Seconds to wait for the node and its GPUs")
+      ->check(SecondsIn(86400))
       ->capture_default_str();
-  o->reboot->add_option("--poll", o->poll_s, "Seconds between looks")->capture_default_str();
+  o->reboot->add_option("--poll", o->poll_s, "Seconds between looks")
+      ->check(Real(0.1, 3600))
+      ->capture_default_str();
   o->reboot->add_option("--scheduler", o->scheduler.scheduler, "slurm or kubernetes")
       ->check(CLI::IsMember({"slurm", "kubernetes"}))
       ->capture_default_str();

@@ -13,6 +13,7 @@
 #include <thread>
 
 #include "cli/cli.hpp"
+#include "cli/numbers.hpp"
 #include "cli/remediate_flags.hpp"
 #include "core/log.hpp"
 #include "core/strings.hpp"
@@ -372,7 +373,9 @@ Command SetupRemediateCommand(CLI::App& parent) {
               "Decide and record what would be done; touch nothing");
   r->add_flag("--once", o->once,
               "One pass, then exit (exit 1 when an action failed or was refused)");
-  r->add_option("--interval", o->interval_s, "Seconds between passes")->capture_default_str();
+  r->add_option("--interval", o->interval_s, "Seconds between passes")
+      ->check(Real(0.01, 86400))
+      ->capture_default_str();
   r->add_option("--conditions-from", o->conditions_from,
                 "Where node conditions come from: store (agents writing to this store) or "
                 "kubernetes (what `cmax agent --publish-conditions` writes on each Node)")
@@ -387,7 +390,7 @@ Command SetupRemediateCommand(CLI::App& parent) {
   o->history = app->add_subcommand("history", "One node's timeline: transitions and actions");
   o->history->add_option("NODE", o->node, "The node")->required();
   o->history->add_option("-n,--limit", o->limit, "Newest entries of each kind")
-      ->check(CLI::Range(1, 100000));
+      ->check(Whole(1, 100000));
   o->history->add_flag("--json", o->json, "Machine-readable (schema cmax.remediation-history/v1)");
   o->repaired = app->add_subcommand(
       "repaired", "A person says the node is fixed: it is validated, then brought back");

@@ -7,7 +7,6 @@
 #include "cli/cli.hpp"
 #include "cli/common.hpp"
 #include "report/render.hpp"
-#include "sys/file_system.hpp"
 
 namespace cmax::cli {
 namespace {
@@ -47,10 +46,9 @@ int RunReport(const ReportOptions& options, Context& ctx) {
     ctx.out << text;
     return kExitOk;
   }
-  sys::LocalFileSystem fs;
-  if (auto ok = fs.WriteFileAtomic(options.output, text, 0644); !ok) {
+  if (auto ok = WriteOutput(ctx, options.output, text); !ok) {
     ctx.err << "cmax report: " << ok.error().message << "\n";
-    return kExitError;
+    return ExitCodeOf(ok.error());
   }
   ctx.err << "wrote " << options.output << "\n";
   return kExitOk;
@@ -65,7 +63,9 @@ Command SetupReportCommand(CLI::App& parent) {
   app->add_option("RUN", options->run, "Run id, or 'latest' (default)");
   app->add_option("-f,--format", options->format, "text, json, junit or html")
       ->check(CLI::IsMember({"text", "json", "junit", "html"}));
-  app->add_option("-o,--output", options->output, "Write to this file instead of stdout");
+  app->add_option(
+      "-o,--output", options->output,
+      "Write to this file instead of stdout (a device, FIFO or link is written through)");
   app->add_flag("--json", options->json, "Same as --format json");
   return {app, [options](Context& ctx) { return RunReport(*options, ctx); }};
 }

@@ -11,6 +11,8 @@
 #include "audit/host_inventory.hpp"
 #include "audit/inventory_checks.hpp"
 #include "cli/cli.hpp"
+#include "cli/common.hpp"
+#include "cli/numbers.hpp"
 #include "core/log.hpp"
 #include "report/render.hpp"
 #include "store/run_writer.hpp"
@@ -120,9 +122,9 @@ int Run(const RunOptions& options, Context& ctx) {
     const std::string path = options.html.empty() ? DefaultHtmlPath(ctx, run_id) : options.html;
     const size_t slash = path.rfind('/');
     if (slash != std::string::npos && slash > 0) (void)fs.CreateDirs(path.substr(0, slash), 0700);
-    if (auto ok = fs.WriteFileAtomic(path, report::RenderHtml(*record), 0600); !ok) {
+    if (auto ok = WriteOutput(ctx, path, report::RenderHtml(*record), 0600); !ok) {
       ctx.err << "cmax run: " << ok.error().message << "\n";
-      return kExitError;
+      return ExitCodeOf(ok.error());
     }
     if (options.json) {
       log::Info("HTML report: {}", path);
@@ -149,7 +151,7 @@ Command SetupRunCommand(CLI::App& parent) {
   app->add_flag("--no-html", options->no_html, "Do not write the HTML report");
   app->add_option("--probe-timeout", options->probe_timeout_s,
                   "Seconds a scheduler probe (sinfo, scontrol ping) may take")
-      ->check(CLI::Range(0.1, 600.0));
+      ->check(Real(0.1, 600.0));
   return {app, [options](Context& ctx) { return Run(*options, ctx); }};
 }
 

@@ -1,7 +1,9 @@
 #include "cli/common.hpp"
 
 #include <charconv>
+#include <ostream>
 
+#include "sys/file_system.hpp"
 #include "sys/host.hpp"
 #include "sys/process_runner.hpp"
 
@@ -28,6 +30,23 @@ std::string DisplayState(const RunInfo& run) {
     return "abandoned";
   }
   return std::string(RunStateName(run.state));
+}
+
+Result<void> WriteOutput(Context& ctx, const std::string& path, std::string_view text,
+                         mode_t mode) {
+  if (path == "-") {
+    ctx.out << text;
+    ctx.out.flush();
+    if (!ctx.out) return Fail(ErrorCode::kIo, "cannot write to stdout");
+    return {};
+  }
+  return sys::LocalFileSystem().WriteOutputFile(path, text, mode);
+}
+
+int ExitCodeOf(const Error& error) {
+  return error.code == ErrorCode::kInvalidArgument || error.code == ErrorCode::kNotFound
+             ? kExitUsage
+             : kExitError;
 }
 
 }  // namespace cmax::cli

@@ -1,8 +1,11 @@
-// Helpers the reading commands (db, report) share.
+// Helpers the commands share: the store for reading commands (db, report), run ids, and the
+// one way a command writes a file the user named.
 #pragma once
 
 #include <cstdint>
 #include <string>
+#include <string_view>
+#include <sys/types.h>
 
 #include "cli/cli.hpp"
 #include "core/result.hpp"
@@ -18,5 +21,14 @@ Result<int64_t> ResolveRunId(store::Store& store, const std::string& text,
                              const std::string& command = "");
 // The state to show: a run still "running" whose process is gone on this host is "abandoned".
 std::string DisplayState(const RunInfo& run);
+
+// Every output file a command writes goes through here: "-" is stdout (ctx.out); any other
+// path follows sys::FileSystem::WriteOutputFile (a new or regular file atomically; a link,
+// FIFO or character device written through; a directory or block device refused).
+Result<void> WriteOutput(Context& ctx, const std::string& path, std::string_view text,
+                         mode_t mode = 0644);
+// The exit code for an error a command cannot go on from: kExitUsage when what the user gave
+// is at fault (kInvalidArgument, kNotFound), kExitError otherwise.
+int ExitCodeOf(const Error& error);
 
 }  // namespace cmax::cli

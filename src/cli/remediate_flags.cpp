@@ -11,6 +11,7 @@
 #include <sys/file.h>
 #include <utility>
 
+#include "cli/numbers.hpp"
 #include "core/strings.hpp"
 #include "sys/host.hpp"
 
@@ -29,6 +30,7 @@ void AddControllerFlags(CLI::App& r, ControllerFlags& o) {
                "reservation, or a Kubernetes Job pinned to the node); exit 0 = passed");
   r.add_option("--validation-timeout", o.validation_timeout_min,
                "Minutes a validation may take; longer counts as failed")
+      ->check(Positive(7 * 24 * 60))
       ->capture_default_str();
   r.add_option("--reset-command", o.reset_command,
                "Shell command that resets one GPU, with {node} and {device} replaced (quoted); "
@@ -36,10 +38,13 @@ void AddControllerFlags(CLI::App& r, ControllerFlags& o) {
   r.add_option("--breaker-percent", o.breaker_percent,
                "Trip the circuit breaker when more than this share of the fleet would be taken "
                "out within --breaker-window")
+      ->check(Positive(100))
       ->capture_default_str();
-  r.add_option("--breaker-window", o.breaker_window_s, "Seconds")->capture_default_str();
+  r.add_option("--breaker-window", o.breaker_window_s, "Seconds")
+      ->check(SecondsIn(7 * 24 * 3600))
+      ->capture_default_str();
   r.add_option("--rate-limit", o.rate_limit, "Disruptive actions per node per hour")
-      ->check(CLI::Range(1, 1000))
+      ->check(Whole(1, 1000))
       ->capture_default_str();
   r.add_option("--service-partition", o.service_partition, "Where spares go into service")
       ->capture_default_str();
@@ -47,17 +52,18 @@ void AddControllerFlags(CLI::App& r, ControllerFlags& o) {
   r.add_flag("--no-spares", o.no_spares, "No hot-spare pool");
   r.add_option("--architecture", o.architecture, "hgx or nvl72")->capture_default_str();
   r.add_option("--probation", o.probation_min, "Minutes a reintroduced node is watched")
+      ->check(Positive(30 * 24 * 60))
       ->capture_default_str();
   r.add_option("--escalation-faults", o.escalation_faults,
                "Serious faults on a node within 24 h that send it to REPAIR")
-      ->check(CLI::Range(1, 100))
+      ->check(Whole(1, 100))
       ->capture_default_str();
   r.add_option("--racks", o.racks_file,
                "NVL72: file with one rack per line, its name then its trays (ranges like "
                "tray[01-18] allowed); a rack that is down has its other trays drained too")
       ->check(CLI::ExistingFile);
   r.add_option("--rack-down-at", o.rack_down_at, "NVL72: trays out at which a rack is down")
-      ->check(CLI::Range(1, 72))
+      ->check(Whole(1, 72))
       ->capture_default_str();
   r.add_flag("--domain-needs-every-tray", o.domain_needs_every_tray,
              "NVL72: the NVLink domain stops with any tray out, so one tray out holds the rack");
@@ -84,7 +90,7 @@ void AddControllerFlags(CLI::App& r, ControllerFlags& o) {
       ->capture_default_str();
   r.add_option("--validation-gpus", o.validation_gpus,
                "nvidia.com/gpu the validation Job asks for (all of the node's, to test them all)")
-      ->check(CLI::Range(0, 64))
+      ->check(Whole(0, 64))
       ->group(kube)
       ->capture_default_str();
   r.add_option("--taint-effect", o.taint_effect,

@@ -23,12 +23,13 @@ std::string_view NameOf(const std::array<std::pair<Enum, std::string_view>, N>& 
   return "?";
 }
 
-constexpr std::array<std::pair<CheckStatus, std::string_view>, 5> kStatusNames{{
+constexpr std::array<std::pair<CheckStatus, std::string_view>, 6> kStatusNames{{
     {CheckStatus::kPass, "PASS"},
     {CheckStatus::kWarn, "WARN"},
     {CheckStatus::kFail, "FAIL"},
     {CheckStatus::kSkip, "SKIP"},
     {CheckStatus::kAttest, "ATTEST"},
+    {CheckStatus::kUnknown, "UNKNOWN"},
 }};
 
 constexpr std::array<std::pair<Severity, std::string_view>, 5> kSeverityNames{{
@@ -96,6 +97,7 @@ StatusCounts CountStatuses(const std::vector<Finding>& findings) {
       case CheckStatus::kFail: ++counts.fail; break;
       case CheckStatus::kSkip: ++counts.skip; break;
       case CheckStatus::kAttest: ++counts.attest; break;
+      case CheckStatus::kUnknown: ++counts.unknown; break;
     }
   }
   return counts;

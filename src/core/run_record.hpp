@@ -14,7 +14,9 @@
 
 namespace cmax {
 
-enum class CheckStatus { kPass, kWarn, kFail, kSkip, kAttest };
+// kUnknown: the check could not read what it judges (a read error, an interrupted read); it is
+// never a pass, and a run with one and no FAIL ends as an error (exit 3).
+enum class CheckStatus { kPass, kWarn, kFail, kSkip, kAttest, kUnknown };
 enum class Severity { kInfo, kLow, kMedium, kHigh, kCritical };
 // kOk: finished with no FAIL finding; kChecksFailed: finished with at least one.
 enum class RunState { kRunning, kOk, kChecksFailed, kInterrupted, kError };
@@ -118,7 +120,8 @@ struct StatusCounts {
   int fail = 0;
   int skip = 0;
   int attest = 0;
-  int Total() const { return pass + warn + fail + skip + attest; }
+  int unknown = 0;
+  int Total() const { return pass + warn + fail + skip + attest + unknown; }
 };
 StatusCounts CountStatuses(const std::vector<Finding>& findings);
 

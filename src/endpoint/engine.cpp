@@ -75,6 +75,30 @@ std::optional<UrlParts> PartsOf(const std::string& url) {
 
 }  // namespace
 
+Result<void> CheckUrl(const std::string& url) {
+  for (const char c : url) {
+    if (static_cast<unsigned char>(c) <= 0x20 || c == 0x7f) {
+      return Fail(ErrorCode::kInvalidArgument,
+                  "a URL holds no spaces or control characters (encode them: %20)");
+    }
+  }
+  CURLU* u = curl_url();
+  const CURLUcode code = curl_url_set(u, CURLUPART_URL, url.c_str(), 0);
+  curl_url_cleanup(u);
+  if (code != CURLUE_OK) {
+    return Fail(ErrorCode::kInvalidArgument, "not a URL libcurl can read: {}",
+                curl_url_strerror(code));
+  }
+  const auto parts = PartsOf(url);
+  if (!parts) return Fail(ErrorCode::kInvalidArgument, "not a URL with a host");
+  if (parts->scheme != "http" && parts->scheme != "https") {
+    return Fail(ErrorCode::kInvalidArgument, "the scheme must be http or https, not {}",
+                parts->scheme);
+  }
+  if (parts->port == "0") return Fail(ErrorCode::kInvalidArgument, "port 0 cannot be reached");
+  return {};
+}
+
 std::string CurlErrorClass(int curl_code, bool answered) {
   switch (static_cast<CURLcode>(curl_code)) {
     case CURLE_COULDNT_RESOLVE_HOST:
@@ -148,6 +172,11 @@ struct Engine::Impl {
     bool malformed = false;
     bool answered = false;  // libcurl's transfers: a response began
     bool too_big = false;
+    // libcurl's transfers: head bytes so far, and why the head was refused (the same limits
+    // as HttpResponseReader's, which libcurl does not apply: it takes 300 KB of headers and
+    // reads past a Content-Length it cannot parse).
+    size_t head_bytes = 0;
+    std::optional<std::string> bad_head;
     long status = 0;         // the response's, once its body began
     double arrived_s = 0;    // the read under way: when it came
     int64_t arrived_ns = 0;  // the same on CLOCK_MONOTONIC, before the first chunk only
@@ -369,12 +398,36 @@ struct Engine::Impl {
       }
     }
     t->answered = true;
+    t->head_bytes += n;
+    if (t->head_bytes > kMaxResponseHeadBytes) {
+      t->bad_head = "the response head exceeds the size limit";
+      return 0;  // ends the transfer (CURLE_WRITE_ERROR); Finish gives bad_head
+    }
     const std::string_view line(data, n);
     const size_t colon = line.find(':');
     if (colon != std::string_view::npos) {
-      HeaderField(*t, ToLower(Trim(line.substr(0, colon))), Trim(line.substr(colon + 1)));
+      const std::string name = ToLower(Trim(line.substr(0, colon)));
+      const std::string_view value = Trim(line.substr(colon + 1));
+      if (name == "content-length" && !PlainLength(value)) {
+        t->bad_head = "a malformed Content-Length";
+        return 0;
+      }
+      HeaderField(*t, name, value);
     }
     return n;
+  }
+
+  // A Content-Length value as HttpResponseReader takes it: digits, at most 18 of them, maybe
+  // repeated in a list.
+  static bool PlainLength(std::string_view value) {
+    for (std::string_view item : Split(value, ',')) {
+      item = Trim(item);
+      if (item.empty() || item.size() > 18 ||
+          !std::all_of(item.begin(), item.end(), [](char c) { return c >= '0' && c <= '9'; })) {
+        return false;
+      }
+    }
+    return true;
   }
 
   // A response header (name lower-cased), whichever connection brought it.
@@ -502,7 +555,11 @@ struct Engine::Impl {
     long version = 0;
     curl_easy_getinfo(easy, CURLINFO_HTTP_VERSION, &version);
     t->result.http_version = HttpVersionName(version);
-    if (code != CURLE_OK) {
+    if (code == CURLE_OUT_OF_MEMORY) {
+      // libcurl's answer to a status or header line over its own limit (100 KB), which it
+      // reports before any header reached us; a real lack of memory would fail far more.
+      Finish(*t, "malformed", "a response header line exceeds libcurl's size limit");
+    } else if (code != CURLE_OK) {
       Finish(*t, CurlErrorClass(code, t->answered), curl_easy_strerror(code));
     } else {
       Finish(*t, {}, {});
@@ -523,6 +580,9 @@ struct Engine::Impl {
     if (t->too_big) {
       error_class = "malformed";
       r.error_message = "response larger than the body limit";
+    } else if (t->bad_head) {
+      error_class = "malformed";
+      r.error_message = *t->bad_head;
     } else if (!failure.empty()) {
       error_class = failure;
       r.error_message = why;
@@ -918,7 +978,9 @@ struct Engine::Impl {
     Finish(t, {}, {});
   }
 
-  void FailOwn(Conn& c, const std::string& error_class, const std::string& why) {
+  // `why` is taken by value: it is often the connection's own reader's message
+  // (c.reader.Error()), and Close frees the connection before Finish reads it.
+  void FailOwn(Conn& c, const std::string& error_class, std::string why) {
     Transfer& t = Detach(c);
     Close(c);
     --own_in_flight;

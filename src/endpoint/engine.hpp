@@ -57,6 +57,11 @@ struct CallResult {
   uint64_t sse_comments = 0;
 };
 
+// Whether the engine can send to this URL: http or https, a host, a port in 1..65535, no spaces
+// or control characters; read by libcurl's parser, as both clients read it. The error says
+// what is wrong (without repeating the URL, which may hold a key).
+Result<void> CheckUrl(const std::string& url);
+
 // The error class of a transfer that ended with a libcurl error; `answered` says whether any
 // response had begun. Classes: dns, connect, tls, timeout, truncated, malformed, other.
 std::string CurlErrorClass(int curl_code, bool answered);

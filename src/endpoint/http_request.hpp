@@ -31,6 +31,8 @@ class HttpRequestParser {
   // the next request on the connection).
   size_t Feed(std::string_view bytes);
   State GetState() const { return state_; }
+  // A request has begun (some of its bytes came) and is not whole yet.
+  bool Began() const { return state_ == State::kNeedMore && (!head_.empty() || in_body_); }
   // On kError: the status to answer with (400, 413, 431, 501, 505) and why.
   int ErrorStatus() const { return error_status_; }
   const std::string& ErrorReason() const { return error_reason_; }

@@ -112,6 +112,14 @@ size_t HttpResponseReader::FeedHead(std::string_view bytes) {
   const size_t before = head_.size();
   head_.append(
       bytes.substr(0, std::min(bytes.size(), max_head_ + 4 - std::min(max_head_ + 4, before))));
+  // What does not begin like a status line is not waited on (HTTP/0.9, another protocol, a
+  // server that never sends a line end): it fails as soon as its first bytes differ.
+  constexpr std::string_view kStatusStart = "HTTP/1.";
+  const size_t check = std::min(head_.size(), kStatusStart.size());
+  if (std::string_view(head_).substr(0, check) != kStatusStart.substr(0, check)) {
+    Fail("not an HTTP/1.x status line");
+    return bytes.size();
+  }
   const size_t head_length = HeadLength(head_, before);
   if (head_length == std::string::npos) {
     if (head_.size() > max_head_) Fail("the response head exceeds the size limit");

@@ -18,10 +18,13 @@
 
 namespace cmax::endpoint {
 
+// The most a response head may take (status line, headers, interim answers' heads apart).
+inline constexpr size_t kMaxResponseHeadBytes = size_t{64} << 10;
+
 class HttpResponseReader {
  public:
   enum class State { kHead, kBody, kDone, kError };
-  explicit HttpResponseReader(size_t max_head_bytes = size_t{64} << 10)
+  explicit HttpResponseReader(size_t max_head_bytes = kMaxResponseHeadBytes)
       : max_head_(max_head_bytes) {}
 
   // Reads bytes up to the end of the response; returns how many it used (any left over were

@@ -1,6 +1,8 @@
 #include "endpoint/sim.hpp"
 
+#include <algorithm>
 #include <array>
+#include <cmath>
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
@@ -139,6 +141,52 @@ tl::expected<SimRequest, SimError> ParseSimRequest(const HttpRequest& request,
   return out;
 }
 
+Result<void> CheckSimConfig(const SimConfig& config) {
+  const std::pair<const char*, double> shares[] = {
+      {"the 429 share", config.rate_429},
+      {"the 500 share", config.rate_500},
+      {"the cut share", config.rate_cut},
+      {"the error-event share", config.rate_error_event},
+      {"the slow-start share", config.rate_slow_start}};
+  double sum = 0;
+  for (const auto& [name, value] : shares) {
+    if (!std::isfinite(value) || value < 0 || value > 1) {
+      return Fail(ErrorCode::kInvalidArgument, "{} must be in [0, 1], not {}", name, value);
+    }
+    sum += value;
+  }
+  if (sum > 1 + 1e-9) {
+    return Fail(ErrorCode::kInvalidArgument, "the fault shares add up to {}, more than 1", sum);
+  }
+  const std::pair<const char*, double> delays[] = {
+      {"the base delay", config.base_ms},
+      {"the prefill time", config.prefill_us_per_token},
+      {"the decode time", config.decode_ms},
+      {"Retry-After", config.retry_after_s},
+      {"the slow-start delay", config.slow_start_ms},
+      {"the trickle gap", config.trickle_ms}};
+  for (const auto& [name, value] : delays) {
+    if (!std::isfinite(value) || value < 0 || value > 86400e3) {
+      return Fail(ErrorCode::kInvalidArgument, "{} must be a number in [0, 86400000], not {}", name,
+                  value);
+    }
+  }
+  for (const auto& [name, value] : {std::pair{"the header timeout", config.header_timeout_s},
+                                    std::pair{"the idle timeout", config.idle_timeout_s}}) {
+    if (!std::isfinite(value) || value <= 0 || value > 86400) {
+      return Fail(ErrorCode::kInvalidArgument, "{} must be in (0, 86400] seconds, not {}", name,
+                  value);
+    }
+  }
+  if (config.block_tokens == 0) {
+    return Fail(ErrorCode::kInvalidArgument, "the cache block size must be at least 1 token");
+  }
+  if (config.max_connections == 0) {
+    return Fail(ErrorCode::kInvalidArgument, "the connection limit must be at least 1");
+  }
+  return {};
+}
+
 SimFault DrawFault(const SimConfig& config, std::mt19937_64& rng) {
   const double u = std::uniform_real_distribution<double>(0, 1)(rng);
   double edge = 0;
@@ -157,7 +205,8 @@ int64_t FirstTokenDelayNs(const SimConfig& config, uint64_t uncached_tokens, Sim
   double ns = config.base_ms * 1e6 +
               config.prefill_us_per_token * 1e3 * static_cast<double>(uncached_tokens);
   if (fault == SimFault::kSlowStart) ns += config.slow_start_ms * 1e6;
-  return static_cast<int64_t>(ns);
+  // A day at most: a huge prompt times a large per-token cost must not overflow the cast.
+  return static_cast<int64_t>(std::min(ns, 86400e9));
 }
 
 int64_t DecodeNs(const SimConfig& config) {
@@ -327,11 +376,13 @@ std::string_view StatusText(int status) {
     case 400: return "Bad Request";
     case 404: return "Not Found";
     case 405: return "Method Not Allowed";
+    case 408: return "Request Timeout";
     case 413: return "Content Too Large";
     case 429: return "Too Many Requests";
     case 431: return "Request Header Fields Too Large";
     case 500: return "Internal Server Error";
     case 501: return "Not Implemented";
+    case 503: return "Service Unavailable";
     case 505: return "HTTP Version Not Supported";
     default: return "Unknown";
   }

@@ -53,7 +53,15 @@ struct SimConfig {
   double slow_start_ms = 2000;
   double trickle_ms = 100;
   uint64_t seed = 1;
+  // What a hostile or broken client may hold (slowloris, idle sockets, socket floods).
+  double header_timeout_s = 10;    // a request must be whole this long after its first byte
+  double idle_timeout_s = 60;      // a connection with no request under way, and one whose
+                                   // answer the client stops reading, is closed after this
+  size_t max_connections = 20000;  // more are answered 503 and closed
 };
+// Whether the numbers make sense (rates in [0, 1], delays and timeouts finite and not negative,
+// timeouts and the connection limit above 0); the error names the field.
+Result<void> CheckSimConfig(const SimConfig& config);
 
 struct SimRequest {
   Api api = Api::kChat;

@@ -22,7 +22,8 @@
 namespace cmax::endpoint {
 namespace {
 
-constexpr size_t kMaxOutput = size_t{256} << 20;  // a client that stops reading is dropped
+constexpr size_t kMaxOutput = size_t{32} << 20;  // a client that stops reading is dropped
+constexpr int64_t kSweepNs = 100'000'000;        // how often the timeouts are looked at
 constexpr size_t kMaxPipelined = size_t{1} << 20;
 constexpr size_t kHugeLineBytes = size_t{10} << 20;
 
@@ -46,6 +47,8 @@ struct Conn {
   int64_t due_ns = 0;
   bool chunked = true;
   bool keep_alive = true;
+  int64_t active_ns = 0;         // the last byte that came or went
+  int64_t request_began_ns = 0;  // the first byte of the request being read
 };
 
 struct Timer {
@@ -72,6 +75,8 @@ struct SimServer::Impl {
   SimStats stats;
   bool accept_paused = false;
   int64_t accept_resume_ns = 0;
+  size_t open_conns = 0;
+  int64_t next_sweep_ns = 0;
 
   explicit Impl(const SimConfig& c)
       : config(c), cache(c.block_tokens, c.cache_blocks), rng(c.seed) {}
@@ -97,6 +102,7 @@ struct SimServer::Impl {
     if (conns[fd]->phase != Phase::kIdle) --stats.open_streams;
     ::close(fd);
     conns[fd].reset();
+    --open_conns;
   }
 
   // Sends what is queued; false when the connection was closed.
@@ -106,6 +112,7 @@ struct SimServer::Impl {
                                MSG_NOSIGNAL | MSG_DONTWAIT);
       if (n > 0) {
         c.out_off += static_cast<size_t>(n);
+        c.active_ns = MonotonicNanos();
         continue;
       }
       if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
@@ -371,6 +378,7 @@ struct SimServer::Impl {
         c.in.append(bytes);
         return;
       }
+      if (!c.parser.Began()) c.request_began_ns = MonotonicNanos();
       const size_t used = c.parser.Feed(bytes);
       bytes.remove_prefix(used);
       switch (c.parser.GetState()) {
@@ -402,6 +410,7 @@ struct SimServer::Impl {
       return;
     }
     if (n < 0) return;
+    c.active_ns = MonotonicNanos();
     Parse(c, std::string_view(buffer, static_cast<size_t>(n)));
   }
 
@@ -417,16 +426,64 @@ struct SimServer::Impl {
         }
         return;
       }
+      if (open_conns >= config.max_connections) {
+        // Said, not just dropped, so a client counts an overloaded server (5xx), not a network
+        // fault. One non-blocking send: a client that does not read it loses it.
+        static const std::string kBusy = [] {
+          const std::string body = ErrorBody(503, "too many connections");
+          return Head(503, "application/json", false, false, body.size(), "Retry-After: 1\r\n") +
+                 body;
+        }();
+        (void)!::send(fd, kBusy.data(), kBusy.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+        ::close(fd);
+        ++stats.refused_over_limit;
+        continue;
+      }
       const int one = 1;
       ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
       if (static_cast<size_t>(fd) >= conns.size()) conns.resize(static_cast<size_t>(fd) * 2 + 1);
       conns[fd] = std::make_unique<Conn>();
       conns[fd]->fd = fd;
+      conns[fd]->active_ns = MonotonicNanos();
+      ++open_conns;
       ++stats.connections;
       epoll_event ev{};
       ev.events = EPOLLIN;
       ev.data.fd = fd;
       ::epoll_ctl(epoll_fd, EPOLL_CTL_ADD, fd, &ev);
+    }
+  }
+
+  // Closes what a client holds without using it: a request not whole within the header timeout
+  // (slowloris) gets a 408; a connection idle past the idle timeout, or whose answer the client
+  // has not read for that long, is closed.
+  void Sweep(int64_t now) {
+    const auto header_ns = static_cast<int64_t>(config.header_timeout_s * 1e9);
+    const auto idle_ns = static_cast<int64_t>(config.idle_timeout_s * 1e9);
+    for (auto& slot : conns) {
+      if (!slot) continue;
+      Conn& c = *slot;
+      if (c.writing) {
+        if (now - c.active_ns > idle_ns) {
+          ++stats.closed_not_reading;
+          Close(c.fd);
+        }
+        continue;
+      }
+      if (c.phase != Phase::kIdle || c.close_after_flush) continue;
+      if (c.parser.Began()) {
+        if (now - c.request_began_ns > header_ns) {
+          ++stats.closed_slow_request;
+          const std::string body = ErrorBody(408, "the request did not arrive in time");
+          c.out += Head(408, "application/json", false, false, body.size());
+          c.out += body;
+          c.close_after_flush = true;
+          Flush(c);
+        }
+      } else if (now - c.active_ns > idle_ns) {
+        ++stats.closed_idle;
+        Close(c.fd);
+      }
     }
   }
 
@@ -469,9 +526,7 @@ SimStats SimServer::Stats() const {
 
 Result<std::unique_ptr<SimServer>> SimServer::Listen(const std::string& address,
                                                      const SimConfig& config) {
-  if (config.block_tokens == 0) {
-    return Fail(ErrorCode::kInvalidArgument, "the cache block size must be at least 1 token");
-  }
+  if (auto ok = CheckSimConfig(config); !ok) return tl::unexpected(ok.error());
   auto impl = std::make_unique<Impl>(config);
   auto socket = sys::ListenTcp(address, 4096);
   if (!socket) return tl::unexpected(socket.error());
@@ -511,6 +566,10 @@ Result<void> SimServer::Run(const std::function<bool()>& stop) {
           s.Readable(fd);
         }
       }
+    }
+    if (const int64_t now = MonotonicNanos(); now >= s.next_sweep_ns) {
+      s.Sweep(now);
+      s.next_sweep_ns = now + kSweepNs;
     }
     if (s.accept_paused && MonotonicNanos() >= s.accept_resume_ns) {
       epoll_event ev{};

@@ -25,6 +25,10 @@ struct SimStats {
   uint64_t cache_evictions = 0;
   size_t open_streams = 0;
   size_t max_open_streams = 0;
+  uint64_t closed_idle = 0;                // no request for the idle timeout
+  uint64_t closed_slow_request = 0;        // a request not whole within the header timeout (408)
+  uint64_t closed_not_reading = 0;         // the client stopped reading its answer
+  uint64_t refused_over_limit = 0;         // past the connection limit (503)
   std::map<std::string, uint64_t> faults;  // by name
 };
 

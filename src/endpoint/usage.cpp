@@ -1,8 +1,12 @@
 #include "endpoint/usage.hpp"
 
+#include <algorithm>
 #include <cmath>
+#include <fmt/format.h>
 
 #include "core/json_read.hpp"
+#include "core/keys.hpp"
+#include "core/strings.hpp"
 
 namespace cmax::endpoint {
 namespace {
@@ -73,11 +77,29 @@ Result<std::map<std::string, Price>> ParsePrices(std::string_view text) {
       !root["models"].is_object()) {
     return Fail(ErrorCode::kInvalidArgument, "prices: not a cmax.prices/v1 document with models");
   }
+  static const std::vector<std::string_view> kRootKeys = {"schema", "note", "models"};
+  static const std::vector<std::string_view> kPriceKeys = {"input", "cached_input", "cache_write",
+                                                           "output", "note"};
+  for (const auto& item : root.items()) {
+    if (std::find(kRootKeys.begin(), kRootKeys.end(), item.key()) == kRootKeys.end()) {
+      return tl::unexpected(
+          UnknownKey("prices", item.key(), LineOfJsonKey(text, item.key()), kRootKeys));
+    }
+  }
   std::map<std::string, Price> prices;
   for (const auto& item : root["models"].items()) {
     // Named, not structured bindings: lambdas cannot capture those in C++20 (clang).
     const std::string model = item.key();
     const json& p = item.value();
+    if (p.is_object()) {
+      for (const auto& field : p.items()) {
+        if (std::find(kPriceKeys.begin(), kPriceKeys.end(), field.key()) == kPriceKeys.end()) {
+          return tl::unexpected(UnknownKey(fmt::format("prices ({})", SanitizeUtf8(model)),
+                                           field.key(), LineOfJsonKey(text, field.key()),
+                                           kPriceKeys));
+        }
+      }
+    }
     const auto number = [&](const char* key, std::optional<double> fallback) -> Result<double> {
       if (!p.is_object())
         return Fail(ErrorCode::kInvalidArgument, "prices: {} is not an object", model);

@@ -10,6 +10,11 @@
 namespace cmax::endpoint {
 namespace {
 
+// The longest prompt or answer a trace line may ask for: past every model's context window.
+constexpr uint64_t kMaxTraceTokens = 1'000'000;
+// The longest conversation a random workload builds (about 60 MB of text per conversation).
+constexpr double kMaxConversationWords = 10'000'000;
+
 using nlohmann::json;
 
 // Common English words: most tokenizers take each as one token, so word counts are close to
@@ -137,6 +142,17 @@ Result<std::unique_ptr<Workload>> MakeRandomWorkload(const RandomSpec& spec) {
     return Fail(ErrorCode::kInvalidArgument, "--range-ratio must be in [0, 1)");
   }
   if (spec.turns == 0) return Fail(ErrorCode::kInvalidArgument, "--turns must be at least 1");
+  // Each turn resends the history: the last turn of a conversation carries all of it.
+  const double history =
+      static_cast<double>(spec.prefix_len) +
+      (static_cast<double>(spec.input_len) + static_cast<double>(spec.output_len)) *
+          (1 + spec.range_ratio) * static_cast<double>(spec.turns);
+  if (history > kMaxConversationWords) {
+    return Fail(ErrorCode::kInvalidArgument,
+                "--prefix-len, --input-len, --output-len and --turns ask for conversations of up "
+                "to {:.0f} words; at most {:.0f} are taken (each turn resends the history)",
+                history, kMaxConversationWords);
+  }
   return std::unique_ptr<Workload>(new RandomWorkload(spec));
 }
 
@@ -260,6 +276,11 @@ Result<std::unique_ptr<Workload>> MakeTraceWorkload(std::string_view jsonl, cons
     const auto output = PositiveCount(doc, "output_length");
     if (!input || *input == 0) return bad("needs a positive \"input_length\"");
     if (!output || *output == 0) return bad("needs a positive \"output_length\"");
+    // Every input token becomes a word of the prompt: a hostile length must not become a
+    // terabyte of text.
+    if (*input > kMaxTraceTokens || *output > kMaxTraceTokens) {
+      return bad(fmt::format("lengths above {} tokens are not taken", kMaxTraceTokens));
+    }
     std::vector<uint64_t> ids;
     if (doc.contains("hash_ids")) {
       if (!doc["hash_ids"].is_array()) return bad("\"hash_ids\" must be an array");

@@ -58,6 +58,19 @@ std::optional<int> LeadingInt(std::string_view text, size_t* used = nullptr) {
   return value;
 }
 
+// An Xid or SXid code: its leading digits, or kUnreadableCode when there are too many of them
+// to be a code (an Xid line whose code cannot be read is still an Xid, never dropped).
+std::optional<int> EventCode(std::string_view text, size_t* used) {
+  size_t n = 0;
+  while (n < text.size() && IsDigit(text[n])) ++n;
+  if (n == 0) return std::nullopt;
+  if (n > 9) {
+    *used = n;
+    return kUnreadableCode;
+  }
+  return LeadingInt(text, used);
+}
+
 // The number after the first occurrence of marker ("Link 10" -> 10 for marker "Link ").
 std::optional<int> NumberAfter(std::string_view text, std::string_view marker) {
   const size_t pos = text.find(marker);
@@ -342,7 +355,7 @@ std::optional<KernelEvent> ParseXid(std::string_view message) {
   }
   std::string_view rest = message.substr(close + 3);
   size_t used = 0;
-  const auto code = LeadingInt(rest, &used);
+  const auto code = EventCode(rest, &used);
   if (!code) return std::nullopt;
   event.code = *code;
   rest.remove_prefix(used);
@@ -396,7 +409,7 @@ std::optional<KernelEvent> ParseSxid(std::string_view message) {
   }
   std::string_view rest = message.substr(close + 3);
   size_t used = 0;
-  const auto code = LeadingInt(rest, &used);
+  const auto code = EventCode(rest, &used);
   if (!code) return std::nullopt;
   event.code = *code;
   rest.remove_prefix(used);

@@ -31,6 +31,10 @@ enum class KernelEventKind {
 };
 std::string_view KernelEventKindName(KernelEventKind kind);  // "xid", "sxid", ...
 
+// The code of an Xid or SXid line whose number is too long to be a code: the event is kept
+// (an unknown Xid is never ignored) with this code.
+inline constexpr int kUnreadableCode = -1;
+
 struct KernelEvent {
   KernelEventKind kind = KernelEventKind::kXid;
   // The device as the driver printed it, lowercased: "0000:17:00" for an Xid (the driver

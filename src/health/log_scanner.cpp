@@ -87,10 +87,13 @@ Result<void> ScanKmsg(sys::KmsgReader& reader, LogScanner& scanner) {
   return {};
 }
 
-void ScanStream(std::istream& in, LogScanner& scanner, int default_year) {
-  std::string line;
-  while (std::getline(in, line)) {
-    auto record = ParseLogLine(line, default_year);
+Result<void> ScanLines(sys::LineReader& reader, LogScanner& scanner, int default_year) {
+  while (true) {
+    auto line = reader.Next();
+    scanner.Summary().cut_lines = reader.CutLines();
+    if (!line) return tl::unexpected(line.error());
+    if (!*line) return {};
+    auto record = ParseLogLine(**line, default_year);
     if (!record) {
       ++scanner.Summary().not_kernel;
       continue;

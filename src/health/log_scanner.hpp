@@ -3,7 +3,6 @@
 #pragma once
 
 #include <deque>
-#include <istream>
 #include <optional>
 #include <string>
 
@@ -11,6 +10,7 @@
 #include "health/kernel_events.hpp"
 #include "health/kernel_record.hpp"
 #include "sys/kmsg_reader.hpp"
+#include "sys/line_reader.hpp"
 
 namespace cmax::health {
 
@@ -32,6 +32,7 @@ struct LogSummary {
   uint64_t not_kernel = 0;  // syslog lines of other programs
   uint64_t lost = 0;        // records the ring overwrote before they were read
   uint64_t overruns = 0;
+  uint64_t cut_lines = 0;               // saved-log lines longer than the reader's limit, cut to it
   std::deque<KernelEvent> recent_xids;  // the last Xid and SXid events, newest last
 };
 
@@ -58,7 +59,9 @@ class LogScanner {
 
 // Reads every record waiting in /dev/kmsg (non-blocking) into the scanner.
 Result<void> ScanKmsg(sys::KmsgReader& reader, LogScanner& scanner);
-// Reads a saved log line by line (any shape ParseLogLine knows).
-void ScanStream(std::istream& in, LogScanner& scanner, int default_year);
+// Reads a saved log line by line (any shape ParseLogLine knows) in bounded memory: lines over
+// the reader's limit are cut and counted. A read error or an interruption is returned; what was
+// read before it stays in the scanner.
+Result<void> ScanLines(sys::LineReader& reader, LogScanner& scanner, int default_year);
 
 }  // namespace cmax::health

@@ -106,8 +106,13 @@ std::vector<Finding> PassiveFindings(const PassiveFacts& facts, const PassiveOpt
 
   // The kernel log as a whole.
   if (facts.log_error) {
-    findings.push_back(Make("health.kernel_log", CheckStatus::kSkip, Severity::kInfo, "unreadable",
-                            "the kernel log could not be read: " + *facts.log_error));
+    // Never a pass: a fault in what could not be read is unknown, and so is the node's health.
+    Finding f = Make("health.kernel_log", CheckStatus::kUnknown, Severity::kHigh, "unreadable",
+                     fmt::format("the kernel log could not be read after {} records: {}",
+                                 log.records, *facts.log_error));
+    f.expected = "the whole log read";
+    f.remediation = "Run cmax health as root, where /dev/kmsg (or the saved log) can be read.";
+    findings.push_back(std::move(f));
   } else if (log.lost > 0) {
     Finding f = Make("health.kernel_log", CheckStatus::kWarn, Severity::kMedium,
                      fmt::format("{} records read, {} lost", log.records, log.lost),
@@ -116,6 +121,14 @@ std::vector<Finding> PassiveFindings(const PassiveFacts& facts, const PassiveOpt
                                  log.lost, log.source));
     f.expected = "0 lost";
     f.remediation = "Run the cmax agent so the log is read as it is written.";
+    findings.push_back(std::move(f));
+  } else if (log.cut_lines > 0) {
+    Finding f = Make("health.kernel_log", CheckStatus::kWarn, Severity::kLow,
+                     fmt::format("{} records read, {} lines cut", log.records, log.cut_lines),
+                     fmt::format("{} lines of {} were longer than the line limit and were read "
+                                 "only up to it; kernel records are far shorter",
+                                 log.cut_lines, log.source));
+    f.expected = "0 lines cut";
     findings.push_back(std::move(f));
   } else {
     findings.push_back(
@@ -270,6 +283,7 @@ std::vector<EvidenceItem> PassiveEvidence(const PassiveFacts& facts) {
                     {"events", log.events},
                     {"lost", log.lost},
                     {"overruns", log.overruns},
+                    {"cut_lines", log.cut_lines},
                     {"skipped_by_since", log.skipped_by_since},
                     {"undated", log.undated},
                     {"not_kernel", log.not_kernel}}),

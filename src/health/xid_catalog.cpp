@@ -112,7 +112,9 @@ EventMeaning XidCatalog::Xid(int code) const {
   if (auto it = xids_.find(code); it != xids_.end()) return it->second;
   EventMeaning unknown;
   unknown.name = "UNKNOWN";
-  unknown.meaning = "Xid " + std::to_string(code) + " is not in the catalogue";
+  unknown.meaning = code == kUnreadableCode
+                        ? "an Xid whose code has too many digits to be one NVIDIA defines"
+                        : "Xid " + std::to_string(code) + " is not in the catalogue";
   unknown.severity = Severity::kHigh;
   unknown.action = RecommendedAction::kContactSupport;
   unknown.source = "cmax rule: an Xid the catalogue does not know is never ignored";

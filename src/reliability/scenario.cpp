@@ -3,8 +3,13 @@
 #include <algorithm>
 #include <cmath>
 #include <fmt/format.h>
+#include <map>
+#include <string_view>
+#include <vector>
 #include <yaml-cpp/yaml.h>
 
+#include "core/keys.hpp"
+#include "core/strings.hpp"
 #include "health/xid_catalog.hpp"
 #include "inject/dcgm.hpp"
 #include "inject/kernel_lines.hpp"
@@ -13,7 +18,26 @@
 namespace cmax::reliability {
 namespace {
 
-Result<Duration> SecondsField(const YAML::Node& node, const char* key, double fallback) {
+// The 1-based line of a node in the file, 0 when yaml-cpp does not know it.
+int LineOf(const YAML::Node& node) {
+  return node.Mark().line >= 0 ? node.Mark().line + 1 : 0;
+}
+
+// Every key of a map must be one the reader knows: a misspelt one is an error, never ignored.
+Result<void> OnlyKeys(const YAML::Node& map, const std::vector<std::string_view>& known,
+                      std::string_view what) {
+  for (auto it = map.begin(); it != map.end(); ++it) {
+    const std::string key = it->first.IsScalar() ? it->first.Scalar() : std::string("?");
+    if (std::find(known.begin(), known.end(), key) == known.end()) {
+      return tl::unexpected(UnknownKey(what, key, LineOf(it->first), known));
+    }
+  }
+  return {};
+}
+
+// Seconds in [min_s, max_s]; a key that is not there is `fallback` (not checked).
+Result<Duration> SecondsField(const YAML::Node& node, const char* key, double fallback,
+                              double min_s = 0, double max_s = 7 * 24 * 3600.0) {
   if (!node[key]) {
     return std::chrono::duration_cast<Duration>(std::chrono::duration<double>(fallback));
   }
@@ -21,12 +45,33 @@ Result<Duration> SecondsField(const YAML::Node& node, const char* key, double fa
   try {
     value = node[key].as<double>();
   } catch (const YAML::Exception&) {
-    return Fail(ErrorCode::kInvalidArgument, "scenario: {} must be a number of seconds", key);
+    value = std::nan("");
   }
-  if (!std::isfinite(value) || value <= 0) {
-    return Fail(ErrorCode::kInvalidArgument, "scenario: {} must be positive", key);
+  if (!std::isfinite(value) || value <= 0 || value < min_s || value > max_s) {
+    return Fail(ErrorCode::kInvalidArgument,
+                "scenario line {}: {} must be a number of seconds in [{}, {}]", LineOf(node[key]),
+                key, min_s > 0 ? min_s : 0, max_s);
   }
   return std::chrono::duration_cast<Duration>(std::chrono::duration<double>(value));
+}
+
+// A whole number in [min, max]; a key that is not there is 0.
+Result<int64_t> WholeField(const YAML::Node& node, const char* key, int64_t min, int64_t max,
+                           size_t step) {
+  if (!node[key]) return 0;
+  int64_t value = 0;
+  bool ok = node[key].IsScalar();
+  try {
+    if (ok) value = node[key].as<int64_t>();
+  } catch (const YAML::Exception&) {
+    ok = false;
+  }
+  if (!ok || value < min || value > max) {
+    return Fail(ErrorCode::kInvalidArgument,
+                "scenario line {}: step {}: {} must be a whole number in [{}, {}]",
+                LineOf(node[key]), step, key, min, max);
+  }
+  return value;
 }
 
 std::string Text(const YAML::Node& node, const char* key) {
@@ -48,10 +93,22 @@ Result<Scenario> ParseScenario(std::string_view text) {
   }
   if (!root.IsMap()) return Fail(ErrorCode::kInvalidArgument, "scenario: not a map");
   try {
+    if (auto ok = OnlyKeys(root,
+                           {"name", "architecture", "bars", "poll_s", "timeout_s",
+                            "service_partition", "signals", "steps"},
+                           "scenario");
+        !ok) {
+      return tl::unexpected(ok.error());
+    }
     Scenario s;
     s.name = Text(root, "name");
     if (root["bars"]) {
       const YAML::Node b = root["bars"];
+      if (!b.IsMap()) return Fail(ErrorCode::kInvalidArgument, "scenario: bars is a map");
+      if (auto ok = OnlyKeys(b, {"detect_s", "out_of_service_s", "replace_s"}, "scenario bars");
+          !ok) {
+        return tl::unexpected(ok.error());
+      }
       auto detect = SecondsField(b, "detect_s", -1);
       auto out = SecondsField(b, "out_of_service_s", -1);
       if (!b["detect_s"] || !b["out_of_service_s"] || !detect || !out) {
@@ -75,7 +132,8 @@ Result<Scenario> ParseScenario(std::string_view text) {
       }
       s.bars = it->second;
     }
-    auto poll = SecondsField(root, "poll_s", 1.0);
+    // Polls faster than 10 ms would only load the scheduler; slower than an hour miss the bars.
+    auto poll = SecondsField(root, "poll_s", 1.0, 0.01, 3600);
     if (!poll) return tl::unexpected(poll.error());
     s.poll = *poll;
     const Duration largest =
@@ -87,6 +145,11 @@ Result<Scenario> ParseScenario(std::string_view text) {
       s.service_partition = Text(root, "service_partition");
     if (const YAML::Node signals = root["signals"]; signals) {
       if (!signals.IsMap()) return Fail(ErrorCode::kInvalidArgument, "scenario: signals is a map");
+      if (auto ok = OnlyKeys(signals, {"prometheus", "query", "node_label", "webhook"},
+                             "scenario signals");
+          !ok) {
+        return tl::unexpected(ok.error());
+      }
       s.prometheus = Text(signals, "prometheus");
       s.alert_query = Text(signals, "query");
       if (!Text(signals, "node_label").empty()) s.alert_node_label = Text(signals, "node_label");
@@ -106,14 +169,40 @@ Result<Scenario> ParseScenario(std::string_view text) {
         return Fail(ErrorCode::kInvalidArgument, "scenario step {}: not a map", i + 1);
       Step step;
       step.inject = Text(n, "inject");
+      // The keys each kind of step takes: one that belongs to another kind is an error too.
+      static const std::map<std::string, std::vector<std::string_view>> kStepKeys = {
+          {"xid", {"name", "inject", "node", "gpu", "code"}},
+          {"sxid", {"name", "inject", "node", "switch_pci", "code", "switch", "link", "fatal"}},
+          {"nvml-sim", {"name", "inject", "node", "gpu", "fault", "value", "state"}},
+          {"dcgm", {"name", "inject", "node", "gpu", "field", "value"}},
+          {"pcie-sbr", {"name", "inject", "node", "gpu"}}};
+      const auto keys = kStepKeys.find(step.inject);
+      if (keys == kStepKeys.end()) {
+        return Fail(ErrorCode::kInvalidArgument,
+                    "scenario line {}: step {}: inject must be xid, sxid, nvml-sim, dcgm or "
+                    "pcie-sbr, got '{}'",
+                    LineOf(n), i + 1, SanitizeUtf8(step.inject.substr(0, 40)));
+      }
+      if (auto ok =
+              OnlyKeys(n, keys->second, fmt::format("scenario step {} ({})", i + 1, step.inject));
+          !ok) {
+        return tl::unexpected(ok.error());
+      }
       step.node = Text(n, "node");
       step.pci = step.inject == "sxid" ? Text(n, "switch_pci") : Text(n, "gpu");
-      step.code = n["code"] ? n["code"].as<int>() : 0;
+      auto code = WholeField(n, "code", 0, 1'000'000, i + 1);
+      auto value = WholeField(n, "value", 0, INT64_MAX, i + 1);
+      auto switch_index = WholeField(n, "switch", 0, 255, i + 1);
+      auto link = WholeField(n, "link", 0, 255, i + 1);
+      for (const auto* field : {&code, &value, &switch_index, &link}) {
+        if (!*field) return tl::unexpected(field->error());
+      }
+      step.code = static_cast<int>(*code);
       step.fault = step.inject == "dcgm" ? Text(n, "field") : Text(n, "fault");
-      step.value = n["value"] ? n["value"].as<long long>() : 0;
+      step.value = *value;
       step.state = Text(n, "state");
-      step.switch_index = n["switch"] ? n["switch"].as<int>() : 0;
-      step.link = n["link"] ? n["link"].as<int>() : 0;
+      step.switch_index = static_cast<int>(*switch_index);
+      step.link = static_cast<int>(*link);
       step.fatal = n["fatal"] && n["fatal"].as<bool>();
       const bool by_code = step.inject == "xid" || step.inject == "sxid";
       step.name =
@@ -123,12 +212,17 @@ Result<Scenario> ParseScenario(std::string_view text) {
                      : fmt::format("{}-{}-{}", step.inject,
                                    by_code ? std::to_string(step.code) : step.fault, step.node))
               : Text(n, "name");
-      if (!by_code && step.inject != "nvml-sim" && step.inject != "dcgm" &&
-          step.inject != "pcie-sbr") {
-        return Fail(ErrorCode::kInvalidArgument,
-                    "scenario step {}: inject must be xid, sxid, nvml-sim, dcgm or pcie-sbr, got "
-                    "'{}'",
-                    i + 1, step.inject);
+      // Names and nodes are printed and stored: no control characters (a terminal would obey
+      // them), and short enough to read.
+      for (const std::string* shown : {&step.name, &step.node}) {
+        if (shown->size() > 200 || std::any_of(shown->begin(), shown->end(), [](char c) {
+              return static_cast<unsigned char>(c) < 0x20 || c == 0x7f;
+            })) {
+          return Fail(ErrorCode::kInvalidArgument,
+                      "scenario line {}: step {}: names and nodes must be at most 200 "
+                      "characters, without control characters",
+                      LineOf(n), i + 1);
+        }
       }
       if (step.node.empty()) {
         return Fail(ErrorCode::kInvalidArgument, "scenario step {}: no node", i + 1);

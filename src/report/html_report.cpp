@@ -29,7 +29,7 @@ table{border-collapse:collapse;width:100%;font-size:.9rem}table.findings{table-l
 code,pre{font-family:ui-monospace,Menlo,Consolas,monospace;font-size:.85rem}pre{margin:0;white-space:pre-wrap;word-break:break-all}
 .badge,.status{display:inline-block;border-radius:.25rem;padding:.1rem .45rem;font-weight:600;font-size:.8rem}
 .badges .badge{margin-right:.4rem}
-.PASS{background:#e3f5e8;color:#17663a}.WARN{background:#fff4d6;color:#8a5a00}.FAIL{background:#fde4e4;color:#a01c1c}.SKIP{background:#eef0f4;color:#6b7385}.ATTEST{background:#e2f1f8;color:#1f5f7a}
+.PASS{background:#e3f5e8;color:#17663a}.WARN{background:#fff4d6;color:#8a5a00}.FAIL{background:#fde4e4;color:#a01c1c}.SKIP{background:#eef0f4;color:#6b7385}.ATTEST{background:#e2f1f8;color:#1f5f7a}.UNKNOWN{background:#f3e3f7;color:#6a1b7a}
 .state-ok{color:#17663a}.state-checks-failed,.state-error{color:#a01c1c}.state-interrupted,.state-running{color:#8a5a00}
 footer{margin-top:2rem;color:#6b7385;font-size:.8rem}
 </style>
@@ -248,12 +248,12 @@ std::string RenderHtml(const RunRecord& record) {
 
   const StatusCounts c = CountStatuses(record.findings);
   out += "<p class=\"badges\">";
-  const std::pair<CheckStatus, int> badges[] = {{CheckStatus::kPass, c.pass},
-                                                {CheckStatus::kWarn, c.warn},
-                                                {CheckStatus::kFail, c.fail},
-                                                {CheckStatus::kSkip, c.skip},
-                                                {CheckStatus::kAttest, c.attest}};
+  const std::pair<CheckStatus, int> badges[] = {
+      {CheckStatus::kPass, c.pass},     {CheckStatus::kWarn, c.warn},
+      {CheckStatus::kFail, c.fail},     {CheckStatus::kSkip, c.skip},
+      {CheckStatus::kAttest, c.attest}, {CheckStatus::kUnknown, c.unknown}};
   for (const auto& [status, count] : badges) {
+    if (status == CheckStatus::kUnknown && count == 0) continue;  // rare: shown when there
     out += fmt::format("<span class=\"badge {0}\">{1} {0}</span>", StatusName(status), count);
   }
   out += "</p>\n</header>\n";

@@ -32,8 +32,9 @@ std::string RenderJson(const RunRecord& record) {
       {"cmax_version", run.cmax_version},
   };
   const StatusCounts c = CountStatuses(record.findings);
-  out["summary"] = {{"total", c.Total()}, {"PASS", c.pass}, {"WARN", c.warn},
-                    {"FAIL", c.fail},     {"SKIP", c.skip}, {"ATTEST", c.attest}};
+  out["summary"] = {{"total", c.Total()},  {"PASS", c.pass}, {"WARN", c.warn},
+                    {"FAIL", c.fail},      {"SKIP", c.skip}, {"ATTEST", c.attest},
+                    {"UNKNOWN", c.unknown}};
   Json findings = Json::array();
   for (const Finding& f : record.findings) {
     findings.push_back({

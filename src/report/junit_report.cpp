@@ -18,8 +18,9 @@ std::string Details(const Finding& f) {
 
 }  // namespace
 
-// JUnit has pass, failure and skipped. FAIL is a failure; SKIP is skipped; WARN and ATTEST
-// pass, with their text in system-out so CI shows it without failing the build.
+// JUnit has pass, failure, error and skipped. FAIL is a failure; UNKNOWN (the check could not
+// read what it judges) is an error; SKIP is skipped; WARN and ATTEST pass, with their text in
+// system-out so CI shows it without failing the build.
 std::string RenderJunit(const RunRecord& record) {
   const RunInfo& run = record.run;
   std::vector<std::string_view> categories;
@@ -34,25 +35,27 @@ std::string RenderJunit(const RunRecord& record) {
       run.ended_at ? std::chrono::duration<double>(*run.ended_at - run.started_at).count() : 0.0;
   std::string out = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n";
   out += fmt::format(
-      "<testsuites name=\"{}\" tests=\"{}\" failures=\"{}\" errors=\"0\" skipped=\"{}\" "
+      "<testsuites name=\"{}\" tests=\"{}\" failures=\"{}\" errors=\"{}\" skipped=\"{}\" "
       "time=\"{:.3f}\">\n",
-      XmlEscape(fmt::format("cmax {} #{}", run.command, run.id)), all.Total(), all.fail, all.skip,
-      seconds);
+      XmlEscape(fmt::format("cmax {} #{}", run.command, run.id)), all.Total(), all.fail,
+      all.unknown, all.skip, seconds);
   for (std::string_view category : categories) {
     std::vector<const Finding*> members;
     for (const Finding& f : record.findings) {
       if (FindingCategory(f.check_id) == category) members.push_back(&f);
     }
     int failures = 0;
+    int errors = 0;
     int skipped = 0;
     for (const Finding* f : members) {
       failures += f->status == CheckStatus::kFail ? 1 : 0;
+      errors += f->status == CheckStatus::kUnknown ? 1 : 0;
       skipped += f->status == CheckStatus::kSkip ? 1 : 0;
     }
     out += fmt::format(
-        "  <testsuite name=\"{}\" tests=\"{}\" failures=\"{}\" errors=\"0\" skipped=\"{}\" "
+        "  <testsuite name=\"{}\" tests=\"{}\" failures=\"{}\" errors=\"{}\" skipped=\"{}\" "
         "timestamp=\"{}\" hostname=\"{}\">\n",
-        XmlEscape(category), members.size(), failures, skipped,
+        XmlEscape(category), members.size(), failures, errors, skipped,
         FormatIso8601(run.started_at).substr(0, 19), XmlEscape(run.host));
     for (const Finding* f : members) {
       out += fmt::format("    <testcase classname=\"cmax.{}\" name=\"{}\" time=\"0\">\n",
@@ -62,6 +65,10 @@ std::string RenderJunit(const RunRecord& record) {
         case CheckStatus::kFail:
           out += fmt::format("      <failure type=\"{}\" message=\"{}\">{}</failure>\n",
                              SeverityName(f->severity), XmlEscape(message), XmlEscape(Details(*f)));
+          break;
+        case CheckStatus::kUnknown:
+          out += fmt::format("      <error type=\"unknown\" message=\"{}\">{}</error>\n",
+                             XmlEscape(message), XmlEscape(Details(*f)));
           break;
         case CheckStatus::kSkip:
           out += fmt::format("      <skipped message=\"{}\"/>\n", XmlEscape(message));

@@ -17,6 +17,7 @@ std::string_view StatusColor(CheckStatus status) {
     case CheckStatus::kFail: return "\x1b[1;31m";
     case CheckStatus::kSkip: return "\x1b[2m";
     case CheckStatus::kAttest: return "\x1b[36m";
+    case CheckStatus::kUnknown: return "\x1b[1;35m";
   }
   return "";
 }
@@ -73,17 +74,23 @@ std::string RenderText(const RunRecord& record, const TextOptions& options) {
   size_t id_width = 0;
   for (const Finding& f : record.findings) id_width = std::max(id_width, f.check_id.size());
   id_width = std::min<size_t>(id_width, 32);
+  // "UNKNOWN" is the one status name longer than six letters; the column grows only for it.
+  size_t status_width = 6;
+  for (const Finding& f : record.findings) {
+    status_width = std::max(status_width, StatusName(f.status).size());
+  }
 
   for (std::string_view category : CategoriesInOrder(record.findings)) {
     out += fmt::format("\n{}\n", Paint(SanitizeUtf8(category), "\x1b[1m", options.color));
     for (const Finding& f : record.findings) {
       if (FindingCategory(f.check_id) != category) continue;
-      const std::string status = fmt::format("{:<6}", StatusName(f.status));
+      const std::string status = fmt::format("{:<{}}", StatusName(f.status), status_width);
       const std::string& headline = f.message.empty() ? f.observed : f.message;
-      const std::string indent(2 + 6 + 2 + id_width + 2, ' ');
+      const std::string indent(2 + status_width + 2 + id_width + 2, ' ');
       out += fmt::format("  {}  {:<{}}  {}\n", Paint(status, StatusColor(f.status), options.color),
                          SanitizeUtf8(f.check_id), id_width, Indented(headline, indent));
-      const bool problem = f.status == CheckStatus::kWarn || f.status == CheckStatus::kFail;
+      const bool problem = f.status == CheckStatus::kWarn || f.status == CheckStatus::kFail ||
+                           f.status == CheckStatus::kUnknown;
       if (problem && (!f.observed.empty() || !f.expected.empty())) {
         out += fmt::format("{}observed: {} · expected: {}\n", indent, Indented(f.observed, indent),
                            Indented(f.expected, indent));
@@ -125,6 +132,11 @@ std::string RenderText(const RunRecord& record, const TextOptions& options) {
                            options.color && c.skip > 0),
                      Paint(fmt::format("{} ATTEST", c.attest), StatusColor(CheckStatus::kAttest),
                            options.color && c.attest > 0));
+  // Rare, and never to be missed: on its own line, only when there is one.
+  if (c.unknown > 0) {
+    out += Paint(fmt::format("{} UNKNOWN: checks that could not read what they judge\n", c.unknown),
+                 StatusColor(CheckStatus::kUnknown), options.color);
+  }
   return out;
 }
 

@@ -144,6 +144,27 @@ CREATE TABLE remediation_rack_holds (
   detail TEXT NOT NULL DEFAULT ''
 );
 )sql"},
+      {6, "findings: UNKNOWN, the status of a check that could not read what it judges", R"sql(
+CREATE TABLE findings_v6 (
+  id INTEGER PRIMARY KEY,
+  run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+  check_id TEXT NOT NULL,
+  status TEXT NOT NULL
+    CHECK (status IN ('PASS', 'WARN', 'FAIL', 'SKIP', 'ATTEST', 'UNKNOWN')),
+  severity TEXT NOT NULL,
+  observed TEXT NOT NULL DEFAULT '',
+  expected TEXT NOT NULL DEFAULT '',
+  message TEXT NOT NULL DEFAULT '',
+  remediation TEXT NOT NULL DEFAULT '',
+  links TEXT NOT NULL DEFAULT '[]'
+);
+INSERT INTO findings_v6
+  SELECT id, run_id, check_id, status, severity, observed, expected, message, remediation, links
+  FROM findings;
+DROP TABLE findings;
+ALTER TABLE findings_v6 RENAME TO findings;
+CREATE INDEX findings_by_run ON findings(run_id);
+)sql"},
   };
   return kMigrations;
 }

@@ -16,7 +16,9 @@ Result<void> RunWriter::Add(const std::vector<EvidenceItem>& evidence,
   }
   if (!findings.empty()) {
     if (auto ok = store_->AddFindings(run_id_, findings); !ok) return ok;
-    failures_ += CountStatuses(findings).fail;
+    const StatusCounts counts = CountStatuses(findings);
+    failures_ += counts.fail;
+    unknowns_ += counts.unknown;
   }
   if (!metrics.empty()) {
     if (auto ok = store_->AddMetrics(run_id_, metrics); !ok) return ok;
@@ -31,6 +33,8 @@ Result<void> RunWriter::SetTarget(const std::string& target) {
 RunWriter::Outcome RunWriter::Decide(int interrupt_signal) const {
   if (interrupt_signal != 0) return {RunState::kInterrupted, 128 + interrupt_signal};
   if (failures_ > 0) return {RunState::kChecksFailed, 1};
+  // A check that could not read what it judges: the run could not do its job (never a pass).
+  if (unknowns_ > 0) return {RunState::kError, 3};
   return {RunState::kOk, 0};
 }
 

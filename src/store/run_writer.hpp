@@ -23,8 +23,9 @@ class RunWriter {
                    const std::vector<Metric>& metrics = {});
   Result<void> SetTarget(const std::string& target);
 
-  // The state and exit code a run ends with: interrupted wins; then any FAIL finding.
-  // Exit codes: 0 ok, 1 checks failed, 128+signal when interrupted.
+  // The state and exit code a run ends with: interrupted wins; then any FAIL finding; then any
+  // UNKNOWN one (error). Exit codes: 0 ok, 1 checks failed, 3 a check could not read what it
+  // judges, 128+signal when interrupted.
   struct Outcome {
     RunState state;
     int exit_code;
@@ -39,6 +40,7 @@ class RunWriter {
   Store* store_;
   int64_t run_id_;
   int failures_ = 0;
+  int unknowns_ = 0;  // findings with CheckStatus::kUnknown
 };
 
 }  // namespace cmax::store

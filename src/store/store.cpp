@@ -8,6 +8,7 @@
 #include <chrono>
 #include <cstring>
 #include <nlohmann/json.hpp>
+#include <sys/stat.h>
 #include <thread>
 
 #include "sys/file_system.hpp"
@@ -113,10 +114,39 @@ RunInfo ReadRunInfo(const Statement& stmt) {
   return run;
 }
 
+// The causes SQLite reports only as "unable to open database file" or "attempt to write a
+// readonly database", named before it is asked: a folder given as the store, and a store whose
+// folder cannot be written (SQLite keeps the -wal and -shm files beside the store).
+Result<void> CheckStorePath(const StoreOptions& options) {
+  struct stat st {};
+  if (::stat(options.path.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) {
+    return Fail(ErrorCode::kIo,
+                "{} is a directory, not a store file; give --db (or CMAX_DB) a file path",
+                options.path);
+  }
+  if (options.read_only) return {};
+  const size_t slash = options.path.rfind('/');
+  const std::string folder = slash == std::string::npos ? "."
+                             : slash == 0               ? "/"
+                                                        : options.path.substr(0, slash);
+  if (::access(folder.c_str(), F_OK) == 0 && ::access(folder.c_str(), W_OK) != 0) {
+    return Fail(ErrorCode::kPermissionDenied,
+                "cannot write in {} ({}): SQLite keeps the store's journal files beside {}; make "
+                "the folder writable or put the store elsewhere with --db",
+                folder, std::strerror(errno), options.path);
+  }
+  if (::access(options.path.c_str(), F_OK) == 0 && ::access(options.path.c_str(), W_OK) != 0) {
+    return Fail(ErrorCode::kPermissionDenied, "the store {} is not writable: {}", options.path,
+                std::strerror(errno));
+  }
+  return {};
+}
+
 }  // namespace
 
 Result<Store> Store::Open(const StoreOptions& options) {
   if (options.path.empty()) return Fail(ErrorCode::kInvalidArgument, "empty store path");
+  if (auto ok = CheckStorePath(options); !ok) return tl::unexpected(ok.error());
   if (::access(options.path.c_str(), F_OK) != 0) {
     if (!options.create || options.read_only) {
       return Fail(ErrorCode::kNotFound, "no cmax store at {} (a command that measures creates it)",
@@ -262,15 +292,16 @@ Result<void> Store::AddEvents(const std::vector<Event>& events, std::optional<in
 }
 
 Result<std::vector<RunSummary>> Store::ListRuns(int limit) {
-  auto stmt = db_->Prepare(
-      fmt::format("SELECT {}, "
-                  "(SELECT count(*) FROM findings f WHERE f.run_id = r.id AND f.status = 'PASS'), "
-                  "(SELECT count(*) FROM findings f WHERE f.run_id = r.id AND f.status = 'WARN'), "
-                  "(SELECT count(*) FROM findings f WHERE f.run_id = r.id AND f.status = 'FAIL'), "
-                  "(SELECT count(*) FROM findings f WHERE f.run_id = r.id AND f.status = 'SKIP'), "
-                  "(SELECT count(*) FROM findings f WHERE f.run_id = r.id AND f.status = 'ATTEST') "
-                  "FROM runs r ORDER BY id DESC LIMIT ?",
-                  kRunColumns));
+  auto stmt = db_->Prepare(fmt::format(
+      "SELECT {}, "
+      "(SELECT count(*) FROM findings f WHERE f.run_id = r.id AND f.status = 'PASS'), "
+      "(SELECT count(*) FROM findings f WHERE f.run_id = r.id AND f.status = 'WARN'), "
+      "(SELECT count(*) FROM findings f WHERE f.run_id = r.id AND f.status = 'FAIL'), "
+      "(SELECT count(*) FROM findings f WHERE f.run_id = r.id AND f.status = 'SKIP'), "
+      "(SELECT count(*) FROM findings f WHERE f.run_id = r.id AND f.status = 'ATTEST'), "
+      "(SELECT count(*) FROM findings f WHERE f.run_id = r.id AND f.status = 'UNKNOWN') "
+      "FROM runs r ORDER BY id DESC LIMIT ?",
+      kRunColumns));
   if (!stmt) return tl::unexpected(stmt.error());
   stmt->Bind(1, static_cast<int64_t>(limit));
   std::vector<RunSummary> runs;
@@ -284,6 +315,7 @@ Result<std::vector<RunSummary>> Store::ListRuns(int limit) {
     summary.counts.fail = static_cast<int>(stmt->ColumnInt(12));
     summary.counts.skip = static_cast<int>(stmt->ColumnInt(13));
     summary.counts.attest = static_cast<int>(stmt->ColumnInt(14));
+    summary.counts.unknown = static_cast<int>(stmt->ColumnInt(15));
     runs.push_back(std::move(summary));
   }
   return runs;

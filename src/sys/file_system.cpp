@@ -47,6 +47,19 @@ class FdCloser {
   int fd_;
 };
 
+Result<void> WriteAll(int fd, std::string_view data, const std::string& path) {
+  size_t written = 0;
+  while (written < data.size()) {
+    const ssize_t n = ::write(fd, data.data() + written, data.size() - written);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return ErrnoError("cannot write", path);
+    }
+    written += static_cast<size_t>(n);
+  }
+  return {};
+}
+
 }  // namespace
 
 Result<std::string> LocalFileSystem::ReadFile(const std::string& path, size_t max_bytes) const {
@@ -103,19 +116,15 @@ Result<std::string> LocalFileSystem::ReadLink(const std::string& path) const {
 Result<void> LocalFileSystem::WriteFileAtomic(const std::string& path, std::string_view data,
                                               mode_t mode) {
   const std::string temp = path + ".tmp." + std::to_string(::getpid());
-  const int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode);
+  // O_EXCL: a link planted at the temporary name is never followed; one left by a crashed run
+  // of the same pid is removed first.
+  ::unlink(temp.c_str());
+  const int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode);
   if (fd < 0) return ErrnoError("cannot create", temp);
-  size_t written = 0;
-  while (written < data.size()) {
-    const ssize_t n = ::write(fd, data.data() + written, data.size() - written);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      auto error = ErrnoError("cannot write", temp);
-      ::close(fd);
-      ::unlink(temp.c_str());
-      return error;
-    }
-    written += static_cast<size_t>(n);
+  if (auto ok = WriteAll(fd, data, temp); !ok) {
+    ::close(fd);
+    ::unlink(temp.c_str());
+    return ok;
   }
   // The mode given wins over the umask: the store and lab keys must be 0600 whatever it is.
   if (::fchmod(fd, mode) != 0 || ::fsync(fd) != 0) {
@@ -131,6 +140,46 @@ Result<void> LocalFileSystem::WriteFileAtomic(const std::string& path, std::stri
     return error;
   }
   return {};
+}
+
+Result<void> CheckOutputPath(const std::string& path) {
+  if (path.empty()) return Fail(ErrorCode::kInvalidArgument, "empty output path");
+  struct stat target {};
+  if (::stat(path.c_str(), &target) != 0) return {};  // new, or a dangling link: made on write
+  if (S_ISDIR(target.st_mode)) {
+    return Fail(ErrorCode::kInvalidArgument, "{} is a directory; name a file to write", path);
+  }
+  if (S_ISBLK(target.st_mode)) {
+    return Fail(ErrorCode::kInvalidArgument, "{} is a block device; refusing to write on it", path);
+  }
+  if (S_ISSOCK(target.st_mode)) {
+    return Fail(ErrorCode::kInvalidArgument, "{} is a socket; name a file to write", path);
+  }
+  return {};
+}
+
+Result<void> LocalFileSystem::WriteOutputFile(const std::string& path, std::string_view data,
+                                              mode_t mode) {
+  if (auto ok = CheckOutputPath(path); !ok) return ok;
+  struct stat link {};
+  if (::lstat(path.c_str(), &link) != 0) {
+    if (errno == ENOENT) return WriteFileAtomic(path, data, mode);
+    return ErrnoError("cannot write", path);
+  }
+  if (S_ISREG(link.st_mode)) return WriteFileAtomic(path, data, mode);
+  // A symlink is followed (a dangling one creates its target, as the shell's > does); a FIFO or
+  // a character device is written into.
+  struct stat target {};
+  const bool dangling = ::stat(path.c_str(), &target) != 0;
+  if (dangling && errno != ENOENT) return ErrnoError("cannot write", path);
+  // O_TRUNC empties a regular file behind a link and is ignored by FIFOs and terminals.
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode);
+  if (fd < 0) return ErrnoError("cannot open", path);
+  auto ok = WriteAll(fd, data, path);
+  // A regular file behind a link is synced like an atomic write; a device or FIFO may refuse.
+  if (ok && S_ISREG(target.st_mode) && ::fsync(fd) != 0) ok = ErrnoError("cannot finish", path);
+  if (::close(fd) != 0 && ok) ok = ErrnoError("cannot finish", path);
+  return ok;
 }
 
 Result<void> LocalFileSystem::RemoveFile(const std::string& path) {
@@ -214,6 +263,14 @@ Result<void> MemoryFileSystem::WriteFileAtomic(const std::string& path, std::str
                                                mode_t /*mode*/) {
   files_[path] = std::string(data);
   return {};
+}
+
+Result<void> MemoryFileSystem::WriteOutputFile(const std::string& path, std::string_view data,
+                                               mode_t mode) {
+  if (IsDirectory(path)) {
+    return Fail(ErrorCode::kInvalidArgument, "{} is a directory; name a file to write", path);
+  }
+  return WriteFileAtomic(path, data, mode);
 }
 
 Result<void> MemoryFileSystem::CreateDirs(const std::string& path, mode_t /*mode*/) {

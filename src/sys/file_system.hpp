@@ -30,6 +30,12 @@ class FileSystem {
   // half a file and a crash leaves the old one.
   virtual Result<void> WriteFileAtomic(const std::string& path, std::string_view data,
                                        mode_t mode) = 0;
+  // A file the user named as an output (a report, a result file): a new path or a regular
+  // file is written atomically as above; an existing symlink, FIFO or character device is
+  // written through, never replaced (`-o /dev/null` must not turn the device into a file); a
+  // directory, a block device or a socket is refused with kInvalidArgument.
+  virtual Result<void> WriteOutputFile(const std::string& path, std::string_view data,
+                                       mode_t mode) = 0;
   // Like mkdir -p; existing folders are left as they are.
   virtual Result<void> CreateDirs(const std::string& path, mode_t mode) = 0;
   // Removes a file; one that is not there is not an error.
@@ -44,6 +50,8 @@ class LocalFileSystem final : public FileSystem {
   Result<std::vector<std::string>> ListDir(const std::string& path) const override;
   Result<std::string> ReadLink(const std::string& path) const override;
   Result<void> WriteFileAtomic(const std::string& path, std::string_view data,
+                               mode_t mode) override;
+  Result<void> WriteOutputFile(const std::string& path, std::string_view data,
                                mode_t mode) override;
   Result<void> CreateDirs(const std::string& path, mode_t mode) override;
   Result<void> RemoveFile(const std::string& path) override;
@@ -63,6 +71,8 @@ class MemoryFileSystem final : public FileSystem {
   Result<std::string> ReadLink(const std::string& path) const override;
   Result<void> WriteFileAtomic(const std::string& path, std::string_view data,
                                mode_t mode) override;
+  Result<void> WriteOutputFile(const std::string& path, std::string_view data,
+                               mode_t mode) override;
   Result<void> CreateDirs(const std::string& path, mode_t mode) override;
   Result<void> RemoveFile(const std::string& path) override;
 
@@ -71,6 +81,10 @@ class MemoryFileSystem final : public FileSystem {
   std::map<std::string, std::string> links_;
   std::map<std::string, bool> dirs_;
 };
+
+// What LocalFileSystem::WriteOutputFile refuses (a directory, a block device or a socket, also
+// behind a link), found before the work whose result goes there.
+Result<void> CheckOutputPath(const std::string& path);
 
 // "No such file", "Permission denied" ... as an ErrorCode.
 ErrorCode ErrorCodeFromErrno(int error_number);

@@ -3,11 +3,14 @@
 // request, the run in the store; the API key in no output, file or store; bad input refused
 // with a reason and exit code 2.
 #include <signal.h>
+#include <unistd.h>
 
+#include <algorithm>
 #include <fstream>
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 #include <sstream>
+#include <sys/stat.h>
 #include <thread>
 
 #include "store/store.hpp"
@@ -187,6 +190,87 @@ TEST_F(EndpointCli, BadInputIsRefusedWithAReason) {
   refused({"endpoint", "replay", dir_.File("missing.jsonl"), "--url", Url(), "--model", "m"},
           "missing.jsonl");
   refused({"endpoint", "serve-sim", "--model", "bad\"name"}, "--model");
+}
+
+// Issue 13: each of these ran (an unbounded load, a 24 GB prompt, every request a "dns"
+// error, a key silently not sent) or was accepted; each is now exit 2 with its reason, before a
+// run is stored or a request is sent.
+TEST_F(EndpointCli, HostileValuesAreRefusedBeforeAnythingIsSent) {
+  const auto refused = [&](std::vector<std::string> args, const std::string& why,
+                           std::vector<std::string> env = {}) {
+    const auto r = Cmax(std::move(args), std::move(env));
+    EXPECT_EQ(r.exit_code, 2) << r.stderr_text;
+    EXPECT_NE(r.stderr_text.find(why), std::string::npos) << r.stderr_text;
+  };
+  const std::vector<std::string> run = {"endpoint", "run", "--url", Url(), "--model", "m"};
+  const auto with = [&](std::vector<std::string> extra) {
+    std::vector<std::string> args = run;
+    args.insert(args.end(), extra.begin(), extra.end());
+    return args;
+  };
+  refused(with({"--requests", "-1"}), "--requests: must be a whole number in [1, ");
+  refused(with({"--warmup", "-1"}), "--warmup");
+  refused(with({"--turns", "-1"}), "--turns");
+  refused(with({"--prefix-len", "-1"}), "--prefix-len");
+  refused(with({"--timeout", "-1"}), "--timeout");
+  refused(with({"--timeout", "nan"}), "--timeout");
+  refused(with({"--input-len", "100000", "--turns", "1000"}), "at most 10000000");
+  refused({"endpoint", "sweep", "--url", Url(), "--model", "m", "--levels", "-1,2"}, "--levels");
+  refused({"endpoint", "sweep", "--url", Url(), "--model", "m", "--max-concurrency", "0"},
+          "--max-concurrency");
+  std::ofstream(dir_.File("trace.jsonl")) << R"({"timestamp": 0, "input_length": 8, )"
+                                          << R"("output_length": 2})"
+                                          << "\n";
+  refused({"endpoint", "replay", dir_.File("trace.jsonl"), "--url", Url(), "--model", "m",
+           "--copies", "0"},
+          "--copies");
+  std::ofstream(dir_.File("huge-trace.jsonl"))
+      << R"({"timestamp": 0, "input_length": 1000000000000, "output_length": 2})"
+      << "\n";
+  refused({"endpoint", "replay", dir_.File("huge-trace.jsonl"), "--url", Url(), "--model", "m"},
+          "lengths above");
+  for (const std::string url : {"http://[::1", "http://127.0.0.1:99999/", "http://a b/",
+                                "http://127.0.0.1:1/\r\nX: y", "http://127.0.0.1:0/"}) {
+    refused({"endpoint", "run", "--url", url, "--model", "m"}, "--url");
+  }
+  refused(with({"--api-key-env", "CMAX_TEST_NO_SUCH_KEY"}), "not set or empty");
+  refused(with({"--api-key-env", "CMAX_TEST_EMPTY_KEY"}), "not set or empty",
+          {"CMAX_TEST_EMPTY_KEY="});
+  std::ofstream(dir_.File("empty.key")) << "  \n";
+  refused(with({"--api-key-file", dir_.File("empty.key")}), "is empty");
+  std::ofstream(dir_.File("prices.json"))
+      << R"({"schema": "cmax.prices/v1", "models": {"m": {"input": 1, "outptu": 2}}})";
+  refused(with({"--prices", dir_.File("prices.json")}),
+          "unknown key 'outptu' (did you mean 'output'?)");
+  refused(with({"--output-file", dir_.Path()}), "is a directory");
+  refused({"endpoint", "serve-sim", "--decode-ms", "-5"}, "--decode-ms");
+  refused({"endpoint", "serve-sim", "--fault-429", "2"}, "--fault-429");
+  refused({"endpoint", "serve-sim", "--fault-429", "0.6", "--fault-500", "0.6"}, "more than 1");
+  // None of them began a run: no store was even made.
+  struct stat st {};
+  EXPECT_NE(::stat(dir_.File("cmax.db").c_str(), &st), 0);
+}
+
+// Outputs named by the user: a link is written through and stays a link, a FIFO is written
+// into (never replaced by a file), a directory is refused.
+TEST_F(EndpointCli, OutputFilesAreWrittenThroughLinksAndFifos) {
+  const std::string target = dir_.File("real.json");
+  ASSERT_EQ(::symlink(target.c_str(), dir_.File("link.json").c_str()), 0);
+  const std::string fifo = dir_.File("requests.fifo");
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  std::string lines;
+  std::thread reader([&] { lines = Slurp(fifo); });
+  const auto r = Cmax({"endpoint", "run", "--url", Url(), "--model", "m", "--requests", "3",
+                       "--output-file", dir_.File("link.json"), "--requests-file", fifo});
+  reader.join();
+  ASSERT_EQ(r.exit_code, 0) << r.stderr_text;
+  struct stat st {};
+  ASSERT_EQ(::lstat(dir_.File("link.json").c_str(), &st), 0);
+  EXPECT_TRUE(S_ISLNK(st.st_mode));
+  EXPECT_EQ(json::parse(Slurp(target))["completed"], 3);
+  ASSERT_EQ(::lstat(fifo.c_str(), &st), 0);
+  EXPECT_TRUE(S_ISFIFO(st.st_mode));
+  EXPECT_EQ(std::count(lines.begin(), lines.end(), '\n'), 3);
 }
 
 }  // namespace

@@ -10,6 +10,7 @@
 #include "health/xid_catalog.hpp"
 #include "support/temp_dir.hpp"
 #include "sys/file_system.hpp"
+#include "sys/line_reader.hpp"
 #include "sys/process_runner.hpp"
 
 namespace cmax::health {
@@ -155,18 +156,66 @@ TEST(LogScanner, DatesKmsgRecordsFromTheBootTime) {
   EXPECT_EQ(*conditions[0].first_wall, boot + std::chrono::milliseconds(2500));
 }
 
-TEST(LogScanner, StreamSkipsOtherProgramsAndKeepsRecentXids) {
-  std::istringstream in(
+TEST(LogScanner, SavedLogSkipsOtherProgramsAndKeepsRecentXids) {
+  cmax::testing::TempDir dir;
+  ASSERT_TRUE(sys::LocalFileSystem().WriteFileAtomic(
+      dir.File("syslog"),
       "Nov 30 09:22:38 node systemd[1]: Started x.\n"
       "Nov 30 09:22:39 node kernel: NVRM: Xid (PCI:0000:17:00): 79, pid=1, name=a, gone\n"
       "Nov 30 09:22:40 node kernel: nvidia-nvswitch0: SXid (PCI:0000:85:00.0): 20034, Fatal, "
-      "Link 11 LTSSM Fault Up\n");
+      "Link 11 LTSSM Fault Up\n",
+      0644));
+  auto reader = sys::LineReader::Open(dir.File("syslog"), {});
+  ASSERT_TRUE(reader);
   LogScanner scanner(XidCatalog::Builtin(), {}, std::nullopt);
-  ScanStream(in, scanner, 2026);
+  ASSERT_TRUE(ScanLines(*reader, scanner, 2026));
   EXPECT_EQ(scanner.Summary().not_kernel, 1u);
   EXPECT_EQ(scanner.Summary().records, 2u);
   ASSERT_EQ(scanner.Summary().recent_xids.size(), 2u);
   EXPECT_EQ(scanner.Summary().recent_xids[1].kind, KernelEventKind::kSxid);
+}
+
+// Issue 13: a huge line before an Xid 79 hid the Xid (the line was read whole, and with a
+// memory limit the read failed quietly, so the dead GPU passed).
+TEST(LogScanner, AnXidAfterAHugeLineIsStillFound) {
+  cmax::testing::TempDir dir;
+  std::string text = "[ 1.0] " + std::string(3 << 20, 'z') + "\n";
+  text += "[ 2.0] NVRM: Xid (PCI:0000:17:00): 79, pid=1, name=a, GPU has fallen off the bus.\n";
+  ASSERT_TRUE(sys::LocalFileSystem().WriteFileAtomic(dir.File("dmesg"), text, 0644));
+  auto reader = sys::LineReader::Open(dir.File("dmesg"), {.max_line_bytes = 64 << 10});
+  ASSERT_TRUE(reader);
+  LogScanner scanner(XidCatalog::Builtin(), {}, std::nullopt);
+  ASSERT_TRUE(ScanLines(*reader, scanner, 2026));
+  EXPECT_EQ(scanner.Summary().cut_lines, 1u);
+  ASSERT_EQ(scanner.Tracker().Conditions().size(), 1u);
+  EXPECT_EQ(scanner.Tracker().Conditions()[0].code, 79);
+}
+
+// Issue 13: an Xid whose code had more than nine digits was not an event, so it vanished.
+TEST(LogScanner, AnXidWithACodeTooLongToReadIsKeptAsAnUnknownXid) {
+  LogScanner scanner(XidCatalog::Builtin(), {}, std::nullopt);
+  scanner.Add(KernelRecord{.monotonic_us = 1,
+                           .message = "NVRM: Xid (PCI:0000:17:00): 4294967375, pid=1, name=a, x"});
+  const auto conditions = scanner.Tracker().Conditions();
+  ASSERT_EQ(conditions.size(), 1u);
+  EXPECT_EQ(conditions[0].code, kUnreadableCode);
+  EXPECT_EQ(conditions[0].meaning.severity, Severity::kHigh);
+  EXPECT_NE(conditions[0].meaning.meaning.find("too many digits"), std::string::npos);
+}
+
+TEST(PassiveFindings, AnUnreadableLogIsUnknownNeverAPass) {
+  PassiveFacts facts;
+  facts.log.source = "/var/log/kern.log";
+  facts.log.records = 12;
+  facts.log_error = "cannot read /var/log/kern.log after 4096 bytes: Input/output error";
+  const auto findings = PassiveFindings(facts, {});
+  ASSERT_FALSE(findings.empty());
+  EXPECT_EQ(findings[0].check_id, "health.kernel_log");
+  EXPECT_EQ(findings[0].status, CheckStatus::kUnknown);
+  EXPECT_NE(findings[0].message.find("Input/output error"), std::string::npos);
+  facts.log_error.reset();
+  facts.log.cut_lines = 2;
+  EXPECT_EQ(PassiveFindings(facts, {})[0].status, CheckStatus::kWarn);
 }
 
 TEST(NodeFacts, ProbeMountsWithEscapes) {
@@ -283,7 +332,7 @@ TEST(PassiveCheck, LostRecordsAndUnreadableLogsAreReported) {
   EXPECT_EQ(PassiveFindings(lost, {})[0].status, CheckStatus::kWarn);
   PassiveFacts unreadable;
   unreadable.log_error = "cannot open /dev/kmsg: Permission denied";
-  EXPECT_EQ(PassiveFindings(unreadable, {})[0].status, CheckStatus::kSkip);
+  EXPECT_EQ(PassiveFindings(unreadable, {})[0].status, CheckStatus::kUnknown);
 }
 
 TEST(NodeFacts, MountProbeAnswersAndTimesOut) {

@@ -51,7 +51,12 @@ RunRecord HostileRun() {
   attest.check_id = "ops.sla";
   attest.status = CheckStatus::kAttest;
   attest.message = "provider attests 99.9% uptime";
-  r.findings = {pass, fail, warn, skip, attest};
+  Finding unknown;
+  unknown.check_id = "health.kernel_log";
+  unknown.status = CheckStatus::kUnknown;
+  unknown.severity = Severity::kHigh;
+  unknown.message = "the kernel log could not be read: <Input/output error>";
+  r.findings = {pass, fail, warn, skip, attest, unknown};
   r.evidence = {{"host.hostname", R"("node<script>")"},
                 {"host.os", R"({"id":"debian","pretty_name":"Debian </pre><script>x</script>"})"},
                 {"broken", "{not json"}};
@@ -86,7 +91,8 @@ TEST(Report, JsonMatchesGoldenAndSchema) {
   EXPECT_EQ(doc["run"]["state"], "checks-failed");
   EXPECT_DOUBLE_EQ(doc["run"]["duration_s"].get<double>(), 1.25);
   EXPECT_EQ(doc["summary"]["FAIL"], 1);
-  EXPECT_EQ(doc["summary"]["total"], 5);
+  EXPECT_EQ(doc["summary"]["total"], 6);
+  EXPECT_EQ(doc["summary"]["UNKNOWN"], 1);
   EXPECT_EQ(doc["findings"][1]["category"], "gpu");
   EXPECT_EQ(doc["evidence"]["host.os"]["id"], "debian") << "evidence is nested JSON";
   EXPECT_EQ(doc["evidence"]["broken"], "{not json") << "bad evidence is kept as a string";
@@ -96,8 +102,12 @@ TEST(Report, JsonMatchesGoldenAndSchema) {
 TEST(Report, JunitMatchesGoldenAndCountsFailuresAndSkips) {
   const std::string xml = RenderJunit(HostileRun());
   testing::ExpectGolden("report/hostile.xml", xml);
-  EXPECT_NE(xml.find("<testsuites name=\"cmax run #42\" tests=\"5\" failures=\"1\" errors=\"0\" "
+  EXPECT_NE(xml.find("<testsuites name=\"cmax run #42\" tests=\"6\" failures=\"1\" errors=\"1\" "
                      "skipped=\"1\""),
+            std::string::npos);
+  // UNKNOWN (a check that could not read what it judges) is a JUnit error, never a pass.
+  EXPECT_NE(xml.find("<error type=\"unknown\" message=\"the kernel log could not be read: "
+                     "&lt;Input/output error&gt;\""),
             std::string::npos);
   EXPECT_EQ(xml.find("<script"), std::string::npos);
   EXPECT_EQ(xml.find('\x1b'), std::string::npos);

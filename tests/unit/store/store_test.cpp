@@ -140,6 +140,13 @@ TEST(Store, MigratesAnEmptyDatabaseAndAPreviousSchema) {
     ASSERT_TRUE(db->Execute(
         "INSERT INTO runs (command, target, host, started_at, state, cmax_version) VALUES "
         "('run', 'vm/standalone', 'h', '2026-11-29T09:22:28.911Z', 'ok', '0.0.1')"));
+    ASSERT_TRUE(db->Execute(
+        "INSERT INTO findings (run_id, check_id, status, severity, message) VALUES "
+        "(1, 'host.os', 'FAIL', 'high', 'kept across the findings rebuild (schema 6)')"));
+    EXPECT_FALSE(
+        db->Execute("INSERT INTO findings (run_id, check_id, status, severity) VALUES "
+                    "(1, 'x', 'UNKNOWN', 'high')"))
+        << "the first schema knew no UNKNOWN";
   }
   auto store = Store::Open({.path = path});
   ASSERT_TRUE(store) << store.error().message;
@@ -149,6 +156,16 @@ TEST(Store, MigratesAnEmptyDatabaseAndAPreviousSchema) {
   ASSERT_EQ(runs->size(), 1u);
   EXPECT_EQ((*runs)[0].run.cmax_version, "0.0.1");
   EXPECT_TRUE(store->AddEvents({{At(1), "n", "s", "k", "{}"}})) << "events came with schema 2";
+  auto record = store->LoadRun(1);
+  ASSERT_TRUE(record);
+  ASSERT_EQ(record->findings.size(), 1u);
+  EXPECT_EQ(record->findings[0].message, "kept across the findings rebuild (schema 6)");
+  Finding unknown;
+  unknown.check_id = "health.kernel_log";
+  unknown.status = CheckStatus::kUnknown;
+  ASSERT_TRUE(store->AddFindings(1, {unknown}));
+  EXPECT_EQ(store->LoadRun(1)->findings[1].status, CheckStatus::kUnknown);
+  EXPECT_EQ((*store->ListRuns(10))[0].counts.unknown, 1);
 }
 
 TEST(Store, ProcessesOpeningANewStoreAtOnceAllSucceed) {

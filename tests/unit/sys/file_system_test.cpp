@@ -1,7 +1,14 @@
 #include "sys/file_system.hpp"
 
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <gtest/gtest.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <sys/un.h>
+#include <thread>
 
 #include "support/temp_dir.hpp"
 
@@ -50,6 +57,110 @@ TEST(LocalFileSystem, CreateDirsIsLikeMkdirP) {
   EXPECT_TRUE(fs.CreateDirs(dir.File("a/b/c"), 0700));
   ASSERT_TRUE(fs.WriteFileAtomic(dir.File("file"), "x", 0644));
   EXPECT_FALSE(fs.CreateDirs(dir.File("file"), 0700));
+}
+
+// Issue 13: `cmax report -o /dev/null` as root replaced the device with a regular file.
+TEST(LocalFileSystem, OutputFileWritesThroughCharacterDevicesAndNeverReplacesThem) {
+  cmax::testing::TempDir dir;
+  // A device node of our own (the null device's numbers), so the test never touches /dev.
+  const std::string device = dir.File("null");
+  ASSERT_EQ(::mknod(device.c_str(), S_IFCHR | 0666, makedev(1, 3)), 0) << "tests run as root";
+  LocalFileSystem fs;
+  ASSERT_TRUE(fs.WriteOutputFile(device, "<html>", 0644));
+  struct stat st {};
+  ASSERT_EQ(::lstat(device.c_str(), &st), 0);
+  EXPECT_TRUE(S_ISCHR(st.st_mode)) << "the device was replaced";
+  // /dev/full: the write fails with the device's own error, and the device stays.
+  const std::string full = dir.File("full");
+  ASSERT_EQ(::mknod(full.c_str(), S_IFCHR | 0666, makedev(1, 7)), 0);
+  auto failed = fs.WriteOutputFile(full, "<html>", 0644);
+  ASSERT_FALSE(failed);
+  EXPECT_NE(failed.error().message.find("No space left"), std::string::npos);
+  ASSERT_EQ(::lstat(full.c_str(), &st), 0);
+  EXPECT_TRUE(S_ISCHR(st.st_mode));
+}
+
+TEST(LocalFileSystem, OutputFileWritesThroughSymlinksKeepingTheLink) {
+  cmax::testing::TempDir dir;
+  const std::string target = dir.File("real.json");
+  const std::string link = dir.File("link.json");
+  ASSERT_TRUE(LocalFileSystem().WriteFileAtomic(target, "old contents that are longer", 0644));
+  ASSERT_EQ(::symlink(target.c_str(), link.c_str()), 0);
+  LocalFileSystem fs;
+  ASSERT_TRUE(fs.WriteOutputFile(link, "new", 0644));
+  struct stat st {};
+  ASSERT_EQ(::lstat(link.c_str(), &st), 0);
+  EXPECT_TRUE(S_ISLNK(st.st_mode)) << "the link was replaced by a file";
+  EXPECT_EQ(*fs.ReadFile(target, 1024), "new");  // truncated, not overwritten in place
+  // A dangling link creates its target, as the shell's > does.
+  const std::string dangling = dir.File("dangling");
+  ASSERT_EQ(::symlink(dir.File("made-through-link").c_str(), dangling.c_str()), 0);
+  ASSERT_TRUE(fs.WriteOutputFile(dangling, "x", 0644));
+  EXPECT_EQ(*fs.ReadFile(dir.File("made-through-link"), 16), "x");
+  ASSERT_EQ(::lstat(dangling.c_str(), &st), 0);
+  EXPECT_TRUE(S_ISLNK(st.st_mode));
+}
+
+TEST(LocalFileSystem, OutputFileWritesThroughFifos) {
+  cmax::testing::TempDir dir;
+  const std::string fifo = dir.File("pipe");
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  std::string got;
+  std::thread reader([&] {
+    const int fd = ::open(fifo.c_str(), O_RDONLY);
+    char buffer[64];
+    ssize_t n = 0;
+    while ((n = ::read(fd, buffer, sizeof(buffer))) > 0) got.append(buffer, static_cast<size_t>(n));
+    ::close(fd);
+  });
+  auto ok = LocalFileSystem().WriteOutputFile(fifo, "through the pipe", 0644);
+  reader.join();
+  ASSERT_TRUE(ok) << ok.error().message;
+  EXPECT_EQ(got, "through the pipe");
+  struct stat st {};
+  ASSERT_EQ(::lstat(fifo.c_str(), &st), 0);
+  EXPECT_TRUE(S_ISFIFO(st.st_mode));
+}
+
+TEST(LocalFileSystem, OutputFileRefusesDirectoriesBlockDevicesAndSockets) {
+  cmax::testing::TempDir dir;
+  LocalFileSystem fs;
+  auto folder = fs.WriteOutputFile(dir.Path(), "x", 0644);
+  ASSERT_FALSE(folder);
+  EXPECT_EQ(folder.error().code, ErrorCode::kInvalidArgument);
+  EXPECT_NE(folder.error().message.find("is a directory"), std::string::npos);
+  // Through a link to a folder too.
+  ASSERT_EQ(::symlink(dir.Path().c_str(), dir.File("to-dir").c_str()), 0);
+  EXPECT_FALSE(fs.WriteOutputFile(dir.File("to-dir"), "x", 0644));
+  // A block device of our own numbers (loop0's): never written.
+  const std::string disk = dir.File("disk");
+  ASSERT_EQ(::mknod(disk.c_str(), S_IFBLK | 0600, makedev(7, 0)), 0);
+  auto block = fs.WriteOutputFile(disk, "x", 0644);
+  ASSERT_FALSE(block);
+  EXPECT_EQ(block.error().code, ErrorCode::kInvalidArgument);
+  const std::string socket_path = dir.File("sock");
+  const int sock = ::socket(AF_UNIX, SOCK_STREAM, 0);
+  sockaddr_un address{};
+  address.sun_family = AF_UNIX;
+  std::snprintf(address.sun_path, sizeof(address.sun_path), "%s", socket_path.c_str());
+  ASSERT_EQ(::bind(sock, reinterpret_cast<sockaddr*>(&address), sizeof(address)), 0);
+  EXPECT_FALSE(fs.WriteOutputFile(socket_path, "x", 0644));
+  ::close(sock);
+}
+
+TEST(LocalFileSystem, OutputFileReplacesRegularFilesAtomicallyAndNeverFollowsAPlantedTemp) {
+  cmax::testing::TempDir dir;
+  const std::string out = dir.File("report.html");
+  LocalFileSystem fs;
+  ASSERT_TRUE(fs.WriteOutputFile(out, "first", 0644));
+  // A link planted where the temporary file will be made must not be written through.
+  const std::string victim = dir.File("victim");
+  ASSERT_TRUE(fs.WriteFileAtomic(victim, "keep me", 0644));
+  const std::string temp = out + ".tmp." + std::to_string(::getpid());
+  ASSERT_EQ(::symlink(victim.c_str(), temp.c_str()), 0);
+  ASSERT_TRUE(fs.WriteOutputFile(out, "second", 0644));
+  EXPECT_EQ(*fs.ReadFile(out, 64), "second");
+  EXPECT_EQ(*fs.ReadFile(victim, 64), "keep me");
 }
 
 TEST(MemoryFileSystem, ServesFilesFoldersAndLinks) {

@@ -1,0 +1,65 @@
+// Reads a file from outside (a saved kernel log, a scenario, a trace) line by line in bounded
+// memory: a line longer than the limit is cut to it and counted, never buffered whole; each
+// read checks for Ctrl-C/SIGTERM; a read error ends the reading with the error instead of
+// looking like the end of the file. Every reader of outside files goes through this.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "core/result.hpp"
+
+namespace cmax::sys {
+
+class LineReader {
+ public:
+  struct Options {
+    size_t max_line_bytes = size_t{64} << 10;
+    // Checked before each read; true ends the reading with kInterrupted.
+    std::function<bool()> interrupted;
+  };
+
+  // A missing file is kNotFound, a directory (or a socket) kInvalidArgument: both are a wrong
+  // path given by the user, not a read error.
+  static Result<LineReader> Open(const std::string& path, Options options);
+  // Reads from an open descriptor the reader does not own (stdin).
+  static LineReader FromFd(int fd, std::string name, Options options);
+  LineReader(LineReader&& other) noexcept;
+  LineReader& operator=(LineReader&&) = delete;
+  LineReader(const LineReader&) = delete;
+  LineReader& operator=(const LineReader&) = delete;
+  ~LineReader();
+
+  // The next line without its "\n" (a "\r" before it stays), valid until the next call; nullopt
+  // at the end of the file. A line over the limit comes cut to max_line_bytes.
+  Result<std::optional<std::string_view>> Next();
+
+  uint64_t Lines() const { return lines_; }
+  uint64_t CutLines() const { return cut_lines_; }
+  uint64_t Bytes() const { return bytes_; }
+  const std::string& Name() const { return name_; }
+
+ private:
+  LineReader(int fd, bool owned, std::string name, Options options);
+  Result<size_t> Fill();  // reads more; 0 at the end
+
+  int fd_ = -1;
+  bool owned_ = false;
+  std::string name_;
+  Options options_;
+  std::string buffer_;  // bytes read and not yet handed out, from start_
+  size_t start_ = 0;
+  std::string line_;    // a line that spans reads, or a cut one
+  bool cutting_ = false;       // the line under way passed the limit: the rest is dropped
+  bool line_returned_ = false;  // line_ was handed out and is cleared on the next call
+  bool eof_ = false;
+  uint64_t lines_ = 0;
+  uint64_t cut_lines_ = 0;
+  uint64_t bytes_ = 0;
+};
+
+}  // namespace cmax::sys
