@@ -42,9 +42,11 @@ test-asan:
 # A short libFuzzer run of every fuzz target; a crash fails the build and leaves crash-* files.
 fuzz:
 	cmake --preset fuzz
-	cmake --build --preset fuzz --target version_fuzz text_fuzz kmsg_fuzz sse_fuzz chunk_fuzz
+	cmake --build --preset fuzz --target version_fuzz text_fuzz kmsg_fuzz sse_fuzz chunk_fuzz \
+	  http_response_fuzz http_request_fuzz
 	mkdir -p build/fuzz/corpus/version build/fuzz/corpus/text build/fuzz/corpus/kmsg \
-	  build/fuzz/corpus/sse build/fuzz/corpus/chunk
+	  build/fuzz/corpus/sse build/fuzz/corpus/chunk build/fuzz/corpus/http_response \
+	  build/fuzz/corpus/http_request
 	build/fuzz/bin/version_fuzz -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 \
 	  build/fuzz/corpus/version tests/fuzz/seeds/version
 	build/fuzz/bin/text_fuzz -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 \
@@ -55,6 +57,10 @@ fuzz:
 	  build/fuzz/corpus/sse tests/fuzz/seeds/sse
 	build/fuzz/bin/chunk_fuzz -dict=tests/fuzz/json.dict -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 \
 	  build/fuzz/corpus/chunk tests/fuzz/seeds/chunk
+	build/fuzz/bin/http_response_fuzz -dict=tests/fuzz/http.dict -max_total_time=$(FUZZ_SECONDS) \
+	  -print_final_stats=1 build/fuzz/corpus/http_response tests/fuzz/seeds/http_response
+	build/fuzz/bin/http_request_fuzz -dict=tests/fuzz/http.dict -max_total_time=$(FUZZ_SECONDS) \
+	  -print_final_stats=1 build/fuzz/corpus/http_request tests/fuzz/seeds/http_request
 
 bench: build
 	build/release/bin/store_bench --benchmark_min_time=1

@@ -30,6 +30,7 @@
 #include "sys/file_system.hpp"
 #include "sys/host.hpp"
 #include "sys/interrupt.hpp"
+#include "sys/line_reader.hpp"
 
 namespace cmax::cli {
 namespace {
@@ -287,13 +288,25 @@ Result<Prepared> Prepare(const EndpointOptions& o) {
   return p;
 }
 
+// A JSONL file from the user (prompts, a trace), read a line at a time: a line over 16 MiB is
+// an error, never buffered; Ctrl-C stops the reading.
+Result<sys::LineReader> JsonLines(const std::string& path) {
+  return sys::LineReader::Open(path, {.max_line_bytes = size_t{16} << 20,
+                                      .interrupted = sys::Interrupted,
+                                      .long_line_is_error = true});
+}
+
+endpoint::NextLine NextOf(sys::LineReader& reader) {
+  return [&reader] { return reader.Next(); };
+}
+
 Result<std::unique_ptr<endpoint::Workload>> MakeWorkload(const EndpointOptions& o,
                                                          std::string& name) {
   if (!o.prompts.empty()) {
-    auto text = sys::LocalFileSystem().ReadFile(o.prompts, size_t{1} << 30);
-    if (!text) return Wrap(text.error(), "--prompts");
+    auto lines = JsonLines(o.prompts);
+    if (!lines) return Wrap(lines.error(), "--prompts");
     name = "prompts " + o.prompts;
-    return endpoint::MakePromptFileWorkload(*text, o.output_len);
+    return endpoint::MakePromptFileWorkload(NextOf(*lines), o.output_len);
   }
   name = fmt::format("random input {} output {} range {} prefix {} turns {}", o.input_len,
                      o.output_len, o.range_ratio, o.prefix_len, o.turns);
@@ -415,12 +428,12 @@ int RunOrReplay(Context& ctx, EndpointOptions& o, bool replay) {
   Result<std::unique_ptr<endpoint::Workload>> workload = tl::unexpected(Error{});
   endpoint::LoadShape shape = ShapeOf(o, o.concurrency, o.requests);
   if (replay) {
-    auto text = sys::LocalFileSystem().ReadFile(o.trace, size_t{1} << 30);
-    if (!text) return Fails(ctx, command, text.error());
     std::vector<std::unique_ptr<endpoint::Workload>> copies;
     for (size_t i = 0; i < o.copies; ++i) {
+      auto lines = JsonLines(o.trace);  // read again for each copy: memory holds one line
+      if (!lines) return Fails(ctx, command, lines.error());
       auto w = endpoint::MakeTraceWorkload(
-          *text,
+          NextOf(*lines),
           {.block_tokens = o.trace_block,
            .speedup = o.speedup,
            .marker = o.no_marker ? std::string() : endpoint::ReplayMarker(o.seed * 1000 + i + 1)});

@@ -100,11 +100,17 @@ CLI::Validator RealIn(double min, double max, bool open_min, std::string extra =
 
 }  // namespace
 
-CLI::Validator Real(double min, double max) { return RealIn(min, max, false); }
+CLI::Validator Real(double min, double max) {
+  return RealIn(min, max, false);
+}
 
-CLI::Validator Positive(double max) { return RealIn(0, max, true); }
+CLI::Validator Positive(double max) {
+  return RealIn(0, max, true);
+}
 
-CLI::Validator Share() { return RealIn(0, 1, false); }
+CLI::Validator Share() {
+  return RealIn(0, 1, false);
+}
 
 CLI::Validator SecondsIn(double max, bool zero_means_none) {
   if (zero_means_none) return RealIn(0, max, false, " seconds (0: none)");

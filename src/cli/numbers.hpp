@@ -15,8 +15,8 @@ namespace cmax::cli {
 inline constexpr const char* kRangeValidator = "cmax-range";
 
 // Limits shared by many options.
-inline constexpr int64_t kMaxCount = 1'000'000'000;      // requests, events, records
-inline constexpr int64_t kMaxStreams = 1'000'000;        // concurrency, connections
+inline constexpr int64_t kMaxCount = 1'000'000'000;       // requests, events, records
+inline constexpr int64_t kMaxStreams = 1'000'000;         // concurrency, connections
 inline constexpr double kMaxSeconds = 366.0 * 24 * 3600;  // a year: no timer needs more
 
 // Decimal whole numbers in [min, max] (no sign unless min < 0, no hex, no exponent).

@@ -49,7 +49,7 @@ Error UnknownKey(std::string_view what, std::string_view key, int line,
   std::string shown = SanitizeUtf8(key.substr(0, 60));
   if (key.size() > 60) shown += "...";
   std::string message = line > 0 ? fmt::format("{} line {}: unknown key '{}'", what, line, shown)
-                                  : fmt::format("{}: unknown key '{}'", what, shown);
+                                 : fmt::format("{}: unknown key '{}'", what, shown);
   if (const auto nearest = NearestKey(key, known); nearest) {
     message += fmt::format(" (did you mean '{}'?)", *nearest);
   }

@@ -156,11 +156,34 @@ Result<std::unique_ptr<Workload>> MakeRandomWorkload(const RandomSpec& spec) {
   return std::unique_ptr<Workload>(new RandomWorkload(spec));
 }
 
+NextLine LinesOf(std::string_view text) {
+  return [text]() mutable -> Result<std::optional<std::string_view>> {
+    if (text.empty()) return std::optional<std::string_view>();
+    const size_t end = text.find('\n');
+    const std::string_view line = text.substr(0, end);
+    text.remove_prefix(end == std::string_view::npos ? text.size() : end + 1);
+    return std::optional<std::string_view>(line);
+  };
+}
+
 Result<std::unique_ptr<Workload>> MakePromptFileWorkload(std::string_view jsonl,
+                                                         uint64_t default_max_tokens) {
+  return MakePromptFileWorkload(LinesOf(jsonl), default_max_tokens);
+}
+
+Result<std::unique_ptr<Workload>> MakeTraceWorkload(std::string_view jsonl, const TraceSpec& spec) {
+  return MakeTraceWorkload(LinesOf(jsonl), spec);
+}
+
+Result<std::unique_ptr<Workload>> MakePromptFileWorkload(const NextLine& next,
                                                          uint64_t default_max_tokens) {
   std::vector<Conversation> items;
   size_t number = 0;
-  for (std::string_view line : Split(jsonl, '\n')) {
+  while (true) {
+    auto got = next();
+    if (!got) return tl::unexpected(got.error());
+    if (!*got) break;
+    std::string_view line = **got;
     ++number;
     line = Trim(line);
     if (line.empty()) continue;
@@ -252,14 +275,18 @@ std::string ReplayMarker(uint64_t seed) {
   return fmt::format("[rid:{:012x}]", rng() & 0xffffffffffffULL);
 }
 
-Result<std::unique_ptr<Workload>> MakeTraceWorkload(std::string_view jsonl, const TraceSpec& spec) {
+Result<std::unique_ptr<Workload>> MakeTraceWorkload(const NextLine& next, const TraceSpec& spec) {
   if (spec.block_tokens == 0)
     return Fail(ErrorCode::kInvalidArgument, "--trace-block must be at least 1");
   if (spec.speedup <= 0) return Fail(ErrorCode::kInvalidArgument, "--speedup must be positive");
   std::vector<Conversation> items;
   size_t number = 0;
   std::optional<double> first_ms;
-  for (std::string_view line : Split(jsonl, '\n')) {
+  while (true) {
+    auto got = next();
+    if (!got) return tl::unexpected(got.error());
+    if (!*got) break;
+    std::string_view line = **got;
     ++number;
     line = Trim(line);
     if (line.empty()) continue;

@@ -12,6 +12,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <random>
@@ -53,7 +54,15 @@ struct RandomSpec {
 };
 Result<std::unique_ptr<Workload>> MakeRandomWorkload(const RandomSpec& spec);
 
+// Where a JSONL reader gets its lines: the next one (nullopt at the end; valid until the next
+// call), or why it could not be read. Files come through sys::LineReader (bounded memory).
+using NextLine = std::function<Result<std::optional<std::string_view>>()>;
+// The lines of a text already in memory.
+NextLine LinesOf(std::string_view text);
+
 // A prompts file (JSONL), cycled.
+Result<std::unique_ptr<Workload>> MakePromptFileWorkload(const NextLine& next,
+                                                         uint64_t default_max_tokens);
 Result<std::unique_ptr<Workload>> MakePromptFileWorkload(std::string_view jsonl,
                                                          uint64_t default_max_tokens);
 
@@ -63,6 +72,7 @@ struct TraceSpec {
   std::string marker;         // replaces each prompt's first word; empty: none
 };
 // A Mooncake-style trace; lines are validated up front so a bad one is reported with its number.
+Result<std::unique_ptr<Workload>> MakeTraceWorkload(const NextLine& next, const TraceSpec& spec);
 Result<std::unique_ptr<Workload>> MakeTraceWorkload(std::string_view jsonl, const TraceSpec& spec);
 
 // Several timed workloads as one, in time order (parallel copies of one trace).

@@ -9,6 +9,8 @@
 #include <cstring>
 #include <sys/stat.h>
 
+#include "sys/interrupt.hpp"
+
 namespace cmax::sys {
 
 ErrorCode ErrorCodeFromErrno(int error_number) {
@@ -63,14 +65,22 @@ Result<void> WriteAll(int fd, std::string_view data, const std::string& path) {
 }  // namespace
 
 Result<std::string> LocalFileSystem::ReadFile(const std::string& path, size_t max_bytes) const {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY);
   if (fd < 0) return ErrnoError("cannot open", path);
   FdCloser closer(fd);
+  struct stat st {};
+  if (::fstat(fd, &st) == 0 && S_ISDIR(st.st_mode)) {
+    return Fail(ErrorCode::kInvalidArgument, "{} is a directory; name a file to read", path);
+  }
   std::string data;
   char buffer[16384];
   while (true) {
     const ssize_t n = ::read(fd, buffer, sizeof(buffer));
     if (n < 0) {
+      // Ctrl-C while a FIFO or a terminal makes us wait: stop, do not wait on.
+      if (errno == EINTR && Interrupted()) {
+        return Fail(ErrorCode::kInterrupted, "reading {} was interrupted", path);
+      }
       if (errno == EINTR) continue;
       return ErrnoError("cannot read", path);
     }

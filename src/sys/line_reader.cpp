@@ -1,11 +1,11 @@
 #include "sys/line_reader.hpp"
 
 #include <fcntl.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
+#include <sys/stat.h>
 #include <utility>
 
 #include "sys/file_system.hpp"
@@ -102,10 +102,17 @@ Result<std::optional<std::string_view>> LineReader::Next() {
       line_.append(piece);
     }
   };
+  auto too_long = [this]() {
+    return Fail(ErrorCode::kInvalidArgument, "{} line {} is longer than {} bytes", name_,
+                lines_ + 1, options_.max_line_bytes);
+  };
   while (true) {
     const std::string_view rest = std::string_view(buffer_).substr(start_);
     const size_t newline = rest.find('\n');
     if (newline != std::string_view::npos) {
+      if (options_.long_line_is_error && line_.size() + newline > options_.max_line_bytes) {
+        return too_long();
+      }
       start_ += newline + 1;
       ++lines_;
       if (line_.empty() && !cutting_ && newline <= options_.max_line_bytes) {
@@ -114,6 +121,9 @@ Result<std::optional<std::string_view>> LineReader::Next() {
       keep(rest.substr(0, newline));
       line_returned_ = true;
       return std::optional<std::string_view>(line_);
+    }
+    if (options_.long_line_is_error && line_.size() + rest.size() > options_.max_line_bytes) {
+      return too_long();
     }
     keep(rest);
     buffer_.clear();

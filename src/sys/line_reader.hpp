@@ -21,6 +21,9 @@ class LineReader {
     size_t max_line_bytes = size_t{64} << 10;
     // Checked before each read; true ends the reading with kInterrupted.
     std::function<bool()> interrupted;
+    // A line over the limit ends the reading with kInvalidArgument instead of being cut (for
+    // formats where a cut line would only be misread, such as JSON lines).
+    bool long_line_is_error = false;
   };
 
   // A missing file is kNotFound, a directory (or a socket) kInvalidArgument: both are a wrong
@@ -53,8 +56,8 @@ class LineReader {
   Options options_;
   std::string buffer_;  // bytes read and not yet handed out, from start_
   size_t start_ = 0;
-  std::string line_;    // a line that spans reads, or a cut one
-  bool cutting_ = false;       // the line under way passed the limit: the rest is dropped
+  std::string line_;            // a line that spans reads, or a cut one
+  bool cutting_ = false;        // the line under way passed the limit: the rest is dropped
   bool line_returned_ = false;  // line_ was handed out and is cleared on the next call
   bool eof_ = false;
   uint64_t lines_ = 0;

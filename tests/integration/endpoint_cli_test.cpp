@@ -229,6 +229,9 @@ TEST_F(EndpointCli, HostileValuesAreRefusedBeforeAnythingIsSent) {
       << "\n";
   refused({"endpoint", "replay", dir_.File("huge-trace.jsonl"), "--url", Url(), "--model", "m"},
           "lengths above");
+  // Read a line at a time: an endless line is refused at 16 MiB, not read into memory.
+  refused({"endpoint", "replay", "/dev/zero", "--url", Url(), "--model", "m"}, "longer than");
+  refused(with({"--prompts", dir_.Path()}), "is a directory");
   for (const std::string url : {"http://[::1", "http://127.0.0.1:99999/", "http://a b/",
                                 "http://127.0.0.1:1/\r\nX: y", "http://127.0.0.1:0/"}) {
     refused({"endpoint", "run", "--url", url, "--model", "m"}, "--url");

@@ -7,11 +7,11 @@
 #include <poll.h>
 #include <unistd.h>
 
-#include <arpa/inet.h>
 #include <algorithm>
+#include <arpa/inet.h>
 #include <atomic>
-#include <cstdio>
 #include <chrono>
+#include <cstdio>
 #include <functional>
 #include <gtest/gtest.h>
 #include <mutex>
@@ -106,9 +106,8 @@ ScriptedServer::Script Answer(std::string bytes) {
   };
 }
 
-const std::string kBody =
-    R"({"choices":[{"message":{"role":"assistant","content":"ok"}}],)"
-    R"("usage":{"prompt_tokens":3,"completion_tokens":1}})";
+const std::string kBody = R"({"choices":[{"message":{"role":"assistant","content":"ok"}}],)"
+                          R"("usage":{"prompt_tokens":3,"completion_tokens":1}})";
 
 std::string WithLength(std::string_view status_and_headers, std::string_view body) {
   return std::string(status_and_headers) + "Content-Length: " + std::to_string(body.size()) +
@@ -190,7 +189,8 @@ std::vector<HostileCase> Cases() {
        Answer(WithLength(thousand_headers, kBody)),
        {""},
        ""},
-      {"NUL bytes in the status line", Answer(std::string("HTTP/1.1 2\0\0 OK\r\n\r\n", 20)),
+      {"NUL bytes in the status line",
+       Answer(std::string("HTTP/1.1 2\0\0 OK\r\n\r\n", 20)),
        {"malformed"},
        "not an HTTP/1.x status line"},
       {"NUL bytes in a header name",
@@ -214,17 +214,30 @@ std::vector<HostileCase> Cases() {
       {"HTTP/0.9 (a body and no head)", Answer(kBody), {"malformed"}, "not an HTTP/1.x status"},
       {"never answers", [](int) {}, {"timeout"}, "the request took over", true, 0.5},
       {"closes at once", [](int fd) { ::shutdown(fd, SHUT_RDWR); }, {"connect"}, "", false},
-      {"closes after reading the request", [](int fd) { ::shutdown(fd, SHUT_RDWR); },
-       {"connect", "truncated"}, "closed the connection without answering"},
+      {"closes after reading the request",
+       [](int fd) { ::shutdown(fd, SHUT_RDWR); },
+       {"connect", "truncated"},
+       "closed the connection without answering"},
       {"status 999", Answer(WithLength("HTTP/1.1 999 Weird\r\n", kBody)), {"http-other"}, ""},
-      {"status of two digits", Answer(WithLength("HTTP/1.1 20 OK\r\n", kBody)), {"malformed"},
+      {"status of two digits",
+       Answer(WithLength("HTTP/1.1 20 OK\r\n", kBody)),
+       {"malformed"},
        "not an HTTP/1.x status line"},
-      {"HTTP/2 status line in plain text", Answer(WithLength("HTTP/2 200\r\n", kBody)),
-       {"malformed"}, "not an HTTP/1.x status line", true, 5, /*curl_may_pass=*/true},
-      {"ICY status line", Answer(WithLength("ICY 200 OK\r\n", kBody)), {"malformed"},
+      {"HTTP/2 status line in plain text",
+       Answer(WithLength("HTTP/2 200\r\n", kBody)),
+       {"malformed"},
+       "not an HTTP/1.x status line",
+       true,
+       5,
+       /*curl_may_pass=*/true},
+      {"ICY status line",
+       Answer(WithLength("ICY 200 OK\r\n", kBody)),
+       {"malformed"},
        "not an HTTP/1.x status line"},
-      {"101 switching protocols", Answer("HTTP/1.1 101 Switching Protocols\r\n\r\nxx"),
-       {"malformed", "http-other"}, "switched protocols"},
+      {"101 switching protocols",
+       Answer("HTTP/1.1 101 Switching Protocols\r\n\r\nxx"),
+       {"malformed", "http-other"},
+       "switched protocols"},
       {"endless 100 Continue",
        [](int fd) {
          for (int i = 0; i < 200000; ++i) SendAll(fd, "HTTP/1.1 100 Continue\r\n\r\n");
@@ -260,8 +273,12 @@ void RunCases(bool own_http) {
   }
 }
 
-TEST(HostileServer, OwnClientEndsEveryRequestWithAClassAndAMessage) { RunCases(true); }
-TEST(HostileServer, LibcurlClientEndsEveryRequestWithAClassAndAMessage) { RunCases(false); }
+TEST(HostileServer, OwnClientEndsEveryRequestWithAClassAndAMessage) {
+  RunCases(true);
+}
+TEST(HostileServer, LibcurlClientEndsEveryRequestWithAClassAndAMessage) {
+  RunCases(false);
+}
 
 TEST(HostileServer, AStreamCutByAHostileChunkIsMalformedNotAnswered) {
   ScriptedServer server(Answer(

@@ -5,9 +5,6 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <spawn.h>
-#include <sys/resource.h>
-#include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -15,6 +12,9 @@
 #include <gtest/gtest.h>
 #include <sstream>
 #include <string>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
 #include <thread>
 #include <vector>
 
@@ -118,11 +118,11 @@ TEST(HealthHostile, AnXidAfterA300MegabyteLineFailsTheNodeWithMemoryBounded) {
 
 TEST(HealthHostile, DevZeroStopsWithinASecondOfCtrlCWithMemoryBounded) {
   testing::TempDir dir;
-  const Finished f = RunCmax(dir, {"health", "--passive", "--from-file", "/dev/zero"},
-                             [](pid_t pid) {
-                               WaitUntilRead(pid, 512LL << 20);
-                               ::kill(pid, SIGINT);
-                             });
+  const Finished f =
+      RunCmax(dir, {"health", "--passive", "--from-file", "/dev/zero"}, [](pid_t pid) {
+        WaitUntilRead(pid, 512LL << 20);
+        ::kill(pid, SIGINT);
+      });
   EXPECT_EQ(f.exit_code, 130) << f.out;
   EXPECT_LT(f.seconds_after_signal, 1.0);
   EXPECT_LT(f.max_rss_kb, kMemoryBoundKb);
@@ -130,11 +130,11 @@ TEST(HealthHostile, DevZeroStopsWithinASecondOfCtrlCWithMemoryBounded) {
 
 TEST(HealthHostile, SigtermIsHonouredToo) {
   testing::TempDir dir;
-  const Finished f = RunCmax(dir, {"health", "--passive", "--from-file", "/dev/zero"},
-                             [](pid_t pid) {
-                               WaitUntilRead(pid, 64LL << 20);
-                               ::kill(pid, SIGTERM);
-                             });
+  const Finished f =
+      RunCmax(dir, {"health", "--passive", "--from-file", "/dev/zero"}, [](pid_t pid) {
+        WaitUntilRead(pid, 64LL << 20);
+        ::kill(pid, SIGTERM);
+      });
   EXPECT_EQ(f.exit_code, 128 + SIGTERM) << f.out;
   EXPECT_LT(f.seconds_after_signal, 1.0);
 }
@@ -147,8 +147,8 @@ TEST(HealthHostile, AReadErrorIsUnknownWithExitThreeNeverAPass) {
   EXPECT_NE(f.out.find("UNKNOWN"), std::string::npos) << f.out;
   EXPECT_NE(f.out.find("Input/output error"), std::string::npos) << f.out;
   // As Slurm's HealthCheckProgram: one line and exit 3, not the silence of a healthy node.
-  const Finished slurm = RunCmax(
-      dir, {"health", "--passive", "--slurm-healthcheck", "--from-file", "/proc/self/mem"});
+  const Finished slurm =
+      RunCmax(dir, {"health", "--passive", "--slurm-healthcheck", "--from-file", "/proc/self/mem"});
   EXPECT_EQ(slurm.exit_code, 3);
   EXPECT_NE(slurm.out.find("cmax: health unknown:"), std::string::npos) << slurm.out;
 }

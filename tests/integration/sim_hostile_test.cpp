@@ -3,7 +3,6 @@
 // connections than the limit. Each gets an answer or a close within the timeouts, the server's
 // memory stays bounded, and it goes on answering well-behaved clients. Runs under ASan+UBSan.
 #include <poll.h>
-#include <sys/resource.h>
 #include <unistd.h>
 
 #include <arpa/inet.h>
@@ -11,6 +10,7 @@
 #include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <string>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <vector>
 

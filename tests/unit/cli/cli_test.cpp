@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <sys/stat.h>
+#include <sys/wait.h>
 
 #include "store/store.hpp"
 #include "support/temp_dir.hpp"
@@ -118,6 +119,54 @@ TEST(Cli, MissingRunsAndStoresAreReportedClearly) {
   EXPECT_NE(no_run.err.find("no run 99"), std::string::npos);
   EXPECT_EQ(Cli({"report", "banana", "--db", db}).code, kExitUsage);
   EXPECT_EQ(Cli({"report", "--db", db}).code, kExitError) << "no runs yet";
+}
+
+// Issue 13: a directory given as the store listed "no runs yet" with exit 0, and a store in a
+// folder that cannot be written failed as "attempt to write a readonly database".
+TEST(Cli, StorePathErrorsNameTheRealCause) {
+  testing::TempDir dir;
+  auto folder = Cli({"db", "runs", "--db", dir.Path()});
+  EXPECT_EQ(folder.code, kExitError);
+  EXPECT_NE(folder.err.find("is a directory"), std::string::npos) << folder.err;
+  EXPECT_EQ(Cli({"run", "--db", dir.Path(), "--no-html"}).code, kExitError);
+
+  // A store in a folder only root may write, opened by an unprivileged user (nobody): tests run
+  // as root, for whom no permission bit stops a write.
+  ASSERT_EQ(::chmod(dir.Path().c_str(), 0755), 0);
+  const std::string folder_ro = dir.File("ro");
+  ASSERT_EQ(::mkdir(folder_ro.c_str(), 0755), 0);
+  const std::string db = folder_ro + "/cmax.db";
+  ASSERT_TRUE(store::Store::Open({.path = db}));
+  ASSERT_EQ(::chmod(db.c_str(), 0666), 0);
+  ASSERT_EQ(::chmod(folder_ro.c_str(), 0555), 0);
+  int pipe_fds[2];
+  ASSERT_EQ(::pipe(pipe_fds), 0);
+  const pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    ::close(pipe_fds[0]);
+    if (::setgid(65534) != 0 || ::setuid(65534) != 0) ::_exit(99);
+    std::ostringstream out;
+    std::ostringstream err;
+    const int code = RunCli({"--db", db, "db", "runs"}, out, err);
+    const std::string text = err.str();
+    (void)!::write(pipe_fds[1], text.data(), text.size());
+    ::_exit(code);
+  }
+  ::close(pipe_fds[1]);
+  std::string err;
+  char buffer[4096];
+  ssize_t n = 0;
+  while ((n = ::read(pipe_fds[0], buffer, sizeof(buffer))) > 0) {
+    err.append(buffer, static_cast<size_t>(n));
+  }
+  ::close(pipe_fds[0]);
+  int status = 0;
+  ASSERT_EQ(::waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), kExitError) << err;
+  EXPECT_NE(err.find("cannot write in " + folder_ro), std::string::npos) << err;
+  EXPECT_EQ(err.find("readonly database"), std::string::npos) << err;
 }
 
 TEST(Cli, CorruptStoreIsAnErrorNamingTheFileAndIsLeftAlone) {

@@ -5,7 +5,6 @@
 #include "cli/numbers.hpp"
 
 #include <gtest/gtest.h>
-
 #include <sstream>
 #include <string>
 #include <vector>
@@ -36,7 +35,7 @@ void Walk(CLI::App& app, std::vector<std::string> path, std::vector<Declared>& f
     const bool positional = option->get_lnames().empty() && option->get_snames().empty();
     if (positional) ++positionals;
     if (!IsNumeric(*option)) continue;
-    std::string flag = positional                       ? option->get_name()
+    std::string flag = positional                      ? option->get_name()
                        : !option->get_lnames().empty() ? "--" + option->get_lnames()[0]
                                                        : "-" + option->get_snames()[0];
     found.push_back({path, flag, positional, positionals - 1, option->get_type_name()});
@@ -150,9 +149,8 @@ TEST(Numbers, EveryNumericOptionCarriesARange) {
 
 TEST(Numbers, NoNumericOptionTakesNegativeNanInfinityOrOutOfRangeValues) {
   for (const Declared& d : AllNumericOptions()) {
-    for (const std::string value :
-         {"-1", "nan", "NaN", "inf", "-inf", "1e300", "99999999999999999999999", "0x10", "",
-          "1 2", "12abc"}) {
+    for (const std::string value : {"-1", "nan", "NaN", "inf", "-inf", "1e300",
+                                    "99999999999999999999999", "0x10", "", "1 2", "12abc"}) {
       const Parsed p = ParseWith(d, value);
       EXPECT_EQ(p.verdict, Verdict::kRefused) << Where(d) << " took '" << value << "'";
       if (p.verdict == Verdict::kRefused && !value.empty()) {

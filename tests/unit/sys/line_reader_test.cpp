@@ -1,9 +1,9 @@
 #include "sys/line_reader.hpp"
 
 #include <fcntl.h>
-#include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <gtest/gtest.h>
 #include <string>
 #include <vector>
 
@@ -60,6 +60,19 @@ TEST(LineReader, CutsLongLinesToTheLimitAndCountsThem) {
   EXPECT_EQ(reader->Lines(), 3U);
 }
 
+TEST(LineReader, ALongLineCanBeAnErrorInsteadOfCut) {
+  auto reader =
+      LineReader::Open("/dev/zero", {.max_line_bytes = 1 << 20, .long_line_is_error = true});
+  ASSERT_TRUE(reader);
+  auto line = reader->Next();
+  ASSERT_FALSE(line);
+  EXPECT_EQ(line.error().code, ErrorCode::kInvalidArgument);
+  EXPECT_NE(line.error().message.find("/dev/zero line 1 is longer than 1048576 bytes"),
+            std::string::npos)
+      << line.error().message;
+  EXPECT_LE(reader->Bytes(), (2U << 20)) << "stopped at the limit, not at the end of the file";
+}
+
 TEST(LineReader, MissingFilesAndDirectoriesAreTheUsersMistake) {
   cmax::testing::TempDir dir;
   auto missing = LineReader::Open(dir.File("none"), {});
@@ -83,8 +96,8 @@ TEST(LineReader, AReadErrorIsAnErrorNotTheEnd) {
 
 TEST(LineReader, AnEndlessLineStopsWhenInterruptedWithMemoryBounded) {
   int reads = 0;
-  auto reader = LineReader::Open("/dev/zero", {.max_line_bytes = 4096,
-                                               .interrupted = [&reads] { return ++reads > 200; }});
+  auto reader = LineReader::Open(
+      "/dev/zero", {.max_line_bytes = 4096, .interrupted = [&reads] { return ++reads > 200; }});
   ASSERT_TRUE(reader);
   auto line = reader->Next();  // 200 reads of 64 KiB: one line of NULs, never ending
   ASSERT_FALSE(line);
