@@ -54,7 +54,8 @@ Command SetupReliabilityCommand(CLI::App& parent);
 Command SetupEndpointCommand(CLI::App& parent);
 
 // The whole command tree on `app` (the global options and every subcommand, bound to ctx): what
-// RunCli parses, and what the tests walk to hold every option to the rules.
+// RunCli parses, and what the tests walk to hold every option to the rules. The commands own the
+// values their options are bound to: keep them while `app` parses.
 std::vector<Command> SetupCli(CLI::App& app, Context& ctx);
 
 int RunCli(const std::vector<std::string>& args, std::ostream& out, std::ostream& err,

@@ -574,9 +574,11 @@ int ServeSim(Context& ctx, EndpointOptions& o) {
   const endpoint::SimStats s = (*server)->Stats();
   ctx.out << fmt::format(
       "serve-sim: {} connections, {} requests, {} answered, {} tokens, {} of {} input tokens "
-      "cached, most streams at once {}\n",
+      "cached, most streams at once {}; closed {} idle, {} slow requests (408), {} not reading, "
+      "{} refused past the connection limit\n",
       s.connections, s.requests, s.completed, s.tokens, s.cached_tokens, s.input_tokens,
-      s.max_open_streams);
+      s.max_open_streams, s.closed_idle, s.closed_slow_request, s.closed_not_reading,
+      s.refused_over_limit);
   return kExitOk;
 }
 

@@ -4,6 +4,7 @@
 // as a validation error that names the option and the range; never wrap, clamp or run.
 #include "cli/numbers.hpp"
 
+#include <cstdio>
 #include <gtest/gtest.h>
 #include <sstream>
 #include <string>
@@ -52,7 +53,7 @@ std::vector<Declared> AllNumericOptions() {
   std::ostringstream out;
   std::ostringstream err;
   Context ctx{out, err, {}, false};
-  (void)SetupCli(app, ctx);
+  const std::vector<Command> commands = SetupCli(app, ctx);  // they own the bound values
   std::vector<Declared> found;
   Walk(app, {}, found);
   return found;
@@ -72,7 +73,7 @@ Parsed ParseWith(const Declared& d, const std::string& value) {
   std::ostringstream out;
   std::ostringstream err;
   Context ctx{out, err, {}, false};
-  (void)SetupCli(app, ctx);
+  const std::vector<Command> commands = SetupCli(app, ctx);  // they own the bound values
   std::vector<std::string> args = d.path;
   if (d.positional) {
     args.push_back("--");  // what follows is positional even when it starts with a dash
@@ -125,6 +126,7 @@ TEST(Numbers, TheWalkFindsTheCommandsNumericOptions) {
   EXPECT_TRUE(has("health", "--mount-timeout"));
   EXPECT_TRUE(has("runs", "-n") || has("runs", "--limit"));
   EXPECT_GT(all.size(), 40U);
+  std::printf("%zu numeric options in the command tree\n", all.size());
 }
 
 TEST(Numbers, EveryNumericOptionCarriesARange) {
@@ -132,7 +134,7 @@ TEST(Numbers, EveryNumericOptionCarriesARange) {
   std::ostringstream out;
   std::ostringstream err;
   Context ctx{out, err, {}, false};
-  (void)SetupCli(app, ctx);
+  const std::vector<Command> commands = SetupCli(app, ctx);  // they own the bound values
   for (const Declared& d : AllNumericOptions()) {
     CLI::App* at = &app;
     for (const std::string& name : d.path) at = at->get_subcommand(name);
