@@ -469,8 +469,10 @@ int RunOrReplay(Context& ctx, EndpointOptions& o, bool replay) {
     return Fails(ctx, command, ok.error());
   }
   if (auto ok = WriteOutputs(ctx, o, *measured); !ok) {
+    // The path was checked before the run: what fails now (a full disk) is not the user's.
     (void)writer->FinishWithError(kExitError, SystemClock().Now());
-    return Fails(ctx, command, ok.error());
+    ctx.err << "cmax endpoint " << command << ": " << ok.error().message << "\n";
+    return kExitError;
   }
   auto outcome = writer->Finish(sys::InterruptSignal(), SystemClock().Now());
   if (!outcome) return Fails(ctx, command, outcome.error());
@@ -539,7 +541,8 @@ int Sweep(Context& ctx, EndpointOptions& o) {
                         all.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
         !ok) {
       (void)writer->FinishWithError(kExitError, SystemClock().Now());
-      return Fails(ctx, "sweep", ok.error());
+      ctx.err << "cmax endpoint sweep: " << ok.error().message << "\n";
+      return kExitError;
     }
   }
   auto outcome = writer->Finish(sys::InterruptSignal(), SystemClock().Now());

@@ -1,7 +1,10 @@
 #include "cli/common.hpp"
 
+#include <unistd.h>
+
 #include <charconv>
 #include <ostream>
+#include <sys/stat.h>
 
 #include "sys/file_system.hpp"
 #include "sys/host.hpp"
@@ -32,15 +35,49 @@ std::string DisplayState(const RunInfo& run) {
   return std::string(RunStateName(run.state));
 }
 
+namespace {
+
+// Whether a path names the file our stdout already writes to (/dev/stdout, /proc/self/fd/1, the
+// file stdout was redirected to): opened again it would start at offset 0 and truncate, so what
+// goes there goes through the stream instead.
+bool IsOurStdout(const std::string& path) {
+  struct stat target {};
+  struct stat out {};
+  return ::stat(path.c_str(), &target) == 0 && ::fstat(STDOUT_FILENO, &out) == 0 &&
+         S_ISREG(out.st_mode) && target.st_dev == out.st_dev && target.st_ino == out.st_ino;
+}
+
+}  // namespace
+
 Result<void> WriteOutput(Context& ctx, const std::string& path, std::string_view text,
                          mode_t mode) {
-  if (path == "-") {
+  if (path == "-" || IsOurStdout(path)) {
     ctx.out << text;
     ctx.out.flush();
     if (!ctx.out) return Fail(ErrorCode::kIo, "cannot write to stdout");
     return {};
   }
   return sys::LocalFileSystem().WriteOutputFile(path, text, mode);
+}
+
+namespace {
+
+char Shown(char c) {
+  const auto byte = static_cast<unsigned char>(c);
+  return (byte < 0x20 && c != '\n' && c != '\t') || byte == 0x7f ? '?' : c;
+}
+
+}  // namespace
+
+ControlCharacterFilter::int_type ControlCharacterFilter::overflow(int_type c) {
+  if (traits_type::eq_int_type(c, traits_type::eof())) return traits_type::not_eof(c);
+  return sink_->sputc(Shown(traits_type::to_char_type(c)));
+}
+
+std::streamsize ControlCharacterFilter::xsputn(const char* s, std::streamsize n) {
+  std::string shown(s, static_cast<size_t>(n));
+  for (char& c : shown) c = Shown(c);
+  return sink_->sputn(shown.data(), n);
 }
 
 int ExitCodeOf(const Error& error) {

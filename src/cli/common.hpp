@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <streambuf>
 #include <string>
 #include <string_view>
 #include <sys/types.h>
@@ -27,6 +28,22 @@ std::string DisplayState(const RunInfo& run);
 // FIFO or character device written through; a directory or block device refused).
 Result<void> WriteOutput(Context& ctx, const std::string& path, std::string_view text,
                          mode_t mode = 0644);
+// What a command writes to stderr passes through this: errors often quote what came from
+// outside (a server's message, a scheduler's reason, a file's text), and a terminal obeys
+// control characters. C0 controls other than tab and newline, and DEL, become '?'.
+class ControlCharacterFilter : public std::streambuf {
+ public:
+  explicit ControlCharacterFilter(std::streambuf* sink) : sink_(sink) {}
+
+ protected:
+  int_type overflow(int_type c) override;
+  std::streamsize xsputn(const char* s, std::streamsize n) override;
+  int sync() override { return sink_->pubsync(); }
+
+ private:
+  std::streambuf* sink_;
+};
+
 // The exit code for an error a command cannot go on from: kExitUsage when what the user gave
 // is at fault (kInvalidArgument, kNotFound), kExitError otherwise.
 int ExitCodeOf(const Error& error);

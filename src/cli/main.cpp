@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "cli/cli.hpp"
+#include "cli/common.hpp"
 #include "sys/host.hpp"
 #include "sys/interrupt.hpp"
 
@@ -11,7 +12,10 @@ int main(int argc, char** argv) {
   cmax::sys::InstallInterruptHandlers();
   std::ios::sync_with_stdio(true);
   const std::vector<std::string> args(argv + 1, argv + argc);
-  const int code = cmax::cli::RunCli(args, std::cout, std::cerr, cmax::sys::StdoutIsTerminal());
+  cmax::cli::ControlCharacterFilter err_filter(std::cerr.rdbuf());
+  std::ostream err(&err_filter);
+  const int code = cmax::cli::RunCli(args, std::cout, err, cmax::sys::StdoutIsTerminal());
+  err.flush();
   std::cout.flush();
   return code;
 }

@@ -8,6 +8,7 @@
 #include <cctype>
 #include <cerrno>
 #include <charconv>
+#include <cmath>
 #include <cstring>
 #include <ctime>
 #include <curl/curl.h>
@@ -97,6 +98,14 @@ Result<void> CheckUrl(const std::string& url) {
   }
   if (parts->port == "0") return Fail(ErrorCode::kInvalidArgument, "port 0 cannot be reached");
   return {};
+}
+
+// Seconds as libcurl's milliseconds, with libcurl's 0 kept for "no limit" only: a positive value
+// is never rounded down to 0 (0.0004 s would have meant no timeout), and a connect timeout of 0
+// (libcurl would read its 300 s default) is the longest libcurl takes.
+long CurlMillis(double seconds, bool connect) {
+  if (seconds <= 0) return connect ? std::numeric_limits<long>::max() : 0L;
+  return std::max(1L, static_cast<long>(std::ceil(std::min(seconds, 1e9) * 1000)));
 }
 
 std::string CurlErrorClass(int curl_code, bool answered) {
@@ -398,6 +407,8 @@ struct Engine::Impl {
       }
     }
     t->answered = true;
+    // Each head (an interim 1xx, the final one) has the limit to itself, as in the own client.
+    if (n >= 5 && std::string_view(data, 5) == "HTTP/") t->head_bytes = 0;
     t->head_bytes += n;
     if (t->head_bytes > kMaxResponseHeadBytes) {
       t->bad_head = "the response head exceeds the size limit";
@@ -521,13 +532,12 @@ struct Engine::Impl {
     curl_easy_setopt(e, CURLOPT_PRIVATE, &t);
     curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
     curl_easy_setopt(e, CURLOPT_TCP_NODELAY, 1L);
-    curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS,
-                     static_cast<long>(options.connect_timeout_s * 1000));
-    curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, static_cast<long>(options.timeout_s * 1000));
+    curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, CurlMillis(options.connect_timeout_s, true));
+    curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, CurlMillis(options.timeout_s, false));
     if (options.idle_timeout_s > 0) {
       curl_easy_setopt(e, CURLOPT_LOW_SPEED_LIMIT, 1L);
       curl_easy_setopt(e, CURLOPT_LOW_SPEED_TIME,
-                       std::max(1L, static_cast<long>(options.idle_timeout_s)));
+                       static_cast<long>(std::ceil(std::min(options.idle_timeout_s, 1e9))));
     }
     curl_easy_setopt(e, CURLOPT_HTTP_VERSION,
                      options.http2 ? CURL_HTTP_VERSION_2TLS : CURL_HTTP_VERSION_1_1);

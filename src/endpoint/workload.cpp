@@ -1,6 +1,7 @@
 #include "endpoint/workload.hpp"
 
 #include <array>
+#include <cmath>
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
@@ -12,6 +13,8 @@ namespace {
 
 // The longest prompt or answer a trace line may ask for: past every model's context window.
 constexpr uint64_t kMaxTraceTokens = 1'000'000;
+// The latest a replayed request may be due after the first: a year.
+constexpr double kMaxTraceSeconds = 366.0 * 24 * 3600;
 // The longest conversation a random workload builds (about 60 MB of text per conversation).
 constexpr double kMaxConversationWords = 10'000'000;
 
@@ -275,11 +278,65 @@ std::string ReplayMarker(uint64_t seed) {
   return fmt::format("[rid:{:012x}]", rng() & 0xffffffffffffULL);
 }
 
+namespace {
+
+// One trace line as read: what its prompt is made of, not the prompt (a trace of long prompts
+// would otherwise be held whole in memory before the first request).
+struct TraceItem {
+  size_t line = 0;
+  uint64_t input = 0;
+  uint64_t output = 0;
+  std::vector<uint64_t> ids;  // only the ones the input length reaches
+  double at_s = 0;
+};
+
+// Builds each prompt when it is sent.
+class TraceWorkload : public Workload {
+ public:
+  TraceWorkload(std::vector<TraceItem> items, TraceSpec spec)
+      : items_(std::move(items)), spec_(std::move(spec)) {}
+  std::optional<Conversation> Next() override {
+    if (next_ >= items_.size()) return std::nullopt;
+    const TraceItem& item = items_[next_++];
+    // Block i holds tokens [i*B, (i+1)*B); the last one is cut to the input length. Tokens
+    // past the blocks the trace names are filler unique to this line.
+    std::string text;
+    uint64_t left = item.input;
+    for (size_t i = 0; i < item.ids.size() && left > 0; ++i) {
+      const uint64_t words = std::min<uint64_t>(left, spec_.block_tokens);
+      const std::string block = BlockText(item.ids[i], spec_.block_tokens);
+      if (!text.empty()) text += ' ';
+      text += FirstWords(block, words);
+      left -= words;
+    }
+    if (left > 0) {
+      std::mt19937_64 rng(item.line * 0xd1342543de82ef95ULL);
+      AppendWords(text, rng, left);
+    }
+    if (!spec_.marker.empty()) {
+      const size_t space = text.find(' ');
+      text = spec_.marker + (space == std::string::npos ? std::string() : text.substr(space));
+    }
+    Conversation c;
+    c.turns.push_back(std::move(text));
+    c.max_tokens.push_back(item.output);
+    c.at_s = item.at_s;
+    return c;
+  }
+
+ private:
+  std::vector<TraceItem> items_;
+  TraceSpec spec_;
+  size_t next_ = 0;
+};
+
+}  // namespace
+
 Result<std::unique_ptr<Workload>> MakeTraceWorkload(const NextLine& next, const TraceSpec& spec) {
   if (spec.block_tokens == 0)
     return Fail(ErrorCode::kInvalidArgument, "--trace-block must be at least 1");
   if (spec.speedup <= 0) return Fail(ErrorCode::kInvalidArgument, "--speedup must be positive");
-  std::vector<Conversation> items;
+  std::vector<TraceItem> items;
   size_t number = 0;
   std::optional<double> first_ms;
   while (true) {
@@ -296,7 +353,7 @@ Result<std::unique_ptr<Workload>> MakeTraceWorkload(const NextLine& next, const 
     };
     if (!doc.is_object()) return bad("not a JSON object");
     if (!doc.contains("timestamp") || !doc["timestamp"].is_number() ||
-        doc["timestamp"].get<double>() < 0) {
+        !std::isfinite(doc["timestamp"].get<double>()) || doc["timestamp"].get<double>() < 0) {
       return bad("needs a \"timestamp\" (ms, not negative)");
     }
     const auto input = PositiveCount(doc, "input_length");
@@ -308,49 +365,32 @@ Result<std::unique_ptr<Workload>> MakeTraceWorkload(const NextLine& next, const 
     if (*input > kMaxTraceTokens || *output > kMaxTraceTokens) {
       return bad(fmt::format("lengths above {} tokens are not taken", kMaxTraceTokens));
     }
-    std::vector<uint64_t> ids;
+    TraceItem item;
+    item.line = number;
+    item.input = *input;
+    item.output = *output;
     if (doc.contains("hash_ids")) {
       if (!doc["hash_ids"].is_array()) return bad("\"hash_ids\" must be an array");
+      const uint64_t used = (*input + spec.block_tokens - 1) / spec.block_tokens;
       for (const json& id : doc["hash_ids"]) {
         if (!id.is_number_integer()) return bad("\"hash_ids\" must hold integers");
-        ids.push_back(id.get<uint64_t>());
+        if (item.ids.size() < used) item.ids.push_back(id.get<uint64_t>());
       }
     }
     const double ms = doc["timestamp"].get<double>();
     if (!first_ms) first_ms = ms;
-    // Block i holds tokens [i*B, (i+1)*B); the last one is cut to the input length. Tokens past
-    // the blocks the trace names are filler unique to this line.
-    std::string text;
-    uint64_t left = *input;
-    for (size_t i = 0; i < ids.size() && left > 0; ++i) {
-      const uint64_t words = std::min<uint64_t>(left, spec.block_tokens);
-      const std::string block = BlockText(ids[i], spec.block_tokens);
-      if (!text.empty()) text += ' ';
-      text += FirstWords(block, words);
-      left -= words;
+    item.at_s = (ms - *first_ms) / 1000.0 / spec.speedup;
+    if (item.at_s > kMaxTraceSeconds) {
+      return bad("a request due more than a year after the first (check the timestamps' unit: ms)");
     }
-    if (left > 0) {
-      std::mt19937_64 rng(number * 0xd1342543de82ef95ULL);
-      AppendWords(text, rng, left);
+    if (!items.empty() && item.at_s < items.back().at_s) {
+      return Fail(ErrorCode::kInvalidArgument, "trace timestamps must not go back (request {})",
+                  items.size() + 1);
     }
-    if (!spec.marker.empty()) {
-      const size_t space = text.find(' ');
-      text = spec.marker + (space == std::string::npos ? std::string() : text.substr(space));
-    }
-    Conversation c;
-    c.turns.push_back(std::move(text));
-    c.max_tokens.push_back(*output);
-    c.at_s = (ms - *first_ms) / 1000.0 / spec.speedup;
-    items.push_back(std::move(c));
+    items.push_back(std::move(item));
   }
   if (items.empty()) return Fail(ErrorCode::kInvalidArgument, "the trace has no requests");
-  for (size_t i = 1; i < items.size(); ++i) {
-    if (*items[i].at_s < *items[i - 1].at_s) {
-      return Fail(ErrorCode::kInvalidArgument, "trace timestamps must not go back (request {})",
-                  i + 1);
-    }
-  }
-  return std::unique_ptr<Workload>(new ListWorkload(std::move(items), /*cycle=*/false));
+  return std::unique_ptr<Workload>(new TraceWorkload(std::move(items), spec));
 }
 
 }  // namespace cmax::endpoint

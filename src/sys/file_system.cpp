@@ -155,7 +155,19 @@ Result<void> LocalFileSystem::WriteFileAtomic(const std::string& path, std::stri
 Result<void> CheckOutputPath(const std::string& path) {
   if (path.empty()) return Fail(ErrorCode::kInvalidArgument, "empty output path");
   struct stat target {};
-  if (::stat(path.c_str(), &target) != 0) return {};  // new, or a dangling link: made on write
+  if (::stat(path.c_str(), &target) != 0) {
+    if (errno != ENOENT) return ErrnoError("cannot write", path);
+    // New (or a dangling link, made on write): its folder must be there and writable.
+    const size_t slash = path.rfind('/');
+    const std::string folder = slash == std::string::npos ? "."
+                               : slash == 0               ? "/"
+                                                          : path.substr(0, slash);
+    if (::access(folder.c_str(), W_OK | X_OK) != 0) {
+      return Fail(ErrorCodeFromErrno(errno), "cannot write {}: folder {}: {}", path, folder,
+                  std::strerror(errno));
+    }
+    return {};
+  }
   if (S_ISDIR(target.st_mode)) {
     return Fail(ErrorCode::kInvalidArgument, "{} is a directory; name a file to write", path);
   }

@@ -246,12 +246,32 @@ TEST_F(EndpointCli, HostileValuesAreRefusedBeforeAnythingIsSent) {
   refused(with({"--prices", dir_.File("prices.json")}),
           "unknown key 'outptu' (did you mean 'output'?)");
   refused(with({"--output-file", dir_.Path()}), "is a directory");
+  refused(with({"--output-file", dir_.File("no/such/folder/r.json")}), "folder");
   refused({"endpoint", "serve-sim", "--decode-ms", "-5"}, "--decode-ms");
   refused({"endpoint", "serve-sim", "--fault-429", "2"}, "--fault-429");
   refused({"endpoint", "serve-sim", "--fault-429", "0.6", "--fault-500", "0.6"}, "more than 1");
   // None of them began a run: no store was even made.
   struct stat st {};
   EXPECT_NE(::stat(dir_.File("cmax.db").c_str(), &st), 0);
+}
+
+// `-o /dev/stdout` with stdout appended to a file: written through the stream, so the file is
+// not opened again at offset 0 and truncated.
+TEST_F(EndpointCli, AnOutputThatIsOurOwnStdoutIsNotTruncated) {
+  ASSERT_EQ(Cmax({"endpoint", "run", "--url", Url(), "--model", "m", "--requests", "2"}).exit_code,
+            0);
+  const std::string out = dir_.File("out.txt");
+  std::ofstream(out) << "kept\n";
+  sys::PosixProcessRunner runner;
+  auto r = runner.Run({.argv = {"/bin/sh", "-c",
+                                std::string(CMAX_BINARY) + " --db " + dir_.File("cmax.db") +
+                                    " report --format json -o /dev/stdout >> " + out},
+                       .timeout = 60s});
+  ASSERT_TRUE(r);
+  ASSERT_EQ(r->exit_code, 0) << r->stderr_text;
+  const std::string text = Slurp(out);
+  EXPECT_EQ(text.rfind("kept\n{", 0), 0U) << text.substr(0, 200);
+  EXPECT_NE(text.find("\"cmax.report/v1\""), std::string::npos);
 }
 
 // Outputs named by the user: a link is written through and stays a link, a FIFO is written

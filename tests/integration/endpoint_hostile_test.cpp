@@ -238,6 +238,16 @@ std::vector<HostileCase> Cases() {
        Answer("HTTP/1.1 101 Switching Protocols\r\n\r\nxx"),
        {"malformed", "http-other"},
        "switched protocols"},
+      {"interim and final heads of 40 KiB each (each within the limit)",
+       [](int fd) {
+         std::string links;
+         for (int i = 0; i < 1800; ++i) links += "Link: </s" + std::to_string(i) + ">; rel=x\r\n";
+         SendAll(fd, "HTTP/1.1 103 Early Hints\r\n" + links + "\r\n");
+         SendAll(fd, WithLength("HTTP/1.1 200 OK\r\n" + links, kBody));
+         ::shutdown(fd, SHUT_WR);
+       },
+       {""},
+       ""},
       {"endless 100 Continue",
        [](int fd) {
          for (int i = 0; i < 200000; ++i) SendAll(fd, "HTTP/1.1 100 Continue\r\n\r\n");
@@ -278,6 +288,15 @@ TEST(HostileServer, OwnClientEndsEveryRequestWithAClassAndAMessage) {
 }
 TEST(HostileServer, LibcurlClientEndsEveryRequestWithAClassAndAMessage) {
   RunCases(false);
+}
+
+// libcurl reads a timeout of 0 ms as "none": a timeout under a millisecond must not become that.
+TEST(HostileServer, ASubMillisecondTimeoutStillTimesOut) {
+  ScriptedServer server([](int) {});  // never answers
+  for (const bool own : {true, false}) {
+    const CallResult r = CallOnce(own, server.Url(), 0.0004, /*stream=*/false);
+    EXPECT_EQ(r.timing.error, "timeout") << (own ? "own: " : "libcurl: ") << r.error_message;
+  }
 }
 
 TEST(HostileServer, AStreamCutByAHostileChunkIsMalformedNotAnswered) {

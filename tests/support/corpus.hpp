@@ -15,7 +15,7 @@
 namespace cmax::testing {
 
 struct CorpusCase {
-  std::string name;   // the input's file name
+  std::string name;  // the input's file name
   std::string path;
   std::string input;  // its bytes
   std::string error;  // what the refusal must say

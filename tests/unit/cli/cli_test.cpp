@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 
+#include "cli/common.hpp"
 #include "store/store.hpp"
 #include "support/temp_dir.hpp"
 #include "sys/host.hpp"
@@ -167,6 +168,15 @@ TEST(Cli, StorePathErrorsNameTheRealCause) {
   EXPECT_EQ(WEXITSTATUS(status), kExitError) << err;
   EXPECT_NE(err.find("cannot write in " + folder_ro), std::string::npos) << err;
   EXPECT_EQ(err.find("readonly database"), std::string::npos) << err;
+}
+
+TEST(Cli, ErrorsReachTheTerminalWithoutControlCharacters) {
+  std::ostringstream sink;
+  ControlCharacterFilter filter(sink.rdbuf());
+  std::ostream err(&filter);
+  err << "server said: \x1b[2J\x1b]0;owned\x07 gone\r\n" << '\x7f' << "caf\xc3\xa9\tok\n";
+  err.flush();
+  EXPECT_EQ(sink.str(), "server said: ?[2J?]0;owned? gone?\n?caf\xc3\xa9\tok\n");
 }
 
 TEST(Cli, CorruptStoreIsAnErrorNamingTheFileAndIsLeftAlone) {

@@ -1,6 +1,14 @@
 #include "core/strings.hpp"
 
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
 #include <gtest/gtest.h>
+#include <sstream>
+
+#include "core/log.hpp"
 
 namespace cmax {
 namespace {
@@ -92,6 +100,33 @@ TEST(DecodeBase64, RoundTripsAndRefusesWhatIsNotBase64) {
   EXPECT_EQ(DecodeBase64("TW*u"), std::nullopt);
   EXPECT_EQ(DecodeBase64("TQ==TQ=="), std::nullopt);
   EXPECT_EQ(DecodeBase64("T"), std::nullopt);
+}
+
+}  // namespace
+}  // namespace cmax
+
+namespace cmax {
+namespace {
+
+// Log lines quote outside text (a server's message, a node's name): on stderr their control
+// characters are shown, not obeyed.
+TEST(Log, ControlCharactersInLogLinesAreNotSentToTheTerminal) {
+  char path[] = "/tmp/cmax-log-XXXXXX";
+  const int file = ::mkstemp(path);
+  ASSERT_GE(file, 0);
+  std::fflush(stderr);
+  const int saved = ::dup(2);
+  ::dup2(file, 2);
+  log::Write(log::Level::kWarn, "node \x1b[2Jgpu1\r gone\ttwice\nsecond line");
+  std::fflush(stderr);
+  ::dup2(saved, 2);
+  ::close(saved);
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  ::close(file);
+  ::unlink(path);
+  EXPECT_EQ(text.str(), "cmax: warning: node ?[2Jgpu1? gone\ttwice\nsecond line\n");
 }
 
 }  // namespace

@@ -1,6 +1,8 @@
 // The hostile-input corpus for the endpoint's readers (tests/data/hostile/{prices,trace,prompts}):
 // every file is refused with its reason, never taken in part or crashed on.
+#include <algorithm>
 #include <gtest/gtest.h>
+#include <string>
 
 #include "endpoint/usage.hpp"
 #include "endpoint/workload.hpp"
@@ -27,6 +29,21 @@ TEST(HostileFiles, Traces) {
     auto trace = MakeTraceWorkload(c.input, {});
     ExpectRefused(c, trace ? nullptr : &trace.error());
   }
+}
+
+// Prompts are built when sent: a small trace of long prompts is not held whole in memory
+// (2,000 lines of a million tokens were 12 GB of text before the first request).
+TEST(HostileFiles, ATraceOfLongPromptsIsBuiltAsItIsSent) {
+  std::string trace;
+  for (int i = 0; i < 2000; ++i) {
+    trace += "{\"timestamp\": " + std::to_string(i) +
+             ", \"input_length\": 1000000, \"output_length\": 1, \"hash_ids\": [1, 2]}\n";
+  }
+  auto workload = MakeTraceWorkload(trace, {.block_tokens = 512});
+  ASSERT_TRUE(workload) << workload.error().message;
+  const auto first = (*workload)->Next();
+  ASSERT_TRUE(first);
+  EXPECT_EQ(std::count(first->turns[0].begin(), first->turns[0].end(), ' ') + 1, 1000000);
 }
 
 TEST(HostileFiles, PromptFiles) {
