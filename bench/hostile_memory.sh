@@ -39,9 +39,9 @@ measure "health --from-file: 300 MB line, then Xid 79 (FIFO)" \
 measure "health --from-file: 50 MB line, then Xid 79 (file)" \
   "$BIN" health --passive --from-file "$work/kern.log"
 measure "health --from-file /dev/zero, SIGINT after 3 s" \
-  timeout -s INT 3 "$BIN" health --passive --from-file /dev/zero
+  timeout --preserve-status -s INT 3 "$BIN" health --passive --from-file /dev/zero
 measure "health --slurm-healthcheck --from-file /dev/zero, SIGTERM" \
-  timeout -s TERM 3 "$BIN" health --passive --slurm-healthcheck --from-file /dev/zero
+  timeout --preserve-status -s TERM 3 "$BIN" health --passive --slurm-healthcheck --from-file /dev/zero
 measure "health --xid-catalog /dev/zero" "$BIN" health --passive --xid-catalog /dev/zero
 measure "reliability run --scenario /dev/zero" "$BIN" reliability run --scenario /dev/zero
 measure "endpoint replay /dev/zero" \

@@ -258,6 +258,9 @@ int RunHealth(const HealthOptions& options, Context& ctx) {
   }
 
   if (options.slurm_healthcheck && worst == nullptr) {
+    // Stopped (Slurm's own timeout sends SIGTERM): the log was not read to its end, and the
+    // exit says why.
+    if (sys::Interrupted()) return 128 + sys::InterruptSignal();
     const std::string why = SanitizeUtf8(unknown->message.substr(0, unknown->message.find('\n')));
     ctx.out << "cmax: health unknown: " << why.substr(0, 300) << "\n";
     return kExitError;

@@ -149,6 +149,15 @@ TEST(HealthHostile, SigtermIsHonouredToo) {
       });
   EXPECT_EQ(f.exit_code, 128 + SIGTERM) << f.out;
   EXPECT_LT(f.seconds_after_signal, 1.0);
+  // As Slurm's HealthCheckProgram, stopped by Slurm's timeout: not healthy, and not "unknown".
+  const Finished slurm =
+      RunCmax(dir, {"health", "--passive", "--slurm-healthcheck", "--from-file", "/dev/zero"},
+              [](pid_t pid) {
+                WaitUntilRead(pid, 64LL << 20);
+                ::kill(pid, SIGTERM);
+              });
+  EXPECT_EQ(slurm.exit_code, 128 + SIGTERM) << slurm.out;
+  EXPECT_LT(slurm.seconds_after_signal, 1.0);
 }
 
 TEST(HealthHostile, AReadErrorIsUnknownWithExitThreeNeverAPass) {
