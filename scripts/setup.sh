@@ -41,7 +41,8 @@ fi
 echo "setup: installing ${missing[*]}"
 # Keep the packages' own daemons (munged, slurmctld, slurmd, prometheus) from starting: the
 # lab and the tests run their own. policy-rc.d is removed again afterwards.
-policy=/usr/sbin/policy-rc.d
+# CMAX_POLICY_RC_D: for tests/setup/setup_test.sh, which must not touch the real one.
+policy=${CMAX_POLICY_RC_D:-/usr/sbin/policy-rc.d}
 added_policy=0
 if [ ! -e "$policy" ]; then
   printf '#!/bin/sh\nexit 101\n' | $sudo tee "$policy" >/dev/null
