@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "endpoint/engine.hpp"
+#include "support/free_port.hpp"
 
 namespace cmax::endpoint {
 namespace {
@@ -58,15 +59,7 @@ class ScriptedServer {
   using Script = std::function<void(int fd)>;
   explicit ScriptedServer(Script script, bool read_request = true)
       : script_(std::move(script)), read_request_(read_request) {
-    listener_ = ::socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in addr{};
-    addr.sin_family = AF_INET;
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    socklen_t length = sizeof(addr);
-    ::bind(listener_, reinterpret_cast<sockaddr*>(&addr), sizeof(addr));
-    ::listen(listener_, 16);
-    ::getsockname(listener_, reinterpret_cast<sockaddr*>(&addr), &length);
-    port_ = ntohs(addr.sin_port);
+    listener_ = testing::ListenOnLoopback(&port_);
     thread_ = std::thread([this] { Serve(); });
   }
   ~ScriptedServer() {

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "endpoint/engine.hpp"
+#include "support/free_port.hpp"
 
 namespace cmax::endpoint {
 namespace {
@@ -26,15 +27,7 @@ namespace {
 class RawServer {
  public:
   explicit RawServer(int answers_per_connection) : per_connection_(answers_per_connection) {
-    listener_ = ::socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in addr{};
-    addr.sin_family = AF_INET;
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    socklen_t length = sizeof(addr);
-    ::bind(listener_, reinterpret_cast<sockaddr*>(&addr), sizeof(addr));
-    ::listen(listener_, 16);
-    ::getsockname(listener_, reinterpret_cast<sockaddr*>(&addr), &length);
-    port_ = ntohs(addr.sin_port);
+    listener_ = testing::ListenOnLoopback(&port_);
     thread_ = std::thread([this] { Serve(); });
   }
   ~RawServer() {

@@ -1,5 +1,6 @@
-// A TCP port on 127.0.0.1 that nothing listens on right now (the kernel picks it), for a test
-// server that must be told its port up front (Prometheus, openssl s_server).
+// Loopback ports for test servers: one that nothing listens on right now (the kernel picks it),
+// for a server that must be told its port up front (Prometheus, openssl s_server); and a
+// listening socket of the test's own, on a port the kernel picks.
 #pragma once
 
 #include <unistd.h>
@@ -20,6 +21,23 @@ inline int FreePort() {
                   ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &length) == 0;
   ::close(fd);
   return ok ? ntohs(addr.sin_port) : -1;
+}
+
+// A socket listening on 127.0.0.1 (its port in *port), or -1.
+inline int ListenOnLoopback(int* port, int backlog = 16) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t length = sizeof(addr);
+  if (::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0 ||
+      ::listen(fd, backlog) != 0 ||
+      ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &length) != 0) {
+    ::close(fd);
+    return -1;
+  }
+  *port = ntohs(addr.sin_port);
+  return fd;
 }
 
 }  // namespace cmax::testing
