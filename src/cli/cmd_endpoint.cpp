@@ -30,17 +30,13 @@
 #include "sys/file_system.hpp"
 #include "sys/host.hpp"
 #include "sys/interrupt.hpp"
-#include "sys/line_reader.hpp"
 
 namespace cmax::cli {
 namespace {
 
 using endpoint::Api;
 
-// Prompt and answer lengths: a million words is past every model's context window.
-constexpr int64_t kMaxPromptWords = 1'000'000;
-// serve-sim's delays: an hour at most.
-constexpr double kMaxSimDelayMs = 3'600'000;
+constexpr auto kMaxPromptWords = static_cast<int64_t>(endpoint::kMaxPromptTokens);
 
 struct EndpointOptions {
   CLI::App* run = nullptr;
@@ -288,25 +284,11 @@ Result<Prepared> Prepare(const EndpointOptions& o) {
   return p;
 }
 
-// A JSONL file from the user (prompts, a trace), read a line at a time: a line over 16 MiB is
-// an error, never buffered; Ctrl-C stops the reading.
-Result<sys::LineReader> JsonLines(const std::string& path) {
-  return sys::LineReader::Open(path, {.max_line_bytes = size_t{16} << 20,
-                                      .interrupted = sys::Interrupted,
-                                      .long_line_is_error = true});
-}
-
-endpoint::NextLine NextOf(sys::LineReader& reader) {
-  return [&reader] { return reader.Next(); };
-}
-
 Result<std::unique_ptr<endpoint::Workload>> MakeWorkload(const EndpointOptions& o,
                                                          std::string& name) {
   if (!o.prompts.empty()) {
-    auto lines = JsonLines(o.prompts);
-    if (!lines) return Wrap(lines.error(), "--prompts");
     name = "prompts " + o.prompts;
-    return endpoint::MakePromptFileWorkload(NextOf(*lines), o.output_len);
+    return endpoint::ReadPromptFile(o.prompts, o.output_len, sys::Interrupted);
   }
   name = fmt::format("random input {} output {} range {} prefix {} turns {}", o.input_len,
                      o.output_len, o.range_ratio, o.prefix_len, o.turns);
@@ -428,20 +410,16 @@ int RunOrReplay(Context& ctx, EndpointOptions& o, bool replay) {
   Result<std::unique_ptr<endpoint::Workload>> workload = tl::unexpected(Error{});
   endpoint::LoadShape shape = ShapeOf(o, o.concurrency, o.requests);
   if (replay) {
-    std::vector<std::unique_ptr<endpoint::Workload>> copies;
+    std::vector<std::string> markers;
     for (size_t i = 0; i < o.copies; ++i) {
-      auto lines = JsonLines(o.trace);  // read again for each copy: memory holds one line
-      if (!lines) return Fails(ctx, command, lines.error());
-      auto w = endpoint::MakeTraceWorkload(
-          NextOf(*lines),
-          {.block_tokens = o.trace_block,
-           .speedup = o.speedup,
-           .marker = o.no_marker ? std::string() : endpoint::ReplayMarker(o.seed * 1000 + i + 1)});
-      if (!w) return Fails(ctx, command, Wrap(w.error(), o.trace).value());
-      copies.push_back(std::move(*w));
+      markers.push_back(o.no_marker ? std::string()
+                                    : endpoint::ReplayMarker(o.seed * 1000 + i + 1));
     }
-    workload =
-        copies.size() == 1 ? std::move(copies.front()) : endpoint::MergeByTime(std::move(copies));
+    auto copies = endpoint::ReadTraceFile(
+        o.trace, {.block_tokens = o.trace_block, .speedup = o.speedup}, markers, sys::Interrupted);
+    if (!copies) return Fails(ctx, command, copies.error());
+    workload = copies->size() == 1 ? std::move(copies->front())
+                                   : endpoint::MergeByTime(std::move(*copies));
     workload_name = fmt::format("trace {} x{} speedup {}", o.trace, o.copies, o.speedup);
     shape.trace_times = true;
     shape.rate = 0;
@@ -734,12 +712,12 @@ Command SetupEndpointCommand(CLI::App& parent) {
   s->add_option("--listen", o->listen, "Address to listen on")->capture_default_str();
   s->add_option("--model", o->sim.model, "Model name it reports")->capture_default_str();
   s->add_option("--base-ms", o->sim.base_ms, "Fixed delay before prefill")
-      ->check(Real(0, kMaxSimDelayMs));
+      ->check(Real(0, endpoint::kMaxSimDelayMs));
   s->add_option("--prefill-us-per-token", o->sim.prefill_us_per_token,
                 "Prefill time per uncached input token")
-      ->check(Real(0, 1e6));
+      ->check(Real(0, endpoint::kMaxSimPrefillUs));
   s->add_option("--decode-ms", o->sim.decode_ms, "Time per output token after the first")
-      ->check(Real(0, 60000));
+      ->check(Real(0, endpoint::kMaxSimDelayMs));
   s->add_flag("--token-writes", o->sim.token_writes,
               "Send each token in its own write, streams taking turns like an engine step loop "
               "(with --decode-ms 0: as fast as the server can, one token per stream per turn)");
@@ -765,13 +743,13 @@ Command SetupEndpointCommand(CLI::App& parent) {
   s->add_option("--fault-slow-start", o->sim.rate_slow_start, "Share whose first token is late")
       ->check(Share());
   s->add_option("--retry-after", o->sim.retry_after_s, "Retry-After seconds on 429")
-      ->check(Real(0, 86400))
+      ->check(Real(0, endpoint::kMaxSimSeconds))
       ->capture_default_str();
   s->add_option("--slow-start-ms", o->sim.slow_start_ms, "Extra delay of a slow start")
-      ->check(Real(0, kMaxSimDelayMs))
+      ->check(Real(0, endpoint::kMaxSimDelayMs))
       ->capture_default_str();
   s->add_option("--trickle-ms", o->sim.trickle_ms, "Gap between bytes of a trickled answer")
-      ->check(Real(0, 60000))
+      ->check(Real(0, endpoint::kMaxSimDelayMs))
       ->capture_default_str();
   s->add_option("--seed", o->sim.seed, "Seed for drawn faults")
       ->check(AnyUnsigned())
@@ -780,11 +758,11 @@ Command SetupEndpointCommand(CLI::App& parent) {
       ->check(SecondsIn(kMaxSeconds, /*zero_means_none=*/true));
   s->add_option("--header-timeout", o->sim.header_timeout_s,
                 "Seconds a request may take to arrive whole after its first byte (then 408)")
-      ->check(SecondsIn(86400))
+      ->check(SecondsIn(endpoint::kMaxSimSeconds))
       ->capture_default_str();
   s->add_option("--idle-timeout", o->sim.idle_timeout_s,
                 "Seconds a connection may sit with no request, or not read its answer")
-      ->check(SecondsIn(86400))
+      ->check(SecondsIn(endpoint::kMaxSimSeconds))
       ->capture_default_str();
   s->add_option("--max-connections", o->sim.max_connections,
                 "Connections held at once; more are answered 503 and closed")

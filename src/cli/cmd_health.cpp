@@ -7,11 +7,11 @@
 #include <cmath>
 #include <fmt/format.h>
 #include <memory>
-#include <new>
 #include <optional>
 #include <ostream>
 
 #include "cli/cli.hpp"
+#include "cli/common.hpp"
 #include "cli/numbers.hpp"
 #include "core/clock.hpp"
 #include "core/log.hpp"
@@ -27,7 +27,6 @@
 #include "sys/host.hpp"
 #include "sys/interrupt.hpp"
 #include "sys/kmsg_reader.hpp"
-#include "sys/line_reader.hpp"
 #include "sys/nvml.hpp"
 #include "sys/process_runner.hpp"
 
@@ -57,10 +56,6 @@ Result<health::XidCatalog> LoadCatalog(const std::string& path) {
   return catalog;
 }
 
-// Saved-log lines longer than this are cut (and counted): kernel records are at most about
-// 1 KiB (the kernel's own line limit), and memory stays bounded on any file.
-constexpr size_t kMaxLogLineBytes = size_t{64} << 10;
-
 // Reads the kernel log (live or saved) into facts; a log that cannot be read, or not to its
 // end, is a fact (the finding is UNKNOWN), not an error.
 void ReadKernelLog(const HealthOptions& options, std::optional<sys::LineReader>& saved,
@@ -74,13 +69,8 @@ void ReadKernelLog(const HealthOptions& options, std::optional<sys::LineReader>&
     const std::time_t seconds = std::chrono::system_clock::to_time_t(now);
     std::tm tm{};
     gmtime_r(&seconds, &tm);
-    try {
-      if (auto ok = health::ScanLines(*saved, scanner, tm.tm_year + 1900); !ok) {
-        facts.log_error = ok.error().message;
-      }
-    } catch (const std::bad_alloc&) {
-      facts.log_error =
-          fmt::format("out of memory reading {} (at byte {})", options.from_file, saved->Bytes());
+    if (auto ok = health::ScanLines(*saved, scanner, tm.tm_year + 1900); !ok) {
+      facts.log_error = ok.error().message;
     }
     facts.log = scanner.Summary();
     facts.conditions = scanner.Tracker().Conditions();
@@ -194,14 +184,10 @@ int RunHealth(const HealthOptions& options, Context& ctx) {
   // A saved log that is missing or a directory is a wrong path (exit 2), found before anything.
   std::optional<sys::LineReader> saved;
   if (!options.from_file.empty()) {
-    auto opened = sys::LineReader::Open(
-        options.from_file, {.max_line_bytes = kMaxLogLineBytes, .interrupted = sys::Interrupted});
+    auto opened = health::OpenSavedLog(options.from_file, sys::Interrupted);
     if (!opened) {
       ctx.err << "cmax health: --from-file: " << opened.error().message << "\n";
-      return opened.error().code == ErrorCode::kNotFound ||
-                     opened.error().code == ErrorCode::kInvalidArgument
-                 ? kExitUsage
-                 : kExitError;
+      return ExitCodeOf(opened.error());
     }
     saved.emplace(std::move(*opened));
   }

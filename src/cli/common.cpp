@@ -6,6 +6,7 @@
 #include <ostream>
 #include <sys/stat.h>
 
+#include "core/strings.hpp"
 #include "sys/file_system.hpp"
 #include "sys/host.hpp"
 #include "sys/process_runner.hpp"
@@ -60,23 +61,15 @@ Result<void> WriteOutput(Context& ctx, const std::string& path, std::string_view
   return sys::LocalFileSystem().WriteOutputFile(path, text, mode);
 }
 
-namespace {
-
-char Shown(char c) {
-  const auto byte = static_cast<unsigned char>(c);
-  return (byte < 0x20 && c != '\n' && c != '\t') || byte == 0x7f ? '?' : c;
-}
-
-}  // namespace
-
 ControlCharacterFilter::int_type ControlCharacterFilter::overflow(int_type c) {
   if (traits_type::eq_int_type(c, traits_type::eof())) return traits_type::not_eof(c);
-  return sink_->sputc(Shown(traits_type::to_char_type(c)));
+  const char one = traits_type::to_char_type(c);
+  return xsputn(&one, 1) == 1 ? c : traits_type::eof();
 }
 
 std::streamsize ControlCharacterFilter::xsputn(const char* s, std::streamsize n) {
   std::string shown(s, static_cast<size_t>(n));
-  for (char& c : shown) c = Shown(c);
+  ShowControlCharacters(shown);
   return sink_->sputn(shown.data(), n);
 }
 

@@ -6,6 +6,8 @@
 #include <string>
 #include <string_view>
 
+#include "core/strings.hpp"
+
 namespace cmax::cli {
 namespace {
 
@@ -30,7 +32,7 @@ void DropLeadingZeros(std::string& text) {
 std::string Given(const std::string& text) {
   std::string shown = text.substr(0, 40);
   for (char& c : shown) {
-    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) c = '?';
+    if (IsControlCharacter(c)) c = '?';  // the quote stays on one line
   }
   return shown.size() < text.size() ? shown + "..." : shown;
 }

@@ -5,6 +5,8 @@
 #include <mutex>
 #include <string>
 
+#include "core/strings.hpp"
+
 namespace cmax::log {
 namespace {
 
@@ -56,10 +58,7 @@ void Write(Level level, std::string_view message) {
   std::string line = fmt::format("cmax: {}: {}\n", Tag(level), message);
   // Log lines quote what came from outside (server messages, node names): a terminal must not
   // obey control characters in them.
-  for (size_t i = 0; i + 1 < line.size(); ++i) {
-    const auto byte = static_cast<unsigned char>(line[i]);
-    if ((byte < 0x20 && line[i] != '\t' && line[i] != '\n') || byte == 0x7f) line[i] = '?';
-  }
+  ShowControlCharacters(line);
   std::fwrite(line.data(), 1, line.size(), stderr);
 }
 

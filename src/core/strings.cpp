@@ -197,4 +197,14 @@ std::string PercentEncode(std::string_view text) {
   return out;
 }
 
+bool IsControlCharacter(char c) {
+  return static_cast<unsigned char>(c) < 0x20 || c == 0x7f;
+}
+
+void ShowControlCharacters(std::string& text) {
+  for (char& c : text) {
+    if (IsControlCharacter(c) && c != '\n' && c != '\t') c = '?';
+  }
+}
+
 }  // namespace cmax

@@ -37,4 +37,10 @@ std::string PercentEncode(std::string_view text);
 // tab and newline become U+FFFD too, so no output format can be broken by them.
 std::string SanitizeUtf8(std::string_view text);
 
+// A C0 control character or DEL: what a terminal may obey instead of showing.
+bool IsControlCharacter(char c);
+// For text bound for a terminal that must keep its lines (stderr, logs): every control character
+// but tab and newline becomes '?'. Cheaper than SanitizeUtf8, and leaves UTF-8 alone.
+void ShowControlCharacters(std::string& text);
+
 }  // namespace cmax

@@ -23,6 +23,7 @@
 
 #include "core/clock.hpp"
 #include "core/strings.hpp"
+#include "endpoint/http_head.hpp"
 #include "endpoint/http_response.hpp"
 #include "endpoint/sse.hpp"
 #include "sys/http_client.hpp"
@@ -419,26 +420,18 @@ struct Engine::Impl {
     if (colon != std::string_view::npos) {
       const std::string name = ToLower(Trim(line.substr(0, colon)));
       const std::string_view value = Trim(line.substr(colon + 1));
-      if (name == "content-length" && !PlainLength(value)) {
-        t->bad_head = "a malformed Content-Length";
-        return 0;
+      // Held to HttpResponseReader's reading: libcurl reads past a length it cannot parse.
+      if (name == "content-length") {
+        for (const std::string_view item : Split(value, ',')) {
+          if (!ContentLengthItem(item)) {
+            t->bad_head = "a malformed Content-Length";
+            return 0;
+          }
+        }
       }
       HeaderField(*t, name, value);
     }
     return n;
-  }
-
-  // A Content-Length value as HttpResponseReader takes it: digits, at most 18 of them, maybe
-  // repeated in a list.
-  static bool PlainLength(std::string_view value) {
-    for (std::string_view item : Split(value, ',')) {
-      item = Trim(item);
-      if (item.empty() || item.size() > 18 ||
-          !std::all_of(item.begin(), item.end(), [](char c) { return c >= '0' && c <= '9'; })) {
-        return false;
-      }
-    }
-    return true;
   }
 
   // A response header (name lower-cased), whichever connection brought it.

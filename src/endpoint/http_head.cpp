@@ -26,4 +26,15 @@ std::vector<std::string_view> HeadLines(std::string_view head) {
   return lines;
 }
 
+std::optional<uint64_t> ContentLengthItem(std::string_view item) {
+  item = Trim(item);
+  if (item.empty() || item.size() > 18) return std::nullopt;
+  uint64_t n = 0;
+  for (const char c : item) {
+    if (c < '0' || c > '9') return std::nullopt;
+    n = n * 10 + static_cast<uint64_t>(c - '0');
+  }
+  return n;
+}
+
 }  // namespace cmax::endpoint

@@ -1,9 +1,12 @@
 // What an HTTP/1.x request head and response head have in common, for serve-sim's request
-// parser and the client's response reader: where the head ends (its blank line, with CRLF or
-// the bare LF line ends RFC 9112 lets a reader accept) and its lines. Pure.
+// parser and the client's response readers: where the head ends (its blank line, with CRLF or
+// the bare LF line ends RFC 9112 lets a reader accept), its lines, and how a Content-Length item
+// is read. Pure.
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
+#include <optional>
 #include <string_view>
 #include <vector>
 
@@ -14,5 +17,8 @@ namespace cmax::endpoint {
 size_t HeadLength(std::string_view buffer, size_t searched);
 // The head's lines without their CR, and without the blank line that ends it.
 std::vector<std::string_view> HeadLines(std::string_view head);
+// One item of a Content-Length list ("5" of "5, 5"), spaces around it allowed: plain digits, at
+// most 18 (no sign, no overflow); nullopt for anything else.
+std::optional<uint64_t> ContentLengthItem(std::string_view item);
 
 }  // namespace cmax::endpoint

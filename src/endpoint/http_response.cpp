@@ -199,16 +199,13 @@ bool HttpResponseReader::ParseHead(std::string_view head) {
   std::optional<uint64_t> length;
   for (const auto& [name, value] : headers_) {
     if (name != "content-length") continue;
-    for (std::string_view item : Split(value, ',')) {
-      item = Trim(item);
-      if (item.empty() || item.size() > 18 ||
-          !std::all_of(item.begin(), item.end(), [](char c) { return c >= '0' && c <= '9'; })) {
+    for (const std::string_view item : Split(value, ',')) {
+      const std::optional<uint64_t> n = ContentLengthItem(item);
+      if (!n) {
         Fail("a malformed Content-Length");
         return false;
       }
-      uint64_t n = 0;
-      for (const char c : item) n = n * 10 + static_cast<uint64_t>(c - '0');
-      if (length && *length != n) {
+      if (length && *length != *n) {
         Fail("conflicting Content-Length values");
         return false;
       }

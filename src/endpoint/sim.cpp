@@ -158,24 +158,26 @@ Result<void> CheckSimConfig(const SimConfig& config) {
   if (sum > 1 + 1e-9) {
     return Fail(ErrorCode::kInvalidArgument, "the fault shares add up to {}, more than 1", sum);
   }
-  const std::pair<const char*, double> delays[] = {
-      {"the base delay", config.base_ms},
-      {"the prefill time", config.prefill_us_per_token},
-      {"the decode time", config.decode_ms},
-      {"Retry-After", config.retry_after_s},
-      {"the slow-start delay", config.slow_start_ms},
-      {"the trickle gap", config.trickle_ms}};
-  for (const auto& [name, value] : delays) {
-    if (!std::isfinite(value) || value < 0 || value > 86400e3) {
-      return Fail(ErrorCode::kInvalidArgument, "{} must be a number in [0, 86400000], not {}", name,
-                  value);
-    }
-  }
-  for (const auto& [name, value] : {std::pair{"the header timeout", config.header_timeout_s},
-                                    std::pair{"the idle timeout", config.idle_timeout_s}}) {
-    if (!std::isfinite(value) || value <= 0 || value > 86400) {
-      return Fail(ErrorCode::kInvalidArgument, "{} must be in (0, 86400] seconds, not {}", name,
-                  value);
+  struct Bounded {
+    const char* name;
+    double value;
+    double max;
+    bool zero_allowed;
+  };
+  const Bounded bounded[] = {
+      {"the base delay (ms)", config.base_ms, kMaxSimDelayMs, true},
+      {"the prefill time (us per token)", config.prefill_us_per_token, kMaxSimPrefillUs, true},
+      {"the decode time (ms)", config.decode_ms, kMaxSimDelayMs, true},
+      {"the slow-start delay (ms)", config.slow_start_ms, kMaxSimDelayMs, true},
+      {"the trickle gap (ms)", config.trickle_ms, kMaxSimDelayMs, true},
+      {"Retry-After (s)", config.retry_after_s, kMaxSimSeconds, true},
+      {"the header timeout (s)", config.header_timeout_s, kMaxSimSeconds, false},
+      {"the idle timeout (s)", config.idle_timeout_s, kMaxSimSeconds, false}};
+  for (const Bounded& b : bounded) {
+    if (!std::isfinite(b.value) || b.value < 0 || (b.value == 0 && !b.zero_allowed) ||
+        b.value > b.max) {
+      return Fail(ErrorCode::kInvalidArgument, "{} must be in {}0, {}], not {}", b.name,
+                  b.zero_allowed ? "[" : "(", b.max, b.value);
     }
   }
   if (config.block_tokens == 0) {

@@ -59,6 +59,11 @@ struct SimConfig {
                                    // answer the client stops reading, is closed after this
   size_t max_connections = 20000;  // more are answered 503 and closed
 };
+// serve-sim's bounds, the same for its flags and for CheckSimConfig: delays (ms) up to an hour,
+// per-token prefill (µs) up to a second, Retry-After and the timeouts (s) up to a day.
+inline constexpr double kMaxSimDelayMs = 3'600'000;
+inline constexpr double kMaxSimPrefillUs = 1'000'000;
+inline constexpr double kMaxSimSeconds = 86'400;
 // Whether the numbers make sense (rates in [0, 1], delays and timeouts finite and not negative,
 // timeouts and the connection limit above 0); the error names the field.
 Result<void> CheckSimConfig(const SimConfig& config);

@@ -7,12 +7,11 @@
 
 #include "core/json_read.hpp"
 #include "core/strings.hpp"
+#include "sys/line_reader.hpp"
 
 namespace cmax::endpoint {
 namespace {
 
-// The longest prompt or answer a trace line may ask for: past every model's context window.
-constexpr uint64_t kMaxTraceTokens = 1'000'000;
 // The latest a replayed request may be due after the first: a year.
 constexpr double kMaxTraceSeconds = 366.0 * 24 * 3600;
 // The longest conversation a random workload builds (about 60 MB of text per conversation).
@@ -293,11 +292,11 @@ struct TraceItem {
 // Builds each prompt when it is sent.
 class TraceWorkload : public Workload {
  public:
-  TraceWorkload(std::vector<TraceItem> items, TraceSpec spec)
+  TraceWorkload(std::shared_ptr<const std::vector<TraceItem>> items, TraceSpec spec)
       : items_(std::move(items)), spec_(std::move(spec)) {}
   std::optional<Conversation> Next() override {
-    if (next_ >= items_.size()) return std::nullopt;
-    const TraceItem& item = items_[next_++];
+    if (next_ >= items_->size()) return std::nullopt;
+    const TraceItem& item = (*items_)[next_++];
     // Block i holds tokens [i*B, (i+1)*B); the last one is cut to the input length. Tokens
     // past the blocks the trace names are filler unique to this line.
     std::string text;
@@ -325,7 +324,7 @@ class TraceWorkload : public Workload {
   }
 
  private:
-  std::vector<TraceItem> items_;
+  std::shared_ptr<const std::vector<TraceItem>> items_;  // shared by parallel copies
   TraceSpec spec_;
   size_t next_ = 0;
 };
@@ -333,6 +332,13 @@ class TraceWorkload : public Workload {
 }  // namespace
 
 Result<std::unique_ptr<Workload>> MakeTraceWorkload(const NextLine& next, const TraceSpec& spec) {
+  auto workloads = MakeTraceWorkloads(next, spec, {spec.marker});
+  if (!workloads) return tl::unexpected(workloads.error());
+  return std::move(workloads->front());
+}
+
+Result<std::vector<std::unique_ptr<Workload>>> MakeTraceWorkloads(
+    const NextLine& next, const TraceSpec& spec, const std::vector<std::string>& markers) {
   if (spec.block_tokens == 0)
     return Fail(ErrorCode::kInvalidArgument, "--trace-block must be at least 1");
   if (spec.speedup <= 0) return Fail(ErrorCode::kInvalidArgument, "--speedup must be positive");
@@ -362,8 +368,8 @@ Result<std::unique_ptr<Workload>> MakeTraceWorkload(const NextLine& next, const 
     if (!output || *output == 0) return bad("needs a positive \"output_length\"");
     // Every input token becomes a word of the prompt: a hostile length must not become a
     // terabyte of text.
-    if (*input > kMaxTraceTokens || *output > kMaxTraceTokens) {
-      return bad(fmt::format("lengths above {} tokens are not taken", kMaxTraceTokens));
+    if (*input > kMaxPromptTokens || *output > kMaxPromptTokens) {
+      return bad(fmt::format("lengths above {} tokens are not taken", kMaxPromptTokens));
     }
     TraceItem item;
     item.line = number;
@@ -390,7 +396,59 @@ Result<std::unique_ptr<Workload>> MakeTraceWorkload(const NextLine& next, const 
     items.push_back(std::move(item));
   }
   if (items.empty()) return Fail(ErrorCode::kInvalidArgument, "the trace has no requests");
-  return std::unique_ptr<Workload>(new TraceWorkload(std::move(items), spec));
+  const auto shared = std::make_shared<const std::vector<TraceItem>>(std::move(items));
+  std::vector<std::unique_ptr<Workload>> workloads;
+  for (const std::string& marker : markers) {
+    TraceSpec copy = spec;
+    copy.marker = marker;
+    workloads.push_back(std::make_unique<TraceWorkload>(shared, std::move(copy)));
+  }
+  return workloads;
+}
+
+namespace {
+
+// A JSONL line longer than this is refused: no prompt or trace line needs more.
+constexpr size_t kMaxJsonLineBytes = size_t{16} << 20;
+
+Result<sys::LineReader> OpenJsonLines(const std::string& path,
+                                      const std::function<bool()>& interrupted) {
+  return sys::LineReader::Open(path, {.max_line_bytes = kMaxJsonLineBytes,
+                                      .interrupted = interrupted,
+                                      .long_line_is_error = true});
+}
+
+// The reader's lines; read_failed set when the reader, not the parser, failed.
+NextLine ReadingFrom(sys::LineReader& reader, bool& read_failed) {
+  return [&reader, &read_failed] {
+    auto line = reader.Next();
+    read_failed = !line;
+    return line;
+  };
+}
+
+}  // namespace
+
+Result<std::unique_ptr<Workload>> ReadPromptFile(const std::string& path,
+                                                 uint64_t default_max_tokens,
+                                                 const std::function<bool()>& interrupted) {
+  auto reader = OpenJsonLines(path, interrupted);
+  if (!reader) return Wrap(reader.error(), "--prompts");
+  bool read_failed = false;  // the reader's errors name the file already; the parser's do not
+  auto workload = MakePromptFileWorkload(ReadingFrom(*reader, read_failed), default_max_tokens);
+  if (!workload && !read_failed) return Wrap(workload.error(), path);
+  return workload;
+}
+
+Result<std::vector<std::unique_ptr<Workload>>> ReadTraceFile(
+    const std::string& path, const TraceSpec& spec, const std::vector<std::string>& markers,
+    const std::function<bool()>& interrupted) {
+  auto reader = OpenJsonLines(path, interrupted);
+  if (!reader) return tl::unexpected(reader.error());
+  bool read_failed = false;
+  auto workloads = MakeTraceWorkloads(ReadingFrom(*reader, read_failed), spec, markers);
+  if (!workloads && !read_failed) return Wrap(workloads.error(), path);
+  return workloads;
 }
 
 }  // namespace cmax::endpoint

@@ -54,6 +54,10 @@ struct RandomSpec {
 };
 Result<std::unique_ptr<Workload>> MakeRandomWorkload(const RandomSpec& spec);
 
+// The longest prompt or answer a workload asks for, in tokens (≈ words): past every model's
+// context window. The command's length options and trace lines are held to it.
+inline constexpr uint64_t kMaxPromptTokens = 1'000'000;
+
 // Where a JSONL reader gets its lines: the next one (nullopt at the end; valid until the next
 // call), or why it could not be read. Files come through sys::LineReader (bounded memory).
 using NextLine = std::function<Result<std::optional<std::string_view>>()>;
@@ -74,6 +78,19 @@ struct TraceSpec {
 // A Mooncake-style trace; lines are validated up front so a bad one is reported with its number.
 Result<std::unique_ptr<Workload>> MakeTraceWorkload(const NextLine& next, const TraceSpec& spec);
 Result<std::unique_ptr<Workload>> MakeTraceWorkload(std::string_view jsonl, const TraceSpec& spec);
+// The trace read once and replayed as one workload per marker (parallel copies, each keeping to
+// its own cache; an empty marker: none); spec.marker is not used.
+Result<std::vector<std::unique_ptr<Workload>>> MakeTraceWorkloads(
+    const NextLine& next, const TraceSpec& spec, const std::vector<std::string>& markers);
+
+// Files of the user's, read a line at a time (a line over 16 MiB is an error, never buffered;
+// `interrupted` stops the reading), with the error naming the file.
+Result<std::unique_ptr<Workload>> ReadPromptFile(const std::string& path,
+                                                 uint64_t default_max_tokens,
+                                                 const std::function<bool()>& interrupted);
+Result<std::vector<std::unique_ptr<Workload>>> ReadTraceFile(
+    const std::string& path, const TraceSpec& spec, const std::vector<std::string>& markers,
+    const std::function<bool()>& interrupted);
 
 // Several timed workloads as one, in time order (parallel copies of one trace).
 std::unique_ptr<Workload> MergeByTime(std::vector<std::unique_ptr<Workload>> parts);

@@ -1,6 +1,7 @@
 #include "health/log_scanner.hpp"
 
 #include <charconv>
+#include <new>
 
 namespace cmax::health {
 
@@ -87,7 +88,13 @@ Result<void> ScanKmsg(sys::KmsgReader& reader, LogScanner& scanner) {
   return {};
 }
 
-Result<void> ScanLines(sys::LineReader& reader, LogScanner& scanner, int default_year) {
+Result<sys::LineReader> OpenSavedLog(const std::string& path,
+                                     const std::function<bool()>& interrupted) {
+  return sys::LineReader::Open(path,
+                               {.max_line_bytes = size_t{64} << 10, .interrupted = interrupted});
+}
+
+Result<void> ScanLines(sys::LineReader& reader, LogScanner& scanner, int default_year) try {
   while (true) {
     auto line = reader.Next();
     scanner.Summary().cut_lines = reader.CutLines();
@@ -100,6 +107,11 @@ Result<void> ScanLines(sys::LineReader& reader, LogScanner& scanner, int default
     }
     scanner.Add(std::move(*record));
   }
+} catch (const std::bad_alloc&) {
+  // Lines are bounded, but conditions and events are kept: never let their growth end the check
+  // as if the log had been read.
+  return Fail(ErrorCode::kIo, "out of memory reading {} (at byte {})", reader.Name(),
+              reader.Bytes());
 }
 
 }  // namespace cmax::health

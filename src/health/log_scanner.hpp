@@ -3,6 +3,7 @@
 #pragma once
 
 #include <deque>
+#include <functional>
 #include <optional>
 #include <string>
 
@@ -59,9 +60,14 @@ class LogScanner {
 
 // Reads every record waiting in /dev/kmsg (non-blocking) into the scanner.
 Result<void> ScanKmsg(sys::KmsgReader& reader, LogScanner& scanner);
+// A saved log, opened for ScanLines: lines over 64 KiB are cut (kernel records are at most
+// about 1 KiB, the kernel's own line limit), so memory stays bounded on any file. A missing file
+// is kNotFound, a directory kInvalidArgument.
+Result<sys::LineReader> OpenSavedLog(const std::string& path,
+                                     const std::function<bool()>& interrupted);
 // Reads a saved log line by line (any shape ParseLogLine knows) in bounded memory: lines over
-// the reader's limit are cut and counted. A read error or an interruption is returned; what was
-// read before it stays in the scanner.
+// the reader's limit are cut and counted. A read error, an interruption or running out of memory
+// is returned; what was read before it stays in the scanner.
 Result<void> ScanLines(sys::LineReader& reader, LogScanner& scanner, int default_year);
 
 }  // namespace cmax::health

@@ -215,9 +215,7 @@ Result<Scenario> ParseScenario(std::string_view text) {
       // Names and nodes are printed and stored: no control characters (a terminal would obey
       // them), and short enough to read.
       for (const std::string* shown : {&step.name, &step.node}) {
-        if (shown->size() > 200 || std::any_of(shown->begin(), shown->end(), [](char c) {
-              return static_cast<unsigned char>(c) < 0x20 || c == 0x7f;
-            })) {
+        if (shown->size() > 200 || std::any_of(shown->begin(), shown->end(), IsControlCharacter)) {
           return Fail(ErrorCode::kInvalidArgument,
                       "scenario line {}: step {}: names and nodes must be at most 200 "
                       "characters, without control characters",

@@ -17,18 +17,18 @@ constexpr size_t kReadBytes = size_t{64} << 10;
 
 }  // namespace
 
-LineReader::LineReader(int fd, bool owned, std::string name, Options options)
-    : fd_(fd), owned_(owned), name_(std::move(name)), options_(std::move(options)) {
+LineReader::LineReader(int fd, std::string name, Options options)
+    : fd_(fd), name_(std::move(name)), options_(std::move(options)), buffer_(kReadBytes, '\0') {
   if (options_.max_line_bytes == 0) options_.max_line_bytes = 1;
 }
 
 LineReader::LineReader(LineReader&& other) noexcept
     : fd_(std::exchange(other.fd_, -1)),
-      owned_(other.owned_),
       name_(std::move(other.name_)),
       options_(std::move(other.options_)),
       buffer_(std::move(other.buffer_)),
       start_(other.start_),
+      filled_(other.filled_),
       line_(std::move(other.line_)),
       cutting_(other.cutting_),
       line_returned_(other.line_returned_),
@@ -38,7 +38,7 @@ LineReader::LineReader(LineReader&& other) noexcept
       bytes_(other.bytes_) {}
 
 LineReader::~LineReader() {
-  if (owned_ && fd_ >= 0) ::close(fd_);
+  if (fd_ >= 0) ::close(fd_);
 }
 
 Result<LineReader> LineReader::Open(const std::string& path, Options options) {
@@ -55,31 +55,25 @@ Result<LineReader> LineReader::Open(const std::string& path, Options options) {
     ::close(fd);
     return Fail(ErrorCode::kInvalidArgument, "{} is a directory; name a file to read", path);
   }
-  return LineReader(fd, /*owned=*/true, path, std::move(options));
-}
-
-LineReader LineReader::FromFd(int fd, std::string name, Options options) {
-  return LineReader(fd, /*owned=*/false, std::move(name), std::move(options));
+  return LineReader(fd, path, std::move(options));
 }
 
 Result<size_t> LineReader::Fill() {
-  buffer_.resize(kReadBytes);
+  start_ = 0;
+  filled_ = 0;
   while (true) {
     if (options_.interrupted && options_.interrupted()) {
-      buffer_.clear();
       return Fail(ErrorCode::kInterrupted, "reading {} was interrupted", name_);
     }
     const ssize_t n = ::read(fd_, buffer_.data(), buffer_.size());
     if (n < 0 && errno == EINTR) continue;  // the check above decides whether to go on
     if (n < 0) {
       const int saved = errno;
-      buffer_.clear();
       return Fail(ErrorCodeFromErrno(saved) == ErrorCode::kNotFound ? ErrorCode::kIo
                                                                     : ErrorCodeFromErrno(saved),
                   "cannot read {} after {} bytes: {}", name_, bytes_, std::strerror(saved));
     }
-    buffer_.resize(static_cast<size_t>(n));
-    start_ = 0;
+    filled_ = static_cast<size_t>(n);
     bytes_ += static_cast<uint64_t>(n);
     return static_cast<size_t>(n);
   }
@@ -107,7 +101,7 @@ Result<std::optional<std::string_view>> LineReader::Next() {
                 lines_ + 1, options_.max_line_bytes);
   };
   while (true) {
-    const std::string_view rest = std::string_view(buffer_).substr(start_);
+    const std::string_view rest(buffer_.data() + start_, filled_ - start_);
     const size_t newline = rest.find('\n');
     if (newline != std::string_view::npos) {
       if (options_.long_line_is_error && line_.size() + newline > options_.max_line_bytes) {
@@ -126,8 +120,7 @@ Result<std::optional<std::string_view>> LineReader::Next() {
       return too_long();
     }
     keep(rest);
-    buffer_.clear();
-    start_ = 0;
+    start_ = filled_ = 0;
     if (eof_) {
       if (line_.empty() && !cutting_) return std::optional<std::string_view>();
       ++lines_;  // the last line, without its "\n"

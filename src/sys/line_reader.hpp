@@ -29,8 +29,6 @@ class LineReader {
   // A missing file is kNotFound, a directory (or a socket) kInvalidArgument: both are a wrong
   // path given by the user, not a read error.
   static Result<LineReader> Open(const std::string& path, Options options);
-  // Reads from an open descriptor the reader does not own (stdin).
-  static LineReader FromFd(int fd, std::string name, Options options);
   LineReader(LineReader&& other) noexcept;
   LineReader& operator=(LineReader&&) = delete;
   LineReader(const LineReader&) = delete;
@@ -47,15 +45,15 @@ class LineReader {
   const std::string& Name() const { return name_; }
 
  private:
-  LineReader(int fd, bool owned, std::string name, Options options);
+  LineReader(int fd, std::string name, Options options);
   Result<size_t> Fill();  // reads more; 0 at the end
 
   int fd_ = -1;
-  bool owned_ = false;
   std::string name_;
   Options options_;
-  std::string buffer_;  // bytes read and not yet handed out, from start_
+  std::string buffer_;  // one read's room, allocated once; [start_, filled_) not handed out
   size_t start_ = 0;
+  size_t filled_ = 0;
   std::string line_;            // a line that spans reads, or a cut one
   bool cutting_ = false;        // the line under way passed the limit: the rest is dropped
   bool line_returned_ = false;  // line_ was handed out and is cleared on the next call

@@ -142,22 +142,17 @@ TEST(HealthHostile, DevZeroStopsWithinASecondOfCtrlCWithMemoryBounded) {
 
 TEST(HealthHostile, SigtermIsHonouredToo) {
   testing::TempDir dir;
-  const Finished f =
-      RunCmax(dir, {"health", "--passive", "--from-file", "/dev/zero"}, [](pid_t pid) {
-        WaitUntilRead(pid, 64LL << 20);
-        ::kill(pid, SIGTERM);
-      });
-  EXPECT_EQ(f.exit_code, 128 + SIGTERM) << f.out;
-  EXPECT_LT(f.seconds_after_signal, 1.0);
-  // As Slurm's HealthCheckProgram, stopped by Slurm's timeout: not healthy, and not "unknown".
-  const Finished slurm =
-      RunCmax(dir, {"health", "--passive", "--slurm-healthcheck", "--from-file", "/dev/zero"},
-              [](pid_t pid) {
-                WaitUntilRead(pid, 64LL << 20);
-                ::kill(pid, SIGTERM);
-              });
-  EXPECT_EQ(slurm.exit_code, 128 + SIGTERM) << slurm.out;
-  EXPECT_LT(slurm.seconds_after_signal, 1.0);
+  // Also as Slurm's HealthCheckProgram, stopped by Slurm's timeout: not healthy, not "unknown".
+  for (const bool slurm : {false, true}) {
+    std::vector<std::string> args = {"health", "--passive", "--from-file", "/dev/zero"};
+    if (slurm) args.emplace_back("--slurm-healthcheck");
+    const Finished f = RunCmax(dir, args, [](pid_t pid) {
+      WaitUntilRead(pid, 64LL << 20);
+      ::kill(pid, SIGTERM);
+    });
+    EXPECT_EQ(f.exit_code, 128 + SIGTERM) << (slurm ? "slurm: " : "") << f.out;
+    EXPECT_LT(f.seconds_after_signal, 1.0);
+  }
 }
 
 TEST(HealthHostile, AReadErrorIsUnknownWithExitThreeNeverAPass) {

@@ -182,7 +182,7 @@ TEST(LogScanner, AnXidAfterAHugeLineIsStillFound) {
   std::string text = "[ 1.0] " + std::string(3 << 20, 'z') + "\n";
   text += "[ 2.0] NVRM: Xid (PCI:0000:17:00): 79, pid=1, name=a, GPU has fallen off the bus.\n";
   ASSERT_TRUE(sys::LocalFileSystem().WriteFileAtomic(dir.File("dmesg"), text, 0644));
-  auto reader = sys::LineReader::Open(dir.File("dmesg"), {.max_line_bytes = 64 << 10});
+  auto reader = OpenSavedLog(dir.File("dmesg"), {});
   ASSERT_TRUE(reader);
   LogScanner scanner(XidCatalog::Builtin(), {}, std::nullopt);
   ASSERT_TRUE(ScanLines(*reader, scanner, 2026));
