@@ -11,7 +11,7 @@ BIN := build/release/bin/cmax
 FUZZ_SECONDS ?= 20
 SOURCES = $(shell git ls-files '*.cpp' '*.hpp' 2>/dev/null)
 
-.PHONY: all setup build run test test-debug test-asan fuzz bench lint format format-check tidy clean
+.PHONY: all setup build run test tree-before tree-check test-debug test-asan fuzz bench lint format format-check tidy clean
 
 all: build
 
@@ -25,8 +25,18 @@ build: setup
 run: build
 	$(BIN) run
 
-test: setup format-check tidy test-debug test-asan fuzz
+# tree-before/tree-check: the run itself checks that no test left a file in the source tree.
+test: setup tree-before format-check tidy test-debug test-asan fuzz tree-check
 	@echo "make test: all passed"
+
+tree-before:
+	@mkdir -p build && git status --porcelain --ignored >build/tree-before.txt
+
+tree-check:
+	@git status --porcelain --ignored >build/tree-after.txt; \
+	  if ! diff -u build/tree-before.txt build/tree-after.txt; then \
+	    echo "make test: the tests changed or left files in the source tree (above)" >&2; exit 1; fi; \
+	  echo "tree: clean"
 
 test-debug:
 	cmake --preset debug

@@ -156,6 +156,10 @@ int RunAgent(const AgentCliOptions& options, Context& ctx) {
       for (const auto& hook : hooks) hook();
     };
   }
+  // The ready line, once the sources are open: a fault written after it is seen.
+  agent_options.on_ready = [&ctx, nvml = agent_options.nvml](const health::AgentReadiness& r) {
+    ctx.out << health::ReadyLine(r, nvml) << std::endl;
+  };
   health::Agent agent(agent_options, *catalog, *store);
   if (server) {
     // The port, once, on stdout: a test or a script that asked for port 0 learns which it got.

@@ -95,6 +95,15 @@ Agent::Agent(AgentOptions options, const XidCatalog& catalog, store::Store& stor
 
 Agent::~Agent() = default;
 
+std::string ReadyLine(const AgentReadiness& readiness, bool nvml_wanted) {
+  std::string line = "agent ready: kernel log ";
+  line += readiness.kmsg ? "open" : "not open (retrying)";
+  if (!nvml_wanted) return line + ", NVML off";
+  if (!readiness.nvml) return line + ", NVML unavailable (retrying)";
+  return line + ", NVML " + std::to_string(readiness.gpus) +
+         (readiness.gpus == 1 ? " GPU" : " GPUs");
+}
+
 void Agent::OpenKmsg() {
   // After a restart the agent reads from now: what it read before is already counted.
   const bool from_start = first_open_ && options_.from_boot;
@@ -250,6 +259,7 @@ void Agent::PollNvml() {
     return;
   }
   metrics_.nvml_up = true;
+  nvml_gpus_ = snapshot->gpus.size();
   // A lost GPU may no longer tell its bus id: use the one it had, so its condition is keyed
   // by its address and its other conditions are not taken for recovered.
   std::set<std::string> unreadable;
@@ -359,6 +369,10 @@ int Agent::Run(sys::MetricsServer* server) {
       flushed_ = false;
       options_.after_flush();
       next_after_ = Steady::now() + options_.after_interval;
+    }
+    if (!announced_) {
+      announced_ = true;
+      if (options_.on_ready) options_.on_ready({metrics_.kmsg_up, metrics_.nvml_up, nvml_gpus_});
     }
     auto wake = std::min(next_watchdog_, options_.nvml ? next_nvml_ : next_watchdog_);
     if (options_.after_flush) wake = std::min(wake, next_after_);

@@ -24,6 +24,16 @@
 
 namespace cmax::health {
 
+// What the agent could open when it became ready.
+struct AgentReadiness {
+  bool kmsg = false;
+  bool nvml = false;  // NVML loaded and answered (false also when --no-nvml)
+  size_t gpus = 0;
+};
+
+// The ready line `cmax agent` prints on stdout, e.g. "agent ready: kernel log open, NVML 8 GPUs".
+std::string ReadyLine(const AgentReadiness& readiness, bool nvml_wanted);
+
 struct AgentOptions {
   std::string node;
   std::string kmsg_path = "/dev/kmsg";
@@ -47,6 +57,10 @@ struct AgentOptions {
   // one kernel (the lab's) each watch their own devices this way; a real node's log holds only
   // its own, so the list stays empty there.
   std::vector<std::string> devices;
+  // Called once, when the sources have had their first try (the kernel log opened, the first
+  // NVML snapshot taken): a record written after this is read. `cmax agent` prints its ready
+  // line here, for scripts and tests that must not write a fault before the agent can see it.
+  std::function<void(const AgentReadiness&)> on_ready;
 };
 
 // Whether a kernel event's device ("0000:17:00" for an Xid, "0000:05:00.0" for an SXid) is one
@@ -105,7 +119,9 @@ class Agent {
   Watchdog watchdog_;
   std::chrono::steady_clock::time_point next_watchdog_;
   std::chrono::steady_clock::time_point next_after_;
-  bool flushed_ = false;  // conditions were stored since after_flush last ran
+  bool flushed_ = false;    // conditions were stored since after_flush last ran
+  bool announced_ = false;  // on_ready has been called
+  size_t nvml_gpus_ = 0;    // GPUs in the last NVML snapshot
 
   struct RateWindow {
     std::chrono::steady_clock::time_point start;

@@ -12,6 +12,7 @@
 
 #include "support/fake_kube_api.hpp"
 #include "support/temp_dir.hpp"
+#include "support/wait.hpp"
 #include "sys/file_system.hpp"
 #include "sys/process_runner.hpp"
 
@@ -23,11 +24,7 @@ using nlohmann::json;
 
 template <typename Pred>
 bool Eventually(Pred pred) {
-  for (int i = 0; i < 200; ++i) {
-    if (pred()) return true;
-    std::this_thread::sleep_for(50ms);
-  }
-  return false;
+  return testing::WaitUntil(pred, 10s, 50ms);
 }
 
 TEST(AgentKube, AgentPublishesAndTheCentralControllerActs) {

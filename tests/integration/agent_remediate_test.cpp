@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include "integration/remediate_lab_fixture.hpp"
+#include "support/wait.hpp"
 
 namespace cmax::remediate {
 namespace {
@@ -26,8 +27,9 @@ TEST_F(AgentRemediateTest, AgentRemediatesItsOwnNode) {
                         .env_add = {"SLURM_CONF=" + lab::PathsFor(spec_.dir).slurm_conf},
                         .log_path = dir_.File("agent.log")});
   ASSERT_TRUE(pid) << pid.error().message;
-  ASSERT_TRUE(Eventually([&] { return ::access((db_ + ".remediate.lock").c_str(), F_OK) == 0; }));
-  std::this_thread::sleep_for(300ms);  // past the agent's start, which opens /dev/kmsg
+  // Its ready line: /dev/kmsg is open, a record written now is read.
+  ASSERT_TRUE(testing::WaitForText(dir_.File("agent.log"), "agent ready: kernel log open"))
+      << testing::FileText(dir_.File("agent.log"));
   {
     std::ofstream kmsg("/dev/kmsg");
     kmsg << "<3>NVRM: Xid (PCI:0000:3b:00): 48, pid=1, name=cmax-test, An uncorrectable double "

@@ -17,6 +17,7 @@
 #include "store/store.hpp"
 #include "support/free_port.hpp"
 #include "support/temp_dir.hpp"
+#include "support/wait.hpp"
 #include "sys/file_system.hpp"
 #include "sys/process_runner.hpp"
 
@@ -34,18 +35,6 @@ bool WriteKmsg(const std::string& line) {
   return ok;
 }
 
-// A port nobody listens on: bind port 0, read what the kernel chose, give it back.
-
-template <class Predicate>
-bool WaitFor(Predicate predicate, Duration timeout) {
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
-  while (std::chrono::steady_clock::now() < deadline) {
-    if (predicate()) return true;
-    std::this_thread::sleep_for(20ms);
-  }
-  return predicate();
-}
-
 class AgentTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -58,7 +47,7 @@ class AgentTest : public ::testing::Test {
   void TearDown() override {
     if (pid_ > 0) {
       ::kill(pid_, SIGKILL);
-      WaitFor([&] { return !sys::ProcessAlive(pid_); }, 5s);
+      testing::WaitUntil([&] { return !sys::ProcessAlive(pid_); }, 5s);
     }
     if (prometheus_ > 0) ::kill(prometheus_, SIGKILL);
   }
@@ -74,12 +63,15 @@ class AgentTest : public ::testing::Test {
          dir_.Path()});
     ASSERT_TRUE(pid) << pid.error().message;
     pid_ = *pid;
-    ASSERT_TRUE(WaitFor(
+    ASSERT_TRUE(testing::WaitUntil(
         [&] {
           auto log = fs_.ReadFile(dir_.File("agent.log"), 1 << 20);
           std::smatch m;
           static const std::regex kPort(":([0-9]+)/metrics");
-          if (!log || !std::regex_search(*log, m, kPort)) return false;
+          // The ready line: the kernel log is open and NVML has been looked at once.
+          if (!log || log->find("agent ready: kernel log open, NVML 2 GPUs") == std::string::npos)
+            return false;
+          if (!std::regex_search(*log, m, kPort)) return false;
           port_ = std::stoi(m[1]);
           return true;
         },
@@ -124,7 +116,7 @@ TEST_F(AgentTest, KernelFaultsAndGpuFaultsBecomeConditionsAndMetrics) {
                 "LTSSM Fault Up"));
   ASSERT_TRUE(
       WriteKmsg("<0>watchdog: BUG: soft lockup - CPU#1 stuck for 23s! [agent-" + tag + ":4242]"));
-  ASSERT_TRUE(WaitFor(
+  ASSERT_TRUE(testing::WaitUntil(
       [&] {
         const auto all = Conditions();
         const NodeCondition* xid = Find(all, "xid/0000:c1:00/79");
@@ -153,7 +145,7 @@ TEST_F(AgentTest, KernelFaultsAndGpuFaultsBecomeConditionsAndMetrics) {
   SetGpus(R"({"bus_id": "0000:17:00.0"},
              {"bus_id": "0000:2a:00.0", "ecc": {"enabled": true, "volatile": {"dbe": 1}},
               "remapped_rows": {"failure": true}})");
-  ASSERT_TRUE(WaitFor(
+  ASSERT_TRUE(testing::WaitUntil(
       [&] {
         const auto now = Conditions();
         return Find(now, "nvml/ecc.dbe/0000:2a:00.0") &&
@@ -163,7 +155,7 @@ TEST_F(AgentTest, KernelFaultsAndGpuFaultsBecomeConditionsAndMetrics) {
   EXPECT_EQ(Find(Conditions(), "nvml/memory.remap_failure/0000:2a:00.0")->action, "drain-and-rma");
   // Then the other GPU falls off the bus; the first one recovers.
   SetGpus(R"({"bus_id": "0000:17:00.0", "lost": true}, {"bus_id": "0000:2a:00.0"})");
-  ASSERT_TRUE(WaitFor(
+  ASSERT_TRUE(testing::WaitUntil(
       [&] {
         const auto now = Conditions();
         const NodeCondition* dbe = Find(now, "nvml/ecc.dbe/0000:2a:00.0");
@@ -186,7 +178,7 @@ TEST_F(AgentTest, KernelFaultsAndGpuFaultsBecomeConditionsAndMetrics) {
 
   // SIGTERM stops it cleanly.
   ::kill(pid_, SIGTERM);
-  EXPECT_TRUE(WaitFor([&] { return !sys::ProcessAlive(pid_); }, 5s));
+  EXPECT_TRUE(testing::WaitUntil([&] { return !sys::ProcessAlive(pid_); }, 5s));
   pid_ = 0;
 }
 
@@ -195,14 +187,15 @@ TEST_F(AgentTest, CountsContinueAcrossARestart) {
   const std::string line = "<3>NVRM: Xid (PCI:0000:C3:00): 13, pid=1, name=restart-" +
                            std::to_string(::getpid()) + ", Graphics Exception";
   ASSERT_TRUE(WriteKmsg(line));
-  ASSERT_TRUE(WaitFor([&] { return Find(Conditions(), "xid/0000:c3:00/13") != nullptr; }, 5s));
+  ASSERT_TRUE(
+      testing::WaitUntil([&] { return Find(Conditions(), "xid/0000:c3:00/13") != nullptr; }, 5s));
   const WallTime first = Find(Conditions(), "xid/0000:c3:00/13")->first_seen;
   ::kill(pid_, SIGTERM);
-  ASSERT_TRUE(WaitFor([&] { return !sys::ProcessAlive(pid_); }, 5s));
+  ASSERT_TRUE(testing::WaitUntil([&] { return !sys::ProcessAlive(pid_); }, 5s));
   ASSERT_TRUE(fs_.WriteFileAtomic(dir_.File("agent.log"), "", 0644));
   StartAgent();
   ASSERT_TRUE(WriteKmsg(line));
-  ASSERT_TRUE(WaitFor(
+  ASSERT_TRUE(testing::WaitUntil(
       [&] {
         const NodeCondition* c = Find(Conditions(), "xid/0000:c3:00/13");
         return c != nullptr && c->count == 2;
@@ -232,7 +225,7 @@ TEST_F(AgentTest, PrometheusScrapesTheXidCounter) {
   prometheus_ = *prom;
   sys::PosixProcessRunner runner;
   std::string answer;
-  const bool seen = WaitFor(
+  const bool seen = testing::WaitUntil(
       [&] {
         auto r = runner.Run(
             {.argv = {"curl", "-s", "--get",

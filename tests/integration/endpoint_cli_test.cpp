@@ -16,6 +16,7 @@
 #include "store/store.hpp"
 #include "support/free_port.hpp"
 #include "support/temp_dir.hpp"
+#include "support/wait.hpp"
 #include "sys/process_runner.hpp"
 
 namespace cmax {
@@ -24,12 +25,7 @@ namespace {
 using namespace std::chrono_literals;
 using nlohmann::json;
 
-std::string Slurp(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
+using testing::FileText;
 
 class EndpointCli : public ::testing::Test {
  protected:
@@ -41,10 +37,8 @@ class EndpointCli : public ::testing::Test {
          .log_path = dir_.File("sim.log")});
     ASSERT_TRUE(pid);
     sim_pid_ = *pid;
-    for (int i = 0; i < 200 && Slurp(dir_.File("sim.log")).find("listening") == std::string::npos;
-         ++i) {
-      std::this_thread::sleep_for(20ms);
-    }
+    ASSERT_TRUE(testing::WaitForText(dir_.File("sim.log"), "listening"))
+        << testing::FileText(dir_.File("sim.log"));
   }
   void TearDown() override {
     if (sim_pid_ > 0) ::kill(sim_pid_, SIGTERM);
@@ -80,7 +74,7 @@ TEST_F(EndpointCli, RunWritesVllmKeysRequestLinesAndTheStoreButNeverTheKey) {
                       {"OPENAI_API_KEY=" + key});
   ASSERT_EQ(r.exit_code, 0) << r.stdout_text << r.stderr_text;
   EXPECT_NE(r.stdout_text.find("20 completed, 0 failed"), std::string::npos) << r.stdout_text;
-  const json result = json::parse(Slurp(dir_.File("result.json")));
+  const json result = json::parse(FileText(dir_.File("result.json")));
   for (const char* k : {"duration",
                         "completed",
                         "failed",
@@ -113,7 +107,7 @@ TEST_F(EndpointCli, RunWritesVllmKeysRequestLinesAndTheStoreButNeverTheKey) {
   EXPECT_DOUBLE_EQ(result["request_goodput"].get<double>(),
                    result["request_throughput"].get<double>());
   EXPECT_EQ(result["cmax"]["schema"], "cmax.endpoint.result/v1");
-  std::istringstream lines(Slurp(dir_.File("requests.jsonl")));
+  std::istringstream lines(FileText(dir_.File("requests.jsonl")));
   int n = 0;
   for (std::string line; std::getline(lines, line); ++n) {
     EXPECT_TRUE(json::parse(line)["ok"].get<bool>());
@@ -128,8 +122,8 @@ TEST_F(EndpointCli, RunWritesVllmKeysRequestLinesAndTheStoreButNeverTheKey) {
     throughput |= m.name == "endpoint.output_throughput" && m.value > 0;
   EXPECT_TRUE(throughput);
   for (const std::string& text :
-       {r.stdout_text, r.stderr_text, Slurp(dir_.File("result.json")),
-        Slurp(dir_.File("requests.jsonl")), Slurp(dir_.File("cmax.db"))}) {
+       {r.stdout_text, r.stderr_text, FileText(dir_.File("result.json")),
+        FileText(dir_.File("requests.jsonl")), FileText(dir_.File("cmax.db"))}) {
     EXPECT_EQ(text.find(key), std::string::npos);
   }
 }
@@ -139,7 +133,7 @@ TEST_F(EndpointCli, SweepAndReplay) {
                  "--requests", "8", "--input-len", "10", "--output-len", "3", "--output-file",
                  dir_.File("sweep.json")});
   ASSERT_EQ(r.exit_code, 0) << r.stdout_text << r.stderr_text;
-  const json sweep = json::parse(Slurp(dir_.File("sweep.json")));
+  const json sweep = json::parse(FileText(dir_.File("sweep.json")));
   ASSERT_EQ(sweep.size(), 3U);
   EXPECT_EQ(sweep[2]["max_concurrency"], 4);
   std::ofstream(dir_.File("trace.jsonl"))
@@ -149,7 +143,7 @@ TEST_F(EndpointCli, SweepAndReplay) {
   r = Cmax({"endpoint", "replay", dir_.File("trace.jsonl"), "--url", Url(), "--model", "m",
             "--trace-block", "8", "--copies", "2", "--output-file", dir_.File("replay.json")});
   ASSERT_EQ(r.exit_code, 0) << r.stdout_text << r.stderr_text;
-  const json replay = json::parse(Slurp(dir_.File("replay.json")));
+  const json replay = json::parse(FileText(dir_.File("replay.json")));
   EXPECT_EQ(replay["completed"], 4);
   // Each copy's second request hits its first's two leading blocks: 32 of 96 tokens.
   EXPECT_DOUBLE_EQ(replay["cmax"]["ideal_cache_hit_rate"].get<double>(), 32.0 / 96.0);
@@ -185,7 +179,7 @@ TEST_F(EndpointCli, BadInputIsRefusedWithAReason) {
             "30", "--output-len", "5", "--prices", dir_.File("prices.json"), "--price-model", "a",
             "--output-file", dir_.File("priced.json")});
   ASSERT_EQ(priced.exit_code, 0) << priced.stderr_text;
-  EXPECT_NEAR(json::parse(Slurp(dir_.File("priced.json")))["cmax"]["cost_usd"].get<double>(),
+  EXPECT_NEAR(json::parse(FileText(dir_.File("priced.json")))["cmax"]["cost_usd"].get<double>(),
               4 * (30 * 1.0 + 5 * 2.0) / 1e6, 1e-12);
   refused({"endpoint", "replay", dir_.File("missing.jsonl"), "--url", Url(), "--model", "m"},
           "missing.jsonl");
@@ -269,7 +263,7 @@ TEST_F(EndpointCli, AnOutputThatIsOurOwnStdoutIsNotTruncated) {
                        .timeout = 60s});
   ASSERT_TRUE(r);
   ASSERT_EQ(r->exit_code, 0) << r->stderr_text;
-  const std::string text = Slurp(out);
+  const std::string text = FileText(out);
   EXPECT_EQ(text.rfind("kept\n{", 0), 0U) << text.substr(0, 200);
   EXPECT_NE(text.find("\"cmax.report/v1\""), std::string::npos);
 }
@@ -282,7 +276,7 @@ TEST_F(EndpointCli, OutputFilesAreWrittenThroughLinksAndFifos) {
   const std::string fifo = dir_.File("requests.fifo");
   ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
   std::string lines;
-  std::thread reader([&] { lines = Slurp(fifo); });
+  std::thread reader([&] { lines = FileText(fifo); });
   const auto r = Cmax({"endpoint", "run", "--url", Url(), "--model", "m", "--requests", "3",
                        "--output-file", dir_.File("link.json"), "--requests-file", fifo});
   reader.join();
@@ -290,7 +284,7 @@ TEST_F(EndpointCli, OutputFilesAreWrittenThroughLinksAndFifos) {
   struct stat st {};
   ASSERT_EQ(::lstat(dir_.File("link.json").c_str(), &st), 0);
   EXPECT_TRUE(S_ISLNK(st.st_mode));
-  EXPECT_EQ(json::parse(Slurp(target))["completed"], 3);
+  EXPECT_EQ(json::parse(FileText(target))["completed"], 3);
   ASSERT_EQ(::lstat(fifo.c_str(), &st), 0);
   EXPECT_TRUE(S_ISFIFO(st.st_mode));
   EXPECT_EQ(std::count(lines.begin(), lines.end(), '\n'), 3);

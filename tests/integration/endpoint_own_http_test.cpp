@@ -17,6 +17,7 @@
 
 #include "endpoint/engine.hpp"
 #include "support/free_port.hpp"
+#include "support/wait.hpp"
 
 namespace cmax::endpoint {
 namespace {
@@ -39,6 +40,7 @@ class RawServer {
     return "http://127.0.0.1:" + std::to_string(port_) + "/v1/chat/completions?x=1";
   }
   int Connections() const { return connections_; }
+  int Closed() const { return closed_; }  // connections the server has closed
   std::vector<std::string> Heads() {
     std::lock_guard<std::mutex> lock(mutex_);
     return heads_;
@@ -76,6 +78,7 @@ class RawServer {
         ++answered;
       }
       ::close(fd);
+      ++closed_;
     }
   }
 
@@ -83,6 +86,7 @@ class RawServer {
   int listener_ = -1;
   int port_ = 0;
   std::atomic<int> connections_{0};
+  std::atomic<int> closed_{0};
   std::mutex mutex_;
   std::vector<std::string> heads_;
   std::thread thread_;
@@ -116,7 +120,7 @@ TEST(OwnHttp, AConnectionTheServerClosedIsReplacedOnce) {
   // The server has closed the connection and the engine has not read since: the next request
   // finds it closed when taking it from the pool (or, in a race with the close, meets the close
   // on the send and is sent again once over a new connection), and is answered.
-  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  ASSERT_TRUE(testing::WaitUntil([&] { return server.Closed() == 1; }));
   const CallResult second = CallOnce(**engine, server.Url());
   EXPECT_TRUE(second.timing.ok) << second.error_message;
   EXPECT_EQ(second.timing.output_tokens, 1U);

@@ -16,6 +16,7 @@
 #include "support/free_port.hpp"
 #include "support/sim_fixture.hpp"
 #include "support/temp_dir.hpp"
+#include "support/wait.hpp"
 #include "sys/process_runner.hpp"
 
 namespace cmax::endpoint {
@@ -377,15 +378,10 @@ TEST(EndpointE2E, TlsIsVerifiedUnlessToldOtherwise) {
   LoadRun verified = Basic(url, Api::kChat, 1);
   verified.options.timeout_s = 2;
   auto w = Random();
-  std::set<std::string> seen;
-  for (int i = 0; i < 100; ++i) {  // until it listens
-    auto r = verified.Go(*w);
-    ASSERT_TRUE(r);
-    seen = Classes(*r);
-    if (seen != std::set<std::string>{"connect"}) break;
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
-  EXPECT_EQ(seen, std::set<std::string>{"tls"});
+  ASSERT_TRUE(testing::WaitForPort(port)) << "openssl s_server did not listen";
+  auto first = verified.Go(*w);
+  ASSERT_TRUE(first);
+  EXPECT_EQ(Classes(*first), std::set<std::string>{"tls"});
   LoadRun trusting = verified;
   trusting.options.ca_file = dir.File("cert.pem");
   auto r = trusting.Go(*w);
@@ -418,14 +414,9 @@ TEST(EndpointE2E, Http2IsNegotiatedOnTls) {
   LoadRun r = Basic(url, Api::kChat, 3);
   r.options.ca_file = dir.File("cert.pem");
   auto w = Random();
-  std::optional<LoadResult> result;
-  for (int i = 0; i < 100; ++i) {  // until it listens
-    auto attempt = r.Go(*w);
-    ASSERT_TRUE(attempt);
-    result = std::move(*attempt);
-    if (Classes(*result) != std::set<std::string>{"connect"}) break;
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
+  ASSERT_TRUE(testing::WaitForPort(port)) << "nghttpd did not listen";
+  auto result = r.Go(*w);
+  ASSERT_TRUE(result);
   ASSERT_EQ(Classes(*result), std::set<std::string>{"ok"}) << result->records[0].error_message;
   for (const auto& rec : result->records) {
     EXPECT_EQ(rec.http_version, "2");

@@ -15,6 +15,7 @@
 #include "cli/cli.hpp"
 #include "lab/lab.hpp"
 #include "support/temp_dir.hpp"
+#include "support/wait.hpp"
 #include "sys/file_system.hpp"
 #include "sys/process_runner.hpp"
 
@@ -95,8 +96,8 @@ TEST_F(LabTest, UpRunDrainResumeDown) {
   auto blocked = Slurm({"srun", "-N1", "-w", "gpu2", "--immediate=2", "true"});
   EXPECT_NE(blocked->exit_code, 0) << "a drained node takes no job";
   ASSERT_EQ(Slurm({"scontrol", "update", "nodename=gpu2", "state=resume"})->exit_code, 0);
-  for (int i = 0; i < 100 && NodeState("gpu2") != "idle"; ++i) std::this_thread::sleep_for(50ms);
-  EXPECT_EQ(NodeState("gpu2"), "idle");
+  EXPECT_TRUE(testing::WaitUntil([&] { return NodeState("gpu2") == "idle"; }, 5s))
+      << NodeState("gpu2");
 
   // A second `up` reports the running lab instead of starting another.
   auto again = Up(spec_, ctx_, 30s);
@@ -119,14 +120,17 @@ TEST_F(LabTest, UpRunDrainResumeDown) {
 
 TEST_F(LabTest, DownEndsRunningJobs) {
   ASSERT_TRUE(Up(spec_, ctx_, 30s));
-  auto submit = Slurm({"sbatch", "-N2", "-p", "gpu", "--wrap", "sleep 300"});
+  auto submit = Slurm(
+      {"sbatch", "-N2", "-p", "gpu", "-o", spec_.dir + "/slurm-%j.out", "--wrap", "sleep 300"});
   ASSERT_TRUE(submit);
   ASSERT_EQ(submit->exit_code, 0) << submit->stderr_text;
-  for (int i = 0; i < 100; ++i) {
-    auto q = Slurm({"squeue", "-h", "-t", "R", "-o", "%i"});
-    if (q && !q->stdout_text.empty()) break;
-    std::this_thread::sleep_for(100ms);
-  }
+  ASSERT_TRUE(testing::WaitUntil(
+      [&] {
+        auto q = Slurm({"squeue", "-h", "-t", "R", "-o", "%i"});
+        return q && !q->stdout_text.empty();
+      },
+      10s))
+      << "the job never ran";
   auto down = Down(spec_.dir, ctx_);
   ASSERT_TRUE(down) << down.error().message;
   EXPECT_TRUE(ProcessesInside(spec_.dir).empty());

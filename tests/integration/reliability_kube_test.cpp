@@ -10,6 +10,7 @@
 #include "store/store.hpp"
 #include "support/fake_kube_api.hpp"
 #include "support/temp_dir.hpp"
+#include "support/wait.hpp"
 #include "sys/file_system.hpp"
 #include "sys/host.hpp"
 #include "sys/http_client.hpp"
@@ -47,10 +48,11 @@ class ReliabilityKubeTest : public ::testing::Test {
       auto r = runner_.Run(spec);
       if (r) result = *r;
     });
-    // Wait for the injection, then let the provider act.
-    for (int i = 0; i < 100 && fs_.ReadFile(dir_.File("kmsg"), 1 << 20).value_or("").empty(); ++i)
-      std::this_thread::sleep_for(50ms);
-    std::this_thread::sleep_for(300ms);
+    // Wait for the injection and the watcher's next look at the nodes, then let the provider act.
+    EXPECT_TRUE(testing::WaitUntil(
+        [&] { return !fs_.ReadFile(dir_.File("kmsg"), 1 << 20).value_or("").empty(); }, 10s));
+    const int looks = api_.NodeLists();
+    EXPECT_TRUE(testing::WaitUntil([&] { return api_.NodeLists() > looks; }, 10s));
     provider();
     run.join();
     return result;

@@ -12,6 +12,8 @@
 #include "integration/remediate_lab_fixture.hpp"
 #include "store/store.hpp"
 #include "support/free_port.hpp"
+#include "support/wait.hpp"
+#include "sys/kmsg_reader.hpp"
 
 namespace cmax::remediate {
 namespace {
@@ -51,10 +53,10 @@ steps:
            .log_path = dir_.File(node + ".log")});
       ASSERT_TRUE(pid) << pid.error().message;
       agents_.push_back(*pid);
-      const std::string lock = dir_.File(node + ".db") + ".remediate.lock";
-      ASSERT_TRUE(Eventually([&] { return ::access(lock.c_str(), F_OK) == 0; }));
+      // Its ready line: /dev/kmsg is open, a record written now is read.
+      ASSERT_TRUE(testing::WaitForText(dir_.File(node + ".log"), "agent ready: kernel log open"))
+          << testing::FileText(dir_.File(node + ".log"));
     }
-    std::this_thread::sleep_for(300ms);  // past their start, which opens /dev/kmsg
   }
   sys::ProcessResult Cmax(std::vector<std::string> args) {
     std::vector<std::string> argv{CMAX_BINARY, "--db", dir_.File("cmax.db")};
@@ -124,14 +126,19 @@ TEST_F(ReliabilityLabTest, InjectIsSeenAtOnceAndADrainedNodeIsRefused) {
   r = Cmax({"inject", "xid", "79", "--gpu", "0000:17:00.0", "--node", "gpu9"});
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.stderr_text.find("not a node the scheduler knows"), std::string::npos);
-  // Dry run: the exact record, nothing written.
+  // Dry run: the exact record, nothing written (read back from the kernel log once it exited).
+  auto kmsg = sys::KmsgReader::Open("/dev/kmsg", sys::KmsgReader::Start::kNow);
+  ASSERT_TRUE(kmsg) << kmsg.error().message;
   r = Cmax({"inject", "xid", "79", "--gpu", "0000:17:00.0", "--node", "gpu1", "--dry-run"});
   EXPECT_EQ(r.exit_code, 0) << r.stderr_text;
   EXPECT_NE(r.stdout_text.find("would write to /dev/kmsg: <3>NVRM: Xid (PCI:0000:17:00): 79, "
                                "pid='<unknown>', name=cmax-inject, GPU has fallen off the bus"),
             std::string::npos)
       << r.stdout_text;
-  std::this_thread::sleep_for(500ms);
+  for (auto record = kmsg->Next(); record && *record; record = kmsg->Next()) {
+    EXPECT_EQ(record->value().find("name=cmax-inject"), std::string::npos)
+        << "the dry run wrote " << **record;
+  }
   EXPECT_FALSE(Node("gpu1").drain);
 }
 
@@ -152,7 +159,10 @@ TEST_F(ReliabilityLabTest, ASimulatedNvmlFaultIsTakenOutAndRestored) {
                         .log_path = dir_.File("gpu4.log")});
   ASSERT_TRUE(agent) << agent.error().message;
   agents_.push_back(*agent);
-  std::this_thread::sleep_for(1s);  // its first NVML look: healthy
+  // Ready once its first NVML look (healthy) is taken.
+  ASSERT_TRUE(
+      testing::WaitForText(dir_.File("gpu4.log"), "agent ready: kernel log open, NVML 1 GPU"))
+      << testing::FileText(dir_.File("gpu4.log"));
   const std::string scenario = dir_.File("nvml.yaml");
   std::ofstream(scenario) << "bars: {detect_s: 5, out_of_service_s: 5}\npoll_s: 0.2\n"
                           << "steps: [{name: remap, inject: nvml-sim, fault: row-remap-failure, "

@@ -15,6 +15,7 @@
 #include "store/store.hpp"
 #include "support/conditions.hpp"
 #include "support/temp_dir.hpp"
+#include "support/wait.hpp"
 #include "sys/file_system.hpp"
 #include "sys/process_runner.hpp"
 
@@ -71,11 +72,7 @@ class RemediateLabTest : public ::testing::Test {
   // Polls until pred holds or 20 s pass.
   template <class Pred>
   bool Eventually(Pred pred) {
-    for (int i = 0; i < 200; ++i) {
-      if (pred()) return true;
-      std::this_thread::sleep_for(100ms);
-    }
-    return false;
+    return testing::WaitUntil(pred, 20s, 100ms);
   }
 
   testing::TempDir dir_;
@@ -122,12 +119,12 @@ class ControllerLabTest : public RemediateLabTest {
   // Runs the controller once a second until the node reaches `state` (or 30 s pass).
   bool RunUntil(const std::string& node, remediate::NodeState state,
                 const std::string& validation = "sleep 1; true") {
-    for (int i = 0; i < 30; ++i) {
-      Cmax(Act(validation));
-      if (State(node) == state) return true;
-      std::this_thread::sleep_for(1s);
-    }
-    return false;
+    return testing::WaitUntil(
+        [&] {
+          Cmax(Act(validation));
+          return State(node) == state;
+        },
+        30s, 1s);
   }
   std::vector<remediate::ActionRow> Actions(const std::string& node) {
     auto s = store::Store::Open({.path = db_});

@@ -173,13 +173,12 @@ TEST_F(ControllerLabTest, ARackThatIsDownHasItsOtherTraysDrainedUntilItIsBack) {
   EXPECT_NE(status.stdout_text.find("rack rack-a: 3 tray(s) held"), std::string::npos)
       << status.stdout_text;
 
-  bool back = false;
-  for (int i = 0; i < 30 && !back; ++i) {
-    std::this_thread::sleep_for(1s);
-    Cmax(args);
-    back = State("gpu1") == remediate::NodeState::kReintroduced;
-  }
-  ASSERT_TRUE(back);
+  ASSERT_TRUE(testing::WaitUntil(
+      [&] {
+        Cmax(args);
+        return State("gpu1") == remediate::NodeState::kReintroduced;
+      },
+      30s, 1s));
   for (const char* tray : {"gpu1", "gpu2", "gpu3", "gpu4"}) EXPECT_FALSE(Node(tray).drain) << tray;
 }
 

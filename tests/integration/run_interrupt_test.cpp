@@ -9,6 +9,7 @@
 
 #include "store/store.hpp"
 #include "support/temp_dir.hpp"
+#include "support/wait.hpp"
 #include "sys/process_runner.hpp"
 
 namespace cmax {
@@ -29,7 +30,9 @@ TEST_P(InterruptTest, RunIsClosedAsInterruptedWithItsFindings) {
   // Stand-ins for the Slurm client: sinfo answers, scontrol ping hangs.
   ::mkdir(dir.File("bin").c_str(), 0755);
   WriteScript(dir.File("bin/sinfo"), "echo slurm 22.05.8");
-  WriteScript(dir.File("bin/scontrol"), "exec sleep 60");
+  // It says it started (a file the test waits for) and hangs.
+  WriteScript(dir.File("bin/scontrol"),
+              "echo hanging > " + dir.File("scontrol.started") + "; exec sleep 60");
   std::ofstream(dir.File("slurm.conf")) << "ClusterName=stand-in\n";
   const std::string db = dir.File("cmax.db");
   const std::string pid_file = dir.File("cmax.pid");
@@ -47,18 +50,19 @@ TEST_P(InterruptTest, RunIsClosedAsInterruptedWithItsFindings) {
   });
 
   // Wait until the run is open and its first findings are stored, then interrupt it.
-  bool started = false;
-  for (int i = 0; i < 300 && !started; ++i) {
-    std::this_thread::sleep_for(20ms);
-    auto store = store::Store::Open({.path = db, .create = false, .busy_timeout_ms = 200});
-    if (!store) continue;
-    auto runs = store->ListRuns(1);
-    started = runs && !runs->empty() && (*runs)[0].counts.Total() > 0;
-  }
+  const bool started = testing::WaitUntil(
+      [&] {
+        auto store = store::Store::Open({.path = db, .create = false, .busy_timeout_ms = 200});
+        if (!store) return false;
+        auto runs = store->ListRuns(1);
+        return runs && !runs->empty() && (*runs)[0].counts.Total() > 0;
+      },
+      10s);
   int pid = 0;
   std::ifstream(pid_file) >> pid;
   ASSERT_TRUE(started && pid > 0) << "cmax run did not start";
-  std::this_thread::sleep_for(200ms);  // into the hanging scontrol
+  // Into the hanging scontrol.
+  ASSERT_TRUE(testing::WaitForText(dir.File("scontrol.started"), "hanging"));
   ::kill(pid, signal_number);
   child.join();
 

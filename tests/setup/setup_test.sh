@@ -1,38 +1,119 @@
 #!/usr/bin/env bash
-# scripts/setup.sh's install path, which CI never takes (its machine has every package): with
-# stand-ins for dpkg-query, apt-get and sudo on PATH, one package is "missing" and is
-# "installed". It must exit 0 whether or not a policy-rc.d was already there (Debian images made
-# from container images ship one), leave an existing one alone and remove the one it added.
+# scripts/setup.sh's install path, which CI never takes (its machine has every package). Stand-ins
+# (named as such) for dpkg-query, apt-get, id and sudo go first on PATH; each case sets which
+# packages are "installed", whether a policy-rc.d is already there, who runs it and whether the
+# install fails, then asserts the exit code, what apt-get was asked and what is left behind.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 mkdir -p "$work/bin"
-# Stand-ins: every package installed but cmake; apt-get records what it was asked.
-cat >"$work/bin/dpkg-query" <<'STUB'
+
+# Stand-in dpkg-query: a package is installed unless named in $work/missing ("ALL": none is).
+cat >"$work/bin/dpkg-query" <<STUB
 #!/bin/sh
 for last; do :; done
-[ "$last" = cmake ] && exit 1
+grep -qx ALL "$work/missing" && exit 1
+grep -qx "\$last" "$work/missing" && exit 1
 printf 'install ok installed'
 STUB
+# Stand-in apt-get: records its arguments; fails the install when $work/fail-install exists; the
+# policy-rc.d must be in place while it runs (or the packages' daemons would start).
 cat >"$work/bin/apt-get" <<STUB
 #!/bin/sh
 echo "\$*" >>"$work/apt.log"
 [ -e "\$CMAX_POLICY_RC_D" ] || { echo "policy-rc.d missing during install" >&2; exit 1; }
+case "\$1" in install) [ ! -e "$work/fail-install" ] || { echo "E: stand-in failure" >&2; exit 100; } ;; esac
+exit 0
 STUB
-chmod +x "$work/bin/dpkg-query" "$work/bin/apt-get"
+# Stand-in id: prints the uid in $work/uid (0 unless a case says otherwise).
+cat >"$work/bin/id" <<STUB
+#!/bin/sh
+cat "$work/uid"
+STUB
+# Stand-in sudo: records that it was used and runs the command.
+cat >"$work/bin/sudo" <<STUB
+#!/bin/sh
+echo "\$1" >>"$work/sudo.log"
+exec "\$@"
+STUB
+chmod +x "$work/bin/"*
 
-fail() { echo "setup_test: $*" >&2; exit 1; }
+fail() { echo "setup_test: $case: $*" >&2; exit 1; }
 
-# 1. A policy-rc.d already there: kept, and exit 0 (the EXIT trap's test was the exit code).
-printf '#!/bin/sh\nexit 0\n' >"$work/policy-existing"
-CMAX_POLICY_RC_D="$work/policy-existing" PATH="$work/bin:$PATH" bash "$root/scripts/setup.sh" \
-  >"$work/out1" 2>&1 || fail "exit $? with a policy-rc.d already there: $(cat "$work/out1")"
-grep -q 'install -y -q --no-install-recommends cmake' "$work/apt.log" || fail "cmake not installed"
-[ "$(cat "$work/policy-existing")" = "$(printf '#!/bin/sh\nexit 0')" ] || fail "existing policy changed"
+# run_setup CASE MISSING UID POLICY(existing|none) INSTALL(ok|fail): runs setup.sh, sets $rc, $out.
+run_setup() {
+  case=$1
+  printf '%s\n' $2 >"$work/missing"
+  echo "$3" >"$work/uid"
+  rm -f "$work/apt.log" "$work/sudo.log" "$work/fail-install" "$work/policy"
+  touch "$work/apt.log" "$work/sudo.log"
+  [ "$4" = existing ] && printf '#!/bin/sh\nexit 0\n' >"$work/policy"
+  [ "$5" = fail ] && touch "$work/fail-install"
+  rc=0
+  out=$(CMAX_POLICY_RC_D="$work/policy" PATH="$work/bin:$PATH" bash "$root/scripts/setup.sh" 2>&1) || rc=$?
+}
+existing_policy_kept() {
+  [ "$(cat "$work/policy")" = "$(printf '#!/bin/sh\nexit 0')" ] || fail "the existing policy-rc.d changed"
+}
 
-# 2. None there: one is added for the install and removed after it.
-CMAX_POLICY_RC_D="$work/policy-new" PATH="$work/bin:$PATH" bash "$root/scripts/setup.sh" \
-  >"$work/out2" 2>&1 || fail "exit $? without a policy-rc.d: $(cat "$work/out2")"
-[ ! -e "$work/policy-new" ] || fail "the policy-rc.d it added was left behind"
-echo "setup_test: both paths exit 0"
+# Everything installed: nothing fetched, nothing touched, exit 0.
+run_setup everything-installed "" 0 none ok
+[ "$rc" -eq 0 ] || fail "exit $rc: $out"
+[ ! -s "$work/apt.log" ] || fail "apt-get called: $(cat "$work/apt.log")"
+[ ! -e "$work/policy" ] || fail "a policy-rc.d was written"
+grep -q 'setup: all [0-9]* packages present' <<<"$out" || fail "no summary: $out"
+
+# Nothing installed (a fresh machine), no policy-rc.d: every package asked for, policy added
+# for the install and removed after it.
+run_setup nothing-installed ALL 0 none ok
+[ "$rc" -eq 0 ] || fail "exit $rc: $out"
+grep -q '^update' "$work/apt.log" || fail "no apt-get update"
+grep -q 'install -y -q --no-install-recommends .*cmake .*slurmd .*prometheus' "$work/apt.log" ||
+  fail "not every package asked for: $(cat "$work/apt.log")"
+[ ! -e "$work/policy" ] || fail "the policy-rc.d it added was left behind"
+grep -q '^setup: done$' <<<"$out" || fail "no done line: $out"
+
+# One package missing and a policy-rc.d already there (images made from container images ship
+# one): exit 0, only that package asked for, the existing file kept as it was.
+run_setup policy-present cmake 0 existing ok
+[ "$rc" -eq 0 ] || fail "exit $rc: $out"
+grep -qx 'install -y -q --no-install-recommends cmake' "$work/apt.log" || fail "apt: $(cat "$work/apt.log")"
+existing_policy_kept
+
+# The install fails: setup.sh fails with apt-get's code, does not say done, removes its policy.
+run_setup install-fails cmake 0 none fail
+[ "$rc" -eq 100 ] || fail "exit $rc, expected apt-get's 100: $out"
+! grep -q 'setup: done' <<<"$out" || fail "said done after a failed install"
+[ ! -e "$work/policy" ] || fail "the policy-rc.d it added was left behind after the failure"
+
+# The install fails with a policy-rc.d already there: still kept.
+run_setup install-fails-policy-present cmake 0 existing fail
+[ "$rc" -eq 100 ] || fail "exit $rc: $out"
+existing_policy_kept
+
+# Not root, sudo available: every privileged step goes through sudo, exit 0.
+run_setup through-sudo "cmake git" 1000 none ok
+[ "$rc" -eq 0 ] || fail "exit $rc: $out"
+grep -qx apt-get "$work/sudo.log" || fail "apt-get not through sudo: $(cat "$work/sudo.log")"
+grep -qx tee "$work/sudo.log" && grep -qx rm "$work/sudo.log" ||
+  fail "policy-rc.d not written and removed through sudo: $(cat "$work/sudo.log")"
+[ ! -e "$work/policy" ] || fail "the policy-rc.d it added was left behind"
+
+# Not root and no sudo: a clear error naming what is missing, nothing run.
+mv "$work/bin/sudo" "$work/sudo.hidden"
+nosudo_path="$work/bin"
+# PATH without any sudo: only the stand-ins and the system folders that hold no sudo.
+for d in /usr/local/sbin /usr/local/bin /usr/sbin /usr/bin /sbin /bin; do
+  [ -x "$d/sudo" ] || nosudo_path="$nosudo_path:$d"
+done
+case=no-sudo
+printf 'cmake\n' >"$work/missing"; echo 1000 >"$work/uid"; : >"$work/apt.log"
+rc=0
+out=$(CMAX_POLICY_RC_D="$work/policy" PATH="$nosudo_path" bash "$root/scripts/setup.sh" 2>&1) || rc=$?
+[ "$rc" -eq 1 ] || fail "exit $rc: $out"
+grep -q 'need root or sudo to install: cmake' <<<"$out" || fail "unclear error: $out"
+[ ! -s "$work/apt.log" ] || fail "apt-get called without rights"
+mv "$work/sudo.hidden" "$work/bin/sudo"
+
+echo "setup_test: 7 cases passed"

@@ -103,6 +103,11 @@ class FakeKubeApi {
   }
 
   std::string token = "token-1";
+  // How many times the node list was read: a test waits for a watcher's next look with it.
+  int NodeLists() {
+    const std::lock_guard lock(mutex_);
+    return node_lists_;
+  }
   std::set<std::string> pdb_blocked;  // "ns/name"
   int unavailable_next = 0;           // answer this many requests with 503
   int conflicts_next = 0;             // node patches answered 409 after a concurrent change
@@ -177,6 +182,7 @@ class FakeKubeApi {
     const auto q = Query(r);
     const std::string nodes = "/api/v1/nodes";
     if (r.method == "GET" && path == nodes) {
+      ++node_lists_;
       std::vector<json> all;
       for (const auto& [name, n] : nodes_) all.push_back(n);
       return List(all, q);
@@ -280,6 +286,7 @@ class FakeKubeApi {
 
   std::mutex mutex_;
   int version_ = 100;
+  int node_lists_ = 0;
   std::map<std::string, json> nodes_;
   std::map<std::string, json> pods_;
   std::map<std::string, json> jobs_;

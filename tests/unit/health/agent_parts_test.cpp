@@ -14,6 +14,16 @@
 namespace cmax::health {
 namespace {
 
+TEST(AgentReadyLine, SaysWhichSourcesAreOpen) {
+  EXPECT_EQ(ReadyLine({.kmsg = true, .nvml = true, .gpus = 8}, true),
+            "agent ready: kernel log open, NVML 8 GPUs");
+  EXPECT_EQ(ReadyLine({.kmsg = true, .nvml = true, .gpus = 1}, true),
+            "agent ready: kernel log open, NVML 1 GPU");
+  EXPECT_EQ(ReadyLine({.kmsg = false, .nvml = false}, true),
+            "agent ready: kernel log not open (retrying), NVML unavailable (retrying)");
+  EXPECT_EQ(ReadyLine({.kmsg = true}, false), "agent ready: kernel log open, NVML off");
+}
+
 using namespace std::chrono_literals;
 
 TEST(AgentMetrics, PrometheusTextMatchesGolden) {

@@ -101,10 +101,15 @@ TEST_P(KernelLogGolden, MatchesExpectedEventsAndConditions) {
                         Replay(dir + GetParam() + ".log"));
 }
 
+// Every NAME.log in the folder is a case; NAME.expected.json is what it must give.
 INSTANTIATE_TEST_SUITE_P(Cases, KernelLogGolden,
-                         ::testing::Values("xid_shapes", "sxid", "gpu_bus", "kernel_faults",
-                                           "formats", "malformed"),
+                         ::testing::ValuesIn(testing::GoldenStems("health/kmsg", ".log")),
                          [](const auto& test) { return test.param; });
+
+TEST(KernelLogGoldenFolder, EveryExpectationHasItsLog) {
+  testing::ExpectNoOrphanGoldens("health/kmsg", ".log", ".expected.json");
+  EXPECT_GE(testing::GoldenStems("health/kmsg", ".log").size(), 6U);
+}
 
 TEST(KernelLog, MegabyteLineIsParsedAndItsEvidenceCapped) {
   const std::string line =

@@ -7,6 +7,7 @@
 
 #include "lab/lab.hpp"
 #include "support/temp_dir.hpp"
+#include "support/wait.hpp"
 #include "sys/file_system.hpp"
 #include "sys/process_runner.hpp"
 
@@ -33,11 +34,7 @@ class LabDownTest : public ::testing::Test {
     ASSERT_TRUE(fs_.WriteFileAtomic(PathsFor(dir_.Path()).state_file, SerializeState(state), 0644));
   }
   static bool GoneWithin(int pid, std::chrono::milliseconds limit) {
-    const auto deadline = std::chrono::steady_clock::now() + limit;
-    while (sys::ProcessAlive(pid) && std::chrono::steady_clock::now() < deadline) {
-      std::this_thread::sleep_for(10ms);
-    }
-    return !sys::ProcessAlive(pid);
+    return testing::WaitUntil([&] { return !sys::ProcessAlive(pid); }, limit, 10ms);
   }
 
   testing::TempDir dir_;

@@ -9,6 +9,7 @@
 #include "reliability/observer.hpp"
 #include "support/http_fixture.hpp"
 #include "support/read_only_scheduler.hpp"
+#include "support/wait.hpp"
 
 namespace cmax::reliability {
 namespace {
@@ -98,10 +99,13 @@ sys::HttpResponse Post(WebhookAlerts& hook, const std::string& body,
     if (r) answer = *r;
     done = true;
   });
-  for (int i = 0; i < 500 && !done; ++i) {
-    (void)hook.Firing();
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
+  // The hook serves while it is asked whether it fired; the client's answer ends the wait.
+  (void)testing::WaitUntil(
+      [&] {
+        (void)hook.Firing();
+        return done.load();
+      },
+      std::chrono::seconds(5), std::chrono::milliseconds(10));
   client.join();
   return answer;
 }

@@ -16,6 +16,7 @@
 #include "support/free_port.hpp"
 #include "support/http_fixture.hpp"
 #include "support/temp_dir.hpp"
+#include "support/wait.hpp"
 #include "sys/process_runner.hpp"
 
 namespace cmax::sys {
@@ -85,12 +86,8 @@ TEST(HttpClient, TlsTrustsOnlyWhatItIsGiven) {
   const std::string url = "https://127.0.0.1:" + std::to_string(port) + "/";
   // Wait until it listens.
   CurlHttpClient insecure({.insecure = true});
-  bool up = false;
-  for (int i = 0; i < 100 && !up; ++i) {
-    up = insecure.Send({.url = url, .timeout = 2s}).has_value();
-    if (!up) std::this_thread::sleep_for(50ms);
-  }
-  EXPECT_TRUE(up);
+  ASSERT_TRUE(testing::WaitForPort(port)) << "openssl s_server did not listen";
+  EXPECT_TRUE(insecure.Send({.url = url, .timeout = 2s}).has_value());
 
   CurlHttpClient by_file({.ca_file = dir.File("cert.pem")});
   auto r = by_file.Send({.url = url, .timeout = 5s});

@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "support/temp_dir.hpp"
+#include "support/wait.hpp"
 #include "sys/interrupt.hpp"
 
 namespace cmax::sys {
@@ -81,7 +82,7 @@ TEST(ProcessRunner, TimeoutKillsTheWholeProcessGroup) {
   int grandchild = 0;
   ASSERT_TRUE(in >> grandchild);
   // Give the kernel a moment to tear it down, then it must be gone (or a zombie).
-  for (int i = 0; i < 100 && ProcessAlive(grandchild); ++i) std::this_thread::sleep_for(10ms);
+  EXPECT_TRUE(testing::WaitUntil([&] { return !ProcessAlive(grandchild); }, 1s, 10ms));
   EXPECT_FALSE(ProcessAlive(grandchild)) << "grandchild " << grandchild << " survived";
 }
 
@@ -140,12 +141,14 @@ TEST(ProcessRunner, LargeStdinDoesNotDeadlock) {
 
 TEST(ProcessRunner, InterruptStopsTheChild) {
   PosixProcessRunner runner;
-  std::thread interrupter([] {
-    std::this_thread::sleep_for(200ms);
+  testing::TempDir dir;
+  const std::string started = dir.File("started");
+  std::thread interrupter([&] {
+    (void)testing::WaitForText(started, "sleeping");  // the child runs
     RequestInterrupt(SIGINT);
   });
   const auto start = std::chrono::steady_clock::now();
-  auto r = runner.Run(Shell("sleep 20", 30s));
+  auto r = runner.Run(Shell("echo sleeping > " + started + "; sleep 20", 30s));
   interrupter.join();
   ClearInterrupt();
   ASSERT_TRUE(r);
@@ -163,8 +166,7 @@ TEST(ProcessRunner, DaemonOutlivesItsStarterAndIsNotOurChild) {
   auto ticks = ProcessStartTicks(*pid);
   EXPECT_TRUE(ticks);
   ::kill(*pid, SIGKILL);
-  for (int i = 0; i < 200 && ProcessAlive(*pid); ++i) std::this_thread::sleep_for(10ms);
-  EXPECT_FALSE(ProcessAlive(*pid));
+  EXPECT_TRUE(testing::WaitUntil([&] { return !ProcessAlive(*pid); }, 2s, 10ms));
   auto missing = SpawnDaemon({{"/no/such/daemon"}, {}, dir.File("daemon.log"), dir.Path()});
   ASSERT_FALSE(missing);
   EXPECT_EQ(missing.error().code, ErrorCode::kNotFound);
