@@ -22,6 +22,7 @@
 #include "core/log.hpp"
 #include "core/strings.hpp"
 #include "endpoint/load.hpp"
+#include "endpoint/plan.hpp"
 #include "endpoint/results.hpp"
 #include "endpoint/sim_server.hpp"
 #include "endpoint/workload.hpp"
@@ -93,6 +94,7 @@ struct EndpointOptions {
   double speedup = 1;
   size_t copies = 1;
   bool no_marker = false;
+  size_t replay_concurrency = 0;  // a trace sets its own pace: no cap unless asked
   // serve-sim
   std::string listen = "127.0.0.1";
   int port = 8000;
@@ -109,81 +111,6 @@ void RaiseFileLimit() {
   }
 }
 
-// The URL as shown and stored: no user:password and no query (where some services put keys).
-std::string ShownUrl(const std::string& url) {
-  std::string shown = url.substr(0, url.find_first_of("?#"));
-  const size_t scheme = shown.find("://");
-  const size_t at = shown.find('@', scheme == std::string::npos ? 0 : scheme + 3);
-  const size_t slash = shown.find('/', scheme == std::string::npos ? 0 : scheme + 3);
-  if (scheme != std::string::npos && at != std::string::npos &&
-      (slash == std::string::npos || at < slash)) {
-    shown = shown.substr(0, scheme + 3) + shown.substr(at + 1);
-  }
-  return shown;
-}
-
-// A URL of only scheme://host[:port] gets the API's usual path.
-std::string FullUrl(const std::string& url, Api api) {
-  const size_t scheme = url.find("://");
-  const size_t path = url.find('/', scheme == std::string::npos ? 0 : scheme + 3);
-  if (path == std::string::npos) return url + std::string(endpoint::DefaultPath(api));
-  if (url.substr(path) == "/") return url.substr(0, path) + std::string(endpoint::DefaultPath(api));
-  return url;
-}
-
-// The key named by --api-key-file or --api-key-env (an empty one is an error: a run without the
-// key the user meant to send would measure 401s), else the API's usual variable if it is set.
-Result<std::string> ApiKey(const EndpointOptions& o, Api api) {
-  if (!o.api_key_file.empty()) {
-    auto text = sys::LocalFileSystem().ReadFile(o.api_key_file, 64 << 10);
-    if (!text) return Wrap(text.error(), "--api-key-file");
-    if (Trim(*text).empty()) {
-      return Fail(ErrorCode::kInvalidArgument, "--api-key-file {} is empty",
-                  SanitizeUtf8(o.api_key_file));
-    }
-    return std::string(Trim(*text));
-  }
-  if (!o.api_key_env.empty()) {
-    const std::string key(Trim(sys::GetEnv(o.api_key_env.c_str())));
-    if (key.empty()) {
-      return Fail(ErrorCode::kInvalidArgument, "--api-key-env {}: the variable is not set or empty",
-                  SanitizeUtf8(o.api_key_env));
-    }
-    return key;
-  }
-  return std::string(
-      Trim(sys::GetEnv(api == Api::kAnthropic ? "ANTHROPIC_API_KEY" : "OPENAI_API_KEY")));
-}
-
-Result<endpoint::Slo> ParseGoodput(const std::vector<std::string>& items) {
-  endpoint::Slo slo;
-  for (const std::string& item : items) {
-    for (std::string_view part : Split(item, ',')) {
-      part = Trim(part);
-      if (part.empty()) continue;
-      const size_t colon = part.find(':');
-      const double ms = colon == std::string_view::npos
-                            ? -1
-                            : ParseNonNegative(part.substr(colon + 1)).value_or(-1);
-      const std::string_view key = colon == std::string_view::npos ? part : part.substr(0, colon);
-      if (ms < 0) {
-        return Fail(ErrorCode::kInvalidArgument, "--goodput '{}': use ttft:MS, tpot:MS or e2el:MS",
-                    part);
-      }
-      if (key == "ttft") {
-        slo.ttft_ms = ms;
-      } else if (key == "tpot") {
-        slo.tpot_ms = ms;
-      } else if (key == "e2el" || key == "e2e") {
-        slo.e2e_ms = ms;
-      } else {
-        return Fail(ErrorCode::kInvalidArgument, "--goodput '{}': unknown metric '{}'", part, key);
-      }
-    }
-  }
-  return slo;
-}
-
 struct Prepared {
   endpoint::Target target;
   endpoint::EngineOptions engine_options;
@@ -197,11 +124,10 @@ Result<Prepared> Prepare(const EndpointOptions& o) {
   Prepared p;
   auto api = endpoint::ParseApi(o.api);
   if (!api) return tl::unexpected(api.error());
-  if (o.url.rfind("http://", 0) != 0 && o.url.rfind("https://", 0) != 0) {
-    return Fail(ErrorCode::kInvalidArgument, "--url must start with http:// or https://");
-  }
+  auto url = endpoint::EndpointUrl(o.url, *api);
+  if (!url) return tl::unexpected(url.error());
   p.target.api = *api;
-  p.target.url = FullUrl(o.url, *api);
+  p.target.url = std::move(*url);
   // Where the results go is checked before the run, not found wrong after it.
   for (const std::string* path : {&o.output_file, &o.requests_file}) {
     if (path->empty() || *path == "-") continue;
@@ -209,30 +135,16 @@ Result<Prepared> Prepare(const EndpointOptions& o) {
   }
   // Before anything is sent: a URL the engine cannot read would fail every request as "dns".
   if (auto ok = endpoint::CheckUrl(p.target.url); !ok) {
-    return Fail(ErrorCode::kInvalidArgument, "--url {}: {}", SanitizeUtf8(ShownUrl(o.url)),
-                ok.error().message);
+    return Fail(ErrorCode::kInvalidArgument, "--url {}: {}",
+                SanitizeUtf8(endpoint::ShownUrl(o.url)), ok.error().message);
   }
-  auto key = ApiKey(o, *api);
+  sys::LocalFileSystem fs;
+  auto key = endpoint::ApiKey({.file = o.api_key_file, .env = o.api_key_env}, *api, fs,
+                              [](const std::string& name) { return sys::GetEnv(name.c_str()); });
   if (!key) return tl::unexpected(key.error());
-  if (!key->empty()) {
-    if (key->find_first_of("\r\n") != std::string::npos) {
-      return Fail(ErrorCode::kInvalidArgument, "the API key holds a line break");
-    }
-    if (*api == Api::kAnthropic) {
-      p.target.headers.push_back("x-api-key: " + *key);
-    } else {
-      p.target.headers.push_back("Authorization: Bearer " + *key);
-    }
-  }
-  if (*api == Api::kAnthropic) p.target.headers.emplace_back("anthropic-version: 2023-06-01");
-  for (const std::string& h : o.headers) {
-    const size_t colon = h.find(':');
-    if (colon == std::string::npos || colon == 0 || h.find_first_of("\r\n") != std::string::npos) {
-      return Fail(ErrorCode::kInvalidArgument, "--header '{}' is not 'Name: value'",
-                  h.substr(0, std::min<size_t>(colon, 40)));
-    }
-    p.target.headers.push_back(h);
-  }
+  auto headers = endpoint::RequestHeaders(*api, *key, o.headers);
+  if (!headers) return tl::unexpected(headers.error());
+  p.target.headers = std::move(*headers);
   p.target.body.model = o.model;
   p.target.body.stream = !o.no_stream;
   p.target.body.include_usage = !o.no_usage;
@@ -250,7 +162,7 @@ Result<Prepared> Prepare(const EndpointOptions& o) {
   p.engine_options.timeout_s = o.timeout_s;
   p.engine_options.connect_timeout_s = o.connect_timeout_s;
   p.engine_options.idle_timeout_s = o.idle_timeout_s;
-  auto slo = ParseGoodput(o.goodput);
+  auto slo = endpoint::ParseGoodput(o.goodput);
   if (!slo) return tl::unexpected(slo.error());
   p.slo = *slo;
   if (!o.prices.empty()) {
@@ -272,10 +184,11 @@ Result<Prepared> Prepare(const EndpointOptions& o) {
   // DNS once, outside every request's timing; a name that does not resolve is left to fail
   // each request as "dns", so that every request still gets its outcome.
   if (!p.engine->PinAddress(p.target.url)) {
-    log::Warn("cannot resolve the host of {}; requests will fail as dns", ShownUrl(p.target.url));
+    log::Warn("cannot resolve the host of {}; requests will fail as dns",
+              endpoint::ShownUrl(p.target.url));
   }
   p.description.label = o.label;
-  p.description.url = ShownUrl(p.target.url);
+  p.description.url = endpoint::ShownUrl(p.target.url);
   p.description.model = o.model;
   p.description.api = *api;
   p.description.concurrency = o.concurrency;
@@ -324,12 +237,8 @@ Result<Measured> Measure(Context& ctx, const EndpointOptions& o, Prepared& p,
                          endpoint::Workload& workload, endpoint::LoadShape shape) {
   const endpoint::LoadHooks hooks = Hooks(ctx);
   if (o.warmup > 0) {
-    endpoint::LoadShape warm = shape;
-    warm.requests = o.warmup;
-    warm.duration_s = 0;
-    warm.rate = 0;
-    warm.trace_times = false;
-    auto w = endpoint::RunLoad(*p.engine, p.target, workload, warm, hooks);
+    auto w = endpoint::RunLoad(*p.engine, p.target, workload,
+                               endpoint::WarmupShape(shape, o.warmup), hooks);
     if (!w) return tl::unexpected(w.error());
     size_t failed = 0;
     for (const auto& r : w->records) failed += r.timing.ok ? 0 : 1;
@@ -410,11 +319,7 @@ int RunOrReplay(Context& ctx, EndpointOptions& o, bool replay) {
   Result<std::unique_ptr<endpoint::Workload>> workload = tl::unexpected(Error{});
   endpoint::LoadShape shape = ShapeOf(o, o.concurrency, o.requests);
   if (replay) {
-    std::vector<std::string> markers;
-    for (size_t i = 0; i < o.copies; ++i) {
-      markers.push_back(o.no_marker ? std::string()
-                                    : endpoint::ReplayMarker(o.seed * 1000 + i + 1));
-    }
+    const auto markers = endpoint::ReplayMarkers(o.copies, o.seed, o.no_marker);
     auto copies = endpoint::ReadTraceFile(
         o.trace, {.block_tokens = o.trace_block, .speedup = o.speedup}, markers, sys::Interrupted);
     if (!copies) return Fails(ctx, command, copies.error());
@@ -464,13 +369,8 @@ int Sweep(Context& ctx, EndpointOptions& o) {
   auto prepared = Prepare(o);
   if (!prepared) return Fails(ctx, "sweep", prepared.error());
   Prepared& p = *prepared;
-  std::vector<size_t> levels = o.levels;
-  if (levels.empty()) {
-    for (size_t c = 1; c <= o.max_concurrency; c *= 2) levels.push_back(c);
-  }
-  for (const size_t c : levels) {
-    if (c == 0) return Fails(ctx, "sweep", Error{ErrorCode::kInvalidArgument, "a level of 0"});
-  }
+  auto levels = endpoint::SweepLevels(o.levels, o.max_concurrency);
+  if (!levels) return Fails(ctx, "sweep", levels.error());
   auto store = store::Store::Open({.path = ctx.DbPath()});
   if (!store) return Fails(ctx, "sweep", store.error());
   auto writer = BeginRun(*store, "endpoint-sweep/" + p.description.url);
@@ -480,16 +380,15 @@ int Sweep(Context& ctx, EndpointOptions& o) {
                          "REQUESTS", "FAILED", "REQ/S", "OUT TOK/S", "TTFT P50", "TTFT P99",
                          "TPOT P50");
   std::vector<Finding> findings;
-  for (const size_t c : levels) {
+  for (const size_t c : *levels) {
     if (sys::Interrupted()) break;
     std::string name;
     auto workload = MakeWorkload(o, name);
     if (!workload) return Fails(ctx, "sweep", workload.error());
     p.description.workload = name;
     p.description.concurrency = c;
-    // Enough requests that every level reaches a steady state: at least 4 per slot.
-    const endpoint::LoadShape shape = ShapeOf(
-        o, c, o.duration_s > 0 ? o.requests : std::max(o.requests > 0 ? o.requests : 64, 4 * c));
+    const endpoint::LoadShape shape =
+        ShapeOf(o, c, endpoint::SweepRequests(o.requests, o.duration_s, c));
     auto m = Measure(ctx, o, p, **workload, shape);
     if (!m) {
       (void)writer->FinishWithError(kExitError, SystemClock().Now());
@@ -565,8 +464,9 @@ int ServeSim(Context& ctx, EndpointOptions& o) {
 
 void AddTargetFlags(CLI::App* app, EndpointOptions& o) {
   app->add_option("--url", o.url,
-                  "Endpoint URL; scheme://host:port alone gets the API's path "
-                  "(/v1/chat/completions, /v1/completions, /v1/messages)")
+                  "Endpoint or base URL, as the OpenAI SDK takes it: http://HOST:PORT and "
+                  "http://HOST:PORT/v1 get the API's path (/v1/chat/completions, "
+                  "/v1/completions, /v1/messages); a URL ending in one is used as it is")
       ->required();
   app->add_option("--api", o.api, "chat | completions | anthropic")->capture_default_str();
   app->add_option("--model", o.model, "Model name sent in each request")->required();
@@ -682,7 +582,8 @@ Command SetupEndpointCommand(CLI::App& parent) {
                    "JSONL: timestamp (ms), input_length, output_length, hash_ids")
       ->required();
   AddTargetFlags(o->replay, *o);
-  o->replay->add_option("--concurrency", o->concurrency, "Cap on requests in flight (0: none)")
+  o->replay
+      ->add_option("--concurrency", o->replay_concurrency, "Cap on requests in flight (0: none)")
       ->check(Whole(0, kMaxStreams));
   o->replay->add_option("--requests", o->requests, "Stop after this many requests")
       ->check(Whole(1, kMaxCount));
@@ -775,7 +676,7 @@ Command SetupEndpointCommand(CLI::App& parent) {
   return {app, [o](Context& ctx) {
             if (o->run->parsed()) return RunOrReplay(ctx, *o, false);
             if (o->replay->parsed()) {
-              if (o->concurrency == 16 && !o->replay->count("--concurrency")) o->concurrency = 0;
+              o->concurrency = o->replay_concurrency;
               return RunOrReplay(ctx, *o, true);
             }
             if (o->sweep->parsed()) return Sweep(ctx, *o);

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include "core/strings.hpp"
+
 namespace cmax::endpoint {
 namespace {
 
@@ -53,18 +55,25 @@ LoadSummary Summarize(const LoadResult& run, const Slo& slo, const std::optional
   s.lateness_ms = Distribute(std::move(lateness));
   s.server_lag_ms = Distribute(std::move(lag));
   s.client_cpu_s = run.client_cpu_s;
-  s.client_cpu_share = run.duration_s > 0 ? run.client_cpu_s / run.duration_s : 0;
+  if (run.duration_s >= kMinCpuWindowS) s.client_cpu_share = run.client_cpu_s / run.duration_s;
   s.cpu_us_per_output_token =
       s.metrics.output_tokens > 0
           ? run.client_cpu_s * 1e6 / static_cast<double>(s.metrics.output_tokens)
           : 0;
   s.max_in_flight = run.max_in_flight;
   s.retries = run.retries;
-  if (s.client_cpu_share > kBusyClient) {
+  if (s.client_cpu_share && *s.client_cpu_share > kBusyClient) {
     s.warnings.push_back(
         fmt::format("the client used {:.0f}% of a core: it may be slowing what it measures",
-                    s.client_cpu_share * 100));
+                    *s.client_cpu_share * 100));
   }
+  const RequestRecord* first = nullptr;
+  for (const RequestRecord& r : run.records) {
+    if (r.timing.ok) continue;
+    ++s.failed;
+    if (first == nullptr || r.index < first->index) first = &r;
+  }
+  if (first != nullptr) s.first_failure = FailureText(*first);
   if (s.lateness_ms.count > 0 && s.lateness_ms.p99 > kLateMs) {
     s.warnings.push_back(fmt::format(
         "requests left up to {:.1f} ms late (p99) against their schedule: the client may be "
@@ -154,11 +163,12 @@ json ResultJson(const RunDescription& d, const LoadResult& run, const LoadSummar
   ours["cache_hit_rate"] = s.measured_hit_rate;
   ours["ideal_cache_hit_rate"] = s.ideal_hit_rate;
   ours["cost_usd"] = s.cost_usd ? json(*s.cost_usd) : json(nullptr);
-  ours["client"] = {{"cpu_s", s.client_cpu_s},
-                    {"cpu_share_of_core", s.client_cpu_share},
-                    {"cpu_us_per_output_token", s.cpu_us_per_output_token},
-                    {"send_lateness_ms", DistributionJson(s.lateness_ms)},
-                    {"warnings", s.warnings}};
+  ours["client"] = {
+      {"cpu_s", s.client_cpu_s},
+      {"cpu_share_of_core", s.client_cpu_share ? json(*s.client_cpu_share) : json(nullptr)},
+      {"cpu_us_per_output_token", s.cpu_us_per_output_token},
+      {"send_lateness_ms", DistributionJson(s.lateness_ms)},
+      {"warnings", s.warnings}};
   if (s.server_lag_ms.count > 0)
     ours["ttft_error_vs_server_ms"] = DistributionJson(s.server_lag_ms);
   out["cmax"] = std::move(ours);
@@ -229,6 +239,35 @@ std::vector<Metric> StoreMetrics(const LoadSummary& s, const RunDescription& d) 
   return out;
 }
 
+std::string FailureText(const RequestRecord& r) {
+  // The engine words an HTTP error "HTTP 404: <start of the body>"; shown with its version.
+  const std::string prefix = fmt::format("HTTP {}: ", r.http_status);
+  std::string text;
+  if (r.http_status != 0 && r.error_message.starts_with(prefix)) {
+    text = fmt::format("HTTP/{} {}: {}", r.http_version.empty() ? "1.1" : r.http_version,
+                       r.http_status, r.error_message.substr(prefix.size()));
+  } else {
+    text = r.timing.error + ": " + r.error_message;
+  }
+  // One line, of a length a terminal shows: a body can be anything.
+  constexpr size_t kShown = 300;
+  if (text.size() > kShown) text = SanitizeUtf8(text.substr(0, kShown)) + "...";
+  for (char& c : text) {
+    if (c == '\n' || c == '\r' || c == '\t') c = ' ';
+  }
+  ShowControlCharacters(text);
+  return text;
+}
+
+namespace {
+
+std::string CpuShareText(const std::optional<double>& share) {
+  return share ? fmt::format("{:.0f}% of a core", *share * 100)
+               : fmt::format("share not measured (run under {} s)", kMinCpuWindowS);
+}
+
+}  // namespace
+
 std::vector<Finding> LoadFindings(const LoadSummary& s) {
   const RunMetrics& m = s.metrics;
   std::vector<Finding> out;
@@ -239,6 +278,12 @@ std::vector<Finding> LoadFindings(const LoadSummary& s) {
   errors.expected = "every request completes";
   if (m.failed == 0 && total > 0) {
     errors.status = CheckStatus::kPass;
+  } else if (total > 0 && m.completed == 0) {
+    // Nothing was measured: a wrong URL, key or model, or a server that is down. The run fails
+    // (exit 1) and says what the first answer was.
+    errors.status = CheckStatus::kFail;
+    errors.severity = Severity::kHigh;
+    errors.message = "every request failed; the first: " + s.first_failure;
   } else {
     errors.status = CheckStatus::kWarn;
     errors.severity = Severity::kMedium;
@@ -250,10 +295,9 @@ std::vector<Finding> LoadFindings(const LoadSummary& s) {
   out.push_back(std::move(errors));
   Finding client;
   client.check_id = "endpoint.client";
-  client.observed = fmt::format(
-      "client CPU {:.0f}% of a core, {:.2f} us per output token, send "
-      "lateness p99 {:.2f} ms",
-      s.client_cpu_share * 100, s.cpu_us_per_output_token, s.lateness_ms.p99);
+  client.observed =
+      fmt::format("client CPU {}, {:.2f} us per output token, send lateness p99 {:.2f} ms",
+                  CpuShareText(s.client_cpu_share), s.cpu_us_per_output_token, s.lateness_ms.p99);
   client.expected =
       fmt::format("under {:.0f}% of a core and {:.0f} ms late", kBusyClient * 100, kLateMs);
   client.status = s.warnings.empty() ? CheckStatus::kPass : CheckStatus::kWarn;
@@ -270,6 +314,7 @@ std::string SummaryText(const RunDescription& d, const LoadSummary& s) {
   out += fmt::format("  requests        {} completed, {} failed in {:.2f} s (max {} in flight)\n",
                      m.completed, m.failed, m.duration_s, s.max_in_flight);
   for (const auto& [c, n] : m.errors) out += fmt::format("    {:<14}{}\n", c, n);
+  if (!s.first_failure.empty()) out += "  first failure   " + s.first_failure + "\n";
   out += fmt::format("  throughput      {:.2f} req/s, {:.1f} output tok/s, {:.1f} total tok/s\n",
                      m.request_throughput, m.output_throughput, m.total_token_throughput);
   out += fmt::format("  goodput         {:.2f} req/s\n", m.goodput);
@@ -290,9 +335,9 @@ std::string SummaryText(const RunDescription& d, const LoadSummary& s) {
                      s.measured_hit_rate * 100, s.ideal_hit_rate * 100);
   if (s.cost_usd) out += fmt::format("  cost            ${:.4f}\n", *s.cost_usd);
   out += fmt::format(
-      "  client          {:.2f} CPU-s ({:.0f}% of a core), {:.2f} us per output token, "
-      "lateness p99 {:.2f} ms\n",
-      s.client_cpu_s, s.client_cpu_share * 100, s.cpu_us_per_output_token, s.lateness_ms.p99);
+      "  client          {:.2f} CPU-s ({}), {:.2f} us per output token, lateness p99 {:.2f} ms\n",
+      s.client_cpu_s, CpuShareText(s.client_cpu_share), s.cpu_us_per_output_token,
+      s.lateness_ms.p99);
   if (s.server_lag_ms.count > 0) {
     out +=
         fmt::format("  TTFT error      p50 {:.3f} ms, p99 {:.3f} ms (vs serve-sim's send time)\n",

@@ -37,12 +37,26 @@ struct LoadSummary {
   Distribution lateness_ms;
   Distribution server_lag_ms;  // serve-sim only
   double client_cpu_s = 0;
-  double client_cpu_share = 0;  // of one core over the run
+  // Of one core over the run; none when the run was too short for the share to mean anything
+  // (a run against a refused port ends in a millisecond: its start-up CPU over that is "154%").
+  std::optional<double> client_cpu_share;
   double cpu_us_per_output_token = 0;
   size_t max_in_flight = 0;
   uint64_t retries = 0;
   std::vector<std::string> warnings;
+  size_t failed = 0;
+  // The first failed request (by order of sending), e.g. "HTTP/1.1 404: {\"detail\":...}" or
+  // "connect: Connection refused": what a user whose every request failed needs to see.
+  std::string first_failure;
 };
+
+// Shortest run over which the client's CPU share is reported (seconds, first send to last
+// outcome): below it, fixed start-up costs dominate and the share is noise.
+inline constexpr double kMinCpuWindowS = 0.5;
+
+// How the first failure is shown: the status line and the start of the body for an HTTP error,
+// else the error class and its message.
+std::string FailureText(const RequestRecord& record);
 
 LoadSummary Summarize(const LoadResult& run, const Slo& slo, const std::optional<Price>& price);
 

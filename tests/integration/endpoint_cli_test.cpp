@@ -128,6 +128,34 @@ TEST_F(EndpointCli, RunWritesVllmKeysRequestLinesAndTheStoreButNeverTheKey) {
   }
 }
 
+// The OpenAI SDK's base-URL convention: http://HOST:PORT/v1 is a base, not the endpoint.
+TEST_F(EndpointCli, ABaseUrlGetsTheApisPath) {
+  const auto r = Cmax({"endpoint", "run", "--url", Url() + "/v1", "--model", "m", "--requests", "4",
+                       "--input-len", "10", "--output-len", "3"});
+  ASSERT_EQ(r.exit_code, 0) << r.stdout_text << r.stderr_text;
+  EXPECT_NE(r.stdout_text.find(Url() + "/v1/chat/completions"), std::string::npos) << r.stdout_text;
+  EXPECT_NE(r.stdout_text.find("4 completed, 0 failed"), std::string::npos) << r.stdout_text;
+}
+
+// Nothing measured: exit 1 (not 0 with 4,096 404s), and the first answer is shown.
+TEST_F(EndpointCli, ARunWhoseEveryRequestFailedFailsAndShowsTheFirst) {
+  const auto wrong = Cmax({"endpoint", "run", "--url", Url() + "/nope/chat/completions", "--model",
+                           "m", "--requests", "4", "--input-len", "10"});
+  EXPECT_EQ(wrong.exit_code, 1) << wrong.stdout_text << wrong.stderr_text;
+  EXPECT_NE(wrong.stdout_text.find("first failure   HTTP/1.1 404"), std::string::npos)
+      << wrong.stdout_text;
+  // A refused port: the client's CPU share over a millisecond is not reported.
+  const auto refused = Cmax({"endpoint", "run", "--url",
+                             "http://127.0.0.1:" + std::to_string(testing::FreePort()) + "/v1",
+                             "--model", "m", "--requests", "4", "--input-len", "10"});
+  EXPECT_EQ(refused.exit_code, 1) << refused.stdout_text << refused.stderr_text;
+  EXPECT_NE(refused.stdout_text.find("first failure   connect: "), std::string::npos)
+      << refused.stdout_text;
+  EXPECT_NE(refused.stdout_text.find("share not measured"), std::string::npos)
+      << refused.stdout_text;
+  EXPECT_EQ(refused.stdout_text.find("% of a core"), std::string::npos) << refused.stdout_text;
+}
+
 TEST_F(EndpointCli, SweepAndReplay) {
   auto r = Cmax({"endpoint", "sweep", "--url", Url(), "--model", "m", "--levels", "1,2,4",
                  "--requests", "8", "--input-len", "10", "--output-len", "3", "--output-file",

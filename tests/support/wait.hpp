@@ -2,15 +2,15 @@
 // never for a fixed time. Polls `done` until it holds or the timeout passes.
 #pragma once
 
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
+#include <arpa/inet.h>
 #include <chrono>
 #include <fstream>
+#include <netinet/in.h>
 #include <sstream>
 #include <string>
+#include <sys/socket.h>
 #include <thread>
 
 namespace cmax::testing {

@@ -1,0 +1,164 @@
+#include "endpoint/plan.hpp"
+
+#include <algorithm>
+#include <array>
+#include <fmt/format.h>
+
+#include "core/strings.hpp"
+#include "endpoint/workload.hpp"
+
+namespace cmax::endpoint {
+namespace {
+
+// The paths that name an endpoint rather than a base, as the APIs end them.
+constexpr std::array<std::string_view, 3> kApiPathEnds = {"/chat/completions", "/completions",
+                                                          "/messages"};
+
+}  // namespace
+
+Result<std::string> EndpointUrl(const std::string& url, Api api) {
+  if (!url.starts_with("http://") && !url.starts_with("https://")) {
+    return Fail(ErrorCode::kInvalidArgument, "--url must start with http:// or https://");
+  }
+  const size_t authority = url.find("://") + 3;
+  const size_t query_at = std::min(url.find_first_of("?#", authority), url.size());
+  const size_t path_at = std::min(url.find('/', authority), query_at);
+  const std::string origin = url.substr(0, path_at);
+  std::string path = url.substr(path_at, query_at - path_at);
+  const std::string query = url.substr(query_at);
+  const std::string_view usual = DefaultPath(api);  // "/v1/..."
+  for (const std::string_view end : kApiPathEnds) {
+    if (path.ends_with(end)) return url;
+  }
+  while (!path.empty() && path.back() == '/') path.pop_back();
+  if (path.empty()) return origin + std::string(usual) + query;
+  if (path.ends_with("/v1")) return origin + path + std::string(usual.substr(3)) + query;
+  return origin + path + std::string(usual) + query;
+}
+
+std::string ShownUrl(const std::string& url) {
+  std::string shown = url.substr(0, url.find_first_of("?#"));
+  const size_t scheme = shown.find("://");
+  const size_t at = shown.find('@', scheme == std::string::npos ? 0 : scheme + 3);
+  const size_t slash = shown.find('/', scheme == std::string::npos ? 0 : scheme + 3);
+  if (scheme != std::string::npos && at != std::string::npos &&
+      (slash == std::string::npos || at < slash)) {
+    shown = shown.substr(0, scheme + 3) + shown.substr(at + 1);
+  }
+  return shown;
+}
+
+Result<std::string> ApiKey(const KeySource& source, Api api, sys::FileSystem& fs,
+                           const EnvLookup& env) {
+  if (!source.file.empty()) {
+    auto text = fs.ReadFile(source.file, 64 << 10);
+    if (!text) return Wrap(text.error(), "--api-key-file");
+    if (Trim(*text).empty()) {
+      return Fail(ErrorCode::kInvalidArgument, "--api-key-file {} is empty",
+                  SanitizeUtf8(source.file));
+    }
+    return std::string(Trim(*text));
+  }
+  if (!source.env.empty()) {
+    const std::string value = env(source.env);
+    const std::string key(Trim(value));
+    if (key.empty()) {
+      return Fail(ErrorCode::kInvalidArgument, "--api-key-env {}: the variable is not set or empty",
+                  SanitizeUtf8(source.env));
+    }
+    return key;
+  }
+  const std::string value = env(api == Api::kAnthropic ? "ANTHROPIC_API_KEY" : "OPENAI_API_KEY");
+  return std::string(Trim(value));
+}
+
+Result<std::vector<std::string>> RequestHeaders(Api api, const std::string& key,
+                                                const std::vector<std::string>& extra) {
+  std::vector<std::string> headers;
+  if (!key.empty()) {
+    // A line break in a header would let the key (or a file posing as one) add headers.
+    if (key.find_first_of("\r\n") != std::string::npos) {
+      return Fail(ErrorCode::kInvalidArgument, "the API key holds a line break");
+    }
+    headers.push_back(api == Api::kAnthropic ? "x-api-key: " + key : "Authorization: Bearer " + key);
+  }
+  if (api == Api::kAnthropic) headers.emplace_back("anthropic-version: 2023-06-01");
+  for (const std::string& h : extra) {
+    const size_t colon = h.find(':');
+    if (colon == std::string::npos || colon == 0 || h.find_first_of("\r\n") != std::string::npos) {
+      return Fail(ErrorCode::kInvalidArgument, "--header '{}' is not 'Name: value'",
+                  SanitizeUtf8(h.substr(0, std::min<size_t>(colon, 40))));
+    }
+    headers.push_back(h);
+  }
+  return headers;
+}
+
+Result<Slo> ParseGoodput(const std::vector<std::string>& items) {
+  Slo slo;
+  for (const std::string& item : items) {
+    for (std::string_view part : Split(item, ',')) {
+      part = Trim(part);
+      if (part.empty()) continue;
+      const size_t colon = part.find(':');
+      const double ms = colon == std::string_view::npos
+                            ? -1
+                            : ParseNonNegative(part.substr(colon + 1)).value_or(-1);
+      const std::string_view key = colon == std::string_view::npos ? part : part.substr(0, colon);
+      if (ms < 0) {
+        return Fail(ErrorCode::kInvalidArgument, "--goodput '{}': use ttft:MS, tpot:MS or e2el:MS",
+                    SanitizeUtf8(part));
+      }
+      if (key == "ttft") {
+        slo.ttft_ms = ms;
+      } else if (key == "tpot") {
+        slo.tpot_ms = ms;
+      } else if (key == "e2el" || key == "e2e") {
+        slo.e2e_ms = ms;
+      } else {
+        return Fail(ErrorCode::kInvalidArgument, "--goodput '{}': unknown metric '{}'",
+                    SanitizeUtf8(part), SanitizeUtf8(key));
+      }
+    }
+  }
+  return slo;
+}
+
+Result<std::vector<size_t>> SweepLevels(const std::vector<size_t>& levels, size_t max_concurrency) {
+  if (!levels.empty()) {
+    if (std::find(levels.begin(), levels.end(), 0U) != levels.end())
+      return Fail(ErrorCode::kInvalidArgument, "--levels: a level of 0");
+    return levels;
+  }
+  if (max_concurrency == 0) return Fail(ErrorCode::kInvalidArgument, "--max-concurrency of 0");
+  std::vector<size_t> out;
+  for (size_t c = 1; c <= max_concurrency; c *= 2) {
+    out.push_back(c);
+    if (c > max_concurrency / 2) break;  // the next doubling would pass it (or overflow)
+  }
+  return out;
+}
+
+size_t SweepRequests(size_t requests, double duration_s, size_t concurrency) {
+  if (duration_s > 0) return requests;
+  return std::max(requests > 0 ? requests : size_t{64}, 4 * concurrency);
+}
+
+LoadShape WarmupShape(const LoadShape& measured, size_t warmup) {
+  LoadShape warm = measured;
+  warm.requests = warmup;
+  warm.duration_s = 0;
+  warm.rate = 0;
+  warm.trace_times = false;
+  return warm;
+}
+
+std::vector<std::string> ReplayMarkers(size_t copies, uint64_t seed, bool no_marker) {
+  std::vector<std::string> markers;
+  markers.reserve(copies);
+  for (size_t i = 0; i < copies; ++i)
+    markers.push_back(no_marker ? std::string() : ReplayMarker(seed * 1000 + i + 1));
+  return markers;
+}
+
+}  // namespace cmax::endpoint

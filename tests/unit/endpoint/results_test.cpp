@@ -1,0 +1,103 @@
+// What a load run's summary and findings say: a run whose every request failed fails and shows
+// the first failure; the client's CPU share only over a run long enough to measure it.
+#include "endpoint/results.hpp"
+
+#include <gtest/gtest.h>
+
+namespace cmax::endpoint {
+namespace {
+
+RequestRecord Failed(uint64_t index, long status, const std::string& error_class,
+                     const std::string& message) {
+  RequestRecord r;
+  r.index = index;
+  r.http_status = status;
+  r.http_version = status != 0 ? "1.1" : "";
+  r.timing.ok = false;
+  r.timing.error = error_class;
+  r.error_message = message;
+  return r;
+}
+
+RequestRecord Completed(uint64_t index) {
+  RequestRecord r;
+  r.index = index;
+  r.http_status = 200;
+  r.timing = {.sent_s = 0, .first_byte_s = 0.01, .first_chunk_s = 0.01, .first_token_s = 0.01,
+              .chunk_s = {0.01, 0.02}, .output_tokens = 2, .ok = true};
+  return r;
+}
+
+// The endpoint.errors finding, by value: the findings are a temporary.
+Finding Errors(const std::vector<Finding>& findings) {
+  for (const Finding& f : findings) {
+    if (f.check_id == "endpoint.errors") return f;
+  }
+  ADD_FAILURE() << "no endpoint.errors finding";
+  return {};
+}
+
+TEST(LoadSummary, EveryRequestFailedIsAFailureThatShowsTheFirst) {
+  LoadResult run;
+  run.duration_s = 1;
+  // Completion order is not sending order: the first failure is the one sent first.
+  run.records = {Failed(3, 404, "http-4xx", "HTTP 404: later"),
+                 Failed(0, 404, "http-4xx", "HTTP 404: {\"detail\":\"Not Found\"}"),
+                 Failed(1, 0, "connect", "Connection refused")};
+  const LoadSummary s = Summarize(run, {}, std::nullopt);
+  EXPECT_EQ(s.failed, 3U);
+  EXPECT_EQ(s.first_failure, "HTTP/1.1 404: {\"detail\":\"Not Found\"}");
+  const Finding errors = Errors(LoadFindings(s));
+  EXPECT_EQ(errors.status, CheckStatus::kFail);
+  EXPECT_EQ(errors.severity, Severity::kHigh);
+  EXPECT_NE(errors.message.find("every request failed; the first: HTTP/1.1 404"),
+            std::string::npos)
+      << errors.message;
+  EXPECT_NE(SummaryText({}, s).find("first failure   HTTP/1.1 404: {\"detail\""),
+            std::string::npos);
+}
+
+TEST(LoadSummary, SomeFailedIsAWarningAndNoneIsAPass) {
+  LoadResult run;
+  run.duration_s = 1;
+  run.records = {Completed(0), Failed(1, 0, "connect", "Connection refused")};
+  const LoadSummary some = Summarize(run, {}, std::nullopt);
+  EXPECT_EQ(some.first_failure, "connect: Connection refused");
+  EXPECT_EQ(Errors(LoadFindings(some)).status, CheckStatus::kWarn);
+  run.records = {Completed(0), Completed(1)};
+  const LoadSummary none = Summarize(run, {}, std::nullopt);
+  EXPECT_TRUE(none.first_failure.empty());
+  EXPECT_EQ(Errors(LoadFindings(none)).status, CheckStatus::kPass);
+  EXPECT_EQ(SummaryText({}, none).find("first failure"), std::string::npos);
+}
+
+TEST(LoadSummary, AFailureIsShownOnOneShortLine) {
+  const std::string body = "line one\nline two\x1b[31m" + std::string(1000, 'x');
+  const std::string shown = FailureText(Failed(0, 500, "http-5xx", "HTTP 500: " + body));
+  EXPECT_EQ(shown.find('\n'), std::string::npos);
+  EXPECT_EQ(shown.find('\x1b'), std::string::npos);
+  EXPECT_LE(shown.size(), 310U);
+  EXPECT_TRUE(shown.starts_with("HTTP/1.1 500: line one line two")) << shown;
+  EXPECT_TRUE(shown.ends_with("...")) << shown;
+}
+
+TEST(LoadSummary, ClientCpuShareOnlyOverAMeasurableRun) {
+  LoadResult run;
+  run.records = {Failed(0, 0, "connect", "Connection refused")};
+  run.client_cpu_s = 0.0031;  // start-up over a refused port: "154% of a core" before
+  run.duration_s = 0.002;
+  const LoadSummary brief = Summarize(run, {}, std::nullopt);
+  EXPECT_FALSE(brief.client_cpu_share.has_value());
+  for (const std::string& w : brief.warnings) EXPECT_EQ(w.find("of a core"), std::string::npos);
+  EXPECT_NE(SummaryText({}, brief).find("share not measured"), std::string::npos);
+  EXPECT_TRUE(ResultJson({}, run, brief)["cmax"]["client"]["cpu_share_of_core"].is_null());
+  run.duration_s = 2;
+  run.client_cpu_s = 1;
+  const LoadSummary measured = Summarize(run, {}, std::nullopt);
+  ASSERT_TRUE(measured.client_cpu_share.has_value());
+  EXPECT_DOUBLE_EQ(*measured.client_cpu_share, 0.5);
+  EXPECT_NE(SummaryText({}, measured).find("(50% of a core)"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace cmax::endpoint
