@@ -3,6 +3,8 @@
 #include <CLI/CLI.hpp>
 #include <exception>
 #include <ostream>
+#include <string_view>
+#include <utility>
 
 #include "core/log.hpp"
 #include "sys/host.hpp"
@@ -17,7 +19,47 @@ bool Context::Color() const {
   return out_is_terminal && !global.no_color && sys::GetEnv("NO_COLOR").empty();
 }
 
-std::vector<Command> SetupCli(CLI::App& app, Context& ctx) {
+namespace {
+
+using CommandSetup = Command (*)(CLI::App&);
+
+// Every subcommand, in the order --help lists them.
+constexpr std::pair<std::string_view, CommandSetup> kCommands[] = {
+    {"run", SetupRunCommand},
+    {"db", SetupDbCommand},
+    {"report", SetupReportCommand},
+    {"lab", SetupLabCommand},
+    {"health", SetupHealthCommand},
+    {"agent", SetupAgentCommand},
+    {"remediate", SetupRemediateCommand},
+    {"inject", SetupInjectCommand},
+    {"reliability", SetupReliabilityCommand},
+    {"endpoint", SetupEndpointCommand},
+};
+
+}  // namespace
+
+TreeNeeded TreeFor(const std::vector<std::string>& args) {
+  bool version = false;
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    if (a == "--db") {
+      ++i;  // its value, whatever it looks like
+      continue;
+    }
+    if (a == "--version") version = true;
+    if (a == "-h" || a == "--help" || a == "--") return {};
+    if (a.empty() || a[0] == '-') continue;
+    for (const auto& [name, setup] : kCommands) {
+      if (a == name) return {.all = false, .command = a};
+    }
+    return {};  // not a command: CLI11 says so, with the whole tree to suggest from
+  }
+  if (version) return {.all = false, .command = ""};
+  return {};
+}
+
+std::vector<Command> SetupCli(CLI::App& app, Context& ctx, const TreeNeeded& needed) {
   app.description(
       "cmax evaluates GPU clouds the way the ClusterMAX rating does: it inventories and audits\n"
       "hosts and clusters, records the evidence in a SQLite store, and reports findings.");
@@ -33,19 +75,18 @@ std::vector<Command> SetupCli(CLI::App& app, Context& ctx) {
   app.add_flag("-v,--verbose", ctx.global.verbosity, "More log detail on stderr (repeat: -vv)");
   app.add_flag("-q,--quiet", ctx.global.quiet, "Errors only on stderr");
   app.add_flag("--no-color", ctx.global.no_color, "No colours even on a terminal (also NO_COLOR)");
-  return {
-      SetupRunCommand(app),       SetupDbCommand(app),     SetupReportCommand(app),
-      SetupLabCommand(app),       SetupHealthCommand(app), SetupAgentCommand(app),
-      SetupRemediateCommand(app), SetupInjectCommand(app), SetupReliabilityCommand(app),
-      SetupEndpointCommand(app),
-  };
+  std::vector<Command> commands;
+  for (const auto& [name, setup] : kCommands) {
+    if (needed.all || needed.command == name) commands.push_back(setup(app));
+  }
+  return commands;
 }
 
 int RunCli(const std::vector<std::string>& args, std::ostream& out, std::ostream& err,
            bool out_is_terminal) {
   CLI::App app;
   Context ctx{out, err, {}, out_is_terminal};
-  const std::vector<Command> commands = SetupCli(app, ctx);
+  const std::vector<Command> commands = SetupCli(app, ctx, TreeFor(args));
 
   std::vector<std::string> reversed(args.rbegin(), args.rend());
   try {

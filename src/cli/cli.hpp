@@ -53,10 +53,21 @@ Command SetupInjectCommand(CLI::App& parent);
 Command SetupReliabilityCommand(CLI::App& parent);
 Command SetupEndpointCommand(CLI::App& parent);
 
-// The whole command tree on `app` (the global options and every subcommand, bound to ctx): what
-// RunCli parses, and what the tests walk to hold every option to the rules. The commands own the
-// values their options are bound to: keep them while `app` parses.
-std::vector<Command> SetupCli(CLI::App& app, Context& ctx);
+// What of the tree a command line needs: every command (help, an unknown word, no arguments),
+// the one it names, or none (--version alone).
+struct TreeNeeded {
+  bool all = true;
+  std::string command;  // when !all: the one command to build, or "" for none
+};
+// Reads the command word past the global options (--db takes a value) without parsing.
+TreeNeeded TreeFor(const std::vector<std::string>& args);
+
+// The command tree on `app`: the global options and every subcommand (or only those `needed`
+// names), bound to ctx. RunCli builds only what the command line needs: building all of it was
+// most of a one-shot command's start-up. The tests walk the whole tree to hold every option to
+// the rules. The commands own the values their options are bound to: keep them while `app`
+// parses.
+std::vector<Command> SetupCli(CLI::App& app, Context& ctx, const TreeNeeded& needed = {});
 
 int RunCli(const std::vector<std::string>& args, std::ostream& out, std::ostream& err,
            bool out_is_terminal = false);

@@ -50,8 +50,7 @@ int RunAgent(const AgentCliOptions& options, Context& ctx) {
   const health::XidCatalog* catalog = &health::XidCatalog::Builtin();
   std::optional<health::XidCatalog> custom;
   if (!options.xid_catalog.empty()) {
-    sys::LocalFileSystem fs;
-    auto text = fs.ReadFile(options.xid_catalog, 16 << 20);
+    auto text = sys::LocalFileSystem().ReadFile(options.xid_catalog, 16 << 20);
     auto parsed = text ? health::XidCatalog::Parse(*text) : tl::unexpected(text.error());
     if (!parsed) {
       ctx.err << "cmax agent: " << options.xid_catalog << ": " << parsed.error().message << "\n";
@@ -90,30 +89,31 @@ int RunAgent(const AgentCliOptions& options, Context& ctx) {
   // every 2 s (validation jobs, timers). Its circuit breaker sees the rest of the fleet through
   // the scheduler's cmax-owned drains.
   sys::PosixProcessRunner runner;
+  sys::LocalFileSystem fs;
   SystemClock clock;
-  std::unique_ptr<SchedulerChoice> scheduler;
-  std::unique_ptr<SchedulerChoice> kube;  // --publish-conditions
+  std::unique_ptr<remediate::SchedulerChoice> scheduler;
+  std::unique_ptr<remediate::SchedulerChoice> kube;  // --publish-conditions
   std::optional<remediate::KubeConditionPublisher> publisher;
   std::vector<std::function<void()>> hooks;
   std::optional<remediate::Controller> controller;
-  std::optional<ControllerLock> lock;
+  std::optional<remediate::ControllerLock> lock;
   if (options.remediate || options.remediate_dry_run) {
     ControllerFlags flags = options.controller;
     flags.act = options.remediate;
     flags.dry_run = options.remediate_dry_run;
     flags.nodes = {agent_options.node};
-    auto config = BuildControllerConfig(flags);
+    auto config = remediate::BuildControllerConfig(flags, fs);
     if (!config) {
       ctx.err << "cmax agent: " << config.error().message << "\n";
       return kExitUsage;
     }
-    auto taken = ControllerLock::Take(ctx.DbPath());
+    auto taken = remediate::ControllerLock::Take(ctx.DbPath());
     if (!taken) {
       ctx.err << "cmax agent: " << taken.error().message << "\n";
       return kExitError;
     }
     lock.emplace(std::move(*taken));
-    auto made = MakeScheduler(flags, runner, clock);
+    auto made = remediate::MakeScheduler(flags, runner, clock, remediate::KubeEnvironment());
     if (!made) {
       ctx.err << "cmax agent: " << made.error().message << "\n";
       return kExitUsage;
@@ -129,7 +129,7 @@ int RunAgent(const AgentCliOptions& options, Context& ctx) {
   if (options.publish_conditions) {
     ControllerFlags flags = options.controller;
     flags.scheduler = "kubernetes";
-    auto made = MakeScheduler(flags, runner, clock);
+    auto made = remediate::MakeScheduler(flags, runner, clock, remediate::KubeEnvironment());
     if (!made) {
       ctx.err << "cmax agent: " << made.error().message << "\n";
       return kExitUsage;

@@ -13,7 +13,6 @@
 #include <ostream>
 
 #include "cli/cli.hpp"
-#include "cli/inject_facts.hpp"
 #include "cli/numbers.hpp"
 #include "core/log.hpp"
 #include "core/strings.hpp"
@@ -23,6 +22,7 @@
 #include "inject/nvml_sim.hpp"
 #include "inject/pcie_sbr.hpp"
 #include "inject/target.hpp"
+#include "inject/target_facts.hpp"
 #include "store/store.hpp"
 #include "sys/file_system.hpp"
 #include "sys/host.hpp"
@@ -85,7 +85,7 @@ std::vector<std::string> NodeGpus() {
 int Inject(const InjectOptions& o, Context& ctx, const std::string& kind) {
   sys::LocalFileSystem fs;
   sys::PosixProcessRunner runner;
-  const inject::TargetFacts target = GatherFacts(o.node, fs, runner);
+  const inject::TargetFacts target = inject::GatherFacts(o.node, fs, runner);
   const std::string name = "cmax inject " + kind;
 
   // The record, from a GPU (or switch) that is really there.
@@ -154,7 +154,7 @@ int InjectNvmlSim(const InjectOptions& o, Context& ctx) {
   }
   sys::LocalFileSystem fs;
   sys::PosixProcessRunner runner;
-  const inject::TargetFacts target = GatherFacts(o.node, fs, runner);
+  const inject::TargetFacts target = inject::GatherFacts(o.node, fs, runner);
   const auto refusals =
       inject::Refusals(target, {.dry_run = o.dry_run, .yes = o.yes, .force = o.force});
   std::string description;
@@ -216,7 +216,7 @@ int InjectDcgm(const InjectOptions& o, Context& ctx) {
   }
   sys::LocalFileSystem fs;
   sys::PosixProcessRunner runner;
-  const inject::TargetFacts target = GatherFacts(o.node, fs, runner);
+  const inject::TargetFacts target = inject::GatherFacts(o.node, fs, runner);
   ctx.out << name << ": node " << target.node << (o.dry_run ? ", would run: " : ", runs: ")
           << Join(*argv, " ") << "\n";
   const auto refusals =
@@ -249,7 +249,7 @@ int InjectPcieSbr(const InjectOptions& o, Context& ctx) {
   const std::string name = "cmax inject pcie-sbr";
   sys::LocalFileSystem fs;
   sys::PosixProcessRunner runner;
-  const inject::TargetFacts target = GatherFacts(o.node, fs, runner);
+  const inject::TargetFacts target = inject::GatherFacts(o.node, fs, runner);
   auto plan = inject::PlanSecondaryBusReset(fs, o.gpu);
   std::vector<std::string> refusals =
       inject::Refusals(target, {.dry_run = o.dry_run,

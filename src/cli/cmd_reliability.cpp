@@ -16,16 +16,13 @@
 
 #include "cli/cli.hpp"
 #include "cli/common.hpp"
-#include "cli/inject_facts.hpp"
 #include "cli/numbers.hpp"
 #include "cli/remediate_flags.hpp"
 #include "core/log.hpp"
 #include "core/strings.hpp"
-#include "inject/dcgm.hpp"
-#include "inject/kernel_lines.hpp"
-#include "inject/nvml_sim.hpp"
-#include "inject/pcie_sbr.hpp"
+#include "inject/target_facts.hpp"
 #include "reliability/alerts.hpp"
+#include "reliability/injector.hpp"
 #include "reliability/reboot.hpp"
 #include "reliability/scenario.hpp"
 #include "report/render.hpp"
@@ -101,24 +98,19 @@ int Run(const ReliabilityOptions& o, Context& ctx) {
   for (const reliability::Step& step : scenario->steps) {
     // The runner asks the scheduler it watches whether the node is known and in service.
     inject::TargetFacts facts =
-        GatherFacts(step.node, fs, runner, /*ask_slurm=*/o.scheduler.scheduler == "slurm");
+        inject::GatherFacts(step.node, fs, runner, /*ask_slurm=*/o.scheduler.scheduler == "slurm");
     facts.drained = false;  // the runner reports a drained node instead of refusing the run
-    ctx.out << fmt::format("{}: {} {} on {}{}: {}\n", step.name, step.inject, step.code, step.node,
+    ctx.out << fmt::format("{}: {} {} on {}{}: {}\n", step.name,
+                           reliability::InjectKindName(step.inject), step.code, step.node,
                            facts.lab ? " (lab)" : "",
                            SanitizeUtf8(reliability::StepRecord(step).value_or("")));
-    std::vector<std::string> why_not =
-        inject::Refusals(facts, {.dry_run = o.dry_run,
-                                 .yes = o.yes,
-                                 .force = o.force,
-                                 .allow_destructive = o.allow_destructive,
-                                 .destructive = step.inject == "pcie-sbr"});
-    if (step.inject == "pcie-sbr") {
-      // The bus reset runs here: it must be certain of its GPU before anything is injected.
-      if (auto plan = inject::PlanSecondaryBusReset(fs, step.pci); !plan) {
-        why_not.push_back(plan.error().message);
-      }
-    }
-    for (const std::string& why : why_not) {
+    for (const std::string& why :
+         reliability::StepRefusals(step, facts,
+                                   {.dry_run = o.dry_run,
+                                   .yes = o.yes,
+                                   .force = o.force,
+                                   .allow_destructive = o.allow_destructive},
+                                   fs)) {
       ctx.err << "cmax reliability run: " << step.name << ": refused: " << why << "\n";
       refused = true;
     }
@@ -137,7 +129,7 @@ int Run(const ReliabilityOptions& o, Context& ctx) {
   SystemClock clock;
   ControllerFlags watching = o.scheduler;
   watching.observe_maintenance = true;
-  auto scheduler = MakeScheduler(watching, runner, clock);
+  auto scheduler = remediate::MakeScheduler(watching, runner, clock, remediate::KubeEnvironment());
   if (!scheduler) {
     ctx.err << "cmax reliability run: " << scheduler.error().message << "\n";
     return kExitUsage;
@@ -160,36 +152,17 @@ int Run(const ReliabilityOptions& o, Context& ctx) {
     return kExitError;
   }
   reliability::RunHooks hooks;
-  std::set<std::string> sim_states;  // simulated-NVML state files to restore at the end
+  reliability::StepInjector injector(fs, runner, o.kmsg);
   hooks.inject = [&](const reliability::Step& step, const std::string& record) -> Result<void> {
+    // Recorded before it is done, so that no injection goes unrecorded.
     const nlohmann::json payload = {{"step", step.name}, {"record", record}, {"path", o.kmsg}};
     if (auto ok = store->SaveConditions(
-            {}, {{clock.Now(), step.node, "inject", step.inject, payload.dump()}});
+            {}, {{clock.Now(), step.node, "inject",
+                  std::string(reliability::InjectKindName(step.inject)), payload.dump()}});
         !ok) {
       return ok;
     }
-    if (step.inject == "nvml-sim") {
-      const std::string path = inject::SimStatePath(step.state);
-      if (path.empty()) return Fail(ErrorCode::kInvalidArgument, "no simulated NVML state file");
-      sim_states.insert(path);
-      auto change = inject::ApplySimFaultToFile(
-          fs, path, {step.fault, static_cast<long>(step.value), step.pci});
-      if (!change) return tl::unexpected(change.error());
-      return {};
-    }
-    if (step.inject == "pcie-sbr") {
-      auto plan = inject::PlanSecondaryBusReset(fs, step.pci);
-      if (!plan) return tl::unexpected(plan.error());
-      return inject::RunSecondaryBusReset(runner, *plan);
-    }
-    if (step.inject == "dcgm") {
-      auto argv = reliability::StepDcgmArgv(step);
-      if (!argv) return tl::unexpected(argv.error());
-      auto done = inject::RunDcgmInject(runner, *argv);
-      if (!done) return tl::unexpected(done.error());
-      return {};
-    }
-    return inject::WriteKernelRecord(o.kmsg, record);
+    return injector.Inject(step, record);
   };
   hooks.progress = [&](std::string_view line) {
     ctx.out << FormatIso8601(clock.Now()) << " " << SanitizeUtf8(line) << std::endl;
@@ -221,15 +194,11 @@ int Run(const ReliabilityOptions& o, Context& ctx) {
   }
   if (!alerts.Empty()) hooks.alerts = &alerts;
   auto results = reliability::RunScenario(*scenario, *(*scheduler)->scheduler, clock, hooks);
-  // Restore what can be restored: the simulated GPUs (a kernel-log record cannot be taken back;
-  // what the provider did to the nodes is theirs to undo).
-  for (const std::string& path : sim_states) {
-    if (auto ok = inject::RestoreSimState(fs, path); !ok) {
-      log::Warn("cannot restore {}: {}", path, ok.error().message);
-    } else {
-      ctx.out << "restored the simulated NVML state " << path << "\n";
-    }
-  }
+  // Restore what can be restored: the simulated GPUs.
+  const reliability::StepInjector::Restored restored = injector.Restore();
+  for (const std::string& path : restored.paths)
+    ctx.out << "restored the simulated NVML state " << path << "\n";
+  for (const Error& failure : restored.failures) log::Warn("cannot restore {}", failure.message);
   if (!results) {
     ctx.err << "cmax reliability run: " << results.error().message << "\n";
     (void)writer->FinishWithError(kExitError, clock.Now());
@@ -283,7 +252,7 @@ int Reboot(const ReliabilityOptions& o, Context& ctx) {
   sys::LocalFileSystem fs;
   sys::PosixProcessRunner runner;
   inject::TargetFacts facts =
-      GatherFacts(o.node, fs, runner, /*ask_slurm=*/o.scheduler.scheduler == "slurm");
+      inject::GatherFacts(o.node, fs, runner, /*ask_slurm=*/o.scheduler.scheduler == "slurm");
   facts.local = true;     // the scheduler reboots it, wherever it is
   facts.drained = false;  // a drained node may be rebooted; it is put back in service after
   const auto refusals = inject::Refusals(facts, {.yes = o.yes,
@@ -293,7 +262,8 @@ int Reboot(const ReliabilityOptions& o, Context& ctx) {
   for (const std::string& why : refusals) ctx.err << name << ": refused: " << why << "\n";
   if (!refusals.empty()) return kExitUsage;
   SystemClock clock;
-  auto scheduler = MakeScheduler(o.scheduler, runner, clock);
+  auto scheduler =
+      remediate::MakeScheduler(o.scheduler, runner, clock, remediate::KubeEnvironment());
   if (!scheduler) {
     ctx.err << name << ": " << scheduler.error().message << "\n";
     return kExitUsage;

@@ -51,7 +51,8 @@ int RunController(const RemediateOptions& o, Context& ctx) {
     ctx.err << "cmax remediate run: --interval must be a positive number of seconds\n";
     return kExitUsage;
   }
-  auto config = BuildControllerConfig(o.controller);
+  sys::LocalFileSystem fs;
+  auto config = remediate::BuildControllerConfig(o.controller, fs);
   if (!config) {
     ctx.err << "cmax remediate run: " << config.error().message << "\n";
     return kExitUsage;
@@ -61,14 +62,15 @@ int RunController(const RemediateOptions& o, Context& ctx) {
     ctx.err << "cmax remediate run: " << store.error().message << "\n";
     return kExitError;
   }
-  auto lock = ControllerLock::Take(ctx.DbPath());
+  auto lock = remediate::ControllerLock::Take(ctx.DbPath());
   if (!lock) {
     ctx.err << "cmax remediate run: " << lock.error().message << "\n";
     return kExitError;
   }
   sys::PosixProcessRunner runner;
   SystemClock clock;
-  auto scheduler = MakeScheduler(o.controller, runner, clock);
+  auto scheduler =
+      remediate::MakeScheduler(o.controller, runner, clock, remediate::KubeEnvironment());
   if (!scheduler) {
     ctx.err << "cmax remediate run: " << scheduler.error().message << "\n";
     return kExitUsage;
@@ -295,39 +297,29 @@ int ShowHistory(const RemediateOptions& o, Context& ctx, store::Store& store) {
   return kExitOk;
 }
 
-// A person's word about a node, recorded like any event: the running controller carries out
-// the actions it plans.
+// A person's word about a node: the library records it through the controller's policy.
 int OperatorEvent(const RemediateOptions& o, Context& ctx, store::Store& store,
                   remediate::EventKind kind) {
-  remediate::Journal journal(store.Db());
-  SystemClock clock;
-  const WallTime now = clock.Now();
-  auto entry = journal.Node(o.node, now);
-  if (!entry) {
-    ctx.err << "cmax remediate: " << entry.error().message << "\n";
-    return kExitError;
-  }
-  remediate::Event event;
-  event.kind = kind;
   std::string who = sys::GetEnv("SUDO_USER");
   if (who.empty()) who = sys::GetEnv("USER");
-  event.summary = who.empty() ? "by an operator" : "by " + who;
-  const remediate::Decision d =
-      remediate::Transition(entry->record, event, now, remediate::PolicyConfig{});
-  if (d.next.state == entry->record.state && d.actions.empty()) {
-    ctx.err << "cmax remediate: " << o.node << " is "
-            << remediate::NodeStateName(entry->record.state) << "; nothing to do (" << d.note
+  auto outcome = remediate::RecordOperatorWord(store, {o.node, kind, who}, SystemClock().Now());
+  if (!outcome) {
+    ctx.err << "cmax remediate: " << outcome.error().message << "\n";
+    return kExitError;
+  }
+  if (!outcome->changed) {
+    ctx.err << "cmax remediate: " << SanitizeUtf8(o.node) << " is "
+            << remediate::NodeStateName(outcome->from) << "; nothing to do (" << outcome->note
             << ")\n";
     return kExitUsage;
   }
-  auto ids = journal.Apply(*entry, event, d, now, false, {});
-  if (!ids) {
-    ctx.err << "cmax remediate: " << ids.error().message << "\n";
-    return kExitError;
-  }
-  ctx.out << o.node << ": " << remediate::NodeStateName(entry->record.state) << " -> "
-          << remediate::NodeStateName(d.next.state) << "; " << ids->size()
-          << " action(s) planned for the controller\n";
+  ctx.out << SanitizeUtf8(o.node) << ": " << remediate::NodeStateName(outcome->from) << " -> "
+          << remediate::NodeStateName(outcome->to) << "; " << outcome->actions_planned
+          << " action(s) planned for the controller"
+          << (outcome->policy_of_controller ? ""
+                                            : " (no controller has run on this store yet: "
+                                              "judged by the default policy)")
+          << "\n";
   return kExitOk;
 }
 

@@ -12,6 +12,11 @@ int main(int argc, char** argv) {
   cmax::sys::InstallInterruptHandlers();
   std::ios::sync_with_stdio(true);
   const std::vector<std::string> args(argv + 1, argv + argc);
+  // The one-shot that scripts run most, answered before any command tree is built.
+  if (args.size() == 1 && args[0] == "--version") {
+    std::cout << "cmax " << cmax::cli::VersionString() << "\n";
+    return 0;
+  }
   cmax::cli::ControlCharacterFilter err_filter(std::cerr.rdbuf());
   std::ostream err(&err_filter);
   const int code = cmax::cli::RunCli(args, std::cout, err, cmax::sys::StdoutIsTerminal());

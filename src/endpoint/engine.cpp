@@ -26,9 +26,12 @@
 #include "endpoint/http_head.hpp"
 #include "endpoint/http_response.hpp"
 #include "endpoint/sse.hpp"
+#include "sys/curl_library.hpp"
 #include "sys/http_client.hpp"
 
 namespace cmax::endpoint {
+
+using sys::Curl;
 namespace {
 
 using Clock = std::chrono::steady_clock;
@@ -52,44 +55,45 @@ bool SameName(std::string_view name, std::string_view lower_name) {
 
 // A URL's parts, by libcurl's parser (as libcurl reads the URLs it is given).
 std::optional<UrlParts> PartsOf(const std::string& url) {
-  CURLU* u = curl_url();
+  CURLU* u = Curl().url();
   char* scheme = nullptr;
   char* host = nullptr;
   char* port = nullptr;
   char* path = nullptr;
   char* query = nullptr;
   std::optional<UrlParts> parts;
-  if (curl_url_set(u, CURLUPART_URL, url.c_str(), 0) == CURLUE_OK &&
-      curl_url_get(u, CURLUPART_SCHEME, &scheme, 0) == CURLUE_OK &&
-      curl_url_get(u, CURLUPART_HOST, &host, 0) == CURLUE_OK &&
-      curl_url_get(u, CURLUPART_PORT, &port, CURLU_DEFAULT_PORT) == CURLUE_OK &&
-      curl_url_get(u, CURLUPART_PATH, &path, 0) == CURLUE_OK) {
+  if (Curl().url_set(u, CURLUPART_URL, url.c_str(), 0) == CURLUE_OK &&
+      Curl().url_get(u, CURLUPART_SCHEME, &scheme, 0) == CURLUE_OK &&
+      Curl().url_get(u, CURLUPART_HOST, &host, 0) == CURLUE_OK &&
+      Curl().url_get(u, CURLUPART_PORT, &port, CURLU_DEFAULT_PORT) == CURLUE_OK &&
+      Curl().url_get(u, CURLUPART_PATH, &path, 0) == CURLUE_OK) {
     parts = UrlParts{scheme, host, port, path};
-    if (curl_url_get(u, CURLUPART_QUERY, &query, 0) == CURLUE_OK && query != nullptr) {
+    if (Curl().url_get(u, CURLUPART_QUERY, &query, 0) == CURLUE_OK && query != nullptr) {
       parts->target += '?';
       parts->target += query;
     }
   }
-  for (char* part : {scheme, host, port, path, query}) curl_free(part);
-  curl_url_cleanup(u);
+  for (char* part : {scheme, host, port, path, query}) Curl().free(part);
+  Curl().url_cleanup(u);
   return parts;
 }
 
 }  // namespace
 
 Result<void> CheckUrl(const std::string& url) {
+  if (auto loaded = sys::LoadCurl(); !loaded) return tl::unexpected(loaded.error());
   for (const char c : url) {
     if (static_cast<unsigned char>(c) <= 0x20 || c == 0x7f) {
       return Fail(ErrorCode::kInvalidArgument,
                   "a URL holds no spaces or control characters (encode them: %20)");
     }
   }
-  CURLU* u = curl_url();
-  const CURLUcode code = curl_url_set(u, CURLUPART_URL, url.c_str(), 0);
-  curl_url_cleanup(u);
+  CURLU* u = Curl().url();
+  const CURLUcode code = Curl().url_set(u, CURLUPART_URL, url.c_str(), 0);
+  Curl().url_cleanup(u);
   if (code != CURLUE_OK) {
     return Fail(ErrorCode::kInvalidArgument, "not a URL libcurl can read: {}",
-                curl_url_strerror(code));
+                Curl().url_strerror(code));
   }
   const auto parts = PartsOf(url);
   if (!parts) return Fail(ErrorCode::kInvalidArgument, "not a URL with a host");
@@ -277,16 +281,16 @@ struct Engine::Impl {
   ~Impl() {
     for (auto& t : transfers) {
       if (t->easy == nullptr) continue;
-      curl_multi_remove_handle(shards[t->shard]->multi, t->easy);
-      curl_easy_cleanup(t->easy);
-      curl_slist_free_all(t->headers);
+      Curl().multi_remove_handle(shards[t->shard]->multi, t->easy);
+      Curl().easy_cleanup(t->easy);
+      Curl().slist_free_all(t->headers);
     }
     for (auto& c : conns) {
       if (c) ::close(c->fd);
     }
-    for (CURL* easy : idle_handles) curl_easy_cleanup(easy);
-    for (auto& shard : shards) curl_multi_cleanup(shard->multi);
-    curl_slist_free_all(resolve);
+    for (CURL* easy : idle_handles) Curl().easy_cleanup(easy);
+    for (auto& shard : shards) Curl().multi_cleanup(shard->multi);
+    Curl().slist_free_all(resolve);
     if (epoll_fd >= 0) ::close(epoll_fd);
     if (first_epoll_fd >= 0) ::close(first_epoll_fd);
   }
@@ -329,7 +333,7 @@ struct Engine::Impl {
       if (shard == kOwnConnections) {
         OnOwnEvent(fd, events[i].events);
       } else if (shard < shards.size())
-        curl_multi_socket_action(shards[shard]->multi, fd, flags, &running);
+        Curl().multi_socket_action(shards[shard]->multi, fd, flags, &running);
     }
   }
 
@@ -338,12 +342,12 @@ struct Engine::Impl {
     const int epoll_fd = shard->engine->epoll_fd;
     if (what == CURL_POLL_REMOVE) {
       ::epoll_ctl(epoll_fd, EPOLL_CTL_DEL, s, nullptr);
-      curl_multi_assign(shard->multi, s, nullptr);
+      Curl().multi_assign(shard->multi, s, nullptr);
       return 0;
     }
     Transfer* t = nullptr;
     if ((what & CURL_POLL_IN) != 0 && easy != nullptr &&
-        curl_easy_getinfo(easy, CURLINFO_PRIVATE, &t) == CURLE_OK && t != nullptr &&
+        Curl().easy_getinfo(easy, CURLINFO_PRIVATE, &t) == CURLE_OK && t != nullptr &&
         t->call.stream) {
       shard->engine->AwaitFirstChunk(*t, s);  // the request is out: its answer is awaited
     }
@@ -354,7 +358,7 @@ struct Engine::Impl {
     ev.data.u64 = (uint64_t{shard->index} << 32) | static_cast<uint32_t>(s);
     if (socketp == nullptr) {
       ::epoll_ctl(epoll_fd, EPOLL_CTL_ADD, s, &ev);
-      curl_multi_assign(shard->multi, s, shard);  // any non-null mark: "in the epoll set"
+      Curl().multi_assign(shard->multi, s, shard);  // any non-null mark: "in the epoll set"
     } else {
       ::epoll_ctl(epoll_fd, EPOLL_CTL_MOD, s, &ev);
     }
@@ -382,16 +386,16 @@ struct Engine::Impl {
     auto shard = std::make_unique<Shard>();
     shard->engine = this;
     shard->index = static_cast<uint32_t>(shards.size());
-    shard->multi = curl_multi_init();
+    shard->multi = Curl().multi_init();
     if (!shard->multi) {
       if (best) return best;  // over the shard size rather than not at all
       return Fail(ErrorCode::kInternal, "curl_multi_init failed");
     }
-    curl_multi_setopt(shard->multi, CURLMOPT_SOCKETFUNCTION, &Impl::OnSocket);
-    curl_multi_setopt(shard->multi, CURLMOPT_SOCKETDATA, shard.get());
-    curl_multi_setopt(shard->multi, CURLMOPT_TIMERFUNCTION, &Impl::OnTimer);
-    curl_multi_setopt(shard->multi, CURLMOPT_TIMERDATA, shard.get());
-    if (options.http2) curl_multi_setopt(shard->multi, CURLMOPT_PIPELINING, CURLPIPE_MULTIPLEX);
+    Curl().multi_setopt(shard->multi, CURLMOPT_SOCKETFUNCTION, &Impl::OnSocket);
+    Curl().multi_setopt(shard->multi, CURLMOPT_SOCKETDATA, shard.get());
+    Curl().multi_setopt(shard->multi, CURLMOPT_TIMERFUNCTION, &Impl::OnTimer);
+    Curl().multi_setopt(shard->multi, CURLMOPT_TIMERDATA, shard.get());
+    if (options.http2) Curl().multi_setopt(shard->multi, CURLMOPT_PIPELINING, CURLPIPE_MULTIPLEX);
     shards.push_back(std::move(shard));
     return shards.back().get();
   }
@@ -403,7 +407,7 @@ struct Engine::Impl {
       t->result.timing.first_byte_s = t->engine->Now();
       curl_socket_t socket = CURL_SOCKET_BAD;
       if (t->call.stream &&
-          curl_easy_getinfo(t->easy, CURLINFO_ACTIVESOCKET, &socket) == CURLE_OK) {
+          Curl().easy_getinfo(t->easy, CURLINFO_ACTIVESOCKET, &socket) == CURLE_OK) {
         t->engine->AwaitFirstChunk(*t, socket);
       }
     }
@@ -446,7 +450,7 @@ struct Engine::Impl {
   static size_t OnBody(char* data, size_t size, size_t count, void* userp) {
     auto* t = static_cast<Transfer*>(userp);
     // The status is known once the body begins; asked once, not for every chunk.
-    if (t->status == 0) curl_easy_getinfo(t->easy, CURLINFO_RESPONSE_CODE, &t->status);
+    if (t->status == 0) Curl().easy_getinfo(t->easy, CURLINFO_RESPONSE_CODE, &t->status);
     Stamp(*t);
     return Body(*t, data, size * count) ? size * count : 0;  // 0 aborts: CURLE_WRITE_ERROR
   }
@@ -505,65 +509,65 @@ struct Engine::Impl {
     if (!idle_handles.empty()) {
       CURL* easy = idle_handles.back();
       idle_handles.pop_back();
-      curl_easy_reset(easy);
+      Curl().easy_reset(easy);
       return easy;
     }
-    return curl_easy_init();
+    return Curl().easy_init();
   }
 
   void Configure(Transfer& t) const {
     CURL* e = t.easy;
-    curl_easy_setopt(e, CURLOPT_URL, t.call.url.c_str());
-    curl_easy_setopt(e, CURLOPT_POST, 1L);
-    curl_easy_setopt(e, CURLOPT_POSTFIELDS, t.call.body.data());
-    curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(t.call.body.size()));
-    curl_easy_setopt(e, CURLOPT_HTTPHEADER, t.headers);
-    curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, &Impl::OnBody);
-    curl_easy_setopt(e, CURLOPT_WRITEDATA, &t);
-    curl_easy_setopt(e, CURLOPT_HEADERFUNCTION, &Impl::OnHeader);
-    curl_easy_setopt(e, CURLOPT_HEADERDATA, &t);
-    curl_easy_setopt(e, CURLOPT_PRIVATE, &t);
-    curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
-    curl_easy_setopt(e, CURLOPT_TCP_NODELAY, 1L);
-    curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, CurlMillis(options.connect_timeout_s, true));
-    curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, CurlMillis(options.timeout_s, false));
+    Curl().easy_setopt(e, CURLOPT_URL, t.call.url.c_str());
+    Curl().easy_setopt(e, CURLOPT_POST, 1L);
+    Curl().easy_setopt(e, CURLOPT_POSTFIELDS, t.call.body.data());
+    Curl().easy_setopt(e, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(t.call.body.size()));
+    Curl().easy_setopt(e, CURLOPT_HTTPHEADER, t.headers);
+    Curl().easy_setopt(e, CURLOPT_WRITEFUNCTION, &Impl::OnBody);
+    Curl().easy_setopt(e, CURLOPT_WRITEDATA, &t);
+    Curl().easy_setopt(e, CURLOPT_HEADERFUNCTION, &Impl::OnHeader);
+    Curl().easy_setopt(e, CURLOPT_HEADERDATA, &t);
+    Curl().easy_setopt(e, CURLOPT_PRIVATE, &t);
+    Curl().easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
+    Curl().easy_setopt(e, CURLOPT_TCP_NODELAY, 1L);
+    Curl().easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, CurlMillis(options.connect_timeout_s, true));
+    Curl().easy_setopt(e, CURLOPT_TIMEOUT_MS, CurlMillis(options.timeout_s, false));
     if (options.idle_timeout_s > 0) {
-      curl_easy_setopt(e, CURLOPT_LOW_SPEED_LIMIT, 1L);
-      curl_easy_setopt(e, CURLOPT_LOW_SPEED_TIME,
-                       static_cast<long>(std::ceil(std::min(options.idle_timeout_s, 1e9))));
+      Curl().easy_setopt(e, CURLOPT_LOW_SPEED_LIMIT, 1L);
+      Curl().easy_setopt(e, CURLOPT_LOW_SPEED_TIME,
+                         static_cast<long>(std::ceil(std::min(options.idle_timeout_s, 1e9))));
     }
-    curl_easy_setopt(e, CURLOPT_HTTP_VERSION,
-                     options.http2 ? CURL_HTTP_VERSION_2TLS : CURL_HTTP_VERSION_1_1);
+    Curl().easy_setopt(e, CURLOPT_HTTP_VERSION,
+                       options.http2 ? CURL_HTTP_VERSION_2TLS : CURL_HTTP_VERSION_1_1);
     if (options.http2 && t.call.url.rfind("https://", 0) == 0) {
       // Wait for a connection being set up to learn whether it speaks h2 and can carry this
       // request too; on plain http (HTTP/1.1) waiting would only serialise the first requests.
-      curl_easy_setopt(e, CURLOPT_PIPEWAIT, 1L);
+      Curl().easy_setopt(e, CURLOPT_PIPEWAIT, 1L);
     }
     if (options.insecure) {
-      curl_easy_setopt(e, CURLOPT_SSL_VERIFYPEER, 0L);
-      curl_easy_setopt(e, CURLOPT_SSL_VERIFYHOST, 0L);
+      Curl().easy_setopt(e, CURLOPT_SSL_VERIFYPEER, 0L);
+      Curl().easy_setopt(e, CURLOPT_SSL_VERIFYHOST, 0L);
     }
-    if (!options.ca_file.empty()) curl_easy_setopt(e, CURLOPT_CAINFO, options.ca_file.c_str());
-    if (resolve) curl_easy_setopt(e, CURLOPT_RESOLVE, resolve);
+    if (!options.ca_file.empty()) Curl().easy_setopt(e, CURLOPT_CAINFO, options.ca_file.c_str());
+    if (resolve) Curl().easy_setopt(e, CURLOPT_RESOLVE, resolve);
   }
 
   void Complete(CURL* easy, CURLcode code) {
     Transfer* t = nullptr;
-    curl_easy_getinfo(easy, CURLINFO_PRIVATE, &t);
+    Curl().easy_getinfo(easy, CURLINFO_PRIVATE, &t);
     FirstChunkCame(*t);
     Shard& shard = *shards[t->shard];
-    curl_multi_remove_handle(shard.multi, easy);
+    Curl().multi_remove_handle(shard.multi, easy);
     --shard.in_flight;
-    curl_easy_getinfo(easy, CURLINFO_RESPONSE_CODE, &t->result.http_status);
+    Curl().easy_getinfo(easy, CURLINFO_RESPONSE_CODE, &t->result.http_status);
     long version = 0;
-    curl_easy_getinfo(easy, CURLINFO_HTTP_VERSION, &version);
+    Curl().easy_getinfo(easy, CURLINFO_HTTP_VERSION, &version);
     t->result.http_version = HttpVersionName(version);
     if (code == CURLE_OUT_OF_MEMORY) {
       // libcurl's answer to a status or header line over its own limit (100 KB), which it
       // reports before any header reached us; a real lack of memory would fail far more.
       Finish(*t, "malformed", "a response header line exceeds libcurl's size limit");
     } else if (code != CURLE_OK) {
-      Finish(*t, CurlErrorClass(code, t->answered), curl_easy_strerror(code));
+      Finish(*t, CurlErrorClass(code, t->answered), Curl().easy_strerror(code));
     } else {
       Finish(*t, {}, {});
     }
@@ -642,7 +646,7 @@ struct Engine::Impl {
     const uint64_t tag = t->tag;
     CallResult result = std::move(r);
     if (t->easy != nullptr) {
-      curl_slist_free_all(t->headers);
+      Curl().slist_free_all(t->headers);
       idle_handles.push_back(t->easy);
     }
     transfers.erase(t->self);
@@ -1036,7 +1040,7 @@ struct Engine::Impl {
 
   void Drain(Shard& shard) {
     int left = 0;
-    while (CURLMsg* m = curl_multi_info_read(shard.multi, &left)) {
+    while (CURLMsg* m = Curl().multi_info_read(shard.multi, &left)) {
       if (m->msg == CURLMSG_DONE) Complete(m->easy_handle, m->data.result);
     }
   }
@@ -1060,8 +1064,8 @@ void Engine::CancelAll() {
       continue;
     }
     if (t->easy == nullptr) continue;
-    curl_multi_remove_handle(s.shards[t->shard]->multi, t->easy);
-    curl_slist_free_all(t->headers);
+    Curl().multi_remove_handle(s.shards[t->shard]->multi, t->easy);
+    Curl().slist_free_all(t->headers);
     s.idle_handles.push_back(t->easy);
   }
   s.transfers.clear();
@@ -1091,7 +1095,8 @@ void Engine::ResetEpoch() {
 }
 
 Result<std::unique_ptr<Engine>> Engine::Create(const EngineOptions& options) {
-  sys::InitCurlOnce();
+  // libcurl is loaded now, by the commands that send requests, not at every start.
+  if (auto loaded = sys::LoadCurl(); !loaded) return tl::unexpected(loaded.error());
   auto impl = std::make_unique<Impl>();
   impl->options = options;
   impl->epoll_fd = ::epoll_create1(EPOLL_CLOEXEC);
@@ -1118,7 +1123,7 @@ bool Engine::PinAddress(const std::string& url) {
   ::inet_ntop(o.address.ss_family, address, text, sizeof(text));
   const std::string entry = v6 ? fmt::format("{}:{}:[{}]", parts->host, parts->port, text)
                                : fmt::format("{}:{}:{}", parts->host, parts->port, text);
-  s.resolve = curl_slist_append(s.resolve, entry.c_str());
+  s.resolve = Curl().slist_append(s.resolve, entry.c_str());
   return true;
 }
 
@@ -1133,11 +1138,11 @@ void Engine::Start(uint64_t tag, Call call) {
     return;
   }
   t->easy = s.Handle();
-  t->headers = curl_slist_append(nullptr, "Content-Type: application/json");
-  t->headers = curl_slist_append(t->headers, "Expect:");  // no 100-continue round trip
-  if (t->call.stream) t->headers = curl_slist_append(t->headers, "Accept: text/event-stream");
+  t->headers = Curl().slist_append(nullptr, "Content-Type: application/json");
+  t->headers = Curl().slist_append(t->headers, "Expect:");  // no 100-continue round trip
+  if (t->call.stream) t->headers = Curl().slist_append(t->headers, "Accept: text/event-stream");
   for (const std::string& h : t->call.headers)
-    t->headers = curl_slist_append(t->headers, h.c_str());
+    t->headers = Curl().slist_append(t->headers, h.c_str());
   s.Configure(*t);
   t->result.timing.sent_s = s.Now();
   Impl::Transfer* raw = t.get();
@@ -1148,14 +1153,14 @@ void Engine::Start(uint64_t tag, Call call) {
     raw->shard = (*shard)->index;
     ++(*shard)->in_flight;
   }
-  if (!shard || curl_multi_add_handle((*shard)->multi, raw->easy) != CURLM_OK) {
+  if (!shard || Curl().multi_add_handle((*shard)->multi, raw->easy) != CURLM_OK) {
     if (shard) --(*shard)->in_flight;
     // Never lost: the call ends at once with the reason.
     raw->result.timing.error = "other";
     raw->result.error_message = "libcurl refused the request";
     CallResult r = std::move(raw->result);
     s.idle_handles.push_back(raw->easy);
-    curl_slist_free_all(raw->headers);
+    Curl().slist_free_all(raw->headers);
     s.transfers.pop_back();
     s.refused.push_back({tag, std::move(r)});
   }
@@ -1193,7 +1198,7 @@ void Engine::Poll(Clock::time_point until, std::vector<Completion>& done) {
   for (auto& shard : s.shards) {
     if (shard->deadline && now >= *shard->deadline) {
       shard->deadline.reset();
-      curl_multi_socket_action(shard->multi, CURL_SOCKET_TIMEOUT, 0, &running);
+      Curl().multi_socket_action(shard->multi, CURL_SOCKET_TIMEOUT, 0, &running);
     }
   }
   for (auto& shard : s.shards) s.Drain(*shard);

@@ -80,7 +80,8 @@ Result<std::vector<std::string>> RequestHeaders(Api api, const std::string& key,
     if (key.find_first_of("\r\n") != std::string::npos) {
       return Fail(ErrorCode::kInvalidArgument, "the API key holds a line break");
     }
-    headers.push_back(api == Api::kAnthropic ? "x-api-key: " + key : "Authorization: Bearer " + key);
+    headers.push_back(api == Api::kAnthropic ? "x-api-key: " + key
+                                             : "Authorization: Bearer " + key);
   }
   if (api == Api::kAnthropic) headers.emplace_back("anthropic-version: 2023-06-01");
   for (const std::string& h : extra) {

@@ -130,7 +130,8 @@ std::vector<Mount> ParseProbeMounts(std::string_view proc_mounts) {
 MountProbe ProbeMount(sys::ProcessRunner& runner, const Mount& mount, Duration timeout) {
   MountProbe probe;
   probe.mount = mount;
-  sys::ProcessSpec spec{.argv = {"stat", "-f", "--", mount.mount_point}};
+  // LC_ALL=C: its output is not read, and the C locale spares it loading a dozen locale files.
+  sys::ProcessSpec spec{.argv = {"stat", "-f", "--", mount.mount_point}, .env_add = {"LC_ALL=C"}};
   spec.timeout = timeout;
   spec.kill_grace = std::chrono::milliseconds(200);
   auto result = runner.Run(spec);

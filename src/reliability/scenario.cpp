@@ -168,28 +168,30 @@ Result<Scenario> ParseScenario(std::string_view text) {
       if (!n.IsMap())
         return Fail(ErrorCode::kInvalidArgument, "scenario step {}: not a map", i + 1);
       Step step;
-      step.inject = Text(n, "inject");
+      const std::string inject = Text(n, "inject");
       // The keys each kind of step takes: one that belongs to another kind is an error too.
-      static const std::map<std::string, std::vector<std::string_view>> kStepKeys = {
-          {"xid", {"name", "inject", "node", "gpu", "code"}},
-          {"sxid", {"name", "inject", "node", "switch_pci", "code", "switch", "link", "fatal"}},
-          {"nvml-sim", {"name", "inject", "node", "gpu", "fault", "value", "state"}},
-          {"dcgm", {"name", "inject", "node", "gpu", "field", "value"}},
-          {"pcie-sbr", {"name", "inject", "node", "gpu"}}};
-      const auto keys = kStepKeys.find(step.inject);
-      if (keys == kStepKeys.end()) {
+      static const std::map<InjectKind, std::vector<std::string_view>> kStepKeys = {
+          {InjectKind::kXid, {"name", "inject", "node", "gpu", "code"}},
+          {InjectKind::kSxid,
+           {"name", "inject", "node", "switch_pci", "code", "switch", "link", "fatal"}},
+          {InjectKind::kNvmlSim, {"name", "inject", "node", "gpu", "fault", "value", "state"}},
+          {InjectKind::kDcgm, {"name", "inject", "node", "gpu", "field", "value"}},
+          {InjectKind::kPcieSbr, {"name", "inject", "node", "gpu"}}};
+      const std::optional<InjectKind> kind = ParseInjectKind(inject);
+      if (!kind) {
         return Fail(ErrorCode::kInvalidArgument,
                     "scenario line {}: step {}: inject must be xid, sxid, nvml-sim, dcgm or "
                     "pcie-sbr, got '{}'",
-                    LineOf(n), i + 1, SanitizeUtf8(step.inject.substr(0, 40)));
+                    LineOf(n), i + 1, SanitizeUtf8(inject.substr(0, 40)));
       }
+      step.inject = *kind;
       if (auto ok =
-              OnlyKeys(n, keys->second, fmt::format("scenario step {} ({})", i + 1, step.inject));
+              OnlyKeys(n, kStepKeys.at(*kind), fmt::format("scenario step {} ({})", i + 1, inject));
           !ok) {
         return tl::unexpected(ok.error());
       }
       step.node = Text(n, "node");
-      step.pci = step.inject == "sxid" ? Text(n, "switch_pci") : Text(n, "gpu");
+      step.pci = step.inject == InjectKind::kSxid ? Text(n, "switch_pci") : Text(n, "gpu");
       auto code = WholeField(n, "code", 0, 1'000'000, i + 1);
       auto value = WholeField(n, "value", 0, INT64_MAX, i + 1);
       auto switch_index = WholeField(n, "switch", 0, 255, i + 1);
@@ -198,18 +200,18 @@ Result<Scenario> ParseScenario(std::string_view text) {
         if (!*field) return tl::unexpected(field->error());
       }
       step.code = static_cast<int>(*code);
-      step.fault = step.inject == "dcgm" ? Text(n, "field") : Text(n, "fault");
+      step.fault = step.inject == InjectKind::kDcgm ? Text(n, "field") : Text(n, "fault");
       step.value = *value;
       step.state = Text(n, "state");
       step.switch_index = static_cast<int>(*switch_index);
       step.link = static_cast<int>(*link);
       step.fatal = n["fatal"] && n["fatal"].as<bool>();
-      const bool by_code = step.inject == "xid" || step.inject == "sxid";
+      const bool by_code = step.inject == InjectKind::kXid || step.inject == InjectKind::kSxid;
       step.name =
           Text(n, "name").empty()
-              ? (step.inject == "pcie-sbr"
+              ? (step.inject == InjectKind::kPcieSbr
                      ? fmt::format("pcie-sbr-{}", step.node)
-                     : fmt::format("{}-{}-{}", step.inject,
+                     : fmt::format("{}-{}-{}", inject,
                                    by_code ? std::to_string(step.code) : step.fault, step.node))
               : Text(n, "name");
       // Names and nodes are printed and stored: no control characters (a terminal would obey
@@ -244,33 +246,55 @@ Result<std::vector<std::string>> StepDcgmArgv(const Step& step) {
 }
 
 Result<std::string> StepRecord(const Step& step) {
-  if (step.inject == "pcie-sbr") {
-    auto pci = inject::FullPciAddress(step.pci);
-    if (!pci) return tl::unexpected(pci.error());
-    return "secondary bus reset above GPU " + *pci;
-  }
-  if (step.inject == "nvml-sim") {
-    const auto names = inject::SimFaultNames();
-    if (std::find(names.begin(), names.end(), step.fault) == names.end()) {
-      return Fail(ErrorCode::kInvalidArgument, "unknown simulated fault '{}'", step.fault);
+  switch (step.inject) {
+    case InjectKind::kPcieSbr: {
+      auto pci = inject::FullPciAddress(step.pci);
+      if (!pci) return tl::unexpected(pci.error());
+      return "secondary bus reset above GPU " + *pci;
     }
-    if (step.pci.empty()) return Fail(ErrorCode::kInvalidArgument, "nvml-sim needs gpu");
-    return fmt::format("simulated NVML: {} on GPU {}{}", step.fault, step.pci,
-                       step.value != 0 ? fmt::format(" (value {})", step.value) : "");
+    case InjectKind::kNvmlSim: {
+      const auto names = inject::SimFaultNames();
+      if (std::find(names.begin(), names.end(), step.fault) == names.end()) {
+        return Fail(ErrorCode::kInvalidArgument, "unknown simulated fault '{}'", step.fault);
+      }
+      if (step.pci.empty()) return Fail(ErrorCode::kInvalidArgument, "nvml-sim needs gpu");
+      return fmt::format("simulated NVML: {} on GPU {}{}", step.fault, step.pci,
+                         step.value != 0 ? fmt::format(" (value {})", step.value) : "");
+    }
+    case InjectKind::kDcgm: {
+      auto argv = StepDcgmArgv(step);
+      if (!argv) return tl::unexpected(argv.error());
+      return fmt::format("{}", fmt::join(*argv, " "));
+    }
+    case InjectKind::kXid:
+      return inject::XidRecord({.code = step.code, .pci = step.pci}, health::XidCatalog::Builtin());
+    case InjectKind::kSxid:
+      return inject::SxidRecord({.code = step.code,
+                                 .pci = step.pci,
+                                 .switch_index = step.switch_index,
+                                 .fatal = step.fatal,
+                                 .link = step.link});
   }
-  if (step.inject == "dcgm") {
-    auto argv = StepDcgmArgv(step);
-    if (!argv) return tl::unexpected(argv.error());
-    return fmt::format("{}", fmt::join(*argv, " "));
+  return Fail(ErrorCode::kInternal, "unknown injection kind");
+}
+
+std::string_view InjectKindName(InjectKind kind) {
+  switch (kind) {
+    case InjectKind::kXid: return "xid";
+    case InjectKind::kSxid: return "sxid";
+    case InjectKind::kNvmlSim: return "nvml-sim";
+    case InjectKind::kDcgm: return "dcgm";
+    case InjectKind::kPcieSbr: return "pcie-sbr";
   }
-  if (step.inject == "xid") {
-    return inject::XidRecord({.code = step.code, .pci = step.pci}, health::XidCatalog::Builtin());
+  return "?";
+}
+
+std::optional<InjectKind> ParseInjectKind(std::string_view name) {
+  for (InjectKind kind : {InjectKind::kXid, InjectKind::kSxid, InjectKind::kNvmlSim,
+                          InjectKind::kDcgm, InjectKind::kPcieSbr}) {
+    if (InjectKindName(kind) == name) return kind;
   }
-  return inject::SxidRecord({.code = step.code,
-                             .pci = step.pci,
-                             .switch_index = step.switch_index,
-                             .fatal = step.fatal,
-                             .link = step.link});
+  return std::nullopt;
 }
 
 Result<std::vector<StepResult>> RunScenario(const Scenario& scenario,
@@ -311,7 +335,8 @@ Result<std::vector<StepResult>> RunScenario(const Scenario& scenario,
       results.push_back(std::move(r));
       continue;
     }
-    say(fmt::format("{}: injected {} {} on {}", step.name, step.inject, step.code, step.node));
+    say(fmt::format("{}: injected {} {} on {}", step.name, InjectKindName(step.inject), step.code,
+                    step.node));
     const auto deadline =
         injected + std::chrono::duration_cast<std::chrono::milliseconds>(scenario.timeout);
     for (;;) {
@@ -344,8 +369,8 @@ std::vector<Finding> ScenarioFindings(const std::vector<StepResult>& results) {
     f.severity = r.judgement.verdict == Verdict::kPass ? Severity::kInfo : Severity::kHigh;
     f.observed = fmt::format("{}", fmt::join(r.judgement.reasons, "; "));
     f.expected = "drained or cordoned in time, and replaced where the architecture asks";
-    f.message = fmt::format("{} {} on {} ({}): {}", r.step.inject, r.step.code, r.step.node,
-                            r.step.pci, VerdictName(r.judgement.verdict));
+    f.message = fmt::format("{} {} on {} ({}): {}", InjectKindName(r.step.inject), r.step.code,
+                            r.step.node, r.step.pci, VerdictName(r.judgement.verdict));
     if (r.judgement.verdict == Verdict::kFail) {
       f.remediation =
           "the provider's health checks did not take the node out in time: check that they read "

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <functional>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -17,9 +18,15 @@
 
 namespace cmax::reliability {
 
+// Where a step's fault is written: the kernel log (xid, sxid), the simulated NVML's state file,
+// DCGM's injection (dcgmi), or a secondary bus reset of the GPU's bridge.
+enum class InjectKind { kXid, kSxid, kNvmlSim, kDcgm, kPcieSbr };
+std::string_view InjectKindName(InjectKind kind);  // "xid", "sxid", "nvml-sim", "dcgm", "pcie-sbr"
+std::optional<InjectKind> ParseInjectKind(std::string_view name);
+
 struct Step {
   std::string name;
-  std::string inject;  // "xid", "sxid", "nvml-sim", "dcgm" or "pcie-sbr"
+  InjectKind inject = InjectKind::kXid;
   int code = 0;
   std::string node;
   std::string pci;  // the GPU (xid, nvml-sim: index or address; dcgm: DCGM's id), the NVSwitch

@@ -51,6 +51,14 @@ bool Controller::Watched(const std::string& node) const {
 
 Result<StepSummary> Controller::Step() {
   StepSummary summary;
+  if (!policy_saved_) {
+    // Once per controller: an operator's word (`cmax remediate repaired`) is judged by the
+    // policy the controller runs with, not by the defaults.
+    if (auto saved = journal_.SavePolicy(config_.policy, clock_.Now()); !saved) {
+      return tl::unexpected(saved.error());
+    }
+    policy_saved_ = true;
+  }
   auto breaker = journal_.Breaker();
   if (!breaker) return tl::unexpected(breaker.error());
   if (breaker->tripped) {
@@ -445,6 +453,31 @@ Result<std::string> Controller::Execute(const ActionRow& row, NodeEntry& entry) 
       return "alerted: " + row.action.reason;
   }
   return Fail(ErrorCode::kInternal, "unknown action");
+}
+
+Result<OperatorOutcome> RecordOperatorWord(store::Store& store, const OperatorWord& word,
+                                           WallTime now) {
+  Journal journal(store.Db());
+  auto entry = journal.Node(word.node, now);
+  if (!entry) return tl::unexpected(entry.error());
+  auto saved = journal.SavedPolicy();
+  if (!saved) return tl::unexpected(saved.error());
+  OperatorOutcome out;
+  out.policy_of_controller = saved->has_value();
+  const PolicyConfig policy = saved->value_or(PolicyConfig{});
+  Event event;
+  event.kind = word.kind;
+  event.summary = word.who.empty() ? "by an operator" : "by " + word.who;
+  const Decision d = Transition(entry->record, event, now, policy);
+  out.from = entry->record.state;
+  out.to = d.next.state;
+  out.note = d.note;
+  if (d.next.state == entry->record.state && d.actions.empty()) return out;
+  auto ids = journal.Apply(*entry, event, d, now, /*dry_run=*/false, {});
+  if (!ids) return tl::unexpected(ids.error());
+  out.changed = true;
+  out.actions_planned = ids->size();
+  return out;
 }
 
 }  // namespace cmax::remediate

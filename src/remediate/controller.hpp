@@ -75,6 +75,26 @@ class Controller {
   sys::ProcessRunner& runner_;
   const Clock& clock_;
   ControllerConfig config_;
+  bool policy_saved_ = false;
 };
+
+// A person's word about a node (`cmax remediate repaired NODE`, `retire NODE`), recorded as an
+// event through the policy the controller last ran with (the defaults when none has run on this
+// store); the actions it plans are carried out by the running controller.
+struct OperatorWord {
+  std::string node;
+  EventKind kind = EventKind::kRepaired;
+  std::string who;  // the person, as the environment names them (SUDO_USER, USER)
+};
+struct OperatorOutcome {
+  NodeState from = NodeState::kHealthy;
+  NodeState to = NodeState::kHealthy;
+  bool changed = false;  // false: the word changes nothing in this state (see note)
+  size_t actions_planned = 0;
+  std::string note;
+  bool policy_of_controller = false;  // false: no controller has run here, the defaults judged
+};
+Result<OperatorOutcome> RecordOperatorWord(store::Store& store, const OperatorWord& word,
+                                           WallTime now);
 
 }  // namespace cmax::remediate

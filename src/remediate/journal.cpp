@@ -373,6 +373,27 @@ Result<void> Journal::SetBreaker(const BreakerState& state) {
   return s->Run();
 }
 
+Result<void> Journal::SavePolicy(const PolicyConfig& policy, WallTime at) {
+  auto s = db_.Prepare(
+      "INSERT OR REPLACE INTO remediation_policy (id, policy, saved_at) VALUES (1, ?, ?)");
+  if (!s) return tl::unexpected(s.error());
+  const std::string json = PolicyJson(policy);
+  s->Bind(1, std::string_view(json));
+  s->Bind(2, std::string_view(Iso(at)));
+  return s->Run();
+}
+
+Result<std::optional<PolicyConfig>> Journal::SavedPolicy() {
+  auto s = db_.Prepare("SELECT policy FROM remediation_policy WHERE id = 1");
+  if (!s) return tl::unexpected(s.error());
+  auto row = s->Step();
+  if (!row) return tl::unexpected(row.error());
+  if (!*row) return std::optional<PolicyConfig>{};
+  auto policy = ParsePolicyJson(s->ColumnText(0));
+  if (!policy) return tl::unexpected(policy.error());
+  return std::optional<PolicyConfig>(*policy);
+}
+
 Result<std::vector<RackHold>> Journal::RackHolds() {
   auto s = db_.Prepare(
       "SELECT node, rack, state, reason, since, detail FROM remediation_rack_holds ORDER BY node");

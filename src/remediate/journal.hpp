@@ -112,6 +112,10 @@ class Journal {
   Result<BreakerState> Breaker();
   Result<void> SetBreaker(const BreakerState& state);
 
+  // The policy the controller last ran with (none when no controller has run on this store).
+  Result<void> SavePolicy(const PolicyConfig& policy, WallTime at);
+  Result<std::optional<PolicyConfig>> SavedPolicy();
+
  private:
   store::Database& db_;
 };

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <nlohmann/json.hpp>
 #include <utility>
 
 namespace cmax::remediate {
@@ -336,6 +337,49 @@ Decision Transition(const NodeRecord& node, const Event& event, WallTime now,
       return Stay(seen, now, "retired");
   }
   return Stay(seen, now, "");
+}
+
+std::string PolicyJson(const PolicyConfig& c) {
+  const auto ms = [](Duration d) {
+    return std::chrono::duration_cast<std::chrono::milliseconds>(d).count();
+  };
+  const nlohmann::json j = {
+      {"architecture", c.architecture == Architecture::kNvl72 ? "nvl72" : "hgx"},
+      {"spares", c.spares},
+      {"escalation_window_ms", ms(c.escalation_window)},
+      {"escalation_faults", c.escalation_faults},
+      {"gpu_escalation_faults", c.gpu_escalation_faults},
+      {"suspect_quiet_ms", ms(c.suspect_quiet)},
+      {"probation_ms", ms(c.probation)},
+      {"action_timeout_ms", ms(c.action_timeout)},
+      {"validation_timeout_ms", ms(c.validation_timeout)}};
+  return j.dump();
+}
+
+Result<PolicyConfig> ParsePolicyJson(std::string_view text) {
+  const nlohmann::json j = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (!j.is_object()) return Fail(ErrorCode::kInvalidArgument, "the stored policy is not JSON");
+  PolicyConfig c;
+  // A member missing or of another type keeps its default: a policy stored by an older cmax.
+  const auto duration = [&](const char* key, Duration& out) {
+    if (const auto it = j.find(key); it != j.end() && it->is_number_integer())
+      out = std::chrono::milliseconds(it->get<int64_t>());
+  };
+  const auto whole = [&](const char* key, int& out) {
+    if (const auto it = j.find(key); it != j.end() && it->is_number_integer()) out = it->get<int>();
+  };
+  if (const auto it = j.find("architecture"); it != j.end() && it->is_string())
+    c.architecture = it->get<std::string>() == "nvl72" ? Architecture::kNvl72 : Architecture::kHgx;
+  if (const auto it = j.find("spares"); it != j.end() && it->is_boolean())
+    c.spares = it->get<bool>();
+  duration("escalation_window_ms", c.escalation_window);
+  whole("escalation_faults", c.escalation_faults);
+  whole("gpu_escalation_faults", c.gpu_escalation_faults);
+  duration("suspect_quiet_ms", c.suspect_quiet);
+  duration("probation_ms", c.probation);
+  duration("action_timeout_ms", c.action_timeout);
+  duration("validation_timeout_ms", c.validation_timeout);
+  return c;
 }
 
 }  // namespace cmax::remediate

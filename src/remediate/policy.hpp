@@ -95,6 +95,11 @@ struct PolicyConfig {
   Duration validation_timeout = std::chrono::minutes(30);
 };
 
+// The policy as JSON (durations in milliseconds), for the store: the controller records the one
+// it runs with, and an operator's word is judged by the same one.
+std::string PolicyJson(const PolicyConfig& config);
+Result<PolicyConfig> ParsePolicyJson(std::string_view text);
+
 struct FaultSeen {
   WallTime at;
   std::string device;  // empty: the node as a whole

@@ -165,6 +165,13 @@ DROP TABLE findings;
 ALTER TABLE findings_v6 RENAME TO findings;
 CREATE INDEX findings_by_run ON findings(run_id);
 )sql"},
+      {7, "remediation: the policy the controller last ran with, for an operator's word", R"sql(
+CREATE TABLE remediation_policy (
+  id INTEGER PRIMARY KEY CHECK (id = 1),
+  policy TEXT NOT NULL,
+  saved_at TEXT NOT NULL
+);
+)sql"},
   };
   return kMigrations;
 }

@@ -1,9 +1,9 @@
 #include "sys/http_client.hpp"
 
-#include <curl/curl.h>
 #include <memory>
-#include <mutex>
 #include <utility>
+
+#include "sys/curl_library.hpp"
 
 namespace cmax::sys {
 namespace {
@@ -19,10 +19,10 @@ size_t Append(char* data, size_t size, size_t count, void* out) {
 }
 
 struct CurlDeleter {
-  void operator()(CURL* curl) const { curl_easy_cleanup(curl); }
+  void operator()(CURL* curl) const { Curl().easy_cleanup(curl); }
 };
 struct ListDeleter {
-  void operator()(curl_slist* list) const { curl_slist_free_all(list); }
+  void operator()(curl_slist* list) const { Curl().slist_free_all(list); }
 };
 
 void SetBlob(CURL* curl, CURLoption option, const std::string& pem) {
@@ -30,43 +30,38 @@ void SetBlob(CURL* curl, CURLoption option, const std::string& pem) {
   blob.data = const_cast<char*>(pem.data());  // NOLINT(cppcoreguidelines-pro-type-const-cast)
   blob.len = pem.size();
   blob.flags = CURL_BLOB_COPY;
-  curl_easy_setopt(curl, option, &blob);
+  Curl().easy_setopt(curl, option, &blob);
 }
 
 void SetTls(CURL* c, const TlsOptions& tls) {
-  if (!tls.ca_file.empty()) curl_easy_setopt(c, CURLOPT_CAINFO, tls.ca_file.c_str());
+  if (!tls.ca_file.empty()) Curl().easy_setopt(c, CURLOPT_CAINFO, tls.ca_file.c_str());
   if (!tls.ca_pem.empty()) SetBlob(c, CURLOPT_CAINFO_BLOB, tls.ca_pem);
   if (!tls.client_cert_file.empty())
-    curl_easy_setopt(c, CURLOPT_SSLCERT, tls.client_cert_file.c_str());
+    Curl().easy_setopt(c, CURLOPT_SSLCERT, tls.client_cert_file.c_str());
   if (!tls.client_cert_pem.empty()) SetBlob(c, CURLOPT_SSLCERT_BLOB, tls.client_cert_pem);
   if (!tls.client_key_file.empty())
-    curl_easy_setopt(c, CURLOPT_SSLKEY, tls.client_key_file.c_str());
+    Curl().easy_setopt(c, CURLOPT_SSLKEY, tls.client_key_file.c_str());
   if (!tls.client_key_pem.empty()) SetBlob(c, CURLOPT_SSLKEY_BLOB, tls.client_key_pem);
   if (tls.insecure) {
-    curl_easy_setopt(c, CURLOPT_SSL_VERIFYPEER, 0L);
-    curl_easy_setopt(c, CURLOPT_SSL_VERIFYHOST, 0L);
+    Curl().easy_setopt(c, CURLOPT_SSL_VERIFYPEER, 0L);
+    Curl().easy_setopt(c, CURLOPT_SSL_VERIFYHOST, 0L);
   }
 }
 
 }  // namespace
 
-void InitCurlOnce() {
-  static std::once_flag once;
-  std::call_once(once, [] { curl_global_init(CURL_GLOBAL_DEFAULT); });
-}
-
-CurlHttpClient::CurlHttpClient(TlsOptions tls) : tls_(std::move(tls)) {
-  InitCurlOnce();
-}
+CurlHttpClient::CurlHttpClient(TlsOptions tls) : tls_(std::move(tls)) {}
 
 Result<HttpResponse> CurlHttpClient::Send(const HttpRequest& request) {
-  std::unique_ptr<CURL, CurlDeleter> curl(curl_easy_init());
+  // Loaded at the first request, not at start (sys/curl_library.hpp).
+  if (auto loaded = LoadCurl(); !loaded) return tl::unexpected(loaded.error());
+  std::unique_ptr<CURL, CurlDeleter> curl(Curl().easy_init());
   if (!curl) return Fail(ErrorCode::kInternal, "curl_easy_init failed");
   curl_slist* list = nullptr;
   for (const std::string& h : request.headers) {
-    curl_slist* next = curl_slist_append(list, h.c_str());
+    curl_slist* next = Curl().slist_append(list, h.c_str());
     if (next == nullptr) {
-      curl_slist_free_all(list);
+      Curl().slist_free_all(list);
       return Fail(ErrorCode::kInternal, "out of memory for headers");
     }
     list = next;
@@ -74,30 +69,31 @@ Result<HttpResponse> CurlHttpClient::Send(const HttpRequest& request) {
   const std::unique_ptr<curl_slist, ListDeleter> headers(list);
   HttpResponse response;
   CURL* c = curl.get();
-  curl_easy_setopt(c, CURLOPT_URL, request.url.c_str());
-  curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, request.method.c_str());
-  curl_easy_setopt(c, CURLOPT_HTTPHEADER, headers.get());
-  curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
-  curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https");
-  curl_easy_setopt(
+  Curl().easy_setopt(c, CURLOPT_URL, request.url.c_str());
+  Curl().easy_setopt(c, CURLOPT_CUSTOMREQUEST, request.method.c_str());
+  Curl().easy_setopt(c, CURLOPT_HTTPHEADER, headers.get());
+  Curl().easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+  Curl().easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https");
+  Curl().easy_setopt(
       c, CURLOPT_TIMEOUT_MS,
       static_cast<long>(
           std::chrono::duration_cast<std::chrono::milliseconds>(request.timeout).count()));
-  curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, Append);
-  curl_easy_setopt(c, CURLOPT_WRITEDATA, &response.body);
+  Curl().easy_setopt(c, CURLOPT_WRITEFUNCTION, Append);
+  Curl().easy_setopt(c, CURLOPT_WRITEDATA, &response.body);
   if (!request.body.empty() || request.method == "POST" || request.method == "PATCH" ||
       request.method == "PUT") {
-    curl_easy_setopt(c, CURLOPT_POSTFIELDS, request.body.c_str());
-    curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(request.body.size()));
+    Curl().easy_setopt(c, CURLOPT_POSTFIELDS, request.body.c_str());
+    Curl().easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE,
+                       static_cast<curl_off_t>(request.body.size()));
   }
   SetTls(c, tls_);
-  const CURLcode rc = curl_easy_perform(c);
+  const CURLcode rc = Curl().easy_perform(c);
   if (rc != CURLE_OK) {
     // The URL is ours and carries no secret; headers are never part of the message.
     return Fail(ErrorCode::kUnavailable, "{} {}: {}", request.method, request.url,
-                curl_easy_strerror(rc));
+                Curl().easy_strerror(rc));
   }
-  curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &response.status);
+  Curl().easy_getinfo(c, CURLINFO_RESPONSE_CODE, &response.status);
   return response;
 }
 

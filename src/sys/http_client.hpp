@@ -45,10 +45,6 @@ class HttpClient {
   virtual Result<HttpResponse> Send(const HttpRequest& request) = 0;
 };
 
-// libcurl's process-wide set-up, done once whoever asks first (it is not thread-safe to call
-// twice at once): every user of libcurl calls this before its first handle.
-void InitCurlOnce();
-
 class CurlHttpClient final : public HttpClient {
  public:
   explicit CurlHttpClient(TlsOptions tls = {});

@@ -1,6 +1,6 @@
 // The part of NVML's C ABI cmax uses, declared by us: there is no nvml.h on build machines and
-// the binary must start on hosts without a driver. Layouts follow NVIDIA's header (checked in
-// ../shared/reference/nvml.md); the loader (sys/nvml.cpp) and the simulated library
+// the binary must start on hosts without a driver. Layouts follow NVIDIA's nvml.h and its API
+// reference (docs.nvidia.com/deploy/nvml-api); the loader (sys/nvml.cpp) and the simulated library
 // (nvml_sim/) both use these declarations, so they cannot drift apart.
 #pragma once
 

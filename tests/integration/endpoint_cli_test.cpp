@@ -156,6 +156,26 @@ TEST_F(EndpointCli, ARunWhoseEveryRequestFailedFailsAndShowsTheFirst) {
   EXPECT_EQ(refused.stdout_text.find("% of a core"), std::string::npos) << refused.stdout_text;
 }
 
+// libcurl and its dependency tail are loaded by the commands that send HTTP, not at every start
+// (the dynamic loader's own account of what it loaded, LD_DEBUG=libs).
+TEST_F(EndpointCli, OnlyTheHttpCommandsLoadLibcurl) {
+  const std::vector<std::string> trace = {"LD_DEBUG=libs"};
+  const auto version = Cmax({"--version"}, trace);
+  ASSERT_EQ(version.exit_code, 0) << version.stderr_text;
+  EXPECT_NE(version.stderr_text.find("libstdc++"), std::string::npos) << "LD_DEBUG said nothing";
+  EXPECT_EQ(version.stderr_text.find("libcurl"), std::string::npos);
+  const auto health = Cmax({"health", "--passive", "--from-file",
+                            std::string(CMAX_TEST_DATA) + "/health/kmsg/xid_shapes.log"},
+                           trace);
+  EXPECT_EQ(health.exit_code, 1) << health.stderr_text.substr(0, 2000);
+  EXPECT_EQ(health.stderr_text.find("libcurl"), std::string::npos);
+  const auto run = Cmax({"endpoint", "run", "--url", Url(), "--model", "m", "--requests", "2",
+                         "--input-len", "5", "--output-len", "2"},
+                        trace);
+  EXPECT_EQ(run.exit_code, 0) << run.stdout_text;
+  EXPECT_NE(run.stderr_text.find("libcurl.so.4"), std::string::npos);
+}
+
 TEST_F(EndpointCli, SweepAndReplay) {
   auto r = Cmax({"endpoint", "sweep", "--url", Url(), "--model", "m", "--levels", "1,2,4",
                  "--requests", "8", "--input-len", "10", "--output-len", "3", "--output-file",

@@ -30,9 +30,11 @@ TEST_P(InterruptTest, RunIsClosedAsInterruptedWithItsFindings) {
   // Stand-ins for the Slurm client: sinfo answers, scontrol ping hangs.
   ::mkdir(dir.File("bin").c_str(), 0755);
   WriteScript(dir.File("bin/sinfo"), "echo slurm 22.05.8");
-  // It says it started (a file the test waits for) and hangs.
+  // It says it started (a file the test waits for) and hangs; its sleep is this test's own
+  // (the other signal's test may run at the same time).
+  const std::string sleeper = "sleep " + std::to_string(60 + signal_number);
   WriteScript(dir.File("bin/scontrol"),
-              "echo hanging > " + dir.File("scontrol.started") + "; exec sleep 60");
+              "echo hanging > " + dir.File("scontrol.started") + "; exec " + sleeper);
   std::ofstream(dir.File("slurm.conf")) << "ClusterName=stand-in\n";
   const std::string db = dir.File("cmax.db");
   const std::string pid_file = dir.File("cmax.pid");
@@ -88,8 +90,15 @@ TEST_P(InterruptTest, RunIsClosedAsInterruptedWithItsFindings) {
   EXPECT_FALSE(has_scheduler) << "a probe cut short is not recorded as a finding";
   // The hanging stand-in was killed with its process group.
   sys::PosixProcessRunner runner;
-  auto sleepers = runner.Run({.argv = {"pgrep", "-f", "^sleep 60$"}});
-  EXPECT_NE(sleepers->exit_code, 0) << "scontrol stand-in survived: " << sleepers->stdout_text;
+  std::string survivors;
+  EXPECT_TRUE(testing::WaitUntil(
+      [&] {
+        auto sleepers = runner.Run({.argv = {"pgrep", "-f", "^" + sleeper + "$"}});
+        survivors = sleepers ? sleepers->stdout_text : "";
+        return sleepers && sleepers->exit_code != 0;
+      },
+      5s))
+      << "scontrol stand-in survived: " << survivors;
 }
 
 INSTANTIATE_TEST_SUITE_P(Signals, InterruptTest, ::testing::Values(SIGTERM, SIGINT));

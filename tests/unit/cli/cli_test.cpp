@@ -33,6 +33,43 @@ CliResult Cli(std::vector<std::string> args) {
   return {code, out.str(), err.str()};
 }
 
+// RunCli builds only the command a line names: the tree was most of a one-shot start-up.
+TEST(CliTree, OnlyTheNamedCommandIsBuilt) {
+  struct Case {
+    std::vector<std::string> args;
+    bool all;
+    std::string command;
+  };
+  const Case cases[] = {
+      {{"health", "--passive"}, false, "health"},
+      {{"-v", "--db", "run", "db", "runs"}, false, "db"},  // --db's value is no command
+      {{"--db=/x", "-q", "endpoint", "run"}, false, "endpoint"},
+      {{"--version"}, false, ""},  // nothing but the global options
+      {{"--version", "--help"}, true, ""},
+      {{"health", "--help"}, false, "health"},  // a command's own help needs only it
+      {{"--help"}, true, ""},
+      {{}, true, ""},         // no command: the whole list in the error
+      {{"helth"}, true, ""},  // a typo: CLI11 suggests from the whole tree
+  };
+  for (const Case& c : cases) {
+    const TreeNeeded t = TreeFor(c.args);
+    EXPECT_EQ(t.all, c.all) << c.args.size();
+    if (!c.all) {
+      EXPECT_EQ(t.command, c.command);
+    }
+  }
+  EXPECT_EQ(Cli({"--version"}).code, kExitOk);
+  EXPECT_NE(Cli({"--version"}).out.find("cmax "), std::string::npos);
+  auto help = Cli({"health", "--help"});
+  EXPECT_EQ(help.code, kExitOk);
+  EXPECT_NE(help.out.find("--passive"), std::string::npos);
+  auto all = Cli({"--help"});
+  for (const char* name : {"run", "endpoint", "reliability", "remediate"})
+    EXPECT_NE(all.out.find(name), std::string::npos) << name;
+  auto typo = Cli({"helth"});
+  EXPECT_EQ(typo.code, kExitUsage);
+}
+
 TEST(Cli, HelpAndVersionExitZero) {
   auto help = Cli({"--help"});
   EXPECT_EQ(help.code, kExitOk);

@@ -124,15 +124,19 @@ TEST(Sweep, LevelsAndRequestsPerLevel) {
   EXPECT_EQ(SweepLevels({3, 7}, 16).value(), (std::vector<size_t>{3, 7}));
   EXPECT_FALSE(SweepLevels({4, 0}, 16));
   EXPECT_FALSE(SweepLevels({}, 0));
-  EXPECT_EQ(SweepRequests(0, 0, 1), 64U);     // at least 64
-  EXPECT_EQ(SweepRequests(0, 0, 32), 128U);   // at least 4 per slot
+  EXPECT_EQ(SweepRequests(0, 0, 1), 64U);    // at least 64
+  EXPECT_EQ(SweepRequests(0, 0, 32), 128U);  // at least 4 per slot
   EXPECT_EQ(SweepRequests(500, 0, 32), 500U);
-  EXPECT_EQ(SweepRequests(0, 10, 32), 0U);    // --duration bounds the level
+  EXPECT_EQ(SweepRequests(0, 10, 32), 0U);  // --duration bounds the level
 }
 
 TEST(Warmup, SameConcurrencyAsFastAsAllowedOffTheTraceClock) {
-  const LoadShape measured{.concurrency = 8, .rate = 5, .trace_times = true, .requests = 100,
-                           .duration_s = 30, .seed = 7};
+  const LoadShape measured{.concurrency = 8,
+                           .rate = 5,
+                           .trace_times = true,
+                           .requests = 100,
+                           .duration_s = 30,
+                           .seed = 7};
   const LoadShape warm = WarmupShape(measured, 10);
   EXPECT_EQ(warm.concurrency, 8U);
   EXPECT_EQ(warm.requests, 10U);

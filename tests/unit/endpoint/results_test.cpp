@@ -23,8 +23,13 @@ RequestRecord Completed(uint64_t index) {
   RequestRecord r;
   r.index = index;
   r.http_status = 200;
-  r.timing = {.sent_s = 0, .first_byte_s = 0.01, .first_chunk_s = 0.01, .first_token_s = 0.01,
-              .chunk_s = {0.01, 0.02}, .output_tokens = 2, .ok = true};
+  r.timing = {.sent_s = 0,
+              .first_byte_s = 0.01,
+              .first_chunk_s = 0.01,
+              .first_token_s = 0.01,
+              .chunk_s = {0.01, 0.02},
+              .output_tokens = 2,
+              .ok = true};
   return r;
 }
 
@@ -50,8 +55,7 @@ TEST(LoadSummary, EveryRequestFailedIsAFailureThatShowsTheFirst) {
   const Finding errors = Errors(LoadFindings(s));
   EXPECT_EQ(errors.status, CheckStatus::kFail);
   EXPECT_EQ(errors.severity, Severity::kHigh);
-  EXPECT_NE(errors.message.find("every request failed; the first: HTTP/1.1 404"),
-            std::string::npos)
+  EXPECT_NE(errors.message.find("every request failed; the first: HTTP/1.1 404"), std::string::npos)
       << errors.message;
   EXPECT_NE(SummaryText({}, s).find("first failure   HTTP/1.1 404: {\"detail\""),
             std::string::npos);

@@ -486,3 +486,61 @@ TEST_F(RackTest, APerNodeControllerHoldsNoRack) {
 
 }  // namespace
 }  // namespace cmax::remediate
+
+namespace cmax::remediate {
+namespace {
+
+// `cmax remediate repaired/retire`: the word goes through the policy the controller last ran
+// with, which the controller records in the store.
+TEST_F(ControllerTest, AnOperatorsWordIsJudgedByTheControllersPolicy) {
+  auto first = RecordOperatorWord(*store_, {"gpu3", EventKind::kRetire, "alice"}, clock_.Now());
+  ASSERT_TRUE(first) << first.error().message;
+  EXPECT_TRUE(first->changed);
+  EXPECT_EQ(first->from, NodeState::kHealthy);
+  EXPECT_EQ(first->to, NodeState::kRetired);
+  EXPECT_EQ(first->actions_planned, 1U);  // the drain, for the controller to carry out
+  EXPECT_FALSE(first->policy_of_controller);
+
+  config_.policy.probation = 7min;
+  config_.policy.escalation_faults = 9;
+  Step();
+  auto saved = Journal(store_->Db()).SavedPolicy();
+  ASSERT_TRUE(saved && saved->has_value());
+  EXPECT_EQ((*saved)->probation, 7min);
+  EXPECT_EQ((*saved)->escalation_faults, 9);
+
+  auto back = RecordOperatorWord(*store_, {"gpu3", EventKind::kRepaired, "bob"}, clock_.Now());
+  ASSERT_TRUE(back);
+  EXPECT_TRUE(back->policy_of_controller);
+  EXPECT_EQ(back->from, NodeState::kRetired);
+  EXPECT_EQ(back->to, NodeState::kValidating);
+  EXPECT_EQ(State("gpu3"), NodeState::kValidating);
+  // A word that changes nothing is said so, and nothing is written.
+  auto nothing = RecordOperatorWord(*store_, {"gpu1", EventKind::kRepaired, ""}, clock_.Now());
+  ASSERT_TRUE(nothing);
+  EXPECT_FALSE(nothing->changed);
+  EXPECT_EQ(nothing->actions_planned, 0U);
+  EXPECT_FALSE(nothing->note.empty());
+}
+
+TEST(PolicyJson, RoundTripsAndOldStoresKeepDefaults) {
+  PolicyConfig c;
+  c.architecture = Architecture::kNvl72;
+  c.spares = false;
+  c.probation = std::chrono::minutes(90);
+  c.escalation_faults = 5;
+  c.validation_timeout = std::chrono::minutes(12);
+  const PolicyConfig back = ParsePolicyJson(PolicyJson(c)).value();
+  EXPECT_EQ(back.architecture, Architecture::kNvl72);
+  EXPECT_FALSE(back.spares);
+  EXPECT_EQ(back.probation, std::chrono::minutes(90));
+  EXPECT_EQ(back.escalation_faults, 5);
+  EXPECT_EQ(back.validation_timeout, std::chrono::minutes(12));
+  const PolicyConfig partial = ParsePolicyJson(R"({"probation_ms": "x", "spares": 1})").value();
+  EXPECT_EQ(partial.probation, PolicyConfig{}.probation);
+  EXPECT_TRUE(partial.spares);
+  EXPECT_FALSE(ParsePolicyJson("not json"));
+}
+
+}  // namespace
+}  // namespace cmax::remediate

@@ -1,4 +1,4 @@
-#include "cli/inject_facts.hpp"
+#include "inject/target_facts.hpp"
 
 #include <unistd.h>
 
@@ -8,7 +8,7 @@
 #include "remediate/slurm.hpp"
 #include "sys/host.hpp"
 
-namespace cmax::cli {
+namespace cmax::inject {
 
 // SLURM_CONF inside a folder `cmax lab` made: every lab node shares this host's kernel.
 bool LabCluster(const sys::FileSystem& fs) {
@@ -25,9 +25,9 @@ bool LabCluster(const sys::FileSystem& fs) {
   return false;
 }
 
-inject::TargetFacts GatherFacts(const std::string& node, const sys::FileSystem& fs,
-                                sys::ProcessRunner& runner, bool ask_slurm) {
-  inject::TargetFacts t;
+TargetFacts GatherFacts(const std::string& node, const sys::FileSystem& fs,
+                        sys::ProcessRunner& runner, bool ask_slurm) {
+  TargetFacts t;
   const std::string host = sys::Hostname();
   t.node = node.empty() ? host : node;
   t.root = ::geteuid() == 0;
@@ -60,4 +60,4 @@ inject::TargetFacts GatherFacts(const std::string& node, const sys::FileSystem& 
   return t;
 }
 
-}  // namespace cmax::cli
+}  // namespace cmax::inject

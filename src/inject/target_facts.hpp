@@ -8,7 +8,7 @@
 #include "sys/file_system.hpp"
 #include "sys/process_runner.hpp"
 
-namespace cmax::cli {
+namespace cmax::inject {
 
 // SLURM_CONF points into a folder `cmax lab` made: every lab node shares this host's kernel.
 bool LabCluster(const sys::FileSystem& fs);
@@ -16,7 +16,7 @@ bool LabCluster(const sys::FileSystem& fs);
 // `node` empty: this host. Slurm is asked when it is configured (SLURM_CONF or sinfo on PATH)
 // and `ask_slurm`; when it does not answer, the facts say so (scheduler_known false) and a
 // warning is logged.
-inject::TargetFacts GatherFacts(const std::string& node, const sys::FileSystem& fs,
-                                sys::ProcessRunner& runner, bool ask_slurm = true);
+TargetFacts GatherFacts(const std::string& node, const sys::FileSystem& fs,
+                        sys::ProcessRunner& runner, bool ask_slurm = true);
 
-}  // namespace cmax::cli
+}  // namespace cmax::inject

@@ -1,0 +1,143 @@
+#include "remediate/settings.hpp"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cmath>
+#include <cstring>
+#include <fmt/format.h>
+#include <sys/file.h>
+#include <utility>
+
+#include "core/strings.hpp"
+#include "sys/host.hpp"
+
+namespace cmax::remediate {
+
+Duration SecondsAsDuration(double seconds) {
+  return std::chrono::duration_cast<Duration>(std::chrono::duration<double>(seconds));
+}
+
+Result<ControllerConfig> BuildControllerConfig(const ControllerSettings& o, sys::FileSystem& fs) {
+  for (double v : {o.validation_timeout_min, o.breaker_window_s, o.probation_min}) {
+    if (!std::isfinite(v) || v <= 0) {
+      return Fail(ErrorCode::kInvalidArgument, "times must be positive numbers");
+    }
+  }
+  if (!std::isfinite(o.breaker_percent) || o.breaker_percent <= 0 || o.breaker_percent > 100) {
+    return Fail(ErrorCode::kInvalidArgument, "--breaker-percent must be in (0, 100]");
+  }
+  if (o.architecture != "hgx" && o.architecture != "nvl72") {
+    return Fail(ErrorCode::kInvalidArgument, "--architecture must be hgx or nvl72, got '{}'",
+                SanitizeUtf8(o.architecture));
+  }
+  if (o.act == o.dry_run) {
+    return Fail(ErrorCode::kInvalidArgument,
+                "say --act to let cmax drain, requeue, reset and resume nodes, or --dry-run to "
+                "see what it would do");
+  }
+  if (o.act && Trim(o.validation_command).empty()) {
+    return Fail(ErrorCode::kInvalidArgument,
+                "--validation-command is required to act: the checks a node must pass before it "
+                "goes back into service (for example 'dcgmi diag -r 3')");
+  }
+  ControllerConfig c;
+  c.dry_run = o.dry_run;
+  c.validation = {o.validation_command, SecondsAsDuration(o.validation_timeout_min * 60)};
+  c.reset_command = o.reset_command;
+  c.breaker = {o.breaker_percent / 100.0, SecondsAsDuration(o.breaker_window_s)};
+  c.rate.max_actions = o.rate_limit;
+  c.policy.architecture = o.architecture == "nvl72" ? Architecture::kNvl72 : Architecture::kHgx;
+  c.policy.spares = !o.no_spares;
+  c.policy.probation = SecondsAsDuration(o.probation_min * 60);
+  c.policy.validation_timeout = c.validation.timeout;
+  c.policy.escalation_faults = o.escalation_faults;
+  c.nodes = o.nodes;
+  if (!o.racks_file.empty()) {
+    if (o.architecture != "nvl72") {
+      return Fail(ErrorCode::kInvalidArgument, "--racks needs --architecture nvl72");
+    }
+    auto text = fs.ReadFile(o.racks_file, size_t{4} << 20);
+    if (!text) return tl::unexpected(text.error());
+    auto racks = ParseRacks(*text);
+    if (!racks) {
+      return Fail(ErrorCode::kInvalidArgument, "{}: {}", SanitizeUtf8(o.racks_file),
+                  racks.error().message);
+    }
+    c.racks = std::move(*racks);
+    c.rack.down_at = o.rack_down_at;
+    c.rack.domain_survives_tray_loss = !o.domain_needs_every_tray;
+  }
+  return c;
+}
+
+SlurmOptions SlurmOptionsFrom(const ControllerSettings& o) {
+  SlurmOptions s;
+  s.service_partition = o.service_partition;
+  s.spare_partition = o.spare_partition;
+  s.read_maintenance_reservations = o.observe_maintenance;
+  return s;
+}
+
+std::map<std::string, std::string> KubeEnvironment() {
+  std::map<std::string, std::string> env;
+  for (const char* name : {"KUBECONFIG", "KUBERNETES_SERVICE_HOST", "KUBERNETES_SERVICE_PORT",
+                           "HOME", "CMAX_KUBE_TOKEN"}) {
+    if (std::string v = sys::GetEnv(name); !v.empty()) env[name] = v;
+  }
+  return env;
+}
+
+Result<std::unique_ptr<SchedulerChoice>> MakeScheduler(
+    const ControllerSettings& o, sys::ProcessRunner& runner, const Clock& clock,
+    const std::map<std::string, std::string>& env) {
+  auto choice = std::make_unique<SchedulerChoice>();
+  if (o.scheduler == "slurm") {
+    choice->scheduler = std::make_unique<SlurmScheduler>(runner, SlurmOptionsFrom(o));
+    choice->description = "Slurm";
+    return choice;
+  }
+  if (o.scheduler != "kubernetes") {
+    return Fail(ErrorCode::kInvalidArgument, "--scheduler must be slurm or kubernetes, got '{}'",
+                SanitizeUtf8(o.scheduler));
+  }
+  auto connection = ResolveKubeConnection(o.kube, choice->fs, env);
+  if (!connection) return tl::unexpected(connection.error());
+  KubernetesOptions k;
+  k.validation_namespace = !o.kube_namespace.empty()             ? o.kube_namespace
+                           : !connection->namespace_name.empty() ? connection->namespace_name
+                                                                 : std::string("cmax");
+  k.validation_image = o.validation_image;
+  k.validation_gpus = o.validation_gpus;
+  k.taint_effect = o.taint_effect;
+  choice->description =
+      fmt::format("Kubernetes at {} ({})", connection->server, connection->source);
+  choice->http = std::make_unique<sys::CurlHttpClient>(connection->tls);
+  choice->kube = std::make_unique<KubeApi>(*choice->http, choice->fs, clock, *connection, k.api);
+  choice->scheduler = std::make_unique<KubernetesScheduler>(*choice->http, choice->fs, clock,
+                                                            std::move(*connection), std::move(k));
+  return choice;
+}
+
+Result<ControllerLock> ControllerLock::Take(const std::string& store_path) {
+  const std::string path = store_path + ".remediate.lock";
+  const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+  if (fd < 0) return Fail(ErrorCode::kIo, "cannot open {}: {}", path, std::strerror(errno));
+  if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
+    ::close(fd);
+    return Fail(ErrorCode::kBusy,
+                "another controller holds {}; only one controller may act on a store at a time",
+                path);
+  }
+  return ControllerLock(fd);
+}
+
+ControllerLock::ControllerLock(ControllerLock&& other) noexcept
+    : fd_(std::exchange(other.fd_, -1)) {}
+
+ControllerLock::~ControllerLock() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+}  // namespace cmax::remediate

@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# The project stands on its own and its architecture page is true: no file points outside the
+# repository (a user who clones it has only it), and docs/ARCHITECTURE.md shows the library
+# graph that src/CMakeLists.txt builds.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/../.." && pwd)
+cd "$root"
+status=0
+# This file names the pattern it looks for; every other tracked file must not hold it.
+if outside=$(git grep -n -I -e '\.\./shared' -- . ':!tests/docs/docs_test.sh'); then
+  echo "docs_test: files point outside the repository:" >&2
+  echo "$outside" >&2
+  status=1
+fi
+bash scripts/library_graph.sh --check || status=1
+exit $status
