@@ -25,14 +25,19 @@ build: setup
 run: build
 	$(BIN) run
 
-# tree-before/tree-check: the run itself checks that no test left a file in the source tree.
-test: setup tree-before format-check tidy test-debug test-asan fuzz tree-check
+# The tree is looked at before and after (in that order, also under make -j): the run itself
+# checks that no test left a file in the source tree.
+test: setup
+	@$(MAKE) --no-print-directory tree-before
+	@$(MAKE) --no-print-directory format-check tidy test-debug test-asan fuzz
+	@$(MAKE) --no-print-directory tree-check
 	@echo "make test: all passed"
 
 tree-before:
 	@mkdir -p build && git status --porcelain --ignored >build/tree-before.txt
 
 tree-check:
+	@[ -f build/tree-before.txt ] || { echo "tree-check: run make tree-before first" >&2; exit 1; }
 	@git status --porcelain --ignored >build/tree-after.txt; \
 	  if ! diff -u build/tree-before.txt build/tree-after.txt; then \
 	    echo "make test: the tests changed or left files in the source tree (above)" >&2; exit 1; fi; \

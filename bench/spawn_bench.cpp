@@ -4,7 +4,6 @@
 // Usage: spawn_bench RUNS -- CMD ARGS... [-- CMD ARGS...]...
 #include <fcntl.h>
 #include <spawn.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -12,6 +11,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <string>
+#include <sys/wait.h>
 #include <vector>
 
 extern char** environ;
@@ -31,7 +31,18 @@ int main(int argc, char** argv) {
     if (commands.empty()) return 2;
     commands.back().push_back(argv[i]);
   }
-  for (auto& c : commands) c.push_back(nullptr);
+  if (runs <= 0 || commands.empty()) {
+    std::fprintf(stderr, "%s: RUNS must be a positive number, and a command must follow --\n",
+                 argv[0]);
+    return 2;
+  }
+  for (auto& c : commands) {
+    if (c.empty()) {
+      std::fprintf(stderr, "%s: an empty command between two --\n", argv[0]);
+      return 2;
+    }
+    c.push_back(nullptr);
+  }
   posix_spawn_file_actions_t quiet;
   posix_spawn_file_actions_init(&quiet);
   posix_spawn_file_actions_addopen(&quiet, 1, "/dev/null", O_WRONLY, 0);

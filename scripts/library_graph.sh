@@ -9,18 +9,21 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 doc="$root/docs/ARCHITECTURE.md"
 
 graph() {
-  # cmax_library(NAME SOURCES ... DEPS a b c): keep NAME and the cmax_* deps, in file order.
+  # cmax_library(NAME SOURCES ... DEPS a b c): NAME and its deps that are libraries of src/
+  # folders (cmax_sqlite3 and the like wrap outside ones). Two passes: a library may name one
+  # defined further down.
   awk '
-    /^cmax_library\(/ { sub(/^cmax_library\(/, ""); name = $1; ours[name] = 1; deps = ""; in_lib = 1; next }
+    FNR == NR { if (match($0, /cmax_library\([a-z_]+/)) ours[substr($0, RSTART + 13, RLENGTH - 13)] = 1; next }
+    /^cmax_library\(/ { sub(/^cmax_library\(/, ""); name = $1; deps = ""; in_lib = 1; start = 2 }
     in_lib {
-      for (i = 1; i <= NF; i++) {
+      for (i = (start ? start : 1); i <= NF; i++) {
         word = $i; closing = sub(/\)$/, "", word)
-        # Only the libraries of src/ folders (cmax_sqlite3 and the like wrap outside ones).
         if (word ~ /^cmax_/) { sub(/^cmax_/, "", word); if (word in ours) deps = deps (deps == "" ? "" : ", ") word }
         if (closing) { printf "%-12s -> %s\n", name, (deps == "" ? "(nothing of ours)" : deps); in_lib = 0; break }
       }
+      start = 0
     }
-  ' "$root/src/CMakeLists.txt"
+  ' "$root/src/CMakeLists.txt" "$root/src/CMakeLists.txt"
 }
 
 block() {

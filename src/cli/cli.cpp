@@ -48,7 +48,9 @@ TreeNeeded TreeFor(const std::vector<std::string>& args) {
       continue;
     }
     if (a == "--version") version = true;
-    if (a == "-h" || a == "--help" || a == "--") return {};
+    if (a == "--help" || a == "--") return {};
+    // -h, alone or in a cluster of short flags (-vh): the help of the whole tree.
+    if (a.size() > 1 && a[0] == '-' && a[1] != '-' && a.find('h') != std::string::npos) return {};
     if (a.empty() || a[0] == '-') continue;
     for (const auto& [name, setup] : kCommands) {
       if (a == name) return {.all = false, .command = a};

@@ -28,6 +28,7 @@
 #include "endpoint/workload.hpp"
 #include "store/run_writer.hpp"
 #include "store/store.hpp"
+#include "sys/curl_library.hpp"
 #include "sys/file_system.hpp"
 #include "sys/host.hpp"
 #include "sys/interrupt.hpp"
@@ -46,6 +47,7 @@ struct EndpointOptions {
   CLI::App* serve_sim = nullptr;
   // target
   std::string url;
+  std::string endpoint_path;  // --endpoint
   std::string api = "chat";
   std::string model;
   std::string api_key_env;
@@ -118,13 +120,14 @@ struct Prepared {
   endpoint::Slo slo;
   std::optional<endpoint::Price> price;
   endpoint::RunDescription description;
+  std::string key;  // taken out of what the run shows, should a server echo it
 };
 
 Result<Prepared> Prepare(const EndpointOptions& o) {
   Prepared p;
   auto api = endpoint::ParseApi(o.api);
   if (!api) return tl::unexpected(api.error());
-  auto url = endpoint::EndpointUrl(o.url, *api);
+  auto url = endpoint::EndpointUrl(o.url, *api, o.endpoint_path);
   if (!url) return tl::unexpected(url.error());
   p.target.api = *api;
   p.target.url = std::move(*url);
@@ -133,6 +136,9 @@ Result<Prepared> Prepare(const EndpointOptions& o) {
     if (path->empty() || *path == "-") continue;
     if (auto ok = sys::CheckOutputPath(*path); !ok) return tl::unexpected(ok.error());
   }
+  // libcurl reads the URL (and carries https): a machine without it is told so, not told
+  // that its URL is wrong.
+  if (auto loaded = sys::LoadCurl(); !loaded) return tl::unexpected(loaded.error());
   // Before anything is sent: a URL the engine cannot read would fail every request as "dns".
   if (auto ok = endpoint::CheckUrl(p.target.url); !ok) {
     return Fail(ErrorCode::kInvalidArgument, "--url {}: {}",
@@ -142,6 +148,7 @@ Result<Prepared> Prepare(const EndpointOptions& o) {
   auto key = endpoint::ApiKey({.file = o.api_key_file, .env = o.api_key_env}, *api, fs,
                               [](const std::string& name) { return sys::GetEnv(name.c_str()); });
   if (!key) return tl::unexpected(key.error());
+  p.key = *key;
   auto headers = endpoint::RequestHeaders(*api, *key, o.headers);
   if (!headers) return tl::unexpected(headers.error());
   p.target.headers = std::move(*headers);
@@ -249,6 +256,7 @@ Result<Measured> Measure(Context& ctx, const EndpointOptions& o, Prepared& p,
   if (!run) return tl::unexpected(run.error());
   Measured m{std::move(*run), {}, {}};
   m.summary = endpoint::Summarize(m.run, p.slo, p.price);
+  endpoint::RedactSecret(m.summary, p.key);
   m.result = endpoint::ResultJson(p.description, m.run, m.summary);
   return m;
 }
@@ -468,6 +476,9 @@ void AddTargetFlags(CLI::App* app, EndpointOptions& o) {
                   "http://HOST:PORT/v1 get the API's path (/v1/chat/completions, "
                   "/v1/completions, /v1/messages); a URL ending in one is used as it is")
       ->required();
+  app->add_option("--endpoint", o.endpoint_path,
+                  "The API's path below --url instead of the usual one, as vLLM's benchmark "
+                  "takes it (--url http://HOST:PORT --endpoint /generate)");
   app->add_option("--api", o.api, "chat | completions | anthropic")->capture_default_str();
   app->add_option("--model", o.model, "Model name sent in each request")->required();
   app->add_option("--api-key-env", o.api_key_env,

@@ -52,7 +52,7 @@ RunMetrics Summarize(const std::vector<RequestTiming>& requests, double duration
   size_t good = 0;
   for (const RequestTiming& r : requests) {
     // A request without a single choice chunk did not complete, whatever its status said.
-    if (!r.ok || !r.first_chunk_s || r.chunk_s.empty()) {
+    if (!Completed(r)) {
       ++m.failed;
       ++m.errors[r.ok ? std::string("empty-stream") : (r.error.empty() ? "unknown" : r.error)];
       continue;

@@ -33,6 +33,12 @@ struct RequestTiming {
   std::string error;  // its class when not ok: connect, tls, timeout, http-429, http-5xx, ...
 };
 
+// Whether a request completed: answered, with at least one choice chunk (a 200 without one is
+// an "empty-stream" failure). The one rule the metrics and the first-failure report share.
+inline bool Completed(const RequestTiming& r) {
+  return r.ok && r.first_chunk_s.has_value() && !r.chunk_s.empty();
+}
+
 struct Distribution {
   size_t count = 0;
   double mean = 0, stddev = 0, min = 0, max = 0;

@@ -16,7 +16,7 @@ constexpr std::array<std::string_view, 3> kApiPathEnds = {"/chat/completions", "
 
 }  // namespace
 
-Result<std::string> EndpointUrl(const std::string& url, Api api) {
+Result<std::string> EndpointUrl(const std::string& url, Api api, const std::string& endpoint) {
   if (!url.starts_with("http://") && !url.starts_with("https://")) {
     return Fail(ErrorCode::kInvalidArgument, "--url must start with http:// or https://");
   }
@@ -27,10 +27,17 @@ Result<std::string> EndpointUrl(const std::string& url, Api api) {
   std::string path = url.substr(path_at, query_at - path_at);
   const std::string query = url.substr(query_at);
   const std::string_view usual = DefaultPath(api);  // "/v1/..."
-  for (const std::string_view end : kApiPathEnds) {
-    if (path.ends_with(end)) return url;
-  }
   while (!path.empty() && path.back() == '/') path.pop_back();
+  if (!endpoint.empty()) {
+    // vLLM's --base-url + --endpoint: the path given, below the base, whatever it is.
+    if (!endpoint.starts_with('/') || endpoint.find_first_of("?# ") != std::string::npos) {
+      return Fail(ErrorCode::kInvalidArgument, "--endpoint must be a path starting with /");
+    }
+    return origin + path + endpoint + query;
+  }
+  for (const std::string_view end : kApiPathEnds) {
+    if (path.ends_with(end)) return origin + path + query;
+  }
   if (path.empty()) return origin + std::string(usual) + query;
   if (path.ends_with("/v1")) return origin + path + std::string(usual.substr(3)) + query;
   return origin + path + std::string(usual) + query;

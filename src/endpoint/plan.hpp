@@ -23,7 +23,9 @@ namespace cmax::endpoint {
 // path below /v1 is appended when the base ends in /v1 (http://h:8000/v1 ->
 // http://h:8000/v1/chat/completions), the whole usual path otherwise (a proxy prefix:
 // http://h/proxy -> http://h/proxy/v1/chat/completions). A query stays at the end.
-Result<std::string> EndpointUrl(const std::string& url, Api api);
+// `endpoint` (vLLM's --endpoint), when given, is the path below the base instead: for a server
+// whose API lives elsewhere (http://h:8000 + /generate).
+Result<std::string> EndpointUrl(const std::string& url, Api api, const std::string& endpoint = {});
 
 // The URL as shown and stored: no user:password and no query (where some services put keys).
 std::string ShownUrl(const std::string& url);

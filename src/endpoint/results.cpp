@@ -69,7 +69,7 @@ LoadSummary Summarize(const LoadResult& run, const Slo& slo, const std::optional
   }
   const RequestRecord* first = nullptr;
   for (const RequestRecord& r : run.records) {
-    if (r.timing.ok) continue;
+    if (Completed(r.timing)) continue;
     ++s.failed;
     if (first == nullptr || r.index < first->index) first = &r;
   }
@@ -246,17 +246,30 @@ std::string FailureText(const RequestRecord& r) {
   if (r.http_status != 0 && r.error_message.starts_with(prefix)) {
     text = fmt::format("HTTP/{} {}: {}", r.http_version.empty() ? "1.1" : r.http_version,
                        r.http_status, r.error_message.substr(prefix.size()));
+  } else if (r.timing.ok) {
+    // Answered 200 without a single choice chunk: as the metrics count it.
+    text = "empty-stream: the answer carried no completion";
   } else {
     text = r.timing.error + ": " + r.error_message;
   }
   // One line, of a length a terminal shows: a body can be anything.
   constexpr size_t kShown = 300;
-  if (text.size() > kShown) text = SanitizeUtf8(text.substr(0, kShown)) + "...";
+  const bool cut = text.size() > kShown;
+  text = SanitizeUtf8(cut ? text.substr(0, kShown) : text) + (cut ? "..." : "");
   for (char& c : text) {
     if (c == '\n' || c == '\r' || c == '\t') c = ' ';
   }
   ShowControlCharacters(text);
   return text;
+}
+
+void RedactSecret(LoadSummary& summary, const std::string& secret) {
+  // A gateway may echo the key it refused in its error body.
+  if (secret.size() < 4) return;
+  for (size_t at = summary.first_failure.find(secret); at != std::string::npos;
+       at = summary.first_failure.find(secret, at)) {
+    summary.first_failure.replace(at, secret.size(), "[redacted]");
+  }
 }
 
 namespace {

@@ -58,6 +58,10 @@ inline constexpr double kMinCpuWindowS = 0.5;
 // else the error class and its message.
 std::string FailureText(const RequestRecord& record);
 
+// Takes the API key out of what the summary shows and stores (a gateway may echo a key it
+// refused); before the summary's findings and result are made.
+void RedactSecret(LoadSummary& summary, const std::string& secret);
+
 LoadSummary Summarize(const LoadResult& run, const Slo& slo, const std::optional<Price>& price);
 
 nlohmann::json ResultJson(const RunDescription& description, const LoadResult& run,

@@ -10,12 +10,12 @@ namespace cmax::reliability {
 std::vector<std::string> StepRefusals(const Step& step, const inject::TargetFacts& facts,
                                       const StepSafety& safety, const sys::FileSystem& fs) {
   const bool bus_reset = step.inject == InjectKind::kPcieSbr;
-  std::vector<std::string> why_not = inject::Refusals(facts, {.dry_run = safety.dry_run,
-                                                              .yes = safety.yes,
-                                                              .force = safety.force,
-                                                              .allow_destructive =
-                                                                  safety.allow_destructive,
-                                                              .destructive = bus_reset});
+  std::vector<std::string> why_not =
+      inject::Refusals(facts, {.dry_run = safety.dry_run,
+                               .yes = safety.yes,
+                               .force = safety.force,
+                               .allow_destructive = safety.allow_destructive,
+                               .destructive = bus_reset});
   if (bus_reset) {
     // The reset runs here: it must be certain of its GPU before anything is injected.
     if (auto plan = inject::PlanSecondaryBusReset(fs, step.pci); !plan) {

@@ -54,8 +54,9 @@ Result<StepSummary> Controller::Step() {
   if (!policy_saved_) {
     // Once per controller: an operator's word (`cmax remediate repaired`) is judged by the
     // policy the controller runs with, not by the defaults.
+    // Not worth stopping remediation for: the word would be judged by the defaults.
     if (auto saved = journal_.SavePolicy(config_.policy, clock_.Now()); !saved) {
-      return tl::unexpected(saved.error());
+      log::Warn("cannot record the controller's policy: {}", saved.error().message);
     }
     policy_saved_ = true;
   }
@@ -460,11 +461,15 @@ Result<OperatorOutcome> RecordOperatorWord(store::Store& store, const OperatorWo
   Journal journal(store.Db());
   auto entry = journal.Node(word.node, now);
   if (!entry) return tl::unexpected(entry.error());
-  auto saved = journal.SavedPolicy();
-  if (!saved) return tl::unexpected(saved.error());
   OperatorOutcome out;
-  out.policy_of_controller = saved->has_value();
-  const PolicyConfig policy = saved->value_or(PolicyConfig{});
+  PolicyConfig policy;
+  // A stored policy that cannot be read leaves the defaults, and the outcome says so.
+  if (auto saved = journal.SavedPolicy(); saved && saved->has_value()) {
+    policy = **saved;
+    out.policy_of_controller = true;
+  } else if (!saved) {
+    log::Warn("cannot read the controller's policy: {}; the defaults judge", saved.error().message);
+  }
   Event event;
   event.kind = word.kind;
   event.summary = word.who.empty() ? "by an operator" : "by " + word.who;

@@ -11,6 +11,7 @@
 #include <utility>
 
 #include "core/strings.hpp"
+#include "sys/curl_library.hpp"
 #include "sys/host.hpp"
 
 namespace cmax::remediate {
@@ -102,6 +103,9 @@ Result<std::unique_ptr<SchedulerChoice>> MakeScheduler(
     return Fail(ErrorCode::kInvalidArgument, "--scheduler must be slurm or kubernetes, got '{}'",
                 SanitizeUtf8(o.scheduler));
   }
+  // The API server is reached through libcurl: a machine without it is told so at once, not
+  // after the retries meant for an API server that is away.
+  if (auto loaded = sys::LoadCurl(); !loaded) return tl::unexpected(loaded.error());
   auto connection = ResolveKubeConnection(o.kube, choice->fs, env);
   if (!connection) return tl::unexpected(connection.error());
   KubernetesOptions k;

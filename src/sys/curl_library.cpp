@@ -29,9 +29,9 @@ void Load() {
   void* handle = ::dlopen(kSoname, RTLD_NOW | RTLD_LOCAL);
   if (handle == nullptr) {
     const char* why = ::dlerror();
-    load_error = Error{ErrorCode::kUnavailable,
-                       std::string("cannot load ") + kSoname + " (Debian: apt install libcurl4): " +
-                           (why != nullptr ? why : "unknown error")};
+    load_error = Error{ErrorCode::kUnavailable, std::string("cannot load ") + kSoname +
+                                                    " (Debian: apt install libcurl4): " +
+                                                    (why != nullptr ? why : "unknown error")};
     return;
   }
   CurlLibrary l;
@@ -62,14 +62,26 @@ void Load() {
   CMAX_CURL_RESOLVE(url_set, curl_url_set)
   CMAX_CURL_RESOLVE(url_get, curl_url_get)
   CMAX_CURL_RESOLVE(url_strerror, curl_url_strerror)
+  CMAX_CURL_RESOLVE(version_info, curl_version_info)
 #undef CMAX_CURL_RESOLVE
   if (missing != nullptr) {
     load_error = Error{ErrorCode::kUnavailable, std::string(kSoname) + " has no " + missing +
-                                                    " (libcurl 7.80 or later is needed)"};
+                                                    " (libcurl 7.85 or later is needed)"};
+    ::dlclose(handle);
+    return;
+  }
+  const curl_version_info_data* version = l.version_info(CURLVERSION_NOW);
+  if (version == nullptr || version->version_num < kMinCurlVersion) {
+    load_error = Error{ErrorCode::kUnavailable,
+                       std::string(kSoname) + " is libcurl " +
+                           (version != nullptr ? version->version : "of an unknown version") +
+                           "; cmax needs 7.85 or later"};
+    ::dlclose(handle);
     return;
   }
   if (l.global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
     load_error = Error{ErrorCode::kUnavailable, "curl_global_init failed"};
+    ::dlclose(handle);
     return;
   }
   library = l;
@@ -93,6 +105,8 @@ const CurlLibrary& Curl() {
   return library;
 }
 
-bool CurlLoaded() { return loaded.load(std::memory_order_acquire); }
+bool CurlLoaded() {
+  return loaded.load(std::memory_order_acquire);
+}
 
 }  // namespace cmax::sys

@@ -1,6 +1,7 @@
 // libcurl, loaded when a command first needs it (dlopen of libcurl.so.4) instead of at start:
 // with its dependency tail (TLS, Kerberos, LDAP, SSH, RTMP) it was most of the dynamic loading
-// every one-shot command paid, and of the idle agent's memory, though only the HTTP commands use it.
+// every one-shot command paid, and of the idle agent's memory, though only the HTTP commands use
+// it.
 #pragma once
 
 #include <curl/curl.h>
@@ -36,7 +37,12 @@ struct CurlLibrary {
   decltype(&::curl_url_set) url_set = nullptr;
   decltype(&::curl_url_get) url_get = nullptr;
   decltype(&::curl_url_strerror) url_strerror = nullptr;
+  decltype(&::curl_version_info) version_info = nullptr;
 };
+
+// The oldest libcurl cmax works with: CURLOPT_PROTOCOLS_STR (which keeps requests to http and
+// https) came in 7.85.0.
+inline constexpr unsigned kMinCurlVersion = 0x075500;
 
 // Loads libcurl once (thread-safe; curl_global_init included) and returns its functions, or
 // why it could not be loaded (the library missing, or too old to have a function cmax calls).

@@ -116,7 +116,8 @@ class ControllerLabTest : public RemediateLabTest {
     auto s = store::Store::Open({.path = db_});
     return remediate::Journal(s->Db()).Node(node, clock_.Now()).value().record.state;
   }
-  // Runs the controller once a second until the node reaches `state` (or 30 s pass).
+  // Runs the controller once a second until the node reaches `state`: 30 passes of a few
+  // seconds each at most.
   bool RunUntil(const std::string& node, remediate::NodeState state,
                 const std::string& validation = "sleep 1; true") {
     return testing::WaitUntil(
@@ -124,7 +125,7 @@ class ControllerLabTest : public RemediateLabTest {
           Cmax(Act(validation));
           return State(node) == state;
         },
-        30s, 1s);
+        120s, 1s);
   }
   std::vector<remediate::ActionRow> Actions(const std::string& node) {
     auto s = store::Store::Open({.path = db_});

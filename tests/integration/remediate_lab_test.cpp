@@ -178,7 +178,7 @@ TEST_F(ControllerLabTest, ARackThatIsDownHasItsOtherTraysDrainedUntilItIsBack) {
         Cmax(args);
         return State("gpu1") == remediate::NodeState::kReintroduced;
       },
-      30s, 1s));
+      120s, 1s));
   for (const char* tray : {"gpu1", "gpu2", "gpu3", "gpu4"}) EXPECT_FALSE(Node(tray).drain) << tray;
 }
 

@@ -100,20 +100,18 @@ grep -qx tee "$work/sudo.log" && grep -qx rm "$work/sudo.log" ||
   fail "policy-rc.d not written and removed through sudo: $(cat "$work/sudo.log")"
 [ ! -e "$work/policy" ] || fail "the policy-rc.d it added was left behind"
 
-# Not root and no sudo: a clear error naming what is missing, nothing run.
-mv "$work/bin/sudo" "$work/sudo.hidden"
-nosudo_path="$work/bin"
-# PATH without any sudo: only the stand-ins and the system folders that hold no sudo.
-for d in /usr/local/sbin /usr/local/bin /usr/sbin /usr/bin /sbin /bin; do
-  [ -x "$d/sudo" ] || nosudo_path="$nosudo_path:$d"
-done
+# Not root and no sudo: a clear error naming what is missing, nothing run. PATH holds only the
+# stand-ins and links to the few tools the script and they use, so a sudo installed on this
+# machine is not found (bash itself is run by its path).
+mkdir -p "$work/nosudo"
+for tool in dpkg-query apt-get id; do ln -s "$work/bin/$tool" "$work/nosudo/$tool"; done
+for tool in grep cat; do ln -s "$(command -v "$tool")" "$work/nosudo/$tool"; done
 case=no-sudo
 printf 'cmake\n' >"$work/missing"; echo 1000 >"$work/uid"; : >"$work/apt.log"
 rc=0
-out=$(CMAX_POLICY_RC_D="$work/policy" PATH="$nosudo_path" bash "$root/scripts/setup.sh" 2>&1) || rc=$?
+out=$(CMAX_POLICY_RC_D="$work/policy" PATH="$work/nosudo" "$BASH" "$root/scripts/setup.sh" 2>&1) || rc=$?
 [ "$rc" -eq 1 ] || fail "exit $rc: $out"
 grep -q 'need root or sudo to install: cmake' <<<"$out" || fail "unclear error: $out"
 [ ! -s "$work/apt.log" ] || fail "apt-get called without rights"
-mv "$work/sudo.hidden" "$work/bin/sudo"
 
 echo "setup_test: 7 cases passed"

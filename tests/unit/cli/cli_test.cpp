@@ -48,8 +48,9 @@ TEST(CliTree, OnlyTheNamedCommandIsBuilt) {
       {{"--version", "--help"}, true, ""},
       {{"health", "--help"}, false, "health"},  // a command's own help needs only it
       {{"--help"}, true, ""},
-      {{}, true, ""},         // no command: the whole list in the error
-      {{"helth"}, true, ""},  // a typo: CLI11 suggests from the whole tree
+      {{"-vh", "health"}, true, ""},  // -h inside a cluster of short flags
+      {{}, true, ""},                 // no command: the whole list in the error
+      {{"helth"}, true, ""},          // a typo: CLI11 suggests from the whole tree
   };
   for (const Case& c : cases) {
     const TreeNeeded t = TreeFor(c.args);

@@ -36,6 +36,8 @@ TEST(EndpointUrl, FollowsTheBaseUrlConvention) {
        "http://h:8000/v1/chat/completions?api-version=2"},
       {"http://h:8000?k=1", Api::kChat, "http://h:8000/v1/chat/completions?k=1"},
       {"http://h/v1/chat/completions?x=1", Api::kChat, "http://h/v1/chat/completions?x=1"},
+      // A trailing slash on an endpoint is not a base.
+      {"http://h/v1/chat/completions/", Api::kChat, "http://h/v1/chat/completions"},
   };
   for (const Case& c : cases) {
     auto url = EndpointUrl(c.url, c.api);
@@ -47,6 +49,18 @@ TEST(EndpointUrl, FollowsTheBaseUrlConvention) {
     ASSERT_FALSE(url) << bad;
     EXPECT_EQ(url.error().code, ErrorCode::kInvalidArgument);
   }
+}
+
+// vLLM's --endpoint: a server whose API lives at another path.
+TEST(EndpointUrl, AnEndpointPathGoesBelowTheBase) {
+  EXPECT_EQ(EndpointUrl("http://h:8000", Api::kChat, "/generate").value(),
+            "http://h:8000/generate");
+  EXPECT_EQ(EndpointUrl("http://h:8000/api/", Api::kChat, "/chat").value(),
+            "http://h:8000/api/chat");
+  EXPECT_EQ(EndpointUrl("http://h:8000?k=1", Api::kChat, "/generate").value(),
+            "http://h:8000/generate?k=1");
+  EXPECT_FALSE(EndpointUrl("http://h:8000", Api::kChat, "generate"));
+  EXPECT_FALSE(EndpointUrl("http://h:8000", Api::kChat, "/a?b"));
 }
 
 TEST(EndpointUrl, ShownWithoutCredentialsOrQuery) {

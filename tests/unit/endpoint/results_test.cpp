@@ -85,6 +85,31 @@ TEST(LoadSummary, AFailureIsShownOnOneShortLine) {
   EXPECT_TRUE(shown.ends_with("...")) << shown;
 }
 
+// A 200 without a single choice chunk failed (as the metrics count it): it is the first failure.
+TEST(LoadSummary, AnEmptyStreamIsAFailureToo) {
+  LoadResult run;
+  run.duration_s = 1;
+  RequestRecord empty;
+  empty.http_status = 200;
+  empty.timing.ok = true;  // answered, but nothing in it
+  run.records = {empty};
+  const LoadSummary s = Summarize(run, {}, std::nullopt);
+  EXPECT_EQ(s.failed, 1U);
+  EXPECT_EQ(s.first_failure, "empty-stream: the answer carried no completion");
+  EXPECT_EQ(Errors(LoadFindings(s)).status, CheckStatus::kFail);
+}
+
+TEST(LoadSummary, AKeyEchoedByTheServerIsRedacted) {
+  LoadResult run;
+  run.duration_s = 1;
+  run.records = {Failed(0, 401, "http-4xx", "HTTP 401: invalid key sk-secret-123 (sk-secret-123)")};
+  LoadSummary s = Summarize(run, {}, std::nullopt);
+  RedactSecret(s, "sk-secret-123");
+  EXPECT_EQ(s.first_failure, "HTTP/1.1 401: invalid key [redacted] ([redacted])");
+  RedactSecret(s, "");  // no key: nothing to take out, nothing broken
+  EXPECT_EQ(s.first_failure, "HTTP/1.1 401: invalid key [redacted] ([redacted])");
+}
+
 TEST(LoadSummary, ClientCpuShareOnlyOverAMeasurableRun) {
   LoadResult run;
   run.records = {Failed(0, 0, "connect", "Connection refused")};
