@@ -66,7 +66,7 @@ std::vector<Command> SetupCli(CLI::App& app, Context& ctx, const TreeNeeded& nee
       "cmax evaluates GPU clouds the way the ClusterMAX rating does: it inventories and audits\n"
       "hosts and clusters, records the evidence in a SQLite store, and reports findings.");
   app.name("cmax");
-  app.set_version_flag("--version", "cmax " + VersionString());
+  app.set_version_flag("--version", VersionLine());
   app.require_subcommand(1);
   app.fallthrough();
   app.footer(

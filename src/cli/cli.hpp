@@ -73,5 +73,7 @@ int RunCli(const std::vector<std::string>& args, std::ostream& out, std::ostream
            bool out_is_terminal = false);
 
 std::string VersionString();
+// What `cmax --version` prints: one line, the same from the fast path in main and from CLI11.
+std::string VersionLine();
 
 }  // namespace cmax::cli

@@ -14,7 +14,7 @@ int main(int argc, char** argv) {
   const std::vector<std::string> args(argv + 1, argv + argc);
   // The one-shot that scripts run most, answered before any command tree is built.
   if (args.size() == 1 && args[0] == "--version") {
-    std::cout << "cmax " << cmax::cli::VersionString() << "\n";
+    std::cout << cmax::cli::VersionLine() << "\n";
     return 0;
   }
   cmax::cli::ControlCharacterFilter err_filter(std::cerr.rdbuf());

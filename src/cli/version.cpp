@@ -8,4 +8,8 @@ std::string VersionString() {
   return CMAX_VERSION;
 }
 
+std::string VersionLine() {
+  return "cmax " + VersionString();
+}
+
 }  // namespace cmax::cli
