@@ -120,8 +120,8 @@ TEST_F(LabTest, UpRunDrainResumeDown) {
 
 TEST_F(LabTest, DownEndsRunningJobs) {
   ASSERT_TRUE(Up(spec_, ctx_, 30s));
-  auto submit = Slurm(
-      {"sbatch", "-N2", "-p", "gpu", "-o", spec_.dir + "/slurm-%j.out", "--wrap", "sleep 300"});
+  auto submit = Slurm({"sbatch", "-N2", "-p", "gpu", "-o", spec_.dir + "/slurm-%j.out", "--wrap",
+                       "sleep 307"});  // its own duration: other tests run sleep 300
   ASSERT_TRUE(submit);
   ASSERT_EQ(submit->exit_code, 0) << submit->stderr_text;
   ASSERT_TRUE(testing::WaitUntil(
@@ -134,9 +134,15 @@ TEST_F(LabTest, DownEndsRunningJobs) {
   auto down = Down(spec_.dir, ctx_);
   ASSERT_TRUE(down) << down.error().message;
   EXPECT_TRUE(ProcessesInside(spec_.dir).empty());
-  auto sleepers = runner_.Run({.argv = {"pgrep", "-f", "^sleep 300$"}});
-  ASSERT_TRUE(sleepers);
-  EXPECT_NE(sleepers->exit_code, 0) << "job processes survived: " << sleepers->stdout_text;
+  std::string survivors;
+  EXPECT_TRUE(testing::WaitUntil(
+      [&] {
+        auto sleepers = runner_.Run({.argv = {"pgrep", "-f", "^sleep 307$"}});
+        survivors = sleepers ? sleepers->stdout_text : "";
+        return sleepers && sleepers->exit_code != 0;
+      },
+      5s))
+      << "job processes survived: " << survivors;
 }
 
 TEST_F(LabTest, TakenPortIsNamedAndNothingStarts) {
