@@ -165,7 +165,7 @@ Result<Prepared> Prepare(const EndpointOptions& o) {
   p.engine_options.insecure = o.insecure;
   p.engine_options.ca_file = o.cacert;
   p.engine_options.http2 = !o.http1;
-  p.engine_options.own_http = o.http_client == "cmax";
+  p.engine_options.http1_pool = o.http_client == "cmax";
   p.engine_options.timeout_s = o.timeout_s;
   p.engine_options.connect_timeout_s = o.connect_timeout_s;
   p.engine_options.idle_timeout_s = o.idle_timeout_s;

@@ -185,7 +185,7 @@ std::string_view StringOf(simdjson::simdjson_result<Element> element) {
 
 // Every chunk of every stream passes through here. A token chunk in the frame of the stream's
 // earlier ones costs two comparisons and a look at its text; another common chunk one pass of
-// QuickChunk; the rest simdjson, which validates and indexes it in one pass (the
+// ReadPlainChunk; the rest simdjson, which validates and indexes it in one pass (the
 // whole-document library only for the usage and error objects, once per stream).
 StreamEffect StreamReader::Read(const SseEvent& event) {
   StreamEffect effect;
@@ -196,9 +196,9 @@ StreamEffect StreamReader::Read(const SseEvent& event) {
   if (event.data.empty() && event.event.empty()) return effect;  // keep-alive with no data
   const bool error_event = event.event == "error";
   if (quick_ && !error_event) {
-    std::optional<QuickFields> quick = frame_.Match(event.data);
+    std::optional<ChunkFields> quick = frame_.Read(event.data);
     if (!quick) {
-      quick = QuickChunk(api_, event.data);
+      quick = ReadPlainChunk(api_, event.data);
       if (quick) frame_.Learn(event.data, *quick);
     }
     if (quick) {

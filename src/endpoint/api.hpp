@@ -17,7 +17,7 @@
 #include <vector>
 
 #include "core/result.hpp"
-#include "endpoint/quick_chunk.hpp"
+#include "endpoint/plain_chunk.hpp"
 #include "endpoint/sse.hpp"
 #include "endpoint/usage.hpp"
 
@@ -64,8 +64,8 @@ struct StreamEffect {
 // Reads a stream's events in order; keeps usage, finish reason and, if asked, the text.
 class StreamReader {
  public:
-  // `quick`: token chunks of the common kind are read by QuickChunk, the rest by the full parse;
-  // false: everything by the full parse (the reference the quick path is checked against).
+  // `quick`: token chunks of the common kind are read by ReadPlainChunk, the rest by the full
+  // parse; false: everything by the full parse (the reference the quick path is checked against).
   StreamReader(Api api, bool keep_text, bool quick = true)
       : api_(api), keep_text_(keep_text), quick_(quick) {}
   StreamEffect Read(const SseEvent& event);
@@ -80,7 +80,7 @@ class StreamReader {
   Api api_;
   bool keep_text_;
   bool quick_;
-  ChunkFrame frame_;  // learned from the stream's first token chunk
+  FramedTextReader frame_;  // learned from the stream's first token chunk
   std::optional<TokenUsage> usage_;
   nlohmann::json anthropic_usage_ = nlohmann::json::object();
   std::string text_;

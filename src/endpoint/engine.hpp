@@ -1,18 +1,20 @@
 // The client's network engine: one thread, one epoll set, so that ten thousand streams cost
 // only the bytes that arrive on them. Each response is read as it arrives: SSE events are
-// parsed incrementally and their times taken on arrival.
+// parsed incrementally and their times taken on arrival. The load shapes (load.hpp) drive it
+// through Start and Poll and never see a transport.
 //
-// Two transports under one Start/Poll interface:
-// - Plain http goes over the engine's own HTTP/1.1 connections (HttpResponseReader), kept alive
-//   in a pool per origin; a request is sent again once over a new connection when the server
+// Inside (transport.hpp), two transports behind one interface (Transport):
+// - Http1Pool (http1_pool.hpp): plain http over cmax's own HTTP/1.1 connections, kept alive in
+//   a pool per origin; a request is sent again once over a new connection when the server
 //   closed a kept-alive one under it. It costs a third less CPU per token than libcurl.
-// - https, and http with --http-client libcurl, go through libcurl's multi interface driven by
-//   socket events (curl_multi_socket_action): keep-alive reuse, TLS (verified unless told
-//   otherwise), HTTP/2 by ALPN. Transfers are sharded 256 per multi handle, because libcurl
-//   walks every connection to a host when it looks for one to reuse. libcurl is loaded when
-//   the first engine is created (sys/curl_library.hpp).
-// Sockets whose answer is still awaited are also in a second epoll set that is read first on
-// each round, so that a first chunk is not timed behind a wave of other streams' tokens.
+// - CurlTransport (curl_transport.hpp): https, and http with --http-client libcurl, through
+//   libcurl's multi interface driven by socket events: TLS, HTTP/2 by ALPN, sharded 256
+//   transfers per multi handle. libcurl is loaded when the first engine is created.
+// Both read a response into an Exchange (the body, its SSE events, their arrival times) and end
+// it through EventHub::Complete, the one exit, where the outcome is decided by a pure function
+// over what the exchange saw (outcome.hpp: ClassifyOutcome). Sockets whose answer is still
+// awaited are also in a second epoll set that is read first on each round, so that a first
+// chunk is not timed behind a wave of other streams' tokens.
 #pragma once
 
 #include <chrono>
@@ -26,15 +28,16 @@
 #include "core/result.hpp"
 #include "endpoint/api.hpp"
 #include "endpoint/metrics.hpp"
+#include "endpoint/outcome.hpp"
 #include "endpoint/usage.hpp"
 
 namespace cmax::endpoint {
 
 struct EngineOptions {
-  bool insecure = false;  // skip certificate verification (--insecure)
-  std::string ca_file;    // extra trust (--cacert)
-  bool http2 = true;      // offer h2 by ALPN on TLS; plain http is HTTP/1.1
-  bool own_http = true;   // plain http:// over cmax's own HTTP/1.1 connections (else libcurl)
+  bool insecure = false;   // skip certificate verification (--insecure)
+  std::string ca_file;     // extra trust (--cacert)
+  bool http2 = true;       // offer h2 by ALPN on TLS; plain http is HTTP/1.1
+  bool http1_pool = true;  // plain http:// over cmax's own HTTP/1.1 connections (else libcurl)
   double connect_timeout_s = 10;
   double timeout_s = 600;     // the whole request
   double idle_timeout_s = 0;  // no byte for this long: timeout (0: off; whole seconds)
@@ -69,16 +72,6 @@ struct CallResult {
 // or control characters; read by libcurl's parser, as both clients read it. The error says
 // what is wrong (without repeating the URL, which may hold a key).
 Result<void> CheckUrl(const std::string& url);
-
-// The error class of a transfer that ended with a libcurl error; `answered` says whether any
-// response had begun. Classes: dns, connect, tls, timeout, truncated, malformed, other.
-std::string CurlErrorClass(int curl_code, bool answered);
-std::string HttpErrorClass(
-    long status);  // http-408, http-409, http-429, http-4xx, http-5xx, http-other
-// libcurl's CURLINFO_HTTP_VERSION as "1.0", "1.1", "2", "3" (empty: none).
-std::string HttpVersionName(long curl_version);
-// Whether an OpenAI-SDK-like client would try again.
-bool Retryable(const std::string& error_class);
 
 struct Completion {
   uint64_t tag = 0;

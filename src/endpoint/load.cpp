@@ -254,7 +254,7 @@ Result<LoadResult> RunLoad(Engine& e, const Target& target, Workload& workload,
     rec.turn = turn;
     rec.attempt = attempt;
     rec.due_s = due;
-    rec.timing.error = "cancelled";
+    rec.timing.error = ErrorClass::kCancelled;
     rec.error_message = "the run was interrupted";
     result.records.push_back(std::move(rec));
   };

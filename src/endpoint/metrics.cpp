@@ -54,7 +54,8 @@ RunMetrics Summarize(const std::vector<RequestTiming>& requests, double duration
     // A request without a single choice chunk did not complete, whatever its status said.
     if (!Completed(r)) {
       ++m.failed;
-      ++m.errors[r.ok ? std::string("empty-stream") : (r.error.empty() ? "unknown" : r.error)];
+      const std::string_view name = ErrorClassName(r.error);
+      ++m.errors[r.ok ? std::string("empty-stream") : std::string(name.empty() ? "unknown" : name)];
       continue;
     }
     ++m.completed;

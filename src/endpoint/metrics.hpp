@@ -18,6 +18,8 @@
 #include <string>
 #include <vector>
 
+#include "endpoint/outcome.hpp"
+
 namespace cmax::endpoint {
 
 struct RequestTiming {
@@ -30,7 +32,7 @@ struct RequestTiming {
   uint64_t output_tokens = 0;
   uint64_t cached_tokens = 0;
   bool ok = false;
-  std::string error;  // its class when not ok: connect, tls, timeout, http-429, http-5xx, ...
+  ErrorClass error = ErrorClass::kNone;  // its class when not ok
 };
 
 // Whether a request completed: answered, with at least one choice chunk (a 200 without one is

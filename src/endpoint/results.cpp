@@ -121,7 +121,8 @@ json ResultJson(const RunDescription& d, const LoadResult& run, const LoadSummar
     itls.push_back(std::move(gaps));
     latencies.push_back(ok ? t.chunk_s.back() - t.sent_s : 0.0);
     start_times.push_back(t.sent_s);
-    errors.push_back(t.ok ? std::string() : t.error + ": " + r.error_message);
+    errors.push_back(t.ok ? std::string()
+                          : fmt::format("{}: {}", ErrorClassName(t.error), r.error_message));
   }
   out["input_lens"] = std::move(input_lens);
   out["output_lens"] = std::move(output_lens);
@@ -189,7 +190,7 @@ std::string RequestJsonl(const RequestRecord& r) {
       {"due_s", r.due_s},
       {"lateness_ms", r.lateness_ms},
       {"ok", t.ok},
-      {"error", t.error.empty() ? json(nullptr) : json(t.error)},
+      {"error", t.error == ErrorClass::kNone ? json(nullptr) : json(ErrorClassName(t.error))},
       {"error_message", r.error_message.empty() ? json(nullptr) : json(r.error_message)},
       {"http_status", r.http_status},
       {"http_version", r.http_version.empty() ? json(nullptr) : json(r.http_version)},
@@ -250,7 +251,7 @@ std::string FailureText(const RequestRecord& r) {
     // Answered 200 without a single choice chunk: as the metrics count it.
     text = "empty-stream: the answer carried no completion";
   } else {
-    text = r.timing.error + ": " + r.error_message;
+    text = fmt::format("{}: {}", ErrorClassName(r.timing.error), r.error_message);
   }
   // One line, of a length a terminal shows: a body can be anything.
   constexpr size_t kShown = 300;

@@ -107,8 +107,8 @@ std::string WithLength(std::string_view status_and_headers, std::string_view bod
          "\r\n\r\n" + std::string(body);
 }
 
-CallResult CallOnce(bool own_http, const std::string& url, double timeout_s, bool stream) {
-  auto engine = Engine::Create({.own_http = own_http, .timeout_s = timeout_s});
+CallResult CallOnce(bool http1_pool, const std::string& url, double timeout_s, bool stream) {
+  auto engine = Engine::Create({.http1_pool = http1_pool, .timeout_s = timeout_s});
   EXPECT_TRUE(engine);
   if (!engine) return {};
   Call call;
@@ -252,31 +252,32 @@ std::vector<HostileCase> Cases() {
   };
 }
 
-void RunCases(bool own_http) {
+void RunCases(bool http1_pool) {
   for (HostileCase& c : Cases()) {
     SCOPED_TRACE(c.name);
     ScriptedServer server(c.script, c.read_request);
-    const CallResult r = CallOnce(own_http, server.Url(), c.timeout_s, /*stream=*/false);
-    std::printf("%-6s %-45s %-10s %s\n", own_http ? "own" : "curl", c.name,
-                r.timing.ok ? "ok" : r.timing.error.c_str(), r.error_message.substr(0, 80).c_str());
+    const CallResult r = CallOnce(http1_pool, server.Url(), c.timeout_s, /*stream=*/false);
+    const std::string error_class(ErrorClassName(r.timing.error));
+    std::printf("%-6s %-45s %-10s %s\n", http1_pool ? "http1" : "curl", c.name,
+                r.timing.ok ? "ok" : error_class.c_str(), r.error_message.substr(0, 80).c_str());
     const bool expect_ok = c.classes.size() == 1 && c.classes[0].empty();
-    if (!own_http && c.curl_may_pass && r.timing.ok) continue;
-    EXPECT_EQ(r.timing.ok, expect_ok) << r.timing.error << ": " << r.error_message;
+    if (!http1_pool && c.curl_may_pass && r.timing.ok) continue;
+    EXPECT_EQ(r.timing.ok, expect_ok) << error_class << ": " << r.error_message;
     if (expect_ok) continue;
-    EXPECT_NE(std::find(c.classes.begin(), c.classes.end(), r.timing.error), c.classes.end())
-        << "class " << r.timing.error << ": " << r.error_message;
+    EXPECT_NE(std::find(c.classes.begin(), c.classes.end(), error_class), c.classes.end())
+        << "class " << error_class << ": " << r.error_message;
     EXPECT_FALSE(r.error_message.empty());
     // The message is text a person reads, never bytes of freed memory.
     for (const char ch : r.error_message) {
       EXPECT_TRUE(ch >= 0x20 && ch < 0x7f) << "byte " << static_cast<int>(ch) << " in message";
     }
-    if (own_http && !c.own_message.empty()) {
+    if (http1_pool && !c.own_message.empty()) {
       EXPECT_NE(r.error_message.find(c.own_message), std::string::npos) << r.error_message;
     }
   }
 }
 
-TEST(HostileServer, OwnClientEndsEveryRequestWithAClassAndAMessage) {
+TEST(HostileServer, Http1PoolEndsEveryRequestWithAClassAndAMessage) {
   RunCases(true);
 }
 TEST(HostileServer, LibcurlClientEndsEveryRequestWithAClassAndAMessage) {
@@ -288,7 +289,8 @@ TEST(HostileServer, ASubMillisecondTimeoutStillTimesOut) {
   ScriptedServer server([](int) {});  // never answers
   for (const bool own : {true, false}) {
     const CallResult r = CallOnce(own, server.Url(), 0.0004, /*stream=*/false);
-    EXPECT_EQ(r.timing.error, "timeout") << (own ? "own: " : "libcurl: ") << r.error_message;
+    EXPECT_EQ(r.timing.error, ErrorClass::kTimeout)
+        << (own ? "Http1Pool: " : "libcurl: ") << r.error_message;
   }
 }
 
@@ -299,7 +301,9 @@ TEST(HostileServer, AStreamCutByAHostileChunkIsMalformedNotAnswered) {
   for (const bool own : {true, false}) {
     const CallResult r = CallOnce(own, server.Url(), 5, /*stream=*/true);
     EXPECT_FALSE(r.timing.ok);
-    EXPECT_TRUE(r.timing.error == "malformed" || r.timing.error == "truncated") << r.timing.error;
+    EXPECT_TRUE(r.timing.error == ErrorClass::kMalformed ||
+                r.timing.error == ErrorClass::kTruncated)
+        << ErrorClassName(r.timing.error);
   }
 }
 

@@ -40,7 +40,7 @@ TEST(EndpointMetrics, EachFormulaAsStated) {
   b.output_tokens = 1;
   b.ok = true;
   RequestTiming failed;
-  failed.error = "http-429";
+  failed.error = ErrorClass::kHttp429;
   RequestTiming empty;  // HTTP 200 and no choice chunk at all
   empty.ok = true;
   const RunMetrics m = Summarize({a, b, failed, empty}, 2.0, {.ttft_ms = 50});

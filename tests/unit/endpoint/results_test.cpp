@@ -7,7 +7,7 @@
 namespace cmax::endpoint {
 namespace {
 
-RequestRecord Failed(uint64_t index, long status, const std::string& error_class,
+RequestRecord Failed(uint64_t index, long status, ErrorClass error_class,
                      const std::string& message) {
   RequestRecord r;
   r.index = index;
@@ -46,9 +46,9 @@ TEST(LoadSummary, EveryRequestFailedIsAFailureThatShowsTheFirst) {
   LoadResult run;
   run.duration_s = 1;
   // Completion order is not sending order: the first failure is the one sent first.
-  run.records = {Failed(3, 404, "http-4xx", "HTTP 404: later"),
-                 Failed(0, 404, "http-4xx", "HTTP 404: {\"detail\":\"Not Found\"}"),
-                 Failed(1, 0, "connect", "Connection refused")};
+  run.records = {Failed(3, 404, ErrorClass::kHttp4xx, "HTTP 404: later"),
+                 Failed(0, 404, ErrorClass::kHttp4xx, "HTTP 404: {\"detail\":\"Not Found\"}"),
+                 Failed(1, 0, ErrorClass::kConnect, "Connection refused")};
   const LoadSummary s = Summarize(run, {}, std::nullopt);
   EXPECT_EQ(s.failed, 3U);
   EXPECT_EQ(s.first_failure, "HTTP/1.1 404: {\"detail\":\"Not Found\"}");
@@ -64,7 +64,7 @@ TEST(LoadSummary, EveryRequestFailedIsAFailureThatShowsTheFirst) {
 TEST(LoadSummary, SomeFailedIsAWarningAndNoneIsAPass) {
   LoadResult run;
   run.duration_s = 1;
-  run.records = {Completed(0), Failed(1, 0, "connect", "Connection refused")};
+  run.records = {Completed(0), Failed(1, 0, ErrorClass::kConnect, "Connection refused")};
   const LoadSummary some = Summarize(run, {}, std::nullopt);
   EXPECT_EQ(some.first_failure, "connect: Connection refused");
   EXPECT_EQ(Errors(LoadFindings(some)).status, CheckStatus::kWarn);
@@ -77,7 +77,7 @@ TEST(LoadSummary, SomeFailedIsAWarningAndNoneIsAPass) {
 
 TEST(LoadSummary, AFailureIsShownOnOneShortLine) {
   const std::string body = "line one\nline two\x1b[31m" + std::string(1000, 'x');
-  const std::string shown = FailureText(Failed(0, 500, "http-5xx", "HTTP 500: " + body));
+  const std::string shown = FailureText(Failed(0, 500, ErrorClass::kHttp5xx, "HTTP 500: " + body));
   EXPECT_EQ(shown.find('\n'), std::string::npos);
   EXPECT_EQ(shown.find('\x1b'), std::string::npos);
   EXPECT_LE(shown.size(), 310U);
@@ -102,7 +102,8 @@ TEST(LoadSummary, AnEmptyStreamIsAFailureToo) {
 TEST(LoadSummary, AKeyEchoedByTheServerIsRedacted) {
   LoadResult run;
   run.duration_s = 1;
-  run.records = {Failed(0, 401, "http-4xx", "HTTP 401: invalid key sk-secret-123 (sk-secret-123)")};
+  run.records = {
+      Failed(0, 401, ErrorClass::kHttp4xx, "HTTP 401: invalid key sk-secret-123 (sk-secret-123)")};
   LoadSummary s = Summarize(run, {}, std::nullopt);
   RedactSecret(s, "sk-secret-123");
   EXPECT_EQ(s.first_failure, "HTTP/1.1 401: invalid key [redacted] ([redacted])");
@@ -112,7 +113,7 @@ TEST(LoadSummary, AKeyEchoedByTheServerIsRedacted) {
 
 TEST(LoadSummary, ClientCpuShareOnlyOverAMeasurableRun) {
   LoadResult run;
-  run.records = {Failed(0, 0, "connect", "Connection refused")};
+  run.records = {Failed(0, 0, ErrorClass::kConnect, "Connection refused")};
   run.client_cpu_s = 0.0031;  // start-up over a refused port: "154% of a core" before
   run.duration_s = 0.002;
   const LoadSummary brief = Summarize(run, {}, std::nullopt);

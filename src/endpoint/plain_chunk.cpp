@@ -1,4 +1,4 @@
-#include "endpoint/quick_chunk.hpp"
+#include "endpoint/plain_chunk.hpp"
 
 #include <bit>
 #include <cstddef>
@@ -236,8 +236,8 @@ bool First(bool& seen) {
   return first;
 }
 
-std::optional<QuickFields> OpenAi(Scanner& s, bool chat) {
-  QuickFields f;
+std::optional<ChunkFields> OpenAi(Scanner& s, bool chat) {
+  ChunkFields f;
   bool seen_choices = false;
   bool seen_error = false;
   bool seen_usage = false;
@@ -295,8 +295,8 @@ std::optional<QuickFields> OpenAi(Scanner& s, bool chat) {
   return f;
 }
 
-std::optional<QuickFields> Anthropic(Scanner& s) {
-  QuickFields f;
+std::optional<ChunkFields> Anthropic(Scanner& s) {
+  ChunkFields f;
   std::string_view type;
   std::string_view text;
   std::string_view thinking;
@@ -362,7 +362,7 @@ bool PlainText(std::string_view text) {
 
 }  // namespace
 
-void ChunkFrame::Learn(std::string_view chunk, const QuickFields& fields) {
+void FramedTextReader::Learn(std::string_view chunk, const ChunkFields& fields) {
   if (!fields.content_string || fields.content.empty()) return;
   const auto at = static_cast<size_t>(fields.content.data() - chunk.data());
   head_.assign(chunk.substr(0, at));
@@ -371,7 +371,7 @@ void ChunkFrame::Learn(std::string_view chunk, const QuickFields& fields) {
   fields_.content = {};
 }
 
-std::optional<QuickFields> ChunkFrame::Match(std::string_view chunk) const {
+std::optional<ChunkFields> FramedTextReader::Read(std::string_view chunk) const {
   if (head_.empty() || chunk.size() <= head_.size() + tail_.size() ||
       chunk.compare(0, head_.size(), head_) != 0 ||
       chunk.compare(chunk.size() - tail_.size(), tail_.size(), tail_) != 0) {
@@ -380,12 +380,12 @@ std::optional<QuickFields> ChunkFrame::Match(std::string_view chunk) const {
   const std::string_view text =
       chunk.substr(head_.size(), chunk.size() - head_.size() - tail_.size());
   if (!PlainText(text)) return std::nullopt;
-  QuickFields f = fields_;
+  ChunkFields f = fields_;
   f.content = text;
   return f;
 }
 
-std::optional<QuickFields> QuickChunk(Api api, std::string_view chunk) {
+std::optional<ChunkFields> ReadPlainChunk(Api api, std::string_view chunk) {
   Scanner s(chunk);
   if (!s.Next('{')) return std::nullopt;
   return api == Api::kAnthropic ? Anthropic(s) : OpenAi(s, api == Api::kChat);

@@ -1,4 +1,6 @@
-// One pass over a stream chunk of the common kind, without building a document: a token chunk
+// The chunk reader's two fast paths, named for what they read.
+// ReadPlainChunk: one pass over a stream chunk of the common kind, without building a document:
+// a token chunk
 // (OpenAI chat or completions, Anthropic content_block_delta or a chunk that carries nothing we
 // read) whose strings we read have no escapes, with no usage and no error in it. For such a chunk
 // it gives what the full parse (simdjson, in StreamReader) gives, at about a third of its cost;
@@ -16,9 +18,9 @@
 
 namespace cmax::endpoint {
 
-enum class Api;  // endpoint/api.hpp, which holds a ChunkFrame in its StreamReader
+enum class Api;  // endpoint/api.hpp, which holds a FramedTextReader in its StreamReader
 
-struct QuickFields {
+struct ChunkFields {
   bool choice = false;             // a non-empty "choices" array; Anthropic: content_block_delta
   std::string_view content;        // the text it carries (inside the chunk; no escapes)
   bool content_string = false;     // `content` is a string in the chunk (not absent or null)
@@ -28,23 +30,24 @@ struct QuickFields {
   std::optional<int64_t> sent_ns;  // serve-sim's send stamp, "sim_sent_ns"
 };
 
-std::optional<QuickFields> QuickChunk(Api api, std::string_view chunk);
+std::optional<ChunkFields> ReadPlainChunk(Api api, std::string_view chunk);
 
-// The frame of a stream's token chunks: a server sends every token of an answer in the same
-// JSON around a different text (same id, model, index, finish_reason null). Once QuickChunk has
-// read one token chunk, a later chunk that is byte for byte the same before and after its text,
-// with a text that is plain (not empty, no quote, backslash or control byte, valid UTF-8), is
-// the same JSON with that text: its fields are known without reading the rest again.
-class ChunkFrame {
+// FramedTextReader reads only the text of a token chunk whose frame it has learned: a server sends
+// every token of an answer in the same JSON around a different text (same id, model, index,
+// finish_reason null). Once ReadPlainChunk has read one token chunk, a later chunk that is byte for
+// byte the same before and after its text, with a text that is plain (not empty, no quote,
+// backslash or control byte, valid UTF-8), is the same JSON with that text: its fields are known
+// without reading the rest again.
+class FramedTextReader {
  public:
-  // Learns the frame from `chunk`, which QuickChunk read as `fields`, when it carried text.
-  void Learn(std::string_view chunk, const QuickFields& fields);
-  std::optional<QuickFields> Match(std::string_view chunk) const;
+  // Learns the frame from `chunk`, which ReadPlainChunk read as `fields`, when it carried text.
+  void Learn(std::string_view chunk, const ChunkFields& fields);
+  std::optional<ChunkFields> Read(std::string_view chunk) const;
 
  private:
   std::string head_;  // the bytes up to and with the text's opening quote
   std::string tail_;  // from its closing quote to the end
-  QuickFields fields_;
+  ChunkFields fields_;
 };
 
 }  // namespace cmax::endpoint

@@ -1,7 +1,7 @@
-// cmax's own plain-HTTP/1.1 connections against a raw TCP server written here, for what serve-sim
-// does not do: a server that closes a kept-alive connection just as the next request goes out
-// (the request is sent again once, over a fresh connection), and the request head on the wire
-// (header rules as libcurl's, nothing injected through a header value).
+// Http1Pool, cmax's own plain-HTTP/1.1 connections, against a raw TCP server written here, for
+// what serve-sim does not do: a server that closes a kept-alive connection just as the next request
+// goes out (the request is sent again once, over a fresh connection), and the request head on the
+// wire (header rules as libcurl's, nothing injected through a header value).
 #include <unistd.h>
 
 #include <arpa/inet.h>
@@ -109,7 +109,7 @@ CallResult CallOnce(Engine& engine, const std::string& url, std::vector<std::str
   return done.empty() ? CallResult{} : std::move(done[0].result);
 }
 
-TEST(OwnHttp, AConnectionTheServerClosedIsReplacedOnce) {
+TEST(Http1Pool, AConnectionTheServerClosedIsReplacedOnce) {
   RawServer server(1);  // one answer per connection, then a silent close
   auto engine = Engine::Create({.timeout_s = 5});
   ASSERT_TRUE(engine);
@@ -128,7 +128,7 @@ TEST(OwnHttp, AConnectionTheServerClosedIsReplacedOnce) {
   EXPECT_EQ(server.Heads().size(), 2U);
 }
 
-TEST(OwnHttp, NoTimeoutMeansNoLimitAsWithLibcurl) {
+TEST(Http1Pool, NoTimeoutMeansNoLimitAsWithLibcurl) {
   RawServer server(100);
   auto engine = Engine::Create({.connect_timeout_s = 0, .timeout_s = 0});
   ASSERT_TRUE(engine);
@@ -136,7 +136,7 @@ TEST(OwnHttp, NoTimeoutMeansNoLimitAsWithLibcurl) {
   EXPECT_TRUE(r.timing.ok) << r.error_message;
 }
 
-TEST(OwnHttp, AKeptAliveConnectionCarriesTheNextRequest) {
+TEST(Http1Pool, AKeptAliveConnectionCarriesTheNextRequest) {
   RawServer server(100);
   auto engine = Engine::Create({.timeout_s = 5});
   ASSERT_TRUE(engine);
@@ -144,7 +144,7 @@ TEST(OwnHttp, AKeptAliveConnectionCarriesTheNextRequest) {
   EXPECT_EQ(server.Connections(), 1);
 }
 
-TEST(OwnHttp, TheRequestHeadFollowsLibcurlsHeaderRules) {
+TEST(Http1Pool, TheRequestHeadFollowsLibcurlsHeaderRules) {
   RawServer server(100);
   auto engine = Engine::Create({.timeout_s = 5});
   ASSERT_TRUE(engine);

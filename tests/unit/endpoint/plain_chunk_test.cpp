@@ -1,7 +1,7 @@
 // The quick chunk reader: what it reads from the chunk shapes servers send, what it leaves to the
 // full parse, and that a reader using it says exactly what the full parse says, chunk by chunk
 // (the chunk fuzz target checks the same on any bytes).
-#include "endpoint/quick_chunk.hpp"
+#include "endpoint/plain_chunk.hpp"
 
 #include <gtest/gtest.h>
 #include <string>
@@ -16,10 +16,10 @@ namespace {
 struct Case {
   Api api;
   std::string chunk;
-  QuickFields want;
+  ChunkFields want;
 };
 
-TEST(QuickChunk, ReadsTheCommonChunks) {
+TEST(ReadPlainChunk, ReadsTheCommonChunks) {
   const std::vector<Case> cases = {
       {Api::kChat,
        R"({"id":"chatcmpl-1","object":"chat.completion.chunk","created":1700000000,"model":"m",)"
@@ -69,7 +69,7 @@ TEST(QuickChunk, ReadsTheCommonChunks) {
        {}},
   };
   for (const Case& c : cases) {
-    const auto got = QuickChunk(c.api, c.chunk);
+    const auto got = ReadPlainChunk(c.api, c.chunk);
     ASSERT_TRUE(got) << c.chunk;
     EXPECT_EQ(got->choice, c.want.choice) << c.chunk;
     EXPECT_EQ(got->content, c.want.content) << c.chunk;
@@ -79,10 +79,10 @@ TEST(QuickChunk, ReadsTheCommonChunks) {
   }
 }
 
-TEST(QuickChunk, ReadsServeSimsStampAsAnIntegerOnly) {
+TEST(ReadPlainChunk, ReadsServeSimsStampAsAnIntegerOnly) {
   const auto stamp = [](std::string_view value) {
-    return QuickChunk(Api::kCompletions,
-                      R"({"choices":[{"text":"a"}],"sim_sent_ns":)" + std::string(value) + "}");
+    return ReadPlainChunk(Api::kCompletions,
+                          R"({"choices":[{"text":"a"}],"sim_sent_ns":)" + std::string(value) + "}");
   };
   EXPECT_EQ(stamp("42")->sent_ns, 42);
   EXPECT_EQ(stamp("-7")->sent_ns, -7);
@@ -90,12 +90,12 @@ TEST(QuickChunk, ReadsServeSimsStampAsAnIntegerOnly) {
   EXPECT_FALSE(stamp("1.5")->sent_ns);
   EXPECT_FALSE(stamp("\"42\"")->sent_ns);
   EXPECT_FALSE(stamp("1234567890123456789"));  // long: the full parse reads it
-  EXPECT_EQ(
-      QuickChunk(Api::kAnthropic, R"({"type":"ping","sim_sent_ns":9,"sim_sent_ns":8})")->sent_ns,
-      9);
+  EXPECT_EQ(ReadPlainChunk(Api::kAnthropic, R"({"type":"ping","sim_sent_ns":9,"sim_sent_ns":8})")
+                ->sent_ns,
+            9);
 }
 
-TEST(QuickChunk, LeavesTheRestToTheFullParse) {
+TEST(ReadPlainChunk, LeavesTheRestToTheFullParse) {
   const std::vector<std::pair<Api, std::string>> declined = {
       // what only the full parse reads
       {Api::kChat, R"({"choices":[],"usage":{"prompt_tokens":1}})"},
@@ -137,13 +137,13 @@ TEST(QuickChunk, LeavesTheRestToTheFullParse) {
       {Api::kChat, "{\"a\":\"unterminated"},
   };
   for (const auto& [api, chunk] : declined) {
-    EXPECT_FALSE(QuickChunk(api, chunk)) << chunk;
+    EXPECT_FALSE(ReadPlainChunk(api, chunk)) << chunk;
   }
 }
 
 // Strings of every length up to a few eight-byte steps, with a special byte at every place: the
 // eight-byte scan must stop on it wherever it lies.
-TEST(QuickChunk, FindsEverySpecialByteWhereverItLies) {
+TEST(ReadPlainChunk, FindsEverySpecialByteWhereverItLies) {
   for (size_t length = 1; length <= 40; ++length) {
     for (size_t at = 0; at < length; ++at) {
       const auto chunk = [&](std::string_view special) {
@@ -151,13 +151,13 @@ TEST(QuickChunk, FindsEverySpecialByteWhereverItLies) {
         text.replace(at, 1, special);
         return R"({"choices":[{"delta":{"content":")" + text + R"("}}]})";
       };
-      EXPECT_FALSE(QuickChunk(Api::kChat, chunk("\\n"))) << length << " " << at;
-      EXPECT_FALSE(QuickChunk(Api::kChat, chunk("\x01"))) << length << " " << at;
-      EXPECT_FALSE(QuickChunk(Api::kChat, chunk("\x80"))) << length << " " << at;
-      EXPECT_FALSE(QuickChunk(Api::kChat, chunk("\"\""))) << length << " " << at;
+      EXPECT_FALSE(ReadPlainChunk(Api::kChat, chunk("\\n"))) << length << " " << at;
+      EXPECT_FALSE(ReadPlainChunk(Api::kChat, chunk("\x01"))) << length << " " << at;
+      EXPECT_FALSE(ReadPlainChunk(Api::kChat, chunk("\x80"))) << length << " " << at;
+      EXPECT_FALSE(ReadPlainChunk(Api::kChat, chunk("\"\""))) << length << " " << at;
       for (const char* ok : {"\xC3\xA9", "\xE2\x82\xAC", "\xF0\x9F\x98\x80", "\xF4\x8F\xBF\xBF"}) {
         const std::string c = chunk(ok);
-        const auto got = QuickChunk(Api::kChat, c);
+        const auto got = ReadPlainChunk(Api::kChat, c);
         ASSERT_TRUE(got) << length << " " << at;
         std::string want(length, 'a');
         want.replace(at, 1, ok);
@@ -167,18 +167,18 @@ TEST(QuickChunk, FindsEverySpecialByteWhereverItLies) {
   }
 }
 
-TEST(ChunkFrame, ReadsLaterTokensOfTheSameFrame) {
+TEST(FramedTextReader, ReadsLaterTokensOfTheSameFrame) {
   const std::string head = R"({"id":"c1","object":"chat.completion.chunk","created":1,"model":"m",)"
                            R"("choices":[{"index":0,"delta":{"content":")";
   const std::string tail = R"("},"logprobs":null,"finish_reason":null}]})";
   const std::string first = head + "Hello" + tail;
-  const auto fields = QuickChunk(Api::kChat, first);
+  const auto fields = ReadPlainChunk(Api::kChat, first);
   ASSERT_TRUE(fields);
-  ChunkFrame frame;
-  EXPECT_FALSE(frame.Match(first));  // nothing learned yet
+  FramedTextReader frame;
+  EXPECT_FALSE(frame.Read(first));  // nothing learned yet
   frame.Learn(first, *fields);
   const std::string later = head + " w\xC3\xB6rld" + tail;
-  const auto got = frame.Match(later);
+  const auto got = frame.Read(later);
   ASSERT_TRUE(got);
   EXPECT_EQ(got->content, " w\xC3\xB6rld");
   EXPECT_TRUE(got->choice && got->content_event && !got->finish);
@@ -186,20 +186,20 @@ TEST(ChunkFrame, ReadsLaterTokensOfTheSameFrame) {
   for (const std::string& text :
        {std::string(), std::string("a\"b"), std::string("a\\nb"), std::string("a\x01"),
         std::string("\xC3"), std::string("x\",\"finish_reason\":\"stop")}) {
-    EXPECT_FALSE(frame.Match(head + text + tail)) << text;
+    EXPECT_FALSE(frame.Read(head + text + tail)) << text;
   }
-  EXPECT_FALSE(frame.Match(head + "x" + R"("},"logprobs":null,"finish_reason":"stop"}]})"));
-  EXPECT_FALSE(frame.Match(R"({"id":"c2)" + head.substr(9) + "x" + tail));
+  EXPECT_FALSE(frame.Read(head + "x" + R"("},"logprobs":null,"finish_reason":"stop"}]})"));
+  EXPECT_FALSE(frame.Read(R"({"id":"c2)" + head.substr(9) + "x" + tail));
   // A chunk without text teaches nothing.
-  ChunkFrame empty;
+  FramedTextReader empty;
   const std::string role = head + tail;
-  empty.Learn(role, *QuickChunk(Api::kChat, role));
-  EXPECT_FALSE(empty.Match(head + "x" + tail));
+  empty.Learn(role, *ReadPlainChunk(Api::kChat, role));
+  EXPECT_FALSE(empty.Read(head + "x" + tail));
 }
 
 // A reader with the quick path and one with the full parse only, event by event, on streams with
 // every kind of chunk: the same effects, text, usage and counts.
-TEST(QuickChunk, AReaderSaysWhatTheFullParseSays) {
+TEST(ReadPlainChunk, AReaderSaysWhatTheFullParseSays) {
   const std::vector<std::pair<Api, std::string>> streams = {
       {Api::kChat,
        "data: {\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\",\"content\":\"\"},"
