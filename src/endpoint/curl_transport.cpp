@@ -1,13 +1,12 @@
 #include "endpoint/curl_transport.hpp"
 
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <sys/epoll.h>
-
 #include <algorithm>
+#include <arpa/inet.h>
 #include <cmath>
 #include <fmt/format.h>
 #include <limits>
+#include <netinet/in.h>
+#include <sys/epoll.h>
 
 #include "core/strings.hpp"
 #include "endpoint/http_head.hpp"
@@ -284,8 +283,7 @@ double CurlTransport::NextWakeS() const {
   double wake = std::numeric_limits<double>::infinity();
   for (const auto& shard : shards_) {
     if (shard->deadline) {
-      wake = std::min(
-          wake, std::chrono::duration<double>(*shard->deadline - hub_.Epoch()).count());
+      wake = std::min(wake, std::chrono::duration<double>(*shard->deadline - hub_.Epoch()).count());
     }
   }
   return wake;
@@ -321,8 +319,7 @@ void CurlTransport::Done(CURL* easy, int code) {
     // reports before any header reached us; a real lack of memory would fail far more.
     End(*t, {ErrorClass::kMalformed, "a response header line exceeds libcurl's size limit"});
   } else if (code != CURLE_OK) {
-    End(*t, {CurlErrorClass(code, t->answered),
-             Curl().easy_strerror(static_cast<CURLcode>(code))});
+    End(*t, {CurlErrorClass(code, t->answered), Curl().easy_strerror(static_cast<CURLcode>(code))});
   } else {
     End(*t, {});
   }

@@ -6,13 +6,12 @@
 // so both transports refuse the same answers.
 #pragma once
 
+#include <curl/curl.h>
 #include <list>
 #include <memory>
 #include <optional>
 #include <string>
 #include <vector>
-
-#include <curl/curl.h>
 
 #include "endpoint/transport.hpp"
 

@@ -1,9 +1,5 @@
 #include "endpoint/http1_pool.hpp"
 
-#include <netinet/in.h>
-#include <netinet/tcp.h>
-#include <sys/epoll.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -12,6 +8,10 @@
 #include <cstring>
 #include <fmt/format.h>
 #include <limits>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
 
 #include "core/strings.hpp"
 
@@ -179,8 +179,8 @@ Http1Pool::Conn* Http1Pool::Connect(size_t origin, std::string& why) {
   c->connecting = true;  // even when done at once: the first EPOLLOUT says so
   c->writing = true;
   const double connect_timeout_s = hub_.Options().connect_timeout_s;
-  c->connect_deadline_s = hub_.Now() + (connect_timeout_s > 0 ? connect_timeout_s
-                                                              : 300);  // libcurl's default
+  c->connect_deadline_s =
+      hub_.Now() + (connect_timeout_s > 0 ? connect_timeout_s : 300);  // libcurl's default
   epoll_event ev{};
   ev.events = EPOLLIN | EPOLLOUT;
   ev.data.u64 = EventKey(kHttp1Route, fd);
@@ -324,10 +324,10 @@ void Http1Pool::ConnectionEnded(Conn& c, int error) {
       Attach(t, /*fresh=*/true);
       return;
     }
-    End(t, {ErrorClass::kConnect,
-            error == 0 ? "the server closed the connection without answering"
-                       : fmt::format("connection to {}: {}", origins_[c.origin].host,
-                                     std::strerror(error))});
+    End(t, {ErrorClass::kConnect, error == 0
+                                      ? "the server closed the connection without answering"
+                                      : fmt::format("connection to {}: {}", origins_[c.origin].host,
+                                                    std::strerror(error))});
     return;
   }
   End(t, {ErrorClass::kTruncated,

@@ -24,11 +24,11 @@ enum class ErrorClass : uint8_t {
   kHttp408,
   kHttp409,
   kHttp429,
-  kHttp4xx,     // any other 4xx
-  kHttp5xx,     // any 5xx
-  kHttpOther,   // a final status outside 200, 4xx and 5xx
-  kCancelled,   // the run ended before the call (interrupted)
-  kOther,       // the transport failed in a way none of the above names
+  kHttp4xx,    // any other 4xx
+  kHttp5xx,    // any 5xx
+  kHttpOther,  // a final status outside 200, 4xx and 5xx
+  kCancelled,  // the run ended before the call (interrupted)
+  kOther,      // the transport failed in a way none of the above names
 };
 inline constexpr ErrorClass kLastErrorClass = ErrorClass::kOther;
 

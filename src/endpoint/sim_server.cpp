@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <cctype>
 #include <cerrno>
 #include <cstring>
 #include <ctime>
@@ -580,6 +581,27 @@ Result<void> SimServer::Run(const std::function<bool()>& stop) {
     }
   }
   return {};
+}
+
+Result<void> CheckSimModel(std::string_view model) {
+  for (const char c : model) {
+    if (std::isalnum(static_cast<unsigned char>(c)) == 0 &&
+        std::string_view("._-/:").find(c) == std::string_view::npos) {
+      return Fail(ErrorCode::kInvalidArgument,
+                  "--model may hold letters, digits and . _ - / : only");
+    }
+  }
+  return {};
+}
+
+std::string SimStatsText(const SimStats& s) {
+  return fmt::format(
+      "serve-sim: {} connections, {} requests, {} answered, {} tokens, {} of {} input tokens "
+      "cached, most streams at once {}; closed {} idle, {} slow requests (408), {} not reading, "
+      "{} refused past the connection limit\n",
+      s.connections, s.requests, s.completed, s.tokens, s.cached_tokens, s.input_tokens,
+      s.max_open_streams, s.closed_idle, s.closed_slow_request, s.closed_not_reading,
+      s.refused_over_limit);
 }
 
 }  // namespace cmax::endpoint

@@ -32,6 +32,12 @@ struct SimStats {
   std::map<std::string, uint64_t> faults;  // by name
 };
 
+// The model name serve-sim reports: letters, digits and . _ - / : only (it goes into JSON and
+// logs unescaped).
+Result<void> CheckSimModel(std::string_view model);
+// The one line serve-sim prints when it stops.
+std::string SimStatsText(const SimStats& s);
+
 class SimServer {
  public:
   static Result<std::unique_ptr<SimServer>> Listen(const std::string& address,

@@ -1,7 +1,6 @@
 #include "endpoint/transport.hpp"
 
 #include <netdb.h>
-#include <sys/epoll.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -9,6 +8,7 @@
 #include <cstring>
 #include <curl/curl.h>
 #include <fmt/format.h>
+#include <sys/epoll.h>
 
 #include "core/strings.hpp"
 #include "sys/curl_library.hpp"

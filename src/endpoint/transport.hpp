@@ -9,13 +9,12 @@
 // Internal to the engine: the load shapes drive Engine (engine.hpp), never a transport.
 #pragma once
 
-#include <sys/socket.h>
-
 #include <chrono>
 #include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <sys/socket.h>
 #include <vector>
 
 #include "core/clock.hpp"
@@ -91,9 +90,9 @@ struct Exchange {
   bool too_big = false;
   std::optional<std::string> bad_head;  // why the response head was refused
   std::optional<std::string> stream_error;
-  long status = 0;         // the response's, once its body began
-  double arrived_s = 0;    // the read under way: when it came
-  int64_t arrived_ns = 0;  // the same on CLOCK_MONOTONIC, before the first chunk only
+  long status = 0;          // the response's, once its body began
+  double arrived_s = 0;     // the read under way: when it came
+  int64_t arrived_ns = 0;   // the same on CLOCK_MONOTONIC, before the first chunk only
   int awaited_socket = -1;  // its connection while its first chunk is awaited
 };
 

@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <cstdlib>
+#include <sys/resource.h>
 
 namespace cmax::sys {
 
@@ -33,6 +34,14 @@ bool StdoutIsTerminal() {
 }
 bool StderrIsTerminal() {
   return ::isatty(STDERR_FILENO) == 1;
+}
+
+void RaiseOpenFileLimit() {
+  rlimit limit{};
+  if (::getrlimit(RLIMIT_NOFILE, &limit) == 0 && limit.rlim_cur < limit.rlim_max) {
+    limit.rlim_cur = limit.rlim_max;
+    ::setrlimit(RLIMIT_NOFILE, &limit);
+  }
 }
 
 }  // namespace cmax::sys

@@ -14,5 +14,8 @@ std::string GetEnv(const char* name);
 bool IsRoot();
 bool StdoutIsTerminal();
 bool StderrIsTerminal();
+// Raises the soft limit on open files to the hard one: a load run holds a socket per stream, and
+// the usual soft limit (1024) would cap its concurrency.
+void RaiseOpenFileLimit();
 
 }  // namespace cmax::sys

@@ -4,7 +4,6 @@
 
 #include <curl/curl.h>
 #include <gtest/gtest.h>
-
 #include <set>
 #include <string>
 #include <vector>
@@ -47,70 +46,138 @@ ExchangeFacts With(ExchangeFacts f, Change change) {
 std::vector<Row> Rows() {
   return {
       {"a stream that ended well", GoodStream(), ErrorClass::kNone, ""},
-      {"a stream ended by [DONE] alone",
-       With(GoodStream(), [](auto& f) { f.saw_finish = false; }), ErrorClass::kNone, ""},
+      {"a stream ended by [DONE] alone", With(GoodStream(), [](auto& f) { f.saw_finish = false; }),
+       ErrorClass::kNone, ""},
       {"a stream ended by a finish_reason alone",
        With(GoodStream(), [](auto& f) { f.saw_done = false; }), ErrorClass::kNone, ""},
       {"a whole answer that is a completion", GoodWhole(), ErrorClass::kNone, ""},
       {"the host did not resolve",
-       With(GoodStream(), [](auto& f) { f.transport_failure = ErrorClass::kDns; f.transport_why = "no such host"; }),
+       With(GoodStream(),
+            [](auto& f) {
+              f.transport_failure = ErrorClass::kDns;
+              f.transport_why = "no such host";
+            }),
        ErrorClass::kDns, "no such host"},
       {"the connection was refused",
-       With(GoodStream(), [](auto& f) { f.transport_failure = ErrorClass::kConnect; f.transport_why = "refused"; }),
+       With(GoodStream(),
+            [](auto& f) {
+              f.transport_failure = ErrorClass::kConnect;
+              f.transport_why = "refused";
+            }),
        ErrorClass::kConnect, "refused"},
       {"the handshake failed",
-       With(GoodStream(), [](auto& f) { f.transport_failure = ErrorClass::kTls; f.transport_why = "bad cert"; }),
+       With(GoodStream(),
+            [](auto& f) {
+              f.transport_failure = ErrorClass::kTls;
+              f.transport_why = "bad cert";
+            }),
        ErrorClass::kTls, "bad cert"},
       {"a deadline passed",
-       With(GoodStream(), [](auto& f) { f.transport_failure = ErrorClass::kTimeout; f.transport_why = "no byte"; }),
+       With(GoodStream(),
+            [](auto& f) {
+              f.transport_failure = ErrorClass::kTimeout;
+              f.transport_why = "no byte";
+            }),
        ErrorClass::kTimeout, "no byte"},
       {"the connection broke mid-answer",
-       With(GoodStream(), [](auto& f) { f.transport_failure = ErrorClass::kTruncated; f.transport_why = "reset"; }),
+       With(GoodStream(),
+            [](auto& f) {
+              f.transport_failure = ErrorClass::kTruncated;
+              f.transport_why = "reset";
+            }),
        ErrorClass::kTruncated, "reset"},
       {"the transport failed otherwise",
-       With(GoodStream(), [](auto& f) { f.transport_failure = ErrorClass::kOther; f.transport_why = "refused by libcurl"; }),
+       With(GoodStream(),
+            [](auto& f) {
+              f.transport_failure = ErrorClass::kOther;
+              f.transport_why = "refused by libcurl";
+            }),
        ErrorClass::kOther, "refused by libcurl"},
       {"a whole answer over the body limit, even with a transport failure",
-       With(GoodWhole(), [](auto& f) { f.too_big = true; f.transport_failure = ErrorClass::kMalformed; }),
+       With(GoodWhole(),
+            [](auto& f) {
+              f.too_big = true;
+              f.transport_failure = ErrorClass::kMalformed;
+            }),
        ErrorClass::kMalformed, "body limit"},
       {"a refused head, before the status is read",
-       With(GoodStream(), [](auto& f) { f.bad_head = "a malformed Content-Length"; f.http_status = 503; }),
+       With(GoodStream(),
+            [](auto& f) {
+              f.bad_head = "a malformed Content-Length";
+              f.http_status = 503;
+            }),
        ErrorClass::kMalformed, "Content-Length"},
       {"the transport's failure before the status",
-       With(GoodStream(), [](auto& f) { f.transport_failure = ErrorClass::kTimeout; f.http_status = 503; }),
+       With(GoodStream(),
+            [](auto& f) {
+              f.transport_failure = ErrorClass::kTimeout;
+              f.http_status = 503;
+            }),
        ErrorClass::kTimeout, ""},
-      {"408", With(GoodStream(), [](auto& f) { f.http_status = 408; }), ErrorClass::kHttp408, "HTTP 408"},
-      {"409", With(GoodStream(), [](auto& f) { f.http_status = 409; }), ErrorClass::kHttp409, "HTTP 409"},
+      {"408", With(GoodStream(), [](auto& f) { f.http_status = 408; }), ErrorClass::kHttp408,
+       "HTTP 408"},
+      {"409", With(GoodStream(), [](auto& f) { f.http_status = 409; }), ErrorClass::kHttp409,
+       "HTTP 409"},
       {"429 with its body's message",
-       With(GoodStream(), [](auto& f) { f.http_status = 429; f.body = R"({"error":{"message":"slow down"}})"; }),
+       With(GoodStream(),
+            [](auto& f) {
+              f.http_status = 429;
+              f.body = R"({"error":{"message":"slow down"}})";
+            }),
        ErrorClass::kHttp429, "HTTP 429: slow down"},
-      {"404", With(GoodWhole(), [](auto& f) { f.http_status = 404; }), ErrorClass::kHttp4xx, "HTTP 404"},
-      {"400", With(GoodWhole(), [](auto& f) { f.http_status = 400; }), ErrorClass::kHttp4xx, "HTTP 400"},
-      {"500", With(GoodWhole(), [](auto& f) { f.http_status = 500; }), ErrorClass::kHttp5xx, "HTTP 500"},
-      {"599", With(GoodWhole(), [](auto& f) { f.http_status = 599; }), ErrorClass::kHttp5xx, "HTTP 599"},
-      {"a 204", With(GoodWhole(), [](auto& f) { f.http_status = 204; }), ErrorClass::kHttpOther, "HTTP 204"},
-      {"a 302", With(GoodWhole(), [](auto& f) { f.http_status = 302; }), ErrorClass::kHttpOther, "HTTP 302"},
-      {"no status at all", With(GoodWhole(), [](auto& f) { f.http_status = 0; }), ErrorClass::kHttpOther, "HTTP 0"},
+      {"404", With(GoodWhole(), [](auto& f) { f.http_status = 404; }), ErrorClass::kHttp4xx,
+       "HTTP 404"},
+      {"400", With(GoodWhole(), [](auto& f) { f.http_status = 400; }), ErrorClass::kHttp4xx,
+       "HTTP 400"},
+      {"500", With(GoodWhole(), [](auto& f) { f.http_status = 500; }), ErrorClass::kHttp5xx,
+       "HTTP 500"},
+      {"599", With(GoodWhole(), [](auto& f) { f.http_status = 599; }), ErrorClass::kHttp5xx,
+       "HTTP 599"},
+      {"a 204", With(GoodWhole(), [](auto& f) { f.http_status = 204; }), ErrorClass::kHttpOther,
+       "HTTP 204"},
+      {"a 302", With(GoodWhole(), [](auto& f) { f.http_status = 302; }), ErrorClass::kHttpOther,
+       "HTTP 302"},
+      {"no status at all", With(GoodWhole(), [](auto& f) { f.http_status = 0; }),
+       ErrorClass::kHttpOther, "HTTP 0"},
       {"an error event in a 200 stream, before everything else in it",
-       With(GoodStream(), [](auto& f) { f.stream_error = "engine died"; f.malformed_event = true; f.saw_done = false; f.saw_finish = false; }),
+       With(GoodStream(),
+            [](auto& f) {
+              f.stream_error = "engine died";
+              f.malformed_event = true;
+              f.saw_done = false;
+              f.saw_finish = false;
+            }),
        ErrorClass::kStreamError, "engine died"},
-      {"an event that is not JSON",
-       With(GoodStream(), [](auto& f) { f.malformed_event = true; }), ErrorClass::kMalformed, "not JSON"},
+      {"an event that is not JSON", With(GoodStream(), [](auto& f) { f.malformed_event = true; }),
+       ErrorClass::kMalformed, "not JSON"},
       {"an event over the size limit",
-       With(GoodStream(), [](auto& f) { f.oversized_event = true; }), ErrorClass::kMalformed, "size limit"},
+       With(GoodStream(), [](auto& f) { f.oversized_event = true; }), ErrorClass::kMalformed,
+       "size limit"},
       {"no end marker",
-       With(GoodStream(), [](auto& f) { f.saw_done = false; f.saw_finish = false; }),
+       With(GoodStream(),
+            [](auto& f) {
+              f.saw_done = false;
+              f.saw_finish = false;
+            }),
        ErrorClass::kTruncated, "end marker"},
       {"the stream ended inside an event",
-       With(GoodStream(), [](auto& f) { f.cut_in_event = true; }), ErrorClass::kTruncated, "end marker"},
-      {"an end marker and no chunk",
-       With(GoodStream(), [](auto& f) { f.any_chunk = false; }), ErrorClass::kTruncated, "no answer"},
+       With(GoodStream(), [](auto& f) { f.cut_in_event = true; }), ErrorClass::kTruncated,
+       "end marker"},
+      {"an end marker and no chunk", With(GoodStream(), [](auto& f) { f.any_chunk = false; }),
+       ErrorClass::kTruncated, "no answer"},
       {"a whole answer with an error",
-       With(GoodWhole(), [](auto& f) { f.whole_error = "bad model"; }), ErrorClass::kStreamError, "bad model"},
+       With(GoodWhole(), [](auto& f) { f.whole_error = "bad model"; }), ErrorClass::kStreamError,
+       "bad model"},
       {"a whole answer that is not a completion",
-       With(GoodWhole(), [](auto& f) { f.whole_malformed = true; }), ErrorClass::kMalformed, "not a completion"},
+       With(GoodWhole(), [](auto& f) { f.whole_malformed = true; }), ErrorClass::kMalformed,
+       "not a completion"},
       {"stream facts do not count for a whole answer",
-       With(GoodWhole(), [](auto& f) { f.malformed_event = true; f.any_chunk = false; }), ErrorClass::kNone, ""},
+       With(GoodWhole(),
+            [](auto& f) {
+              f.malformed_event = true;
+              f.any_chunk = false;
+            }),
+       ErrorClass::kNone, ""},
   };
 }
 
@@ -186,7 +253,7 @@ TEST(Outcome, LibcurlErrorsByClass) {
 
 TEST(Outcome, LibcurlMillisNeverRoundToNoLimit) {
   EXPECT_EQ(CurlMillis(0.0004, false), 1);
-  EXPECT_EQ(CurlMillis(0, false), 0);  // libcurl's "no limit"
+  EXPECT_EQ(CurlMillis(0, false), 0);              // libcurl's "no limit"
   EXPECT_GT(CurlMillis(0, true), 1'000'000'000L);  // a connect timeout of 0: the longest
   EXPECT_EQ(CurlMillis(2.5, false), 2500);
   EXPECT_EQ(HttpVersionName(CURL_HTTP_VERSION_2_0), "2");

@@ -1,0 +1,163 @@
+// The endpoint commands' work as a library call (endpoint/load_run.hpp), against serve-sim (a
+// stand-in inference server) in a thread and a real SQLite store: what is checked before the
+// run, what the store keeps, what the output files get, and a write that fails after the run.
+#include "endpoint/load_run.hpp"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "store/store.hpp"
+#include "support/sim_fixture.hpp"
+#include "support/temp_dir.hpp"
+#include "sys/file_system.hpp"
+
+namespace cmax::endpoint {
+namespace {
+
+using testing::SimFixture;
+using testing::TempDir;
+
+struct Shell {
+  TempDir dir;
+  sys::LocalFileSystem fs;
+  std::vector<std::string> notes;
+  std::vector<std::string> rows;
+  std::map<std::string, std::string> written;
+  bool fail_writes = false;
+
+  LoadRunIo Io() {
+    LoadRunIo io;
+    io.db_path = dir.File("cmax.db");
+    io.cmax_version = "test";
+    io.fs = &fs;
+    io.env = [](const std::string&) { return std::string(); };
+    io.hooks.interrupted = [] { return false; };
+    io.interrupt_signal = [] { return 0; };
+    io.note = [this](std::string_view line) { notes.emplace_back(line); };
+    io.table = [this](std::string_view line) { rows.emplace_back(line); };
+    io.write_output = [this](const std::string& path, std::string_view text) -> Result<void> {
+      if (fail_writes) return Fail(ErrorCode::kInvalidArgument, "disk full (a stand-in)");
+      written[path] = std::string(text);
+      return {};
+    };
+    return io;
+  }
+  std::vector<store::RunSummary> Runs() {
+    auto store = store::Store::Open({.path = dir.File("cmax.db"), .create = false});
+    if (!store) return {};
+    auto runs = store->ListRuns(10);
+    return runs ? *runs : std::vector<store::RunSummary>{};
+  }
+};
+
+TargetOptions Target(const SimFixture& sim) {
+  TargetOptions t;
+  t.url = sim.Url("/v1");
+  t.model = "m";
+  t.timeout_s = 10;
+  return t;
+}
+
+WorkloadOptions Small() {
+  return {.input_len = 20, .output_len = 4};
+}
+
+TEST(LoadRun, ARunIsMeasuredRecordedAndWritten) {
+  SimFixture sim;
+  ASSERT_TRUE(sim.Up());
+  Shell shell;
+  TargetOptions target = Target(sim);
+  target.output_file = shell.dir.File("result.json");
+  target.requests_file = shell.dir.File("requests.jsonl");
+  const auto report =
+      RunEndpoint(target, Small(), {.concurrency = 2, .requests = 5, .warmup = 2}, shell.Io());
+  ASSERT_TRUE(report) << report.error().message;
+  EXPECT_EQ(report->exit_code, 0);
+  EXPECT_NE(report->text.find("stored as run " + std::to_string(report->run_id)),
+            std::string::npos)
+      << report->text;
+  ASSERT_EQ(shell.notes.size(), 1U);  // the warm-up, not counted
+  EXPECT_EQ(shell.notes[0], "warm-up: 2 requests (0 failed), not counted");
+  EXPECT_NE(shell.written[target.output_file].find("\"completed\": 5"), std::string::npos);
+  const std::string& lines = shell.written[target.requests_file];
+  EXPECT_EQ(std::count(lines.begin(), lines.end(), '\n'), 5);
+  const auto runs = shell.Runs();
+  ASSERT_EQ(runs.size(), 1U);
+  EXPECT_EQ(runs[0].run.id, report->run_id);
+  EXPECT_EQ(runs[0].run.command, "endpoint");
+  EXPECT_EQ(runs[0].run.state, RunState::kOk);
+}
+
+TEST(LoadRun, BadInputIsRefusedBeforeAnythingIsSentOrStored) {
+  SimFixture sim;
+  ASSERT_TRUE(sim.Up());
+  Shell shell;
+  TargetOptions bad_body = Target(sim);
+  bad_body.extra_body = "[1]";
+  TargetOptions bad_url = Target(sim);
+  bad_url.url = "ftp://example.com/v1";
+  TargetOptions bad_path = Target(sim);
+  bad_path.output_file = shell.dir.File("no/such/folder/result.json");
+  for (const TargetOptions& t : {bad_body, bad_url, bad_path}) {
+    const auto report = RunEndpoint(t, Small(), {.requests = 1}, shell.Io());
+    ASSERT_FALSE(report) << t.url;
+    EXPECT_NE(report.error().code, ErrorCode::kIo) << report.error().message;
+  }
+  EXPECT_FALSE(std::filesystem::exists(shell.dir.File("cmax.db")));
+  EXPECT_EQ(sim.Stop().requests, 0U);
+}
+
+TEST(LoadRun, AnOutputThatFailsAfterTheRunEndsItAsAnError) {
+  SimFixture sim;
+  ASSERT_TRUE(sim.Up());
+  Shell shell;
+  shell.fail_writes = true;
+  TargetOptions target = Target(sim);
+  target.output_file = shell.dir.File("result.json");
+  const auto report = RunEndpoint(target, Small(), {.requests = 2}, shell.Io());
+  ASSERT_FALSE(report);
+  // Not the user's input: the path was checked before the run.
+  EXPECT_EQ(report.error().code, ErrorCode::kIo);
+  const auto runs = shell.Runs();
+  ASSERT_EQ(runs.size(), 1U);
+  EXPECT_EQ(runs[0].run.state, RunState::kError);
+  EXPECT_EQ(runs[0].run.exit_code, 3);
+}
+
+TEST(LoadRun, ASweepGivesARowPerLevelAndOneRun) {
+  SimFixture sim;
+  ASSERT_TRUE(sim.Up());
+  Shell shell;
+  TargetOptions target = Target(sim);
+  target.output_file = "-";
+  const auto report = SweepEndpoint(target, Small(), {.requests = 4},
+                                    {.levels = {1, 3}}, shell.Io());
+  ASSERT_TRUE(report) << report.error().message;
+  ASSERT_EQ(shell.rows.size(), 3U);  // the header and one row per level
+  EXPECT_EQ(shell.rows[0].find("CONCURRENCY"), 0U);
+  EXPECT_EQ(shell.rows[1].substr(0, 11), "          1");
+  EXPECT_EQ(shell.rows[2].substr(0, 11), "          3");
+  EXPECT_EQ(shell.written["-"].front(), '[');
+  EXPECT_EQ(shell.Runs().size(), 1U);
+}
+
+TEST(LoadRun, TheShapeFollowsTheOptions) {
+  const TargetOptions target{.retries = 2, .seed = 7, .cache_block = 32};
+  const PaceOptions pace{.rate = 5, .burstiness = 0.5, .duration_s = 3};
+  const LoadShape shape = ShapeOf(target, pace, 8, 40);
+  EXPECT_EQ(shape.concurrency, 8U);
+  EXPECT_EQ(shape.requests, 40U);
+  EXPECT_EQ(shape.rate, 5);
+  EXPECT_EQ(shape.burstiness, 0.5);
+  EXPECT_EQ(shape.duration_s, 3);
+  EXPECT_EQ(shape.retries, 2);
+  EXPECT_EQ(shape.seed, 7U);
+  EXPECT_EQ(shape.cache_block_tokens, 32U);
+}
+
+}  // namespace
+}  // namespace cmax::endpoint
