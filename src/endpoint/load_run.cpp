@@ -145,8 +145,8 @@ Result<Measured> Measure(Prepared& p, Workload& workload, const LoadShape& shape
     size_t failed = 0;
     for (const auto& r : w->records) failed += r.timing.ok ? 0 : 1;
     if (io.note) {
-      io.note(fmt::format("warm-up: {} requests ({} failed), not counted", w->records.size(),
-                          failed));
+      io.note(
+          fmt::format("warm-up: {} requests ({} failed), not counted", w->records.size(), failed));
     }
   }
   auto run = RunLoad(*p.engine, p.target, workload, shape, io.hooks);
@@ -180,28 +180,19 @@ Result<void> Write(const LoadRunIo& io, const std::string& path, std::string_vie
   return {};
 }
 
-// A run recorded in the store from its first request to its end; `Abandon` closes it as an
-// error when the work fails half-way.
-struct Recorded {
-  std::unique_ptr<store::Store> store;  // the writer points at it: it does not move
-  std::optional<store::RunWriter> writer;
-  void Abandon() { (void)writer->FinishWithError(3, SystemClock().Now()); }
-};
+// A run recorded in the store from its first request to its end.
+Result<store::RecordedRun> Record(const LoadRunIo& io, const std::string& target) {
+  return store::BeginRecordedRun(io.db_path, {.command = "endpoint",
+                                              .target = target,
+                                              .host = sys::Hostname(),
+                                              .started_at = SystemClock().Now(),
+                                              .cmax_version = io.cmax_version,
+                                              .pid = ::getpid()});
+}
 
-Result<Recorded> Record(const LoadRunIo& io, const std::string& target) {
-  Recorded r;
-  auto store = store::Store::Open({.path = io.db_path});
-  if (!store) return tl::unexpected(store.error());
-  r.store = std::make_unique<store::Store>(std::move(*store));
-  auto writer = store::RunWriter::Begin(*r.store, {.command = "endpoint",
-                                                   .target = target,
-                                                   .host = sys::Hostname(),
-                                                   .started_at = SystemClock().Now(),
-                                                   .cmax_version = io.cmax_version,
-                                                   .pid = ::getpid()});
-  if (!writer) return tl::unexpected(writer.error());
-  r.writer.emplace(*writer);
-  return r;
+// Closes a run as an error when the work fails half-way.
+void Abandon(store::RecordedRun& run) {
+  (void)run.writer.FinishWithError(3, SystemClock().Now());
 }
 
 int InterruptSignal(const LoadRunIo& io) {
@@ -210,14 +201,13 @@ int InterruptSignal(const LoadRunIo& io) {
 
 // A run or a replay, once its workload and shape are known.
 Result<LoadRunReport> MeasureAndRecord(const TargetOptions& o, Prepared& p, Workload& workload,
-                                       const LoadShape& shape, size_t warmup,
-                                       const LoadRunIo& io) {
+                                       const LoadShape& shape, size_t warmup, const LoadRunIo& io) {
   auto recorded = Record(io, "endpoint/" + p.description.url);
   if (!recorded) return tl::unexpected(recorded.error());
-  store::RunWriter& writer = *recorded->writer;
+  store::RunWriter& writer = recorded->writer;
   auto measured = Measure(p, workload, shape, warmup, io);
   if (!measured) {
-    recorded->Abandon();
+    Abandon(*recorded);
     return tl::unexpected(measured.error());
   }
   if (auto ok = writer.Add({{"endpoint.result", EvidenceJson(*measured)}},
@@ -230,11 +220,11 @@ Result<LoadRunReport> MeasureAndRecord(const TargetOptions& o, Prepared& p, Work
   if (!o.requests_file.empty()) {
     for (const auto& r : measured->run.records) requests += RequestJsonl(r) + "\n";
   }
-  for (auto ok : {Write(io, o.output_file, o.output_file.empty() ? std::string()
-                                                                  : Dump(measured->result, 2) + "\n"),
+  for (auto ok : {Write(io, o.output_file,
+                        o.output_file.empty() ? std::string() : Dump(measured->result, 2) + "\n"),
                   Write(io, o.requests_file, requests)}) {
     if (!ok) {
-      recorded->Abandon();
+      Abandon(*recorded);
       return tl::unexpected(ok.error());
     }
   }
@@ -301,7 +291,7 @@ Result<LoadRunReport> SweepEndpoint(const TargetOptions& target, const WorkloadO
   if (!levels) return tl::unexpected(levels.error());
   auto recorded = Record(io, "endpoint-sweep/" + p->description.url);
   if (!recorded) return tl::unexpected(recorded.error());
-  store::RunWriter& writer = *recorded->writer;
+  store::RunWriter& writer = recorded->writer;
   const auto table = [&](const std::string& line) {
     if (io.table) io.table(line);
   };
@@ -314,7 +304,7 @@ Result<LoadRunReport> SweepEndpoint(const TargetOptions& target, const WorkloadO
     if (io.hooks.interrupted && io.hooks.interrupted()) break;
     auto w = MakeWorkload(target, workload, io, p->description.workload);
     if (!w) {
-      recorded->Abandon();
+      Abandon(*recorded);
       return tl::unexpected(w.error());
     }
     p->description.concurrency = c;
@@ -322,14 +312,13 @@ Result<LoadRunReport> SweepEndpoint(const TargetOptions& target, const WorkloadO
         ShapeOf(target, pace, c, SweepRequests(pace.requests, pace.duration_s, c));
     auto m = Measure(*p, **w, shape, pace.warmup, io);
     if (!m) {
-      recorded->Abandon();
+      Abandon(*recorded);
       return tl::unexpected(m.error());
     }
     const auto& x = m->summary.metrics;
     table(fmt::format("{:>11} {:>9} {:>7} {:>10.2f} {:>12.1f} {:>10.2f} {:>10.2f} {:>10.2f}\n", c,
-                      x.completed + x.failed, x.failed, x.request_throughput,
-                      x.output_throughput, x.ttft_chunk_ms.p50, x.ttft_chunk_ms.p99,
-                      x.tpot_ms.p50));
+                      x.completed + x.failed, x.failed, x.request_throughput, x.output_throughput,
+                      x.ttft_chunk_ms.p50, x.ttft_chunk_ms.p99, x.tpot_ms.p50));
     for (Finding f : LoadFindings(m->summary)) {
       f.check_id += fmt::format(".c{}", c);
       findings.push_back(std::move(f));
@@ -343,7 +332,7 @@ Result<LoadRunReport> SweepEndpoint(const TargetOptions& target, const WorkloadO
   }
   if (auto ok = writer.Add({}, findings); !ok) return tl::unexpected(ok.error());
   if (auto ok = Write(io, target.output_file, Dump(all, 2) + "\n"); !ok) {
-    recorded->Abandon();
+    Abandon(*recorded);
     return tl::unexpected(ok.error());
   }
   auto outcome = writer.Finish(InterruptSignal(io), SystemClock().Now());

@@ -36,8 +36,8 @@ struct TargetOptions {
   bool ignore_eos = false;
   bool insecure = false;
   std::string cacert;
-  bool http1 = false;                  // no HTTP/2
-  std::string http_client = "cmax";    // cmax (Http1Pool) | libcurl, for plain http
+  bool http1 = false;                // no HTTP/2
+  std::string http_client = "cmax";  // cmax (Http1Pool) | libcurl, for plain http
   double timeout_s = 600;
   double connect_timeout_s = 10;
   double idle_timeout_s = 0;
@@ -91,10 +91,10 @@ struct LoadRunIo {
   std::string cmax_version;
   sys::FileSystem* fs = nullptr;
   EnvLookup env;
-  LoadHooks hooks;                                // interrupted, progress
-  std::function<int()> interrupt_signal;          // the signal that stopped the run, or 0
-  std::function<void(std::string_view)> note;     // a line for the operator (the warm-up's)
-  std::function<void(std::string_view)> table;    // a sweep's header and rows, as they come
+  LoadHooks hooks;                              // interrupted, progress
+  std::function<int()> interrupt_signal;        // the signal that stopped the run, or 0
+  std::function<void(std::string_view)> note;   // a line for the operator (the warm-up's)
+  std::function<void(std::string_view)> table;  // a sweep's header and rows, as they come
   std::function<Result<void>(const std::string& path, std::string_view text)> write_output;
 };
 

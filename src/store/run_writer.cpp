@@ -50,4 +50,13 @@ Result<void> RunWriter::FinishWithError(int exit_code, WallTime ended_at) {
   return store_->FinishRun(run_id_, RunState::kError, exit_code, ended_at);
 }
 
+Result<RecordedRun> BeginRecordedRun(const std::string& db_path, const RunStart& start) {
+  auto store = Store::Open({.path = db_path});
+  if (!store) return tl::unexpected(store.error());
+  auto owned = std::make_unique<Store>(std::move(*store));
+  auto writer = RunWriter::Begin(*owned, start);
+  if (!writer) return tl::unexpected(writer.error());
+  return RecordedRun{std::move(owned), *writer};
+}
+
 }  // namespace cmax::store

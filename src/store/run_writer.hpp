@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -42,5 +43,13 @@ class RunWriter {
   int failures_ = 0;
   int unknowns_ = 0;  // findings with CheckStatus::kUnknown
 };
+
+// A run being recorded with the store it writes to, for a command that opens both at once. The
+// store is on the heap: the writer points at it, and the pair may move.
+struct RecordedRun {
+  std::unique_ptr<Store> store;
+  RunWriter writer;
+};
+Result<RecordedRun> BeginRecordedRun(const std::string& db_path, const RunStart& start);
 
 }  // namespace cmax::store

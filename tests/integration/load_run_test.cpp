@@ -3,9 +3,8 @@
 // run, what the store keeps, what the output files get, and a write that fails after the run.
 #include "endpoint/load_run.hpp"
 
-#include <gtest/gtest.h>
-
 #include <filesystem>
+#include <gtest/gtest.h>
 #include <map>
 #include <string>
 #include <vector>
@@ -77,8 +76,7 @@ TEST(LoadRun, ARunIsMeasuredRecordedAndWritten) {
       RunEndpoint(target, Small(), {.concurrency = 2, .requests = 5, .warmup = 2}, shell.Io());
   ASSERT_TRUE(report) << report.error().message;
   EXPECT_EQ(report->exit_code, 0);
-  EXPECT_NE(report->text.find("stored as run " + std::to_string(report->run_id)),
-            std::string::npos)
+  EXPECT_NE(report->text.find("stored as run " + std::to_string(report->run_id)), std::string::npos)
       << report->text;
   ASSERT_EQ(shell.notes.size(), 1U);  // the warm-up, not counted
   EXPECT_EQ(shell.notes[0], "warm-up: 2 requests (0 failed), not counted");
@@ -134,8 +132,8 @@ TEST(LoadRun, ASweepGivesARowPerLevelAndOneRun) {
   Shell shell;
   TargetOptions target = Target(sim);
   target.output_file = "-";
-  const auto report = SweepEndpoint(target, Small(), {.requests = 4},
-                                    {.levels = {1, 3}}, shell.Io());
+  const auto report =
+      SweepEndpoint(target, Small(), {.requests = 4}, {.levels = {1, 3}}, shell.Io());
   ASSERT_TRUE(report) << report.error().message;
   ASSERT_EQ(shell.rows.size(), 3U);  // the header and one row per level
   EXPECT_EQ(shell.rows[0].find("CONCURRENCY"), 0U);
