@@ -45,11 +45,12 @@ Result<void> Broken(const Error& error) {
 }
 
 // Every injection is recorded in the store before it is done, so none goes unrecorded.
-Result<void> RecordInjection(const InjectionIo& io, const std::string& node, const std::string& kind,
-                             const nlohmann::json& payload) {
+Result<void> RecordInjection(const InjectionIo& io, const std::string& node,
+                             const std::string& kind, const nlohmann::json& payload) {
   auto store = store::Store::Open({.path = io.db_path});
   if (!store) return Broken(store.error());
-  if (auto ok = store->SaveConditions({}, {{io.clock->Now(), node, "inject", kind, payload.dump()}});
+  if (auto ok =
+          store->SaveConditions({}, {{io.clock->Now(), node, "inject", kind, payload.dump()}});
       !ok) {
     return Broken(ok.error());
   }
@@ -66,15 +67,14 @@ Result<void> InjectKernelEvent(const KernelEventOptions& o, const InjectionIo& i
       !o.sxid && io.node_gpus ? io.node_gpus() : std::vector<std::string>{};
   auto pci = ResolveGpu(o.gpu, gpus, *io.fs, target.lab, o.safety.force);
   if (!pci) return Usage(pci.error());
-  auto record = !o.sxid
-                    ? XidRecord({.code = o.code, .pci = *pci, .pid = o.pid, .text = o.text},
-                                health::XidCatalog::Builtin())
-                    : SxidRecord({.code = o.code,
-                                  .pci = *pci,
-                                  .switch_index = o.switch_index,
-                                  .fatal = o.fatal,
-                                  .link = o.link,
-                                  .text = o.text.empty() ? SxidSpec{}.text : o.text});
+  auto record = !o.sxid ? XidRecord({.code = o.code, .pci = *pci, .pid = o.pid, .text = o.text},
+                                    health::XidCatalog::Builtin())
+                        : SxidRecord({.code = o.code,
+                                      .pci = *pci,
+                                      .switch_index = o.switch_index,
+                                      .fatal = o.fatal,
+                                      .link = o.link,
+                                      .text = o.text.empty() ? SxidSpec{}.text : o.text});
   if (!record) return Usage(record.error());
   Out(io, fmt::format("cmax inject {}: node {}{}, {} {}", kind, target.node,
                       target.lab ? " (lab)" : "", o.sxid ? "NVSwitch" : "GPU", *pci));
@@ -165,8 +165,9 @@ Result<void> InjectDcgm(const DcgmOptions& o, const InjectionIo& io) {
   auto r = RunDcgmInject(*io.runner, *argv);
   if (!r) return Broken(r.error());
   Out(io, "  " + SanitizeUtf8(*r));
-  Out(io, "  to undo: inject the field's normal value the same way (DCGM keeps the last value "
-          "in its cache)");
+  Out(io,
+      "  to undo: inject the field's normal value the same way (DCGM keeps the last value "
+      "in its cache)");
   return {};
 }
 
@@ -193,8 +194,10 @@ Result<void> InjectPcieSbr(const PcieSbrOptions& o, const InjectionIo& io) {
   if (auto ok = RunSecondaryBusReset(*io.runner, *plan); !ok) return Broken(ok.error());
   log::Info("secondary bus reset of {} above {} on {}", plan->bridge, plan->gpu, target.node);
   Out(io, "  done: the driver should log Xid 79 for " + plan->gpu);
-  Out(io, "  to undo: the GPU comes back only if the driver brings it up again; if it stays "
-          "lost, reboot " + target.node);
+  Out(io,
+      "  to undo: the GPU comes back only if the driver brings it up again; if it stays "
+      "lost, reboot " +
+          target.node);
   return {};
 }
 

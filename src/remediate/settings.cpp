@@ -10,7 +10,10 @@
 #include <sys/file.h>
 #include <utility>
 
+#include "core/log.hpp"
 #include "core/strings.hpp"
+#include "remediate/kube_conditions.hpp"
+#include "store/store.hpp"
 #include "sys/curl_library.hpp"
 #include "sys/host.hpp"
 
@@ -142,6 +145,58 @@ ControllerLock::ControllerLock(ControllerLock&& other) noexcept
 
 ControllerLock::~ControllerLock() {
   if (fd_ >= 0) ::close(fd_);
+}
+
+Result<ControllerLoopReport> RunControllerLoop(const ControllerSettings& settings,
+                                               const ControllerLoop& loop,
+                                               const ControllerLoopIo& io) {
+  if (!std::isfinite(loop.interval_s) || loop.interval_s <= 0) {
+    return Fail(ErrorCode::kInvalidArgument, "--interval must be a positive number of seconds");
+  }
+  auto config = BuildControllerConfig(settings, *io.fs);
+  if (!config) return Fail(ErrorCode::kInvalidArgument, "{}", config.error().message);
+  auto store = store::Store::Open({.path = io.db_path});
+  if (!store) return tl::unexpected(store.error());
+  auto lock = ControllerLock::Take(io.db_path);
+  if (!lock) return tl::unexpected(lock.error());
+  auto scheduler = MakeScheduler(settings, *io.runner, *io.clock, KubeEnvironment());
+  if (!scheduler) return Fail(ErrorCode::kInvalidArgument, "{}", scheduler.error().message);
+  if (loop.conditions_from == "kubernetes" && !(*scheduler)->kube) {
+    return Fail(ErrorCode::kInvalidArgument,
+                "--conditions-from kubernetes needs --scheduler kubernetes");
+  }
+  Controller controller(*store, *(*scheduler)->scheduler, *io.runner, *io.clock, *config);
+  const auto interval =
+      std::chrono::duration_cast<Duration>(std::chrono::duration<double>(loop.interval_s));
+  if (!loop.once) {
+    log::Info("remediation controller on {} through {} ({}), every {}", store->Path(),
+              (*scheduler)->description, settings.dry_run ? "dry run" : "acting",
+              FormatDuration(interval));
+  }
+  for (;;) {
+    if (loop.conditions_from == "kubernetes") {
+      // The agents' findings, from their Nodes; when the API server is away the step still
+      // runs on what the store has (validations, timers).
+      auto imported = ImportKubeConditions(*(*scheduler)->kube, *store);
+      if (!imported) {
+        log::Warn("conditions from Kubernetes: {}", imported.error().message);
+      } else {
+        log::Debug("{} condition(s) read from Kubernetes nodes", *imported);
+      }
+    }
+    auto step = controller.Step();
+    if (loop.once) {
+      if (!step) return tl::unexpected(step.error());
+      return ControllerLoopReport{*step, false};
+    }
+    if (!step && io.error) io.error(step.error().message);
+    // Short slices, so that Ctrl-C and SIGTERM stop the loop promptly.
+    const auto until = io.clock->Monotonic() + interval;
+    while (!io.stop() && io.clock->Monotonic() < until) {
+      io.clock->Sleep(std::chrono::milliseconds(50));
+    }
+    if (io.stop()) return ControllerLoopReport{step ? *step : StepSummary{}, true};
+  }
 }
 
 }  // namespace cmax::remediate

@@ -3,8 +3,10 @@
 // scheduler they name, and the one-controller-per-store lock.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "core/clock.hpp"
@@ -88,5 +90,29 @@ class ControllerLock {
   explicit ControllerLock(int fd) : fd_(fd) {}
   int fd_ = -1;
 };
+
+// `cmax remediate run`: the controller's passes, one or until stopped.
+struct ControllerLoop {
+  bool once = false;
+  double interval_s = 2;
+  std::string conditions_from = "store";  // or "kubernetes": imported from the Nodes each pass
+};
+struct ControllerLoopIo {
+  std::string db_path;
+  sys::FileSystem* fs = nullptr;
+  sys::ProcessRunner* runner = nullptr;
+  Clock* clock = nullptr;
+  std::function<bool()> stop;                   // Ctrl-C, SIGTERM
+  std::function<void(std::string_view)> error;  // a pass that failed (the loop goes on)
+};
+struct ControllerLoopReport {
+  StepSummary last;      // with `once`: the pass
+  bool stopped = false;  // without `once`: stopped by `stop`
+};
+// Errors: kInvalidArgument for settings that cannot make a controller; others when the store,
+// its lock or (with `once`) the pass failed.
+Result<ControllerLoopReport> RunControllerLoop(const ControllerSettings& settings,
+                                               const ControllerLoop& loop,
+                                               const ControllerLoopIo& io);
 
 }  // namespace cmax::remediate

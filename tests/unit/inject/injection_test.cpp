@@ -4,11 +4,10 @@
 // /dev/kmsg here; the lab tests write the real one).
 #include "inject/injection.hpp"
 
-#include <gtest/gtest.h>
-
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <gtest/gtest.h>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -75,8 +74,9 @@ TEST(Injection, ADryRunShowsTheRecordAndWritesNothing) {
   ASSERT_TRUE(InjectKernelEvent(o, shell.Io()));
   ASSERT_EQ(shell.out.size(), 2U);
   EXPECT_EQ(shell.out[0], "cmax inject xid: node " + sys::Hostname() + ", GPU 0000:17:00.0");
-  EXPECT_EQ(shell.out[1].rfind("  would write to " + o.kmsg + ": <3>NVRM: Xid (PCI:0000:17:00): 79", 0),
-            0U)
+  EXPECT_EQ(
+      shell.out[1].rfind("  would write to " + o.kmsg + ": <3>NVRM: Xid (PCI:0000:17:00): 79", 0),
+      0U)
       << shell.out[1];
   EXPECT_FALSE(shell.Stored());
   EXPECT_EQ(shell.Kmsg(), "");
