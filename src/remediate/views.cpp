@@ -91,18 +91,19 @@ Result<std::string> StatusView(Journal& journal, const std::string& store_path,
   if (nodes->empty()) {
     return text + "no node has been remediated (store " + store_path + ")\n";
   }
-  text += fmt::format("{:<16} {:<13} {:<24} {:<32} {}\n", "NODE", "STATE", "SINCE", "REASON",
-                         "NEXT");
+  text +=
+      fmt::format("{:<16} {:<13} {:<24} {:<32} {}\n", "NODE", "STATE", "SINCE", "REASON", "NEXT");
   for (const NodeEntry& e : *nodes) {
     std::string reason = SanitizeUtf8(e.record.reason);
     if (reason.size() > 32) reason = reason.substr(0, 29) + "...";
     std::string next = NextStep(e, probation_min);
     if (!e.spare.empty()) next += " (spare " + e.spare + " serving)";
     text += fmt::format("{:<16} {:<13} {:<24} {:<32} {}\n", SanitizeUtf8(e.node),
-                           NodeStateName(e.record.state), FormatIso8601(e.record.since),
-                           reason.empty() ? "-" : reason, SanitizeUtf8(next));
+                        NodeStateName(e.record.state), FormatIso8601(e.record.since),
+                        reason.empty() ? "-" : reason, SanitizeUtf8(next));
   }
-  if (!open->empty()) text += fmt::format("\n{} action(s) planned and not finished\n", open->size());
+  if (!open->empty())
+    text += fmt::format("\n{} action(s) planned and not finished\n", open->size());
   return text;
 }
 
@@ -140,9 +141,8 @@ Result<std::string> HistoryView(Journal& journal, const std::string& node, int l
     lines.push_back(
         {at,
          1,
-         fmt::format("{}    {:<30} {}{}{}", FormatIso8601(at),
-                     ActionKindName(a.action.kind), OutcomeName(a.outcome),
-                     took, a.detail.empty() ? "" : ": " + a.detail),
+         fmt::format("{}    {:<30} {}{}{}", FormatIso8601(at), ActionKindName(a.action.kind),
+                     OutcomeName(a.outcome), took, a.detail.empty() ? "" : ": " + a.detail),
          {{"at", FormatIso8601(at)},
           {"kind", "action"},
           {"action", ActionKindName(a.action.kind)},

@@ -3,7 +3,6 @@
 #include "remediate/views.hpp"
 
 #include <gtest/gtest.h>
-
 #include <nlohmann/json.hpp>
 #include <string>
 
