@@ -41,8 +41,7 @@ Result<XidCatalog> LoadCatalog(const std::string& path) {
 // Reads the kernel log (live or saved) into facts; a log that cannot be read, or not to its
 // end, is a fact (the finding is UNKNOWN), not an error.
 void ReadKernelLog(const PassiveRunOptions& options, std::optional<sys::LineReader>& saved,
-                   const XidCatalog& catalog, const SinceFilter& since,
-                   PassiveFacts& facts) {
+                   const XidCatalog& catalog, const SinceFilter& since, PassiveFacts& facts) {
   SystemClock clock;
   const WallTime now = clock.Now();
   if (saved) {
@@ -136,7 +135,8 @@ int DrainNode(const std::string& node, const std::string& reason, const PassiveR
 Result<PassiveRunReport> RunPassiveHealth(const PassiveRunOptions& options,
                                           const PassiveRunIo& io) {
   if (!std::isfinite(options.mount_timeout_s) || options.mount_timeout_s <= 0) {
-    return Fail(ErrorCode::kInvalidArgument, "--mount-timeout must be a positive number of seconds");
+    return Fail(ErrorCode::kInvalidArgument,
+                "--mount-timeout must be a positive number of seconds");
   }
   if (options.drain && !options.slurm_healthcheck) {
     return Fail(ErrorCode::kInvalidArgument, "--drain works with --slurm-healthcheck only");
@@ -238,6 +238,5 @@ Result<PassiveRunReport> RunPassiveHealth(const PassiveRunOptions& options,
   report.exit_code = exit_code;
   return report;
 }
-
 
 }  // namespace cmax::health

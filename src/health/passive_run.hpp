@@ -38,15 +38,14 @@ struct PassiveRunIo {
 };
 
 struct PassiveRunReport {
-  int exit_code = 0;                 // 0, 1 (a check failed), 3 (unknown or error), 128+signal
-  std::optional<RunRecord> record;   // the stored run, to show (not as a health check)
-  std::string line;                  // a health check's one line, for stdout
-  std::vector<std::string> notes;    // what went wrong on the side, for stderr
+  int exit_code = 0;                // 0, 1 (a check failed), 3 (unknown or error), 128+signal
+  std::optional<RunRecord> record;  // the stored run, to show (not as a health check)
+  std::string line;                 // a health check's one line, for stdout
+  std::vector<std::string> notes;   // what went wrong on the side, for stderr
 };
 
 // Errors: what the user gave (kInvalidArgument, a missing --from-file) and a store that cannot
 // record the run (outside a health check, which goes on without it).
-Result<PassiveRunReport> RunPassiveHealth(const PassiveRunOptions& options,
-                                          const PassiveRunIo& io);
+Result<PassiveRunReport> RunPassiveHealth(const PassiveRunOptions& options, const PassiveRunIo& io);
 
 }  // namespace cmax::health

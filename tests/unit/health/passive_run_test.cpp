@@ -4,10 +4,9 @@
 // lab: lab_integration_test.)
 #include "health/passive_run.hpp"
 
-#include <gtest/gtest.h>
-
 #include <filesystem>
 #include <fstream>
+#include <gtest/gtest.h>
 #include <string>
 #include <vector>
 
@@ -25,15 +24,15 @@ struct Shell {
   std::vector<std::pair<std::string, std::string>> drains;
   std::string drain_answer = "drained";
   PassiveRunIo Io() {
-    return {.db_path = dir.File("cmax.db"),
-            .cmax_version = "test",
-            .interrupted = [] { return false; },
-            .interrupt_signal = [] { return 0; },
-            .drain = [this](const std::string& node, const std::string& reason)
-                -> Result<std::string> {
-              drains.emplace_back(node, reason);
-              return drain_answer;
-            }};
+    return {
+        .db_path = dir.File("cmax.db"),
+        .cmax_version = "test",
+        .interrupted = [] { return false; },
+        .interrupt_signal = [] { return 0; },
+        .drain = [this](const std::string& node, const std::string& reason) -> Result<std::string> {
+          drains.emplace_back(node, reason);
+          return drain_answer;
+        }};
   }
   std::string Log(const std::string& text) {
     std::ofstream(dir.File("kern.log")) << text;
