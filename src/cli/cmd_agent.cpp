@@ -2,19 +2,17 @@
 // in the store, and serves Prometheus metrics; bounded in memory and CPU by its own watchdog.
 #include <CLI/CLI.hpp>
 #include <cmath>
-#include <functional>
 #include <memory>
 #include <ostream>
 #include <vector>
 
 #include "cli/cli.hpp"
+#include "cli/common.hpp"
 #include "cli/numbers.hpp"
 #include "cli/remediate_flags.hpp"
 #include "core/log.hpp"
 #include "health/agent.hpp"
-#include "remediate/controller.hpp"
-#include "remediate/kube_conditions.hpp"
-#include "remediate/slurm.hpp"
+#include "remediate/agent_hooks.hpp"
 #include "store/store.hpp"
 #include "sys/file_system.hpp"
 #include "sys/host.hpp"
@@ -85,77 +83,21 @@ int RunAgent(const AgentCliOptions& options, Context& ctx) {
       std::chrono::duration_cast<Duration>(std::chrono::duration<double>(options.nvml_interval_s));
   agent_options.limits.max_rss_bytes = static_cast<uint64_t>(options.max_rss_mb * 1048576.0);
   agent_options.limits.max_cpu_fraction = options.max_cpu_percent / 100.0;
-  // --remediate: this node's own controller, run after every flush that stored a change and
-  // every 2 s (validation jobs, timers). Its circuit breaker sees the rest of the fleet through
-  // the scheduler's cmax-owned drains.
+  // --remediate and --publish-conditions: run after every flush that stored a change.
   sys::PosixProcessRunner runner;
   sys::LocalFileSystem fs;
   SystemClock clock;
-  std::unique_ptr<remediate::SchedulerChoice> scheduler;
-  std::unique_ptr<remediate::SchedulerChoice> kube;  // --publish-conditions
-  std::optional<remediate::KubeConditionPublisher> publisher;
-  std::vector<std::function<void()>> hooks;
-  std::optional<remediate::Controller> controller;
-  std::optional<remediate::ControllerLock> lock;
-  if (options.remediate || options.remediate_dry_run) {
-    ControllerFlags flags = options.controller;
-    flags.act = options.remediate;
-    flags.dry_run = options.remediate_dry_run;
-    flags.nodes = {agent_options.node};
-    auto config = remediate::BuildControllerConfig(flags, fs);
-    if (!config) {
-      ctx.err << "cmax agent: " << config.error().message << "\n";
-      return kExitUsage;
-    }
-    auto taken = remediate::ControllerLock::Take(ctx.DbPath());
-    if (!taken) {
-      ctx.err << "cmax agent: " << taken.error().message << "\n";
-      return kExitError;
-    }
-    lock.emplace(std::move(*taken));
-    auto made = remediate::MakeScheduler(flags, runner, clock, remediate::KubeEnvironment());
-    if (!made) {
-      ctx.err << "cmax agent: " << made.error().message << "\n";
-      return kExitUsage;
-    }
-    scheduler = std::move(*made);
-    controller.emplace(*store, *scheduler->scheduler, runner, clock, *config);
-    hooks.emplace_back([&controller] {
-      if (auto step = controller->Step(); !step) {
-        log::Warn("agent: remediation step: {}", step.error().message);
-      }
-    });
+  auto hooks = remediate::AgentHooks::Make({.node = agent_options.node,
+                                            .remediate = options.remediate,
+                                            .remediate_dry_run = options.remediate_dry_run,
+                                            .publish_conditions = options.publish_conditions,
+                                            .controller = options.controller},
+                                           ctx.DbPath(), *store, fs, runner, clock);
+  if (!hooks) {
+    ctx.err << "cmax agent: " << hooks.error().message << "\n";
+    return ExitCodeOf(hooks.error());
   }
-  if (options.publish_conditions) {
-    ControllerFlags flags = options.controller;
-    flags.scheduler = "kubernetes";
-    auto made = remediate::MakeScheduler(flags, runner, clock, remediate::KubeEnvironment());
-    if (!made) {
-      ctx.err << "cmax agent: " << made.error().message << "\n";
-      return kExitUsage;
-    }
-    kube = std::move(*made);
-    publisher.emplace(*kube->kube);
-    const std::string node = agent_options.node;
-    // Before remediation: a central controller learns of the fault as soon as this node does.
-    hooks.insert(hooks.begin(), [&publisher, &store, node] {
-      auto conditions = store->LoadConditions(node);
-      if (!conditions) {
-        log::Warn("agent: cannot read conditions to publish: {}", conditions.error().message);
-        return;
-      }
-      if (auto r = publisher->Publish(node, *conditions); !r) {
-        log::Warn("agent: publishing conditions to Kubernetes: {}", r.error().message);
-      } else if (*r != "unchanged") {
-        log::Info("agent: {}", *r);
-      }
-    });
-  }
-  if (!hooks.empty()) {
-    agent_options.after_flush = [&hooks] {
-      for (const auto& hook : hooks) hook();
-    };
-  }
+  if (!(*hooks)->Empty()) agent_options.after_flush = [h = hooks->get()] { h->AfterFlush(); };
   // The ready line, once the sources are open: a fault written after it is seen.
   agent_options.on_ready = [&ctx, nvml = agent_options.nvml](const health::AgentReadiness& r) {
     ctx.out << health::ReadyLine(r, nvml) << std::endl;

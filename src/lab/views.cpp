@@ -143,8 +143,9 @@ LabView DownView(const std::string& dir, const Result<DownResult>& result, bool 
                   {"stray_processes_killed", result->stray_processes_killed}});
     return v;
   }
-  v.out = fmt::format("lab in {} stopped: {}\n", dir,
-                      result->stopped.empty() ? "nothing was running" : Join(result->stopped, ", "));
+  v.out =
+      fmt::format("lab in {} stopped: {}\n", dir,
+                  result->stopped.empty() ? "nothing was running" : Join(result->stopped, ", "));
   if (!result->already_gone.empty()) {
     v.out += "  already gone: " + Join(result->already_gone, ", ") + "\n";
   }
@@ -152,8 +153,8 @@ LabView DownView(const std::string& dir, const Result<DownResult>& result, bool 
     v.out += "  left alone (pid reused by another process): " + Join(result->not_ours, ", ") + "\n";
   }
   if (result->stray_processes_killed > 0) {
-    v.out += fmt::format("  also ended {} leftover job processes\n",
-                         result->stray_processes_killed);
+    v.out +=
+        fmt::format("  also ended {} leftover job processes\n", result->stray_processes_killed);
   }
   return v;
 }

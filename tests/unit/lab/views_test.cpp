@@ -2,7 +2,6 @@
 #include "lab/views.hpp"
 
 #include <gtest/gtest.h>
-
 #include <nlohmann/json.hpp>
 
 namespace cmax::lab {
@@ -22,7 +21,8 @@ LabState Running(int nodes, int spares) {
 
 TEST(LabViews, UpNewAlreadyRunningAndFailed) {
   LabSpec asked = Running(4, 0).spec;
-  const LabView fresh = UpView(asked, UpResult{Running(4, 1), false, std::chrono::seconds(3)}, false);
+  const LabView fresh =
+      UpView(asked, UpResult{Running(4, 1), false, std::chrono::seconds(3)}, false);
   EXPECT_EQ(fresh.exit_code, 0);
   EXPECT_EQ(fresh.out.rfind("lab up in /var/lib/cmax/lab: gpu[1-5] idle (4 in partition gpu, 1 in "
                             "partition spare), 8 GPUs each, controller 127.0.0.1:16817",
@@ -52,7 +52,8 @@ TEST(LabViews, StatusSaysWhichDaemonIsGone) {
   const LabView v = StatusView("/lab", status, false);
   EXPECT_EQ(v.exit_code, 1);
   EXPECT_NE(v.out.find("  slurmctld      pid 11       gone\n"), std::string::npos) << v.out;
-  EXPECT_EQ(v.out.find('\x1b'), std::string::npos) << "a node state from sinfo reached the terminal";
+  EXPECT_EQ(v.out.find('\x1b'), std::string::npos)
+      << "a node state from sinfo reached the terminal";
   const LabView none = StatusView("/lab", Fail(ErrorCode::kNotFound, "no lab in /lab"), true);
   EXPECT_EQ(none.exit_code, 1);
   EXPECT_EQ(nlohmann::json::parse(none.out)["running"], false);

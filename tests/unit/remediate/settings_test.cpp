@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include "remediate/agent_hooks.hpp"
+#include "store/store.hpp"
 #include "support/fake_process_runner.hpp"
 #include "support/temp_dir.hpp"
 
@@ -121,6 +123,31 @@ TEST(ControllerLock, OnePerStore) {
     EXPECT_NE(second.error().message.find("another controller"), std::string::npos);
   }
   EXPECT_TRUE(ControllerLock::Take(store)) << "released when its holder ends";
+}
+
+// The agent's hooks: nothing unless asked; a controller only with its settings and its lock.
+TEST(AgentHooks, OnlyWhatWasAskedForAndOneControllerPerStore) {
+  testing::TempDir dir;
+  const std::string db = dir.File("cmax.db");
+  auto store = store::Store::Open({.path = db});
+  ASSERT_TRUE(store);
+  sys::MemoryFileSystem fs;
+  testing::FakeProcessRunner runner;
+  SystemClock clock;
+  auto none = AgentHooks::Make({.node = "gpu1"}, db, *store, fs, runner, clock);
+  ASSERT_TRUE(none) << none.error().message;
+  EXPECT_TRUE((*none)->Empty());
+  auto unset = AgentHooks::Make({.node = "gpu1", .remediate = true}, db, *store, fs, runner, clock);
+  ASSERT_FALSE(unset);  // no validation command
+  EXPECT_EQ(unset.error().code, ErrorCode::kInvalidArgument);
+  auto mine = AgentHooks::Make({.node = "gpu1", .remediate_dry_run = true, .controller = Acting()},
+                               db, *store, fs, runner, clock);
+  ASSERT_TRUE(mine) << mine.error().message;
+  EXPECT_FALSE((*mine)->Empty());
+  auto second = AgentHooks::Make({.node = "gpu1", .remediate = true, .controller = Acting()}, db,
+                                 *store, fs, runner, clock);
+  ASSERT_FALSE(second);
+  EXPECT_EQ(second.error().code, ErrorCode::kBusy);  // the store's controller is the first's
 }
 
 }  // namespace
