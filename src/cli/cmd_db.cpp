@@ -1,14 +1,12 @@
 // `cmax db`: what the store holds. `runs` lists runs, `show` prints one with its evidence.
 #include <CLI/CLI.hpp>
-#include <fmt/format.h>
 #include <memory>
-#include <nlohmann/json.hpp>
 #include <ostream>
+#include <vector>
 
 #include "cli/cli.hpp"
 #include "cli/common.hpp"
 #include "cli/numbers.hpp"
-#include "core/strings.hpp"
 #include "report/render.hpp"
 
 namespace cmax::cli {
@@ -29,49 +27,10 @@ int ListRuns(const DbOptions& options, Context& ctx, store::Store& store) {
     ctx.err << "cmax db runs: " << runs.error().message << "\n";
     return kExitError;
   }
-  if (options.json) {
-    nlohmann::ordered_json list = nlohmann::ordered_json::array();
-    for (const store::RunSummary& s : *runs) {
-      const RunInfo& r = s.run;
-      list.push_back({{"id", r.id},
-                      {"command", r.command},
-                      {"target", r.target},
-                      {"host", r.host},
-                      {"started_at", FormatIso8601(r.started_at)},
-                      {"ended_at", r.ended_at ? nlohmann::ordered_json(FormatIso8601(*r.ended_at))
-                                              : nlohmann::ordered_json(nullptr)},
-                      {"state", DisplayState(r)},
-                      {"exit_code", r.exit_code ? nlohmann::ordered_json(*r.exit_code)
-                                                : nlohmann::ordered_json(nullptr)},
-                      {"cmax_version", r.cmax_version},
-                      {"summary",
-                       {{"PASS", s.counts.pass},
-                        {"WARN", s.counts.warn},
-                        {"FAIL", s.counts.fail},
-                        {"SKIP", s.counts.skip},
-                        {"ATTEST", s.counts.attest},
-                        {"UNKNOWN", s.counts.unknown}}}});
-    }
-    nlohmann::ordered_json out = {
-        {"schema", "cmax.runs/v1"}, {"store", store.Path()}, {"runs", list}};
-    ctx.out << out.dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace) << "\n";
-    return kExitOk;
-  }
-  if (runs->empty()) {
-    ctx.out << "no runs in " << store.Path() << "\n";
-    return kExitOk;
-  }
-  ctx.out << fmt::format("{:>5}  {:<8}  {:<13}  {:<24}  {:>8}  {:<28}  {}\n", "ID", "COMMAND",
-                         "STATE", "STARTED", "TOOK", "TARGET",
-                         "PASS/WARN/FAIL/SKIP/ATTEST/UNKNOWN");
-  for (const store::RunSummary& s : *runs) {
-    const RunInfo& r = s.run;
-    const std::string took = r.ended_at ? FormatDuration(*r.ended_at - r.started_at) : "-";
-    ctx.out << fmt::format("{:>5}  {:<8}  {:<13}  {:<24}  {:>8}  {:<28}  {}/{}/{}/{}/{}/{}\n", r.id,
-                           SanitizeUtf8(r.command), DisplayState(r), FormatIso8601(r.started_at),
-                           took, SanitizeUtf8(r.target), s.counts.pass, s.counts.warn,
-                           s.counts.fail, s.counts.skip, s.counts.attest, s.counts.unknown);
-  }
+  std::vector<report::RunListEntry> entries;
+  for (const store::RunSummary& s : *runs)
+    entries.push_back({s.run, s.counts, DisplayState(s.run)});
+  ctx.out << report::RenderRunList(entries, store.Path(), options.json);
   return kExitOk;
 }
 

@@ -1,5 +1,8 @@
 #include "report/render.hpp"
 
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
 #include "core/strings.hpp"
 
 namespace cmax::report {
@@ -62,6 +65,48 @@ std::string XmlEscape(std::string_view text) {
     }
   }
   return out;
+}
+
+std::string RenderRunList(const std::vector<RunListEntry>& runs, const std::string& store_path,
+                          bool json) {
+  if (json) {
+    using Json = nlohmann::ordered_json;
+    Json list = Json::array();
+    for (const RunListEntry& e : runs) {
+      const RunInfo& r = e.run;
+      list.push_back({{"id", r.id},
+                      {"command", r.command},
+                      {"target", r.target},
+                      {"host", r.host},
+                      {"started_at", FormatIso8601(r.started_at)},
+                      {"ended_at", r.ended_at ? Json(FormatIso8601(*r.ended_at)) : Json(nullptr)},
+                      {"state", e.state},
+                      {"exit_code", r.exit_code ? Json(*r.exit_code) : Json(nullptr)},
+                      {"cmax_version", r.cmax_version},
+                      {"summary",
+                       {{"PASS", e.counts.pass},
+                        {"WARN", e.counts.warn},
+                        {"FAIL", e.counts.fail},
+                        {"SKIP", e.counts.skip},
+                        {"ATTEST", e.counts.attest},
+                        {"UNKNOWN", e.counts.unknown}}}});
+    }
+    const Json out = {{"schema", "cmax.runs/v1"}, {"store", store_path}, {"runs", list}};
+    return out.dump(2, ' ', false, Json::error_handler_t::replace) + "\n";
+  }
+  if (runs.empty()) return "no runs in " + store_path + "\n";
+  std::string text =
+      fmt::format("{:>5}  {:<8}  {:<13}  {:<24}  {:>8}  {:<28}  {}\n", "ID", "COMMAND", "STATE",
+                  "STARTED", "TOOK", "TARGET", "PASS/WARN/FAIL/SKIP/ATTEST/UNKNOWN");
+  for (const RunListEntry& e : runs) {
+    const RunInfo& r = e.run;
+    const std::string took = r.ended_at ? FormatDuration(*r.ended_at - r.started_at) : "-";
+    text += fmt::format("{:>5}  {:<8}  {:<13}  {:<24}  {:>8}  {:<28}  {}/{}/{}/{}/{}/{}\n", r.id,
+                        SanitizeUtf8(r.command), e.state, FormatIso8601(r.started_at), took,
+                        SanitizeUtf8(r.target), e.counts.pass, e.counts.warn, e.counts.fail,
+                        e.counts.skip, e.counts.attest, e.counts.unknown);
+  }
+  return text;
 }
 
 }  // namespace cmax::report

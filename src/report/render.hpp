@@ -5,6 +5,7 @@
 
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "core/result.hpp"
 #include "core/run_record.hpp"
@@ -31,5 +32,15 @@ std::string Render(Format format, const RunRecord& record, const TextOptions& te
 // Escaping for text from outside; both run SanitizeUtf8 first.
 std::string HtmlEscape(std::string_view text);
 std::string XmlEscape(std::string_view text);
+
+// `cmax db runs`: runs newest first with their finding counts, as a table or JSON (schema
+// cmax.runs/v1). `state` is the state to show (a run whose process is gone is "abandoned").
+struct RunListEntry {
+  RunInfo run;
+  StatusCounts counts;
+  std::string state;
+};
+std::string RenderRunList(const std::vector<RunListEntry>& runs, const std::string& store_path,
+                          bool json);
 
 }  // namespace cmax::report

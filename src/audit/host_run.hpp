@@ -1,0 +1,41 @@
+// `cmax run`'s work on this host, behind its thin command file: the host inventory (files only,
+// quick), the run opened as soon as the environment is known so that anything slower is inside
+// a recorded run, then the GPUs and driver, then the scheduler (probes with a timeout); each
+// phase's evidence and findings are stored as it ends, and Ctrl-C keeps what was found.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+
+#include "core/clock.hpp"
+#include "core/result.hpp"
+#include "core/run_record.hpp"
+
+namespace cmax::sys {
+class FileSystem;
+class ProcessRunner;
+}  // namespace cmax::sys
+
+namespace cmax::audit {
+
+struct HostRunIo {
+  std::string db_path;
+  std::string cmax_version;
+  sys::FileSystem* fs = nullptr;
+  sys::ProcessRunner* runner = nullptr;
+  Clock* clock = nullptr;
+  std::function<bool()> interrupted;
+  std::function<int()> interrupt_signal;
+};
+
+struct HostRunReport {
+  int exit_code = 0;  // the stored run's: 0, 1 (a FAIL finding), 3, 128+signal
+  bool interrupted = false;
+  RunRecord record;  // the run as stored
+};
+
+// `probe_timeout_s`: how long a scheduler probe (sinfo, scontrol ping) may take.
+Result<HostRunReport> EvaluateHost(double probe_timeout_s, const HostRunIo& io);
+
+}  // namespace cmax::audit
