@@ -8,6 +8,8 @@
 #include "cli/common.hpp"
 #include "cli/numbers.hpp"
 #include "report/render.hpp"
+#include "store/run_writer.hpp"
+#include "store/store.hpp"
 
 namespace cmax::cli {
 namespace {
@@ -21,35 +23,27 @@ struct DbOptions {
   bool json = false;
 };
 
-int ListRuns(const DbOptions& options, Context& ctx, store::Store& store) {
-  auto runs = store.ListRuns(options.limit);
+int ListRuns(const DbOptions& options, Context& ctx) {
+  auto store = store::Store::Open({.path = ctx.DbPath(), .create = false});
+  if (!store) {
+    // No store yet is not an error for a listing: there are simply no runs.
+    if (store.error().code == ErrorCode::kNotFound && !options.json) {
+      ctx.out << "no runs yet: " << store.error().message << "\n";
+      return kExitOk;
+    }
+    ctx.err << "cmax db: " << store.error().message << "\n";
+    return kExitError;
+  }
+  auto runs = store->ListRuns(options.limit);
   if (!runs) {
     ctx.err << "cmax db runs: " << runs.error().message << "\n";
     return kExitError;
   }
   std::vector<report::RunListEntry> entries;
-  for (const store::RunSummary& s : *runs)
-    entries.push_back({s.run, s.counts, DisplayState(s.run)});
-  ctx.out << report::RenderRunList(entries, store.Path(), options.json);
-  return kExitOk;
-}
-
-int ShowRun(const DbOptions& options, Context& ctx, store::Store& store) {
-  auto id = ResolveRunId(store, options.run);
-  if (!id) {
-    ctx.err << "cmax db show: " << id.error().message << "\n";
-    return id.error().code == ErrorCode::kInvalidArgument ? kExitUsage : kExitError;
+  for (const store::RunSummary& s : *runs) {
+    entries.push_back({s.run, s.counts, store::DisplayState(s.run)});
   }
-  auto record = store.LoadRun(*id);
-  if (!record) {
-    ctx.err << "cmax db show: " << record.error().message << "\n";
-    return record.error().code == ErrorCode::kNotFound ? kExitUsage : kExitError;
-  }
-  if (options.json) {
-    ctx.out << report::RenderJson(*record);
-  } else {
-    ctx.out << report::RenderText(*record, {.color = ctx.Color(), .show_evidence = true});
-  }
+  ctx.out << report::RenderRunList(entries, store->Path(), options.json);
   return kExitOk;
 }
 
@@ -58,18 +52,16 @@ int RunDb(const DbOptions& options, Context& ctx) {
     ctx.out << ctx.DbPath() << "\n";
     return kExitOk;
   }
-  auto store = OpenExistingStore(ctx);
-  if (!store) {
-    // No store yet is not an error for a listing: there are simply no runs.
-    if (store.error().code == ErrorCode::kNotFound && options.runs->parsed() && !options.json) {
-      ctx.out << "no runs yet: " << store.error().message << "\n";
-      return kExitOk;
-    }
-    ctx.err << "cmax db: " << store.error().message << "\n";
-    return kExitError;
+  if (options.runs->parsed()) return ListRuns(options, ctx);
+  auto record = store::LoadStoredRun(ctx.DbPath(), options.run);
+  if (!record) {
+    ctx.err << "cmax db show: " << record.error().message << "\n";
+    return ExitCodeOf(record.error());
   }
-  if (options.runs->parsed()) return ListRuns(options, ctx, *store);
-  return ShowRun(options, ctx, *store);
+  ctx.out << (options.json
+                  ? report::RenderJson(*record)
+                  : report::RenderText(*record, {.color = ctx.Color(), .show_evidence = true}));
+  return kExitOk;
 }
 
 }  // namespace

@@ -12,7 +12,7 @@
 #include "cli/remediate_flags.hpp"
 #include "reliability/scenario_run.hpp"
 #include "report/render.hpp"
-#include "store/store.hpp"
+#include "store/run_writer.hpp"
 #include "sys/file_system.hpp"
 #include "sys/interrupt.hpp"
 #include "sys/process_runner.hpp"
@@ -59,22 +59,10 @@ int Print(Context& ctx, const std::string& name,
 
 // The HTML report of a reliability run, with its timeline chart.
 int Report(const ReportFlags& o, Context& ctx) {
-  auto store = OpenExistingStore(ctx);
-  if (!store) {
-    ctx.err << "cmax reliability report: " << store.error().message << "\n";
-    return kExitError;
-  }
-  const Result<int64_t> id = ResolveRunId(*store, o.run_id, "reliability");
-  if (!id && id.error().code == ErrorCode::kInvalidArgument) {
-    ctx.err << "cmax reliability report: " << id.error().message << "\n";
-    return kExitUsage;
-  }
-  auto record = id ? store->LoadRun(*id) : tl::unexpected(id.error());
-  if (!record || record->run.command != "reliability") {
-    ctx.err << "cmax reliability report: "
-            << (record ? "run " + o.run_id + " is not a reliability run" : record.error().message)
-            << "\n";
-    return kExitUsage;
+  auto record = store::LoadStoredRun(ctx.DbPath(), o.run_id, "reliability");
+  if (!record) {
+    ctx.err << "cmax reliability report: " << record.error().message << "\n";
+    return ExitCodeOf(record.error());
   }
   const std::string html = report::RenderHtml(*record);
   if (o.output.empty()) {

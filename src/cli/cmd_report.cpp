@@ -7,6 +7,7 @@
 #include "cli/cli.hpp"
 #include "cli/common.hpp"
 #include "report/render.hpp"
+#include "store/run_writer.hpp"
 
 namespace cmax::cli {
 namespace {
@@ -24,20 +25,10 @@ int RunReport(const ReportOptions& options, Context& ctx) {
     ctx.err << "cmax report: " << format.error().message << "\n";
     return kExitUsage;
   }
-  auto store = OpenExistingStore(ctx);
-  if (!store) {
-    ctx.err << "cmax report: " << store.error().message << "\n";
-    return kExitError;
-  }
-  auto id = ResolveRunId(*store, options.run);
-  if (!id) {
-    ctx.err << "cmax report: " << id.error().message << "\n";
-    return id.error().code == ErrorCode::kInvalidArgument ? kExitUsage : kExitError;
-  }
-  auto record = store->LoadRun(*id);
+  auto record = store::LoadStoredRun(ctx.DbPath(), options.run);
   if (!record) {
     ctx.err << "cmax report: " << record.error().message << "\n";
-    return record.error().code == ErrorCode::kNotFound ? kExitUsage : kExitError;
+    return ExitCodeOf(record.error());
   }
   const bool to_stdout = options.output.empty() || options.output == "-";
   const std::string text =

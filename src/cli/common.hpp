@@ -1,8 +1,7 @@
-// Helpers the commands share: the store for reading commands (db, report), run ids, and the
-// one way a command writes a file the user named.
+// Helpers the commands share: the one way a command writes a file the user named, the filter
+// for stderr, and the exit code of an error.
 #pragma once
 
-#include <cstdint>
 #include <streambuf>
 #include <string>
 #include <string_view>
@@ -10,18 +9,8 @@
 
 #include "cli/cli.hpp"
 #include "core/result.hpp"
-#include "core/run_record.hpp"
-#include "store/store.hpp"
 
 namespace cmax::cli {
-
-// Opens an existing store (never creates one) and migrates it if it is older.
-Result<store::Store> OpenExistingStore(const Context& ctx);
-// "latest", "" (also latest) or a run id; with a command, "latest" is that command's latest run.
-Result<int64_t> ResolveRunId(store::Store& store, const std::string& text,
-                             const std::string& command = "");
-// The state to show: a run still "running" whose process is gone on this host is "abandoned".
-std::string DisplayState(const RunInfo& run);
 
 // Every output file a command writes goes through here: "-" is stdout (ctx.out); any other
 // path follows sys::FileSystem::WriteOutputFile (a new or regular file atomically; a link,

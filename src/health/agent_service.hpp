@@ -18,7 +18,7 @@ class Store;
 namespace cmax::health {
 
 struct AgentServiceOptions {
-  std::string node;  // default: the hostname
+  std::string node;                               // default: the hostname
   std::string metrics_listen = "127.0.0.1:9470";  // "none": no server
   bool from_boot = false;
   bool nvml = true;

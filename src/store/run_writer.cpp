@@ -1,5 +1,10 @@
 #include "store/run_writer.hpp"
 
+#include <charconv>
+
+#include "sys/host.hpp"
+#include "sys/process_runner.hpp"
+
 namespace cmax::store {
 
 Result<RunWriter> RunWriter::Begin(Store& store, const RunStart& start) {
@@ -57,6 +62,46 @@ Result<RecordedRun> BeginRecordedRun(const std::string& db_path, const RunStart&
   auto writer = RunWriter::Begin(*owned, start);
   if (!writer) return tl::unexpected(writer.error());
   return RecordedRun{std::move(owned), *writer};
+}
+
+Result<int64_t> ResolveRunId(Store& store, const std::string& text, const std::string& command) {
+  if (text.empty() || text == "latest") return store.LatestRunId(command);
+  int64_t id = 0;
+  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), id);
+  if (ec != std::errc() || end != text.data() + text.size() || id <= 0) {
+    return Fail(ErrorCode::kInvalidArgument, "'{}' is not a run id (a number, or 'latest')", text);
+  }
+  return id;
+}
+
+Result<RunRecord> LoadStoredRun(const std::string& db_path, const std::string& run_text,
+                                const std::string& command) {
+  auto store = Store::Open({.path = db_path, .create = false});
+  if (!store) return Fail(ErrorCode::kUnavailable, "{}", store.error().message);
+  auto id = ResolveRunId(*store, run_text, command);
+  if (!id) {
+    return Fail(id.error().code == ErrorCode::kInvalidArgument ? ErrorCode::kInvalidArgument
+                                                               : ErrorCode::kUnavailable,
+                "{}", id.error().message);
+  }
+  auto record = store->LoadRun(*id);
+  if (!record) {
+    return Fail(record.error().code == ErrorCode::kNotFound ? ErrorCode::kInvalidArgument
+                                                            : record.error().code,
+                "{}", record.error().message);
+  }
+  if (!command.empty() && record->run.command != command) {
+    return Fail(ErrorCode::kInvalidArgument, "run {} is not a {} run", *id, command);
+  }
+  return record;
+}
+
+std::string DisplayState(const RunInfo& run) {
+  if (run.state == RunState::kRunning && run.host == sys::Hostname() && run.pid > 0 &&
+      !sys::ProcessAlive(static_cast<int>(run.pid))) {
+    return "abandoned";
+  }
+  return std::string(RunStateName(run.state));
 }
 
 }  // namespace cmax::store

@@ -52,4 +52,16 @@ struct RecordedRun {
 };
 Result<RecordedRun> BeginRecordedRun(const std::string& db_path, const RunStart& start);
 
+// A run named by a person: "latest" (or empty) for the newest, of `command` when one is given,
+// or its id. kInvalidArgument when the text is neither.
+Result<int64_t> ResolveRunId(Store& store, const std::string& text,
+                             const std::string& command = "");
+// The stored run `run_text` names, from the store at `db_path`, which must exist. Errors:
+// kInvalidArgument for what the person gave (not a run id, no such run, a run of another
+// command than `command`); kUnavailable when there is no store, or no run yet.
+Result<RunRecord> LoadStoredRun(const std::string& db_path, const std::string& run_text,
+                                const std::string& command = "");
+// The state to show: a run still "running" whose process is gone on this host is "abandoned".
+std::string DisplayState(const RunInfo& run);
+
 }  // namespace cmax::store
