@@ -89,29 +89,14 @@ int Report(Context& ctx, const char* command, const Result<endpoint::LoadRunRepo
 
 int ServeSim(Context& ctx, const SimFlags& o) {
   sys::RaiseOpenFileLimit();
-  if (auto ok = endpoint::CheckSimModel(o.sim.model); !ok) {
-    ctx.err << "cmax endpoint serve-sim: " << ok.error().message << "\n";
-    return kExitUsage;
+  auto closing = endpoint::ServeSim(
+      o.listen, o.port, o.sim, o.duration_s, [] { return sys::Interrupted(); },
+      [&ctx](std::string_view line) { ctx.out << line << std::endl; });
+  if (!closing) {
+    ctx.err << "cmax endpoint serve-sim: " << closing.error().message << "\n";
+    return ExitCodeOf(closing.error());
   }
-  auto server = endpoint::SimServer::Listen(fmt::format("{}:{}", o.listen, o.port), o.sim);
-  if (!server) {
-    ctx.err << "cmax endpoint serve-sim: " << server.error().message << "\n";
-    return ExitCodeOf(server.error());
-  }
-  ctx.out << fmt::format("serve-sim listening on http://{}:{} (model {}; a simulated server)\n",
-                         o.listen, (*server)->Port(), o.sim.model);
-  ctx.out.flush();
-  const auto stop_at = std::chrono::steady_clock::now() +
-                       std::chrono::duration_cast<std::chrono::steady_clock::duration>(
-                           std::chrono::duration<double>(o.duration_s));
-  auto ran = (*server)->Run([&] {
-    return sys::Interrupted() || (o.duration_s > 0 && std::chrono::steady_clock::now() >= stop_at);
-  });
-  if (!ran) {
-    ctx.err << "cmax endpoint serve-sim: " << ran.error().message << "\n";
-    return ExitCodeOf(ran.error());
-  }
-  ctx.out << endpoint::SimStatsText((*server)->Stats());
+  ctx.out << *closing;
   return kExitOk;
 }
 

@@ -15,7 +15,6 @@
 #include "inject/dcgm.hpp"
 #include "inject/injection.hpp"
 #include "sys/file_system.hpp"
-#include "sys/nvml.hpp"
 #include "sys/process_runner.hpp"
 
 namespace cmax::cli {
@@ -23,17 +22,6 @@ namespace {
 
 // Xid and SXid codes the driver prints are small; anything past a million is a typo.
 constexpr int64_t kMaxEventCode = 1'000'000;
-
-// The node's GPUs, from NVML when it loads (the lab's is libnvml-sim through CMAX_NVML_LIB).
-std::vector<std::string> NodeGpus() {
-  auto nvml = sys::Nvml::Load();
-  if (!nvml) return {};
-  auto snapshot = (*nvml)->Snapshot();
-  if (!snapshot) return {};
-  std::vector<std::string> pcis;
-  for (const sys::GpuReading& g : snapshot->gpus) pcis.push_back(g.pci_bus_id);
-  return pcis;
-}
 
 // Runs one injector with this process's files, programs, clock and terminal.
 template <typename Options>
@@ -47,7 +35,7 @@ int Run(Context& ctx, const std::string& name, const Options& options,
       .fs = &fs,
       .runner = &runner,
       .clock = &clock,
-      .node_gpus = NodeGpus,
+      .node_gpus = inject::NvmlGpuAddresses,
       .out = [&ctx](std::string_view line) { ctx.out << line << "\n"; },
       .refused = [&ctx, &name](std::string_view line) { ctx.err << name << ": " << line << "\n"; }};
   if (auto ok = injector(options, io); !ok) {

@@ -604,4 +604,24 @@ std::string SimStatsText(const SimStats& s) {
       s.refused_over_limit);
 }
 
+Result<std::string> ServeSim(const std::string& listen, int port, const SimConfig& config,
+                             double duration_s, const std::function<bool()>& stop,
+                             const std::function<void(std::string_view)>& listening) {
+  if (auto ok = CheckSimModel(config.model); !ok) return tl::unexpected(ok.error());
+  auto server = SimServer::Listen(fmt::format("{}:{}", listen, port), config);
+  if (!server) return tl::unexpected(server.error());
+  if (listening) {
+    listening(fmt::format("serve-sim listening on http://{}:{} (model {}; a simulated server)",
+                          listen, (*server)->Port(), config.model));
+  }
+  const auto stop_at = std::chrono::steady_clock::now() +
+                       std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                           std::chrono::duration<double>(duration_s));
+  auto ran = (*server)->Run([&] {
+    return (stop && stop()) || (duration_s > 0 && std::chrono::steady_clock::now() >= stop_at);
+  });
+  if (!ran) return tl::unexpected(ran.error());
+  return SimStatsText((*server)->Stats());
+}
+
 }  // namespace cmax::endpoint

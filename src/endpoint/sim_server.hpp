@@ -9,6 +9,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <string_view>
 
 #include "core/result.hpp"
 #include "endpoint/sim.hpp"
@@ -37,6 +38,12 @@ struct SimStats {
 Result<void> CheckSimModel(std::string_view model);
 // The one line serve-sim prints when it stops.
 std::string SimStatsText(const SimStats& s);
+
+// `cmax endpoint serve-sim`: listens at listen:port, says where (`listening`, once), serves until
+// `stop` or for `duration_s` (0: until `stop`), and returns its closing line.
+Result<std::string> ServeSim(const std::string& listen, int port, const SimConfig& config,
+                             double duration_s, const std::function<bool()>& stop,
+                             const std::function<void(std::string_view)>& listening);
 
 class SimServer {
  public:

@@ -14,6 +14,7 @@
 #include "inject/target_facts.hpp"
 #include "store/store.hpp"
 #include "sys/file_system.hpp"
+#include "sys/nvml.hpp"
 #include "sys/process_runner.hpp"
 
 namespace cmax::inject {
@@ -58,6 +59,16 @@ Result<void> RecordInjection(const InjectionIo& io, const std::string& node,
 }
 
 }  // namespace
+
+std::vector<std::string> NvmlGpuAddresses() {
+  auto nvml = sys::Nvml::Load();
+  if (!nvml) return {};
+  auto snapshot = (*nvml)->Snapshot();
+  if (!snapshot) return {};
+  std::vector<std::string> pcis;
+  for (const sys::GpuReading& g : snapshot->gpus) pcis.push_back(g.pci_bus_id);
+  return pcis;
+}
 
 Result<void> InjectKernelEvent(const KernelEventOptions& o, const InjectionIo& io) {
   const TargetFacts target = GatherFacts(o.node, *io.fs, *io.runner);

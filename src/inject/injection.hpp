@@ -70,6 +70,10 @@ struct PcieSbrOptions {
   SafetyFlags safety;  // `destructive` is the injector's to set
 };
 
+// This node's GPUs' PCI addresses, by index, from NVML when it loads (the lab's is
+// libnvml-sim through CMAX_NVML_LIB); empty without NVML.
+std::vector<std::string> NvmlGpuAddresses();
+
 // Errors: kInvalidArgument for what the user gave or a refusal (its reasons went to
 // io.refused), others when the injection could not be made.
 Result<void> InjectKernelEvent(const KernelEventOptions& options, const InjectionIo& io);
