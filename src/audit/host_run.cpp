@@ -35,11 +35,11 @@ Result<HostRunReport> EvaluateHost(double probe_timeout_s, const HostRunIo& io) 
                                                        .started_at = io.clock->Now(),
                                                        .cmax_version = io.cmax_version,
                                                        .pid = ::getpid()});
-  if (!recorded) return tl::unexpected(recorded.error());
+  if (!recorded) return SystemFailure(recorded.error());
   store::RunWriter& writer = recorded->writer;
   const auto fail = [&](const Error& error) -> Result<HostRunReport> {
     (void)writer.FinishWithError(3, io.clock->Now());
-    return tl::unexpected(error);
+    return SystemFailure(error);
   };
 
   if (auto ok = writer.Add(HostEvidence(host), HostFindings(host, target)); !ok) {
@@ -68,7 +68,7 @@ Result<HostRunReport> EvaluateHost(double probe_timeout_s, const HostRunIo& io) 
   auto outcome = writer.Finish(signal, io.clock->Now());
   if (!outcome) return fail(outcome.error());
   auto record = recorded->store->LoadRun(writer.RunId());
-  if (!record) return tl::unexpected(record.error());
+  if (!record) return SystemFailure(record.error());
   return HostRunReport{outcome->exit_code, signal != 0, std::move(*record)};
 }
 

@@ -30,7 +30,6 @@ int RunAgent(const AgentFlags& o, Context& ctx) {
   sys::PosixProcessRunner runner;
   sys::LocalFileSystem fs;
   SystemClock clock;
-  std::unique_ptr<remediate::AgentHooks> hooks;
   auto code = health::RunAgentService(
       agent, {.db_path = ctx.DbPath(),
               // --remediate and --publish-conditions: run after every flush that stored a change.
@@ -41,9 +40,10 @@ int RunAgent(const AgentFlags& o, Context& ctx) {
                 auto made =
                     remediate::AgentHooks::Make(options, ctx.DbPath(), store, fs, runner, clock);
                 if (!made) return tl::unexpected(made.error());
-                hooks = std::move(*made);
-                if (hooks->Empty()) return std::function<void()>();
-                return std::function<void()>([h = hooks.get()] { h->AfterFlush(); });
+                if ((*made)->Empty()) return std::function<void()>();
+                // The function owns the hooks: they go with the agent, before the store they use.
+                std::shared_ptr<remediate::AgentHooks> hooks = std::move(*made);
+                return std::function<void()>([hooks] { hooks->AfterFlush(); });
               },
               .out = [&ctx](std::string_view line) { ctx.out << line << std::endl; }});
   if (!code) {

@@ -49,6 +49,15 @@ inline tl::unexpected<Error> Wrap(const Error& error, std::string_view context) 
   return tl::unexpected<Error>(Error{error.code, fmt::format("{}: {}", context, error.message)});
 }
 
+// An error the user could not have caused by what they typed (the store, a port, a step of a run
+// already recorded): a kInvalidArgument or kNotFound from deep inside becomes kIo, so that the
+// command exits 3, as the run it recorded does, and not 2 ("your input").
+inline tl::unexpected<Error> SystemFailure(const Error& error) {
+  const bool users =
+      error.code == ErrorCode::kInvalidArgument || error.code == ErrorCode::kNotFound;
+  return tl::unexpected<Error>(Error{users ? ErrorCode::kIo : error.code, error.message});
+}
+
 std::string_view ErrorCodeName(ErrorCode code);
 
 }  // namespace cmax

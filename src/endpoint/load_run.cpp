@@ -203,33 +203,36 @@ int InterruptSignal(const LoadRunIo& io) {
 Result<LoadRunReport> MeasureAndRecord(const TargetOptions& o, Prepared& p, Workload& workload,
                                        const LoadShape& shape, size_t warmup, const LoadRunIo& io) {
   auto recorded = Record(io, "endpoint/" + p.description.url);
-  if (!recorded) return tl::unexpected(recorded.error());
+  if (!recorded) return SystemFailure(recorded.error());
   store::RunWriter& writer = recorded->writer;
   auto measured = Measure(p, workload, shape, warmup, io);
   if (!measured) {
     Abandon(*recorded);
-    return tl::unexpected(measured.error());
+    return SystemFailure(measured.error());
   }
   if (auto ok = writer.Add({{"endpoint.result", EvidenceJson(*measured)}},
                            LoadFindings(measured->summary),
                            StoreMetrics(measured->summary, p.description));
       !ok) {
+    return SystemFailure(ok.error());
+  }
+  // One after the other: a failed result file stops the run before the requests file.
+  if (auto ok = Write(io, o.output_file,
+                      o.output_file.empty() ? std::string() : Dump(measured->result, 2) + "\n");
+      !ok) {
+    Abandon(*recorded);
     return tl::unexpected(ok.error());
   }
-  std::string requests;
   if (!o.requests_file.empty()) {
+    std::string requests;
     for (const auto& r : measured->run.records) requests += RequestJsonl(r) + "\n";
-  }
-  for (auto ok : {Write(io, o.output_file,
-                        o.output_file.empty() ? std::string() : Dump(measured->result, 2) + "\n"),
-                  Write(io, o.requests_file, requests)}) {
-    if (!ok) {
+    if (auto ok = Write(io, o.requests_file, requests); !ok) {
       Abandon(*recorded);
       return tl::unexpected(ok.error());
     }
   }
   auto outcome = writer.Finish(InterruptSignal(io), SystemClock().Now());
-  if (!outcome) return tl::unexpected(outcome.error());
+  if (!outcome) return SystemFailure(outcome.error());
   return LoadRunReport{writer.RunId(), outcome->exit_code,
                        SummaryText(p.description, measured->summary) +
                            fmt::format("stored as run {}\n", writer.RunId())};
@@ -289,8 +292,12 @@ Result<LoadRunReport> SweepEndpoint(const TargetOptions& target, const WorkloadO
   if (!p) return tl::unexpected(p.error());
   auto levels = SweepLevels(sweep.levels, sweep.max_concurrency);
   if (!levels) return tl::unexpected(levels.error());
+  // The first level's workload is made before the run is recorded: a prompts file that cannot
+  // be read is the user's to fix (exit 2), not a run that failed.
+  auto first = MakeWorkload(target, workload, io, p->description.workload);
+  if (!first) return tl::unexpected(first.error());
   auto recorded = Record(io, "endpoint-sweep/" + p->description.url);
-  if (!recorded) return tl::unexpected(recorded.error());
+  if (!recorded) return SystemFailure(recorded.error());
   store::RunWriter& writer = recorded->writer;
   const auto table = [&](const std::string& line) {
     if (io.table) io.table(line);
@@ -302,10 +309,11 @@ Result<LoadRunReport> SweepEndpoint(const TargetOptions& target, const WorkloadO
   std::vector<Finding> findings;
   for (const size_t c : *levels) {
     if (io.hooks.interrupted && io.hooks.interrupted()) break;
-    auto w = MakeWorkload(target, workload, io, p->description.workload);
+    auto w = first ? std::move(first) : MakeWorkload(target, workload, io, p->description.workload);
+    first = tl::unexpected(Error{});  // later levels make their own
     if (!w) {
       Abandon(*recorded);
-      return tl::unexpected(w.error());
+      return SystemFailure(w.error());
     }
     p->description.concurrency = c;
     const LoadShape shape =
@@ -313,7 +321,7 @@ Result<LoadRunReport> SweepEndpoint(const TargetOptions& target, const WorkloadO
     auto m = Measure(*p, **w, shape, pace.warmup, io);
     if (!m) {
       Abandon(*recorded);
-      return tl::unexpected(m.error());
+      return SystemFailure(m.error());
     }
     const auto& x = m->summary.metrics;
     table(fmt::format("{:>11} {:>9} {:>7} {:>10.2f} {:>12.1f} {:>10.2f} {:>10.2f} {:>10.2f}\n", c,
@@ -326,17 +334,17 @@ Result<LoadRunReport> SweepEndpoint(const TargetOptions& target, const WorkloadO
     if (auto ok = writer.Add({{fmt::format("endpoint.sweep.c{}", c), EvidenceJson(*m)}}, {},
                              StoreMetrics(m->summary, p->description));
         !ok) {
-      return tl::unexpected(ok.error());
+      return SystemFailure(ok.error());
     }
     all.push_back(std::move(m->result));
   }
-  if (auto ok = writer.Add({}, findings); !ok) return tl::unexpected(ok.error());
+  if (auto ok = writer.Add({}, findings); !ok) return SystemFailure(ok.error());
   if (auto ok = Write(io, target.output_file, Dump(all, 2) + "\n"); !ok) {
     Abandon(*recorded);
     return tl::unexpected(ok.error());
   }
   auto outcome = writer.Finish(InterruptSignal(io), SystemClock().Now());
-  if (!outcome) return tl::unexpected(outcome.error());
+  if (!outcome) return SystemFailure(outcome.error());
   return LoadRunReport{
       writer.RunId(), outcome->exit_code,
       fmt::format("stored as run {} (cmax report {} --format html draws the sweep)\n",

@@ -33,11 +33,11 @@ Result<int> RunAgentService(const AgentServiceOptions& options, const AgentServi
   // A short busy timeout: when another process holds the store the agent keeps its changes
   // and tries again at the next flush instead of stalling its loop for seconds.
   auto store = store::Store::Open({.path = io.db_path, .busy_timeout_ms = 200});
-  if (!store) return tl::unexpected(store.error());
+  if (!store) return SystemFailure(store.error());
   std::optional<sys::MetricsServer> server;
   if (options.metrics_listen != "none") {
     auto listening = sys::MetricsServer::Listen(options.metrics_listen);
-    if (!listening) return tl::unexpected(listening.error());
+    if (!listening) return SystemFailure(listening.error());
     server.emplace(std::move(*listening));
   }
   AgentOptions agent_options;

@@ -187,7 +187,7 @@ Result<PassiveRunReport> RunPassiveHealth(const PassiveRunOptions& options,
 
   auto store = store::Store::Open({.path = io.db_path});
   if (!store) {
-    if (!options.slurm_healthcheck) return tl::unexpected(store.error());
+    if (!options.slurm_healthcheck) return SystemFailure(store.error());
     report.notes.push_back("cmax health: " + store.error().message);
   }
   int64_t run_id = 0;
@@ -199,7 +199,7 @@ Result<PassiveRunReport> RunPassiveHealth(const PassiveRunOptions& options,
                                                    .started_at = started,
                                                    .cmax_version = io.cmax_version,
                                                    .pid = ::getpid()});
-    if (!writer) return tl::unexpected(writer.error());
+    if (!writer) return SystemFailure(writer.error());
     run_id = writer->RunId();
     std::vector<EvidenceItem> evidence = PassiveEvidence(facts);
     for (EvidenceItem& e : NvmlEvidence(nvml)) evidence.push_back(std::move(e));
@@ -207,7 +207,7 @@ Result<PassiveRunReport> RunPassiveHealth(const PassiveRunOptions& options,
     for (Metric& m : NvmlMetrics(nvml)) metrics.push_back(std::move(m));
     if (auto ok = writer->Add(evidence, findings, metrics); !ok) {
       (void)writer->FinishWithError(kError, clock.Now());
-      return tl::unexpected(ok.error());
+      return SystemFailure(ok.error());
     }
     auto outcome = writer->Finish(io.interrupt_signal ? io.interrupt_signal() : 0, clock.Now());
     if (outcome) exit_code = outcome->exit_code;
@@ -233,7 +233,7 @@ Result<PassiveRunReport> RunPassiveHealth(const PassiveRunOptions& options,
     return report;
   }
   auto record = store->LoadRun(run_id);
-  if (!record) return tl::unexpected(record.error());
+  if (!record) return SystemFailure(record.error());
   report.record = std::move(*record);
   report.exit_code = exit_code;
   return report;

@@ -134,7 +134,7 @@ Result<ReliabilityReport> RunScenarioFile(const ScenarioRunOptions& o, const Rel
   const WallTime started = io.clock->Now();
   auto recorded =
       Record(io, "scenario/" + (scenario->name.empty() ? o.scenario_path : scenario->name));
-  if (!recorded) return tl::unexpected(recorded.error());
+  if (!recorded) return SystemFailure(recorded.error());
   store::RunWriter& writer = recorded->writer;
   RunHooks hooks;
   StepInjector injector(*io.fs, *io.runner, o.kmsg);
@@ -185,17 +185,17 @@ Result<ReliabilityReport> RunScenarioFile(const ScenarioRunOptions& o, const Rel
   for (const Error& failure : restored.failures) log::Warn("cannot restore {}", failure.message);
   if (!results) {
     (void)writer.FinishWithError(kExitError, io.clock->Now());
-    return tl::unexpected(results.error());
+    return SystemFailure(results.error());
   }
   std::vector<EvidenceItem> evidence;
   for (const StepResult& r : *results) {
     evidence.push_back({"reliability." + r.step.name + ".timeline", TimelineJson(r).dump()});
   }
   if (auto ok = writer.Add(evidence, ScenarioFindings(*results), ScenarioMetrics(*results)); !ok) {
-    return tl::unexpected(ok.error());
+    return SystemFailure(ok.error());
   }
   auto outcome = writer.Finish(InterruptSignal(io), io.clock->Now());
-  if (!outcome) return tl::unexpected(outcome.error());
+  if (!outcome) return SystemFailure(outcome.error());
   bool all_pass = true;
   for (const StepResult& r : *results) all_pass = all_pass && r.judgement.verdict == Verdict::kPass;
   ReliabilityReport report;
@@ -232,7 +232,7 @@ Result<ReliabilityReport> RebootAndTime(const RebootOptions& o, const Reliabilit
       remediate::MakeScheduler(settings, *io.runner, *io.clock, remediate::KubeEnvironment());
   if (!scheduler) return Fail(ErrorCode::kInvalidArgument, "{}", scheduler.error().message);
   auto recorded = Record(io, "reboot/" + facts.node);
-  if (!recorded) return tl::unexpected(recorded.error());
+  if (!recorded) return SystemFailure(recorded.error());
   store::RunWriter& writer = recorded->writer;
   const std::string check = ReplaceAll(o.gpu_check, "{node}", ShellQuote(facts.node));
   RebootHooks hooks;
@@ -256,7 +256,7 @@ Result<ReliabilityReport> RebootAndTime(const RebootOptions& o, const Reliabilit
                            seconds(o.timeout_s), hooks);
   if (!timing) {
     (void)writer.FinishWithError(kExitError, io.clock->Now());
-    return tl::unexpected(timing.error());
+    return SystemFailure(timing.error());
   }
   Finding f;
   f.check_id = "reliability.reboot";
@@ -281,10 +281,10 @@ Result<ReliabilityReport> RebootAndTime(const RebootOptions& o, const Reliabilit
                              nlohmann::json({timing->boot_before, timing->boot_after}).dump()}},
                            {f}, metrics);
       !ok) {
-    return tl::unexpected(ok.error());
+    return SystemFailure(ok.error());
   }
   auto outcome = writer.Finish(InterruptSignal(io), io.clock->Now());
-  if (!outcome) return tl::unexpected(outcome.error());
+  if (!outcome) return SystemFailure(outcome.error());
   return ReliabilityReport{
       writer.RunId(), outcome->exit_code,
       fmt::format("  {}: {}\n", StatusName(f.status), SanitizeUtf8(f.message))};

@@ -156,9 +156,9 @@ Result<ControllerLoopReport> RunControllerLoop(const ControllerSettings& setting
   auto config = BuildControllerConfig(settings, *io.fs);
   if (!config) return Fail(ErrorCode::kInvalidArgument, "{}", config.error().message);
   auto store = store::Store::Open({.path = io.db_path});
-  if (!store) return tl::unexpected(store.error());
+  if (!store) return SystemFailure(store.error());
   auto lock = ControllerLock::Take(io.db_path);
-  if (!lock) return tl::unexpected(lock.error());
+  if (!lock) return SystemFailure(lock.error());
   auto scheduler = MakeScheduler(settings, *io.runner, *io.clock, KubeEnvironment());
   if (!scheduler) return Fail(ErrorCode::kInvalidArgument, "{}", scheduler.error().message);
   if (loop.conditions_from == "kubernetes" && !(*scheduler)->kube) {
@@ -186,7 +186,7 @@ Result<ControllerLoopReport> RunControllerLoop(const ControllerSettings& setting
     }
     auto step = controller.Step();
     if (loop.once) {
-      if (!step) return tl::unexpected(step.error());
+      if (!step) return SystemFailure(step.error());
       return ControllerLoopReport{*step, false};
     }
     if (!step && io.error) io.error(step.error().message);

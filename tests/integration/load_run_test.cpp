@@ -26,6 +26,7 @@ struct Shell {
   std::vector<std::string> notes;
   std::vector<std::string> rows;
   std::map<std::string, std::string> written;
+  std::vector<std::string> attempted;
   bool fail_writes = false;
 
   LoadRunIo Io() {
@@ -39,6 +40,7 @@ struct Shell {
     io.note = [this](std::string_view line) { notes.emplace_back(line); };
     io.table = [this](std::string_view line) { rows.emplace_back(line); };
     io.write_output = [this](const std::string& path, std::string_view text) -> Result<void> {
+      attempted.push_back(path);
       if (fail_writes) return Fail(ErrorCode::kInvalidArgument, "disk full (a stand-in)");
       written[path] = std::string(text);
       return {};
@@ -116,10 +118,13 @@ TEST(LoadRun, AnOutputThatFailsAfterTheRunEndsItAsAnError) {
   shell.fail_writes = true;
   TargetOptions target = Target(sim);
   target.output_file = shell.dir.File("result.json");
+  target.requests_file = shell.dir.File("requests.jsonl");
   const auto report = RunEndpoint(target, Small(), {.requests = 2}, shell.Io());
   ASSERT_FALSE(report);
   // Not the user's input: the path was checked before the run.
   EXPECT_EQ(report.error().code, ErrorCode::kIo);
+  // The failed result file stopped it: the requests file was not written after it.
+  EXPECT_EQ(shell.attempted, std::vector<std::string>{target.output_file});
   const auto runs = shell.Runs();
   ASSERT_EQ(runs.size(), 1U);
   EXPECT_EQ(runs[0].run.state, RunState::kError);

@@ -99,5 +99,15 @@ TEST(Result, FailCarriesCodeAndFormattedMessage) {
   EXPECT_EQ(wrapped.error().message, "report: no run 7 in x.db");
 }
 
+TEST(Result, ASystemFailureIsNeverTheUsersInput) {
+  for (const ErrorCode users : {ErrorCode::kInvalidArgument, ErrorCode::kNotFound}) {
+    Result<int> r = SystemFailure(Error{users, "deep inside"});
+    EXPECT_EQ(r.error().code, ErrorCode::kIo);
+    EXPECT_EQ(r.error().message, "deep inside");
+  }
+  Result<int> busy = SystemFailure(Error{ErrorCode::kBusy, "locked"});
+  EXPECT_EQ(busy.error().code, ErrorCode::kBusy);
+}
+
 }  // namespace
 }  // namespace cmax
