@@ -1,7 +1,5 @@
 #include "audit/host_run.hpp"
 
-#include <unistd.h>
-
 #include <cmath>
 
 #include "audit/host_inventory.hpp"
@@ -33,12 +31,11 @@ Result<HostRunReport> EvaluateHost(double probe_timeout_s, const HostRunIo& io) 
                                                        .target = target.Name(),
                                                        .host = host.hostname,
                                                        .started_at = io.clock->Now(),
-                                                       .cmax_version = io.cmax_version,
-                                                       .pid = ::getpid()});
+                                                       .cmax_version = io.cmax_version});
   if (!recorded) return SystemFailure(recorded.error());
   store::RunWriter& writer = recorded->writer;
   const auto fail = [&](const Error& error) -> Result<HostRunReport> {
-    (void)writer.FinishWithError(3, io.clock->Now());
+    (void)writer.FinishWithError(store::kRunError, io.clock->Now());
     return SystemFailure(error);
   };
 

@@ -49,16 +49,8 @@ int RunController(const RunFlags& o, Context& ctx) {
     return ExitCodeOf(report.error());
   }
   if (report->stopped) return 128 + sys::InterruptSignal();
-  const remediate::StepSummary& step = report->last;
-  ctx.out << fmt::format("{} events, {} transitions, {} actions done, {} failed, {} refused\n",
-                         step.events, step.transitions, step.actions_done, step.actions_failed,
-                         step.refused);
-  if (step.breaker_tripped) {
-    ctx.out << "circuit breaker tripped: no more action until `cmax remediate reset-breaker` "
-               "(see `cmax remediate status`)\n";
-    return kExitChecksFailed;
-  }
-  return step.actions_failed > 0 || step.refused > 0 ? kExitChecksFailed : kExitOk;
+  ctx.out << remediate::PassView(report->last);
+  return remediate::PassWentWrong(report->last) ? kExitChecksFailed : kExitOk;
 }
 
 int Print(Context& ctx, const std::string& name, const Result<std::string>& text) {

@@ -49,9 +49,6 @@ struct Engine::Impl {
   CurlTransport curl;
   Http1Pool http1;
 
-  Transport& For(const std::string& url) {
-    return http1.Carries(url) ? static_cast<Transport&>(http1) : curl;
-  }
   // Hands a round of epoll events to the transports whose sockets they are.
   void Dispatch(const epoll_event* events, int n) {
     for (int i = 0; i < n; ++i) {
@@ -101,12 +98,13 @@ Result<std::unique_ptr<Engine>> Engine::Create(const EngineOptions& options) {
 }
 
 bool Engine::PinAddress(const std::string& url) {
-  return impl_->For(url).PinAddress(url);
+  Transport& transport =
+      impl_->http1.Carries(url) ? static_cast<Transport&>(impl_->http1) : impl_->curl;
+  return transport.PinAddress(url);
 }
 
 void Engine::Start(uint64_t tag, Call call) {
-  Transport& transport = impl_->For(call.url);
-  transport.Start(tag, std::move(call));
+  if (!impl_->http1.StartIfCarried(tag, call)) impl_->curl.Start(tag, std::move(call));
 }
 
 void Engine::Poll(SteadyClock::time_point until, std::vector<Completion>& done) {

@@ -101,9 +101,18 @@ std::string Http1Pool::Wire(const Target& target, const Call& call) const {
 }
 
 void Http1Pool::Start(uint64_t tag, Call call) {
+  if (!StartIfCarried(tag, call)) {
+    auto t = std::make_unique<Transfer>(hub_, tag, std::move(call), kHttp1Route);
+    hub_.Complete(*t, {ErrorClass::kOther, "not a plain http URL"});  // never lost
+  }
+}
+
+bool Http1Pool::StartIfCarried(uint64_t tag, Call& call) {
+  const std::optional<Target>& found = UrlOf(call.url);
+  if (!found) return false;
+  const Target& target = *found;
   auto owned = std::make_unique<Transfer>(hub_, tag, std::move(call), kHttp1Route);
   Transfer* t = owned.get();
-  const Target& target = *UrlOf(t->call.url);  // the engine asked Carries first
   t->origin = target.origin;
   t->wire = Wire(target, t->call);
   t->call.body = std::string();  // on the wire now
@@ -117,9 +126,10 @@ void Http1Pool::Start(uint64_t tag, Call call) {
   t->self = std::prev(transfers_.end());
   if (const Origin& o = origins_[t->origin]; !o.address.error.empty()) {
     End(*t, {ErrorClass::kDns, o.address.error});
-    return;
+    return true;
   }
   Attach(*t, /*fresh=*/false);
+  return true;
 }
 
 // Puts the transfer on an idle connection to its origin (unless `fresh`) or a new one, and

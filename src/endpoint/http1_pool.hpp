@@ -24,7 +24,9 @@ class Http1Pool final : public Transport {
   Http1Pool(const Http1Pool&) = delete;
   Http1Pool& operator=(const Http1Pool&) = delete;
 
-  // Whether this pool carries the URL: plain http, unless the engine was told to use libcurl.
+  // Starts the call when this pool carries its URL (plain http, unless the engine was told to
+  // use libcurl) and says whether it did; one lookup of the URL either way.
+  bool StartIfCarried(uint64_t tag, Call& call);
   bool Carries(const std::string& url) { return UrlOf(url).has_value(); }
 
   bool PinAddress(const std::string& url) override;

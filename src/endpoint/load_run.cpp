@@ -1,7 +1,5 @@
 #include "endpoint/load_run.hpp"
 
-#include <unistd.h>
-
 #include <fmt/format.h>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -17,7 +15,6 @@
 #include "store/store.hpp"
 #include "sys/curl_library.hpp"
 #include "sys/file_system.hpp"
-#include "sys/host.hpp"
 
 namespace cmax::endpoint {
 namespace {
@@ -184,15 +181,13 @@ Result<void> Write(const LoadRunIo& io, const std::string& path, std::string_vie
 Result<store::RecordedRun> Record(const LoadRunIo& io, const std::string& target) {
   return store::BeginRecordedRun(io.db_path, {.command = "endpoint",
                                               .target = target,
-                                              .host = sys::Hostname(),
                                               .started_at = SystemClock().Now(),
-                                              .cmax_version = io.cmax_version,
-                                              .pid = ::getpid()});
+                                              .cmax_version = io.cmax_version});
 }
 
 // Closes a run as an error when the work fails half-way.
 void Abandon(store::RecordedRun& run) {
-  (void)run.writer.FinishWithError(3, SystemClock().Now());
+  (void)run.writer.FinishWithError(store::kRunError, SystemClock().Now());
 }
 
 int InterruptSignal(const LoadRunIo& io) {

@@ -24,9 +24,9 @@
 namespace cmax::health {
 namespace {
 
-// The exit codes a health run ends with (as RunWriter's).
-constexpr int kChecksFailed = 1;
-constexpr int kError = 3;
+// The exit codes a health run ends with, as RunWriter's.
+constexpr int kChecksFailed = store::kRunChecksFailed;
+constexpr int kError = store::kRunError;
 
 Result<XidCatalog> LoadCatalog(const std::string& path) {
   if (path.empty()) return XidCatalog::Builtin();

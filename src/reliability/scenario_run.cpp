@@ -1,7 +1,5 @@
 #include "reliability/scenario_run.hpp"
 
-#include <unistd.h>
-
 #include <fmt/format.h>
 #include <map>
 #include <memory>
@@ -19,14 +17,11 @@
 #include "store/run_writer.hpp"
 #include "store/store.hpp"
 #include "sys/file_system.hpp"
-#include "sys/host.hpp"
 #include "sys/http_client.hpp"
 #include "sys/process_runner.hpp"
 
 namespace cmax::reliability {
 namespace {
-
-constexpr int kExitError = 3;
 
 std::string Took(const std::optional<Duration>& d) {
   return d ? FormatDuration(*d) : "-";
@@ -54,10 +49,8 @@ nlohmann::json TimelineJson(const StepResult& r) {
 Result<store::RecordedRun> Record(const ReliabilityIo& io, const std::string& target) {
   return store::BeginRecordedRun(io.db_path, {.command = "reliability",
                                               .target = target,
-                                              .host = sys::Hostname(),
                                               .started_at = io.clock->Now(),
-                                              .cmax_version = io.cmax_version,
-                                              .pid = ::getpid()});
+                                              .cmax_version = io.cmax_version});
 }
 
 int InterruptSignal(const ReliabilityIo& io) {
@@ -184,7 +177,7 @@ Result<ReliabilityReport> RunScenarioFile(const ScenarioRunOptions& o, const Rel
   }
   for (const Error& failure : restored.failures) log::Warn("cannot restore {}", failure.message);
   if (!results) {
-    (void)writer.FinishWithError(kExitError, io.clock->Now());
+    (void)writer.FinishWithError(store::kRunError, io.clock->Now());
     return SystemFailure(results.error());
   }
   std::vector<EvidenceItem> evidence;
@@ -255,7 +248,7 @@ Result<ReliabilityReport> RebootAndTime(const RebootOptions& o, const Reliabilit
   auto timing = TimeReboot(*(*scheduler)->scheduler, *io.clock, facts.node, seconds(o.poll_s),
                            seconds(o.timeout_s), hooks);
   if (!timing) {
-    (void)writer.FinishWithError(kExitError, io.clock->Now());
+    (void)writer.FinishWithError(store::kRunError, io.clock->Now());
     return SystemFailure(timing.error());
   }
   Finding f;

@@ -173,4 +173,20 @@ Result<std::string> HistoryView(Journal& journal, const std::string& node, int l
   return text;
 }
 
+std::string PassView(const StepSummary& pass) {
+  std::string text = fmt::format(
+      "{} events, {} transitions, {} actions done, {} failed, {} refused\n", pass.events,
+      pass.transitions, pass.actions_done, pass.actions_failed, pass.refused);
+  if (pass.breaker_tripped) {
+    text +=
+        "circuit breaker tripped: no more action until `cmax remediate reset-breaker` "
+        "(see `cmax remediate status`)\n";
+  }
+  return text;
+}
+
+bool PassWentWrong(const StepSummary& pass) {
+  return pass.breaker_tripped || pass.actions_failed > 0 || pass.refused > 0;
+}
+
 }  // namespace cmax::remediate

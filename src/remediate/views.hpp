@@ -6,6 +6,7 @@
 #include <string>
 
 #include "core/result.hpp"
+#include "remediate/controller.hpp"
 #include "remediate/journal.hpp"
 
 namespace cmax::remediate {
@@ -15,6 +16,11 @@ Result<std::string> StatusView(Journal& journal, const std::string& store_path,
                                double probation_min, bool json);
 // One node's timeline: transitions and the actions they planned, oldest first.
 Result<std::string> HistoryView(Journal& journal, const std::string& node, int limit, bool json);
+// One pass of the controller (`cmax remediate run --once`): its counts, and the breaker when
+// the pass tripped it.
+std::string PassView(const StepSummary& pass);
+// Whether the pass went wrong: an action failed or was refused, or the breaker tripped.
+bool PassWentWrong(const StepSummary& pass);
 // What comes next for a node in this state.
 std::string NextStep(const NodeEntry& entry, double probation_min);
 

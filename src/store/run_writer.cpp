@@ -1,5 +1,7 @@
 #include "store/run_writer.hpp"
 
+#include <unistd.h>
+
 #include <charconv>
 
 #include "sys/host.hpp"
@@ -37,9 +39,9 @@ Result<void> RunWriter::SetTarget(const std::string& target) {
 
 RunWriter::Outcome RunWriter::Decide(int interrupt_signal) const {
   if (interrupt_signal != 0) return {RunState::kInterrupted, 128 + interrupt_signal};
-  if (failures_ > 0) return {RunState::kChecksFailed, 1};
+  if (failures_ > 0) return {RunState::kChecksFailed, kRunChecksFailed};
   // A check that could not read what it judges: the run could not do its job (never a pass).
-  if (unknowns_ > 0) return {RunState::kError, 3};
+  if (unknowns_ > 0) return {RunState::kError, kRunError};
   return {RunState::kOk, 0};
 }
 
@@ -59,7 +61,10 @@ Result<RecordedRun> BeginRecordedRun(const std::string& db_path, const RunStart&
   auto store = Store::Open({.path = db_path});
   if (!store) return tl::unexpected(store.error());
   auto owned = std::make_unique<Store>(std::move(*store));
-  auto writer = RunWriter::Begin(*owned, start);
+  RunStart filled = start;
+  if (filled.host.empty()) filled.host = sys::Hostname();
+  if (filled.pid == 0) filled.pid = ::getpid();
+  auto writer = RunWriter::Begin(*owned, filled);
   if (!writer) return tl::unexpected(writer.error());
   return RecordedRun{std::move(owned), *writer};
 }

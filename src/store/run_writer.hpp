@@ -15,6 +15,10 @@
 
 namespace cmax::store {
 
+// The exit codes a recorded run ends with besides 0 and 128+signal.
+inline constexpr int kRunChecksFailed = 1;  // a FAIL finding
+inline constexpr int kRunError = 3;         // it could not do its job
+
 class RunWriter {
  public:
   static Result<RunWriter> Begin(Store& store, const RunStart& start);
@@ -45,7 +49,8 @@ class RunWriter {
 };
 
 // A run being recorded with the store it writes to, for a command that opens both at once. The
-// store is on the heap: the writer points at it, and the pair may move.
+// store is on the heap: the writer points at it, and the pair may move. A start without a host
+// or a pid is this host's and this process's.
 struct RecordedRun {
   std::unique_ptr<Store> store;
   RunWriter writer;

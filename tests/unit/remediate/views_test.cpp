@@ -76,5 +76,18 @@ TEST_F(ViewsTest, TheNextStepOfEveryState) {
   EXPECT_EQ(NextStep(e, 60), "probation until " + FormatIso8601(kT0 + std::chrono::hours(1)));
 }
 
+TEST(PassView, CountsAndWhetherItWentWrong) {
+  StepSummary pass{.events = 2, .transitions = 1, .actions_done = 1};
+  EXPECT_EQ(PassView(pass), "2 events, 1 transitions, 1 actions done, 0 failed, 0 refused\n");
+  EXPECT_FALSE(PassWentWrong(pass));
+  StepSummary refused{.refused = 1};
+  EXPECT_TRUE(PassWentWrong(refused));
+  StepSummary failed{.actions_failed = 1};
+  EXPECT_TRUE(PassWentWrong(failed));
+  StepSummary tripped{.breaker_tripped = true};
+  EXPECT_TRUE(PassWentWrong(tripped));
+  EXPECT_NE(PassView(tripped).find("circuit breaker tripped"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace cmax::remediate
