@@ -22,18 +22,24 @@ using cmax::endpoint::StreamReader;
 
 constexpr uint64_t kTokens = 200;
 
-std::string Stream(Api api) {
+// `escapes`: every fourth token starts a new line ("\n" in its JSON), as in code or lists.
+std::string Stream(Api api, bool escapes = false) {
   const SimUsage usage{.input = 200, .cached = 0, .output = kTokens};
   std::string s = StreamStart(api, "cmpl-sim-1", "sim", usage, 123456789);
   for (uint64_t n = 0; n < kTokens; ++n) {
-    s += StreamToken(api, "cmpl-sim-1", "sim", n, n == 0, n == 0 ? 123456789 : 0);
+    std::string token = StreamToken(api, "cmpl-sim-1", "sim", n, n == 0, n == 0 ? 123456789 : 0);
+    const std::string text_key = R"("content":")";
+    if (const size_t at = token.find(text_key); escapes && n % 4 == 3 && at != std::string::npos) {
+      token.insert(at + text_key.size(), R"(\n)");
+    }
+    s += token;
   }
   s += StreamEnd(api, "cmpl-sim-1", "sim", usage, true, true);
   return s;
 }
 
-void ReadStream(benchmark::State& state, Api api) {
-  const std::string stream = Stream(api);
+void ReadStream(benchmark::State& state, Api api, bool escapes = false) {
+  const std::string stream = Stream(api, escapes);
   const size_t read_bytes = static_cast<size_t>(state.range(0));
   std::vector<double> chunk_s;
   for (auto _ : state) {
@@ -60,11 +66,15 @@ void ReadStream(benchmark::State& state, Api api) {
 void BM_ChatStream(benchmark::State& state) {
   ReadStream(state, Api::kChat);
 }
+void BM_ChatStreamWithNewlines(benchmark::State& state) {
+  ReadStream(state, Api::kChat, true);
+}
 void BM_AnthropicStream(benchmark::State& state) {
   ReadStream(state, Api::kAnthropic);
 }
 // 16 KB: a read that finds many tokens waiting; 256 B: about one token per read (paced tokens).
 BENCHMARK(BM_ChatStream)->Arg(16384)->Arg(256);
+BENCHMARK(BM_ChatStreamWithNewlines)->Arg(16384);
 BENCHMARK(BM_AnthropicStream)->Arg(16384);
 
 }  // namespace

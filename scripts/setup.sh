@@ -7,7 +7,7 @@ packages=(
   # build
   build-essential cmake ninja-build pkg-config git
   # libraries the code links
-  libcli11-dev libfmt-dev libspdlog-dev nlohmann-json3-dev libsimdjson-dev libyaml-cpp-dev
+  libcli11-dev libfmt-dev nlohmann-json3-dev libyaml-cpp-dev
   libexpected-dev libsqlite3-dev sqlite3 libcurl4-openssl-dev
   # tests, benchmarks, fuzzing, sanitizers, lint
   libgtest-dev libgmock-dev googletest libbenchmark-dev

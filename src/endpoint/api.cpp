@@ -1,9 +1,8 @@
 #include "endpoint/api.hpp"
 
-#include <simdjson.h>
-
 #include <algorithm>
 #include <fmt/format.h>
+#include <limits>
 
 #include "core/json_read.hpp"
 #include "core/strings.hpp"
@@ -134,59 +133,32 @@ std::string RequestBody(Api api, const Prompt& prompt, const BodyOptions& option
 
 namespace {
 
-using Element = simdjson::dom::element;
-
-// One parser per thread, reused: simdjson keeps its buffers between documents.
-simdjson::dom::parser& ChunkParser() {
-  thread_local simdjson::dom::parser parser;
-  return parser;
+// A string member's text; empty when it is missing, null or of another type.
+std::string_view StringOf(const json* member) {
+  return member != nullptr && member->is_string()
+             ? std::string_view(member->get_ref<const std::string&>())
+             : std::string_view();
 }
 
-// A rare part of a chunk (usage, an error) is read whole, with the full JSON library.
-std::optional<json> Whole(Element element) {
-  if (!element.is_object()) return std::nullopt;
-  json parsed = json::parse(simdjson::minify(element), nullptr, /*allow_exceptions=*/false);
-  if (parsed.is_discarded()) return std::nullopt;
-  return parsed;
-}
-
-// The stream's usage chunk (OpenAI shapes) read where it lies, without a second JSON library.
-std::optional<TokenUsage> UsageOf(Element usage) {
-  const auto count = [&usage](const char* name) -> std::optional<uint64_t> {
-    int64_t v = 0;
-    if (usage[name].get_int64().get(v) != simdjson::SUCCESS || v < 0) return std::nullopt;
-    return static_cast<uint64_t>(v);
-  };
-  int64_t cached = 0;
-  const bool has_cached =
-      usage.at_pointer("/prompt_tokens_details/cached_tokens").get_int64().get(cached) ==
-          simdjson::SUCCESS &&
-      cached >= 0;
-  return UsageFromCounts({
-      .input_tokens = count("input_tokens"),
-      .cache_read_input_tokens = count("cache_read_input_tokens"),
-      .cache_creation_input_tokens = count("cache_creation_input_tokens"),
-      .output_tokens = count("output_tokens"),
-      .prompt_tokens = count("prompt_tokens"),
-      .completion_tokens = count("completion_tokens"),
-      .cached_tokens = has_cached ? std::optional<uint64_t>(cached) : std::nullopt,
-      .prompt_cache_hit_tokens = count("prompt_cache_hit_tokens"),
-  });
-}
-
-// A string field's text; empty for null or any other type.
-std::string_view StringOf(simdjson::simdjson_result<Element> element) {
-  std::string_view text;
-  if (element.get_string().get(text) != simdjson::SUCCESS) return {};
-  return text;
+// An object member's value (nullptr when it is missing or `object` is not an object).
+const json* In(const json* object, std::string_view key) {
+  return object == nullptr ? nullptr : Member(*object, key);
 }
 
 }  // namespace
 
-// Every chunk of every stream passes through here. A token chunk in the frame of the stream's
-// earlier ones costs two comparisons and a look at its text; another common chunk one pass of
-// ReadPlainChunk; the rest simdjson, which validates and indexes it in one pass (the
-// whole-document library only for the usage and error objects, once per stream).
+void StreamReader::TakeUsage(const UsageCounts& counts) {
+  if (api_ == Api::kAnthropic) {
+    MergeCounts(anthropic_counts_, counts);
+    if (auto u = UsageFromCounts(anthropic_counts_); u) usage_ = u;
+  } else if (auto u = UsageFromCounts(counts); u) {
+    usage_ = u;
+  }
+}
+
+// Every chunk of every stream passes here. A token chunk in the frame of the stream's earlier
+// ones costs two comparisons and a look at its text; nearly every other chunk, usage included,
+// one pass of ReadPlainChunk; the rest (errors, odd shapes, invalid JSON) the JSON library.
 StreamEffect StreamReader::Read(const SseEvent& event) {
   StreamEffect effect;
   if (api_ != Api::kAnthropic && event.data == "[DONE]") {
@@ -195,30 +167,36 @@ StreamEffect StreamReader::Read(const SseEvent& event) {
   }
   if (event.data.empty() && event.event.empty()) return effect;  // keep-alive with no data
   const bool error_event = event.event == "error";
-  if (quick_ && !error_event) {
-    std::optional<ChunkFields> quick = frame_.Read(event.data);
-    if (!quick) {
-      quick = ReadPlainChunk(api_, event.data);
-      if (quick) frame_.Learn(event.data, *quick);
-    }
-    if (quick) {
-      effect.choice = quick->choice;
-      effect.content = quick->content_event;
-      effect.finish = quick->finish;
-      effect.done = quick->done;
-      if (!server_sent_ns_) server_sent_ns_ = quick->sent_ns;
-      if (keep_text_) text_ += quick->content;
-      if (effect.content) ++content_chunks_;
-      return effect;
+  if (!quick_ || error_event) return ReadWhole(event, error_event);
+  std::optional<ChunkFields> quick = frame_.Read(event.data);
+  if (!quick) {
+    quick = ReadPlainChunk(api_, event.data);
+    if (!quick) return ReadWhole(event, error_event);
+    frame_.Learn(event.data, *quick);
+  }
+  effect.choice = quick->choice;
+  effect.content = quick->content_event;
+  effect.finish = quick->finish;
+  effect.done = quick->done;
+  if (!server_sent_ns_) server_sent_ns_ = quick->sent_ns;
+  if (quick->usage) TakeUsage(*quick->usage);
+  if (keep_text_) {
+    if (quick->content_escaped) {
+      AppendJsonText(text_, quick->content);
+    } else {
+      text_ += quick->content;
     }
   }
-  // simdjson reads up to SIMDJSON_PADDING bytes past the end: the copy has room for them.
-  scratch_.reserve(event.data.size() + simdjson::SIMDJSON_PADDING);
-  scratch_.assign(event.data);
-  Element doc;
-  simdjson::dom::object chunk;
-  if (ChunkParser().parse(scratch_.data(), scratch_.size(), false).get(doc) != simdjson::SUCCESS ||
-      doc.get_object().get(chunk) != simdjson::SUCCESS) {
+  if (effect.content) ++content_chunks_;
+  return effect;
+}
+
+// The full parse: the JSON library reads the whole chunk. The reference ReadPlainChunk is held
+// to, and the reader of what it declines.
+StreamEffect StreamReader::ReadWhole(const SseEvent& event, bool error_event) {
+  StreamEffect effect;
+  const json chunk = json::parse(event.data, nullptr, /*allow_exceptions=*/false);
+  if (chunk.is_discarded() || !chunk.is_object()) {
     if (error_event) {
       effect.error = event.data.substr(0, 500);
     } else {
@@ -226,11 +204,11 @@ StreamEffect StreamReader::Read(const SseEvent& event) {
     }
     return effect;
   }
-  if (Element error; chunk["error"].get(error) == simdjson::SUCCESS && !error.is_null()) {
-    if (const std::string_view message = StringOf(Element(error)); !message.empty()) {
+  if (const json* error = Member(chunk, "error"); error != nullptr && !error->is_null()) {
+    if (const std::string_view message = StringOf(error); !message.empty()) {
       effect.error = std::string(message.substr(0, 500));
-    } else if (auto whole = Whole(error); whole) {
-      effect.error = ErrorText(*whole);
+    } else if (error->is_object()) {
+      effect.error = ErrorText(*error);
     } else {
       effect.error = "error event";
     }
@@ -240,59 +218,47 @@ StreamEffect StreamReader::Read(const SseEvent& event) {
     effect.error = event.data.substr(0, 500);
     return effect;
   }
-  if (int64_t ns = 0;
-      !server_sent_ns_ && chunk["sim_sent_ns"].get_int64().get(ns) == simdjson::SUCCESS) {
-    server_sent_ns_ = ns;
+  // An integer that fits in 64 signed bits, as serve-sim writes it.
+  if (const json* ns = Member(chunk, "sim_sent_ns");
+      !server_sent_ns_ && ns != nullptr && ns->is_number_integer() &&
+      (!ns->is_number_unsigned() ||
+       ns->get<uint64_t>() <= static_cast<uint64_t>(std::numeric_limits<int64_t>::max()))) {
+    server_sent_ns_ = ns->get<int64_t>();
   }
   std::string_view content;
   if (api_ == Api::kAnthropic) {
-    const std::string_view type = StringOf(chunk["type"]);
+    const std::string_view type = StringOf(Member(chunk, "type"));
+    const json* delta = Member(chunk, "delta");
     if (type == "content_block_delta") {
       effect.choice = true;
-      Element delta;
-      if (chunk["delta"].get(delta) == simdjson::SUCCESS) {
-        content = StringOf(delta["text"]);
-        if (content.empty()) content = StringOf(delta["thinking"]);
-      }
+      content = StringOf(In(delta, "text"));
+      if (content.empty()) content = StringOf(In(delta, "thinking"));
       effect.content = !content.empty();
-    } else if (type == "message_start") {
-      Element usage;
-      if (chunk.at_pointer("/message/usage").get(usage) == simdjson::SUCCESS) {
-        if (auto u = Whole(usage); u) anthropic_usage_.update(*u);
-      }
-    } else if (type == "message_delta") {
-      Element usage;
-      if (chunk["usage"].get(usage) == simdjson::SUCCESS) {
-        if (auto u = Whole(usage); u) anthropic_usage_.update(*u);
-      }
-      effect.finish = !StringOf(chunk.at_pointer("/delta/stop_reason")).empty();
+    } else if (type == "message_start" || type == "message_delta") {
+      const json* usage =
+          type == "message_start" ? In(Member(chunk, "message"), "usage") : Member(chunk, "usage");
+      if (usage != nullptr && usage->is_object()) TakeUsage(CountsOf(*usage));
+      effect.finish = type == "message_delta" && !StringOf(In(delta, "stop_reason")).empty();
     } else if (type == "message_stop") {
       effect.done = true;
     }
-    if (type == "message_start" || type == "message_delta") {
-      if (auto u = ParseUsage(anthropic_usage_); u) usage_ = u;
-    }
   } else {
-    simdjson::dom::array choices;
-    if (chunk["choices"].get_array().get(choices) == simdjson::SUCCESS && choices.size() > 0) {
+    if (const json* choices = Member(chunk, "choices");
+        choices != nullptr && choices->is_array() && !choices->empty()) {
       effect.choice = true;
-      const Element first = choices.at(0).value_unsafe();
+      const json& first = choices->front();
       if (api_ == Api::kCompletions) {
-        content = StringOf(first["text"]);
+        content = StringOf(Member(first, "text"));
         effect.content = !content.empty();
-      } else {
-        Element delta;
-        if (first["delta"].get(delta) == simdjson::SUCCESS) {
-          content = StringOf(delta["content"]);
-          // Reasoning models stream their thinking first; it is output too, not the answer.
-          effect.content = !content.empty() || !StringOf(delta["reasoning_content"]).empty();
-        }
+      } else if (const json* delta = Member(first, "delta"); delta != nullptr) {
+        content = StringOf(Member(*delta, "content"));
+        // Reasoning models stream their thinking first; it is output too, not the answer.
+        effect.content = !content.empty() || !StringOf(Member(*delta, "reasoning_content")).empty();
       }
-      effect.finish = !StringOf(first["finish_reason"]).empty();
+      effect.finish = !StringOf(Member(first, "finish_reason")).empty();
     }
-    Element usage;
-    if (chunk["usage"].get(usage) == simdjson::SUCCESS && usage.is_object()) {
-      if (auto parsed = UsageOf(usage); parsed) usage_ = parsed;
+    if (const json* usage = Member(chunk, "usage"); usage != nullptr && usage->is_object()) {
+      TakeUsage(CountsOf(*usage));
     }
   }
   if (keep_text_) text_ += content;

@@ -64,8 +64,9 @@ struct StreamEffect {
 // Reads a stream's events in order; keeps usage, finish reason and, if asked, the text.
 class StreamReader {
  public:
-  // `quick`: token chunks of the common kind are read by ReadPlainChunk, the rest by the full
-  // parse; false: everything by the full parse (the reference the quick path is checked against).
+  // `quick`: chunks of the usual shapes are read by ReadPlainChunk (and FramedTextReader), the
+  // rest by the full parse with the JSON library; false: everything by the full parse (the
+  // reference the quick path is checked against).
   StreamReader(Api api, bool keep_text, bool quick = true)
       : api_(api), keep_text_(keep_text), quick_(quick) {}
   StreamEffect Read(const SseEvent& event);
@@ -82,11 +83,13 @@ class StreamReader {
   bool quick_;
   FramedTextReader frame_;  // learned from the stream's first token chunk
   std::optional<TokenUsage> usage_;
-  nlohmann::json anthropic_usage_ = nlohmann::json::object();
+  UsageCounts anthropic_counts_;  // message_start's and message_delta's, merged
   std::string text_;
   uint64_t content_chunks_ = 0;
   std::optional<int64_t> server_sent_ns_;
-  std::string scratch_;  // the event's data with the padding simdjson reads past its end
+
+  StreamEffect ReadWhole(const SseEvent& event, bool error_event);
+  void TakeUsage(const UsageCounts& counts);
 };
 
 // A whole (non-streamed) response body.

@@ -4,6 +4,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <iterator>
 
 #include "endpoint/api.hpp"
 
@@ -13,7 +14,7 @@ namespace {
 // Deeper chunks go to the full parse (whose own limit is far deeper).
 constexpr int kMaxDepth = 32;
 // Longer numbers go to the full parse: every number shorter than this without an exponent is
-// one simdjson reads (no overflow, no big-integer error).
+// one the full parse reads as a 64-bit integer (no overflow).
 constexpr size_t kMaxNumberChars = 18;
 
 constexpr uint64_t kOnes = 0x0101010101010101ULL;
@@ -59,6 +60,25 @@ const unsigned char* Utf8(const unsigned char* p, const unsigned char* end) {
   return p + n + 1;
 }
 
+// The value of four hex digits at `p`, when there are four before `end`.
+std::optional<unsigned> Hex4(const unsigned char* p, const unsigned char* end) {
+  if (end - p < 4) return std::nullopt;
+  unsigned value = 0;
+  for (int i = 0; i < 4; ++i) {
+    const unsigned c = p[i];
+    unsigned digit = 0;
+    if (c >= '0' && c <= '9') {
+      digit = c - '0';
+    } else if ((c | 0x20U) >= 'a' && (c | 0x20U) <= 'f') {
+      digit = (c | 0x20U) - 'a' + 10;
+    } else {
+      return std::nullopt;
+    }
+    value = value * 16 + digit;
+  }
+  return value;
+}
+
 class Scanner {
  public:
   explicit Scanner(std::string_view s)
@@ -80,8 +100,8 @@ class Scanner {
     return true;
   }
 
-  // A string: its bytes between the quotes and whether it had escapes. \u escapes (which the
-  // full parse must decode and check for lone surrogates) are declined.
+  // A string: its bytes between the quotes and whether it had escapes. A \u escape of a
+  // surrogate (half of a pair, or a lone one the full parse rejects) is declined.
   bool String(std::string_view& text, bool& escaped) {
     if (!Eat('"')) return Stop();
     const unsigned char* start = p_;
@@ -98,11 +118,17 @@ class Scanner {
       const unsigned c = *p_;
       if (c == '"') break;
       if (c == '\\') {
-        if (end_ - p_ < 2 || p_[1] == 0 || std::strchr("\"\\/bfnrt", p_[1]) == nullptr) {
+        if (end_ - p_ < 2) return Stop();
+        if (p_[1] == 'u') {
+          const std::optional<unsigned> code = Hex4(p_ + 2, end_);
+          if (!code || (*code >= 0xD800 && *code <= 0xDFFF)) return Stop();
+          p_ += 6;
+        } else if (p_[1] != 0 && std::strchr("\"\\/bfnrt", p_[1]) != nullptr) {
+          p_ += 2;
+        } else {
           return Stop();
         }
         escaped = true;
-        p_ += 2;
       } else if (c < 0x20) {
         return Stop();
       } else if (c >= 0x80) {
@@ -117,14 +143,19 @@ class Scanner {
     return true;
   }
 
-  // The value's text when it is a string without escapes, empty when it is not a string (as the
-  // full parse reads it); a string with escapes is declined.
-  bool Text(std::string_view& text, int depth, bool* is_string = nullptr) {
+  // The value's text when it is a string, empty when it is not (as the full parse reads it).
+  // Without `escaped`, a string with escapes is declined; with it, it says whether there were.
+  bool Text(std::string_view& text, int depth, bool* is_string = nullptr, bool* escaped = nullptr) {
     text = {};
     if (!Next('"')) return Value(depth);
-    bool escaped = false;
+    bool had_escapes = false;
     if (is_string != nullptr) *is_string = true;
-    return String(text, escaped) && (!escaped || Stop());
+    if (!String(text, had_escapes)) return false;
+    if (escaped != nullptr) {
+      *escaped = had_escapes;
+      return true;
+    }
+    return !had_escapes || Stop();
   }
 
   // An integer member's value (as the full parse's get_int64 reads it); other values are
@@ -228,12 +259,63 @@ class Scanner {
   const unsigned char* end_;
 };
 
-// The first time a key is met; later members of the same name are passed over, as the full
-// parse (which finds the first) ignores them.
-bool First(bool& seen) {
-  const bool first = !seen;
+// A name we read is read once: a chunk that gives it twice is declined (JSON leaves the meaning
+// of repeated names to the reader; the full parse decides).
+bool Once(bool& seen) {
+  if (seen) return Scanner::Stop();
   seen = true;
-  return first;
+  return true;
+}
+
+// An integer counter of a usage object: present when it is a non-negative integer.
+bool Count(Scanner& s, int depth, std::optional<uint64_t>& count) {
+  std::optional<int64_t> value;
+  if (!s.Integer(value, depth)) return false;
+  if (value && *value >= 0) count = static_cast<uint64_t>(*value);
+  return true;
+}
+
+// A "usage" member: its counters when it is an object; any other value is passed over.
+bool Usage(Scanner& s, int depth, std::optional<UsageCounts>& usage) {
+  if (!s.Next('{')) return s.Value(depth);
+  struct Counter {
+    std::string_view name;
+    std::optional<uint64_t> UsageCounts::*field;
+  };
+  static constexpr Counter kCounters[] = {
+      {"input_tokens", &UsageCounts::input_tokens},
+      {"cache_read_input_tokens", &UsageCounts::cache_read_input_tokens},
+      {"cache_creation_input_tokens", &UsageCounts::cache_creation_input_tokens},
+      {"output_tokens", &UsageCounts::output_tokens},
+      {"prompt_tokens", &UsageCounts::prompt_tokens},
+      {"completion_tokens", &UsageCounts::completion_tokens},
+      {"prompt_cache_hit_tokens", &UsageCounts::prompt_cache_hit_tokens},
+  };
+  UsageCounts counts;
+  bool seen[std::size(kCounters)] = {};
+  bool seen_details = false;
+  const int inner = depth + 1;
+  const bool ok = s.Object(inner, [&](std::string_view key) {
+    for (size_t i = 0; i < std::size(kCounters); ++i) {
+      if (key == kCounters[i].name) {
+        return Once(seen[i]) && Count(s, inner, counts.*kCounters[i].field);
+      }
+    }
+    if (key == "prompt_tokens_details") {
+      if (!Once(seen_details)) return false;
+      if (!s.Next('{')) return s.Value(inner);
+      bool seen_cached = false;
+      return s.Object(inner + 1, [&](std::string_view name) {
+        if (name == "cached_tokens") {
+          return Once(seen_cached) && Count(s, inner + 1, counts.cached_tokens);
+        }
+        return s.Value(inner + 1);
+      });
+    }
+    return s.Value(inner);
+  });
+  if (ok) usage = counts;
+  return ok;
 }
 
 std::optional<ChunkFields> OpenAi(Scanner& s, bool chat) {
@@ -242,32 +324,40 @@ std::optional<ChunkFields> OpenAi(Scanner& s, bool chat) {
   bool seen_error = false;
   bool seen_usage = false;
   bool seen_stamp = false;
-  const auto choice = [&](size_t) {
+  const auto choice = [&] {
     bool seen_delta = false;
     bool seen_text = false;
     bool seen_finish = false;
     return s.Object(2, [&](std::string_view key) {
-      if (key == "finish_reason" && First(seen_finish)) {
+      if (key == "finish_reason") {
         std::string_view reason;
-        if (!s.Text(reason, 2)) return false;
+        bool escaped = false;
+        if (!Once(seen_finish) || !s.Text(reason, 2, nullptr, &escaped)) return false;
         f.finish = !reason.empty();
         return true;
       }
-      if (!chat && key == "text" && First(seen_text)) {
-        if (!s.Text(f.content, 2, &f.content_string)) return false;
+      if (!chat && key == "text") {
+        if (!Once(seen_text) || !s.Text(f.content, 2, &f.content_string, &f.content_escaped)) {
+          return false;
+        }
         f.content_event = !f.content.empty();
         return true;
       }
-      if (chat && key == "delta" && First(seen_delta)) {
+      if (chat && key == "delta") {
+        if (!Once(seen_delta)) return false;
         if (!s.Next('{')) return s.Value(2);
         bool seen_content = false;
         bool seen_reasoning = false;
         std::string_view reasoning;
+        bool reasoning_escaped = false;
         const bool ok = s.Object(3, [&](std::string_view name) {
-          if (name == "content" && First(seen_content)) {
-            return s.Text(f.content, 3, &f.content_string);
+          if (name == "content") {
+            return Once(seen_content) &&
+                   s.Text(f.content, 3, &f.content_string, &f.content_escaped);
           }
-          if (name == "reasoning_content" && First(seen_reasoning)) return s.Text(reasoning, 3);
+          if (name == "reasoning_content") {
+            return Once(seen_reasoning) && s.Text(reasoning, 3, nullptr, &reasoning_escaped);
+          }
           return s.Value(3);
         });
         f.content_event = !f.content.empty() || !reasoning.empty();
@@ -277,18 +367,18 @@ std::optional<ChunkFields> OpenAi(Scanner& s, bool chat) {
     });
   };
   const bool ok = s.Object(0, [&](std::string_view key) {
-    if (key == "choices" && First(seen_choices)) {
+    if (key == "choices") {
+      if (!Once(seen_choices)) return false;
       if (!s.Next('[')) return s.Value(0);
       return s.Array(1, [&](size_t index) {
         f.choice = true;
         if (index > 0 || !s.Next('{')) return s.Value(1);
-        return choice(index);
+        return choice();
       });
     }
-    if ((key == "error" && First(seen_error)) || (key == "usage" && First(seen_usage))) {
-      return s.Null();  // an error or the usage: the full parse reads them
-    }
-    if (key == "sim_sent_ns" && First(seen_stamp)) return s.Integer(f.sent_ns, 0);
+    if (key == "error") return Once(seen_error) && s.Null();  // an error: the full parse reads it
+    if (key == "usage") return Once(seen_usage) && Usage(s, 0, f.usage);
+    if (key == "sim_sent_ns") return Once(seen_stamp) && s.Integer(f.sent_ns, 0);
     return s.Value(0);
   });
   if (!ok || !s.AtEnd()) return std::nullopt;
@@ -300,24 +390,49 @@ std::optional<ChunkFields> Anthropic(Scanner& s) {
   std::string_view type;
   std::string_view text;
   std::string_view thinking;
+  std::string_view stop_reason;
   bool text_string = false;
+  bool text_escaped = false;
   bool thinking_string = false;
+  bool thinking_escaped = false;
+  std::optional<UsageCounts> usage;          // message_delta's
+  std::optional<UsageCounts> message_usage;  // message_start's
   bool seen_type = false;
   bool seen_delta = false;
   bool seen_error = false;
   bool seen_stamp = false;
+  bool seen_usage = false;
+  bool seen_message = false;
   const bool ok = s.Object(0, [&](std::string_view key) {
-    if (key == "type" && First(seen_type)) return s.Text(type, 0);
-    if (key == "error" && First(seen_error)) return s.Null();
-    if (key == "sim_sent_ns" && First(seen_stamp)) return s.Integer(f.sent_ns, 0);
-    if (key == "delta" && First(seen_delta)) {
+    if (key == "type") return Once(seen_type) && s.Text(type, 0);  // escapes: declined
+    if (key == "error") return Once(seen_error) && s.Null();
+    if (key == "sim_sent_ns") return Once(seen_stamp) && s.Integer(f.sent_ns, 0);
+    if (key == "usage") return Once(seen_usage) && Usage(s, 0, usage);
+    if (key == "message") {
+      if (!Once(seen_message)) return false;
+      if (!s.Next('{')) return s.Value(0);
+      bool seen_message_usage = false;
+      return s.Object(1, [&](std::string_view name) {
+        if (name == "usage") return Once(seen_message_usage) && Usage(s, 1, message_usage);
+        return s.Value(1);
+      });
+    }
+    if (key == "delta") {
+      if (!Once(seen_delta)) return false;
       if (!s.Next('{')) return s.Value(0);
       bool seen_text = false;
       bool seen_thinking = false;
+      bool seen_stop = false;
       return s.Object(1, [&](std::string_view name) {
-        if (name == "text" && First(seen_text)) return s.Text(text, 1, &text_string);
-        if (name == "thinking" && First(seen_thinking)) {
-          return s.Text(thinking, 1, &thinking_string);
+        if (name == "text") {
+          return Once(seen_text) && s.Text(text, 1, &text_string, &text_escaped);
+        }
+        if (name == "thinking") {
+          return Once(seen_thinking) && s.Text(thinking, 1, &thinking_string, &thinking_escaped);
+        }
+        if (name == "stop_reason") {
+          bool escaped = false;
+          return Once(seen_stop) && s.Text(stop_reason, 1, nullptr, &escaped);
         }
         return s.Value(1);
       });
@@ -325,12 +440,18 @@ std::optional<ChunkFields> Anthropic(Scanner& s) {
     return s.Value(0);
   });
   if (!ok || !s.AtEnd()) return std::nullopt;
-  if (type == "message_start" || type == "message_delta") return std::nullopt;  // usage
   if (type == "content_block_delta") {
     f.choice = true;
-    f.content = text.empty() ? thinking : text;
-    f.content_string = text.empty() ? thinking_string : text_string;
+    const bool use_text = !text.empty();
+    f.content = use_text ? text : thinking;
+    f.content_string = use_text ? text_string : thinking_string;
+    f.content_escaped = use_text ? text_escaped : thinking_escaped;
     f.content_event = !f.content.empty();
+  } else if (type == "message_start") {
+    f.usage = message_usage;
+  } else if (type == "message_delta") {
+    f.usage = usage;
+    f.finish = !stop_reason.empty();
   }
   f.done = type == "message_stop";
   return f;
@@ -367,8 +488,9 @@ void FramedTextReader::Learn(std::string_view chunk, const ChunkFields& fields) 
   const auto at = static_cast<size_t>(fields.content.data() - chunk.data());
   head_.assign(chunk.substr(0, at));
   tail_.assign(chunk.substr(at + fields.content.size()));
-  fields_ = fields;
+  fields_ = fields;  // the rest of a chunk in this frame is these bytes: its fields are these
   fields_.content = {};
+  fields_.content_escaped = false;  // a text Read accepts is plain
 }
 
 std::optional<ChunkFields> FramedTextReader::Read(std::string_view chunk) const {
@@ -389,6 +511,41 @@ std::optional<ChunkFields> ReadPlainChunk(Api api, std::string_view chunk) {
   Scanner s(chunk);
   if (!s.Next('{')) return std::nullopt;
   return api == Api::kAnthropic ? Anthropic(s) : OpenAi(s, api == Api::kChat);
+}
+
+void AppendJsonText(std::string& out, std::string_view raw) {
+  while (!raw.empty()) {
+    const size_t slash = raw.find('\\');
+    out.append(raw.substr(0, slash));
+    if (slash == std::string_view::npos || slash + 1 >= raw.size()) return;
+    const char kind = raw[slash + 1];
+    raw.remove_prefix(slash + 2);
+    switch (kind) {
+      case 'b': out += '\b'; break;
+      case 'f': out += '\f'; break;
+      case 'n': out += '\n'; break;
+      case 'r': out += '\r'; break;
+      case 't': out += '\t'; break;
+      case 'u': {
+        const auto* p = reinterpret_cast<const unsigned char*>(raw.data());
+        const std::optional<unsigned> code = Hex4(p, p + raw.size());
+        if (!code) break;  // not from ReadPlainChunk, which checked every escape
+        raw.remove_prefix(4);
+        if (*code < 0x80) {
+          out += static_cast<char>(*code);
+        } else if (*code < 0x800) {
+          out += static_cast<char>(0xC0 | (*code >> 6));
+          out += static_cast<char>(0x80 | (*code & 0x3F));
+        } else {  // no surrogates: ReadPlainChunk declines them
+          out += static_cast<char>(0xE0 | (*code >> 12));
+          out += static_cast<char>(0x80 | ((*code >> 6) & 0x3F));
+          out += static_cast<char>(0x80 | (*code & 0x3F));
+        }
+        break;
+      }
+      default: out += kind;  // " \ /
+    }
+  }
 }
 
 }  // namespace cmax::endpoint

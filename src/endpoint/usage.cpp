@@ -50,10 +50,9 @@ std::optional<TokenUsage> UsageFromCounts(const UsageCounts& c) {
   return u;
 }
 
-std::optional<TokenUsage> ParseUsage(const json& usage) {
-  if (!usage.is_object()) return std::nullopt;
+UsageCounts CountsOf(const json& usage) {
   const json* details = Member(usage, "prompt_tokens_details");
-  return UsageFromCounts({
+  return {
       .input_tokens = Count(usage, "input_tokens"),
       .cache_read_input_tokens = Count(usage, "cache_read_input_tokens"),
       .cache_creation_input_tokens = Count(usage, "cache_creation_input_tokens"),
@@ -62,7 +61,26 @@ std::optional<TokenUsage> ParseUsage(const json& usage) {
       .completion_tokens = Count(usage, "completion_tokens"),
       .cached_tokens = details ? Count(*details, "cached_tokens") : std::nullopt,
       .prompt_cache_hit_tokens = Count(usage, "prompt_cache_hit_tokens"),
-  });
+  };
+}
+
+void MergeCounts(UsageCounts& into, const UsageCounts& later) {
+  const auto take = [](std::optional<uint64_t>& to, const std::optional<uint64_t>& from) {
+    if (from) to = from;
+  };
+  take(into.input_tokens, later.input_tokens);
+  take(into.cache_read_input_tokens, later.cache_read_input_tokens);
+  take(into.cache_creation_input_tokens, later.cache_creation_input_tokens);
+  take(into.output_tokens, later.output_tokens);
+  take(into.prompt_tokens, later.prompt_tokens);
+  take(into.completion_tokens, later.completion_tokens);
+  take(into.cached_tokens, later.cached_tokens);
+  take(into.prompt_cache_hit_tokens, later.prompt_cache_hit_tokens);
+}
+
+std::optional<TokenUsage> ParseUsage(const json& usage) {
+  if (!usage.is_object()) return std::nullopt;
+  return UsageFromCounts(CountsOf(usage));
 }
 
 double CacheHitRate(const TokenUsage& usage) {

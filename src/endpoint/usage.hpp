@@ -45,6 +45,11 @@ struct UsageCounts {
 // The usage the counters say, in any of the shapes above; nullopt when they hold no token
 // counts.
 std::optional<TokenUsage> UsageFromCounts(const UsageCounts& counts);
+// The counters of a "usage" object (none when it is not an object).
+UsageCounts CountsOf(const nlohmann::json& usage);
+// An Anthropic stream reports usage twice (message_start, then message_delta): a counter the
+// later report gives replaces the earlier one; one it leaves out keeps its value.
+void MergeCounts(UsageCounts& into, const UsageCounts& later);
 // The "usage" object of a response or of a stream's last chunk.
 std::optional<TokenUsage> ParseUsage(const nlohmann::json& usage);
 

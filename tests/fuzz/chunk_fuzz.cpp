@@ -1,7 +1,8 @@
 // The stream chunk reader and serve-sim's request parser and request reader on any bytes: they
 // never crash, throw or read past their input (ASan watches), memory stays bounded, and a chunk
 // the reader calls well-formed content is one the full JSON library accepts as an object, and a
-// reader with the quick chunk path says, event by event, what one with the full parse says; the
+// reader with the quick chunk path says, event by event, what one with the full parse says (and
+// at the end the same text, usage and send stamp); the
 // client's HTTP response reader takes the same bytes as a response. The
 // first byte picks the API and the split size; the bytes are also a request body to serve-sim.
 #include <cstddef>
@@ -43,7 +44,19 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   }
   parser.Finish();
   if (reader.Text().size() > text.size()) std::abort();
-  if (reader.Text() != full.Text() || reader.ContentChunks() != full.ContentChunks()) std::abort();
+  if (reader.Text() != full.Text() || reader.ContentChunks() != full.ContentChunks() ||
+      reader.ServerSentNs() != full.ServerSentNs()) {
+    std::abort();
+  }
+  const auto& usage = reader.Usage();
+  const auto& reference_usage = full.Usage();
+  if (usage.has_value() != reference_usage.has_value() ||
+      (usage && (usage->input != reference_usage->input ||
+                 usage->cache_read != reference_usage->cache_read ||
+                 usage->cache_write != reference_usage->cache_write ||
+                 usage->output != reference_usage->output))) {
+    std::abort();  // the quick path read the usage otherwise than the full parse
+  }
   HttpRequestParser request(4096);
   size_t used = 0;
   for (size_t at = 0; at < text.size() && request.GetState() == HttpRequestParser::State::kNeedMore;

@@ -4,6 +4,7 @@
 #include "endpoint/plain_chunk.hpp"
 
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
@@ -43,9 +44,22 @@ TEST(ReadPlainChunk, ReadsTheCommonChunks) {
       {Api::kChat,
        " {\"choices\" : [ { \"delta\" : { \"content\" : \"\xC3\xA9t\xC3\xA9\" } } ] }\r\n",
        {.choice = true, .content = "\xC3\xA9t\xC3\xA9", .content_event = true}},
-      {Api::kChat,  // duplicate names: the first counts, as in the full parse
-       R"({"choices":[{"delta":{"content":"a","content":"b"}}],"choices":[]})",
-       {.choice = true, .content = "a", .content_event = true}},
+      {Api::kChat,  // escapes in the text: read as they lie, decoded when the text is kept
+       R"({"choices":[{"delta":{"content":"a\n\"b\" \u00e9\u20ac"},"finish_reason":"st\"op"}]})",
+       {.choice = true,
+        .content = R"(a\n\"b\" \u00e9\u20ac)",
+        .content_escaped = true,
+        .content_event = true,
+        .finish = true}},
+      {Api::kChat,  // the usage chunk
+       R"({"id":"c","choices":[],"usage":{"prompt_tokens":90,"total_tokens":100,)"
+       R"("completion_tokens":10,"prompt_tokens_details":{"cached_tokens":64,"audio_tokens":0}}})",
+       {.usage = UsageCounts{.prompt_tokens = 90, .completion_tokens = 10, .cached_tokens = 64}}},
+      {Api::kChat,  // counters that are not non-negative integers are not counters
+       R"({"usage":{"prompt_tokens":-1,"completion_tokens":1.5,"output_tokens":"2",)"
+       R"("input_tokens":null,"prompt_tokens_details":null,"cached_tokens":3}})",
+       {.usage = UsageCounts{}}},
+      {Api::kChat, R"({"usage":[1,2]})", {}},
       {Api::kChat,
        R"({"n":[-0.5,1.25,0,true,false,null,{},[],"\"\\\/\b\f\n\r\t"],"x":{"y":[{}]}})",
        {}},
@@ -67,6 +81,18 @@ TEST(ReadPlainChunk, ReadsTheCommonChunks) {
       {Api::kAnthropic,
        R"({"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}})",
        {}},
+      {Api::kAnthropic,
+       R"({"type":"message_start","message":{"id":"m","content":[],"usage":{"input_tokens":3,)"
+       R"("cache_read_input_tokens":20,"output_tokens":1}}})",
+       {.usage =
+            UsageCounts{.input_tokens = 3, .cache_read_input_tokens = 20, .output_tokens = 1}}},
+      {Api::kAnthropic,
+       R"({"type":"message_delta","delta":{"stop_reason":"end_turn","stop_sequence":null},)"
+       R"("usage":{"output_tokens":12}})",
+       {.finish = true, .usage = UsageCounts{.output_tokens = 12}}},
+      {Api::kAnthropic,  // usage where its event type does not carry it: not read
+       R"({"type":"content_block_delta","delta":{"text":"a\tb"},"usage":{"output_tokens":1}})",
+       {.choice = true, .content = R"(a\tb)", .content_escaped = true, .content_event = true}},
   };
   for (const Case& c : cases) {
     const auto got = ReadPlainChunk(c.api, c.chunk);
@@ -76,6 +102,37 @@ TEST(ReadPlainChunk, ReadsTheCommonChunks) {
     EXPECT_EQ(got->content_event, c.want.content_event) << c.chunk;
     EXPECT_EQ(got->finish, c.want.finish) << c.chunk;
     EXPECT_EQ(got->done, c.want.done) << c.chunk;
+    EXPECT_EQ(got->content_escaped, c.want.content_escaped) << c.chunk;
+    ASSERT_EQ(got->usage.has_value(), c.want.usage.has_value()) << c.chunk;
+    if (got->usage) {
+      const UsageCounts& u = *got->usage;
+      const UsageCounts& w = *c.want.usage;
+      EXPECT_TRUE(u.input_tokens == w.input_tokens && u.output_tokens == w.output_tokens &&
+                  u.cache_read_input_tokens == w.cache_read_input_tokens &&
+                  u.cache_creation_input_tokens == w.cache_creation_input_tokens &&
+                  u.prompt_tokens == w.prompt_tokens &&
+                  u.completion_tokens == w.completion_tokens &&
+                  u.cached_tokens == w.cached_tokens &&
+                  u.prompt_cache_hit_tokens == w.prompt_cache_hit_tokens)
+          << c.chunk;
+    }
+  }
+}
+
+TEST(AppendJsonText, DecodesWhatTheJsonLibraryDecodes) {
+  for (const std::string raw :
+       {R"(plain)", R"(a\nb)", R"(\"\\\/\b\f\n\r\t)",
+        R"(\u0000\u0041\u00e9\u07FF\u0800\uFFFD\uffff)", "\xC3\xA9 \\u20AC", R"(\\u0041)"}) {
+    std::string decoded = "[";
+    AppendJsonText(decoded, raw);
+    EXPECT_EQ(decoded, "[" + nlohmann::json::parse("\"" + raw + "\"").get<std::string>()) << raw;
+  }
+  // Not from ReadPlainChunk: never read past the end.
+  for (const std::string& raw :
+       {std::string("a\\"), std::string("\\u12"), std::string("\\uZZZZ")}) {
+    std::string out;
+    AppendJsonText(out, raw);
+    EXPECT_LE(out.size(), raw.size()) << raw;
   }
 }
 
@@ -90,26 +147,36 @@ TEST(ReadPlainChunk, ReadsServeSimsStampAsAnIntegerOnly) {
   EXPECT_FALSE(stamp("1.5")->sent_ns);
   EXPECT_FALSE(stamp("\"42\"")->sent_ns);
   EXPECT_FALSE(stamp("1234567890123456789"));  // long: the full parse reads it
-  EXPECT_EQ(ReadPlainChunk(Api::kAnthropic, R"({"type":"ping","sim_sent_ns":9,"sim_sent_ns":8})")
-                ->sent_ns,
-            9);
+  EXPECT_FALSE(
+      ReadPlainChunk(Api::kAnthropic, R"({"type":"ping","sim_sent_ns":9,"sim_sent_ns":8})"));
 }
 
 TEST(ReadPlainChunk, LeavesTheRestToTheFullParse) {
   const std::vector<std::pair<Api, std::string>> declined = {
       // what only the full parse reads
-      {Api::kChat, R"({"choices":[],"usage":{"prompt_tokens":1}})"},
       {Api::kChat, R"({"error":{"message":"engine died"}})"},
-      {Api::kChat, R"({"choices":[{"delta":{"content":"a\nb"}}]})"},  // escapes in the text
-      {Api::kChat, R"({"choices":[{"delta":{"content":"x"}}],"k":"\u0041"})"},  // \u anywhere
-      {Api::kChat, R"({"choices":[{"delta":{"con\u0074ent":"x"}}]})"},
-      {Api::kChat, R"({"choices":[{"finish_reason":"st\"op"}]})"},
+      {Api::kChat, R"({"choices":[{"delta":{"con\u0074ent":"x"}}]})"},        // escapes in a name
+      {Api::kChat, R"({"choices":[{"delta":{"content":"\ud83d\ude00"}}]})"},  // surrogates
+      {Api::kChat, R"({"choices":[{"delta":{"content":"\udc00"}}]})"},
+      {Api::kChat, R"({"k":"\ud800"})"},
+      {Api::kChat, R"({"k":"\u12"})"},
+      {Api::kChat, R"({"k":"\u12g4"})"},
+      {Api::kAnthropic, R"({"type":"message\u005fstop"})"},  // escapes in the event type
+      // a name we read, given twice: JSON leaves the meaning to the reader
+      {Api::kChat, R"({"choices":[{"delta":{"content":"a","content":"b"}}]})"},
+      {Api::kChat, R"({"choices":[],"choices":[]})"},
+      {Api::kChat, R"({"choices":[],"usage":{"prompt_tokens":1,"prompt_tokens":2}})"},
+      {Api::kChat, R"({"usage":{"prompt_tokens_details":{"cached_tokens":1,"cached_tokens":2}}})"},
+      {Api::kChat, R"({"usage":null,"usage":null})"},
+      {Api::kAnthropic, R"({"type":"message_start","message":{"usage":{},"usage":{}}})"},
+      {Api::kAnthropic,
+       R"({"type":"message_delta","delta":{"stop_reason":"a","stop_reason":"b"}})"},
+      {Api::kAnthropic, R"({"type":"ping","type":"ping"})"},
       {Api::kChat, R"({"n":1e5})"},
+      {Api::kChat, R"({"usage":{"prompt_tokens":12345678901234567890}})"},
       {Api::kChat, R"({"n":12345678901234567890})"},
       {Api::kChat, std::string(40, '[') + std::string(40, ']')},
       {Api::kChat, "{\"a\":" + std::string(40, '[') + std::string(40, ']') + "}"},
-      {Api::kAnthropic, R"({"type":"message_start","message":{"usage":{"input_tokens":3}}})"},
-      {Api::kAnthropic, R"({"type":"message_delta","delta":{"stop_reason":"end_turn"}})"},
       // not JSON, or not an object: the full parse says which
       {Api::kChat, "[1,2]"},
       {Api::kChat, "nope"},
@@ -151,7 +218,11 @@ TEST(ReadPlainChunk, FindsEverySpecialByteWhereverItLies) {
         text.replace(at, 1, special);
         return R"({"choices":[{"delta":{"content":")" + text + R"("}}]})";
       };
-      EXPECT_FALSE(ReadPlainChunk(Api::kChat, chunk("\\n"))) << length << " " << at;
+      const auto escaped = ReadPlainChunk(Api::kChat, chunk("\\n"));
+      ASSERT_TRUE(escaped && escaped->content_escaped) << length << " " << at;
+      std::string text;
+      AppendJsonText(text, escaped->content);
+      EXPECT_EQ(text, std::string(at, 'a') + "\n" + std::string(length - at - 1, 'a'));
       EXPECT_FALSE(ReadPlainChunk(Api::kChat, chunk("\x01"))) << length << " " << at;
       EXPECT_FALSE(ReadPlainChunk(Api::kChat, chunk("\x80"))) << length << " " << at;
       EXPECT_FALSE(ReadPlainChunk(Api::kChat, chunk("\"\""))) << length << " " << at;
@@ -234,6 +305,25 @@ TEST(ReadPlainChunk, AReaderSaysWhatTheFullParseSays) {
        "event: message_delta\ndata: {\"type\":\"message_delta\",\"delta\":{\"stop_reason\":"
        "\"end_turn\"},\"usage\":{\"output_tokens\":12}}\n\n"
        "event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n"},
+      {Api::kChat,  // escapes, a frame learned from an escaped text, usage with details
+       "data: {\"choices\":[{\"delta\":{\"content\":\"line\\none\"}}]}\n\n"
+       "data: {\"choices\":[{\"delta\":{\"content\":\"two\"}}]}\n\n"
+       "data: {\"choices\":[{\"delta\":{\"content\":\"\\u00e9\\\"\\t\"}}]}\n\n"
+       "data: {\"choices\":[{\"delta\":{\"content\":\"\\ud83d\\ude00\"}}]}\n\n"
+       "data: {\"choices\":[{\"delta\":{\"content\":\"x\",\"content\":\"y\"}}]}\n\n"
+       "data: {\"choices\":[{\"delta\":{\"content\":\"z\"}}],\"usage\":{\"prompt_tokens\":5,"
+       "\"completion_tokens\":1}}\n\n"
+       "data: {\"choices\":[],\"usage\":{\"prompt_tokens\":9,\"completion_tokens\":4,"
+       "\"prompt_tokens_details\":{\"cached_tokens\":6}}}\n\n"
+       "data: [DONE]\n\n"},
+      {Api::kAnthropic,  // usage in two parts, merged; escapes in the text and thinking
+       "data: {\"type\":\"message_start\",\"message\":{\"usage\":{\"input_tokens\":3,"
+       "\"cache_creation_input_tokens\":7,\"output_tokens\":1}}}\n\n"
+       "data: {\"type\":\"content_block_delta\",\"delta\":{\"text\":\"a\\/b\"}}\n\n"
+       "data: {\"type\":\"content_block_delta\",\"delta\":{\"text\":\"\",\"thinking\":\"\\n\"}}\n\n"
+       "data: {\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\"max_tokens\"},"
+       "\"usage\":{\"output_tokens\":30,\"input_tokens\":null}}\n\n"
+       "data: {\"type\":\"message_stop\"}\n\n"},
   };
   for (const auto& [api, stream] : streams) {
     StreamReader quick(api, true, true);
@@ -257,6 +347,9 @@ TEST(ReadPlainChunk, AReaderSaysWhatTheFullParseSays) {
     EXPECT_EQ(quick.ServerSentNs(), full.ServerSentNs());
     ASSERT_EQ(quick.Usage().has_value(), full.Usage().has_value());
     if (quick.Usage()) {
+      EXPECT_EQ(quick.Usage()->input, full.Usage()->input);
+      EXPECT_EQ(quick.Usage()->cache_read, full.Usage()->cache_read);
+      EXPECT_EQ(quick.Usage()->cache_write, full.Usage()->cache_write);
       EXPECT_EQ(quick.Usage()->output, full.Usage()->output);
     }
   }
