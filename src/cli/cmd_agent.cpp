@@ -46,11 +46,7 @@ int RunAgent(const AgentFlags& o, Context& ctx) {
                 return std::function<void()>([hooks] { hooks->AfterFlush(); });
               },
               .out = [&ctx](std::string_view line) { ctx.out << line << std::endl; }});
-  if (!code) {
-    ctx.err << "cmax agent: " << code.error().message << "\n";
-    return ExitCodeOf(code.error());
-  }
-  return *code;
+  return code ? *code : PrintError(ctx, "cmax agent", code.error());
 }
 
 }  // namespace

@@ -31,14 +31,10 @@ int ListRuns(const DbOptions& options, Context& ctx) {
       ctx.out << "no runs yet: " << store.error().message << "\n";
       return kExitOk;
     }
-    ctx.err << "cmax db: " << store.error().message << "\n";
-    return kExitError;
+    return PrintError(ctx, "cmax db runs", store.error());
   }
   auto runs = store->ListRuns(options.limit);
-  if (!runs) {
-    ctx.err << "cmax db runs: " << runs.error().message << "\n";
-    return kExitError;
-  }
+  if (!runs) return PrintError(ctx, "cmax db runs", runs.error());
   std::vector<report::RunListEntry> entries;
   for (const store::RunSummary& s : *runs) {
     entries.push_back({s.run, s.counts, store::DisplayState(s.run)});
@@ -54,10 +50,7 @@ int RunDb(const DbOptions& options, Context& ctx) {
   }
   if (options.runs->parsed()) return ListRuns(options, ctx);
   auto record = store::LoadStoredRun(ctx.DbPath(), options.run);
-  if (!record) {
-    ctx.err << "cmax db show: " << record.error().message << "\n";
-    return ExitCodeOf(record.error());
-  }
+  if (!record) return PrintError(ctx, "cmax db show", record.error());
   ctx.out << (options.json
                   ? report::RenderJson(*record)
                   : report::RenderText(*record, {.color = ctx.Color(), .show_evidence = true}));

@@ -78,26 +78,12 @@ endpoint::LoadRunIo Io(Context& ctx, sys::FileSystem& fs) {
   return io;
 }
 
-int Report(Context& ctx, const char* command, const Result<endpoint::LoadRunReport>& report) {
-  if (!report) {
-    ctx.err << "cmax endpoint " << command << ": " << report.error().message << "\n";
-    return ExitCodeOf(report.error());
-  }
-  ctx.out << report->text;
-  return report->exit_code;
-}
-
 int ServeSim(Context& ctx, const SimFlags& o) {
   sys::RaiseOpenFileLimit();
-  auto closing = endpoint::ServeSim(
-      o.listen, o.port, o.sim, o.duration_s, [] { return sys::Interrupted(); },
-      [&ctx](std::string_view line) { ctx.out << line << std::endl; });
-  if (!closing) {
-    ctx.err << "cmax endpoint serve-sim: " << closing.error().message << "\n";
-    return ExitCodeOf(closing.error());
-  }
-  ctx.out << *closing;
-  return kExitOk;
+  return PrintText(ctx, "cmax endpoint serve-sim",
+                   endpoint::ServeSim(
+                       o.listen, o.port, o.sim, o.duration_s, [] { return sys::Interrupted(); },
+                       [&ctx](std::string_view line) { ctx.out << line << std::endl; }));
 }
 
 void AddTargetFlags(CLI::App* app, endpoint::TargetOptions& o) {
@@ -321,25 +307,25 @@ Command SetupEndpointCommand(CLI::App& parent) {
       "Faults can also be asked per request with the header x-cmax-sim-fault: 429 | 500 | cut |\n"
       "error-event | slow-start | malformed-json | huge-line | no-done | http10 | byte-split |\n"
       "trickle | close-early.");
-  return {
-      app, [=](Context& ctx) {
-        sys::LocalFileSystem fs;
-        if (run_app->parsed()) {
-          return Report(ctx, "run",
-                        endpoint::RunEndpoint(run->target, run->workload, run->pace, Io(ctx, fs)));
-        }
-        if (r->parsed()) {
-          return Report(
-              ctx, "replay",
-              endpoint::ReplayEndpoint(replay->target, replay->replay, replay->pace, Io(ctx, fs)));
-        }
-        if (sweep_app->parsed()) {
-          return Report(ctx, "sweep",
-                        endpoint::SweepEndpoint(sweep->target, sweep->workload, sweep->pace,
-                                                sweep->sweep, Io(ctx, fs)));
-        }
-        return ServeSim(ctx, *sim);
-      }};
+  return {app, [=](Context& ctx) {
+            sys::LocalFileSystem fs;
+            if (run_app->parsed()) {
+              return PrintReport(
+                  ctx, "cmax endpoint run",
+                  endpoint::RunEndpoint(run->target, run->workload, run->pace, Io(ctx, fs)));
+            }
+            if (r->parsed()) {
+              return PrintReport(ctx, "cmax endpoint replay",
+                                 endpoint::ReplayEndpoint(replay->target, replay->replay,
+                                                          replay->pace, Io(ctx, fs)));
+            }
+            if (sweep_app->parsed()) {
+              return PrintReport(ctx, "cmax endpoint sweep",
+                                 endpoint::SweepEndpoint(sweep->target, sweep->workload,
+                                                         sweep->pace, sweep->sweep, Io(ctx, fs)));
+            }
+            return ServeSim(ctx, *sim);
+          }};
 }
 
 }  // namespace cmax::cli

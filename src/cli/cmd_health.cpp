@@ -36,10 +36,7 @@ int RunHealth(const HealthFlags& o, Context& ctx) {
             return remediate::SlurmScheduler(runner, {}).Drain(node, reason);
           }};
   auto report = health::RunPassiveHealth(o.run, io);
-  if (!report) {
-    ctx.err << "cmax health: " << report.error().message << "\n";
-    return ExitCodeOf(report.error());
-  }
+  if (!report) return PrintError(ctx, "cmax health", report.error());
   for (const std::string& note : report->notes) ctx.err << note << "\n";
   ctx.out << report->line;
   if (report->record) {

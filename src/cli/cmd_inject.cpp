@@ -38,11 +38,8 @@ int Run(Context& ctx, const std::string& name, const Options& options,
       .node_gpus = inject::NvmlGpuAddresses,
       .out = [&ctx](std::string_view line) { ctx.out << line << "\n"; },
       .refused = [&ctx, &name](std::string_view line) { ctx.err << name << ": " << line << "\n"; }};
-  if (auto ok = injector(options, io); !ok) {
-    ctx.err << name << ": " << ok.error().message << "\n";
-    return ExitCodeOf(ok.error());
-  }
-  return kExitOk;
+  auto ok = injector(options, io);
+  return ok ? kExitOk : PrintError(ctx, name, ok.error());
 }
 
 void CommonFlags(CLI::App* app, inject::KernelEventOptions& o) {

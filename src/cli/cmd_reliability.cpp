@@ -47,34 +47,12 @@ struct Shell {
   }
 };
 
-int Print(Context& ctx, const std::string& name,
-          const Result<reliability::ReliabilityReport>& report) {
-  if (!report) {
-    ctx.err << name << ": " << report.error().message << "\n";
-    return ExitCodeOf(report.error());
-  }
-  ctx.out << report->text;
-  return report->exit_code;
-}
-
 // The HTML report of a reliability run, with its timeline chart.
 int Report(const ReportFlags& o, Context& ctx) {
+  const char* const name = "cmax reliability report";
   auto record = store::LoadStoredRun(ctx.DbPath(), o.run_id, "reliability");
-  if (!record) {
-    ctx.err << "cmax reliability report: " << record.error().message << "\n";
-    return ExitCodeOf(record.error());
-  }
-  const std::string html = report::RenderHtml(*record);
-  if (o.output.empty()) {
-    ctx.out << html;
-    return kExitOk;
-  }
-  if (auto ok = WriteOutput(ctx, o.output, html); !ok) {
-    ctx.err << "cmax reliability report: " << ok.error().message << "\n";
-    return ExitCodeOf(ok.error());
-  }
-  ctx.out << "wrote " << o.output << "\n";
-  return kExitOk;
+  if (!record) return PrintError(ctx, name, record.error());
+  return WriteOrPrint(ctx, name, o.output, report::RenderHtml(*record));
 }
 
 }  // namespace
@@ -106,11 +84,7 @@ Command SetupReliabilityCommand(CLI::App& parent) {
   run->add_option("--scheduler", o->scheduler.scheduler, "slurm or kubernetes")
       ->check(CLI::IsMember({"slurm", "kubernetes"}))
       ->capture_default_str();
-  run->add_option("--kube-api", o->scheduler.kube.api_server, "Kubernetes API server URL");
-  run->add_option("--kube-token-file", o->scheduler.kube.token_file, "Bearer token file");
-  run->add_option("--kube-ca", o->scheduler.kube.ca_file, "CA of the API server");
-  run->add_option("--kubeconfig", o->scheduler.kube.kubeconfig, "kubeconfig file");
-  run->add_option("--kube-context", o->scheduler.kube.context, "kubeconfig context");
+  AddKubeFlags(*run, o->scheduler.kube);
   CLI::App* report_app =
       app->add_subcommand("report", "The HTML report of a run, with its timeline chart");
   report_app->add_option("RUN", report->run_id, "Run id, or 'latest' (default)");
@@ -142,11 +116,12 @@ Command SetupReliabilityCommand(CLI::App& parent) {
             Shell shell;
             if (reboot_app->parsed()) {
               const std::string name = "cmax reliability reboot";
-              return Print(ctx, name,
-                           reliability::RebootAndTime(*reboot, shell.Io(ctx, name, true)));
+              return PrintReport(ctx, name,
+                                 reliability::RebootAndTime(*reboot, shell.Io(ctx, name, true)));
             }
             const std::string name = "cmax reliability run";
-            return Print(ctx, name, reliability::RunScenarioFile(*o, shell.Io(ctx, name, false)));
+            return PrintReport(ctx, name,
+                               reliability::RunScenarioFile(*o, shell.Io(ctx, name, false)));
           }};
 }
 

@@ -44,22 +44,10 @@ int RunController(const RunFlags& o, Context& ctx) {
        .clock = &clock,
        .stop = [] { return sys::Interrupted(); },
        .error = [&](std::string_view why) { ctx.err << name << ": " << why << "\n"; }});
-  if (!report) {
-    ctx.err << name << ": " << report.error().message << "\n";
-    return ExitCodeOf(report.error());
-  }
+  if (!report) return PrintError(ctx, name, report.error());
   if (report->stopped) return 128 + sys::InterruptSignal();
   ctx.out << remediate::PassView(report->last);
   return remediate::PassWentWrong(report->last) ? kExitChecksFailed : kExitOk;
-}
-
-int Print(Context& ctx, const std::string& name, const Result<std::string>& text) {
-  if (!text) {
-    ctx.err << name << ": " << text.error().message << "\n";
-    return kExitError;
-  }
-  ctx.out << *text;
-  return kExitOk;
 }
 
 // A person's word about a node: the library records it through the controller's policy.
@@ -68,10 +56,7 @@ int OperatorEvent(const NodeFlags& o, Context& ctx, store::Store& store,
   std::string who = sys::GetEnv("SUDO_USER");
   if (who.empty()) who = sys::GetEnv("USER");
   auto outcome = remediate::RecordOperatorWord(store, {o.node, kind, who}, SystemClock().Now());
-  if (!outcome) {
-    ctx.err << "cmax remediate: " << outcome.error().message << "\n";
-    return kExitError;
-  }
+  if (!outcome) return PrintError(ctx, "cmax remediate", outcome.error());
   if (!outcome->changed) {
     ctx.err << "cmax remediate: " << SanitizeUtf8(o.node) << " is "
             << remediate::NodeStateName(outcome->from) << "; nothing to do (" << outcome->note
@@ -139,27 +124,24 @@ Command SetupRemediateCommand(CLI::App& parent) {
   return {app, [=](Context& ctx) {
             if (r->parsed()) return RunController(*run, ctx);
             auto store = store::Store::Open({.path = ctx.DbPath(), .create = false});
-            if (!store) {
-              ctx.err << "cmax remediate: " << store.error().message << "\n";
-              return kExitError;
-            }
+            if (!store) return PrintError(ctx, "cmax remediate", store.error());
             remediate::Journal journal(store->Db());
             if (status->parsed()) {
-              return Print(
+              return PrintText(
                   ctx, "cmax remediate status",
                   remediate::StatusView(journal, store->Path(), node->probation_min, node->json));
             }
             if (history->parsed()) {
-              return Print(ctx, "cmax remediate history",
-                           remediate::HistoryView(journal, node->node, node->limit, node->json));
+              return PrintText(
+                  ctx, "cmax remediate history",
+                  remediate::HistoryView(journal, node->node, node->limit, node->json));
             }
             if (repaired->parsed())
               return OperatorEvent(*node, ctx, *store, remediate::EventKind::kRepaired);
             if (retire->parsed())
               return OperatorEvent(*node, ctx, *store, remediate::EventKind::kRetire);
             if (auto ok = journal.SetBreaker({}); !ok) {
-              ctx.err << "cmax remediate reset-breaker: " << ok.error().message << "\n";
-              return kExitError;
+              return PrintError(ctx, "cmax remediate reset-breaker", ok.error());
             }
             ctx.out << "circuit breaker reset; the controller acts again at its next step\n";
             return kExitOk;

@@ -26,23 +26,11 @@ int RunReport(const ReportOptions& options, Context& ctx) {
     return kExitUsage;
   }
   auto record = store::LoadStoredRun(ctx.DbPath(), options.run);
-  if (!record) {
-    ctx.err << "cmax report: " << record.error().message << "\n";
-    return ExitCodeOf(record.error());
-  }
+  if (!record) return PrintError(ctx, "cmax report", record.error());
   const bool to_stdout = options.output.empty() || options.output == "-";
-  const std::string text =
-      report::Render(*format, *record, {.color = to_stdout && ctx.Color(), .show_evidence = false});
-  if (to_stdout) {
-    ctx.out << text;
-    return kExitOk;
-  }
-  if (auto ok = WriteOutput(ctx, options.output, text); !ok) {
-    ctx.err << "cmax report: " << ok.error().message << "\n";
-    return ExitCodeOf(ok.error());
-  }
-  ctx.err << "wrote " << options.output << "\n";
-  return kExitOk;
+  return WriteOrPrint(ctx, "cmax report", options.output,
+                      report::Render(*format, *record,
+                                     {.color = to_stdout && ctx.Color(), .show_evidence = false}));
 }
 
 }  // namespace

@@ -44,10 +44,7 @@ int Run(const RunOptions& options, Context& ctx) {
                                      .clock = &clock,
                                      .interrupted = [] { return sys::Interrupted(); },
                                      .interrupt_signal = [] { return sys::InterruptSignal(); }});
-  if (!report) {
-    ctx.err << "cmax run: " << report.error().message << "\n";
-    return report.error().code == ErrorCode::kInvalidArgument ? kExitUsage : kExitError;
-  }
+  if (!report) return PrintError(ctx, "cmax run", report.error());
   const RunRecord& record = report->record;
   if (report->interrupted) {
     ctx.err << fmt::format("cmax run: interrupted; run {} kept what it had\n", record.run.id);
@@ -60,8 +57,7 @@ int Run(const RunOptions& options, Context& ctx) {
     const size_t slash = path.rfind('/');
     if (slash != std::string::npos && slash > 0) (void)fs.CreateDirs(path.substr(0, slash), 0700);
     if (auto ok = WriteOutput(ctx, path, report::RenderHtml(record), 0600); !ok) {
-      ctx.err << "cmax run: " << ok.error().message << "\n";
-      return ExitCodeOf(ok.error());
+      return PrintError(ctx, "cmax run", ok.error());
     }
     if (options.json) {
       log::Info("HTML report: {}", path);

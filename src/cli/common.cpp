@@ -53,4 +53,26 @@ int ExitCodeOf(const Error& error) {
              : kExitError;
 }
 
+int PrintError(Context& ctx, std::string_view command, const Error& error) {
+  ctx.err << command << ": " << error.message << "\n";
+  return ExitCodeOf(error);
+}
+
+int PrintText(Context& ctx, std::string_view command, const Result<std::string>& text) {
+  if (!text) return PrintError(ctx, command, text.error());
+  ctx.out << *text;
+  return kExitOk;
+}
+
+int WriteOrPrint(Context& ctx, std::string_view command, const std::string& output,
+                 std::string_view text) {
+  if (output.empty() || output == "-") {
+    ctx.out << text;
+    return kExitOk;
+  }
+  if (auto ok = WriteOutput(ctx, output, text); !ok) return PrintError(ctx, command, ok.error());
+  ctx.err << "wrote " << output << "\n";
+  return kExitOk;
+}
+
 }  // namespace cmax::cli

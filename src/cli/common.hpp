@@ -37,4 +37,21 @@ class ControlCharacterFilter : public std::streambuf {
 // is at fault (kInvalidArgument, kNotFound), kExitError otherwise.
 int ExitCodeOf(const Error& error);
 
+// How a command ends, the same in every command. `command` names it on stderr ("cmax db show").
+// An error: its message on stderr after the command's name; the exit code ExitCodeOf gives.
+int PrintError(Context& ctx, std::string_view command, const Error& error);
+// A library's report (its `text` and `exit_code`) on stdout, or the error.
+template <class Report>
+int PrintReport(Context& ctx, std::string_view command, const Result<Report>& report) {
+  if (!report) return PrintError(ctx, command, report.error());
+  ctx.out << report->text;
+  return report->exit_code;
+}
+// Text on stdout (exit 0), or the error.
+int PrintText(Context& ctx, std::string_view command, const Result<std::string>& text);
+// `text` into the file the user named (`-o`; stdout when none or "-"), then "wrote PATH" on
+// stderr, so that stdout carries only what was asked for.
+int WriteOrPrint(Context& ctx, std::string_view command, const std::string& output,
+                 std::string_view text);
+
 }  // namespace cmax::cli

@@ -53,21 +53,8 @@ void AddControllerFlags(CLI::App& r, ControllerFlags& o) {
       ->capture_default_str();
   r.add_flag("--domain-needs-every-tray", o.domain_needs_every_tray,
              "NVL72: the NVLink domain stops with any tray out, so one tray out holds the rack");
+  AddKubeFlags(r, o.kube);
   const char* const kube = "Kubernetes";
-  r.add_option("--kube-api", o.kube.api_server,
-               "API server URL (https://HOST:6443); default: --kubeconfig, KUBECONFIG, the pod's "
-               "service account, ~/.kube/config")
-      ->group(kube);
-  r.add_option("--kube-token-file", o.kube.token_file,
-               "File holding a bearer token, read before each request (or CMAX_KUBE_TOKEN)")
-      ->group(kube);
-  r.add_option("--kube-ca", o.kube.ca_file, "PEM file of the CA that signs the API server")
-      ->group(kube);
-  r.add_option("--kubeconfig", o.kube.kubeconfig, "kubeconfig file")->group(kube);
-  r.add_option("--kube-context", o.kube.context, "kubeconfig context (default: current)")
-      ->group(kube);
-  r.add_flag("--kube-insecure", o.kube.insecure, "Do not verify the API server's certificate")
-      ->group(kube);
   r.add_option("--kube-namespace", o.kube_namespace,
                "Namespace for validation Jobs (default: the context's, else cmax)")
       ->group(kube);
@@ -85,6 +72,23 @@ void AddControllerFlags(CLI::App& r, ControllerFlags& o) {
       ->check(CLI::IsMember({"NoSchedule", "NoExecute"}))
       ->group(kube)
       ->capture_default_str();
+}
+
+void AddKubeFlags(CLI::App& app, remediate::KubeFlags& o) {
+  const char* const kube = "Kubernetes";
+  app.add_option("--kube-api", o.api_server,
+                 "API server URL (https://HOST:6443); default: --kubeconfig, KUBECONFIG, the "
+                 "pod's service account, ~/.kube/config")
+      ->group(kube);
+  app.add_option("--kube-token-file", o.token_file,
+                 "File holding a bearer token, read before each request (or CMAX_KUBE_TOKEN)")
+      ->group(kube);
+  app.add_option("--kube-ca", o.ca_file, "PEM file of the CA that signs the API server")
+      ->group(kube);
+  app.add_option("--kubeconfig", o.kubeconfig, "kubeconfig file")->group(kube);
+  app.add_option("--kube-context", o.context, "kubeconfig context (default: current)")->group(kube);
+  app.add_flag("--kube-insecure", o.insecure, "Do not verify the API server's certificate")
+      ->group(kube);
 }
 
 }  // namespace cmax::cli

@@ -21,5 +21,7 @@ inline Duration Seconds(double seconds) {
 
 // Every flag but --act, --dry-run and --node, which each command names its own way.
 void AddControllerFlags(CLI::App& app, ControllerFlags& flags);
+// How to reach the Kubernetes API server (--kube-*), in the help's Kubernetes group.
+void AddKubeFlags(CLI::App& app, remediate::KubeFlags& kube);
 
 }  // namespace cmax::cli
