@@ -26,6 +26,7 @@ using CommandSetup = Command (*)(CLI::App&);
 // Every subcommand, in the order --help lists them.
 constexpr std::pair<std::string_view, CommandSetup> kCommands[] = {
     {"run", SetupRunCommand},
+    {"audit", SetupAuditCommand},
     {"db", SetupDbCommand},
     {"report", SetupReportCommand},
     {"lab", SetupLabCommand},

@@ -43,6 +43,7 @@ struct Command {
 
 // The explicit list of subcommands: one place to read what exists.
 Command SetupRunCommand(CLI::App& parent);
+Command SetupAuditCommand(CLI::App& parent);
 Command SetupDbCommand(CLI::App& parent);
 Command SetupReportCommand(CLI::App& parent);
 Command SetupLabCommand(CLI::App& parent);

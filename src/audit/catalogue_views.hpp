@@ -1,0 +1,29 @@
+// What `cmax audit --show` prints: the catalogue's checks, one per line under their profile
+// (text), the README's check table (markdown), or the selected checks as JSON. Pure.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+#include "audit/catalogue.hpp"
+#include "core/result.hpp"
+
+namespace cmax::audit {
+
+enum class CatalogueFormat { kText, kMarkdown, kJson };
+Result<CatalogueFormat> ParseCatalogueFormat(std::string_view name);  // text, markdown, json
+
+struct ShowOptions {
+  std::string profile;  // empty: every check; "security": versions and isolation
+  std::string format = "text";
+  bool verbose = false;  // text: each check's predicate, evidence, reproduce line and side effect
+};
+
+// The catalogue's checks as `options` ask; kInvalidArgument for an unknown profile or format.
+Result<std::string> ShowCatalogue(const AuditCatalogue& catalogue, const ShowOptions& options);
+
+// The block the README carries between its audit-checks markers: every check in a table, and
+// how many are the public audit's and how many cmax's own.
+std::string CatalogueMarkdown(const AuditCatalogue& catalogue);
+
+}  // namespace cmax::audit
