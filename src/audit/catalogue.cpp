@@ -38,24 +38,24 @@ constexpr std::array<std::pair<AuditSeverity, std::string_view>, 4> kSeverities 
 const std::vector<std::string_view> kRootKeys = {"schema", "note", "profiles", "checks"};
 const std::vector<std::string_view> kProfileKeys = {"name", "title"};
 const std::vector<std::string_view> kCheckKeys = {
-    "id",          "title",     "profile", "targets", "severity",    "evidence", "predicate",
-    "remediation", "reproduce", "links",   "public",  "side_effect"};
+    "id",        "title",       "profile",   "targets", "severity", "evidence",
+    "predicate", "remediation", "reproduce", "links",   "public",   "side_effect"};
 const std::vector<std::string_view> kPublicKeys = {"number", "key"};
 
 // Every check in the public audit's catalogue has a number in 1..kPublicChecks.
 constexpr int kPublicChecks = 61;
 
 Error Bad(std::string_view where, std::string_view what) {
-  return Error{ErrorCode::kInvalidArgument, "audit catalogue: " + std::string(where) + ": " +
-                                                std::string(what)};
+  return Error{ErrorCode::kInvalidArgument,
+               "audit catalogue: " + std::string(where) + ": " + std::string(what)};
 }
 
 Result<void> KnownKeys(const Json& object, const std::vector<std::string_view>& known,
                        std::string_view where) {
   for (const auto& item : object.items()) {
     if (std::find(known.begin(), known.end(), item.key()) == known.end()) {
-      return tl::unexpected(UnknownKey("audit catalogue " + std::string(where), item.key(), 0,
-                                       known));
+      return tl::unexpected(
+          UnknownKey("audit catalogue " + std::string(where), item.key(), 0, known));
     }
   }
   return {};
@@ -71,8 +71,8 @@ Result<std::string> Text(const Json& object, const char* key, std::string_view w
 }
 
 // A list of non-empty strings; `required`: it must have one at least.
-Result<std::vector<std::string>> Texts(const Json& object, const char* key,
-                                       std::string_view where, bool required) {
+Result<std::vector<std::string>> Texts(const Json& object, const char* key, std::string_view where,
+                                       bool required) {
   std::vector<std::string> out;
   const auto it = object.find(key);
   if (it == object.end() && !required) return out;
@@ -100,9 +100,8 @@ Result<PublicCheck> ParsePublic(const Json& value, std::string_view where) {
   const auto number = value.find("number");
   if (number == value.end() || !number->is_number_integer() || number->get<int64_t>() < 1 ||
       number->get<int64_t>() > kPublicChecks) {
-    return tl::unexpected(
-        Bad(where, fmt::format("public \"number\" must be a whole number in [1, {}]",
-                               kPublicChecks)));
+    return tl::unexpected(Bad(
+        where, fmt::format("public \"number\" must be a whole number in [1, {}]", kPublicChecks)));
   }
   out.number = number->get<int>();
   auto key = Text(value, "key", std::string(where) + " public");
@@ -121,8 +120,10 @@ Result<CheckSpec> ParseCheck(const Json& value, size_t index,
   check.id = std::move(*id);
   where = "check '" + SanitizeUtf8(check.id) + "'";
   if (auto ok = KnownKeys(value, kCheckKeys, where); !ok) return tl::unexpected(ok.error());
-  for (auto [field, key] : {std::pair{&check.title, "title"}, {&check.profile, "profile"},
-                            {&check.predicate, "predicate"}, {&check.remediation, "remediation"},
+  for (auto [field, key] : {std::pair{&check.title, "title"},
+                            {&check.profile, "profile"},
+                            {&check.predicate, "predicate"},
+                            {&check.remediation, "remediation"},
                             {&check.reproduce, "reproduce"}}) {
     auto text = Text(value, key, where);
     if (!text) return tl::unexpected(text.error());
@@ -258,9 +259,9 @@ Result<AuditCatalogue> AuditCatalogue::Parse(std::string_view json) {
       return tl::unexpected(Bad("check '" + SanitizeUtf8(check->id) + "'", "the id is taken"));
     }
     if (check->public_check && !public_numbers.insert(check->public_check->number).second) {
-      return tl::unexpected(Bad("check '" + SanitizeUtf8(check->id) + "'",
-                                fmt::format("public number {} is taken",
-                                            check->public_check->number)));
+      return tl::unexpected(
+          Bad("check '" + SanitizeUtf8(check->id) + "'",
+              fmt::format("public number {} is taken", check->public_check->number)));
     }
     catalogue.checks_.push_back(std::move(*check));
   }
@@ -290,9 +291,9 @@ Result<std::vector<const CheckSpec*>> AuditCatalogue::Select(std::string_view pr
   }
   std::vector<const CheckSpec*> out;
   for (const CheckSpec& check : checks_) {
-    const bool selected = profile.empty() || check.profile == profile ||
-                          (security && (check.profile == "versions" ||
-                                        check.profile == "isolation"));
+    const bool selected =
+        profile.empty() || check.profile == profile ||
+        (security && (check.profile == "versions" || check.profile == "isolation"));
     if (selected) out.push_back(&check);
   }
   return out;

@@ -40,7 +40,7 @@ struct CheckSpec {
   std::vector<std::string> evidence;  // evidence keys it reads
   std::string predicate;              // when it passes, in words
   std::string remediation;
-  std::string reproduce;    // one shell line that shows what the check saw
+  std::string reproduce;  // one shell line that shows what the check saw
   std::vector<std::string> links;
   std::string side_effect;  // empty: read-only
   std::optional<PublicCheck> public_check;

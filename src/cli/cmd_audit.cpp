@@ -4,16 +4,20 @@
 #include <memory>
 #include <ostream>
 
+#include "audit/audit_run.hpp"
 #include "audit/catalogue.hpp"
 #include "audit/catalogue_views.hpp"
 #include "cli/cli.hpp"
 #include "cli/common.hpp"
+#include "sys/file_system.hpp"
 
 namespace cmax::cli {
 namespace {
 
 struct AuditFlags {
   bool show = false;
+  bool show_minimums = false;
+  std::string minimums;  // empty: the built-in table
   audit::ShowOptions listing;
 };
 
@@ -37,7 +41,19 @@ Command SetupAuditCommand(CLI::App& parent) {
                   "With --show: text, markdown (the README's check table) or json (a catalogue)")
       ->check(CLI::IsMember({"text", "markdown", "json"}))
       ->capture_default_str();
+  app->add_flag("--show-minimums", o->show_minimums,
+                "Print the minimum-version table the versions checks grade against: its date, "
+                "age and SHA-256, each component's minimums by branch, its advisories");
+  app->add_option("--minimums", o->minimums,
+                  "A minimum-version table to use instead of the built-in one (JSON, schema "
+                  "cmax.audit-minimums/v1, like data/audit_minimums.json)");
   return {app, [o](Context& ctx) {
+            if (o->show_minimums) {
+              sys::LocalFileSystem fs;
+              SystemClock clock;
+              return PrintText(ctx, "cmax audit",
+                               audit::ShowMinimums(o->minimums, {.fs = &fs, .clock = &clock}));
+            }
             if (!o->show) {
               ctx.err << "cmax audit: this version lists the audit's checks (cmax audit --show) "
                          "but does not run them yet\n";

@@ -35,9 +35,8 @@ TEST(AuditCatalogue, TheBuiltinOneCoversThePublicAuditOnce) {
   EXPECT_EQ(*numbers.rbegin(), 61);
   // The public audit's profiles and how many of its checks each holds (its union of variants).
   const std::map<std::string, int> want = {
-      {"versions", 10},     {"isolation", 10}, {"hardware", 8},   {"software", 9},
-      {"containers", 5},    {"orchestration", 4}, {"networking", 5}, {"storage", 1},
-      {"health", 4},        {"access", 5}};
+      {"versions", 10},     {"isolation", 10}, {"hardware", 8}, {"software", 9}, {"containers", 5},
+      {"orchestration", 4}, {"networking", 5}, {"storage", 1},  {"health", 4},   {"access", 5}};
   EXPECT_EQ(public_per_profile, want);
   // What it collects or names but never grades, graded here.
   for (const char* own :
@@ -61,9 +60,9 @@ TEST(AuditCatalogue, SideEffectsAreDeclared) {
   for (const CheckSpec& check : AuditCatalogue::Builtin().Checks()) {
     if (!check.side_effect.empty()) with.insert(check.id);
   }
-  const std::set<std::string> want = {"hardware.vboost",         "containers.enroot-import",
+  const std::set<std::string> want = {"hardware.vboost",           "containers.enroot-import",
                                       "networking.nccl-topo-file", "storage.rwx",
-                                      "health.dcgm-diag",        "networking.outbound-internet"};
+                                      "health.dcgm-diag",          "networking.outbound-internet"};
   EXPECT_EQ(with, want);
 }
 
@@ -102,7 +101,8 @@ TEST(AuditCatalogue, RefusesABrokenCatalogue) {
   const json good = {{"schema", "cmax.audit-catalogue/v1"},
                      {"profiles", {{{"name", "access"}, {"title", "Access"}}}},
                      {"checks", {good_check}}};
-  ASSERT_TRUE(AuditCatalogue::Parse(good.dump())) << AuditCatalogue::Parse(good.dump()).error().message;
+  ASSERT_TRUE(AuditCatalogue::Parse(good.dump()))
+      << AuditCatalogue::Parse(good.dump()).error().message;
   struct Row {
     std::string change;
     json document;
@@ -114,13 +114,33 @@ TEST(AuditCatalogue, RefusesABrokenCatalogue) {
     return doc;
   };
   std::vector<Row> rows = {
-      {"schema", [&] { json d = good; d["schema"] = "cmax.audit-catalogue/v2"; return d; }(),
+      {"schema",
+       [&] {
+         json d = good;
+         d["schema"] = "cmax.audit-catalogue/v2";
+         return d;
+       }(),
        "schema"},
-      {"unknown root key", [&] { json d = good; d["chekcs"] = 1; return d; }(), "checks"},
-      {"no profiles", [&] { json d = good; d["profiles"] = json::array(); return d; }(),
+      {"unknown root key",
+       [&] {
+         json d = good;
+         d["chekcs"] = 1;
+         return d;
+       }(),
+       "checks"},
+      {"no profiles",
+       [&] {
+         json d = good;
+         d["profiles"] = json::array();
+         return d;
+       }(),
        "profiles"},
       {"profile named security",
-       [&] { json d = good; d["profiles"].push_back({{"name", "security"}, {"title", "x"}}); return d; }(),
+       [&] {
+         json d = good;
+         d["profiles"].push_back({{"name", "security"}, {"title", "x"}});
+         return d;
+       }(),
        "'security' is taken"},
       {"unknown check key", with_check([](json& c) { c["severty"] = "CONFIG"; }),
        "did you mean 'severity'"},
@@ -130,23 +150,39 @@ TEST(AuditCatalogue, RefusesABrokenCatalogue) {
       {"id outside its profile", with_check([](json& c) { c["id"] = "health.sudo"; }),
        "'access.NAME'"},
       {"unknown severity", with_check([](json& c) { c["severity"] = "HIGH"; }), "severity 'HIGH'"},
-      {"unknown target", with_check([](json& c) { c["targets"] = {"slurm", "k8s"}; }),
+      {"unknown target", with_check([](json& c) {
+         c["targets"] = {"slurm", "k8s"};
+       }),
        "target 'k8s'"},
-      {"target twice", with_check([](json& c) { c["targets"] = {"vm", "vm"}; }), "twice"},
+      {"target twice", with_check([](json& c) {
+         c["targets"] = {"vm", "vm"};
+       }),
+       "twice"},
       {"no targets", with_check([](json& c) { c["targets"] = json::array(); }), "\"targets\""},
       {"no evidence", with_check([](json& c) { c.erase("evidence"); }), "\"evidence\""},
       {"a link that is not a URL", with_check([](json& c) { c["links"] = {"see the docs"}; }),
        "not an http(s) URL"},
-      {"public number out of range",
-       with_check([](json& c) { c["public"]["number"] = 62; }), "[1, 61]"},
+      {"public number out of range", with_check([](json& c) { c["public"]["number"] = 62; }),
+       "[1, 61]"},
       {"public without key", with_check([](json& c) { c["public"].erase("key"); }), "\"key\""},
       {"a check that is not an object", with_check([](json& c) { c = "access.sudo"; }),
        "not an object"},
       {"duplicate id",
-       [&] { json d = good; d["checks"].push_back(good_check); d["checks"][1]["public"]["number"] = 1; return d; }(),
+       [&] {
+         json d = good;
+         d["checks"].push_back(good_check);
+         d["checks"][1]["public"]["number"] = 1;
+         return d;
+       }(),
        "id is taken"},
       {"duplicate public number",
-       [&] { json d = good; json c = good_check; c["id"] = "access.sudo2"; d["checks"].push_back(c); return d; }(),
+       [&] {
+         json d = good;
+         json c = good_check;
+         c["id"] = "access.sudo2";
+         d["checks"].push_back(c);
+         return d;
+       }(),
        "public number 52 is taken"},
   };
   for (const Row& row : rows) {

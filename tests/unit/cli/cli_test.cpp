@@ -315,6 +315,24 @@ TEST(Cli, HealthUsageErrors) {
             kExitUsage);
 }
 
+TEST(Cli, AuditListsItsChecksAndItsTable) {
+  const CliResult show = Cli({"audit", "--show", "storage"});
+  EXPECT_EQ(show.code, kExitOk) << show.err;
+  EXPECT_EQ(show.out.rfind("storage (2 checks): ", 0), 0U) << show.out;
+  const CliResult verbose = Cli({"-v", "audit", "--show", "access"});
+  EXPECT_NE(verbose.out.find("reproduce: sudo -n true"), std::string::npos) << verbose.out;
+  EXPECT_EQ(Cli({"audit", "--show", "securty"}).code, kExitUsage);
+  EXPECT_EQ(Cli({"audit", "--show", "--format", "yaml"}).code, kExitUsage);
+  const CliResult not_yet = Cli({"audit"});
+  EXPECT_EQ(not_yet.code, kExitUsage);
+  EXPECT_NE(not_yet.err.find("does not run them yet"), std::string::npos) << not_yet.err;
+  const CliResult table = Cli({"audit", "--show-minimums"});
+  EXPECT_EQ(table.code, kExitOk) << table.err;
+  EXPECT_NE(table.out.find("nvidia-driver (by branch"), std::string::npos) << table.out;
+  EXPECT_EQ(Cli({"audit", "--show-minimums", "--minimums", "/no/such/table.json"}).code,
+            kExitUsage);
+}
+
 TEST(Cli, CmaxDbEnvironmentVariableSelectsTheStore) {
   testing::TempDir dir;
   const std::string db = dir.File("from-env.db");

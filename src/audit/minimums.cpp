@@ -1,0 +1,426 @@
+#include "audit/minimums.hpp"
+
+#include <algorithm>
+#include <charconv>
+#include <cstdlib>
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <utility>
+
+#include "core/keys.hpp"
+#include "core/sha256.hpp"
+#include "core/strings.hpp"
+#include "core/version.hpp"
+
+namespace cmax::audit {
+
+// Generated at build time from data/audit_minimums.json (src/CMakeLists.txt).
+extern const char* const kBuiltinAuditMinimums;
+
+namespace {
+
+using Json = nlohmann::json;
+
+constexpr int kMaxDays = 366;
+constexpr auto kDay = std::chrono::hours(24);
+
+const std::vector<std::string_view> kRootKeys = {"schema",     "generated",    "note",
+                                                 "grace_days", "max_age_days", "components"};
+const std::vector<std::string_view> kComponentKeys = {"select",     "unlisted", "minimums",
+                                                      "available",  "advisories", "cves"};
+
+Error Bad(std::string_view where, std::string_view what) {
+  return Error{ErrorCode::kInvalidArgument,
+               "minimum table: " + std::string(where) + ": " + std::string(what)};
+}
+
+// A release-candidate suffix ("1.5.0-rc.3", "2.0.0-beta1") sorts before its release, as in
+// semantic versioning; Debian's ordering does that for '~'. A Debian revision ("-0ubuntu3")
+// starts with a digit and stays one.
+std::string Comparable(std::string_view text) {
+  std::string out(text);
+  const size_t dash = out.find('-');
+  if (dash != std::string::npos && dash + 1 < out.size() &&
+      ((out[dash + 1] >= 'a' && out[dash + 1] <= 'z') ||
+       (out[dash + 1] >= 'A' && out[dash + 1] <= 'Z'))) {
+    out[dash] = '~';
+  }
+  return out;
+}
+
+std::optional<Version> VersionOf(std::string_view text) {
+  auto version = ParseVersion(Comparable(text));
+  if (!version) return std::nullopt;
+  return *version;
+}
+
+std::vector<std::string_view> Fields(std::string_view upstream) {
+  std::vector<std::string_view> out;
+  while (true) {
+    const size_t dot = upstream.find('.');
+    out.push_back(upstream.substr(0, dot));
+    if (dot == std::string_view::npos) return out;
+    upstream.remove_prefix(dot + 1);
+  }
+}
+
+bool AllDigits(std::string_view text) {
+  return !text.empty() && std::all_of(text.begin(), text.end(),
+                                      [](char c) { return c >= '0' && c <= '9'; });
+}
+
+// The leading digits of a field ("4702" of "4702", "1" of "1rc2").
+std::optional<uint64_t> LeadingNumber(std::string_view field) {
+  uint64_t value = 0;
+  const auto [end, ec] = std::from_chars(field.data(), field.data() + field.size(), value);
+  if (ec != std::errc() || end == field.data()) return std::nullopt;
+  return value;
+}
+
+// The selector of a version for its component's kind: "*", "570", "1.3", "28".
+std::optional<std::string> SelectorOf(MinimumSelect select, const Version& version) {
+  const std::vector<std::string_view> fields = Fields(version.upstream);
+  switch (select) {
+    case MinimumSelect::kWhole: return "*";
+    case MinimumSelect::kMajor:
+    case MinimumSelect::kTrain: {
+      const auto major = LeadingNumber(fields[0]);
+      if (!major) return std::nullopt;
+      return std::to_string(*major);
+    }
+    case MinimumSelect::kMajorMinor: {
+      if (fields.size() < 2) return std::nullopt;
+      const auto major = LeadingNumber(fields[0]);
+      const auto minor = LeadingNumber(fields[1]);
+      if (!major || !minor) return std::nullopt;
+      return fmt::format("{}.{}", *major, *minor);
+    }
+  }
+  return std::nullopt;
+}
+
+bool SelectorFits(MinimumSelect select, std::string_view selector) {
+  switch (select) {
+    case MinimumSelect::kWhole: return selector == "*";
+    case MinimumSelect::kMajor:
+    case MinimumSelect::kTrain: return AllDigits(selector);
+    case MinimumSelect::kMajorMinor: {
+      const size_t dot = selector.find('.');
+      return dot != std::string_view::npos && AllDigits(selector.substr(0, dot)) &&
+             AllDigits(selector.substr(dot + 1));
+    }
+  }
+  return false;
+}
+
+Result<std::vector<std::string>> StringList(const Json& object, const char* key,
+                                            std::string_view where) {
+  std::vector<std::string> out;
+  const auto it = object.find(key);
+  if (it == object.end()) return out;
+  if (!it->is_array()) return tl::unexpected(Bad(where, fmt::format("\"{}\" is not a list", key)));
+  for (const Json& value : *it) {
+    if (!value.is_string()) {
+      return tl::unexpected(Bad(where, fmt::format("\"{}\" holds a value that is not a string", key)));
+    }
+    out.push_back(value.get<std::string>());
+  }
+  return out;
+}
+
+Result<int> Days(const Json& root, const char* key, int fallback) {
+  const auto it = root.find(key);
+  if (it == root.end()) return fallback;
+  if (!it->is_number_integer() || it->get<int64_t>() < 0 || it->get<int64_t>() > kMaxDays) {
+    return tl::unexpected(
+        Bad("the document", fmt::format("\"{}\" must be a whole number of days in [0, {}]", key,
+                                        kMaxDays)));
+  }
+  return it->get<int>();
+}
+
+Result<ComponentMinimums> ParseComponent(const Json& value, const std::string& where) {
+  if (!value.is_object()) return tl::unexpected(Bad(where, "not an object"));
+  for (const auto& item : value.items()) {
+    if (std::find(kComponentKeys.begin(), kComponentKeys.end(), item.key()) ==
+        kComponentKeys.end()) {
+      return tl::unexpected(UnknownKey("minimum table " + where, item.key(), 0, kComponentKeys));
+    }
+  }
+  ComponentMinimums out;
+  const std::string select = value.value("select", std::string());
+  if (select == "whole") {
+    out.select = MinimumSelect::kWhole;
+  } else if (select == "major") {
+    out.select = MinimumSelect::kMajor;
+  } else if (select == "major.minor") {
+    out.select = MinimumSelect::kMajorMinor;
+  } else if (select == "train") {
+    out.select = MinimumSelect::kTrain;
+  } else {
+    return tl::unexpected(Bad(where, "\"select\" must be whole, major, major.minor or train"));
+  }
+  if (value.contains("unlisted")) {
+    const Json& unlisted = value["unlisted"];
+    if (unlisted == "unknown") {
+      out.unlisted = UnlistedBranch::kUnknown;
+    } else if (unlisted == "fail") {
+      out.unlisted = UnlistedBranch::kFail;
+    } else {
+      return tl::unexpected(Bad(where, "\"unlisted\" must be unknown or fail"));
+    }
+  }
+  const auto minimums = value.find("minimums");
+  if (minimums == value.end() || !minimums->is_object() || minimums->empty()) {
+    return tl::unexpected(Bad(where, "\"minimums\" must be an object, not empty"));
+  }
+  for (const auto& [selector, minimum] : minimums->items()) {
+    if (!SelectorFits(out.select, selector)) {
+      return tl::unexpected(Bad(where, fmt::format("selector '{}' does not fit select {}",
+                                                   SanitizeUtf8(selector), select)));
+    }
+    const bool valid = minimum.is_string() &&
+                       (out.select == MinimumSelect::kTrain
+                            ? AllDigits(minimum.get_ref<const std::string&>())
+                            : VersionOf(minimum.get_ref<const std::string&>()).has_value());
+    if (!valid) {
+      return tl::unexpected(Bad(where, fmt::format("the minimum of '{}' is not a {}",
+                                                   SanitizeUtf8(selector),
+                                                   out.select == MinimumSelect::kTrain
+                                                       ? "number"
+                                                       : "version")));
+    }
+    out.minimums[selector] = minimum.get<std::string>();
+  }
+  if (value.contains("available")) {
+    const Json& available = value["available"];
+    if (!available.is_object()) return tl::unexpected(Bad(where, "\"available\" is not an object"));
+    for (const auto& [selector, date] : available.items()) {
+      if (!out.minimums.contains(selector)) {
+        return tl::unexpected(Bad(where, fmt::format("\"available\" names '{}', which has no minimum",
+                                                     SanitizeUtf8(selector))));
+      }
+      auto when = date.is_string() ? ParseIso8601(date.get<std::string>() + "T00:00:00Z")
+                                   : Result<WallTime>(Fail(ErrorCode::kInvalidArgument, "x"));
+      if (!when) {
+        return tl::unexpected(
+            Bad(where, fmt::format("the date of '{}' is not YYYY-MM-DD", SanitizeUtf8(selector))));
+      }
+      out.available[selector] = *when;
+    }
+  }
+  auto advisories = StringList(value, "advisories", where);
+  if (!advisories) return tl::unexpected(advisories.error());
+  out.advisories = std::move(*advisories);
+  auto cves = StringList(value, "cves", where);
+  if (!cves) return tl::unexpected(cves.error());
+  out.cves = std::move(*cves);
+  return out;
+}
+
+std::string DateOf(WallTime time) {
+  return FormatIso8601(time).substr(0, 10);
+}
+
+}  // namespace
+
+Result<MinimumTable> MinimumTable::Parse(std::string_view json) {
+  const Json root = Json::parse(json, nullptr, /*allow_exceptions=*/false);
+  if (root.is_discarded() || !root.is_object()) {
+    return tl::unexpected(Bad("the document", "not a JSON object"));
+  }
+  for (const auto& item : root.items()) {
+    if (std::find(kRootKeys.begin(), kRootKeys.end(), item.key()) == kRootKeys.end()) {
+      return tl::unexpected(UnknownKey("minimum table", item.key(), 0, kRootKeys));
+    }
+  }
+  if (!root.contains("schema") || root["schema"] != "cmax.audit-minimums/v1") {
+    return tl::unexpected(Bad("the document", "schema must be \"cmax.audit-minimums/v1\""));
+  }
+  MinimumTable table;
+  table.sha256_ = Sha256Hex(json);
+  const auto generated = root.find("generated");
+  auto when = generated != root.end() && generated->is_string()
+                  ? ParseIso8601(generated->get<std::string>())
+                  : Result<WallTime>(Fail(ErrorCode::kInvalidArgument, "missing"));
+  if (!when) {
+    return tl::unexpected(Bad("the document", "\"generated\" must be an ISO 8601 UTC time"));
+  }
+  table.generated_ = *when;
+  auto grace = Days(root, "grace_days", 3);
+  if (!grace) return tl::unexpected(grace.error());
+  table.grace_days_ = *grace;
+  auto max_age = Days(root, "max_age_days", 10);
+  if (!max_age) return tl::unexpected(max_age.error());
+  table.max_age_days_ = *max_age;
+  const auto components = root.find("components");
+  if (components == root.end() || !components->is_object() || components->empty()) {
+    return tl::unexpected(Bad("the document", "\"components\" must be an object, not empty"));
+  }
+  for (const auto& [name, value] : components->items()) {
+    auto component = ParseComponent(value, "component '" + SanitizeUtf8(name) + "'");
+    if (!component) return tl::unexpected(component.error());
+    table.components_[name] = std::move(*component);
+  }
+  return table;
+}
+
+const MinimumTable& MinimumTable::Builtin() {
+  static const MinimumTable kTable = [] {
+    auto parsed = Parse(kBuiltinAuditMinimums);
+    // The built-in file is checked by the tests; a build with a broken one is a broken build.
+    if (!parsed) std::abort();
+    return std::move(*parsed);
+  }();
+  return kTable;
+}
+
+const ComponentMinimums* MinimumTable::Find(std::string_view component) const {
+  const auto it = components_.find(component);
+  return it == components_.end() ? nullptr : &it->second;
+}
+
+std::string MinimumTable::AgeNotice(WallTime now) const {
+  if (generated_ > now + kDay) {
+    return fmt::format(
+        "the minimum-version table is dated in the future ({}): the clock or the table is wrong; "
+        "versions are not graded against it",
+        DateOf(generated_));
+  }
+  const auto age_days = std::chrono::duration_cast<std::chrono::hours>(now - generated_).count() / 24;
+  if (age_days <= max_age_days_) return {};
+  return fmt::format(
+      "the minimum-version table is {} days old (generated {}; older than {} days): fixes "
+      "published since are missing from it; give a newer one with --minimums FILE",
+      age_days, DateOf(generated_), max_age_days_);
+}
+
+VersionGrade GradeVersion(const MinimumTable& table, std::string_view component,
+                          std::string_view observed, WallTime now) {
+  VersionGrade grade;
+  if (table.Generated() > now + kDay) {
+    grade.reason = table.AgeNotice(now);
+    return grade;
+  }
+  const ComponentMinimums* entry = table.Find(component);
+  if (entry == nullptr) {
+    grade.reason = fmt::format("the minimum table has no entry for {}", component);
+    return grade;
+  }
+  const std::string shown = SanitizeUtf8(observed.substr(0, 80));
+  const auto version = VersionOf(observed);
+  const auto selector = version ? SelectorOf(entry->select, *version) : std::nullopt;
+  if (!version || !selector) {
+    grade.reason = fmt::format("'{}' is not a version cmax understands", shown);
+    return grade;
+  }
+  const auto compare_selectors = [](std::string_view a, std::string_view b) {
+    return CompareVersionPart(a, b) < 0;
+  };
+  std::string held_to = *selector;
+  auto it = entry->minimums.find(*selector);
+  if (it == entry->minimums.end()) {
+    std::vector<std::string_view> listed;
+    for (const auto& [name, minimum] : entry->minimums) listed.push_back(name);
+    std::sort(listed.begin(), listed.end(), compare_selectors);
+    if (compare_selectors(listed.back(), *selector)) {
+      grade.status = CheckStatus::kPass;
+      grade.reason = fmt::format("{} is on branch {}, newer than every branch the table lists "
+                                 "(the newest: {})",
+                                 shown, *selector, listed.back());
+      return grade;
+    }
+    if (entry->unlisted == UnlistedBranch::kUnknown) {
+      grade.reason = fmt::format("the table lists no minimum for branch {} of {}", *selector,
+                                 component);
+      return grade;
+    }
+    const auto next = std::find_if(listed.begin(), listed.end(), [&](std::string_view name) {
+      return compare_selectors(*selector, name);
+    });
+    held_to = std::string(*next);
+    it = entry->minimums.find(held_to);
+  }
+  grade.minimum = it->second;
+  int cmp = 0;
+  if (entry->select == MinimumSelect::kTrain) {
+    const auto patch = LeadingNumber(Fields(version->upstream).back());
+    if (!patch) {
+      grade.reason = fmt::format("'{}' has no patch number to compare", shown);
+      return grade;
+    }
+    const uint64_t minimum = std::strtoull(it->second.c_str(), nullptr, 10);
+    cmp = *patch < minimum ? -1 : 0;
+  } else {
+    cmp = CompareVersions(*version, *VersionOf(it->second));
+  }
+  if (held_to != *selector) {
+    grade.status = CheckStatus::kFail;
+    grade.reason = fmt::format("{} is on branch {}, which no fix covers; the next maintained "
+                               "branch, {}, needs {}",
+                               shown, *selector, held_to, it->second);
+    return grade;
+  }
+  if (cmp >= 0) {
+    grade.status = CheckStatus::kPass;
+    grade.reason = fmt::format("{} is at or above the minimum {}", shown, it->second);
+    return grade;
+  }
+  const auto available = entry->available.find(held_to);
+  if (available != entry->available.end()) {
+    const WallTime enforced = available->second + kDay * table.GraceDays();
+    if (now < available->second) {
+      grade.status = CheckStatus::kPass;
+      grade.reason = fmt::format("{} is below {}, a minimum not in effect until its fix is "
+                                 "available ({})",
+                                 shown, it->second, DateOf(available->second));
+      return grade;
+    }
+    if (now < enforced) {
+      grade.status = CheckStatus::kWarn;
+      grade.reason = fmt::format("{} is below the minimum {}: in the grace period since the fix "
+                                 "became available on {}; a failure from {}",
+                                 shown, it->second, DateOf(available->second), DateOf(enforced));
+      return grade;
+    }
+  }
+  grade.status = CheckStatus::kFail;
+  grade.reason = fmt::format("{} is below the minimum {}", shown, it->second);
+  return grade;
+}
+
+std::string MinimumTableText(const MinimumTable& table, WallTime now) {
+  std::string out = fmt::format("minimum-version table generated {} (sha256 {})\n",
+                                FormatIso8601(table.Generated()), table.Sha256());
+  if (const std::string notice = table.AgeNotice(now); !notice.empty()) {
+    out += "NOTE: " + notice + "\n";
+  }
+  out += fmt::format("grace period {} days after a fix becomes available; older than {} days is "
+                     "said loudly\n",
+                     table.GraceDays(), table.MaxAgeDays());
+  static constexpr std::string_view kSelect[] = {"one minimum", "by branch",
+                                                 "by major.minor branch", "by firmware train"};
+  for (const auto& [name, component] : table.Components()) {
+    out += fmt::format("{} ({}", name, kSelect[static_cast<int>(component.select)]);
+    if (component.select != MinimumSelect::kWhole) {
+      out += component.unlisted == UnlistedBranch::kFail
+                 ? "; an unlisted older branch fails against the next one"
+                 : "; an unlisted older branch is UNKNOWN";
+    }
+    out += ")\n";
+    for (const auto& [selector, minimum] : component.minimums) {
+      out += selector == "*" ? fmt::format("  >= {}", minimum)
+                             : fmt::format("  {:<8} >= {}", selector, minimum);
+      if (const auto it = component.available.find(selector); it != component.available.end()) {
+        out += "  (fix available " + DateOf(it->second) + ")";
+      }
+      out += "\n";
+    }
+    for (const std::string& cve : component.cves) out += "  " + cve + "\n";
+    for (const std::string& link : component.advisories) out += "  " + link + "\n";
+  }
+  return out;
+}
+
+}  // namespace cmax::audit

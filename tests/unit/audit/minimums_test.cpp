@@ -1,0 +1,201 @@
+// The minimum-version table: grading a version by its component's kind of release line (a table
+// of cases, on a table written here with values unlike the shipped one, so that nothing passes
+// by being hard-coded), the grace period, the table's age, and a broken table refused.
+#include "audit/minimums.hpp"
+
+#include <functional>
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "core/sha256.hpp"
+
+namespace cmax::audit {
+namespace {
+
+using nlohmann::json;
+
+WallTime At(const char* iso) {
+  return *ParseIso8601(iso);
+}
+
+const json kTable = {
+    {"schema", "cmax.audit-minimums/v1"},
+    {"generated", "2026-10-01T00:00:00Z"},
+    {"grace_days", 3},
+    {"max_age_days", 10},
+    {"components",
+     {{"driver", {{"select", "major"}, {"minimums", {{"550", "550.90.01"}, {"570", "570.200.10"}}}}},
+      {"runc",
+       {{"select", "major.minor"},
+        {"unlisted", "fail"},
+        {"minimums", {{"1.1", "1.1.20"}, {"1.3", "1.3.9"}, {"1.5", "1.5.0-rc.4"}}}}},
+      {"firmware", {{"select", "train"}, {"minimums", {{"28", "5000"}, {"32", "2000"}}}}},
+      {"ctk",
+       {{"select", "whole"},
+        {"minimums", {{"*", "1.20.0"}}},
+        {"available", {{"*", "2026-10-10"}}}}}}}};
+
+TEST(GradeVersion, HoldsEachVersionToItsReleaseLine) {
+  auto table = MinimumTable::Parse(kTable.dump());
+  ASSERT_TRUE(table) << table.error().message;
+  const WallTime now = At("2026-10-05T12:00:00Z");
+  struct Case {
+    const char* component;
+    const char* observed;
+    CheckStatus want;
+    const char* minimum;
+  };
+  const std::vector<Case> cases = {
+      // a driver branch: its own minimum; newer than every branch passes; others are unknown
+      {"driver", "570.200.10", CheckStatus::kPass, "570.200.10"},
+      {"driver", "570.211.01", CheckStatus::kPass, "570.200.10"},
+      {"driver", "570.86.15", CheckStatus::kFail, "570.200.10"},
+      {"driver", "550.90.01", CheckStatus::kPass, "550.90.01"},
+      {"driver", "550.54.15", CheckStatus::kFail, "550.90.01"},
+      {"driver", "595.10.01", CheckStatus::kPass, ""},
+      {"driver", "560.35.03", CheckStatus::kUnknown, ""},
+      {"driver", "535.309.01", CheckStatus::kUnknown, ""},
+      // runc: per major.minor; a release candidate below its release; an unmaintained branch
+      // is held to the next one
+      {"runc", "1.3.9", CheckStatus::kPass, "1.3.9"},
+      {"runc", "1.3.10", CheckStatus::kPass, "1.3.9"},
+      {"runc", "1.3.8", CheckStatus::kFail, "1.3.9"},
+      {"runc", "v1.1.20", CheckStatus::kPass, "1.1.20"},
+      {"runc", "1.1.12-0ubuntu3", CheckStatus::kFail, "1.1.20"},
+      {"runc", "1.1.20-0ubuntu1", CheckStatus::kPass, "1.1.20"},
+      {"runc", "1.5.0-rc.4", CheckStatus::kPass, "1.5.0-rc.4"},
+      {"runc", "1.5.0-rc.5", CheckStatus::kPass, "1.5.0-rc.4"},
+      {"runc", "1.5.0", CheckStatus::kPass, "1.5.0-rc.4"},
+      {"runc", "1.5.0-rc.3", CheckStatus::kFail, "1.5.0-rc.4"},
+      {"runc", "1.2.99", CheckStatus::kFail, "1.3.9"},
+      {"runc", "1.0.0", CheckStatus::kFail, "1.1.20"},
+      {"runc", "1.6.0", CheckStatus::kPass, ""},
+      // firmware: the train's patch
+      {"firmware", "28.43.5000", CheckStatus::kPass, "5000"},
+      {"firmware", "28.39.4999", CheckStatus::kFail, "5000"},
+      {"firmware", "32.41.2100", CheckStatus::kPass, "2000"},
+      {"firmware", "30.1.1", CheckStatus::kUnknown, ""},
+      {"firmware", "40.1.1", CheckStatus::kPass, ""},
+      // one minimum, with its fix not available yet: not in effect
+      {"ctk", "1.19.9", CheckStatus::kPass, "1.20.0"},
+      {"ctk", "1:1.20.1", CheckStatus::kPass, "1.20.0"},
+      // what cannot be graded
+      {"docker", "29.7.0", CheckStatus::kUnknown, ""},
+      {"driver", "not a version", CheckStatus::kUnknown, ""},
+      {"driver", "", CheckStatus::kUnknown, ""},
+      {"runc", "1", CheckStatus::kUnknown, ""},
+      {"runc", "runc version \"1.3.9\"", CheckStatus::kUnknown, ""},
+  };
+  for (const Case& c : cases) {
+    const VersionGrade grade = GradeVersion(*table, c.component, c.observed, now);
+    EXPECT_EQ(grade.status, c.want) << c.component << " " << c.observed << ": " << grade.reason;
+    EXPECT_EQ(grade.minimum, c.minimum) << c.component << " " << c.observed;
+    EXPECT_FALSE(grade.reason.empty());
+  }
+  EXPECT_NE(GradeVersion(*table, "runc", "1.2.99", now).reason.find("next maintained branch, 1.3"),
+            std::string::npos);
+}
+
+TEST(GradeVersion, AFixGetsItsGracePeriodThenFails) {
+  auto table = MinimumTable::Parse(kTable.dump());
+  ASSERT_TRUE(table);
+  const auto at = [&](const char* when) {
+    return GradeVersion(*table, "ctk", "1.19.9", At(when));
+  };
+  EXPECT_EQ(at("2026-10-09T23:59:00Z").status, CheckStatus::kPass);  // not available yet
+  EXPECT_EQ(at("2026-10-10T00:00:00Z").status, CheckStatus::kWarn);  // day 0 of the grace
+  const VersionGrade in_grace = at("2026-10-12T12:00:00Z");
+  EXPECT_EQ(in_grace.status, CheckStatus::kWarn);
+  EXPECT_NE(in_grace.reason.find("a failure from 2026-10-13"), std::string::npos)
+      << in_grace.reason;
+  EXPECT_EQ(at("2026-10-13T00:00:00Z").status, CheckStatus::kFail);
+  EXPECT_EQ(at("2026-10-13T00:00:00Z").minimum, "1.20.0");
+}
+
+TEST(MinimumTable, SaysWhenItIsOldOrFromTheFuture) {
+  auto table = MinimumTable::Parse(kTable.dump());
+  ASSERT_TRUE(table);
+  EXPECT_EQ(table->AgeNotice(At("2026-10-11T00:00:00Z")), "");
+  const std::string old = table->AgeNotice(At("2026-10-12T01:00:00Z"));
+  EXPECT_NE(old.find("11 days old (generated 2026-10-01; older than 10 days)"), std::string::npos)
+      << old;
+  const WallTime before = At("2026-09-29T00:00:00Z");
+  EXPECT_NE(table->AgeNotice(before).find("dated in the future (2026-10-01)"), std::string::npos);
+  // A table from the future grades nothing.
+  const VersionGrade grade = GradeVersion(*table, "driver", "570.211.01", before);
+  EXPECT_EQ(grade.status, CheckStatus::kUnknown);
+  EXPECT_EQ(table->Sha256(), Sha256Hex(kTable.dump()));
+}
+
+TEST(MinimumTable, TheBuiltinOneIsThePublicTablesValues) {
+  const MinimumTable& table = MinimumTable::Builtin();
+  EXPECT_EQ(FormatIso8601(table.Generated()).substr(0, 10), "2026-09-25");
+  EXPECT_EQ(table.Sha256().size(), 64U);
+  for (const char* component :
+       {"nvidia-driver", "nvidia-container-toolkit", "cuda-toolkit", "docker", "runc",
+        "connectx-firmware", "dcgm", "dcgm-exporter"}) {
+    EXPECT_NE(table.Find(component), nullptr) << component;
+  }
+  const WallTime now = At("2026-09-28T00:00:00Z");
+  EXPECT_EQ(GradeVersion(table, "nvidia-driver", "580.159.03", now).status, CheckStatus::kPass);
+  EXPECT_EQ(GradeVersion(table, "nvidia-driver", "580.95.05", now).status, CheckStatus::kFail);
+  EXPECT_EQ(GradeVersion(table, "runc", "1.1.12", now).status, CheckStatus::kFail);
+  EXPECT_EQ(GradeVersion(table, "cuda-toolkit", "12.8", now).status, CheckStatus::kFail);
+  EXPECT_EQ(GradeVersion(table, "cuda-toolkit", "13.1", now).status, CheckStatus::kPass);
+}
+
+TEST(MinimumTable, RefusesABrokenTable) {
+  struct Row {
+    std::string change;
+    json document;
+    std::string says;
+  };
+  const auto changed = [](const std::function<void(json&)>& change) {
+    json doc = kTable;
+    change(doc);
+    return doc;
+  };
+  const std::vector<Row> rows = {
+      {"schema", changed([](json& d) { d["schema"] = "v2"; }), "schema"},
+      {"unknown key", changed([](json& d) { d["grace_dys"] = 1; }), "did you mean 'grace_days'"},
+      {"bad date", changed([](json& d) { d["generated"] = "yesterday"; }), "\"generated\""},
+      {"negative grace", changed([](json& d) { d["grace_days"] = -1; }), "grace_days"},
+      {"no components", changed([](json& d) { d["components"] = json::object(); }),
+       "\"components\""},
+      {"unknown select", changed([](json& d) { d["components"]["driver"]["select"] = "minor"; }),
+       "\"select\""},
+      {"unknown unlisted",
+       changed([](json& d) { d["components"]["driver"]["unlisted"] = "pass"; }), "\"unlisted\""},
+      {"selector of another kind",
+       changed([](json& d) { d["components"]["runc"]["minimums"]["1"] = "1.0.0"; }),
+       "selector '1' does not fit"},
+      {"minimum not a version",
+       changed([](json& d) { d["components"]["driver"]["minimums"]["550"] = "latest"; }),
+       "not a version"},
+      {"train minimum not a number",
+       changed([](json& d) { d["components"]["firmware"]["minimums"]["28"] = "28.1.1"; }),
+       "not a number"},
+      {"availability of no minimum",
+       changed([](json& d) { d["components"]["ctk"]["available"] = {{"1.2", "2026-01-01"}}; }),
+       "has no minimum"},
+      {"availability not a date",
+       changed([](json& d) { d["components"]["ctk"]["available"]["*"] = "soon"; }),
+       "YYYY-MM-DD"},
+      {"unknown component key",
+       changed([](json& d) { d["components"]["ctk"]["minimum"] = "1.0"; }),
+       "did you mean 'minimums'"},
+  };
+  for (const Row& row : rows) {
+    auto parsed = MinimumTable::Parse(row.document.dump());
+    ASSERT_FALSE(parsed) << row.change;
+    EXPECT_EQ(parsed.error().code, ErrorCode::kInvalidArgument) << row.change;
+    EXPECT_NE(parsed.error().message.find(row.says), std::string::npos)
+        << row.change << ": " << parsed.error().message;
+  }
+  EXPECT_FALSE(MinimumTable::Parse("{"));
+}
+
+}  // namespace
+}  // namespace cmax::audit
