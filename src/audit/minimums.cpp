@@ -27,8 +27,8 @@ constexpr auto kDay = std::chrono::hours(24);
 
 const std::vector<std::string_view> kRootKeys = {"schema",     "generated",    "note",
                                                  "grace_days", "max_age_days", "components"};
-const std::vector<std::string_view> kComponentKeys = {"select",     "unlisted", "minimums",
-                                                      "available",  "advisories", "cves"};
+const std::vector<std::string_view> kComponentKeys = {"select",    "unlisted",   "minimums",
+                                                      "available", "advisories", "cves"};
 
 Error Bad(std::string_view where, std::string_view what) {
   return Error{ErrorCode::kInvalidArgument,
@@ -66,8 +66,8 @@ std::vector<std::string_view> Fields(std::string_view upstream) {
 }
 
 bool AllDigits(std::string_view text) {
-  return !text.empty() && std::all_of(text.begin(), text.end(),
-                                      [](char c) { return c >= '0' && c <= '9'; });
+  return !text.empty() &&
+         std::all_of(text.begin(), text.end(), [](char c) { return c >= '0' && c <= '9'; });
 }
 
 // The leading digits of a field ("4702" of "4702", "1" of "1rc2").
@@ -122,7 +122,8 @@ Result<std::vector<std::string>> StringList(const Json& object, const char* key,
   if (!it->is_array()) return tl::unexpected(Bad(where, fmt::format("\"{}\" is not a list", key)));
   for (const Json& value : *it) {
     if (!value.is_string()) {
-      return tl::unexpected(Bad(where, fmt::format("\"{}\" holds a value that is not a string", key)));
+      return tl::unexpected(
+          Bad(where, fmt::format("\"{}\" holds a value that is not a string", key)));
     }
     out.push_back(value.get<std::string>());
   }
@@ -134,8 +135,8 @@ Result<int> Days(const Json& root, const char* key, int fallback) {
   if (it == root.end()) return fallback;
   if (!it->is_number_integer() || it->get<int64_t>() < 0 || it->get<int64_t>() > kMaxDays) {
     return tl::unexpected(
-        Bad("the document", fmt::format("\"{}\" must be a whole number of days in [0, {}]", key,
-                                        kMaxDays)));
+        Bad("the document",
+            fmt::format("\"{}\" must be a whole number of days in [0, {}]", key, kMaxDays)));
   }
   return it->get<int>();
 }
@@ -180,16 +181,14 @@ Result<ComponentMinimums> ParseComponent(const Json& value, const std::string& w
       return tl::unexpected(Bad(where, fmt::format("selector '{}' does not fit select {}",
                                                    SanitizeUtf8(selector), select)));
     }
-    const bool valid = minimum.is_string() &&
-                       (out.select == MinimumSelect::kTrain
-                            ? AllDigits(minimum.get_ref<const std::string&>())
-                            : VersionOf(minimum.get_ref<const std::string&>()).has_value());
+    const bool valid =
+        minimum.is_string() && (out.select == MinimumSelect::kTrain
+                                    ? AllDigits(minimum.get_ref<const std::string&>())
+                                    : VersionOf(minimum.get_ref<const std::string&>()).has_value());
     if (!valid) {
-      return tl::unexpected(Bad(where, fmt::format("the minimum of '{}' is not a {}",
-                                                   SanitizeUtf8(selector),
-                                                   out.select == MinimumSelect::kTrain
-                                                       ? "number"
-                                                       : "version")));
+      return tl::unexpected(
+          Bad(where, fmt::format("the minimum of '{}' is not a {}", SanitizeUtf8(selector),
+                                 out.select == MinimumSelect::kTrain ? "number" : "version")));
     }
     out.minimums[selector] = minimum.get<std::string>();
   }
@@ -198,8 +197,9 @@ Result<ComponentMinimums> ParseComponent(const Json& value, const std::string& w
     if (!available.is_object()) return tl::unexpected(Bad(where, "\"available\" is not an object"));
     for (const auto& [selector, date] : available.items()) {
       if (!out.minimums.contains(selector)) {
-        return tl::unexpected(Bad(where, fmt::format("\"available\" names '{}', which has no minimum",
-                                                     SanitizeUtf8(selector))));
+        return tl::unexpected(Bad(
+            where,
+            fmt::format("\"available\" names '{}', which has no minimum", SanitizeUtf8(selector))));
       }
       auto when = date.is_string() ? ParseIso8601(date.get<std::string>() + "T00:00:00Z")
                                    : Result<WallTime>(Fail(ErrorCode::kInvalidArgument, "x"));
@@ -288,7 +288,8 @@ std::string MinimumTable::AgeNotice(WallTime now) const {
         "versions are not graded against it",
         DateOf(generated_));
   }
-  const auto age_days = std::chrono::duration_cast<std::chrono::hours>(now - generated_).count() / 24;
+  const auto age_days =
+      std::chrono::duration_cast<std::chrono::hours>(now - generated_).count() / 24;
   if (age_days <= max_age_days_) return {};
   return fmt::format(
       "the minimum-version table is {} days old (generated {}; older than {} days): fixes "
@@ -326,14 +327,15 @@ VersionGrade GradeVersion(const MinimumTable& table, std::string_view component,
     std::sort(listed.begin(), listed.end(), compare_selectors);
     if (compare_selectors(listed.back(), *selector)) {
       grade.status = CheckStatus::kPass;
-      grade.reason = fmt::format("{} is on branch {}, newer than every branch the table lists "
-                                 "(the newest: {})",
-                                 shown, *selector, listed.back());
+      grade.reason = fmt::format(
+          "{} is on branch {}, newer than every branch the table lists "
+          "(the newest: {})",
+          shown, *selector, listed.back());
       return grade;
     }
     if (entry->unlisted == UnlistedBranch::kUnknown) {
-      grade.reason = fmt::format("the table lists no minimum for branch {} of {}", *selector,
-                                 component);
+      grade.reason =
+          fmt::format("the table lists no minimum for branch {} of {}", *selector, component);
       return grade;
     }
     const auto next = std::find_if(listed.begin(), listed.end(), [&](std::string_view name) {
@@ -357,9 +359,10 @@ VersionGrade GradeVersion(const MinimumTable& table, std::string_view component,
   }
   if (held_to != *selector) {
     grade.status = CheckStatus::kFail;
-    grade.reason = fmt::format("{} is on branch {}, which no fix covers; the next maintained "
-                               "branch, {}, needs {}",
-                               shown, *selector, held_to, it->second);
+    grade.reason = fmt::format(
+        "{} is on branch {}, which no fix covers; the next maintained "
+        "branch, {}, needs {}",
+        shown, *selector, held_to, it->second);
     return grade;
   }
   if (cmp >= 0) {
@@ -372,16 +375,18 @@ VersionGrade GradeVersion(const MinimumTable& table, std::string_view component,
     const WallTime enforced = available->second + kDay * table.GraceDays();
     if (now < available->second) {
       grade.status = CheckStatus::kPass;
-      grade.reason = fmt::format("{} is below {}, a minimum not in effect until its fix is "
-                                 "available ({})",
-                                 shown, it->second, DateOf(available->second));
+      grade.reason = fmt::format(
+          "{} is below {}, a minimum not in effect until its fix is "
+          "available ({})",
+          shown, it->second, DateOf(available->second));
       return grade;
     }
     if (now < enforced) {
       grade.status = CheckStatus::kWarn;
-      grade.reason = fmt::format("{} is below the minimum {}: in the grace period since the fix "
-                                 "became available on {}; a failure from {}",
-                                 shown, it->second, DateOf(available->second), DateOf(enforced));
+      grade.reason = fmt::format(
+          "{} is below the minimum {}: in the grace period since the fix "
+          "became available on {}; a failure from {}",
+          shown, it->second, DateOf(available->second), DateOf(enforced));
       return grade;
     }
   }
@@ -396,9 +401,10 @@ std::string MinimumTableText(const MinimumTable& table, WallTime now) {
   if (const std::string notice = table.AgeNotice(now); !notice.empty()) {
     out += "NOTE: " + notice + "\n";
   }
-  out += fmt::format("grace period {} days after a fix becomes available; older than {} days is "
-                     "said loudly\n",
-                     table.GraceDays(), table.MaxAgeDays());
+  out += fmt::format(
+      "grace period {} days after a fix becomes available; older than {} days is "
+      "said loudly\n",
+      table.GraceDays(), table.MaxAgeDays());
   static constexpr std::string_view kSelect[] = {"one minimum", "by branch",
                                                  "by major.minor branch", "by firmware train"};
   for (const auto& [name, component] : table.Components()) {

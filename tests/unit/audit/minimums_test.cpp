@@ -26,7 +26,8 @@ const json kTable = {
     {"grace_days", 3},
     {"max_age_days", 10},
     {"components",
-     {{"driver", {{"select", "major"}, {"minimums", {{"550", "550.90.01"}, {"570", "570.200.10"}}}}},
+     {{"driver",
+       {{"select", "major"}, {"minimums", {{"550", "550.90.01"}, {"570", "570.200.10"}}}}},
       {"runc",
        {{"select", "major.minor"},
         {"unlisted", "fail"},
@@ -101,9 +102,7 @@ TEST(GradeVersion, HoldsEachVersionToItsReleaseLine) {
 TEST(GradeVersion, AFixGetsItsGracePeriodThenFails) {
   auto table = MinimumTable::Parse(kTable.dump());
   ASSERT_TRUE(table);
-  const auto at = [&](const char* when) {
-    return GradeVersion(*table, "ctk", "1.19.9", At(when));
-  };
+  const auto at = [&](const char* when) { return GradeVersion(*table, "ctk", "1.19.9", At(when)); };
   EXPECT_EQ(at("2026-10-09T23:59:00Z").status, CheckStatus::kPass);  // not available yet
   EXPECT_EQ(at("2026-10-10T00:00:00Z").status, CheckStatus::kWarn);  // day 0 of the grace
   const VersionGrade in_grace = at("2026-10-12T12:00:00Z");
@@ -133,9 +132,8 @@ TEST(MinimumTable, TheBuiltinOneIsThePublicTablesValues) {
   const MinimumTable& table = MinimumTable::Builtin();
   EXPECT_EQ(FormatIso8601(table.Generated()).substr(0, 10), "2026-09-25");
   EXPECT_EQ(table.Sha256().size(), 64U);
-  for (const char* component :
-       {"nvidia-driver", "nvidia-container-toolkit", "cuda-toolkit", "docker", "runc",
-        "connectx-firmware", "dcgm", "dcgm-exporter"}) {
+  for (const char* component : {"nvidia-driver", "nvidia-container-toolkit", "cuda-toolkit",
+                                "docker", "runc", "connectx-firmware", "dcgm", "dcgm-exporter"}) {
     EXPECT_NE(table.Find(component), nullptr) << component;
   }
   const WallTime now = At("2026-09-28T00:00:00Z");
@@ -166,8 +164,8 @@ TEST(MinimumTable, RefusesABrokenTable) {
        "\"components\""},
       {"unknown select", changed([](json& d) { d["components"]["driver"]["select"] = "minor"; }),
        "\"select\""},
-      {"unknown unlisted",
-       changed([](json& d) { d["components"]["driver"]["unlisted"] = "pass"; }), "\"unlisted\""},
+      {"unknown unlisted", changed([](json& d) { d["components"]["driver"]["unlisted"] = "pass"; }),
+       "\"unlisted\""},
       {"selector of another kind",
        changed([](json& d) { d["components"]["runc"]["minimums"]["1"] = "1.0.0"; }),
        "selector '1' does not fit"},
@@ -177,14 +175,13 @@ TEST(MinimumTable, RefusesABrokenTable) {
       {"train minimum not a number",
        changed([](json& d) { d["components"]["firmware"]["minimums"]["28"] = "28.1.1"; }),
        "not a number"},
-      {"availability of no minimum",
-       changed([](json& d) { d["components"]["ctk"]["available"] = {{"1.2", "2026-01-01"}}; }),
+      {"availability of no minimum", changed([](json& d) {
+         d["components"]["ctk"]["available"] = {{"1.2", "2026-01-01"}};
+       }),
        "has no minimum"},
       {"availability not a date",
-       changed([](json& d) { d["components"]["ctk"]["available"]["*"] = "soon"; }),
-       "YYYY-MM-DD"},
-      {"unknown component key",
-       changed([](json& d) { d["components"]["ctk"]["minimum"] = "1.0"; }),
+       changed([](json& d) { d["components"]["ctk"]["available"]["*"] = "soon"; }), "YYYY-MM-DD"},
+      {"unknown component key", changed([](json& d) { d["components"]["ctk"]["minimum"] = "1.0"; }),
        "did you mean 'minimums'"},
   };
   for (const Row& row : rows) {

@@ -30,7 +30,8 @@ TEST(Sha256, PiecesOfAnySizeGiveTheSameDigest) {
   const std::string whole = Sha256Hex(data);
   for (size_t piece = 1; piece <= 130; ++piece) {
     Sha256 sha;
-    for (size_t at = 0; at < data.size(); at += piece) sha.Update(std::string_view(data).substr(at, piece));
+    for (size_t at = 0; at < data.size(); at += piece)
+      sha.Update(std::string_view(data).substr(at, piece));
     std::string hex;
     for (const uint8_t byte : sha.Finish()) hex += fmt::format("{:02x}", byte);
     EXPECT_EQ(hex, whole) << piece;

@@ -1,0 +1,509 @@
+#include "audit/grading.hpp"
+
+#include <algorithm>
+#include <fmt/format.h>
+#include <functional>
+#include <optional>
+#include <regex>
+#include <string_view>
+
+#include "core/strings.hpp"
+#include "core/version.hpp"
+
+namespace cmax::audit {
+namespace {
+
+using nlohmann::json;
+
+// What a rule concluded; GradeChecks turns it into a finding with the check's severity.
+struct Verdict {
+  enum class Kind { kPass, kFinding, kUnknown, kNotApplicable, kAttest, kWarn };
+  Kind kind = Kind::kUnknown;
+  std::string observed;
+  std::string expected;
+  std::string reason;
+};
+
+Verdict Pass(std::string observed, std::string reason = {}) {
+  return {Verdict::Kind::kPass, std::move(observed), {}, std::move(reason)};
+}
+Verdict Found(std::string observed, std::string expected, std::string reason) {
+  return {Verdict::Kind::kFinding, std::move(observed), std::move(expected), std::move(reason)};
+}
+Verdict Unknown(std::string reason) {
+  return {Verdict::Kind::kUnknown, {}, {}, std::move(reason)};
+}
+Verdict NotApplicable(std::string reason) {
+  return {Verdict::Kind::kNotApplicable, {}, {}, std::move(reason)};
+}
+Verdict Attest(std::string observed, std::string reason) {
+  return {Verdict::Kind::kAttest, std::move(observed), {}, std::move(reason)};
+}
+
+struct Inputs {
+  const AuditEvidence& evidence;
+  const GradeContext& context;
+};
+
+// A key's value; nullptr when it was not collected.
+const json* Get(const Inputs& in, std::string_view key) {
+  const auto it = in.evidence.find(key);
+  return it == in.evidence.end() ? nullptr : &it->second;
+}
+
+Verdict NotCollected(std::string_view key) {
+  return Unknown(fmt::format("not collected: {}", key));
+}
+
+std::string Shown(const json& value) {
+  return value.is_string() ? SanitizeUtf8(value.get<std::string>()) : value.dump();
+}
+
+// A component's version against the minimum table; null: not installed (N/A).
+Verdict VersionRule(const Inputs& in, std::string_view key, std::string_view component,
+                    std::string_view what) {
+  const json* value = Get(in, key);
+  if (value == nullptr) return NotCollected(key);
+  if (value->is_null()) return NotApplicable(fmt::format("no {} here", what));
+  if (!value->is_string()) return Unknown(fmt::format("{} is not a version string", key));
+  if (in.context.minimums == nullptr) return Unknown("no minimum-version table");
+  const VersionGrade grade =
+      GradeVersion(*in.context.minimums, component, value->get<std::string>(), in.context.now);
+  Verdict verdict{Verdict::Kind::kUnknown, Shown(*value),
+                  grade.minimum.empty() ? "" : ">= " + grade.minimum, grade.reason};
+  switch (grade.status) {
+    case CheckStatus::kPass: verdict.kind = Verdict::Kind::kPass; break;
+    case CheckStatus::kWarn: verdict.kind = Verdict::Kind::kWarn; break;
+    case CheckStatus::kFail: verdict.kind = Verdict::Kind::kFinding; break;
+    default: verdict.kind = Verdict::Kind::kUnknown; break;
+  }
+  return verdict;
+}
+
+// A program found on PATH (its path) or not (null).
+Verdict PresenceRule(const Inputs& in, std::string_view key, std::string_view what) {
+  const json* value = Get(in, key);
+  if (value == nullptr) return NotCollected(key);
+  if (value->is_string() && !value->get_ref<const std::string&>().empty()) {
+    return Pass(Shown(*value));
+  }
+  return Found("not found", std::string(what), fmt::format("no {} on this host", what));
+}
+
+// An integer setting that must be at most `ceiling`.
+Verdict AtMostRule(const Inputs& in, std::string_view key, int64_t ceiling) {
+  const json* value = Get(in, key);
+  if (value == nullptr) return NotCollected(key);
+  if (!value->is_number_integer()) return Unknown(fmt::format("{} is not a number", key));
+  const auto v = value->get<int64_t>();
+  const std::string expected = fmt::format("<= {}", ceiling);
+  if (v <= ceiling) return Pass(std::to_string(v));
+  return Found(std::to_string(v), expected, fmt::format("{} is {}, above {}", key, v, ceiling));
+}
+
+std::optional<bool> Flag(const Inputs& in, std::string_view key) {
+  const json* value = Get(in, key);
+  if (value == nullptr || !value->is_boolean()) return std::nullopt;
+  return value->get<bool>();
+}
+
+// GPU checks need an NVIDIA driver; without one they do not apply.
+std::optional<Verdict> NeedsDriver(const Inputs& in) {
+  const json* driver = Get(in, "gpu.driver.version");
+  if (driver == nullptr) return NotCollected("gpu.driver.version");
+  if (driver->is_null()) return NotApplicable("no NVIDIA driver here");
+  return std::nullopt;
+}
+
+using Rule = std::function<Verdict(const Inputs&)>;
+
+const std::map<std::string, Rule, std::less<>>& Rules() {
+  static const std::map<std::string, Rule, std::less<>> kRules = {
+      {"versions.nvidia-driver",
+       [](const Inputs& in) {
+         return VersionRule(in, "gpu.driver.version", "nvidia-driver", "NVIDIA driver");
+       }},
+      {"versions.nvidia-container-toolkit",
+       [](const Inputs& in) {
+         return VersionRule(in, "containers.nvidia_ctk.version", "nvidia-container-toolkit",
+                            "NVIDIA Container Toolkit");
+       }},
+      {"versions.cuda-toolkit",
+       [](const Inputs& in) {
+         return VersionRule(in, "software.nvcc.release", "cuda-toolkit", "CUDA toolkit (nvcc)");
+       }},
+      {"versions.runc",
+       [](const Inputs& in) {
+         return VersionRule(in, "containers.runc.version", "runc", "runc");
+       }},
+      {"versions.docker",
+       [](const Inputs& in) {
+         return VersionRule(in, "containers.docker.server_version", "docker", "Docker daemon");
+       }},
+      {"versions.dcgm",
+       [](const Inputs& in) { return VersionRule(in, "health.dcgm.version", "dcgm", "DCGM"); }},
+      {"versions.dcgm-exporter",
+       [](const Inputs& in) {
+         return VersionRule(in, "health.dcgm_exporter.version", "dcgm-exporter",
+                            "dcgm-exporter");
+       }},
+      {"versions.connectx-firmware",
+       [](const Inputs& in) -> Verdict {
+         const std::string key = "network.ib.devices[].fw_ver";
+         const json* devices = Get(in, key);
+         if (devices == nullptr) return NotCollected(key);
+         if (!devices->is_array()) return Unknown(key + " is not a list");
+         if (devices->empty()) return NotApplicable("no ConnectX device here");
+         // Every device graded; the worst decides (a PASS needs every one read and fixed).
+         Verdict worst = Pass("");
+         for (const json& firmware : *devices) {
+           AuditEvidence one{{key, firmware}};
+           Verdict verdict = VersionRule({one, in.context}, key, "connectx-firmware",
+                                         "ConnectX firmware");
+           const auto rank = [](Verdict::Kind kind) {
+             switch (kind) {
+               case Verdict::Kind::kFinding: return 3;
+               case Verdict::Kind::kUnknown: return 2;
+               case Verdict::Kind::kWarn: return 1;
+               default: return 0;
+             }
+           };
+           if (rank(verdict.kind) > rank(worst.kind) || worst.observed.empty()) {
+             worst.kind = verdict.kind;
+             worst.expected = verdict.expected;
+             worst.reason = verdict.reason;
+           }
+           worst.observed += (worst.observed.empty() ? "" : ", ") + Shown(firmware);
+         }
+         return worst;
+       }},
+      {"software.perf-event-paranoid",
+       [](const Inputs& in) { return AtMostRule(in, "host.sysctl.kernel.perf_event_paranoid", 1); }},
+      {"software.kptr-restrict",
+       [](const Inputs& in) { return AtMostRule(in, "host.sysctl.kernel.kptr_restrict", 0); }},
+      {"software.perf-installed",
+       [](const Inputs& in) { return PresenceRule(in, "software.perf.path", "perf"); }},
+      {"software.ncu-installed",
+       [](const Inputs& in) { return PresenceRule(in, "software.ncu.path", "ncu"); }},
+      {"software.hpcx",
+       [](const Inputs& in) { return PresenceRule(in, "software.hpcx.path", "HPC-X"); }},
+      {"health.nhc-installed",
+       [](const Inputs& in) { return PresenceRule(in, "health.nhc.path", "nhc"); }},
+      {"containers.enroot",
+       [](const Inputs& in) { return PresenceRule(in, "containers.enroot.path", "enroot"); }},
+      {"containers.singularity",
+       [](const Inputs& in) {
+         return PresenceRule(in, "containers.apptainer.path", "apptainer or singularity");
+       }},
+      {"software.nccl-installed",
+       [](const Inputs& in) -> Verdict {
+         const json* libraries = Get(in, "software.nccl.libraries");
+         if (libraries == nullptr) return NotCollected("software.nccl.libraries");
+         if (!libraries->is_array()) return Unknown("software.nccl.libraries is not a list");
+         if (libraries->empty()) return Found("none", "libnccl.so", "no libnccl.so found");
+         return Pass(Shown(libraries->front()));
+       }},
+      {"hardware.gdrcopy",
+       [](const Inputs& in) -> Verdict {
+         if (auto na = NeedsDriver(in)) return *na;
+         const json* library = Get(in, "gpu.gdrcopy.library");
+         const auto module = Flag(in, "gpu.gdrcopy.module");
+         const auto device = Flag(in, "gpu.gdrcopy.device");
+         if (library == nullptr || !module || !device) {
+           return NotCollected("gpu.gdrcopy.library, .module, .device");
+         }
+         std::vector<std::string> missing;
+         if (!library->is_string()) missing.emplace_back("libgdrapi");
+         if (!*module) missing.emplace_back("the gdrdrv module");
+         if (!*device) missing.emplace_back("/dev/gdrdrv");
+         if (missing.empty()) return Pass("libgdrapi, gdrdrv loaded, /dev/gdrdrv");
+         std::string list;
+         for (const std::string& m : missing) list += (list.empty() ? "" : ", ") + m;
+         return Found("missing: " + list, "libgdrapi, gdrdrv, /dev/gdrdrv",
+                      "GDRCopy is not whole: " + list + " missing");
+       }},
+      {"hardware.gpudirect-rdma",
+       [](const Inputs& in) -> Verdict {
+         if (auto na = NeedsDriver(in)) return *na;
+         const auto open = Flag(in, "gpu.driver.open_kernel");
+         const auto dma_buf = Flag(in, "gpu.driver.dma_buf");
+         if (!open || !dma_buf) return NotCollected("gpu.driver.open_kernel, gpu.driver.dma_buf");
+         if (*open || *dma_buf) {
+           return Pass(*open ? "open kernel module" : "DMA-BUF support in the nvidia module");
+         }
+         return Found("proprietary module without DMA-BUF", "open kernel module or DMA-BUF",
+                      "no DMA-BUF path for GPUDirect RDMA");
+       }},
+      {"hardware.nvidia-peermem-legacy",
+       [](const Inputs& in) -> Verdict {
+         if (auto na = NeedsDriver(in)) return *na;
+         const auto peermem = Flag(in, "gpu.driver.peermem_loaded");
+         const auto dma_buf = Flag(in, "gpu.driver.dma_buf");
+         if (!peermem || !dma_buf) {
+           return NotCollected("gpu.driver.peermem_loaded, gpu.driver.dma_buf");
+         }
+         if (*peermem && !*dma_buf) {
+           return Found("nvidia_peermem only", "DMA-BUF",
+                        "GPUDirect RDMA rests on nvidia_peermem alone");
+         }
+         return Pass(*dma_buf ? "DMA-BUF" : "no nvidia_peermem");
+       }},
+      {"software.ncu-profiling",
+       [](const Inputs& in) -> Verdict {
+         if (auto na = NeedsDriver(in)) return *na;
+         const json* ncu = Get(in, "software.ncu.path");
+         if (ncu != nullptr && ncu->is_null()) return NotApplicable("no ncu here");
+         return AtMostRule(in, "gpu.driver.params.profiling_admin_only", 0);
+       }},
+      {"hardware.cpu-governor",
+       [](const Inputs& in) -> Verdict {
+         const json* governors = Get(in, "host.cpu.governors");
+         if (governors == nullptr) return NotCollected("host.cpu.governors");
+         if (governors->is_null()) return NotApplicable("no cpufreq here (common in VMs)");
+         if (!governors->is_object() || governors->empty()) {
+           return Unknown("host.cpu.governors is not a count per governor");
+         }
+         std::string seen;
+         bool other = false;
+         for (const auto& [name, count] : governors->items()) {
+           seen += fmt::format("{}{} on {} CPUs", seen.empty() ? "" : ", ", SanitizeUtf8(name),
+                               count.dump());
+           other = other || name != "performance";
+         }
+         if (!other) return Pass(seen);
+         return Found(seen, "performance", "CPUs run a governor other than performance");
+       }},
+      {"software.resource-limits",
+       [](const Inputs& in) -> Verdict {
+         const json* memlock = Get(in, "host.limits.memlock");
+         const json* nofile = Get(in, "host.limits.nofile");
+         if (memlock == nullptr || nofile == nullptr) {
+           return NotCollected("host.limits.memlock, host.limits.nofile");
+         }
+         constexpr int64_t kMinFiles = 65536;
+         const bool memlock_ok = *memlock == "unlimited";
+         const bool nofile_ok = *nofile == "unlimited" ||
+                                (nofile->is_number_integer() && nofile->get<int64_t>() >= kMinFiles);
+         const std::string seen = fmt::format("memlock {}, nofile {}", Shown(*memlock), Shown(*nofile));
+         if (memlock_ok && nofile_ok) return Pass(seen);
+         return Found(seen, "memlock unlimited, nofile >= 65536",
+                      !memlock_ok ? "locked memory is limited (RDMA registers memory)"
+                                  : "too few open files allowed");
+       }},
+      {"access.sudo",
+       [](const Inputs& in) -> Verdict {
+         const auto sudo = Flag(in, "access.sudo_noninteractive");
+         if (!sudo) return NotCollected("access.sudo_noninteractive");
+         if (*sudo) return Pass("sudo -n true succeeds");
+         return Found("sudo -n true fails", "sudo", "no passwordless sudo for this user");
+       }},
+      {"access.user-management",
+       [](const Inputs& in) -> Verdict {
+         const json* useradd = Get(in, "access.useradd");
+         const json* groupadd = Get(in, "access.groupadd");
+         if (useradd == nullptr || groupadd == nullptr) {
+           return NotCollected("access.useradd, access.groupadd");
+         }
+         if (useradd->is_string() && groupadd->is_string()) return Pass("useradd, groupadd");
+         return Found(useradd->is_string() ? "no groupadd" : "no useradd", "useradd and groupadd",
+                      "user management tools missing");
+       }},
+      {"isolation.guest-kernel-current",
+       [](const Inputs& in) -> Verdict {
+         const json* running = Get(in, "host.kernel.release");
+         const json* installed = Get(in, "host.kernel.installed");
+         if (running == nullptr || installed == nullptr) {
+           return NotCollected("host.kernel.release, host.kernel.installed");
+         }
+         if (installed->is_null()) return NotApplicable("no package database of kernels here");
+         if (!running->is_string() || !installed->is_array()) {
+           return Unknown("the kernel releases are not strings");
+         }
+         std::string newest;
+         for (const json& release : *installed) {
+           if (!release.is_string()) continue;
+           const auto cmp = CompareVersionText(release.get<std::string>(),
+                                               newest.empty() ? running->get<std::string>() : newest);
+           if (cmp && *cmp > 0) newest = release.get<std::string>();
+         }
+         if (newest.empty()) return Pass(Shown(*running));
+         return Found(fmt::format("running {}; {} installed", Shown(*running), SanitizeUtf8(newest)),
+                      "the newest installed kernel running",
+                      "a newer kernel is installed but not running: reboot into it");
+       }},
+      {"networking.nccl-autoconfig",
+       [](const Inputs& in) -> Verdict {
+         const json* conf = Get(in, "network.nccl.conf");
+         if (conf == nullptr) return NotCollected("network.nccl.conf");
+         if (conf->is_null()) return Pass("no /etc/nccl.conf");
+         if (!conf->is_object()) return Unknown("network.nccl.conf is not a map of settings");
+         std::string set;
+         for (const char* name : {"NCCL_ALGO", "NCCL_PROTO", "NCCL_MIN_NCHANNELS"}) {
+           if (conf->contains(name)) {
+             set += fmt::format("{}{}={}", set.empty() ? "" : ", ", name, Shown((*conf)[name]));
+           }
+         }
+         if (set.empty()) return Pass("leaves NCCL's tuning alone");
+         return Found(set, "none of NCCL_ALGO, NCCL_PROTO, NCCL_MIN_NCHANNELS",
+                      "/etc/nccl.conf overrides NCCL's own choice");
+       }},
+      {"networking.hca-naming",
+       [](const Inputs& in) -> Verdict {
+         const json* names = Get(in, "network.ib.device_names");
+         if (names == nullptr) return NotCollected("network.ib.device_names");
+         if (!names->is_array()) return Unknown("network.ib.device_names is not a list");
+         if (names->empty()) return NotApplicable("no RDMA device here");
+         static const std::regex kPredictable(R"(mlx5_[0-9]+|roce_p[0-9]+_rail[0-9]+)");
+         std::string odd;
+         std::string all;
+         for (const json& name : *names) {
+           const std::string text = name.is_string() ? name.get<std::string>() : name.dump();
+           all += (all.empty() ? "" : ", ") + SanitizeUtf8(text);
+           if (!std::regex_match(text, kPredictable)) odd += (odd.empty() ? "" : ", ") + SanitizeUtf8(text);
+         }
+         if (odd.empty()) return Pass(all);
+         return Found(all, "mlx5_N or roce_pN_railN", "unpredictable RDMA device names: " + odd);
+       }},
+      {"orchestration.slurm-pmix",
+       [](const Inputs& in) -> Verdict {
+         const json* types = Get(in, "scheduler.slurm.mpi_types");
+         if (types == nullptr) return NotCollected("scheduler.slurm.mpi_types");
+         if (!types->is_array()) return Unknown("scheduler.slurm.mpi_types is not a list");
+         std::string all;
+         bool pmix = false;
+         for (const json& type : *types) {
+           const std::string text = type.is_string() ? type.get<std::string>() : type.dump();
+           all += (all.empty() ? "" : ", ") + SanitizeUtf8(text);
+           pmix = pmix || text.starts_with("pmix");
+         }
+         if (pmix) return Pass(all);
+         return Found(all.empty() ? "none" : all, "pmix", "srun offers no PMIx");
+       }},
+      {"isolation.nvlink-boundary",
+       [](const Inputs& in) -> Verdict {
+         if (auto na = NeedsDriver(in)) return *na;
+         const auto nvlink = Flag(in, "gpu.topology.nvlink");
+         if (!nvlink) return NotCollected("gpu.topology.nvlink");
+         if (!*nvlink) return NotApplicable("no NVLink between these GPUs");
+         if (Flag(in, "attestation.nvlink_domain_exclusive").value_or(false)) {
+           return Pass("NVLink; the provider attests the domain is this tenant's alone");
+         }
+         return Attest("NVLink", "only the provider can say whether the NVLink domain is shared");
+       }},
+      {"isolation.pcie-passthrough",
+       [](const Inputs& in) -> Verdict {
+         if (in.context.target == AuditTarget::kVm) {
+           return NotApplicable("inside a VM: the host's isolation is the provider's");
+         }
+         if (Flag(in, "attestation.pcie_isolation").value_or(false)) {
+           return Pass("the provider attests PCIe isolation");
+         }
+         return Attest("", "a tenant cannot verify the host's PCIe isolation");
+       }},
+      {"isolation.ufm-secured",
+       [](const Inputs& in) -> Verdict {
+         const json* rdma = Get(in, "network.rdma.type");
+         if (rdma == nullptr) return NotCollected("network.rdma.type");
+         if (*rdma != "infiniband") {
+           return NotApplicable(fmt::format("the fabric is {}, not InfiniBand", Shown(*rdma)));
+         }
+         if (Flag(in, "attestation.ufm_secured").value_or(false)) {
+           return Pass("InfiniBand; the provider attests a secured subnet manager");
+         }
+         return Attest("InfiniBand", "tenant isolation on the fabric is the subnet manager's");
+       }},
+  };
+  return kRules;
+}
+
+Finding ToFinding(const CheckSpec& check, const Verdict& verdict) {
+  Finding finding;
+  finding.check_id = check.id;
+  finding.observed = verdict.observed;
+  finding.expected = verdict.expected;
+  finding.message = verdict.reason.empty() ? check.title : verdict.reason;
+  finding.links = check.links;
+  switch (verdict.kind) {
+    case Verdict::Kind::kPass:
+      finding.status = CheckStatus::kPass;
+      finding.severity = Severity::kInfo;
+      return finding;
+    case Verdict::Kind::kNotApplicable:
+      finding.status = CheckStatus::kSkip;
+      finding.severity = Severity::kInfo;
+      return finding;
+    case Verdict::Kind::kUnknown:
+      finding.status = CheckStatus::kUnknown;
+      finding.severity = Severity::kMedium;
+      return finding;
+    case Verdict::Kind::kAttest:
+      finding.status = CheckStatus::kAttest;
+      finding.severity = check.severity == AuditSeverity::kCritical ? Severity::kHigh
+                                                                    : Severity::kMedium;
+      finding.remediation = check.remediation;
+      return finding;
+    case Verdict::Kind::kWarn:
+      finding.status = CheckStatus::kWarn;
+      finding.severity = Severity::kMedium;
+      finding.remediation = check.remediation;
+      return finding;
+    case Verdict::Kind::kFinding: break;
+  }
+  finding.remediation = check.remediation;
+  switch (check.severity) {
+    case AuditSeverity::kMissing:
+    case AuditSeverity::kVersion:
+      finding.status = CheckStatus::kFail;
+      finding.severity = Severity::kHigh;
+      break;
+    case AuditSeverity::kConfig:
+      finding.status = CheckStatus::kWarn;
+      finding.severity = Severity::kMedium;
+      break;
+    case AuditSeverity::kCritical:
+      finding.status = CheckStatus::kFail;
+      finding.severity = Severity::kCritical;
+      break;
+  }
+  return finding;
+}
+
+std::string TargetsText(const CheckSpec& check) {
+  std::string out;
+  for (const AuditTarget target : check.targets) {
+    out += (out.empty() ? "" : ", ") + std::string(TargetName(target));
+  }
+  return out;
+}
+
+}  // namespace
+
+std::vector<std::string> GradableChecks() {
+  std::vector<std::string> out;
+  for (const auto& [id, rule] : Rules()) out.push_back(id);
+  return out;
+}
+
+std::vector<Finding> GradeChecks(const std::vector<const CheckSpec*>& checks,
+                                 const AuditEvidence& evidence, const GradeContext& context) {
+  std::vector<Finding> out;
+  const Inputs in{evidence, context};
+  for (const CheckSpec* check : checks) {
+    Verdict verdict;
+    if (!check->AppliesTo(context.target)) {
+      verdict = NotApplicable(fmt::format("applies to {} only", TargetsText(*check)));
+    } else if (!check->side_effect.empty() && !context.allow_side_effects) {
+      verdict = NotApplicable(fmt::format("needs a side effect ({}): not run without "
+                                          "--allow-side-effects",
+                                          check->side_effect));
+    } else if (const auto rule = Rules().find(check->id); rule == Rules().end()) {
+      verdict = Unknown("this version of cmax does not collect it yet");
+    } else {
+      verdict = rule->second(in);
+    }
+    out.push_back(ToFinding(*check, verdict));
+  }
+  return out;
+}
+
+}  // namespace cmax::audit

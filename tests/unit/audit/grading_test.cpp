@@ -1,0 +1,221 @@
+// The audit's judgement on evidence: a table of checks, evidence and the status each must get
+// (healthy, broken, absent and not collected), and the rules every check follows whatever its
+// evidence: one finding per check, N/A outside its targets, no side effect unless allowed,
+// UNKNOWN when nothing was collected, never PASS by default.
+#include "audit/grading.hpp"
+
+#include <gtest/gtest.h>
+#include <set>
+#include <string>
+#include <vector>
+
+namespace cmax::audit {
+namespace {
+
+using nlohmann::json;
+
+const CheckSpec& Check(std::string_view id) {
+  for (const CheckSpec& check : AuditCatalogue::Builtin().Checks()) {
+    if (check.id == id) return check;
+  }
+  ADD_FAILURE() << "no check " << id;
+  return AuditCatalogue::Builtin().Checks().front();
+}
+
+GradeContext Context(AuditTarget target = AuditTarget::kStandalone) {
+  return {.target = target,
+          .minimums = &MinimumTable::Builtin(),
+          .now = *ParseIso8601("2026-09-28T00:00:00Z")};
+}
+
+Finding Grade(std::string_view id, const AuditEvidence& evidence,
+              AuditTarget target = AuditTarget::kStandalone) {
+  return GradeChecks({&Check(id)}, evidence, Context(target)).front();
+}
+
+struct Case {
+  const char* id;
+  AuditEvidence evidence;
+  CheckStatus want;
+  const char* observed_has = "";
+};
+
+TEST(GradeChecks, JudgesEachCheckOnItsEvidence) {
+  const AuditEvidence driver = {{"gpu.driver.version", "580.159.03"}};
+  const auto with_driver = [&](AuditEvidence more) {
+    more.insert(driver.begin(), driver.end());
+    return more;
+  };
+  const std::vector<Case> cases = {
+      {"versions.nvidia-driver", driver, CheckStatus::kPass, "580.159.03"},
+      {"versions.nvidia-driver", {{"gpu.driver.version", "580.95.05"}}, CheckStatus::kFail},
+      {"versions.nvidia-driver", {{"gpu.driver.version", "560.35.03"}}, CheckStatus::kUnknown},
+      {"versions.nvidia-driver", {{"gpu.driver.version", nullptr}}, CheckStatus::kSkip},
+      {"versions.nvidia-driver", {}, CheckStatus::kUnknown},
+      {"versions.nvidia-driver", {{"gpu.driver.version", 580}}, CheckStatus::kUnknown},
+      {"versions.cuda-toolkit", {{"software.nvcc.release", "12.8"}}, CheckStatus::kFail},
+      {"versions.cuda-toolkit", {{"software.nvcc.release", nullptr}}, CheckStatus::kSkip},
+      {"versions.runc", {{"containers.runc.version", "1.3.6"}}, CheckStatus::kPass},
+      {"versions.runc", {{"containers.runc.version", "1.1.12-0ubuntu3"}}, CheckStatus::kFail},
+      {"versions.docker", {{"containers.docker.server_version", "\"29.7.0\""}},
+       CheckStatus::kUnknown},
+      {"versions.connectx-firmware",
+       {{"network.ib.devices[].fw_ver", {"28.43.4702", "28.43.4800"}}}, CheckStatus::kPass,
+       "28.43.4702, 28.43.4800"},
+      {"versions.connectx-firmware",
+       {{"network.ib.devices[].fw_ver", {"28.43.4800", "28.39.2048"}}}, CheckStatus::kFail},
+      {"versions.connectx-firmware",
+       {{"network.ib.devices[].fw_ver", {"28.43.4800", "garbage"}}}, CheckStatus::kUnknown},
+      {"versions.connectx-firmware", {{"network.ib.devices[].fw_ver", json::array()}},
+       CheckStatus::kSkip},
+      {"software.perf-event-paranoid", {{"host.sysctl.kernel.perf_event_paranoid", 1}},
+       CheckStatus::kPass},
+      {"software.perf-event-paranoid", {{"host.sysctl.kernel.perf_event_paranoid", 4}},
+       CheckStatus::kWarn, "4"},
+      {"software.perf-event-paranoid", {{"host.sysctl.kernel.perf_event_paranoid", -1}},
+       CheckStatus::kPass},
+      {"software.kptr-restrict", {{"host.sysctl.kernel.kptr_restrict", 1}}, CheckStatus::kWarn},
+      {"software.perf-installed", {{"software.perf.path", "/usr/bin/perf"}}, CheckStatus::kPass},
+      {"software.perf-installed", {{"software.perf.path", nullptr}}, CheckStatus::kFail},
+      {"software.nccl-installed", {{"software.nccl.libraries", json::array()}},
+       CheckStatus::kFail},
+      {"software.nccl-installed",
+       {{"software.nccl.libraries", {"/usr/lib/x86_64-linux-gnu/libnccl.so.2"}}},
+       CheckStatus::kPass},
+      {"hardware.gdrcopy",
+       with_driver({{"gpu.gdrcopy.library", "libgdrapi.so.2"},
+                    {"gpu.gdrcopy.module", true},
+                    {"gpu.gdrcopy.device", true}}),
+       CheckStatus::kPass},
+      {"hardware.gdrcopy",
+       with_driver({{"gpu.gdrcopy.library", nullptr},
+                    {"gpu.gdrcopy.module", false},
+                    {"gpu.gdrcopy.device", false}}),
+       CheckStatus::kFail, "libgdrapi, the gdrdrv module, /dev/gdrdrv"},
+      {"hardware.gdrcopy", {{"gpu.driver.version", nullptr}}, CheckStatus::kSkip},
+      {"hardware.gpudirect-rdma",
+       with_driver({{"gpu.driver.open_kernel", false}, {"gpu.driver.dma_buf", false}}),
+       CheckStatus::kWarn},
+      {"hardware.gpudirect-rdma",
+       with_driver({{"gpu.driver.open_kernel", true}, {"gpu.driver.dma_buf", false}}),
+       CheckStatus::kPass},
+      {"hardware.nvidia-peermem-legacy",
+       with_driver({{"gpu.driver.peermem_loaded", true}, {"gpu.driver.dma_buf", false}}),
+       CheckStatus::kWarn},
+      {"software.ncu-profiling",
+       with_driver({{"software.ncu.path", "/usr/local/cuda/bin/ncu"},
+                    {"gpu.driver.params.profiling_admin_only", 1}}),
+       CheckStatus::kWarn},
+      {"software.ncu-profiling", with_driver({{"software.ncu.path", nullptr}}),
+       CheckStatus::kSkip},
+      {"hardware.cpu-governor", {{"host.cpu.governors", {{"performance", 64}}}},
+       CheckStatus::kPass},
+      {"hardware.cpu-governor", {{"host.cpu.governors", {{"performance", 60}, {"powersave", 4}}}},
+       CheckStatus::kWarn, "powersave on 4 CPUs"},
+      {"hardware.cpu-governor", {{"host.cpu.governors", nullptr}}, CheckStatus::kSkip},
+      {"software.resource-limits",
+       {{"host.limits.memlock", "unlimited"}, {"host.limits.nofile", 1048576}},
+       CheckStatus::kPass},
+      {"software.resource-limits", {{"host.limits.memlock", 65536}, {"host.limits.nofile", 1024}},
+       CheckStatus::kWarn, "memlock 65536, nofile 1024"},
+      {"access.sudo", {{"access.sudo_noninteractive", false}}, CheckStatus::kWarn},
+      {"access.user-management",
+       {{"access.useradd", "/usr/sbin/useradd"}, {"access.groupadd", nullptr}},
+       CheckStatus::kWarn},
+      {"isolation.guest-kernel-current",
+       {{"host.kernel.release", "6.8.0-124-generic"},
+        {"host.kernel.installed", {"6.8.0-110-generic", "6.8.0-124-generic"}}},
+       CheckStatus::kPass},
+      {"isolation.guest-kernel-current",
+       {{"host.kernel.release", "6.8.0-124-generic"},
+        {"host.kernel.installed", {"6.8.0-137-generic", "6.8.0-124-generic"}}},
+       CheckStatus::kFail, "6.8.0-137-generic installed"},
+      {"isolation.guest-kernel-current",
+       {{"host.kernel.release", "6.1.0-28-amd64"}, {"host.kernel.installed", nullptr}},
+       CheckStatus::kSkip},
+      {"networking.nccl-autoconfig", {{"network.nccl.conf", nullptr}}, CheckStatus::kPass},
+      {"networking.nccl-autoconfig",
+       {{"network.nccl.conf", {{"NCCL_IB_HCA", "mlx5"}, {"NCCL_ALGO", "Ring"}}}},
+       CheckStatus::kWarn, "NCCL_ALGO=Ring"},
+      {"isolation.nvlink-boundary", with_driver({{"gpu.topology.nvlink", true}}),
+       CheckStatus::kAttest},
+      {"isolation.nvlink-boundary",
+       with_driver({{"gpu.topology.nvlink", true},
+                    {"attestation.nvlink_domain_exclusive", true}}),
+       CheckStatus::kPass},
+      {"isolation.nvlink-boundary", with_driver({{"gpu.topology.nvlink", false}}),
+       CheckStatus::kSkip},
+      {"isolation.pcie-passthrough", {}, CheckStatus::kAttest},
+  };
+  for (const Case& c : cases) {
+    // On a target the check applies to (targets are SlurmOnlyChecksAndPcieIsolationByTarget's).
+    const Finding f = Grade(c.id, c.evidence, Check(c.id).targets.front());
+    EXPECT_EQ(StatusName(f.status), StatusName(c.want))
+        << c.id << " " << json(c.evidence).dump() << ": " << f.message;
+    EXPECT_NE(f.observed.find(c.observed_has), std::string::npos)
+        << c.id << ": observed '" << f.observed << "'";
+    EXPECT_FALSE(f.message.empty()) << c.id;
+    if (f.status == CheckStatus::kFail || f.status == CheckStatus::kWarn) {
+      EXPECT_FALSE(f.remediation.empty()) << c.id;
+    }
+  }
+}
+
+TEST(GradeChecks, SlurmOnlyChecksAndPcieIsolationByTarget) {
+  const Finding pmix = Grade("orchestration.slurm-pmix", {{"scheduler.slurm.mpi_types", {"none", "pmix_v4"}}},
+                             AuditTarget::kSlurm);
+  EXPECT_EQ(pmix.status, CheckStatus::kPass);
+  EXPECT_EQ(Grade("orchestration.slurm-pmix", {{"scheduler.slurm.mpi_types", {"none", "pmi2"}}},
+                  AuditTarget::kSlurm)
+                .status,
+            CheckStatus::kWarn);
+  const Finding local = Grade("orchestration.slurm-pmix", {});
+  EXPECT_EQ(local.status, CheckStatus::kSkip);
+  EXPECT_EQ(local.message, "applies to slurm only");
+  EXPECT_EQ(Grade("isolation.pcie-passthrough", {}, AuditTarget::kVm).status, CheckStatus::kSkip);
+  EXPECT_EQ(Grade("isolation.ufm-secured", {{"network.rdma.type", "roce"}}, AuditTarget::kSlurm)
+                .status,
+            CheckStatus::kSkip);
+  EXPECT_EQ(Grade("isolation.ufm-secured", {{"network.rdma.type", "infiniband"}},
+                  AuditTarget::kSlurm)
+                .status,
+            CheckStatus::kAttest);
+}
+
+// Whatever the evidence, every check gets one finding; nothing passes on no evidence.
+TEST(GradeChecks, EveryCheckGetsOneFindingAndNoneOnNothingPasses) {
+  const AuditCatalogue& catalogue = AuditCatalogue::Builtin();
+  const auto all = *catalogue.Select("");
+  for (const AuditTarget target : {AuditTarget::kSlurm, AuditTarget::kKubernetes,
+                                   AuditTarget::kStandalone, AuditTarget::kVm,
+                                   AuditTarget::kContainer}) {
+    const std::vector<Finding> findings = GradeChecks(all, {}, Context(target));
+    ASSERT_EQ(findings.size(), all.size());
+    for (size_t i = 0; i < all.size(); ++i) {
+      EXPECT_EQ(findings[i].check_id, all[i]->id);
+      EXPECT_NE(findings[i].status, CheckStatus::kPass) << all[i]->id;
+      EXPECT_FALSE(findings[i].message.empty()) << all[i]->id;
+      if (!all[i]->AppliesTo(target) || !all[i]->side_effect.empty()) {
+        EXPECT_EQ(findings[i].status, CheckStatus::kSkip) << all[i]->id;
+      }
+    }
+  }
+  // A side effect allowed: the check is judged (here: not collected).
+  GradeContext allowed = Context(AuditTarget::kKubernetes);
+  allowed.allow_side_effects = true;
+  const auto* rwx = &Check("storage.rwx");
+  EXPECT_EQ(GradeChecks({rwx}, {}, Context(AuditTarget::kKubernetes)).front().status,
+            CheckStatus::kSkip);
+  EXPECT_EQ(GradeChecks({rwx}, {}, allowed).front().status, CheckStatus::kUnknown);
+}
+
+TEST(GradeChecks, EveryRuleIsACatalogueCheck) {
+  std::set<std::string> ids;
+  for (const CheckSpec& check : AuditCatalogue::Builtin().Checks()) ids.insert(check.id);
+  const std::vector<std::string> rules = GradableChecks();
+  EXPECT_GE(rules.size(), 30U);
+  for (const std::string& rule : rules) EXPECT_TRUE(ids.contains(rule)) << rule;
+}
+
+}  // namespace
+}  // namespace cmax::audit
