@@ -1,12 +1,29 @@
 #include "audit/audit_run.hpp"
 
+#include <cmath>
+
+#include "audit/catalogue.hpp"
+#include "audit/grading.hpp"
+#include "audit/host_inventory.hpp"
+#include "audit/inventory_checks.hpp"
+#include "audit/local_evidence.hpp"
+#include "core/log.hpp"
+#include "store/run_writer.hpp"
+#include "store/store.hpp"
 #include "sys/file_system.hpp"
+#include "sys/host.hpp"
 
 namespace cmax::audit {
 namespace {
 
 // The public table is refused above 4 MB too; ours is 3 KB.
 constexpr size_t kMaxTableBytes = size_t{4} << 20;
+
+AuditTarget LocalTarget(const Target& target) {
+  if (target.environment == "container") return AuditTarget::kContainer;
+  if (target.environment == "vm") return AuditTarget::kVm;
+  return AuditTarget::kStandalone;
+}
 
 }  // namespace
 
@@ -23,6 +40,65 @@ Result<std::string> ShowMinimums(const std::string& path, const AuditIo& io) {
   auto table = LoadMinimums(path, io);
   if (!table) return tl::unexpected(table.error());
   return MinimumTableText(*table, io.clock->Now());
+}
+
+Result<AuditReport> RunLocalAudit(const AuditOptions& options, const AuditIo& io) {
+  if (!std::isfinite(options.probe_timeout_s) || options.probe_timeout_s <= 0) {
+    return Fail(ErrorCode::kInvalidArgument, "--probe-timeout must be a number of seconds");
+  }
+  // Everything the user gave is checked before the run is opened.
+  auto table = LoadMinimums(options.minimums, io);
+  if (!table) return tl::unexpected(table.error());
+  auto checks = AuditCatalogue::Builtin().Select(options.profile);
+  if (!checks) return tl::unexpected(checks.error());
+
+  const HostFacts host = CollectHost(*io.fs, sys::Hostname());
+  const AuditTarget target = LocalTarget(DetectEnvironment(host));
+  auto recorded =
+      store::BeginRecordedRun(io.db_path, {.command = "audit",
+                                           .target = "local/" + std::string(TargetName(target)),
+                                           .host = host.hostname,
+                                           .started_at = io.clock->Now(),
+                                           .cmax_version = io.cmax_version});
+  if (!recorded) return SystemFailure(recorded.error());
+  store::RunWriter& writer = recorded->writer;
+  const auto fail = [&](const Error& error) -> Result<AuditReport> {
+    (void)writer.FinishWithError(store::kRunError, io.clock->Now());
+    return SystemFailure(error);
+  };
+
+  log::Info("auditing this host ({}): {} checks", TargetName(target), checks->size());
+  const auto timeout =
+      std::chrono::duration_cast<Duration>(std::chrono::duration<double>(options.probe_timeout_s));
+  const AuditEvidence evidence =
+      CollectLocalEvidence(*io.fs, *io.runner, {.path = io.path, .timeout = timeout});
+  const bool interrupted = io.interrupted && io.interrupted();
+  std::vector<EvidenceItem> items;
+  for (const auto& [key, value] : evidence) items.push_back({key, value.dump()});
+  items.push_back({"audit.target", nlohmann::json(TargetName(target)).dump()});
+  items.push_back(
+      {"audit.profile", nlohmann::json(options.profile.empty() ? "all" : options.profile).dump()});
+  items.push_back(
+      {"audit.minimums.generated", nlohmann::json(FormatIso8601(table->Generated())).dump()});
+  items.push_back({"audit.minimums.sha256", nlohmann::json(table->Sha256()).dump()});
+  // A probe cut short by Ctrl-C proves nothing: the grades are recorded only when it finished.
+  std::vector<Finding> findings;
+  if (!interrupted) {
+    findings = GradeChecks(*checks, evidence,
+                           {.target = target, .minimums = &*table, .now = io.clock->Now()});
+  }
+  if (auto ok = writer.Add(items, findings); !ok) return fail(ok.error());
+  const int signal = io.interrupt_signal ? io.interrupt_signal() : 0;
+  auto outcome = writer.Finish(signal, io.clock->Now());
+  if (!outcome) return fail(outcome.error());
+  auto record = recorded->store->LoadRun(writer.RunId());
+  if (!record) return SystemFailure(record.error());
+  AuditReport report;
+  report.exit_code = outcome->exit_code;
+  if (options.exit_zero && signal == 0) report.exit_code = 0;
+  report.record = std::move(*record);
+  report.notice = table->AgeNotice(io.clock->Now());
+  return report;
 }
 
 }  // namespace cmax::audit

@@ -1,23 +1,50 @@
-// `cmax audit`'s work, behind its thin command file: what it reads from this process (files,
-// programs, the clock) and what it returns to print.
+// `cmax audit`'s work, behind its thin command file: the minimum table, the checks of the profile
+// asked for, this host's evidence, the grades, one recorded run.
 #pragma once
 
+#include <functional>
 #include <string>
 
 #include "audit/minimums.hpp"
 #include "core/clock.hpp"
 #include "core/result.hpp"
+#include "core/run_record.hpp"
 
 namespace cmax::sys {
 class FileSystem;
+class ProcessRunner;
 }  // namespace cmax::sys
 
 namespace cmax::audit {
 
 struct AuditIo {
+  std::string db_path;
+  std::string cmax_version;
   sys::FileSystem* fs = nullptr;
+  sys::ProcessRunner* runner = nullptr;
   Clock* clock = nullptr;
+  std::string path;  // PATH, where programs are looked up
+  std::function<bool()> interrupted;
+  std::function<int()> interrupt_signal;
 };
+
+struct AuditOptions {
+  std::string profile;         // empty: every check; "security": versions and isolation
+  std::string minimums;        // a minimum table file; empty: the built-in one
+  double probe_timeout_s = 5;  // per program a probe runs
+  bool exit_zero = false;      // exit 0 even with FAIL or UNKNOWN findings
+};
+
+struct AuditReport {
+  int exit_code = 0;  // the stored run's (0, 1 a FAIL, 3 an UNKNOWN), or 0 with exit_zero
+  RunRecord record;
+  std::string notice;  // the minimum table's age notice, empty when it is current
+};
+
+// Audits this host (the local target: standalone, vm or container as detected) and records one
+// run with a finding per check of the profile. Errors before the run (a bad table or profile)
+// are kInvalidArgument.
+Result<AuditReport> RunLocalAudit(const AuditOptions& options, const AuditIo& io);
 
 // The table to grade with: the built-in one when `path` is empty, else that file (at most 4 MiB;
 // a broken file is an error naming it, exit 2).

@@ -133,9 +133,7 @@ const std::map<std::string, Rule, std::less<>>& Rules() {
          return VersionRule(in, "software.nvcc.release", "cuda-toolkit", "CUDA toolkit (nvcc)");
        }},
       {"versions.runc",
-       [](const Inputs& in) {
-         return VersionRule(in, "containers.runc.version", "runc", "runc");
-       }},
+       [](const Inputs& in) { return VersionRule(in, "containers.runc.version", "runc", "runc"); }},
       {"versions.docker",
        [](const Inputs& in) {
          return VersionRule(in, "containers.docker.server_version", "docker", "Docker daemon");
@@ -144,8 +142,7 @@ const std::map<std::string, Rule, std::less<>>& Rules() {
        [](const Inputs& in) { return VersionRule(in, "health.dcgm.version", "dcgm", "DCGM"); }},
       {"versions.dcgm-exporter",
        [](const Inputs& in) {
-         return VersionRule(in, "health.dcgm_exporter.version", "dcgm-exporter",
-                            "dcgm-exporter");
+         return VersionRule(in, "health.dcgm_exporter.version", "dcgm-exporter", "dcgm-exporter");
        }},
       {"versions.connectx-firmware",
        [](const Inputs& in) -> Verdict {
@@ -158,8 +155,8 @@ const std::map<std::string, Rule, std::less<>>& Rules() {
          Verdict worst = Pass("");
          for (const json& firmware : *devices) {
            AuditEvidence one{{key, firmware}};
-           Verdict verdict = VersionRule({one, in.context}, key, "connectx-firmware",
-                                         "ConnectX firmware");
+           Verdict verdict =
+               VersionRule({one, in.context}, key, "connectx-firmware", "ConnectX firmware");
            const auto rank = [](Verdict::Kind kind) {
              switch (kind) {
                case Verdict::Kind::kFinding: return 3;
@@ -178,7 +175,9 @@ const std::map<std::string, Rule, std::less<>>& Rules() {
          return worst;
        }},
       {"software.perf-event-paranoid",
-       [](const Inputs& in) { return AtMostRule(in, "host.sysctl.kernel.perf_event_paranoid", 1); }},
+       [](const Inputs& in) {
+         return AtMostRule(in, "host.sysctl.kernel.perf_event_paranoid", 1);
+       }},
       {"software.kptr-restrict",
        [](const Inputs& in) { return AtMostRule(in, "host.sysctl.kernel.kptr_restrict", 0); }},
       {"software.perf-installed",
@@ -282,9 +281,10 @@ const std::map<std::string, Rule, std::less<>>& Rules() {
          }
          constexpr int64_t kMinFiles = 65536;
          const bool memlock_ok = *memlock == "unlimited";
-         const bool nofile_ok = *nofile == "unlimited" ||
-                                (nofile->is_number_integer() && nofile->get<int64_t>() >= kMinFiles);
-         const std::string seen = fmt::format("memlock {}, nofile {}", Shown(*memlock), Shown(*nofile));
+         const bool nofile_ok = *nofile == "unlimited" || (nofile->is_number_integer() &&
+                                                           nofile->get<int64_t>() >= kMinFiles);
+         const std::string seen =
+             fmt::format("memlock {}, nofile {}", Shown(*memlock), Shown(*nofile));
          if (memlock_ok && nofile_ok) return Pass(seen);
          return Found(seen, "memlock unlimited, nofile >= 65536",
                       !memlock_ok ? "locked memory is limited (RDMA registers memory)"
@@ -322,14 +322,15 @@ const std::map<std::string, Rule, std::less<>>& Rules() {
          std::string newest;
          for (const json& release : *installed) {
            if (!release.is_string()) continue;
-           const auto cmp = CompareVersionText(release.get<std::string>(),
-                                               newest.empty() ? running->get<std::string>() : newest);
+           const auto cmp = CompareVersionText(
+               release.get<std::string>(), newest.empty() ? running->get<std::string>() : newest);
            if (cmp && *cmp > 0) newest = release.get<std::string>();
          }
          if (newest.empty()) return Pass(Shown(*running));
-         return Found(fmt::format("running {}; {} installed", Shown(*running), SanitizeUtf8(newest)),
-                      "the newest installed kernel running",
-                      "a newer kernel is installed but not running: reboot into it");
+         return Found(
+             fmt::format("running {}; {} installed", Shown(*running), SanitizeUtf8(newest)),
+             "the newest installed kernel running",
+             "a newer kernel is installed but not running: reboot into it");
        }},
       {"networking.nccl-autoconfig",
        [](const Inputs& in) -> Verdict {
@@ -359,7 +360,8 @@ const std::map<std::string, Rule, std::less<>>& Rules() {
          for (const json& name : *names) {
            const std::string text = name.is_string() ? name.get<std::string>() : name.dump();
            all += (all.empty() ? "" : ", ") + SanitizeUtf8(text);
-           if (!std::regex_match(text, kPredictable)) odd += (odd.empty() ? "" : ", ") + SanitizeUtf8(text);
+           if (!std::regex_match(text, kPredictable))
+             odd += (odd.empty() ? "" : ", ") + SanitizeUtf8(text);
          }
          if (odd.empty()) return Pass(all);
          return Found(all, "mlx5_N or roce_pN_railN", "unpredictable RDMA device names: " + odd);
@@ -438,8 +440,8 @@ Finding ToFinding(const CheckSpec& check, const Verdict& verdict) {
       return finding;
     case Verdict::Kind::kAttest:
       finding.status = CheckStatus::kAttest;
-      finding.severity = check.severity == AuditSeverity::kCritical ? Severity::kHigh
-                                                                    : Severity::kMedium;
+      finding.severity =
+          check.severity == AuditSeverity::kCritical ? Severity::kHigh : Severity::kMedium;
       finding.remediation = check.remediation;
       return finding;
     case Verdict::Kind::kWarn:
@@ -493,9 +495,10 @@ std::vector<Finding> GradeChecks(const std::vector<const CheckSpec*>& checks,
     if (!check->AppliesTo(context.target)) {
       verdict = NotApplicable(fmt::format("applies to {} only", TargetsText(*check)));
     } else if (!check->side_effect.empty() && !context.allow_side_effects) {
-      verdict = NotApplicable(fmt::format("needs a side effect ({}): not run without "
-                                          "--allow-side-effects",
-                                          check->side_effect));
+      verdict =
+          NotApplicable(fmt::format("needs a side effect ({}): not run without "
+                                    "--allow-side-effects",
+                                    check->side_effect));
     } else if (const auto rule = Rules().find(check->id); rule == Rules().end()) {
       verdict = Unknown("this version of cmax does not collect it yet");
     } else {

@@ -57,28 +57,36 @@ TEST(GradeChecks, JudgesEachCheckOnItsEvidence) {
       {"versions.cuda-toolkit", {{"software.nvcc.release", nullptr}}, CheckStatus::kSkip},
       {"versions.runc", {{"containers.runc.version", "1.3.6"}}, CheckStatus::kPass},
       {"versions.runc", {{"containers.runc.version", "1.1.12-0ubuntu3"}}, CheckStatus::kFail},
-      {"versions.docker", {{"containers.docker.server_version", "\"29.7.0\""}},
+      {"versions.docker",
+       {{"containers.docker.server_version", "\"29.7.0\""}},
        CheckStatus::kUnknown},
       {"versions.connectx-firmware",
-       {{"network.ib.devices[].fw_ver", {"28.43.4702", "28.43.4800"}}}, CheckStatus::kPass,
+       {{"network.ib.devices[].fw_ver", {"28.43.4702", "28.43.4800"}}},
+       CheckStatus::kPass,
        "28.43.4702, 28.43.4800"},
       {"versions.connectx-firmware",
-       {{"network.ib.devices[].fw_ver", {"28.43.4800", "28.39.2048"}}}, CheckStatus::kFail},
+       {{"network.ib.devices[].fw_ver", {"28.43.4800", "28.39.2048"}}},
+       CheckStatus::kFail},
       {"versions.connectx-firmware",
-       {{"network.ib.devices[].fw_ver", {"28.43.4800", "garbage"}}}, CheckStatus::kUnknown},
-      {"versions.connectx-firmware", {{"network.ib.devices[].fw_ver", json::array()}},
+       {{"network.ib.devices[].fw_ver", {"28.43.4800", "garbage"}}},
+       CheckStatus::kUnknown},
+      {"versions.connectx-firmware",
+       {{"network.ib.devices[].fw_ver", json::array()}},
        CheckStatus::kSkip},
-      {"software.perf-event-paranoid", {{"host.sysctl.kernel.perf_event_paranoid", 1}},
+      {"software.perf-event-paranoid",
+       {{"host.sysctl.kernel.perf_event_paranoid", 1}},
        CheckStatus::kPass},
-      {"software.perf-event-paranoid", {{"host.sysctl.kernel.perf_event_paranoid", 4}},
-       CheckStatus::kWarn, "4"},
-      {"software.perf-event-paranoid", {{"host.sysctl.kernel.perf_event_paranoid", -1}},
+      {"software.perf-event-paranoid",
+       {{"host.sysctl.kernel.perf_event_paranoid", 4}},
+       CheckStatus::kWarn,
+       "4"},
+      {"software.perf-event-paranoid",
+       {{"host.sysctl.kernel.perf_event_paranoid", -1}},
        CheckStatus::kPass},
       {"software.kptr-restrict", {{"host.sysctl.kernel.kptr_restrict", 1}}, CheckStatus::kWarn},
       {"software.perf-installed", {{"software.perf.path", "/usr/bin/perf"}}, CheckStatus::kPass},
       {"software.perf-installed", {{"software.perf.path", nullptr}}, CheckStatus::kFail},
-      {"software.nccl-installed", {{"software.nccl.libraries", json::array()}},
-       CheckStatus::kFail},
+      {"software.nccl-installed", {{"software.nccl.libraries", json::array()}}, CheckStatus::kFail},
       {"software.nccl-installed",
        {{"software.nccl.libraries", {"/usr/lib/x86_64-linux-gnu/libnccl.so.2"}}},
        CheckStatus::kPass},
@@ -106,18 +114,22 @@ TEST(GradeChecks, JudgesEachCheckOnItsEvidence) {
        with_driver({{"software.ncu.path", "/usr/local/cuda/bin/ncu"},
                     {"gpu.driver.params.profiling_admin_only", 1}}),
        CheckStatus::kWarn},
-      {"software.ncu-profiling", with_driver({{"software.ncu.path", nullptr}}),
-       CheckStatus::kSkip},
-      {"hardware.cpu-governor", {{"host.cpu.governors", {{"performance", 64}}}},
+      {"software.ncu-profiling", with_driver({{"software.ncu.path", nullptr}}), CheckStatus::kSkip},
+      {"hardware.cpu-governor",
+       {{"host.cpu.governors", {{"performance", 64}}}},
        CheckStatus::kPass},
-      {"hardware.cpu-governor", {{"host.cpu.governors", {{"performance", 60}, {"powersave", 4}}}},
-       CheckStatus::kWarn, "powersave on 4 CPUs"},
+      {"hardware.cpu-governor",
+       {{"host.cpu.governors", {{"performance", 60}, {"powersave", 4}}}},
+       CheckStatus::kWarn,
+       "powersave on 4 CPUs"},
       {"hardware.cpu-governor", {{"host.cpu.governors", nullptr}}, CheckStatus::kSkip},
       {"software.resource-limits",
        {{"host.limits.memlock", "unlimited"}, {"host.limits.nofile", 1048576}},
        CheckStatus::kPass},
-      {"software.resource-limits", {{"host.limits.memlock", 65536}, {"host.limits.nofile", 1024}},
-       CheckStatus::kWarn, "memlock 65536, nofile 1024"},
+      {"software.resource-limits",
+       {{"host.limits.memlock", 65536}, {"host.limits.nofile", 1024}},
+       CheckStatus::kWarn,
+       "memlock 65536, nofile 1024"},
       {"access.sudo", {{"access.sudo_noninteractive", false}}, CheckStatus::kWarn},
       {"access.user-management",
        {{"access.useradd", "/usr/sbin/useradd"}, {"access.groupadd", nullptr}},
@@ -129,19 +141,20 @@ TEST(GradeChecks, JudgesEachCheckOnItsEvidence) {
       {"isolation.guest-kernel-current",
        {{"host.kernel.release", "6.8.0-124-generic"},
         {"host.kernel.installed", {"6.8.0-137-generic", "6.8.0-124-generic"}}},
-       CheckStatus::kFail, "6.8.0-137-generic installed"},
+       CheckStatus::kFail,
+       "6.8.0-137-generic installed"},
       {"isolation.guest-kernel-current",
        {{"host.kernel.release", "6.1.0-28-amd64"}, {"host.kernel.installed", nullptr}},
        CheckStatus::kSkip},
       {"networking.nccl-autoconfig", {{"network.nccl.conf", nullptr}}, CheckStatus::kPass},
       {"networking.nccl-autoconfig",
        {{"network.nccl.conf", {{"NCCL_IB_HCA", "mlx5"}, {"NCCL_ALGO", "Ring"}}}},
-       CheckStatus::kWarn, "NCCL_ALGO=Ring"},
+       CheckStatus::kWarn,
+       "NCCL_ALGO=Ring"},
       {"isolation.nvlink-boundary", with_driver({{"gpu.topology.nvlink", true}}),
        CheckStatus::kAttest},
       {"isolation.nvlink-boundary",
-       with_driver({{"gpu.topology.nvlink", true},
-                    {"attestation.nvlink_domain_exclusive", true}}),
+       with_driver({{"gpu.topology.nvlink", true}, {"attestation.nvlink_domain_exclusive", true}}),
        CheckStatus::kPass},
       {"isolation.nvlink-boundary", with_driver({{"gpu.topology.nvlink", false}}),
        CheckStatus::kSkip},
@@ -162,8 +175,9 @@ TEST(GradeChecks, JudgesEachCheckOnItsEvidence) {
 }
 
 TEST(GradeChecks, SlurmOnlyChecksAndPcieIsolationByTarget) {
-  const Finding pmix = Grade("orchestration.slurm-pmix", {{"scheduler.slurm.mpi_types", {"none", "pmix_v4"}}},
-                             AuditTarget::kSlurm);
+  const Finding pmix =
+      Grade("orchestration.slurm-pmix", {{"scheduler.slurm.mpi_types", {"none", "pmix_v4"}}},
+            AuditTarget::kSlurm);
   EXPECT_EQ(pmix.status, CheckStatus::kPass);
   EXPECT_EQ(Grade("orchestration.slurm-pmix", {{"scheduler.slurm.mpi_types", {"none", "pmi2"}}},
                   AuditTarget::kSlurm)
@@ -173,22 +187,22 @@ TEST(GradeChecks, SlurmOnlyChecksAndPcieIsolationByTarget) {
   EXPECT_EQ(local.status, CheckStatus::kSkip);
   EXPECT_EQ(local.message, "applies to slurm only");
   EXPECT_EQ(Grade("isolation.pcie-passthrough", {}, AuditTarget::kVm).status, CheckStatus::kSkip);
-  EXPECT_EQ(Grade("isolation.ufm-secured", {{"network.rdma.type", "roce"}}, AuditTarget::kSlurm)
-                .status,
-            CheckStatus::kSkip);
-  EXPECT_EQ(Grade("isolation.ufm-secured", {{"network.rdma.type", "infiniband"}},
-                  AuditTarget::kSlurm)
-                .status,
-            CheckStatus::kAttest);
+  EXPECT_EQ(
+      Grade("isolation.ufm-secured", {{"network.rdma.type", "roce"}}, AuditTarget::kSlurm).status,
+      CheckStatus::kSkip);
+  EXPECT_EQ(
+      Grade("isolation.ufm-secured", {{"network.rdma.type", "infiniband"}}, AuditTarget::kSlurm)
+          .status,
+      CheckStatus::kAttest);
 }
 
 // Whatever the evidence, every check gets one finding; nothing passes on no evidence.
 TEST(GradeChecks, EveryCheckGetsOneFindingAndNoneOnNothingPasses) {
   const AuditCatalogue& catalogue = AuditCatalogue::Builtin();
   const auto all = *catalogue.Select("");
-  for (const AuditTarget target : {AuditTarget::kSlurm, AuditTarget::kKubernetes,
-                                   AuditTarget::kStandalone, AuditTarget::kVm,
-                                   AuditTarget::kContainer}) {
+  for (const AuditTarget target :
+       {AuditTarget::kSlurm, AuditTarget::kKubernetes, AuditTarget::kStandalone, AuditTarget::kVm,
+        AuditTarget::kContainer}) {
     const std::vector<Finding> findings = GradeChecks(all, {}, Context(target));
     ASSERT_EQ(findings.size(), all.size());
     for (size_t i = 0; i < all.size(); ++i) {

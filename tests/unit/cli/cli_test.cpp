@@ -323,9 +323,17 @@ TEST(Cli, AuditListsItsChecksAndItsTable) {
   EXPECT_NE(verbose.out.find("reproduce: sudo -n true"), std::string::npos) << verbose.out;
   EXPECT_EQ(Cli({"audit", "--show", "securty"}).code, kExitUsage);
   EXPECT_EQ(Cli({"audit", "--show", "--format", "yaml"}).code, kExitUsage);
-  const CliResult not_yet = Cli({"audit"});
-  EXPECT_EQ(not_yet.code, kExitUsage);
-  EXPECT_NE(not_yet.err.find("does not run them yet"), std::string::npos) << not_yet.err;
+  // Auditing this host records a run with a finding per check of the profile.
+  testing::TempDir dir;
+  const CliResult local = Cli({"--db", dir.File("cmax.db"), "audit", "--local", "access"});
+  EXPECT_TRUE(local.code == kExitOk || local.code == kExitChecksFailed || local.code == kExitError)
+      << local.code << local.err;
+  EXPECT_NE(local.out.find("access.user-management"), std::string::npos) << local.out;
+  EXPECT_NE(local.out.find("5 findings"), std::string::npos) << local.out;
+  EXPECT_EQ(Cli({"--db", dir.File("cmax.db"), "audit", "--local", "access", "--exit-zero"}).code,
+            kExitOk);
+  const CliResult runs = Cli({"--db", dir.File("cmax.db"), "db", "runs"});
+  EXPECT_NE(runs.out.find("audit"), std::string::npos) << runs.out;
   const CliResult table = Cli({"audit", "--show-minimums"});
   EXPECT_EQ(table.code, kExitOk) << table.err;
   EXPECT_NE(table.out.find("nvidia-driver (by branch"), std::string::npos) << table.out;

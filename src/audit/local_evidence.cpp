@@ -1,0 +1,339 @@
+#include "audit/local_evidence.hpp"
+
+#include <algorithm>
+#include <charconv>
+#include <set>
+
+#include "audit/host_inventory.hpp"
+#include "core/strings.hpp"
+#include "sys/file_system.hpp"
+#include "sys/process_runner.hpp"
+
+namespace cmax::audit {
+namespace {
+
+using nlohmann::json;
+
+// Files under /proc and /sys are small; the loader cache is the largest read (a few hundred KB).
+constexpr size_t kSmallFile = size_t{64} << 10;
+constexpr size_t kLoaderCache = size_t{16} << 20;
+
+std::optional<std::string> Read(const sys::FileSystem& fs, const std::string& path,
+                                size_t limit = kSmallFile) {
+  auto text = fs.ReadFile(path, limit);
+  if (!text) return std::nullopt;
+  return std::move(*text);
+}
+
+std::string Trimmed(std::string_view text) {
+  while (!text.empty() && (text.back() == '\n' || text.back() == ' ' || text.back() == '\t')) {
+    text.remove_suffix(1);
+  }
+  while (!text.empty() && (text.front() == ' ' || text.front() == '\t')) text.remove_prefix(1);
+  return std::string(text);
+}
+
+std::optional<int64_t> Integer(const std::string& text) {
+  int64_t value = 0;
+  const std::string trimmed = Trimmed(text);
+  const auto [end, ec] = std::from_chars(trimmed.data(), trimmed.data() + trimmed.size(), value);
+  if (ec != std::errc() || end != trimmed.data() + trimmed.size()) return std::nullopt;
+  return value;
+}
+
+// The program's path on PATH, or nothing.
+std::optional<std::string> Which(const sys::FileSystem& fs, const std::string& path_list,
+                                 std::string_view name,
+                                 const std::vector<std::string>& extra_dirs = {}) {
+  std::vector<std::string> dirs;
+  size_t from = 0;
+  while (from <= path_list.size()) {
+    const size_t colon = path_list.find(':', from);
+    const std::string dir = path_list.substr(from, colon - from);
+    if (!dir.empty()) dirs.push_back(dir);
+    if (colon == std::string::npos) break;
+    from = colon + 1;
+  }
+  dirs.insert(dirs.end(), extra_dirs.begin(), extra_dirs.end());
+  for (const std::string& dir : dirs) {
+    const std::string candidate = dir + "/" + std::string(name);
+    if (fs.Exists(candidate) && !fs.IsDirectory(candidate)) return candidate;
+  }
+  return std::nullopt;
+}
+
+json PathOrNull(const std::optional<std::string>& path) {
+  return path ? json(*path) : json(nullptr);
+}
+
+// A program's output when it ran and succeeded in time; nothing otherwise.
+std::optional<std::string> Output(sys::ProcessRunner& runner, const std::string& program,
+                                  std::vector<std::string> args, Duration timeout) {
+  sys::ProcessSpec spec;
+  spec.argv = {program};
+  spec.argv.insert(spec.argv.end(), args.begin(), args.end());
+  spec.timeout = timeout;
+  spec.output_cap = kSmallFile;
+  spec.env_add = {"LC_ALL=C"};
+  auto result = runner.Run(spec);
+  if (!result || !result->Succeeded()) return std::nullopt;
+  return result->stdout_text + result->stderr_text;
+}
+
+// A version read from a program: null when the program is not there; left out (not collected)
+// when it is there but did not answer in time or said nothing we read.
+void ProgramVersion(AuditEvidence& out, const std::string& key,
+                    const std::optional<std::string>& program, sys::ProcessRunner& runner,
+                    std::vector<std::string> args, Duration timeout,
+                    std::string (*parse)(std::string_view)) {
+  if (!program) {
+    out[key] = nullptr;
+    return;
+  }
+  const auto text = Output(runner, *program, std::move(args), timeout);
+  if (!text) return;
+  if (std::string version = parse(*text); !version.empty()) out[key] = version;
+}
+
+void Driver(const sys::FileSystem& fs, AuditEvidence& out) {
+  const auto version = Read(fs, "/proc/driver/nvidia/version");
+  const auto driver = version ? ParseNvidiaVersion(*version) : std::nullopt;
+  if (!driver || driver->version.empty()) {
+    out["gpu.driver.version"] = nullptr;
+    return;
+  }
+  out["gpu.driver.version"] = driver->version;
+  out["gpu.driver.open_kernel"] = driver->open_kernel_module;
+  // DMA-BUF: the module exports it (the public audit looks for dma_buf* below the module).
+  bool dma_buf = false;
+  for (const char* dir : {"/sys/module/nvidia/parameters", "/sys/module/nvidia"}) {
+    auto entries = fs.ListDir(dir);
+    if (!entries) continue;
+    dma_buf = dma_buf || std::any_of(entries->begin(), entries->end(), [](const std::string& e) {
+                return e.starts_with("dma_buf");
+              });
+  }
+  out["gpu.driver.dma_buf"] = dma_buf;
+  if (const auto params = Read(fs, "/proc/driver/nvidia/params")) {
+    const size_t at = params->find("RmProfilingAdminOnly:");
+    if (at != std::string::npos) {
+      const size_t end = params->find('\n', at);
+      if (const auto v = Integer(params->substr(at + 21, end - at - 21))) {
+        out["gpu.driver.params.profiling_admin_only"] = *v;
+      }
+    }
+  }
+}
+
+void Modules(const sys::FileSystem& fs, AuditEvidence& out) {
+  const auto modules = Read(fs, "/proc/modules", size_t{1} << 20);
+  if (!modules) return;
+  const auto loaded = [&](std::string_view name) {
+    return modules->starts_with(std::string(name) + " ") ||
+           modules->find("\n" + std::string(name) + " ") != std::string::npos;
+  };
+  out["gpu.driver.peermem_loaded"] = loaded("nvidia_peermem");
+  out["gpu.gdrcopy.module"] = loaded("gdrdrv");
+}
+
+void LoaderCache(const sys::FileSystem& fs, AuditEvidence& out) {
+  const auto cache = Read(fs, "/etc/ld.so.cache", kLoaderCache);
+  if (!cache) return;
+  const auto gdrapi = CachedLibraries(*cache, "libgdrapi.so");
+  out["gpu.gdrcopy.library"] = gdrapi.empty() ? json(nullptr) : json(gdrapi.front());
+  out["software.nccl.libraries"] = CachedLibraries(*cache, "libnccl.so");
+}
+
+void Governors(const sys::FileSystem& fs, AuditEvidence& out) {
+  auto cpus = fs.ListDir("/sys/devices/system/cpu");
+  if (!cpus) return;
+  std::map<std::string, int> counts;
+  for (const std::string& cpu : *cpus) {
+    if (!cpu.starts_with("cpu") || cpu.size() < 4 || cpu[3] < '0' || cpu[3] > '9') continue;
+    const auto governor = Read(fs, "/sys/devices/system/cpu/" + cpu + "/cpufreq/scaling_governor");
+    if (governor) ++counts[SanitizeUtf8(Trimmed(*governor))];
+  }
+  out["host.cpu.governors"] = counts.empty() ? json(nullptr) : json(counts);
+}
+
+void Rdma(const sys::FileSystem& fs, AuditEvidence& out) {
+  const std::string root = "/sys/class/infiniband";
+  auto devices = fs.ListDir(root);
+  json names = json::array();
+  json firmware = json::array();
+  std::string fabric = "none";
+  if (devices) {
+    for (const std::string& device : *devices) {
+      names.push_back(SanitizeUtf8(device));
+      const auto vendor = Read(fs, root + "/" + device + "/device/vendor");
+      const auto fw = Read(fs, root + "/" + device + "/fw_ver");
+      if (vendor && Trimmed(*vendor) == "0x15b3" && fw) firmware.push_back(Trimmed(*fw));
+      auto ports = fs.ListDir(root + "/" + device + "/ports");
+      if (!ports) continue;
+      for (const std::string& port : *ports) {
+        const auto layer = Read(fs, root + "/" + device + "/ports/" + port + "/link_layer");
+        if (!layer) continue;
+        if (Trimmed(*layer) == "InfiniBand") fabric = "infiniband";
+        if (Trimmed(*layer) == "Ethernet" && fabric == "none") fabric = "roce";
+      }
+    }
+  }
+  out["network.ib.device_names"] = names;
+  out["network.ib.devices[].fw_ver"] = firmware;
+  out["network.rdma.type"] = fabric;
+}
+
+void Kernels(const sys::FileSystem& fs, AuditEvidence& out) {
+  if (const auto release = Read(fs, "/proc/sys/kernel/osrelease")) {
+    out["host.kernel.release"] = Trimmed(*release);
+  }
+  auto boot = fs.ListDir("/boot");
+  json installed = json::array();
+  if (boot) {
+    for (const std::string& name : *boot) {
+      if (name.starts_with("vmlinuz-")) installed.push_back(SanitizeUtf8(name.substr(8)));
+    }
+  }
+  out["host.kernel.installed"] = installed.empty() ? json(nullptr) : installed;
+}
+
+}  // namespace
+
+std::string ParseNvccRelease(std::string_view output) {
+  const size_t at = output.find("release ");
+  if (at == std::string_view::npos) return {};
+  std::string_view rest = output.substr(at + 8);
+  const size_t end = rest.find_first_not_of("0123456789.");
+  return std::string(rest.substr(0, end));
+}
+
+std::string FirstVersionWord(std::string_view output) {
+  const std::string_view first_line = output.substr(0, output.find('\n'));
+  size_t at = 0;
+  while (at < first_line.size()) {
+    const size_t start = first_line.find_first_not_of(" \t:,", at);
+    if (start == std::string_view::npos) break;
+    const size_t end = first_line.find_first_of(" \t,", start);
+    std::string_view word = first_line.substr(start, end - start);
+    if (word.starts_with('v') && word.size() > 1) word.remove_prefix(1);
+    if (!word.empty() && word[0] >= '0' && word[0] <= '9' &&
+        word.find('.') != std::string_view::npos) {
+      return SanitizeUtf8(word);
+    }
+    if (end == std::string_view::npos) break;
+    at = end;
+  }
+  return {};
+}
+
+std::map<std::string, std::string> ParseKeyValues(std::string_view text) {
+  std::map<std::string, std::string> out;
+  while (!text.empty()) {
+    const size_t end = text.find('\n');
+    const std::string line = Trimmed(text.substr(0, end));
+    text = end == std::string_view::npos ? std::string_view() : text.substr(end + 1);
+    if (line.empty() || line[0] == '#') continue;
+    const size_t eq = line.find('=');
+    if (eq == std::string::npos || eq == 0) continue;
+    out[SanitizeUtf8(Trimmed(line.substr(0, eq)))] = SanitizeUtf8(Trimmed(line.substr(eq + 1)));
+  }
+  return out;
+}
+
+std::optional<std::string> SoftLimit(std::string_view limits, std::string_view row) {
+  const size_t at = limits.find(row);
+  if (at == std::string_view::npos) return std::nullopt;
+  std::string_view rest = limits.substr(at + row.size());
+  rest = rest.substr(0, rest.find('\n'));
+  const size_t start = rest.find_first_not_of(' ');
+  if (start == std::string_view::npos) return std::nullopt;
+  rest.remove_prefix(start);
+  return std::string(rest.substr(0, rest.find(' ')));
+}
+
+std::vector<std::string> CachedLibraries(std::string_view cache, std::string_view stem) {
+  std::set<std::string> found;
+  const std::string needle = "/" + std::string(stem);
+  for (size_t at = cache.find(needle); at != std::string_view::npos;
+       at = cache.find(needle, at + 1)) {
+    // The cache's strings are NUL-terminated absolute paths.
+    size_t start = at;
+    while (start > 0 && cache[start - 1] != '\0' && at - start < 4096) --start;
+    const size_t end = cache.find('\0', at);
+    if (end == std::string_view::npos || cache[start] != '/') continue;
+    found.insert(SanitizeUtf8(cache.substr(start, end - start)));
+  }
+  return {found.begin(), found.end()};
+}
+
+AuditEvidence CollectLocalEvidence(const sys::FileSystem& fs, sys::ProcessRunner& runner,
+                                   const LocalProbeOptions& options) {
+  AuditEvidence out;
+  const std::string& path = options.path;
+  const std::vector<std::string> sbin = {"/usr/sbin", "/sbin"};
+  Driver(fs, out);
+  Modules(fs, out);
+  LoaderCache(fs, out);
+  Governors(fs, out);
+  Rdma(fs, out);
+  Kernels(fs, out);
+  out["gpu.gdrcopy.device"] = fs.Exists("/dev/gdrdrv");
+  for (const auto& [key, file] :
+       {std::pair{"host.sysctl.kernel.perf_event_paranoid", "/proc/sys/kernel/perf_event_paranoid"},
+        {"host.sysctl.kernel.kptr_restrict", "/proc/sys/kernel/kptr_restrict"}}) {
+    if (const auto text = Read(fs, file)) {
+      if (const auto value = Integer(*text)) out[key] = *value;
+    }
+  }
+  if (const auto limits = Read(fs, "/proc/self/limits")) {
+    for (const auto& [key, row] : {std::pair{"host.limits.memlock", "Max locked memory"},
+                                   {"host.limits.nofile", "Max open files"}}) {
+      const auto limit = SoftLimit(*limits, row);
+      if (!limit) continue;
+      const auto number = Integer(*limit);
+      out[key] = number ? json(*number) : json(*limit);
+    }
+  }
+  if (const auto conf = Read(fs, "/etc/nccl.conf")) {
+    out["network.nccl.conf"] = ParseKeyValues(*conf);
+  } else if (!fs.Exists("/etc/nccl.conf")) {
+    out["network.nccl.conf"] = nullptr;
+  }
+  out["software.perf.path"] = PathOrNull(Which(fs, path, "perf"));
+  out["software.ncu.path"] =
+      PathOrNull(Which(fs, path, "ncu", {"/usr/local/cuda/bin", "/usr/local/cuda/nsight-compute"}));
+  out["health.nhc.path"] = PathOrNull(Which(fs, path, "nhc", sbin));
+  out["containers.enroot.path"] = PathOrNull(Which(fs, path, "enroot"));
+  auto apptainer = Which(fs, path, "apptainer");
+  if (!apptainer) apptainer = Which(fs, path, "singularity");
+  out["containers.apptainer.path"] = PathOrNull(apptainer);
+  out["access.useradd"] = PathOrNull(Which(fs, path, "useradd", sbin));
+  out["access.groupadd"] = PathOrNull(Which(fs, path, "groupadd", sbin));
+  std::optional<std::string> hpcx = Which(fs, path, "hpcx");
+  if (!hpcx && fs.IsDirectory("/opt/hpcx")) hpcx = "/opt/hpcx";
+  out["software.hpcx.path"] = PathOrNull(hpcx);
+  // sudo: root needs none; anyone else must get it without a password prompt.
+  const auto status = Read(fs, "/proc/self/status");
+  const bool root = status && status->find("\nUid:\t0\t") != std::string::npos;
+  if (root) {
+    out["access.sudo_noninteractive"] = true;
+  } else if (const auto sudo = Which(fs, path, "sudo")) {
+    out["access.sudo_noninteractive"] = Output(runner, *sudo, {"-n", "true"}, options.timeout).has_value();
+  } else {
+    out["access.sudo_noninteractive"] = false;
+  }
+  ProgramVersion(out, "software.nvcc.release", Which(fs, path, "nvcc", {"/usr/local/cuda/bin"}),
+                 runner, {"--version"}, options.timeout, ParseNvccRelease);
+  ProgramVersion(out, "containers.runc.version", Which(fs, path, "runc"), runner, {"--version"},
+                 options.timeout, FirstVersionWord);
+  ProgramVersion(out, "containers.nvidia_ctk.version", Which(fs, path, "nvidia-ctk"), runner,
+                 {"--version"}, options.timeout, FirstVersionWord);
+  ProgramVersion(out, "health.dcgm.version", Which(fs, path, "dcgmi"), runner, {"--version"},
+                 options.timeout, FirstVersionWord);
+  ProgramVersion(out, "containers.docker.server_version", Which(fs, path, "docker"), runner,
+                 {"version", "--format", "{{.Server.Version}}"}, options.timeout,
+                 FirstVersionWord);
+  return out;
+}
+
+}  // namespace cmax::audit

@@ -1,0 +1,198 @@
+// The local audit: the parsers of what programs and files say, the evidence read from a GPU node
+// seen through /proc, /sys, /etc and /boot (a MemoryFileSystem) with the programs answered by a
+// stand-in runner, and one recorded run with a finding per check.
+#include "audit/local_evidence.hpp"
+
+#include <filesystem>
+#include <gtest/gtest.h>
+#include <string>
+
+#include "audit/audit_run.hpp"
+#include "audit/catalogue.hpp"
+#include "store/store.hpp"
+#include "support/fake_process_runner.hpp"
+#include "support/temp_dir.hpp"
+#include "sys/file_system.hpp"
+
+namespace cmax::audit {
+namespace {
+
+using nlohmann::json;
+
+TEST(LocalEvidenceParsers, ReadWhatProgramsAndFilesSay) {
+  EXPECT_EQ(ParseNvccRelease("nvcc: NVIDIA (R) Cuda compiler driver\nCuda compilation tools, "
+                             "release 13.0, V13.0.48\n"),
+            "13.0");
+  EXPECT_EQ(ParseNvccRelease("no release here"), "");
+  EXPECT_EQ(ParseNvccRelease("nothing"), "");
+  EXPECT_EQ(FirstVersionWord("runc version 1.1.12\ncommit: v1.1.12-0-g51d5e94\nspec: 1.0.2-dev\n"),
+            "1.1.12");
+  EXPECT_EQ(FirstVersionWord("NVIDIA Container Toolkit CLI version 1.17.8\ncommit: f202b80\n"),
+            "1.17.8");
+  EXPECT_EQ(FirstVersionWord("Version : 4.2.3\nBuild ID : 14"), "4.2.3");
+  EXPECT_EQ(FirstVersionWord("29.7.0\n"), "29.7.0");
+  EXPECT_EQ(FirstVersionWord("v2.1.0"), "2.1.0");
+  EXPECT_EQ(FirstVersionWord("docker: 'version' is not a command\n"), "");
+  EXPECT_EQ(FirstVersionWord(""), "");
+  const auto conf = ParseKeyValues("# tuned\nNCCL_IB_HCA = mlx5\n\nNCCL_ALGO=Ring\nbogus\n=x\n");
+  EXPECT_EQ(conf, (std::map<std::string, std::string>{{"NCCL_ALGO", "Ring"},
+                                                      {"NCCL_IB_HCA", "mlx5"}}));
+  const std::string limits =
+      "Limit                     Soft Limit           Hard Limit           Units     \n"
+      "Max locked memory         8388608              8388608              bytes     \n"
+      "Max open files            1024                 1048576              files     \n"
+      "Max stack size            unlimited            unlimited            bytes     \n";
+  EXPECT_EQ(SoftLimit(limits, "Max locked memory"), "8388608");
+  EXPECT_EQ(SoftLimit(limits, "Max open files"), "1024");
+  EXPECT_EQ(SoftLimit(limits, "Max stack size"), "unlimited");
+  EXPECT_EQ(SoftLimit(limits, "Max nothing"), std::nullopt);
+  const std::string cache = std::string("ld.so-1.7.0\0glibc-ld.so.cache1.1\0", 32) +
+                            std::string("libnccl.so.2\0/usr/lib/x86_64-linux-gnu/libnccl.so.2\0", 53) +
+                            std::string("libc.so.6\0/lib/x86_64-linux-gnu/libc.so.6\0", 42);
+  EXPECT_EQ(CachedLibraries(cache, "libnccl.so"),
+            std::vector<std::string>{"/usr/lib/x86_64-linux-gnu/libnccl.so.2"});
+  EXPECT_TRUE(CachedLibraries(cache, "libgdrapi.so").empty());
+}
+
+// A GPU node as the audit reads it: driver 580.95.05 (below its branch's minimum), GDRCopy
+// loaded, a ConnectX-7, performance governors, and nvcc, runc and a docker that does not answer.
+sys::MemoryFileSystem GpuNode() {
+  sys::MemoryFileSystem fs;
+  fs.AddFile("/etc/os-release", "ID=ubuntu\nVERSION_ID=\"24.04\"\n");
+  fs.AddFile("/proc/sys/kernel/osrelease", "6.8.0-124-generic\n");
+  fs.AddFile("/proc/driver/nvidia/version",
+             "NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  580.95.05  Release Build\n");
+  fs.AddFile("/proc/driver/nvidia/params", "ResmanDebugLevel: 4294967295\nRmProfilingAdminOnly: 1\n");
+  fs.AddFile("/sys/module/nvidia/parameters/NVreg_EnableStreamMemOPs", "1\n");
+  fs.AddFile("/proc/modules", "gdrdrv 24576 0 - Live 0x0\nnvidia 1234 1 gdrdrv, Live 0x0\n");
+  fs.AddFile("/dev/gdrdrv", "");
+  fs.AddFile("/etc/ld.so.cache", std::string("x\0/usr/lib/libgdrapi.so.2\0", 26));
+  fs.AddFile("/sys/devices/system/cpu/cpu0/cpufreq/scaling_governor", "performance\n");
+  fs.AddFile("/sys/devices/system/cpu/cpu1/cpufreq/scaling_governor", "performance\n");
+  fs.AddFile("/sys/devices/system/cpu/online", "0-1\n");
+  fs.AddFile("/sys/class/infiniband/mlx5_0/fw_ver", "28.43.4702\n");
+  fs.AddFile("/sys/class/infiniband/mlx5_0/device/vendor", "0x15b3\n");
+  fs.AddFile("/sys/class/infiniband/mlx5_0/ports/1/link_layer", "InfiniBand\n");
+  fs.AddFile("/boot/vmlinuz-6.8.0-124-generic", "");
+  fs.AddFile("/boot/vmlinuz-6.8.0-137-generic", "");
+  fs.AddFile("/proc/sys/kernel/perf_event_paranoid", "2\n");
+  fs.AddFile("/proc/sys/kernel/kptr_restrict", "0\n");
+  fs.AddFile("/proc/self/limits",
+             "Max locked memory         unlimited            unlimited            bytes\n"
+             "Max open files            1048576              1048576              files\n");
+  fs.AddFile("/proc/self/status", "Name:\tcmax\nUid:\t0\t0\t0\t0\n");
+  fs.AddFile("/etc/nccl.conf", "NCCL_IB_HCA=mlx5\n");
+  for (const char* program : {"nvcc", "runc", "docker", "perf", "useradd", "groupadd"}) {
+    fs.AddFile(std::string("/usr/bin/") + program, "");
+  }
+  return fs;
+}
+
+TEST(CollectLocalEvidence, ReadsAGpuNode) {
+  const sys::MemoryFileSystem fs = GpuNode();
+  cmax::testing::FakeProcessRunner runner;
+  runner.AnswerStdout("nvcc", "Cuda compilation tools, release 13.1, V13.1.20\n");
+  runner.AnswerStdout("runc", "runc version 1.3.6\n");
+  sys::ProcessResult hung;
+  hung.timed_out = true;
+  runner.Answer("docker", hung);
+  const AuditEvidence e = CollectLocalEvidence(fs, runner, {.path = "/usr/local/bin:/usr/bin"});
+  EXPECT_EQ(e.at("gpu.driver.version"), "580.95.05");
+  EXPECT_EQ(e.at("gpu.driver.open_kernel"), true);
+  EXPECT_EQ(e.at("gpu.driver.params.profiling_admin_only"), 1);
+  EXPECT_EQ(e.at("gpu.driver.peermem_loaded"), false);
+  EXPECT_EQ(e.at("gpu.gdrcopy.module"), true);
+  EXPECT_EQ(e.at("gpu.gdrcopy.device"), true);
+  EXPECT_EQ(e.at("gpu.gdrcopy.library"), "/usr/lib/libgdrapi.so.2");
+  EXPECT_EQ(e.at("software.nccl.libraries"), json::array());
+  EXPECT_EQ(e.at("host.cpu.governors"), json({{"performance", 2}}));
+  EXPECT_EQ(e.at("network.ib.device_names"), json({"mlx5_0"}));
+  EXPECT_EQ(e.at("network.ib.devices[].fw_ver"), json({"28.43.4702"}));
+  EXPECT_EQ(e.at("network.rdma.type"), "infiniband");
+  EXPECT_EQ(e.at("host.kernel.release"), "6.8.0-124-generic");
+  EXPECT_EQ(e.at("host.kernel.installed"), json({"6.8.0-124-generic", "6.8.0-137-generic"}));
+  EXPECT_EQ(e.at("host.sysctl.kernel.perf_event_paranoid"), 2);
+  EXPECT_EQ(e.at("host.limits.memlock"), "unlimited");
+  EXPECT_EQ(e.at("host.limits.nofile"), 1048576);
+  EXPECT_EQ(e.at("access.sudo_noninteractive"), true);  // root
+  EXPECT_EQ(e.at("network.nccl.conf"), json({{"NCCL_IB_HCA", "mlx5"}}));
+  EXPECT_EQ(e.at("software.perf.path"), "/usr/bin/perf");
+  EXPECT_EQ(e.at("software.ncu.path"), nullptr);
+  EXPECT_EQ(e.at("software.nvcc.release"), "13.1");
+  EXPECT_EQ(e.at("containers.runc.version"), "1.3.6");
+  EXPECT_EQ(e.at("containers.nvidia_ctk.version"), nullptr);  // not on PATH: looked, absent
+  EXPECT_FALSE(e.contains("containers.docker.server_version"));  // did not answer in time
+  // Every program ran with a deadline, and nothing but version queries ran.
+  for (const sys::ProcessSpec& spec : runner.calls) {
+    EXPECT_LE(spec.timeout, std::chrono::seconds(5));
+    const std::string last = spec.argv.back();
+    EXPECT_TRUE(last == "--version" || last == "{{.Server.Version}}") << spec.argv[0];
+  }
+}
+
+TEST(CollectLocalEvidence, AnEmptyHostIsAbsenceNotPass) {
+  const sys::MemoryFileSystem fs;
+  cmax::testing::FakeProcessRunner runner;
+  const AuditEvidence e = CollectLocalEvidence(fs, runner, {.path = "/usr/bin"});
+  EXPECT_EQ(e.at("gpu.driver.version"), nullptr);
+  EXPECT_FALSE(e.contains("host.cpu.governors"));  // no /sys/devices/system/cpu: not read
+  EXPECT_EQ(e.at("access.sudo_noninteractive"), false);
+  EXPECT_FALSE(e.contains("host.sysctl.kernel.perf_event_paranoid"));  // unreadable: not collected
+  EXPECT_TRUE(runner.calls.empty());
+}
+
+TEST(RunLocalAudit, RecordsOneFindingPerCheckAndTheTableUsed) {
+  cmax::testing::TempDir dir;
+  sys::MemoryFileSystem fs = GpuNode();
+  cmax::testing::FakeProcessRunner runner;
+  runner.AnswerStdout("nvcc", "Cuda compilation tools, release 13.1, V13.1.20\n");
+  runner.AnswerStdout("runc", "runc version 1.3.6\n");
+  ManualClock clock(*ParseIso8601("2026-09-28T00:00:00Z"));
+  const AuditIo io{.db_path = dir.File("cmax.db"),
+                   .cmax_version = "test",
+                   .fs = &fs,
+                   .runner = &runner,
+                   .clock = &clock,
+                   .path = "/usr/bin"};
+  auto report = RunLocalAudit({}, io);
+  ASSERT_TRUE(report) << report.error().message;
+  EXPECT_EQ(report->record.run.command, "audit");
+  EXPECT_EQ(report->record.findings.size(), AuditCatalogue::Builtin().Checks().size());
+  EXPECT_EQ(report->exit_code, 1);  // the driver is below its branch's minimum
+  EXPECT_EQ(report->notice, "");    // the table is 3 days old here
+  const auto find = [&](const std::string& id) {
+    for (const Finding& f : report->record.findings) {
+      if (f.check_id == id) return f;
+    }
+    ADD_FAILURE() << id;
+    return Finding{};
+  };
+  EXPECT_EQ(find("versions.nvidia-driver").status, CheckStatus::kFail);
+  EXPECT_EQ(find("versions.cuda-toolkit").status, CheckStatus::kPass);
+  bool recorded_sha = false;
+  for (const EvidenceItem& item : report->record.evidence) {
+    if (item.key == "audit.minimums.sha256") {
+      recorded_sha = item.value_json == json(MinimumTable::Builtin().Sha256()).dump();
+    }
+  }
+  EXPECT_TRUE(recorded_sha);
+  // --exit-zero: the same findings, exit 0.
+  auto zero = RunLocalAudit({.exit_zero = true}, io);
+  ASSERT_TRUE(zero);
+  EXPECT_EQ(zero->exit_code, 0);
+  // What the user gave is refused before a run is opened.
+  cmax::testing::TempDir empty;
+  AuditIo elsewhere = io;
+  elsewhere.db_path = empty.File("cmax.db");
+  auto bad_profile = RunLocalAudit({.profile = "secuirty"}, elsewhere);
+  ASSERT_FALSE(bad_profile);
+  EXPECT_EQ(bad_profile.error().code, ErrorCode::kInvalidArgument);
+  fs.AddFile("/tmp/table.json", "{\"schema\": \"cmax.audit-minimums/v1\"}");
+  auto bad_table = RunLocalAudit({.minimums = "/tmp/table.json"}, elsewhere);
+  ASSERT_FALSE(bad_table);
+  EXPECT_EQ(bad_table.error().code, ErrorCode::kInvalidArgument);
+  EXPECT_FALSE(std::filesystem::exists(empty.File("cmax.db")));
+}
+
+}  // namespace
+}  // namespace cmax::audit
