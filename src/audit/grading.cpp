@@ -381,6 +381,60 @@ const std::map<std::string, Rule, std::less<>>& Rules() {
          if (pmix) return Pass(all);
          return Found(all.empty() ? "none" : all, "pmix", "srun offers no PMIx");
        }},
+      {"containers.nvidia-container-toolkit",
+       [](const Inputs& in) -> Verdict {
+         const json* ctk = Get(in, "containers.nvidia_ctk.version");
+         if (ctk == nullptr) return NotCollected("containers.nvidia_ctk.version");
+         if (ctk->is_string()) return Pass(Shown(*ctk));
+         if (auto na = NeedsDriver(in)) return *na;
+         return Found("not installed", "nvidia-ctk",
+                      "containers on this GPU host cannot use the GPUs");
+       }},
+      {"orchestration.worker-check",
+       [](const Inputs& in) -> Verdict {
+         const json* coverage = Get(in, "audit.coverage.nodes_read");
+         if (coverage == nullptr || !coverage->is_object() || !coverage->contains("read") ||
+             !coverage->contains("total")) {
+           return NotCollected("audit.coverage.nodes_read");
+         }
+         const std::string seen = fmt::format("{} of {} nodes read", (*coverage)["read"].dump(),
+                                              (*coverage)["total"].dump());
+         if ((*coverage)["read"] == (*coverage)["total"]) return Pass(seen);
+         return Found(seen, "every node", "the audit could not read every node");
+       }},
+      {"access.external-idp",
+       [](const Inputs& in) -> Verdict {
+         const auto sssd = Flag(in, "access.sssd");
+         const json* pam = Get(in, "access.pam_modules");
+         if (!sssd || pam == nullptr || !pam->is_array()) {
+           return NotCollected("access.sssd, access.pam_modules");
+         }
+         if (*sssd) return Pass("sssd");
+         if (!pam->empty()) return Pass(Shown(pam->front()));
+         return Found("local accounts only", "sssd, or a PAM module for LDAP, OIDC or OAuth2",
+                      "logins do not come from an identity provider");
+       }},
+      {"hardware.vm-iommu",
+       [](const Inputs& in) -> Verdict {
+         const json* cmdline = Get(in, "host.kernel.cmdline");
+         const json* groups = Get(in, "host.iommu.groups");
+         if (cmdline == nullptr || groups == nullptr || !cmdline->is_string() ||
+             !groups->is_number_integer()) {
+           return NotCollected("host.kernel.cmdline, host.iommu.groups");
+         }
+         const json* driver = Get(in, "gpu.driver.version");
+         const json* rdma = Get(in, "network.ib.device_names");
+         const bool devices = (driver != nullptr && driver->is_string()) ||
+                              (rdma != nullptr && rdma->is_array() && !rdma->empty());
+         if (!devices) return NotApplicable("no GPU driver or RDMA device here");
+         static const std::regex kPassThrough(
+             R"((^|\s)(iommu=pt|iommu=off|intel_iommu=off|amd_iommu=off)(\s|$))");
+         const std::string& line = cmdline->get_ref<const std::string&>();
+         if (std::regex_search(line, kPassThrough)) return Pass("IOMMU in passthrough or off");
+         if (groups->get<int64_t>() == 0) return Pass("no IOMMU groups: the IOMMU is off");
+         return Found(fmt::format("{} IOMMU groups, no iommu=pt", groups->get<int64_t>()),
+                      "iommu=pt", "DMA from the GPUs and NICs goes through a translating IOMMU");
+       }},
       {"isolation.nvlink-boundary",
        [](const Inputs& in) -> Verdict {
          if (auto na = NeedsDriver(in)) return *na;

@@ -109,9 +109,8 @@ void Driver(const sys::FileSystem& fs, AuditEvidence& out) {
   for (const char* dir : {"/sys/module/nvidia/parameters", "/sys/module/nvidia"}) {
     auto entries = fs.ListDir(dir);
     if (!entries) continue;
-    dma_buf = dma_buf || std::any_of(entries->begin(), entries->end(), [](const std::string& e) {
-                return e.starts_with("dma_buf");
-              });
+    dma_buf = dma_buf || std::any_of(entries->begin(), entries->end(),
+                                     [](const std::string& e) { return e.starts_with("dma_buf"); });
   }
   out["gpu.driver.dma_buf"] = dma_buf;
   if (const auto params = Read(fs, "/proc/driver/nvidia/params")) {
@@ -278,6 +277,27 @@ AuditEvidence CollectLocalEvidence(const sys::FileSystem& fs, sys::ProcessRunner
   Rdma(fs, out);
   Kernels(fs, out);
   out["gpu.gdrcopy.device"] = fs.Exists("/dev/gdrdrv");
+  out["audit.coverage.nodes_read"] = {{"read", 1}, {"total", 1}};  // the local target: this host
+  if (const auto cmdline = Read(fs, "/proc/cmdline")) {
+    out["host.kernel.cmdline"] = SanitizeUtf8(Trimmed(*cmdline));
+    const auto groups = fs.ListDir("/sys/kernel/iommu_groups");
+    out["host.iommu.groups"] = groups ? static_cast<int64_t>(groups->size()) : 0;
+  }
+  out["access.sssd"] = fs.Exists("/etc/sssd/sssd.conf");
+  json pam = json::array();
+  if (auto files = fs.ListDir("/etc/pam.d")) {
+    std::set<std::string> modules;
+    for (const std::string& file : *files) {
+      const auto text = Read(fs, "/etc/pam.d/" + file);
+      if (!text) continue;
+      for (const char* module : {"pam_sss", "pam_ldap", "pam_oauth2", "pam_oidc", "pam_okta",
+                                 "pam_google_authenticator"}) {
+        if (text->find(module) != std::string::npos) modules.insert(module);
+      }
+    }
+    pam = modules;
+  }
+  out["access.pam_modules"] = pam;
   for (const auto& [key, file] :
        {std::pair{"host.sysctl.kernel.perf_event_paranoid", "/proc/sys/kernel/perf_event_paranoid"},
         {"host.sysctl.kernel.kptr_restrict", "/proc/sys/kernel/kptr_restrict"}}) {
@@ -318,7 +338,8 @@ AuditEvidence CollectLocalEvidence(const sys::FileSystem& fs, sys::ProcessRunner
   if (root) {
     out["access.sudo_noninteractive"] = true;
   } else if (const auto sudo = Which(fs, path, "sudo")) {
-    out["access.sudo_noninteractive"] = Output(runner, *sudo, {"-n", "true"}, options.timeout).has_value();
+    out["access.sudo_noninteractive"] =
+        Output(runner, *sudo, {"-n", "true"}, options.timeout).has_value();
   } else {
     out["access.sudo_noninteractive"] = false;
   }
@@ -331,8 +352,7 @@ AuditEvidence CollectLocalEvidence(const sys::FileSystem& fs, sys::ProcessRunner
   ProgramVersion(out, "health.dcgm.version", Which(fs, path, "dcgmi"), runner, {"--version"},
                  options.timeout, FirstVersionWord);
   ProgramVersion(out, "containers.docker.server_version", Which(fs, path, "docker"), runner,
-                 {"version", "--format", "{{.Server.Version}}"}, options.timeout,
-                 FirstVersionWord);
+                 {"version", "--format", "{{.Server.Version}}"}, options.timeout, FirstVersionWord);
   return out;
 }
 

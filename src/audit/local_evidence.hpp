@@ -22,7 +22,7 @@ class ProcessRunner;
 namespace cmax::audit {
 
 struct LocalProbeOptions {
-  std::string path;  // the PATH programs are looked up in
+  std::string path;                            // the PATH programs are looked up in
   Duration timeout = std::chrono::seconds(5);  // per program
 };
 

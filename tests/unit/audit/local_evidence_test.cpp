@@ -35,8 +35,8 @@ TEST(LocalEvidenceParsers, ReadWhatProgramsAndFilesSay) {
   EXPECT_EQ(FirstVersionWord("docker: 'version' is not a command\n"), "");
   EXPECT_EQ(FirstVersionWord(""), "");
   const auto conf = ParseKeyValues("# tuned\nNCCL_IB_HCA = mlx5\n\nNCCL_ALGO=Ring\nbogus\n=x\n");
-  EXPECT_EQ(conf, (std::map<std::string, std::string>{{"NCCL_ALGO", "Ring"},
-                                                      {"NCCL_IB_HCA", "mlx5"}}));
+  EXPECT_EQ(conf,
+            (std::map<std::string, std::string>{{"NCCL_ALGO", "Ring"}, {"NCCL_IB_HCA", "mlx5"}}));
   const std::string limits =
       "Limit                     Soft Limit           Hard Limit           Units     \n"
       "Max locked memory         8388608              8388608              bytes     \n"
@@ -46,9 +46,10 @@ TEST(LocalEvidenceParsers, ReadWhatProgramsAndFilesSay) {
   EXPECT_EQ(SoftLimit(limits, "Max open files"), "1024");
   EXPECT_EQ(SoftLimit(limits, "Max stack size"), "unlimited");
   EXPECT_EQ(SoftLimit(limits, "Max nothing"), std::nullopt);
-  const std::string cache = std::string("ld.so-1.7.0\0glibc-ld.so.cache1.1\0", 32) +
-                            std::string("libnccl.so.2\0/usr/lib/x86_64-linux-gnu/libnccl.so.2\0", 53) +
-                            std::string("libc.so.6\0/lib/x86_64-linux-gnu/libc.so.6\0", 42);
+  const std::string cache =
+      std::string("ld.so-1.7.0\0glibc-ld.so.cache1.1\0", 32) +
+      std::string("libnccl.so.2\0/usr/lib/x86_64-linux-gnu/libnccl.so.2\0", 53) +
+      std::string("libc.so.6\0/lib/x86_64-linux-gnu/libc.so.6\0", 42);
   EXPECT_EQ(CachedLibraries(cache, "libnccl.so"),
             std::vector<std::string>{"/usr/lib/x86_64-linux-gnu/libnccl.so.2"});
   EXPECT_TRUE(CachedLibraries(cache, "libgdrapi.so").empty());
@@ -62,7 +63,8 @@ sys::MemoryFileSystem GpuNode() {
   fs.AddFile("/proc/sys/kernel/osrelease", "6.8.0-124-generic\n");
   fs.AddFile("/proc/driver/nvidia/version",
              "NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  580.95.05  Release Build\n");
-  fs.AddFile("/proc/driver/nvidia/params", "ResmanDebugLevel: 4294967295\nRmProfilingAdminOnly: 1\n");
+  fs.AddFile("/proc/driver/nvidia/params",
+             "ResmanDebugLevel: 4294967295\nRmProfilingAdminOnly: 1\n");
   fs.AddFile("/sys/module/nvidia/parameters/NVreg_EnableStreamMemOPs", "1\n");
   fs.AddFile("/proc/modules", "gdrdrv 24576 0 - Live 0x0\nnvidia 1234 1 gdrdrv, Live 0x0\n");
   fs.AddFile("/dev/gdrdrv", "");
@@ -82,6 +84,9 @@ sys::MemoryFileSystem GpuNode() {
              "Max open files            1048576              1048576              files\n");
   fs.AddFile("/proc/self/status", "Name:\tcmax\nUid:\t0\t0\t0\t0\n");
   fs.AddFile("/etc/nccl.conf", "NCCL_IB_HCA=mlx5\n");
+  fs.AddFile("/etc/pam.d/common-auth", "auth [success=1] pam_sss.so use_first_pass\n");
+  fs.AddFile("/proc/cmdline", "BOOT_IMAGE=/vmlinuz ro iommu=pt\n");
+  fs.AddFile("/sys/kernel/iommu_groups/0/type", "identity\n");
   for (const char* program : {"nvcc", "runc", "docker", "perf", "useradd", "groupadd"}) {
     fs.AddFile(std::string("/usr/bin/") + program, "");
   }
@@ -117,10 +122,15 @@ TEST(CollectLocalEvidence, ReadsAGpuNode) {
   EXPECT_EQ(e.at("access.sudo_noninteractive"), true);  // root
   EXPECT_EQ(e.at("network.nccl.conf"), json({{"NCCL_IB_HCA", "mlx5"}}));
   EXPECT_EQ(e.at("software.perf.path"), "/usr/bin/perf");
+  EXPECT_EQ(e.at("access.pam_modules"), json({"pam_sss"}));
+  EXPECT_EQ(e.at("access.sssd"), false);
+  EXPECT_EQ(e.at("host.kernel.cmdline"), "BOOT_IMAGE=/vmlinuz ro iommu=pt");
+  EXPECT_EQ(e.at("host.iommu.groups"), 1);
+  EXPECT_EQ(e.at("audit.coverage.nodes_read"), json({{"read", 1}, {"total", 1}}));
   EXPECT_EQ(e.at("software.ncu.path"), nullptr);
   EXPECT_EQ(e.at("software.nvcc.release"), "13.1");
   EXPECT_EQ(e.at("containers.runc.version"), "1.3.6");
-  EXPECT_EQ(e.at("containers.nvidia_ctk.version"), nullptr);  // not on PATH: looked, absent
+  EXPECT_EQ(e.at("containers.nvidia_ctk.version"), nullptr);     // not on PATH: looked, absent
   EXPECT_FALSE(e.contains("containers.docker.server_version"));  // did not answer in time
   // Every program ran with a deadline, and nothing but version queries ran.
   for (const sys::ProcessSpec& spec : runner.calls) {
