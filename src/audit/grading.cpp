@@ -153,10 +153,13 @@ const std::map<std::string, Rule, std::less<>>& Rules() {
          if (devices->empty()) return NotApplicable("no ConnectX device here");
          // Every device graded; the worst decides (a PASS needs every one read and fixed).
          Verdict worst = Pass("");
+         bool first = true;
          for (const json& firmware : *devices) {
            AuditEvidence one{{key, firmware}};
            Verdict verdict =
-               VersionRule({one, in.context}, key, "connectx-firmware", "ConnectX firmware");
+               firmware.is_null()
+                   ? Unknown("a ConnectX device's firmware could not be read")
+                   : VersionRule({one, in.context}, key, "connectx-firmware", "ConnectX firmware");
            const auto rank = [](Verdict::Kind kind) {
              switch (kind) {
                case Verdict::Kind::kFinding: return 3;
@@ -165,12 +168,13 @@ const std::map<std::string, Rule, std::less<>>& Rules() {
                default: return 0;
              }
            };
-           if (rank(verdict.kind) > rank(worst.kind) || worst.observed.empty()) {
+           if (first || rank(verdict.kind) > rank(worst.kind)) {
              worst.kind = verdict.kind;
              worst.expected = verdict.expected;
              worst.reason = verdict.reason;
            }
-           worst.observed += (worst.observed.empty() ? "" : ", ") + Shown(firmware);
+           worst.observed += (first ? "" : ", ") + Shown(firmware);
+           first = false;
          }
          return worst;
        }},

@@ -166,7 +166,11 @@ void Rdma(const sys::FileSystem& fs, AuditEvidence& out) {
       names.push_back(SanitizeUtf8(device));
       const auto vendor = Read(fs, root + "/" + device + "/device/vendor");
       const auto fw = Read(fs, root + "/" + device + "/fw_ver");
-      if (vendor && Trimmed(*vendor) == "0x15b3" && fw) firmware.push_back(Trimmed(*fw));
+      // A ConnectX whose firmware cannot be read, or a device whose vendor cannot, is kept as
+      // null: the check is then UNKNOWN, never a PASS on the devices that could be read.
+      if (!vendor || Trimmed(*vendor) == "0x15b3") {
+        firmware.push_back(fw && !Trimmed(*fw).empty() ? json(Trimmed(*fw)) : json(nullptr));
+      }
       auto ports = fs.ListDir(root + "/" + device + "/ports");
       if (!ports) continue;
       for (const std::string& port : *ports) {
@@ -207,6 +211,10 @@ std::string ParseNvccRelease(std::string_view output) {
 }
 
 std::string FirstVersionWord(std::string_view output) {
+  // dcgmi prints a blank line first ("\ndcgmi  version: 4.7.0").
+  while (output.starts_with('\n') || output.starts_with('\r') || output.starts_with(' ')) {
+    output.remove_prefix(1);
+  }
   const std::string_view first_line = output.substr(0, output.find('\n'));
   size_t at = 0;
   while (at < first_line.size()) {

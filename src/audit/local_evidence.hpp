@@ -31,8 +31,9 @@ AuditEvidence CollectLocalEvidence(const sys::FileSystem& fs, sys::ProcessRunner
 
 // "Cuda compilation tools, release 13.0, V13.0.48" -> "13.0"; empty when absent.
 std::string ParseNvccRelease(std::string_view output);
-// The first word that starts with a digit and holds a dot, after an optional 'v':
-// "runc version 1.1.12", "NVIDIA Container Toolkit CLI version 1.17.8", "Version : 4.2.3".
+// The first word of the first non-blank line that starts with a digit and holds a dot, after
+// an optional 'v': "runc version 1.1.12", "NVIDIA Container Toolkit CLI version 1.17.8",
+// "\ndcgmi  version: 4.7.0".
 std::string FirstVersionWord(std::string_view output);
 // KEY=VALUE lines (comments and blank lines skipped), as /etc/nccl.conf holds them.
 std::map<std::string, std::string> ParseKeyValues(std::string_view text);

@@ -100,15 +100,21 @@ std::optional<std::string> SelectorOf(MinimumSelect select, const Version& versi
   return std::nullopt;
 }
 
+// A number written the one way a version's selector is made ("5", not "05"): a table's
+// selector must be found by the selector of a version on its branch.
+bool Canonical(std::string_view number) {
+  return AllDigits(number) && (number.size() == 1 || number[0] != '0');
+}
+
 bool SelectorFits(MinimumSelect select, std::string_view selector) {
   switch (select) {
     case MinimumSelect::kWhole: return selector == "*";
     case MinimumSelect::kMajor:
-    case MinimumSelect::kTrain: return AllDigits(selector);
+    case MinimumSelect::kTrain: return Canonical(selector);
     case MinimumSelect::kMajorMinor: {
       const size_t dot = selector.find('.');
-      return dot != std::string_view::npos && AllDigits(selector.substr(0, dot)) &&
-             AllDigits(selector.substr(dot + 1));
+      return dot != std::string_view::npos && Canonical(selector.substr(0, dot)) &&
+             Canonical(selector.substr(dot + 1));
     }
   }
   return false;
@@ -150,7 +156,10 @@ Result<ComponentMinimums> ParseComponent(const Json& value, const std::string& w
     }
   }
   ComponentMinimums out;
-  const std::string select = value.value("select", std::string());
+  const auto select_value = value.find("select");
+  const std::string select = select_value != value.end() && select_value->is_string()
+                                 ? select_value->get<std::string>()
+                                 : std::string();
   if (select == "whole") {
     out.select = MinimumSelect::kWhole;
   } else if (select == "major") {
@@ -341,13 +350,20 @@ VersionGrade GradeVersion(const MinimumTable& table, std::string_view component,
     const auto next = std::find_if(listed.begin(), listed.end(), [&](std::string_view name) {
       return compare_selectors(*selector, name);
     });
+    if (next == listed.end()) {  // cannot happen with canonical selectors; never guess
+      grade.reason =
+          fmt::format("the table lists no minimum for branch {} of {}", *selector, component);
+      return grade;
+    }
     held_to = std::string(*next);
     it = entry->minimums.find(held_to);
   }
   grade.minimum = it->second;
   int cmp = 0;
   if (entry->select == MinimumSelect::kTrain) {
-    const auto patch = LeadingNumber(Fields(version->upstream).back());
+    // train.release.patch, as ConnectX firmware is numbered (28.43.4702).
+    const std::vector<std::string_view> fields = Fields(version->upstream);
+    const auto patch = fields.size() >= 3 ? LeadingNumber(fields.back()) : std::nullopt;
     if (!patch) {
       grade.reason = fmt::format("'{}' has no patch number to compare", shown);
       return grade;
@@ -355,7 +371,12 @@ VersionGrade GradeVersion(const MinimumTable& table, std::string_view component,
     const uint64_t minimum = std::strtoull(it->second.c_str(), nullptr, 10);
     cmp = *patch < minimum ? -1 : 0;
   } else {
-    cmp = CompareVersions(*version, *VersionOf(it->second));
+    // A package's epoch (docker-ce's "5:") says nothing about the upstream release the
+    // advisories name: against a minimum without one, it is not compared.
+    const Version minimum = *VersionOf(it->second);
+    Version seen = *version;
+    if (minimum.epoch == 0) seen.epoch = 0;
+    cmp = CompareVersions(seen, minimum);
   }
   if (held_to != *selector) {
     grade.status = CheckStatus::kFail;

@@ -30,6 +30,7 @@ TEST(LocalEvidenceParsers, ReadWhatProgramsAndFilesSay) {
   EXPECT_EQ(FirstVersionWord("NVIDIA Container Toolkit CLI version 1.17.8\ncommit: f202b80\n"),
             "1.17.8");
   EXPECT_EQ(FirstVersionWord("Version : 4.2.3\nBuild ID : 14"), "4.2.3");
+  EXPECT_EQ(FirstVersionWord("\ndcgmi  version: 4.7.0\n"), "4.7.0");
   EXPECT_EQ(FirstVersionWord("29.7.0\n"), "29.7.0");
   EXPECT_EQ(FirstVersionWord("v2.1.0"), "2.1.0");
   EXPECT_EQ(FirstVersionWord("docker: 'version' is not a command\n"), "");
@@ -75,6 +76,8 @@ sys::MemoryFileSystem GpuNode() {
   fs.AddFile("/sys/class/infiniband/mlx5_0/fw_ver", "28.43.4702\n");
   fs.AddFile("/sys/class/infiniband/mlx5_0/device/vendor", "0x15b3\n");
   fs.AddFile("/sys/class/infiniband/mlx5_0/ports/1/link_layer", "InfiniBand\n");
+  fs.AddFile("/sys/class/infiniband/mlx5_1/device/vendor", "0x15b3\n");  // fw_ver unreadable
+  fs.AddFile("/sys/class/infiniband/irdma0/device/vendor", "0x8086\n");  // not a ConnectX
   fs.AddFile("/boot/vmlinuz-6.8.0-124-generic", "");
   fs.AddFile("/boot/vmlinuz-6.8.0-137-generic", "");
   fs.AddFile("/proc/sys/kernel/perf_event_paranoid", "2\n");
@@ -111,8 +114,8 @@ TEST(CollectLocalEvidence, ReadsAGpuNode) {
   EXPECT_EQ(e.at("gpu.gdrcopy.library"), "/usr/lib/libgdrapi.so.2");
   EXPECT_EQ(e.at("software.nccl.libraries"), json::array());
   EXPECT_EQ(e.at("host.cpu.governors"), json({{"performance", 2}}));
-  EXPECT_EQ(e.at("network.ib.device_names"), json({"mlx5_0"}));
-  EXPECT_EQ(e.at("network.ib.devices[].fw_ver"), json({"28.43.4702"}));
+  EXPECT_EQ(e.at("network.ib.device_names"), json({"irdma0", "mlx5_0", "mlx5_1"}));
+  EXPECT_EQ(e.at("network.ib.devices[].fw_ver"), json({"28.43.4702", nullptr}));
   EXPECT_EQ(e.at("network.rdma.type"), "infiniband");
   EXPECT_EQ(e.at("host.kernel.release"), "6.8.0-124-generic");
   EXPECT_EQ(e.at("host.kernel.installed"), json({"6.8.0-124-generic", "6.8.0-137-generic"}));

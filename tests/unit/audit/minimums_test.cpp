@@ -81,7 +81,11 @@ TEST(GradeVersion, HoldsEachVersionToItsReleaseLine) {
       {"firmware", "40.1.1", CheckStatus::kPass, ""},
       // one minimum, with its fix not available yet: not in effect
       {"ctk", "1.19.9", CheckStatus::kPass, "1.20.0"},
-      {"ctk", "1:1.20.1", CheckStatus::kPass, "1.20.0"},
+      // a package epoch is not a newer release
+      {"driver", "1:570.86.15", CheckStatus::kFail, "570.200.10"},
+      {"driver", "1:570.211.01", CheckStatus::kPass, "570.200.10"},
+      {"firmware", "28", CheckStatus::kUnknown, "5000"},
+      {"firmware", "28.43", CheckStatus::kUnknown, "5000"},
       // what cannot be graded
       {"docker", "29.7.0", CheckStatus::kUnknown, ""},
       {"driver", "not a version", CheckStatus::kUnknown, ""},
@@ -111,6 +115,12 @@ TEST(GradeVersion, AFixGetsItsGracePeriodThenFails) {
       << in_grace.reason;
   EXPECT_EQ(at("2026-10-13T00:00:00Z").status, CheckStatus::kFail);
   EXPECT_EQ(at("2026-10-13T00:00:00Z").minimum, "1.20.0");
+  // After enforcement, an epoch does not lift a version over its minimum.
+  EXPECT_EQ(GradeVersion(*table, "ctk", "5:1.19.9", At("2026-10-20T00:00:00Z")).status,
+            CheckStatus::kFail);
+  EXPECT_EQ(GradeVersion(*table, "ctk", "5:1.20.1-1~ubuntu.22.04~jammy", At("2026-10-20T00:00:00Z"))
+                .status,
+            CheckStatus::kPass);
 }
 
 TEST(MinimumTable, SaysWhenItIsOldOrFromTheFuture) {
@@ -181,6 +191,11 @@ TEST(MinimumTable, RefusesABrokenTable) {
        "has no minimum"},
       {"availability not a date",
        changed([](json& d) { d["components"]["ctk"]["available"]["*"] = "soon"; }), "YYYY-MM-DD"},
+      {"a selector not written as a version's is",
+       changed([](json& d) { d["components"]["runc"]["minimums"]["1.05"] = "1.5.1"; }),
+       "selector '1.05' does not fit"},
+      {"select not a string", changed([](json& d) { d["components"]["driver"]["select"] = 5; }),
+       "\"select\""},
       {"unknown component key", changed([](json& d) { d["components"]["ctk"]["minimum"] = "1.0"; }),
        "did you mean 'minimums'"},
   };
