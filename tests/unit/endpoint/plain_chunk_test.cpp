@@ -218,7 +218,8 @@ TEST(ReadPlainChunk, FindsEverySpecialByteWhereverItLies) {
         text.replace(at, 1, special);
         return R"({"choices":[{"delta":{"content":")" + text + R"("}}]})";
       };
-      const auto escaped = ReadPlainChunk(Api::kChat, chunk("\\n"));
+      const std::string with_newline = chunk("\\n");  // the fields point into it
+      const auto escaped = ReadPlainChunk(Api::kChat, with_newline);
       ASSERT_TRUE(escaped && escaped->content_escaped) << length << " " << at;
       std::string text;
       AppendJsonText(text, escaped->content);
