@@ -5,6 +5,8 @@
 #include <nlohmann/json.hpp>
 #include <vector>
 
+#include "core/strings.hpp"
+
 namespace cmax::audit {
 namespace {
 
@@ -16,15 +18,6 @@ std::string TargetList(const CheckSpec& check) {
   for (const AuditTarget target : check.targets) {
     if (!out.empty()) out += ", ";
     out += TargetName(target);
-  }
-  return out;
-}
-
-std::string Joined(const std::vector<std::string>& items) {
-  std::string out;
-  for (const std::string& item : items) {
-    if (!out.empty()) out += ", ";
-    out += item;
   }
   return out;
 }
@@ -57,7 +50,7 @@ std::string Text(const AuditCatalogue& catalogue, const std::vector<const CheckS
       if (!verbose) continue;
       const std::string indent(width + 14, ' ');
       out += indent + "rule: " + check->predicate + "\n";
-      out += indent + "evidence: " + Joined(check->evidence) + "\n";
+      out += indent + "evidence: " + Join(check->evidence, ", ") + "\n";
       out += indent + "reproduce: " + check->reproduce + "\n";
       if (!check->side_effect.empty()) out += indent + "side effect: " + check->side_effect + "\n";
       out += indent + "remediation: " + check->remediation + "\n";

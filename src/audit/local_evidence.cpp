@@ -26,11 +26,7 @@ std::optional<std::string> Read(const sys::FileSystem& fs, const std::string& pa
 }
 
 std::string Trimmed(std::string_view text) {
-  while (!text.empty() && (text.back() == '\n' || text.back() == ' ' || text.back() == '\t')) {
-    text.remove_suffix(1);
-  }
-  while (!text.empty() && (text.front() == ' ' || text.front() == '\t')) text.remove_prefix(1);
-  return std::string(text);
+  return std::string(Trim(text));
 }
 
 std::optional<int64_t> Integer(const std::string& text) {
@@ -46,13 +42,8 @@ std::optional<std::string> Which(const sys::FileSystem& fs, const std::string& p
                                  std::string_view name,
                                  const std::vector<std::string>& extra_dirs = {}) {
   std::vector<std::string> dirs;
-  size_t from = 0;
-  while (from <= path_list.size()) {
-    const size_t colon = path_list.find(':', from);
-    const std::string dir = path_list.substr(from, colon - from);
-    if (!dir.empty()) dirs.push_back(dir);
-    if (colon == std::string::npos) break;
-    from = colon + 1;
+  for (const std::string_view dir : Split(path_list, ':')) {
+    if (!dir.empty()) dirs.emplace_back(dir);
   }
   dirs.insert(dirs.end(), extra_dirs.begin(), extra_dirs.end());
   for (const std::string& dir : dirs) {

@@ -55,16 +55,6 @@ std::optional<Version> VersionOf(std::string_view text) {
   return *version;
 }
 
-std::vector<std::string_view> Fields(std::string_view upstream) {
-  std::vector<std::string_view> out;
-  while (true) {
-    const size_t dot = upstream.find('.');
-    out.push_back(upstream.substr(0, dot));
-    if (dot == std::string_view::npos) return out;
-    upstream.remove_prefix(dot + 1);
-  }
-}
-
 bool AllDigits(std::string_view text) {
   return !text.empty() &&
          std::all_of(text.begin(), text.end(), [](char c) { return c >= '0' && c <= '9'; });
@@ -80,7 +70,7 @@ std::optional<uint64_t> LeadingNumber(std::string_view field) {
 
 // The selector of a version for its component's kind: "*", "570", "1.3", "28".
 std::optional<std::string> SelectorOf(MinimumSelect select, const Version& version) {
-  const std::vector<std::string_view> fields = Fields(version.upstream);
+  const std::vector<std::string_view> fields = Split(version.upstream, '.');
   switch (select) {
     case MinimumSelect::kWhole: return "*";
     case MinimumSelect::kMajor:
@@ -362,7 +352,7 @@ VersionGrade GradeVersion(const MinimumTable& table, std::string_view component,
   int cmp = 0;
   if (entry->select == MinimumSelect::kTrain) {
     // train.release.patch, as ConnectX firmware is numbered (28.43.4702).
-    const std::vector<std::string_view> fields = Fields(version->upstream);
+    const std::vector<std::string_view> fields = Split(version->upstream, '.');
     const auto patch = fields.size() >= 3 ? LeadingNumber(fields.back()) : std::nullopt;
     if (!patch) {
       grade.reason = fmt::format("'{}' has no patch number to compare", shown);
