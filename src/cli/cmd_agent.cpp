@@ -7,6 +7,7 @@
 
 #include "cli/cli.hpp"
 #include "cli/common.hpp"
+#include "cli/flags.hpp"
 #include "cli/numbers.hpp"
 #include "cli/remediate_flags.hpp"
 #include "health/agent_service.hpp"
@@ -59,39 +60,35 @@ Command SetupAgentCommand(CLI::App& parent) {
       "faults) and NVML, keep the node's conditions in the store, serve Prometheus metrics.\n"
       "Stops cleanly on SIGTERM or SIGINT (exit 0); exits 75 when its watchdog finds it over\n"
       "its memory or CPU limit, for the service manager to restart it.");
-  app->add_option("--node", options->agent.node,
-                  "Node name in the store and metrics (default hostname)");
-  app->add_option("--metrics-listen", options->agent.metrics_listen,
-                  "Prometheus endpoint HOST:PORT (default 127.0.0.1:9470; 'none' for no server)");
-  app->add_flag("--from-boot", options->agent.from_boot,
-                "Also read what the kernel log holds from before the agent started");
-  app->add_flag("--no-nvml", options->no_nvml, "Do not load NVML");
-  app->add_option("--nvml-lib", options->agent.nvml_lib,
-                  "NVML library (default $CMAX_NVML_LIB, else libnvidia-ml.so.1)");
-  app->add_option("--nvml-interval", options->agent.nvml_interval_s,
-                  "Seconds between NVML snapshots")
-      ->check(SecondsIn(86400));
-  app->add_option("--max-rss-mb", options->agent.max_rss_mb,
-                  "Watchdog: resident memory limit in MiB")
-      ->check(Positive(1 << 20));
-  app->add_option("--max-cpu-percent", options->agent.max_cpu_percent,
-                  "Watchdog: CPU limit in percent of one core, sustained over 3 intervals of 10 s")
-      ->check(Positive(100));
-  app->add_option("--xid-catalog", options->agent.xid_catalog, "Use this XID catalogue (JSON)");
-  app->add_option("--devices", options->agent.devices,
-                  "Only kernel events for these PCI devices are this node's (for nodes that "
-                  "share one kernel, as lab nodes do)")
+  Opt(app, "--node", options->agent.node, "Node name in the store and metrics (default hostname)");
+  Opt(app, "--metrics-listen", options->agent.metrics_listen,
+      "Prometheus endpoint HOST:PORT (default 127.0.0.1:9470; 'none' for no server)");
+  Flag(app, "--from-boot", options->agent.from_boot,
+       "Also read what the kernel log holds from before the agent started");
+  Flag(app, "--no-nvml", options->no_nvml, "Do not load NVML");
+  Opt(app, "--nvml-lib", options->agent.nvml_lib,
+      "NVML library (default $CMAX_NVML_LIB, else libnvidia-ml.so.1)");
+  Num(app, "--nvml-interval", options->agent.nvml_interval_s, SecondsIn(86400),
+      "Seconds between NVML snapshots");
+  Num(app, "--max-rss-mb", options->agent.max_rss_mb, Positive(1 << 20),
+      "Watchdog: resident memory limit in MiB");
+  Num(app, "--max-cpu-percent", options->agent.max_cpu_percent, Positive(100),
+      "Watchdog: CPU limit in percent of one core, sustained over 3 intervals of 10 s");
+  Opt(app, "--xid-catalog", options->agent.xid_catalog, "Use this XID catalogue (JSON)");
+  Opt(app, "--devices", options->agent.devices,
+      "Only kernel events for these PCI devices are this node's (for nodes that "
+      "share one kernel, as lab nodes do)")
       ->delimiter(',');
-  app->add_flag("--remediate", options->hooks.remediate,
-                "Act on this node's faults through the scheduler (drain, requeue, reset, validate, "
-                "resume), as `cmax remediate run` does for one node; needs "
-                "--validation-command");
-  app->add_flag("--remediate-dry-run", options->hooks.remediate_dry_run,
-                "Decide and record remediation for this node; touch nothing");
-  app->add_flag("--publish-conditions", options->hooks.publish_conditions,
-                "Write this node's conditions onto its Kubernetes Node (annotation "
-                "cmax.dev/conditions, condition CmaxFault) for a central `cmax remediate run "
-                "--conditions-from kubernetes`; uses the --kube-* flags or the pod's account");
+  Flag(app, "--remediate", options->hooks.remediate,
+       "Act on this node's faults through the scheduler (drain, requeue, reset, validate, "
+       "resume), as `cmax remediate run` does for one node; needs "
+       "--validation-command");
+  Flag(app, "--remediate-dry-run", options->hooks.remediate_dry_run,
+       "Decide and record remediation for this node; touch nothing");
+  Flag(app, "--publish-conditions", options->hooks.publish_conditions,
+       "Write this node's conditions onto its Kubernetes Node (annotation "
+       "cmax.dev/conditions, condition CmaxFault) for a central `cmax remediate run "
+       "--conditions-from kubernetes`; uses the --kube-* flags or the pod's account");
   AddControllerFlags(*app, options->hooks.controller);
   return {app, [options](Context& ctx) { return RunAgent(*options, ctx); }};
 }

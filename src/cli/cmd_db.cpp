@@ -6,6 +6,7 @@
 
 #include "cli/cli.hpp"
 #include "cli/common.hpp"
+#include "cli/flags.hpp"
 #include "cli/numbers.hpp"
 #include "report/render.hpp"
 #include "store/run_writer.hpp"
@@ -64,12 +65,11 @@ Command SetupDbCommand(CLI::App& parent) {
   CLI::App* app = parent.add_subcommand("db", "Read the store: list runs, show one run");
   app->require_subcommand(1);
   options->runs = app->add_subcommand("runs", "List runs, newest first, with finding counts");
-  options->runs->add_option("-n,--limit", options->limit, "How many runs")
-      ->check(Whole(1, 1000000));
-  options->runs->add_flag("--json", options->json, "Machine-readable list (schema cmax.runs/v1)");
+  Num(options->runs, "-n,--limit", options->limit, Whole(1, 1000000), "How many runs");
+  Flag(options->runs, "--json", options->json, "Machine-readable list (schema cmax.runs/v1)");
   options->show = app->add_subcommand("show", "Show one run: findings, evidence and metrics");
-  options->show->add_option("RUN", options->run, "Run id, or 'latest' (default)");
-  options->show->add_flag("--json", options->json, "The run as JSON (schema cmax.report/v1)");
+  Opt(options->show, "RUN", options->run, "Run id, or 'latest' (default)");
+  Flag(options->show, "--json", options->json, "The run as JSON (schema cmax.report/v1)");
   options->path = app->add_subcommand("path", "Print the store's path");
   return {app, [options](Context& ctx) { return RunDb(*options, ctx); }};
 }

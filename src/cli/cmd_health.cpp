@@ -7,6 +7,7 @@
 
 #include "cli/cli.hpp"
 #include "cli/common.hpp"
+#include "cli/flags.hpp"
 #include "cli/numbers.hpp"
 #include "health/passive_run.hpp"
 #include "remediate/slurm.hpp"
@@ -56,30 +57,28 @@ Command SetupHealthCommand(CLI::App& parent) {
       "NVSwitch SXid errors, GPUs fallen off the bus, lockups, hung tasks, PCIe AER, NIC and\n"
       "filesystem faults, OOM kills, machine checks), PCIe link widths, InfiniBand ports and\n"
       "network filesystems. Records one run in the store.");
-  app->add_flag("--passive", options->passive, "Passive checks only (nothing is exercised)")
+  Flag(app, "--passive", options->passive, "Passive checks only (nothing is exercised)")
       ->required();
-  app->add_option("--from-file", options->run.from_file,
-                  "Replay a saved kernel log (raw kmsg, dmesg [-T], journalctl -k, syslog)");
-  app->add_option("--since", options->run.since,
-                  "Only records since: a duration (15m, 2h, 3d) or a UTC time");
-  app->add_option("--xid-catalog", options->run.xid_catalog,
-                  "Use this XID catalogue (JSON, like data/xid_catalog.json)");
-  app->add_option("--mount-timeout", options->run.mount_timeout_s,
-                  "Seconds a network filesystem may take to answer statfs")
-      ->check(SecondsIn(600))
-      ->capture_default_str();
-  app->add_flag("--json", options->json, "Print the JSON report (schema cmax.report/v1)");
-  app->add_flag("--slurm-healthcheck", options->run.slurm_healthcheck,
-                "Run as Slurm's HealthCheckProgram: silent on success, one line and exit 1 on "
-                "failure; looks at the last 2h unless --since says otherwise");
-  app->add_flag("--drain", options->run.drain,
-                "With --slurm-healthcheck: drain the node on failure, reason prefixed 'cmax:' "
-                "(never overwrites someone else's drain)");
-  app->add_option("--nvml-lib", options->run.nvml_lib,
-                  "NVML library to load (default $CMAX_NVML_LIB, else libnvidia-ml.so.1); "
-                  "without one the NVML checks are a SKIP finding");
-  app->add_option("--node", options->run.node,
-                  "Slurm node name (default $SLURMD_NODENAME, else the short hostname)");
+  Opt(app, "--from-file", options->run.from_file,
+      "Replay a saved kernel log (raw kmsg, dmesg [-T], journalctl -k, syslog)");
+  Opt(app, "--since", options->run.since,
+      "Only records since: a duration (15m, 2h, 3d) or a UTC time");
+  Opt(app, "--xid-catalog", options->run.xid_catalog,
+      "Use this XID catalogue (JSON, like data/xid_catalog.json)");
+  Num(app, "--mount-timeout", options->run.mount_timeout_s, SecondsIn(600),
+      "Seconds a network filesystem may take to answer statfs");
+  Flag(app, "--json", options->json, "Print the JSON report (schema cmax.report/v1)");
+  Flag(app, "--slurm-healthcheck", options->run.slurm_healthcheck,
+       "Run as Slurm's HealthCheckProgram: silent on success, one line and exit 1 on "
+       "failure; looks at the last 2h unless --since says otherwise");
+  Flag(app, "--drain", options->run.drain,
+       "With --slurm-healthcheck: drain the node on failure, reason prefixed 'cmax:' "
+       "(never overwrites someone else's drain)");
+  Opt(app, "--nvml-lib", options->run.nvml_lib,
+      "NVML library to load (default $CMAX_NVML_LIB, else libnvidia-ml.so.1); "
+      "without one the NVML checks are a SKIP finding");
+  Opt(app, "--node", options->run.node,
+      "Slurm node name (default $SLURMD_NODENAME, else the short hostname)");
   return {app, [options](Context& ctx) { return RunHealth(*options, ctx); }};
 }
 

@@ -11,6 +11,7 @@
 
 #include "cli/cli.hpp"
 #include "cli/common.hpp"
+#include "cli/flags.hpp"
 #include "cli/numbers.hpp"
 #include "inject/dcgm.hpp"
 #include "inject/injection.hpp"
@@ -43,15 +44,13 @@ int Run(Context& ctx, const std::string& name, const Options& options,
 }
 
 void CommonFlags(CLI::App* app, inject::KernelEventOptions& o) {
-  app->add_option("--node", o.node,
-                  "The node the fault is for (default: this host); it must be this host or a "
-                  "lab node");
-  app->add_option("--text", o.text, "The message after the code (default: the catalogue's)");
-  app->add_flag("--dry-run", o.safety.dry_run,
-                "Print exactly what would be written; write nothing");
-  app->add_flag("--yes", o.safety.yes, "Inject into a node that is not a lab's");
-  app->add_flag("--force", o.safety.force, "Accept a device that cannot be confirmed");
-  app->add_option("--kmsg", o.kmsg, "Where to write")->capture_default_str();
+  Opt(app, "--node", o.node,
+      "The node the fault is for (default: this host); it must be this host or a lab node");
+  Opt(app, "--text", o.text, "The message after the code (default: the catalogue's)");
+  Flag(app, "--dry-run", o.safety.dry_run, "Print exactly what would be written; write nothing");
+  Flag(app, "--yes", o.safety.yes, "Inject into a node that is not a lab's");
+  Flag(app, "--force", o.safety.force, "Accept a device that cannot be confirmed");
+  Opt(app, "--kmsg", o.kmsg, "Where to write");
 }
 
 }  // namespace
@@ -69,64 +68,58 @@ Command SetupInjectCommand(CLI::App& parent) {
       "(see `cmax reliability`). Needs root; refuses a node that is not a lab's without\n"
       "--yes, and a node already out of service. Recorded in the store.");
   app->require_subcommand(1);
+  const CLI::Validator code = Whole(0, kMaxEventCode);
   CLI::App* xid_app = app->add_subcommand("xid", "An NVRM Xid record in /dev/kmsg");
-  xid_app->add_option("code", xid->code, "Xid code (79: fallen off the bus, 48: DBE, ...)")
-      ->check(Whole(0, kMaxEventCode))
+  Num(xid_app, "code", xid->code, code, "Xid code (79: fallen off the bus, 48: DBE, ...)")
       ->required();
-  xid_app->add_option("--gpu", xid->gpu, "GPU index (from NVML) or PCI address")->required();
-  xid_app->add_option("--pid", xid->pid, "Process id in the record (default '<unknown>')")
-      ->check(Whole(1, 4194304));  // the kernel's largest pid_max
+  Opt(xid_app, "--gpu", xid->gpu, "GPU index (from NVML) or PCI address")->required();
+  Num(xid_app, "--pid", xid->pid, Whole(1, 4194304),  // the kernel's largest pid_max
+      "Process id in the record (default '<unknown>')");
   CommonFlags(xid_app, *xid);
   CLI::App* sxid_app = app->add_subcommand("sxid", "An NVSwitch SXid record in /dev/kmsg");
-  sxid_app->add_option("code", sxid->code, "SXid code")->check(Whole(0, kMaxEventCode))->required();
-  sxid_app->add_option("--switch-pci", sxid->gpu, "The NVSwitch's PCI address")->required();
-  sxid_app->add_option("--switch", sxid->switch_index, "N of nvidia-nvswitchN")
-      ->check(Whole(0, 255))
-      ->capture_default_str();
-  sxid_app->add_option("--link", sxid->link, "NVLink number")
-      ->check(Whole(0, 255))
-      ->capture_default_str();
-  sxid_app->add_flag("--fatal", sxid->fatal, "A fatal SXid (default non-fatal)");
+  Num(sxid_app, "code", sxid->code, code, "SXid code")->required();
+  Opt(sxid_app, "--switch-pci", sxid->gpu, "The NVSwitch's PCI address")->required();
+  Num(sxid_app, "--switch", sxid->switch_index, Whole(0, 255), "N of nvidia-nvswitchN");
+  Num(sxid_app, "--link", sxid->link, Whole(0, 255), "NVLink number");
+  Flag(sxid_app, "--fatal", sxid->fatal, "A fatal SXid (default non-fatal)");
   CommonFlags(sxid_app, *sxid);
   CLI::App* sim_app = app->add_subcommand(
       "nvml-sim", "A fault in the simulated NVML's state (libnvml-sim.so, for the lab and tests)");
-  sim_app->add_option("fault", sim->fault,
-                      "lost, dbe, row-remap-failure, row-remap-pending, recovery-action, "
-                      "pcie-width, xid");
-  sim_app->add_option("--gpu", sim->gpu, "GPU index or PCI address in the simulated state");
-  sim_app->add_option("--value", sim->value, "recovery-action: 1-4; pcie-width: lanes; xid: code")
-      ->check(Whole(0, kMaxEventCode));
-  sim_app->add_option("--state", sim->state, "State file (default $CMAX_NVML_SIM_STATE)");
-  sim_app->add_flag("--restore", sim->restore, "Put back the state from before the first fault");
-  sim_app->add_option("--node", sim->node, "The node the simulated GPUs belong to");
-  sim_app->add_flag("--dry-run", sim->safety.dry_run, "Print the change; write nothing");
-  sim_app->add_flag("--yes", sim->safety.yes, "On a node that is not a lab's");
+  Opt(sim_app, "fault", sim->fault,
+      "lost, dbe, row-remap-failure, row-remap-pending, recovery-action, pcie-width, xid");
+  Opt(sim_app, "--gpu", sim->gpu, "GPU index or PCI address in the simulated state");
+  Num(sim_app, "--value", sim->value, code, "recovery-action: 1-4; pcie-width: lanes; xid: code");
+  Opt(sim_app, "--state", sim->state, "State file (default $CMAX_NVML_SIM_STATE)");
+  Flag(sim_app, "--restore", sim->restore, "Put back the state from before the first fault");
+  Opt(sim_app, "--node", sim->node, "The node the simulated GPUs belong to");
+  Flag(sim_app, "--dry-run", sim->safety.dry_run, "Print the change; write nothing");
+  Flag(sim_app, "--yes", sim->safety.yes, "On a node that is not a lab's");
   CLI::App* dcgm_app = app->add_subcommand(
       "dcgm", "A field value in DCGM's host engine (dcgmi test --inject), for its policies");
-  dcgm_app->add_option("field", dcgm->field, "Field id, or one of the names below")->required();
+  Opt(dcgm_app, "field", dcgm->field, "Field id, or one of the names below")->required();
   std::string fields = "Field names (DCGM's field id, and what the value means):\n";
   for (const inject::DcgmField& f : inject::DcgmFields()) {
     fields += fmt::format("  {:<28}{}\n", fmt::format("{} ({})", f.name, f.id), f.meaning);
   }
   dcgm_app->footer(fields);
-  dcgm_app->add_option("value", dcgm->value, "The value")->check(Whole(0, INT64_MAX))->required();
-  dcgm_app->add_option("--gpu", dcgm->gpu, "DCGM's GPU id")->required();
-  dcgm_app->add_option("--offset", dcgm->offset_s, "Seconds into the future the value is dated")
-      ->check(Whole(0, 86400));
-  dcgm_app->add_option("--node", dcgm->node, "The node (default: this host)");
-  dcgm_app->add_flag("--dry-run", dcgm->safety.dry_run, "Print the dcgmi command; run nothing");
-  dcgm_app->add_flag("--yes", dcgm->safety.yes, "On a node that is not a lab's");
+  Num(dcgm_app, "value", dcgm->value, Whole(0, INT64_MAX), "The value")->required();
+  Opt(dcgm_app, "--gpu", dcgm->gpu, "DCGM's GPU id")->required();
+  Num(dcgm_app, "--offset", dcgm->offset_s, Whole(0, 86400),
+      "Seconds into the future the value is dated");
+  Opt(dcgm_app, "--node", dcgm->node, "The node (default: this host)");
+  Flag(dcgm_app, "--dry-run", dcgm->safety.dry_run, "Print the dcgmi command; run nothing");
+  Flag(dcgm_app, "--yes", dcgm->safety.yes, "On a node that is not a lab's");
   CLI::App* sbr_app = app->add_subcommand(
       "pcie-sbr",
       "A secondary bus reset of the PCIe bridge above a GPU: a real Xid 79. Destructive: what "
       "runs on the GPU dies, and it may stay lost until a reboot");
-  sbr_app->add_option("--gpu", sbr->gpu, "The GPU's PCI address")->required();
-  sbr_app->add_flag("--allow-destructive", sbr->safety.allow_destructive,
-                    "Required: this injector changes the hardware's state");
-  sbr_app->add_flag("--force", sbr->safety.force, "Even when the node runs jobs");
-  sbr_app->add_option("--node", sbr->node, "The node (default: this host)");
-  sbr_app->add_flag("--dry-run", sbr->safety.dry_run, "Print the setpci commands; run nothing");
-  sbr_app->add_flag("--yes", sbr->safety.yes, "On a node that is not a lab's");
+  Opt(sbr_app, "--gpu", sbr->gpu, "The GPU's PCI address")->required();
+  Flag(sbr_app, "--allow-destructive", sbr->safety.allow_destructive,
+       "Required: this injector changes the hardware's state");
+  Flag(sbr_app, "--force", sbr->safety.force, "Even when the node runs jobs");
+  Opt(sbr_app, "--node", sbr->node, "The node (default: this host)");
+  Flag(sbr_app, "--dry-run", sbr->safety.dry_run, "Print the setpci commands; run nothing");
+  Flag(sbr_app, "--yes", sbr->safety.yes, "On a node that is not a lab's");
   return {app, [=](Context& ctx) {
             if (sim_app->parsed())
               return Run(ctx, "cmax inject nvml-sim", *sim, &inject::InjectNvmlSim);

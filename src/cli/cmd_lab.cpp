@@ -8,6 +8,7 @@
 #include <ostream>
 
 #include "cli/cli.hpp"
+#include "cli/flags.hpp"
 #include "cli/numbers.hpp"
 #include "core/log.hpp"
 #include "lab/lab.hpp"
@@ -86,31 +87,27 @@ Command SetupLabCommand(CLI::App& parent) {
       "Needs root. State, config and logs live in --dir.");
   app->require_subcommand(1);
   auto add_dir = [&](CLI::App* sub) {
-    sub->add_option("--dir", options->dir, "Lab folder (default $XDG_DATA_HOME/cmax/lab)");
+    Opt(sub, "--dir", options->dir, "Lab folder (default $XDG_DATA_HOME/cmax/lab)");
     return sub;
   };
   options->up = add_dir(app->add_subcommand(
       "up",
       "Start the lab and wait until every node is idle; a running lab is reported, not "
       "restarted"));
-  options->up->add_option("-n,--nodes", options->nodes, "Compute nodes in partition gpu")
-      ->check(Whole(1, 64));
-  options->up->add_option("--spares", options->spares, "Hot-spare nodes in partition spare")
-      ->check(Whole(0, 16));
-  options->up->add_option("--gpus", options->gpus, "GPUs (GRES gpu) per node")->check(Whole(1, 16));
-  options->up
-      ->add_option("--port-base", options->port_base,
-                   "slurmctld port; node i listens on port-base + i")
-      ->check(Whole(1024, 65000));
-  options->up->add_option("--timeout", options->timeout_s, "Seconds to wait for idle nodes")
-      ->check(Real(1.0, 600.0));
-  options->up->add_flag("--json", options->json, "Machine-readable result");
+  CLI::App* up = options->up;
+  Num(up, "-n,--nodes", options->nodes, Whole(1, 64), "Compute nodes in partition gpu");
+  Num(up, "--spares", options->spares, Whole(0, 16), "Hot-spare nodes in partition spare");
+  Num(up, "--gpus", options->gpus, Whole(1, 16), "GPUs (GRES gpu) per node");
+  Num(up, "--port-base", options->port_base, Whole(1024, 65000),
+      "slurmctld port; node i listens on port-base + i");
+  Num(up, "--timeout", options->timeout_s, Real(1.0, 600.0), "Seconds to wait for idle nodes");
+  Flag(options->up, "--json", options->json, "Machine-readable result");
   options->status = add_dir(app->add_subcommand(
       "status", "Daemons and node states; exit 0 when every daemon runs, 1 otherwise"));
-  options->status->add_flag("--json", options->json, "Machine-readable result");
+  Flag(options->status, "--json", options->json, "Machine-readable result");
   options->down = add_dir(
       app->add_subcommand("down", "Cancel lab jobs and stop exactly the daemons the lab started"));
-  options->down->add_flag("--json", options->json, "Machine-readable result");
+  Flag(options->down, "--json", options->json, "Machine-readable result");
   add_dir(app->add_subcommand("env",
                               "Print the SLURM_CONF line for a shell: eval \"$(cmax lab env)\""));
   return {app, [options](Context& ctx) { return RunLab(*options, ctx); }};

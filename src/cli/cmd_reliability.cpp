@@ -8,6 +8,7 @@
 
 #include "cli/cli.hpp"
 #include "cli/common.hpp"
+#include "cli/flags.hpp"
 #include "cli/numbers.hpp"
 #include "cli/remediate_flags.hpp"
 #include "reliability/scenario_run.hpp"
@@ -68,53 +69,40 @@ Command SetupReliabilityCommand(CLI::App& parent) {
   app->require_subcommand(1);
   CLI::App* run =
       app->add_subcommand("run", "Run a scenario: inject each step, watch, judge, record");
-  run->add_option("--scenario", o->scenario_path, "Scenario file (YAML or JSON)")->required();
-  run->add_flag("--dry-run", o->dry_run, "Print each step's record and the bars; inject nothing");
-  run->add_flag("--yes", o->yes, "Inject into nodes that are not a lab's");
-  run->add_flag("--allow-destructive", o->allow_destructive,
-                "Allow pcie-sbr steps (a real bus reset)");
-  run->add_flag("--force", o->force, "pcie-sbr steps even on nodes with jobs");
-  run->add_option("--kmsg", o->kmsg, "Where records are written")->capture_default_str();
-  run->add_option("--prometheus", o->prometheus,
-                  "Prometheus URL for an alert signal (with --alert-query)");
-  run->add_option("--alert-query", o->alert_query,
-                  "Instant query whose series name alerting nodes (label node, else instance)");
-  run->add_option("--alert-webhook", o->alert_webhook,
-                  "HOST:PORT to receive Alertmanager-style alert webhooks on (port 0: any)");
-  run->add_option("--scheduler", o->scheduler.scheduler, "slurm or kubernetes")
-      ->check(CLI::IsMember({"slurm", "kubernetes"}))
-      ->capture_default_str();
+  Opt(run, "--scenario", o->scenario_path, "Scenario file (YAML or JSON)")->required();
+  Flag(run, "--dry-run", o->dry_run, "Print each step's record and the bars; inject nothing");
+  Flag(run, "--yes", o->yes, "Inject into nodes that are not a lab's");
+  Flag(run, "--allow-destructive", o->allow_destructive, "Allow pcie-sbr steps (a real bus reset)");
+  Flag(run, "--force", o->force, "pcie-sbr steps even on nodes with jobs");
+  Opt(run, "--kmsg", o->kmsg, "Where records are written");
+  Opt(run, "--prometheus", o->prometheus,
+      "Prometheus URL for an alert signal (with --alert-query)");
+  Opt(run, "--alert-query", o->alert_query,
+      "Instant query whose series name alerting nodes (label node, else instance)");
+  Opt(run, "--alert-webhook", o->alert_webhook,
+      "HOST:PORT to receive Alertmanager-style alert webhooks on (port 0: any)");
+  Choice(run, "--scheduler", o->scheduler.scheduler, {"slurm", "kubernetes"}, "The scheduler");
   AddKubeFlags(*run, o->scheduler.kube);
   CLI::App* report_app =
       app->add_subcommand("report", "The HTML report of a run, with its timeline chart");
-  report_app->add_option("RUN", report->run_id, "Run id, or 'latest' (default)");
-  report_app->add_option("-o,--output", report->output, "Write to this file instead of stdout");
-  CLI::App* reboot_app = app->add_subcommand(
+  Opt(report_app, "RUN", report->run_id, "Run id, or 'latest' (default)");
+  Opt(report_app, "-o,--output", report->output, "Write to this file instead of stdout");
+  CLI::App* b = app->add_subcommand(
       "reboot", "Reboot a node through its scheduler and time its return until a GPU query works");
-  reboot_app->add_option("NODE", reboot->node, "The node")->required();
-  reboot_app->add_flag("--allow-destructive", reboot->allow_destructive,
-                       "Required: it reboots the node");
-  reboot_app->add_flag("--force", reboot->force, "Even when the node runs jobs");
-  reboot_app->add_flag("--yes", reboot->yes, "A node that is not a lab's");
-  reboot_app
-      ->add_option(
-          "--gpu-check", reboot->gpu_check,
-          "Shell command that succeeds once the node's GPUs answer ({node} replaced, quoted)")
-      ->capture_default_str();
-  reboot_app
-      ->add_option("--timeout", reboot->timeout_s, "Seconds to wait for the node and its GPUs")
-      ->check(SecondsIn(86400))
-      ->capture_default_str();
-  reboot_app->add_option("--poll", reboot->poll_s, "Seconds between looks")
-      ->check(Real(0.1, 3600))
-      ->capture_default_str();
-  reboot_app->add_option("--scheduler", reboot->scheduler, "slurm or kubernetes")
-      ->check(CLI::IsMember({"slurm", "kubernetes"}))
-      ->capture_default_str();
+  Opt(b, "NODE", reboot->node, "The node")->required();
+  Flag(b, "--allow-destructive", reboot->allow_destructive, "Required: it reboots the node");
+  Flag(b, "--force", reboot->force, "Even when the node runs jobs");
+  Flag(b, "--yes", reboot->yes, "A node that is not a lab's");
+  Opt(b, "--gpu-check", reboot->gpu_check,
+      "Shell command that succeeds once the node's GPUs answer ({node} replaced, quoted)");
+  Num(b, "--timeout", reboot->timeout_s, SecondsIn(86400),
+      "Seconds to wait for the node and its GPUs");
+  Num(b, "--poll", reboot->poll_s, Real(0.1, 3600), "Seconds between looks");
+  Choice(b, "--scheduler", reboot->scheduler, {"slurm", "kubernetes"}, "The scheduler");
   return {app, [=](Context& ctx) {
             if (report_app->parsed()) return Report(*report, ctx);
             Shell shell;
-            if (reboot_app->parsed()) {
+            if (b->parsed()) {
               const std::string name = "cmax reliability reboot";
               return PrintReport(ctx, name,
                                  reliability::RebootAndTime(*reboot, shell.Io(ctx, name, true)));

@@ -8,6 +8,7 @@
 
 #include "cli/cli.hpp"
 #include "cli/common.hpp"
+#include "cli/flags.hpp"
 #include "cli/numbers.hpp"
 #include "cli/remediate_flags.hpp"
 #include "core/strings.hpp"
@@ -88,38 +89,32 @@ Command SetupRemediateCommand(CLI::App& parent) {
       "run",
       "Run the controller: conditions from the agents become drains, requeues, resets, "
       "validations and resumes. Needs --act (or --dry-run)");
-  r->add_flag("--act", run->controller.act,
-              "Carry actions out on the scheduler (drain, requeue, resume...)");
-  r->add_flag("--dry-run", run->controller.dry_run,
-              "Decide and record what would be done; touch nothing");
-  r->add_flag("--once", run->loop.once,
-              "One pass, then exit (exit 1 when an action failed or was refused)");
-  r->add_option("--interval", run->loop.interval_s, "Seconds between passes")
-      ->check(Real(0.01, 86400))
-      ->capture_default_str();
-  r->add_option("--conditions-from", run->loop.conditions_from,
-                "Where node conditions come from: store (agents writing to this store) or "
-                "kubernetes (what `cmax agent --publish-conditions` writes on each Node)")
-      ->check(CLI::IsMember({"store", "kubernetes"}))
-      ->capture_default_str();
-  r->add_option("--node", run->controller.nodes,
-                "Act only on these nodes (repeatable); default: all");
+  Flag(r, "--act", run->controller.act,
+       "Carry actions out on the scheduler (drain, requeue, resume...)");
+  Flag(r, "--dry-run", run->controller.dry_run,
+       "Decide and record what would be done; touch nothing");
+  Flag(r, "--once", run->loop.once,
+       "One pass, then exit (exit 1 when an action failed or was refused)");
+  Num(r, "--interval", run->loop.interval_s, Real(0.01, 86400), "Seconds between passes");
+  Choice(r, "--conditions-from", run->loop.conditions_from, {"store", "kubernetes"},
+         "Where node conditions come from: store (agents writing to this store) or "
+         "kubernetes (what `cmax agent --publish-conditions` writes on each Node)");
+  Opt(r, "--node", run->controller.nodes, "Act only on these nodes (repeatable); default: all");
   AddControllerFlags(*r, run->controller);
 
   CLI::App* status =
       app->add_subcommand("status", "Every node's state, reason, since when, next step");
-  status->add_flag("--json", node->json, "Machine-readable (schema cmax.remediation/v1)");
+  Flag(status, "--json", node->json, "Machine-readable (schema cmax.remediation/v1)");
   CLI::App* history =
       app->add_subcommand("history", "One node's timeline: transitions and actions");
-  history->add_option("NODE", node->node, "The node")->required();
-  history->add_option("-n,--limit", node->limit, "Newest entries of each kind")
-      ->check(Whole(1, 100000));
-  history->add_flag("--json", node->json, "Machine-readable (schema cmax.remediation-history/v1)");
+  Opt(history, "NODE", node->node, "The node")->required();
+  Num(history, "-n,--limit", node->limit, Whole(1, 100000), "Newest entries of each kind");
+  Flag(history, "--json", node->json, "Machine-readable (schema cmax.remediation-history/v1)");
   CLI::App* repaired = app->add_subcommand(
       "repaired", "A person says the node is fixed: it is validated, then brought back");
-  repaired->add_option("NODE", node->node, "The node")->required();
+  Opt(repaired, "NODE", node->node, "The node")->required();
   CLI::App* retire = app->add_subcommand("retire", "Take a node out for good");
-  retire->add_option("NODE", node->node, "The node")->required();
+  Opt(retire, "NODE", node->node, "The node")->required();
   app->add_subcommand("reset-breaker", "Let a tripped controller act again");
   return {app, [=](Context& ctx) {
             if (r->parsed()) return RunController(*run, ctx);

@@ -6,6 +6,7 @@
 
 #include "cli/cli.hpp"
 #include "cli/common.hpp"
+#include "cli/flags.hpp"
 #include "report/render.hpp"
 #include "store/run_writer.hpp"
 
@@ -39,13 +40,12 @@ Command SetupReportCommand(CLI::App& parent) {
   auto options = std::make_shared<ReportOptions>();
   CLI::App* app = parent.add_subcommand(
       "report", "Render a stored run: text, json (cmax.report/v1), junit or html");
-  app->add_option("RUN", options->run, "Run id, or 'latest' (default)");
-  app->add_option("-f,--format", options->format, "text, json, junit or html")
-      ->check(CLI::IsMember({"text", "json", "junit", "html"}));
-  app->add_option(
-      "-o,--output", options->output,
+  Opt(app, "RUN", options->run, "Run id, or 'latest' (default)");
+  Choice(app, "-f,--format", options->format, {"text", "json", "junit", "html"},
+         "text, json, junit or html");
+  Opt(app, "-o,--output", options->output,
       "Write to this file instead of stdout (a device, FIFO or link is written through)");
-  app->add_flag("--json", options->json, "Same as --format json");
+  Flag(app, "--json", options->json, "Same as --format json");
   return {app, [options](Context& ctx) { return RunReport(*options, ctx); }};
 }
 

@@ -8,6 +8,7 @@
 #include "audit/host_run.hpp"
 #include "cli/cli.hpp"
 #include "cli/common.hpp"
+#include "cli/flags.hpp"
 #include "cli/numbers.hpp"
 #include "core/log.hpp"
 #include "report/render.hpp"
@@ -78,13 +79,11 @@ Command SetupRunCommand(CLI::App& parent) {
       "client or Kubernetes), inventory OS, kernel, CPU, memory, NUMA, PCI, NVIDIA GPUs and\n"
       "driver, and the scheduler; store one run and report it. Checks that cannot run here\n"
       "(no GPU, no scheduler) are SKIP findings that say why.");
-  app->add_flag("--json", options->json, "Print the JSON report (schema cmax.report/v1) on stdout");
-  app->add_option("--html", options->html,
-                  "Write the HTML report here (default: beside the store)");
-  app->add_flag("--no-html", options->no_html, "Do not write the HTML report");
-  app->add_option("--probe-timeout", options->probe_timeout_s,
-                  "Seconds a scheduler probe (sinfo, scontrol ping) may take")
-      ->check(Real(0.1, 600.0));
+  Flag(app, "--json", options->json, "Print the JSON report (schema cmax.report/v1) on stdout");
+  Opt(app, "--html", options->html, "Write the HTML report here (default: beside the store)");
+  Flag(app, "--no-html", options->no_html, "Do not write the HTML report");
+  Num(app, "--probe-timeout", options->probe_timeout_s, Real(0.1, 600.0),
+      "Seconds a scheduler probe (sinfo, scontrol ping) may take");
   return {app, [options](Context& ctx) { return Run(*options, ctx); }};
 }
 
