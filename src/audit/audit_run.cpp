@@ -42,52 +42,38 @@ Result<std::string> ShowMinimums(const std::string& path, const AuditIo& io) {
   return MinimumTableText(*table, io.clock->Now());
 }
 
-Result<AuditReport> RunLocalAudit(const AuditOptions& options, const AuditIo& io) {
+Result<PreparedAudit> PrepareAudit(const AuditOptions& options, const AuditIo& io) {
   if (!std::isfinite(options.probe_timeout_s) || options.probe_timeout_s <= 0) {
     return Fail(ErrorCode::kInvalidArgument, "--probe-timeout must be a number of seconds");
   }
-  // Everything the user gave is checked before the run is opened.
   auto table = LoadMinimums(options.minimums, io);
   if (!table) return tl::unexpected(table.error());
   auto checks = AuditCatalogue::Builtin().Select(options.profile);
   if (!checks) return tl::unexpected(checks.error());
+  return PreparedAudit{std::move(*table), std::move(*checks)};
+}
 
-  const HostFacts host = CollectHost(*io.fs, sys::Hostname());
-  const AuditTarget target = LocalTarget(DetectEnvironment(host));
-  auto recorded =
-      store::BeginRecordedRun(io.db_path, {.command = "audit",
-                                           .target = "local/" + std::string(TargetName(target)),
-                                           .host = host.hostname,
-                                           .started_at = io.clock->Now(),
-                                           .cmax_version = io.cmax_version});
+Result<AuditReport> RecordAudit(const AuditOptions& options, const PreparedAudit& prepared,
+                                GradedAudit graded, const AuditIo& io) {
+  auto recorded = store::BeginRecordedRun(io.db_path, {.command = "audit",
+                                                       .target = graded.target,
+                                                       .host = graded.host,
+                                                       .started_at = io.clock->Now(),
+                                                       .cmax_version = io.cmax_version});
   if (!recorded) return SystemFailure(recorded.error());
   store::RunWriter& writer = recorded->writer;
   const auto fail = [&](const Error& error) -> Result<AuditReport> {
     (void)writer.FinishWithError(store::kRunError, io.clock->Now());
     return SystemFailure(error);
   };
-
-  log::Info("auditing this host ({}): {} checks", TargetName(target), checks->size());
-  const auto timeout =
-      std::chrono::duration_cast<Duration>(std::chrono::duration<double>(options.probe_timeout_s));
-  const AuditEvidence evidence =
-      CollectLocalEvidence(*io.fs, *io.runner, {.path = io.path, .timeout = timeout});
-  const bool interrupted = io.interrupted && io.interrupted();
-  std::vector<EvidenceItem> items;
-  for (const auto& [key, value] : evidence) items.push_back({key, value.dump()});
-  items.push_back({"audit.target", nlohmann::json(TargetName(target)).dump()});
+  const MinimumTable& table = prepared.table;
+  std::vector<EvidenceItem>& items = graded.evidence;
   items.push_back(
       {"audit.profile", nlohmann::json(options.profile.empty() ? "all" : options.profile).dump()});
   items.push_back(
-      {"audit.minimums.generated", nlohmann::json(FormatIso8601(table->Generated())).dump()});
-  items.push_back({"audit.minimums.sha256", nlohmann::json(table->Sha256()).dump()});
-  // A probe cut short by Ctrl-C proves nothing: the grades are recorded only when it finished.
-  std::vector<Finding> findings;
-  if (!interrupted) {
-    findings = GradeChecks(*checks, evidence,
-                           {.target = target, .minimums = &*table, .now = io.clock->Now()});
-  }
-  if (auto ok = writer.Add(items, findings); !ok) return fail(ok.error());
+      {"audit.minimums.generated", nlohmann::json(FormatIso8601(table.Generated())).dump()});
+  items.push_back({"audit.minimums.sha256", nlohmann::json(table.Sha256()).dump()});
+  if (auto ok = writer.Add(items, graded.findings); !ok) return fail(ok.error());
   const int signal = io.interrupt_signal ? io.interrupt_signal() : 0;
   auto outcome = writer.Finish(signal, io.clock->Now());
   if (!outcome) return fail(outcome.error());
@@ -97,8 +83,32 @@ Result<AuditReport> RunLocalAudit(const AuditOptions& options, const AuditIo& io
   report.exit_code = outcome->exit_code;
   if (options.exit_zero && signal == 0) report.exit_code = 0;
   report.record = std::move(*record);
-  report.notice = table->AgeNotice(io.clock->Now());
+  report.notice = table.AgeNotice(io.clock->Now());
+  report.summary = std::move(graded.summary);
   return report;
+}
+
+Result<AuditReport> RunLocalAudit(const AuditOptions& options, const AuditIo& io) {
+  // Everything the user gave is checked before the run is opened.
+  auto prepared = PrepareAudit(options, io);
+  if (!prepared) return tl::unexpected(prepared.error());
+  const HostFacts host = CollectHost(*io.fs, sys::Hostname());
+  const AuditTarget target = LocalTarget(DetectEnvironment(host));
+  log::Info("auditing this host ({}): {} checks", TargetName(target), prepared->checks.size());
+  const auto timeout =
+      std::chrono::duration_cast<Duration>(std::chrono::duration<double>(options.probe_timeout_s));
+  const AuditEvidence evidence = CollectLocalEvidence(
+      *io.fs, *io.runner, {.path = io.path, .timeout = timeout, .now = io.clock->Now()});
+  GradedAudit graded{.target = "local/" + std::string(TargetName(target)), .host = host.hostname};
+  for (const auto& [key, value] : evidence) graded.evidence.push_back({key, value.dump()});
+  graded.evidence.push_back({"audit.target", nlohmann::json(TargetName(target)).dump()});
+  // A probe cut short by Ctrl-C proves nothing: the grades are recorded only when it finished.
+  if (!(io.interrupted && io.interrupted())) {
+    graded.findings =
+        GradeChecks(prepared->checks, evidence,
+                    {.target = target, .minimums = &prepared->table, .now = io.clock->Now()});
+  }
+  return RecordAudit(options, *prepared, std::move(graded), io);
 }
 
 }  // namespace cmax::audit

@@ -4,7 +4,10 @@
 
 #include <functional>
 #include <string>
+#include <string_view>
+#include <vector>
 
+#include "audit/catalogue.hpp"
 #include "audit/minimums.hpp"
 #include "core/clock.hpp"
 #include "core/result.hpp"
@@ -26,6 +29,11 @@ struct AuditIo {
   std::string path;  // PATH, where programs are looked up
   std::function<bool()> interrupted;
   std::function<int()> interrupt_signal;
+  std::function<std::string(const std::string&)> env;  // an environment variable, "" if unset
+  std::string self_path;  // this cmax binary: what the nodes run unless told otherwise
+  // Asked before work lands on other machines, with what is about to happen; false stops it.
+  std::function<bool(const std::string& plan)> confirm;
+  std::function<void(std::string_view line)> note;  // progress, for stderr
 };
 
 struct AuditOptions {
@@ -38,13 +46,31 @@ struct AuditOptions {
 struct AuditReport {
   int exit_code = 0;  // the stored run's (0, 1 a FAIL, 3 an UNKNOWN), or 0 with exit_zero
   RunRecord record;
-  std::string notice;  // the minimum table's age notice, empty when it is current
+  std::string notice;   // the minimum table's age notice, empty when it is current
+  std::string summary;  // what the target's audit covered ("7 of 8 node(s) answered; ...")
 };
 
 // Audits this host (the local target: standalone, vm or container as detected) and records one
 // run with a finding per check of the profile. Errors before the run (a bad table or profile)
 // are kInvalidArgument.
 Result<AuditReport> RunLocalAudit(const AuditOptions& options, const AuditIo& io);
+
+// What every target's audit does around its own collection: the table and checks (checked
+// before any run is opened), then one recorded run.
+struct PreparedAudit {
+  MinimumTable table;
+  std::vector<const CheckSpec*> checks;
+};
+Result<PreparedAudit> PrepareAudit(const AuditOptions& options, const AuditIo& io);
+struct GradedAudit {
+  std::string target;  // the run's target: "local/vm", "slurm/gpu"
+  std::string host;
+  std::vector<EvidenceItem> evidence;  // the target's; the table's digest and date are added
+  std::vector<Finding> findings;       // left out when the audit was interrupted
+  std::string summary;                 // AuditReport::summary
+};
+Result<AuditReport> RecordAudit(const AuditOptions& options, const PreparedAudit& prepared,
+                                GradedAudit graded, const AuditIo& io);
 
 // The table to grade with: the built-in one when `path` is empty, else that file (at most 4 MiB;
 // a broken file is an error naming it, exit 2).

@@ -1,6 +1,7 @@
 #include "audit/grading.hpp"
 
 #include <algorithm>
+#include <charconv>
 #include <fmt/format.h>
 #include <functional>
 #include <optional>
@@ -9,6 +10,7 @@
 
 #include "core/strings.hpp"
 #include "core/version.hpp"
+#include "health/xid_catalog.hpp"
 
 namespace cmax::audit {
 namespace {
@@ -17,7 +19,8 @@ using nlohmann::json;
 
 // What a rule concluded; GradeChecks turns it into a finding with the check's severity.
 struct Verdict {
-  enum class Kind { kPass, kFinding, kUnknown, kNotApplicable, kAttest, kWarn };
+  // kFinding: what the check's severity says; kWarn and kFail: that, whatever the severity.
+  enum class Kind { kPass, kFinding, kUnknown, kNotApplicable, kAttest, kWarn, kFail };
   Kind kind = Kind::kUnknown;
   std::string observed;
   std::string expected;
@@ -439,6 +442,139 @@ const std::map<std::string, Rule, std::less<>>& Rules() {
          return Found(fmt::format("{} IOMMU groups, no iommu=pt", groups->get<int64_t>()),
                       "iommu=pt", "DMA from the GPUs and NICs goes through a translating IOMMU");
        }},
+      {"access.slurm-commands",
+       [](const Inputs& in) -> Verdict {
+         const json* commands = Get(in, "scheduler.slurm.commands");
+         if (commands == nullptr) return NotCollected("scheduler.slurm.commands");
+         if (!commands->is_object()) return Unknown("scheduler.slurm.commands is not an object");
+         std::vector<std::string> missing;
+         for (const auto& [name, where] : commands->items()) {
+           if (!where.is_string()) missing.push_back(name);
+         }
+         if (missing.empty()) return Pass(fmt::format("all {} on PATH", commands->size()));
+         return Found(Join(missing, ", ") + " missing",
+                      "sinfo, squeue, scontrol, salloc, sbatch, "
+                      "srun, sacct",
+                      fmt::format("{} not on PATH", Join(missing, ", ")));
+       }},
+      {"orchestration.pyxis",
+       [](const Inputs& in) -> Verdict {
+         const auto pyxis = Flag(in, "scheduler.slurm.srun_container_image");
+         if (!pyxis) return NotCollected("scheduler.slurm.srun_container_image");
+         if (*pyxis) return Pass("srun --container-image");
+         return Found("no --container-image", "Pyxis", "srun has no --container-image (no Pyxis)");
+       }},
+      {"orchestration.slurm-accounting",
+       [](const Inputs& in) -> Verdict {
+         const json* storage = Get(in, "scheduler.slurm.accounting_storage_type");
+         if (storage == nullptr) return NotCollected("scheduler.slurm.accounting_storage_type");
+         const auto sacct = Flag(in, "scheduler.slurm.sacct_ok");
+         const std::string type = storage->is_string() ? Shown(*storage) : "";
+         if (type.empty() || type == "accounting_storage/none") {
+           return Found(type.empty() ? "unset" : type, "accounting_storage/slurmdbd",
+                        "Slurm keeps no job accounting (AccountingStorageType)");
+         }
+         if (!sacct) return NotCollected("scheduler.slurm.sacct_ok");
+         if (!*sacct) return Found(type + ", sacct fails", "sacct answers", "sacct fails");
+         return Pass(type);
+       }},
+      {"networking.topology-configured",
+       [](const Inputs& in) -> Verdict {
+         if (in.context.target != AuditTarget::kSlurm) {
+           return Unknown("topology labels are read on Kubernetes, which this version does not");
+         }
+         const json* plugin = Get(in, "scheduler.slurm.topology_plugin");
+         if (plugin == nullptr) return NotCollected("scheduler.slurm.topology_plugin");
+         const std::string name = plugin->is_string() ? Shown(*plugin) : "";
+         if (name.empty() || name == "topology/default" || name == "topology/none") {
+           return Found(name.empty() ? "unset" : name, "topology/tree or topology/block",
+                        "Slurm places jobs without knowing the network (TopologyPlugin)");
+         }
+         return Pass(name);
+       }},
+      {"health.dcgm-installed",
+       [](const Inputs& in) -> Verdict {
+         if (auto na = NeedsDriver(in)) return *na;
+         const json* dcgmi = Get(in, "health.dcgm.version");
+         const json* engine = Get(in, "health.dcgm.hostengine");
+         if (dcgmi == nullptr) return NotCollected("health.dcgm.version");
+         if (engine == nullptr) return NotCollected("health.dcgm.hostengine");
+         if (dcgmi->is_string()) return Pass("dcgmi " + Shown(*dcgmi));
+         if (engine->is_string()) return Pass(Shown(*engine));
+         return Found("not found", "dcgmi or nv-hostengine", "no DCGM on this node");
+       }},
+      {"health.dcgm-in-slurm-healthcheck",
+       [](const Inputs& in) -> Verdict {
+         const json* dcgmi = Get(in, "health.dcgm.version");
+         if (dcgmi == nullptr) return NotCollected("health.dcgm.version");
+         if (dcgmi->is_null()) return NotApplicable("no DCGM on this node");
+         const json* program = Get(in, "scheduler.slurm.health_check_program");
+         if (program == nullptr) return NotCollected("scheduler.slurm.health_check_program");
+         if (!program->is_string()) {
+           return Found("no HealthCheckProgram", "one that calls dcgmi",
+                        "Slurm runs no health check, so DCGM is never asked");
+         }
+         const auto calls = Flag(in, "scheduler.slurm.health_check_calls_dcgm");
+         if (!calls) return Unknown(fmt::format("{} could not be read", Shown(*program)));
+         if (*calls) return Pass(Shown(*program) + " calls DCGM");
+         return Found(Shown(*program), "one that calls dcgmi",
+                      fmt::format("{} never calls dcgmi or nv-hostengine", Shown(*program)));
+       }},
+      {"software.mofed",
+       [](const Inputs& in) -> Verdict {
+         const json* stack = Get(in, "network.rdma.stack");
+         if (stack == nullptr) return NotCollected("network.rdma.stack");
+         if (!stack->is_object()) return Unknown("network.rdma.stack is not an object");
+         if (stack->value("devices", 0) == 0) return NotApplicable("no RDMA devices here");
+         if (stack->contains("ofed") && (*stack)["ofed"].is_string()) {
+           return Pass(Shown((*stack)["ofed"]));
+         }
+         if (!stack->contains("rdma_core")) return NotCollected("network.rdma.stack.rdma_core");
+         if (stack->value("rdma_core", false)) return Pass("rdma-core (libibverbs)");
+         return Found("neither", "MOFED/DOCA-OFED or rdma-core",
+                      "RDMA devices without a verbs stack (no ofed_info, no libibverbs)");
+       }},
+      {"health.xid-7d",
+       [](const Inputs& in) -> Verdict {
+         const json* log = Get(in, "health.kernel.xid_counts_7d");
+         if (log == nullptr) return NotCollected("health.kernel.xid_counts_7d");
+         if (!log->is_object() || !log->contains("xid") || !(*log)["xid"].is_object()) {
+           return Unknown("health.kernel.xid_counts_7d has no Xid counts");
+         }
+         // What each code means comes from today's catalogue, so a regrade follows it.
+         const health::XidCatalog& catalog = health::XidCatalog::Builtin();
+         std::vector<std::string> seen;
+         bool serious = false;
+         for (const auto& [code_text, count] : (*log)["xid"].items()) {
+           int code = 0;
+           const auto [end, ec] =
+               std::from_chars(code_text.data(), code_text.data() + code_text.size(), code);
+           if (ec != std::errc() || end != code_text.data() + code_text.size()) continue;
+           const health::EventMeaning meaning = catalog.Xid(code);
+           serious = serious || meaning.action == RecommendedAction::kResetGpu ||
+                     meaning.action == RecommendedAction::kRebootNode ||
+                     meaning.action == RecommendedAction::kDrainAndRma;
+           seen.push_back(fmt::format("Xid {} x{} ({})", code,
+                                      count.is_number() ? count.dump() : "?",
+                                      ActionName(meaning.action)));
+         }
+         const std::string source = log->value("source", std::string("the kernel log"));
+         if (seen.empty()) {
+           if (log->value("truncated", false)) {
+             return Unknown(fmt::format("the kernel log from {} was cut short", source));
+           }
+           return Pass(fmt::format("no Xid in {} records", log->value("records", 0)),
+                       fmt::format("no Xid in the last 7 days ({})", source));
+         }
+         const std::string observed = Join(seen, ", ");
+         if (serious) {
+           return {Verdict::Kind::kFail, observed, "no Xid that needs a reset, reboot or RMA",
+                   fmt::format("Xids in the last 7 days that need a reset, reboot or RMA: {}",
+                               observed)};
+         }
+         return {Verdict::Kind::kWarn, observed, "no Xid",
+                 fmt::format("Xids in the last 7 days: {}", observed)};
+       }},
       {"isolation.nvlink-boundary",
        [](const Inputs& in) -> Verdict {
          if (auto na = NeedsDriver(in)) return *na;
@@ -505,6 +641,11 @@ Finding ToFinding(const CheckSpec& check, const Verdict& verdict) {
     case Verdict::Kind::kWarn:
       finding.status = CheckStatus::kWarn;
       finding.severity = Severity::kMedium;
+      finding.remediation = check.remediation;
+      return finding;
+    case Verdict::Kind::kFail:
+      finding.status = CheckStatus::kFail;
+      finding.severity = Severity::kHigh;
       finding.remediation = check.remediation;
       return finding;
     case Verdict::Kind::kFinding: break;

@@ -6,6 +6,8 @@
 
 #include "audit/host_inventory.hpp"
 #include "core/strings.hpp"
+#include "health/kernel_events.hpp"
+#include "health/kernel_record.hpp"
 #include "sys/file_system.hpp"
 #include "sys/process_runner.hpp"
 
@@ -264,6 +266,160 @@ std::vector<std::string> CachedLibraries(std::string_view cache, std::string_vie
   return {found.begin(), found.end()};
 }
 
+std::vector<std::string> ParseMpiTypes(std::string_view output) {
+  std::set<std::string> types;
+  for (std::string_view line : Split(output, '\n')) {
+    line = Trim(line);
+    if (line.starts_with("srun:")) line = Trim(line.substr(5));
+    // Headers: "MPI plugin types are...", "specific pmix plugin versions available: pmix_v4".
+    if (const size_t colon = line.find("available:"); colon != std::string_view::npos) {
+      for (std::string_view word : Split(line.substr(colon + 10), ',')) {
+        if (!Trim(word).empty()) types.insert(SanitizeUtf8(Trim(word)));
+      }
+      continue;
+    }
+    if (line.empty() || line.find(' ') != std::string_view::npos) continue;
+    types.insert(SanitizeUtf8(line));
+  }
+  return {types.begin(), types.end()};
+}
+
+KernelXidCounts CountKernelXids(std::string_view log, std::optional<WallTime> since,
+                                int default_year) {
+  KernelXidCounts counts;
+  health::KernelEventParser parser;
+  for (std::string_view line : Split(log, '\n')) {
+    if (Trim(line).empty()) continue;
+    auto record = health::ParseLogLine(line, default_year);
+    if (!record) continue;
+    if (since && record->wall_time && *record->wall_time < *since) continue;
+    ++counts.records;
+    for (const health::KernelEvent& event : parser.Feed(*record)) {
+      if (event.kind == health::KernelEventKind::kXid) ++counts.xid[event.code];
+      if (event.kind == health::KernelEventKind::kSxid) ++counts.sxid[event.code];
+    }
+  }
+  return counts;
+}
+
+namespace {
+
+// The Slurm client's view from this node: its commands, its MPI plugins, Pyxis, and the
+// controller's configuration (accounting, topology, health check). Nothing here changes state:
+// `srun --mpi=list` and `srun --help` print and exit without a job; sacct reads.
+void SlurmClient(const sys::FileSystem& fs, sys::ProcessRunner& runner, const std::string& path,
+                 Duration timeout, AuditEvidence& out) {
+  json commands = json::object();
+  for (const char* name : {"sinfo", "squeue", "scontrol", "salloc", "sbatch", "srun", "sacct"}) {
+    commands[name] = PathOrNull(Which(fs, path, name));
+  }
+  out["scheduler.slurm.commands"] = commands;
+  if (const auto srun = Which(fs, path, "srun")) {
+    if (const auto list = Output(runner, *srun, {"--mpi=list"}, timeout)) {
+      out["scheduler.slurm.mpi_types"] = ParseMpiTypes(*list);
+    }
+    if (const auto help = Output(runner, *srun, {"--help"}, timeout)) {
+      out["scheduler.slurm.srun_container_image"] =
+          help->find("--container-image") != std::string::npos;
+    }
+  }
+  if (const auto scontrol = Which(fs, path, "scontrol")) {
+    if (const auto config = Output(runner, *scontrol, {"show", "config"}, timeout)) {
+      const auto values = ParseKeyValues(*config);
+      const auto value = [&](const char* key) -> json {
+        const auto it = values.find(key);
+        if (it == values.end() || it->second.empty() || it->second == "(null)") return nullptr;
+        return it->second;
+      };
+      out["scheduler.slurm.accounting_storage_type"] = value("AccountingStorageType");
+      out["scheduler.slurm.topology_plugin"] = value("TopologyPlugin");
+      const json program = value("HealthCheckProgram");
+      out["scheduler.slurm.health_check_program"] = program;
+      // What the health check runs: its own text, and NHC's configuration when it is NHC.
+      if (program.is_string()) {
+        std::string text = Read(fs, program.get<std::string>()).value_or("");
+        if (program.get<std::string>().ends_with("nhc")) {
+          text += Read(fs, "/etc/nhc/nhc.conf").value_or("");
+        }
+        out["scheduler.slurm.health_check_calls_dcgm"] =
+            text.find("dcgmi") != std::string::npos ||
+            text.find("nv-hostengine") != std::string::npos;
+      }
+    }
+  }
+  if (const auto sacct = Which(fs, path, "sacct")) {
+    sys::ProcessSpec spec{.argv = {*sacct, "--noheader", "-X", "-o", "JobID", "-S", "now-1minutes"},
+                          .env_add = {"LC_ALL=C"},
+                          .timeout = timeout};
+    spec.output_cap = kSmallFile;
+    auto ran = runner.Run(spec);
+    if (ran && !ran->timed_out && !ran->interrupted) {
+      out["scheduler.slurm.sacct_ok"] = ran->exit_code == 0;
+    }
+  }
+  out["health.dcgm.hostengine"] = PathOrNull(Which(fs, path, "nv-hostengine", {"/usr/bin"}));
+}
+
+// Xid and SXid counts over the last 7 days of the kernel log: the journal when there is one,
+// else the ring buffer through dmesg (since boot, dated), else not collected.
+void KernelXids(const sys::FileSystem& fs, sys::ProcessRunner& runner, const std::string& path,
+                const LocalProbeOptions& options, AuditEvidence& out) {
+  constexpr size_t kLogCap = size_t{64} << 20;
+  const std::optional<WallTime> since =
+      options.now ? std::optional(*options.now - std::chrono::hours(24 * 7)) : std::nullopt;
+  const int year = UtcYear(options.now.value_or(
+      std::chrono::time_point_cast<std::chrono::milliseconds>(std::chrono::system_clock::now())));
+  struct Source {
+    const char* program;
+    std::vector<std::string> args;
+  };
+  const Source sources[] = {
+      {"journalctl", {"-k", "-q", "--no-pager", "-o", "short-iso", "--since=-7d"}},
+      {"dmesg", {"--time-format=iso"}}};
+  for (const Source& source : sources) {
+    const auto program = Which(fs, path, source.program, {"/usr/bin", "/bin"});
+    if (!program) continue;
+    sys::ProcessSpec spec{.argv = {*program}, .env_add = {"LC_ALL=C"}, .timeout = options.timeout};
+    spec.argv.insert(spec.argv.end(), source.args.begin(), source.args.end());
+    spec.output_cap = kLogCap;
+    auto ran = runner.Run(spec);
+    if (!ran || !ran->Succeeded() || Trim(ran->stdout_text).empty()) continue;
+    const KernelXidCounts counts = CountKernelXids(ran->stdout_text, since, year);
+    json xid = json::object();
+    json sxid = json::object();
+    for (const auto& [code, n] : counts.xid) xid[std::to_string(code)] = n;
+    for (const auto& [code, n] : counts.sxid) sxid[std::to_string(code)] = n;
+    out["health.kernel.xid_counts_7d"] = {{"source", Join(spec.argv, " ")},
+                                          {"records", counts.records},
+                                          {"truncated", ran->stdout_truncated},
+                                          {"xid", xid},
+                                          {"sxid", sxid}};
+    return;
+  }
+}
+
+// The RDMA stack beside the devices: MOFED/DOCA-OFED (ofed_info) or rdma-core (libibverbs).
+void RdmaStack(const sys::FileSystem& fs, sys::ProcessRunner& runner, const std::string& path,
+               Duration timeout, AuditEvidence& out) {
+  json stack = json::object();
+  const auto devices = fs.ListDir("/sys/class/infiniband");
+  stack["devices"] = devices ? static_cast<int64_t>(devices->size()) : 0;
+  stack["ofed"] = nullptr;
+  if (const auto ofed_info = Which(fs, path, "ofed_info")) {
+    if (const auto text = Output(runner, *ofed_info, {"-s"}, timeout)) {
+      std::string version = Trimmed(*text).substr(0, 200);
+      if (!version.empty() && version.back() == ':') version.pop_back();  // "MLNX_OFED_...:"
+      stack["ofed"] = SanitizeUtf8(version);
+    }
+  }
+  if (const auto cache = Read(fs, "/etc/ld.so.cache", kLoaderCache)) {
+    stack["rdma_core"] = !CachedLibraries(*cache, "libibverbs.so").empty();
+  }
+  out["network.rdma.stack"] = stack;
+}
+
+}  // namespace
+
 AuditEvidence CollectLocalEvidence(const sys::FileSystem& fs, sys::ProcessRunner& runner,
                                    const LocalProbeOptions& options) {
   AuditEvidence out;
@@ -352,6 +508,9 @@ AuditEvidence CollectLocalEvidence(const sys::FileSystem& fs, sys::ProcessRunner
                  options.timeout, FirstVersionWord);
   ProgramVersion(out, "containers.docker.server_version", Which(fs, path, "docker"), runner,
                  {"version", "--format", "{{.Server.Version}}"}, options.timeout, FirstVersionWord);
+  SlurmClient(fs, runner, path, options.timeout, out);
+  KernelXids(fs, runner, path, options, out);
+  RdmaStack(fs, runner, path, options.timeout, out);
   return out;
 }
 

@@ -24,6 +24,7 @@ namespace cmax::audit {
 struct LocalProbeOptions {
   std::string path;                            // the PATH programs are looked up in
   Duration timeout = std::chrono::seconds(5);  // per program
+  std::optional<WallTime> now;                 // to keep the last 7 days of the kernel log
 };
 
 AuditEvidence CollectLocalEvidence(const sys::FileSystem& fs, sys::ProcessRunner& runner,
@@ -39,6 +40,18 @@ std::string FirstVersionWord(std::string_view output);
 std::map<std::string, std::string> ParseKeyValues(std::string_view text);
 // /proc/self/limits: the soft limit of a row ("Max locked memory"), "unlimited" or a number.
 std::optional<std::string> SoftLimit(std::string_view limits, std::string_view row);
+// `srun --mpi=list` (to stdout or stderr, with or without "srun: " before each line): the
+// plugin types and the specific versions ("none", "pmi2", "pmix", "pmix_v4").
+std::vector<std::string> ParseMpiTypes(std::string_view output);
+// Xid and SXid counts by code in a kernel log (journalctl -k -o short-iso, dmesg's shapes),
+// read by the passive engine's parser; records dated before `since` are left out.
+struct KernelXidCounts {
+  std::map<int, int64_t> xid;
+  std::map<int, int64_t> sxid;
+  int64_t records = 0;
+};
+KernelXidCounts CountKernelXids(std::string_view log, std::optional<WallTime> since,
+                                int default_year);
 // The paths in the loader cache (/etc/ld.so.cache) of the libraries whose file name starts
 // with `stem` ("libnccl.so").
 std::vector<std::string> CachedLibraries(std::string_view cache, std::string_view stem);

@@ -1,14 +1,18 @@
-// `cmax audit`: the yes/no audit, check by check (data/audit_catalogue.json). This version
-// audits this host (the local target); the Slurm and Kubernetes fan-out comes next.
+// `cmax audit`: the yes/no audit, check by check (data/audit_catalogue.json), of this host
+// (--local, the default) or of every node of a Slurm cluster (--slurm: one srun step in which
+// each node runs `cmax audit --node-evidence`). Kubernetes comes next.
 #include <CLI/CLI.hpp>
+#include <iostream>
 #include <memory>
 #include <ostream>
 
 #include "audit/audit_run.hpp"
 #include "audit/catalogue.hpp"
 #include "audit/catalogue_views.hpp"
+#include "audit/slurm_audit.hpp"
 #include "cli/cli.hpp"
 #include "cli/common.hpp"
+#include "cli/flags.hpp"
 #include "cli/numbers.hpp"
 #include "report/render.hpp"
 #include "sys/file_system.hpp"
@@ -23,10 +27,27 @@ struct AuditFlags {
   bool show = false;
   bool show_minimums = false;
   bool local = false;
+  bool slurm_target = false;
+  bool node_evidence = false;
+  bool yes = false;
   bool json = false;
   audit::ShowOptions listing;
   audit::AuditOptions run;
+  audit::SlurmAuditOptions slurm;
 };
+
+// Work on other machines goes ahead with --yes, or with a "y" from the person at the terminal.
+bool Confirm(const AuditFlags& o, Context& ctx, const std::string& plan) {
+  if (o.yes) return true;
+  if (!sys::StdinIsTerminal()) {
+    ctx.err << "cmax audit: would " << plan << "; not on a terminal, so --yes is needed\n";
+    return false;
+  }
+  ctx.err << "cmax audit: " << plan << ". Go ahead? [y/N] " << std::flush;
+  std::string answer;
+  std::getline(std::cin, answer);
+  return answer == "y" || answer == "Y" || answer == "yes";
+}
 
 int Audit(AuditFlags& o, Context& ctx) {
   sys::LocalFileSystem fs;
@@ -39,7 +60,14 @@ int Audit(AuditFlags& o, Context& ctx) {
                           .clock = &clock,
                           .path = sys::GetEnv("PATH"),
                           .interrupted = [] { return sys::Interrupted(); },
-                          .interrupt_signal = [] { return sys::InterruptSignal(); }};
+                          .interrupt_signal = [] { return sys::InterruptSignal(); },
+                          .env = [](const std::string& name) { return sys::GetEnv(name.c_str()); },
+                          .self_path = sys::SelfExecutable(),
+                          .confirm = [&](const std::string& plan) { return Confirm(o, ctx, plan); },
+                          .note =
+                              [&](std::string_view line) {
+                                if (!ctx.global.quiet) ctx.err << "cmax audit: " << line << "\n";
+                              }};
   if (o.show_minimums) {
     return PrintText(ctx, "cmax audit", audit::ShowMinimums(o.run.minimums, io));
   }
@@ -49,9 +77,17 @@ int Audit(AuditFlags& o, Context& ctx) {
                      audit::ShowCatalogue(audit::AuditCatalogue::Builtin(), o.listing));
   }
   o.run.profile = o.listing.profile;
-  auto report = audit::RunLocalAudit(o.run, io);
+  if (o.node_evidence) {
+    return PrintText(ctx, "cmax audit --node-evidence",
+                     audit::NodeEvidenceFrames(o.run, o.slurm.node_timeout_s, io));
+  }
+  auto report =
+      o.slurm_target ? audit::RunSlurmAudit(o.run, o.slurm, io) : audit::RunLocalAudit(o.run, io);
   if (!report) return PrintError(ctx, "cmax audit", report.error());
   if (!report->notice.empty()) ctx.err << "cmax audit: NOTE: " << report->notice << "\n";
+  if (!report->summary.empty() && !ctx.global.quiet) {
+    ctx.err << "cmax audit: " << report->summary << "\n";
+  }
   ctx.out << (o.json ? report::RenderJson(report->record)
                      : report::RenderText(report->record, {.color = ctx.Color()}));
   return report->exit_code;
@@ -65,33 +101,49 @@ Command SetupAuditCommand(CLI::App& parent) {
       "audit",
       "The yes/no audit, check by check: component versions against a minimum-version table,\n"
       "tenant isolation, hardware, software, containers, orchestration, networking, storage,\n"
-      "health checks and access. Read-only. This version audits this host (--local); the\n"
-      "Slurm and Kubernetes targets come next.");
-  app->add_option("PROFILE", o->listing.profile,
-                  "Only this profile's checks: security (versions and isolation), versions, "
-                  "isolation, hardware, software, containers, orchestration, networking, "
-                  "storage, health or access");
-  app->add_flag("--local", o->local, "Audit this host (the only target of this version)");
-  app->add_flag("--json", o->json, "Print the JSON report (schema cmax.report/v1)");
-  app->add_flag("--exit-zero", o->run.exit_zero,
-                "Exit 0 even when a check fails or cannot be read (errors still exit 2 or 3)");
-  app->add_option("--probe-timeout", o->run.probe_timeout_s,
-                  "Seconds a program a probe runs may take (nvcc, runc, docker, dcgmi ...)")
-      ->check(Real(0.1, 600.0))
-      ->capture_default_str();
-  app->add_flag("-s,--show", o->show,
-                "List the checks, one per line under their profile, without running anything "
-                "(-v: each check's rule, evidence, reproduce line and references)");
-  app->add_option("--format", o->listing.format,
-                  "With --show: text, markdown (the README's check table) or json (a catalogue)")
-      ->check(CLI::IsMember({"text", "markdown", "json"}))
-      ->capture_default_str();
-  app->add_flag("--show-minimums", o->show_minimums,
-                "Print the minimum-version table the versions checks grade against: its date, "
-                "age and SHA-256, each component's minimums by branch, its advisories");
-  app->add_option("--minimums", o->run.minimums,
-                  "A minimum-version table to use instead of the built-in one (JSON, schema "
-                  "cmax.audit-minimums/v1, like data/audit_minimums.json)");
+      "health checks and access. Read-only. Audits this host (--local, the default) or every\n"
+      "node of a Slurm cluster (--slurm), where the worst node decides each check.");
+  Opt(app, "PROFILE", o->listing.profile,
+      "Only this profile's checks: security (versions and isolation), versions, "
+      "isolation, hardware, software, containers, orchestration, networking, "
+      "storage, health or access");
+  CLI::Option* local = Flag(app, "--local", o->local, "Audit this host (the default)");
+  Flag(app, "--slurm", o->slurm_target,
+       "Audit every node of the partition or node list through one srun job step (cmax must "
+       "be at the same path on the nodes: --remote-cmax)")
+      ->excludes(local);
+  Flag(app, "--json", o->json, "Print the JSON report (schema cmax.report/v1)");
+  Flag(app, "--exit-zero", o->run.exit_zero,
+       "Exit 0 even when a check fails or cannot be read (errors still exit 2 or 3)");
+  Num(app, "--probe-timeout", o->run.probe_timeout_s, Real(0.1, 600.0),
+      "Seconds a program a probe runs may take (nvcc, runc, docker, dcgmi ...)");
+  Flag(app, "-s,--show", o->show,
+       "List the checks, one per line under their profile, without running anything "
+       "(-v: each check's rule, evidence, reproduce line and references)");
+  Choice(app, "--format", o->listing.format, {"text", "markdown", "json"},
+         "With --show: text, markdown (the README's check table) or json (a catalogue)");
+  Flag(app, "--show-minimums", o->show_minimums,
+       "Print the minimum-version table the versions checks grade against: its date, "
+       "age and SHA-256, each component's minimums by branch, its advisories");
+  Opt(app, "--minimums", o->run.minimums,
+      "A minimum-version table to use instead of the built-in one (JSON, schema "
+      "cmax.audit-minimums/v1, like data/audit_minimums.json)");
+  audit::SlurmAuditOptions& s = o->slurm;
+  Group("Slurm (--slurm)",
+        {Opt(app, "-p,--partition", s.partition, "Only this partition's nodes (srun -p)"),
+         Opt(app, "-w,--nodelist", s.nodelist, "Only these nodes, a hostlist (gpu[1-4],gpu7)"),
+         Num(app, "--node-timeout", s.node_timeout_s, Real(0.1, 3600),
+             "Seconds a node may take for its evidence; then it says so and stops"),
+         Num(app, "--budget", s.budget_s, SecondsIn(86400),
+             "Seconds the whole srun step may take; nodes not heard by then are UNKNOWN"),
+         Opt(app, "--srun-arg", s.srun_args,
+             "Passed to srun as it is, e.g. --srun-arg=--account=ops (repeatable)"),
+         Opt(app, "--remote-cmax", s.remote_cmax,
+             "The cmax the nodes run (default: this one's path)"),
+         Flag(app, "-y,--yes", o->yes, "Go ahead without asking (needed off a terminal)"),
+         Flag(app, "--node-evidence", o->node_evidence,
+              "What each node runs under --slurm: print this host's evidence framed for the "
+              "fan-out; writes nothing")});
   return {app, [o](Context& ctx) { return Audit(*o, ctx); }};
 }
 

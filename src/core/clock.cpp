@@ -49,6 +49,11 @@ std::string FormatIso8601(WallTime time) {
                      tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, millis);
 }
 
+int UtcYear(WallTime time) {
+  const std::chrono::year_month_day day{std::chrono::floor<std::chrono::days>(time)};
+  return static_cast<int>(day.year());
+}
+
 namespace {
 
 bool ReadInt(std::string_view text, size_t pos, size_t len, int& out) {

@@ -47,10 +47,7 @@ void ReadKernelLog(const PassiveRunOptions& options, std::optional<sys::LineRead
   if (saved) {
     LogScanner scanner(catalog, since, std::nullopt);
     scanner.Summary().source = options.from_file;
-    const std::time_t seconds = std::chrono::system_clock::to_time_t(now);
-    std::tm tm{};
-    gmtime_r(&seconds, &tm);
-    if (auto ok = ScanLines(*saved, scanner, tm.tm_year + 1900); !ok) {
+    if (auto ok = ScanLines(*saved, scanner, UtcYear(now)); !ok) {
       facts.log_error = ok.error().message;
     }
     facts.log = scanner.Summary();

@@ -23,7 +23,9 @@ struct SchedulerNode {
   bool drain = false;  // draining, drained or down: no new work lands here
   std::string reason;  // why it is drained, without Slurm's "[user@time]" suffix
   std::vector<std::string> partitions;
-  bool maintenance = false;  // in a maintenance reservation (Slurm's "maint" or '$' mark)
+  bool maintenance = false;   // in a maintenance reservation (Slurm's "maint" or '$' mark)
+  bool responding = true;     // Slurm: false when sinfo marks the node '*' (not responding)
+  bool powered_down = false;  // Slurm: '~', powered off by power saving (or on its way, '%')
   // Kubernetes: the node's NoSchedule and NoExecute taints, "key:effect" (anyone's, not only
   // cmax's: an observer of another provider's remediation watches them).
   std::vector<std::string> taints;

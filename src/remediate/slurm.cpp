@@ -41,9 +41,13 @@ std::vector<SchedulerNode> ParseSinfoNodes(std::string_view text) {
     std::string state = Lower(Trim(f[1]));
     // sinfo marks not responding (*), powered down (~) and the like with a trailing symbol.
     bool maintenance = false;
+    bool responding = true;
+    bool powered_down = false;
     while (!state.empty() &&
            std::string_view("*~#!%$@^-").find(state.back()) != std::string::npos) {
       maintenance = maintenance || state.back() == '$';
+      responding = responding && state.back() != '*';
+      powered_down = powered_down || state.back() == '~' || state.back() == '%';
       state.pop_back();
     }
     maintenance = maintenance || state == "maint";
@@ -61,6 +65,8 @@ std::vector<SchedulerNode> ParseSinfoNodes(std::string_view text) {
       // Down counts too: no work lands there, and resuming it is the same decision.
       node.drain = state.starts_with("drain") || state == "drng" || state.starts_with("down");
       node.maintenance = maintenance;
+      node.responding = responding;
+      node.powered_down = powered_down;
       node.state = std::move(state);
       node.reason = std::move(reason);
       nodes.push_back(std::move(node));

@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <cstdlib>
+#include <filesystem>
 #include <sys/resource.h>
 
 namespace cmax::sys {
@@ -34,6 +35,15 @@ bool StdoutIsTerminal() {
 }
 bool StderrIsTerminal() {
   return ::isatty(STDERR_FILENO) == 1;
+}
+bool StdinIsTerminal() {
+  return ::isatty(STDIN_FILENO) == 1;
+}
+
+std::string SelfExecutable() {
+  std::error_code error;
+  const std::filesystem::path path = std::filesystem::read_symlink("/proc/self/exe", error);
+  return error ? std::string() : path.string();
 }
 
 void RaiseOpenFileLimit() {

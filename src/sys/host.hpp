@@ -14,6 +14,9 @@ std::string GetEnv(const char* name);
 bool IsRoot();
 bool StdoutIsTerminal();
 bool StderrIsTerminal();
+bool StdinIsTerminal();
+// The absolute path of this process's own program (/proc/self/exe), or empty.
+std::string SelfExecutable();
 // Raises the soft limit on open files to the hard one: a load run holds a socket per stream, and
 // the usual soft limit (1024) would cap its concurrency.
 void RaiseOpenFileLimit();

@@ -2,6 +2,8 @@
 // interrupted; a second SIGINT ends the process at once (the default action is restored).
 #pragma once
 
+#include <string>
+
 namespace cmax::sys {
 
 void InstallInterruptHandlers();
@@ -13,5 +15,13 @@ inline bool Interrupted() {
 // For tests, and for a command that handled the interruption and wants to go on.
 void ClearInterrupt();
 void RequestInterrupt(int signal_number);
+
+// A deadline for a process whose caller must hear from it even when it hangs (a node's part of
+// an audit, stuck on a file that never answers): when `seconds` have passed, `last_words` goes
+// to stdout and the process ends with `exit_code`, from a SIGALRM handler that does only those
+// two async-signal-safe things. One deadline per process; a later call replaces it.
+void ExitAtDeadline(double seconds, const std::string& last_words, int exit_code);
+// Disarms it: the work finished in time and is about to speak for itself.
+void CancelDeadline();
 
 }  // namespace cmax::sys

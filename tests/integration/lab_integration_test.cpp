@@ -2,7 +2,11 @@
 // `cmax run` seeing it, and down with nothing left running.
 #include <unistd.h>
 
+#include <algorithm>
 #include <arpa/inet.h>
+#include <csignal>
+#include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
@@ -259,6 +263,129 @@ TEST_F(LabTest, CliUpTwiceReportsTheRunningLab) {
   std::ostringstream out4, err4;
   EXPECT_EQ(cli::RunCli({"lab", "down", "--dir", spec_.dir}, out4, err4), cli::kExitOk);
   EXPECT_NE(out4.str().find("stopped"), std::string::npos);
+}
+
+// The audit of every node through one srun step (issue 15): each lab node runs the cmax binary
+// itself; then a node whose slurmd is gone is UNKNOWN with the reason while the others answer;
+// then a controller that is down makes every check UNKNOWN and the audit still finishes.
+TEST_F(LabTest, AuditsEveryNodeAndNamesTheOneThatCannotAnswer) {
+  auto up = Up(spec_, ctx_, 30s);
+  ASSERT_TRUE(up) << up.error().message;
+  const std::string conf = PathsFor(spec_.dir).slurm_conf;
+  ::setenv("SLURM_CONF", conf.c_str(), 1);
+  const auto audit = [&](std::vector<std::string> extra, std::string* err_text = nullptr) {
+    std::vector<std::string> args = {"audit",  "--slurm", "--yes",
+                                     "--json", "--db",    dir_.File("cmax.db")};
+    if (std::ranges::count(extra, "--remote-cmax") == 0) {
+      args.insert(args.end(), {"--remote-cmax", CMAX_BINARY});
+    }
+    args.insert(args.end(), extra.begin(), extra.end());
+    std::ostringstream out;
+    std::ostringstream err;
+    const int code = cli::RunCli(args, out, err);
+    if (err_text != nullptr) *err_text = err.str();
+    return std::make_pair(code, out.str());
+  };
+
+  // Every node, both partitions; a check's message says how the nodes came out.
+  std::string err;
+  auto [code, text] = audit({"--exit-zero"}, &err);
+  ASSERT_EQ(code, cli::kExitOk) << err;
+  auto doc = nlohmann::json::parse(text);
+  EXPECT_EQ(doc["run"]["target"], "slurm/all");
+  EXPECT_EQ(doc["evidence"]["audit.coverage"]["answered"], 5) << doc["evidence"]["audit.coverage"];
+  EXPECT_TRUE(doc["evidence"]["audit.coverage"]["unreachable"].empty());
+  for (const char* node : {"gpu1", "gpu2", "gpu3", "gpu4", "gpu5"}) {
+    ASSERT_TRUE(doc["evidence"].contains(std::string("audit.node.") + node)) << node;
+    EXPECT_EQ(doc["evidence"][std::string("audit.node.") + node]["node"], node);
+  }
+  size_t on_every_node = 0;
+  for (const auto& f : doc["findings"]) {
+    const std::string message = f["message"];
+    if (message.find("all 5 nodes") != std::string::npos ||
+        message.find("of 5 nodes") != std::string::npos) {
+      ++on_every_node;
+    }
+  }
+  EXPECT_EQ(on_every_node, doc["findings"].size()) << doc["findings"].dump(1);
+  EXPECT_NE(err.find("5 of 5 node(s) answered"), std::string::npos) << err;
+
+  // A node list; then gpu3's slurmd is gone: it is UNKNOWN with the reason, the others answer.
+  auto listed = audit({"--exit-zero", "-w", "gpu[1-2]"});
+  ASSERT_EQ(listed.first, cli::kExitOk);
+  EXPECT_EQ(nlohmann::json::parse(listed.second)["evidence"]["audit.coverage"]["nodes"], 2);
+
+  // Without a terminal and without --yes nothing runs on the nodes and no run is recorded.
+  ASSERT_NE(std::freopen("/dev/null", "r", stdin), nullptr);
+  std::ostringstream refused_out;
+  std::ostringstream refused_err;
+  EXPECT_EQ(cli::RunCli(
+                {"audit", "--slurm", "--db", dir_.File("refused.db"), "--remote-cmax", CMAX_BINARY},
+                refused_out, refused_err),
+            cli::kExitUsage);
+  EXPECT_NE(refused_err.str().find("--yes is needed"), std::string::npos) << refused_err.str();
+  EXPECT_FALSE(fs_.Exists(dir_.File("refused.db")));
+
+  // A node past its own deadline says so (a probe that hangs: an nvcc that sleeps); a step past
+  // the budget is stopped and its nodes are UNKNOWN with that reason.
+  std::filesystem::create_directories(dir_.File("slow"));
+  ASSERT_TRUE(fs_.WriteFileAtomic(dir_.File("slow/nvcc"), "#!/bin/sh\nexec sleep 30\n", 0755));
+  const std::string slow_node = dir_.File("slow-node");
+  ASSERT_TRUE(fs_.WriteFileAtomic(
+      slow_node,
+      "#!/bin/sh\nPATH=" + dir_.File("slow") + ":$PATH exec " + CMAX_BINARY + " \"$@\"\n", 0755));
+  auto late =
+      audit({"--exit-zero", "-w", "gpu1", "--remote-cmax", slow_node, "--node-timeout", "0.5"});
+  ASSERT_EQ(late.first, cli::kExitOk);
+  auto late_doc = nlohmann::json::parse(late.second)["evidence"]["audit.coverage"];
+  EXPECT_NE(late_doc["unreachable"]["gpu1"].get<std::string>().find("deadline of 0.5 s"),
+            std::string::npos)
+      << late_doc;
+  const std::string hung = dir_.File("hung-node");
+  ASSERT_TRUE(fs_.WriteFileAtomic(hung, "#!/bin/sh\nexec sleep 60\n", 0755));
+  auto over = audit({"--exit-zero", "-w", "gpu[1-2]", "--remote-cmax", hung, "--budget", "2"});
+  ASSERT_EQ(over.first, cli::kExitOk);
+  auto over_doc = nlohmann::json::parse(over.second)["evidence"]["audit.coverage"];
+  EXPECT_EQ(over_doc["answered"], 0);
+  EXPECT_NE(over_doc["unreachable"]["gpu2"].get<std::string>().find("budget of 2 s"),
+            std::string::npos)
+      << over_doc;
+  int slurmd = 0;
+  for (const Daemon& d : up->state.daemons) {
+    if (d.name == "slurmd-gpu3") slurmd = d.pid;
+  }
+  ASSERT_GT(slurmd, 0);
+  ASSERT_EQ(::kill(slurmd, SIGKILL), 0);
+  ASSERT_TRUE(testing::WaitUntil([&] { return !sys::ProcessAlive(slurmd); }, 10s));
+  auto [code2, text2] = audit({}, &err);
+  EXPECT_NE(code2, cli::kExitOk) << "gpu3's UNKNOWN checks fail the run: " << err;
+  doc = nlohmann::json::parse(text2);
+  const auto& coverage = doc["evidence"]["audit.coverage"];
+  EXPECT_EQ(coverage["answered"], 4) << coverage;
+  ASSERT_TRUE(coverage["unreachable"].contains("gpu3")) << coverage;
+  EXPECT_FALSE(coverage["unreachable"]["gpu3"].get<std::string>().empty());
+  bool unknown_somewhere = false;
+  for (const auto& [check, statuses] : doc["evidence"]["audit.per_node"].items()) {
+    if (statuses.contains("UNKNOWN")) {
+      unknown_somewhere = unknown_somewhere || std::ranges::count(statuses["UNKNOWN"], "gpu3") > 0;
+    }
+  }
+  EXPECT_TRUE(unknown_somewhere) << doc["evidence"]["audit.per_node"].dump();
+  EXPECT_NE(err.find("UNKNOWN for gpu3"), std::string::npos) << err;
+
+  // The controller is down: every check is UNKNOWN, with the reason, and the run is recorded.
+  ASSERT_TRUE(Down(spec_.dir, ctx_));
+  auto [code3, text3] = audit({});
+  EXPECT_EQ(code3, cli::kExitError) << "UNKNOWN and no FAIL";
+  doc = nlohmann::json::parse(text3);
+  for (const auto& f : doc["findings"]) {
+    if (f["status"] == "SKIP" || f["status"] == "ATTEST") continue;  // neither reads a node
+    EXPECT_EQ(f["status"], "UNKNOWN") << f.dump();
+    EXPECT_NE(f["message"].get<std::string>().find("Slurm controller did not answer"),
+              std::string::npos)
+        << f.dump();
+  }
+  ::unsetenv("SLURM_CONF");
 }
 
 }  // namespace

@@ -1,5 +1,6 @@
 // A stand-in ProcessRunner for tests of code that runs programs: it records every spec and
-// answers from a table keyed by the program's base name.
+// answers from a table keyed by the program's base name, or by the base name and the first
+// argument ("srun --help"), which comes first when both are there.
 #pragma once
 
 #include <map>
@@ -25,7 +26,8 @@ class FakeProcessRunner final : public sys::ProcessRunner {
     calls.push_back(spec);
     const std::string& path = spec.argv.at(0);
     const std::string base = path.substr(path.rfind('/') + 1);
-    auto it = answers_.find(base);
+    auto it = spec.argv.size() > 1 ? answers_.find(base + " " + spec.argv[1]) : answers_.end();
+    if (it == answers_.end()) it = answers_.find(base);
     if (it == answers_.end()) return Fail(ErrorCode::kNotFound, "cannot run {}", path);
     return it->second;
   }

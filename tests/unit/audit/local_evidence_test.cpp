@@ -143,6 +143,88 @@ TEST(CollectLocalEvidence, ReadsAGpuNode) {
   }
 }
 
+// A Slurm node: its clients, srun's MPI plugins and options, the controller's configuration, an
+// NHC health check that calls dcgmi, and sacct that fails (no accounting).
+TEST(CollectLocalEvidence, ReadsASlurmNode) {
+  sys::MemoryFileSystem fs = GpuNode();
+  for (const char* program :
+       {"sinfo", "squeue", "scontrol", "salloc", "sbatch", "srun", "sacct", "dcgmi", "ofed_info"}) {
+    fs.AddFile(std::string("/usr/bin/") + program, "");
+  }
+  fs.AddFile("/usr/sbin/nhc", "#!/bin/bash\n# NHC\n");
+  fs.AddFile("/etc/nhc/nhc.conf", "* || check_cmd_status -t 60 -r 0 dcgmi diag -r 1\n");
+  cmax::testing::FakeProcessRunner runner;
+  runner.AnswerStdout("srun --mpi=list",
+                      "MPI plugin types are...\n\tnone\n\tpmi2\n\tpmix\n"
+                      "specific pmix plugin versions available: pmix_v4,pmix_v5\n");
+  runner.AnswerStdout("srun --help",
+                      "Usage: srun [OPTIONS(0)...]\n      --container-image=[...]\n");
+  runner.AnswerStdout("scontrol",
+                      "Configuration data as of 2026-12-02T10:00:00\n"
+                      "AccountingStorageType   = accounting_storage/slurmdbd\n"
+                      "HealthCheckProgram      = /usr/sbin/nhc\n"
+                      "TopologyPlugin          = (null)\n");
+  runner.AnswerStdout("sacct", "sacct: error: Problem talking to the database\n", 1);
+  runner.AnswerStdout("ofed_info", "MLNX_OFED_LINUX-24.10-1.1.4.0:\n");
+  runner.AnswerStdout("dcgmi", "\ndcgmi  version: 4.7.0\n");
+  const AuditEvidence e = CollectLocalEvidence(fs, runner, {.path = "/usr/bin"});
+  EXPECT_EQ(e.at("scheduler.slurm.commands")["srun"], "/usr/bin/srun");
+  EXPECT_EQ(e.at("scheduler.slurm.mpi_types"),
+            json({"none", "pmi2", "pmix", "pmix_v4", "pmix_v5"}));
+  EXPECT_EQ(e.at("scheduler.slurm.srun_container_image"), true);
+  EXPECT_EQ(e.at("scheduler.slurm.accounting_storage_type"), "accounting_storage/slurmdbd");
+  EXPECT_EQ(e.at("scheduler.slurm.topology_plugin"), nullptr);
+  EXPECT_EQ(e.at("scheduler.slurm.health_check_program"), "/usr/sbin/nhc");
+  EXPECT_EQ(e.at("scheduler.slurm.health_check_calls_dcgm"), true);
+  EXPECT_EQ(e.at("scheduler.slurm.sacct_ok"), false);
+  EXPECT_EQ(e.at("health.dcgm.version"), "4.7.0");
+  EXPECT_EQ(e.at("health.dcgm.hostengine"), nullptr);
+  EXPECT_EQ(
+      e.at("network.rdma.stack"),
+      json({{"devices", 3}, {"ofed", "MLNX_OFED_LINUX-24.10-1.1.4.0"}, {"rdma_core", false}}));
+  // Older Slurm writes the list to stderr with its prefix: the same types.
+  EXPECT_EQ(ParseMpiTypes("srun: MPI types are...\nsrun: none\nsrun: pmi2\nsrun: pmix_v3\n"),
+            (std::vector<std::string>{"none", "pmi2", "pmix_v3"}));
+  EXPECT_TRUE(ParseMpiTypes("").empty());
+}
+
+// The last 7 days of the kernel log, from the journal: Xids and SXids counted by code; records
+// older than the week are left out; with no journal, dmesg; with neither, not collected.
+TEST(CollectLocalEvidence, CountsTheWeeksXidsFromTheJournal) {
+  const std::string journal =
+      "2026-11-20T09:00:00+0000 gpu1 kernel: NVRM: Xid (PCI:0000:17:00): 79, pid=1, old\n"
+      "2026-11-30T09:22:35+0000 gpu1 kernel: NVRM: Xid (PCI:0000:17:00): 13, pid=2, name=a\n"
+      "2026-11-30T09:22:36+0000 gpu1 kernel: NVRM: Xid (PCI:0000:17:00): 13, pid=3, name=b\n"
+      "2026-12-01T01:00:00+0000 gpu1 kernel: nvidia-nvswitch0: SXid (PCI:0000:05:00.0): 12028, "
+      "Non-fatal, Link 0 egress non-posted PRIV error\n"
+      "2026-12-01T02:00:00+0000 gpu1 kernel: usb 1-1: new high-speed USB device\n";
+  sys::MemoryFileSystem fs;
+  fs.AddFile("/usr/bin/journalctl", "");
+  cmax::testing::FakeProcessRunner runner;
+  runner.AnswerStdout("journalctl", journal);
+  const WallTime now = *ParseIso8601("2026-12-02T10:00:00Z");
+  AuditEvidence e = CollectLocalEvidence(fs, runner, {.path = "/usr/bin", .now = now});
+  const json& counts = e.at("health.kernel.xid_counts_7d");
+  EXPECT_EQ(counts["xid"], json({{"13", 2}}));
+  EXPECT_EQ(counts["sxid"], json({{"12028", 1}}));
+  EXPECT_EQ(counts["records"], 4);
+  EXPECT_EQ(counts["truncated"], false);
+  EXPECT_NE(counts["source"].get<std::string>().find("journalctl -k"), std::string::npos);
+
+  fs.AddFile("/usr/bin/dmesg", "");
+  runner.AnswerStdout("journalctl", "", 1);  // no journal here
+  runner.AnswerStdout("dmesg",
+                      "2026-12-01T09:22:32,123456+00:00 NVRM: Xid (PCI:0000:17:00): 48, pid=8\n");
+  e = CollectLocalEvidence(fs, runner, {.path = "/usr/bin", .now = now});
+  EXPECT_EQ(e.at("health.kernel.xid_counts_7d")["xid"], json({{"48", 1}}));
+  EXPECT_NE(e.at("health.kernel.xid_counts_7d")["source"].get<std::string>().find("dmesg"),
+            std::string::npos);
+
+  runner.AnswerStdout("dmesg", "dmesg: read kernel buffer failed: Operation not permitted\n", 1);
+  e = CollectLocalEvidence(fs, runner, {.path = "/usr/bin", .now = now});
+  EXPECT_FALSE(e.contains("health.kernel.xid_counts_7d"));  // UNKNOWN, never a clean week
+}
+
 TEST(CollectLocalEvidence, AnEmptyHostIsAbsenceNotPass) {
   const sys::MemoryFileSystem fs;
   cmax::testing::FakeProcessRunner runner;

@@ -20,6 +20,12 @@ TEST(Clock, Iso8601RoundTrips) {
             WallTime{std::chrono::milliseconds(1795944148000)});
 }
 
+TEST(Clock, UtcYearAtTheTurnOfTheYear) {
+  EXPECT_EQ(UtcYear(*ParseIso8601("2026-12-31T23:59:59Z")), 2026);
+  EXPECT_EQ(UtcYear(*ParseIso8601("2027-01-01T00:00:00Z")), 2027);
+  EXPECT_EQ(UtcYear(*ParseIso8601("1969-12-31T23:59:59Z")), 1969);
+}
+
 TEST(Clock, Iso8601RejectsOtherShapes) {
   for (const char* bad : {"", "2026-11-29", "2026-11-29 09:22:28Z", "2026-13-01T00:00:00Z",
                           "2026-11-29T09:22:28.9Z", "2026-11-29T09:22:28.911", "x"}) {

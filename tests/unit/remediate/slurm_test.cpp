@@ -30,7 +30,11 @@ TEST(SlurmParse, SinfoNodesMergePartitionsAndKeepTheWholeReason) {
   EXPECT_TRUE(nodes[1].drain);
   EXPECT_EQ(nodes[1].reason, "cmax: Xid 79 | fallen off the bus");
   EXPECT_EQ(nodes[1].partitions, (std::vector<std::string>{"gpu", "debug"}));
-  EXPECT_EQ(nodes[2].state, "idle");  // the not-responding mark is dropped
+  EXPECT_EQ(nodes[2].state, "idle");  // the not-responding mark is dropped from the state
+  EXPECT_FALSE(nodes[2].responding);  // and kept here
+  EXPECT_TRUE(nodes[0].responding);
+  EXPECT_FALSE(nodes[0].powered_down);
+  EXPECT_TRUE(ParseSinfoNodes("gpu6|idle~|gpu*|none\n")[0].powered_down);
   EXPECT_TRUE(nodes[3].drain);
   EXPECT_FALSE(IsCmaxReason(nodes[3].reason));
   EXPECT_EQ(nodes[4].state, "maint");

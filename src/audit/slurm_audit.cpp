@@ -1,0 +1,317 @@
+#include "audit/slurm_audit.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <fmt/format.h>
+#include <set>
+
+#include "audit/fanout.hpp"
+#include "audit/grading.hpp"
+#include "audit/local_evidence.hpp"
+#include "core/log.hpp"
+#include "core/strings.hpp"
+#include "remediate/slurm.hpp"
+#include "sys/host.hpp"
+#include "sys/interrupt.hpp"
+#include "sys/process_runner.hpp"
+
+namespace cmax::audit {
+namespace {
+
+using nlohmann::json;
+
+// A node's exit code when its deadline struck (timeout(1)'s).
+constexpr int kDeadlineExit = 124;
+// What a node's evidence may take in srun's merged output; the step's capture grows with it.
+constexpr size_t kOutputPerNode = size_t{256} << 10;
+
+Duration Seconds(double seconds) {
+  return std::chrono::duration_cast<Duration>(std::chrono::duration<double>(seconds));
+}
+
+bool Positive(double seconds) {
+  return std::isfinite(seconds) && seconds > 0;
+}
+
+// The last non-blank line of a program's stderr, for a reason on one line.
+std::string LastLine(std::string_view text) {
+  std::string_view last;
+  for (std::string_view line : Split(text, '\n')) {
+    if (!Trim(line).empty()) last = Trim(line);
+  }
+  return SanitizeUtf8(last.substr(0, 300));
+}
+
+std::string NodeName(const AuditIo& io) {
+  std::string name = io.env ? io.env("SLURMD_NODENAME") : "";
+  return name.empty() ? sys::Hostname() : name;
+}
+
+// Every node's findings graded on no evidence, with the reason it has none.
+NodeFindings Unreached(const PreparedAudit& prepared, const GradeContext& context,
+                       const std::string& node, const std::string& reason) {
+  return {node, UnreachableNodeFindings(GradeChecks(prepared.checks, {}, context), reason)};
+}
+
+// One srun step over `nodes`: each node's evidence document, and in `problems` why each node
+// that gave none did not.
+std::map<std::string, json> RunStep(const std::string& partition,
+                                    const std::vector<std::string>& nodes,
+                                    const AuditOptions& options, const SlurmAuditOptions& slurm,
+                                    const std::string& cmax, double budget_s, const AuditIo& io,
+                                    std::map<std::string, std::string>& problems) {
+  std::map<std::string, json> documents;
+  if (budget_s <= 0) {
+    for (const std::string& node : nodes) {
+      problems[node] =
+          fmt::format("the budget of {} s (--budget) was spent before its step", slurm.budget_s);
+    }
+    return documents;
+  }
+  const std::vector<std::string> argv = SrunCommand(partition, nodes, options, slurm, cmax);
+  log::Info("auditing {} node(s): {}", nodes.size(), Join(argv, " "));
+  if (io.note) {
+    io.note(fmt::format("auditing {} node(s){} through srun ...", nodes.size(),
+                        partition.empty() ? "" : " of partition " + partition));
+  }
+  sys::ProcessSpec spec{.argv = argv, .timeout = Seconds(budget_s)};
+  spec.kill_grace = std::chrono::seconds(5);  // srun cancels its step on SIGTERM
+  spec.output_cap = kOutputPerNode * (nodes.size() + 1);
+  auto ran = io.runner->Run(spec);
+  std::map<std::string, NodeDocument> heard;
+  std::string step_problem;
+  if (!ran) {
+    step_problem = "srun could not run: " + ran.error().message;
+  } else {
+    heard = ReadFrames(ran->stdout_text);
+    if (ran->timed_out) {
+      step_problem = fmt::format("the step passed the budget of {} s (--budget)", slurm.budget_s);
+    } else if (!ran->Succeeded()) {
+      step_problem = fmt::format("srun {}: {}", ran->Describe(), LastLine(ran->stderr_text));
+    }
+  }
+  for (const std::string& node : nodes) {
+    const auto it = heard.find(node);
+    std::string& reason = problems[node];
+    if (it == heard.end()) {
+      reason = step_problem.empty() ? "it sent no evidence" : step_problem;
+    } else if (!it->second.document) {
+      reason = it->second.problem;
+    } else if (const json& doc = *it->second.document; doc.contains("error")) {
+      reason = SanitizeUtf8(doc["error"].is_string() ? doc["error"].get<std::string>()
+                                                     : doc["error"].dump());
+    } else if (!doc.contains("evidence") || !doc["evidence"].is_object()) {
+      reason = "its answer holds no evidence";
+    } else {
+      problems.erase(node);
+      documents[node] = std::move(*it->second.document);
+    }
+  }
+  return documents;
+}
+
+}  // namespace
+
+std::vector<std::string> SlurmNodePlan::ReachableNodes() const {
+  std::vector<std::string> all;
+  for (const auto& [partition, nodes] : steps) all.insert(all.end(), nodes.begin(), nodes.end());
+  return all;
+}
+
+SlurmNodePlan PlanSlurmNodes(const std::vector<remediate::SchedulerNode>& nodes,
+                             const std::string& partition) {
+  SlurmNodePlan plan;
+  for (const remediate::SchedulerNode& n : nodes) {
+    std::string why;
+    if (!n.responding) {
+      why = "Slurm says it is not responding";
+    } else if (n.powered_down) {
+      why = "powered down by Slurm's power saving";
+    } else if (n.OutOfService()) {
+      why = fmt::format("out of service ({}{})", n.state,
+                        n.ServiceReason().empty() ? "" : ": " + n.ServiceReason());
+    } else if (n.state != "idle" && n.state != "mixed") {
+      why = fmt::format("cannot take a job step now ({})", n.state);
+    }
+    if (!why.empty()) {
+      plan.unreachable[n.name] = SanitizeUtf8(why);
+      continue;
+    }
+    const std::string step = !partition.empty()     ? partition
+                             : n.partitions.empty() ? ""
+                                                    : n.partitions.front();
+    plan.steps[step].push_back(n.name);
+  }
+  return plan;
+}
+
+std::vector<std::string> SrunCommand(const std::string& partition,
+                                     const std::vector<std::string>& nodes,
+                                     const AuditOptions& options, const SlurmAuditOptions& slurm,
+                                     const std::string& cmax) {
+  const size_t n = nodes.size();
+  // --immediate: a node that cannot be had at once is not waited for (and the budget is not
+  // spent in a queue); whole seconds, at least one.
+  const auto immediate = static_cast<long>(std::clamp(slurm.budget_s / 4, 1.0, 30.0));
+  std::vector<std::string> argv = {
+      "srun",
+      "--job-name=cmax-audit",
+      fmt::format("--nodes={}", n),
+      fmt::format("--ntasks={}", n),
+      "--ntasks-per-node=1",
+      fmt::format("--nodelist={}", Join(nodes, ",")),
+      fmt::format("--immediate={}", immediate),
+      "--kill-on-bad-exit=0",  // one node's failure ends only its own task
+      "--quiet",
+  };
+  if (!partition.empty()) argv.push_back("--partition=" + partition);
+  argv.insert(argv.end(), slurm.srun_args.begin(), slurm.srun_args.end());
+  argv.insert(argv.end(), {"--", cmax, "audit", "--node-evidence",
+                           fmt::format("--node-timeout={}", slurm.node_timeout_s),
+                           fmt::format("--probe-timeout={}", options.probe_timeout_s)});
+  return argv;
+}
+
+Result<std::string> NodeEvidenceFrames(const AuditOptions& options, double node_timeout_s,
+                                       const AuditIo& io) {
+  if (!Positive(node_timeout_s) || !Positive(options.probe_timeout_s)) {
+    return Fail(ErrorCode::kInvalidArgument, "--node-timeout and --probe-timeout must be > 0");
+  }
+  const std::string node = NodeName(io);
+  sys::ExitAtDeadline(
+      node_timeout_s,
+      FrameDocument(node, {{"node", node},
+                           {"error", fmt::format("its evidence took longer than its deadline of "
+                                                 "{} s",
+                                                 node_timeout_s)}}),
+      kDeadlineExit);
+  const WallTime started = io.clock->Now();
+  const AuditEvidence evidence = CollectLocalEvidence(
+      *io.fs, *io.runner,
+      {.path = io.path, .timeout = Seconds(options.probe_timeout_s), .now = started});
+  sys::CancelDeadline();
+  json document = {
+      {"node", node},
+      {"cmax_version", io.cmax_version},
+      {"took_ms",
+       std::chrono::duration_cast<std::chrono::milliseconds>(io.clock->Now() - started).count()},
+      {"evidence", json::object()}};
+  for (const auto& [key, value] : evidence) document["evidence"][key] = value;
+  return FrameDocument(node, document);
+}
+
+Result<AuditReport> RunSlurmAudit(const AuditOptions& options, const SlurmAuditOptions& slurm,
+                                  const AuditIo& io) {
+  if (!Positive(slurm.node_timeout_s) || !Positive(slurm.budget_s)) {
+    return Fail(ErrorCode::kInvalidArgument, "--node-timeout and --budget must be > 0 seconds");
+  }
+  auto prepared = PrepareAudit(options, io);
+  if (!prepared) return tl::unexpected(prepared.error());
+  const std::string cmax = slurm.remote_cmax.empty() ? io.self_path : slurm.remote_cmax;
+  if (cmax.empty() || cmax[0] != '/') {
+    return Fail(ErrorCode::kInvalidArgument,
+                "--remote-cmax must be an absolute path, the same on every node");
+  }
+  const GradeContext context{
+      .target = AuditTarget::kSlurm, .minimums = &prepared->table, .now = io.clock->Now()};
+
+  // The nodes, as the controller sees them.
+  std::vector<std::string> sinfo = {"sinfo", "-h", "-N", "-o", "%N|%T|%P|%E"};
+  if (!slurm.partition.empty()) sinfo.insert(sinfo.end(), {"-p", slurm.partition});
+  if (!slurm.nodelist.empty()) sinfo.insert(sinfo.end(), {"-n", slurm.nodelist});
+  auto listed = io.runner->Run({.argv = sinfo, .timeout = Seconds(options.probe_timeout_s)});
+  std::string controller_problem;
+  SlurmNodePlan plan;
+  if (!listed) {
+    controller_problem = "sinfo could not run: " + listed.error().message;
+  } else if (!listed->Succeeded()) {
+    controller_problem =
+        fmt::format("sinfo {}: {}", listed->Describe(), LastLine(listed->stderr_text));
+  } else {
+    plan = PlanSlurmNodes(remediate::ParseSinfoNodes(listed->stdout_text), slurm.partition);
+    if (plan.steps.empty() && plan.unreachable.empty()) {
+      return Fail(ErrorCode::kInvalidArgument, "Slurm knows no node{}{}",
+                  slurm.partition.empty() ? "" : " in partition " + slurm.partition,
+                  slurm.nodelist.empty() ? "" : " named by " + slurm.nodelist);
+    }
+  }
+
+  if (controller_problem.empty() && !plan.steps.empty()) {
+    const std::vector<std::string> reachable = plan.ReachableNodes();
+    const std::string what =
+        fmt::format("audit {} node(s) ({}) through {} srun job step(s) running {} (read-only){}",
+                    reachable.size(), Join(reachable, ","), plan.steps.size(), cmax,
+                    plan.unreachable.empty()
+                        ? ""
+                        : fmt::format("; {} more cannot be reached", plan.unreachable.size()));
+    if (io.confirm && !io.confirm(what)) {
+      return Fail(ErrorCode::kInvalidArgument,
+                  "not confirmed: nothing was run (--yes goes ahead "
+                  "without asking)");
+    }
+  }
+
+  std::vector<NodeFindings> nodes;
+  GradedAudit graded{
+      .target = "slurm/" + (slurm.partition.empty() ? std::string("all") : slurm.partition),
+      .host = sys::Hostname()};
+  json answered = json::object();
+  std::map<std::string, std::string> unreachable = plan.unreachable;
+  if (!controller_problem.empty()) {
+    graded.summary =
+        "the Slurm controller did not answer (" + controller_problem + "): every check is UNKNOWN";
+  } else {
+    // One step per partition, one after the other, all within the one budget.
+    const WallTime started = io.clock->Now();
+    for (const auto& [partition, step_nodes] : plan.steps) {
+      if (io.interrupted && io.interrupted()) break;  // the run is closed as interrupted
+      const double spent = std::chrono::duration<double>(io.clock->Now() - started).count();
+      std::map<std::string, std::string> problems;
+      for (auto& [node, doc] : RunStep(partition, step_nodes, options, slurm, cmax,
+                                       slurm.budget_s - spent, io, problems)) {
+        AuditEvidence evidence;
+        for (const auto& [key, value] : doc["evidence"].items()) evidence[key] = value;
+        nodes.push_back({node, GradeChecks(prepared->checks, evidence, context)});
+        answered[node] = std::move(doc);
+      }
+      unreachable.insert(problems.begin(), problems.end());
+    }
+  }
+  for (const auto& [node, reason] : unreachable) {
+    nodes.push_back(Unreached(*prepared, context, node, reason));
+  }
+  std::ranges::sort(nodes, {}, &NodeFindings::node);
+  const bool interrupted = io.interrupted && io.interrupted();
+  if (!interrupted && !controller_problem.empty()) {
+    // No node can be named: every check is unknown for the same reason.
+    graded.findings = Unreached(*prepared, context, "",
+                                "the Slurm controller did not answer: " + controller_problem)
+                          .findings;
+  } else if (!interrupted) {
+    graded.findings = WorstNodeFindings(nodes);
+  }
+
+  const size_t total = answered.size() + unreachable.size();
+  json coverage = {{"nodes", total},
+                   {"answered", answered.size()},
+                   {"unreachable", unreachable},
+                   {"partition", slurm.partition},
+                   {"nodelist", slurm.nodelist}};
+  graded.evidence.push_back({"audit.target", json("slurm").dump()});
+  graded.evidence.push_back({"audit.coverage", coverage.dump()});
+  graded.evidence.push_back({"audit.per_node", PerNodeStatuses(nodes).dump()});
+  for (const auto& [node, doc] : answered.items()) {
+    graded.evidence.push_back({"audit.node." + node, doc.dump()});
+  }
+  if (controller_problem.empty()) {
+    graded.summary = fmt::format("{} of {} node(s) answered", answered.size(), total);
+    if (!unreachable.empty()) {
+      std::vector<std::string> why;
+      for (const auto& [node, reason] : unreachable) why.push_back(node + ": " + reason);
+      graded.summary += "; UNKNOWN for " + Join(why, "; ");
+    }
+  }
+  return RecordAudit(options, *prepared, std::move(graded), io);
+}
+
+}  // namespace cmax::audit
