@@ -97,8 +97,12 @@ Result<AuditReport> RunLocalAudit(const AuditOptions& options, const AuditIo& io
   log::Info("auditing this host ({}): {} checks", TargetName(target), prepared->checks.size());
   const auto timeout =
       std::chrono::duration_cast<Duration>(std::chrono::duration<double>(options.probe_timeout_s));
-  const AuditEvidence evidence = CollectLocalEvidence(
-      *io.fs, *io.runner, {.path = io.path, .timeout = timeout, .now = io.clock->Now()});
+  const AuditEvidence evidence =
+      CollectLocalEvidence(*io.fs, *io.runner,
+                           {.path = io.path,
+                            .timeout = timeout,
+                            .now = io.clock->Now(),
+                            .slurm_conf = io.env ? io.env("SLURM_CONF") : ""});
   GradedAudit graded{.target = "local/" + std::string(TargetName(target)), .host = host.hostname};
   for (const auto& [key, value] : evidence) graded.evidence.push_back({key, value.dump()});
   graded.evidence.push_back({"audit.target", nlohmann::json(TargetName(target)).dump()});

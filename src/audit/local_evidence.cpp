@@ -302,18 +302,36 @@ KernelXidCounts CountKernelXids(std::string_view log, std::optional<WallTime> si
   return counts;
 }
 
+std::optional<bool> SacctAnswers(const sys::FileSystem& fs, sys::ProcessRunner& runner,
+                                 const std::string& path, Duration timeout) {
+  const auto sacct = Which(fs, path, "sacct");
+  if (!sacct) return std::nullopt;
+  sys::ProcessSpec spec{.argv = {*sacct, "--noheader", "-X", "-o", "JobID", "-S", "now-1minutes"},
+                        .env_add = {"LC_ALL=C"},
+                        .timeout = timeout};
+  spec.output_cap = kSmallFile;
+  auto ran = runner.Run(spec);
+  if (!ran || ran->timed_out || ran->interrupted) return std::nullopt;
+  return ran->exit_code == 0;
+}
+
 namespace {
 
 // The Slurm client's view from this node: its commands, its MPI plugins, Pyxis, and the
 // controller's configuration (accounting, topology, health check). Nothing here changes state:
 // `srun --mpi=list` and `srun --help` print and exit without a job; sacct reads.
 void SlurmClient(const sys::FileSystem& fs, sys::ProcessRunner& runner, const std::string& path,
-                 Duration timeout, AuditEvidence& out) {
+                 Duration timeout, bool accounting, const std::string& slurm_conf,
+                 AuditEvidence& out) {
   json commands = json::object();
   for (const char* name : {"sinfo", "squeue", "scontrol", "salloc", "sbatch", "srun", "sacct"}) {
     commands[name] = PathOrNull(Which(fs, path, name));
   }
   out["scheduler.slurm.commands"] = commands;
+  if (!slurm_conf.empty() && !fs.Exists(slurm_conf)) {
+    out["scheduler.slurm.config_missing"] = SanitizeUtf8(slurm_conf);
+    return;
+  }
   if (const auto srun = Which(fs, path, "srun")) {
     if (const auto list = Output(runner, *srun, {"--mpi=list"}, timeout)) {
       out["scheduler.slurm.mpi_types"] = ParseMpiTypes(*list);
@@ -347,14 +365,9 @@ void SlurmClient(const sys::FileSystem& fs, sys::ProcessRunner& runner, const st
       }
     }
   }
-  if (const auto sacct = Which(fs, path, "sacct")) {
-    sys::ProcessSpec spec{.argv = {*sacct, "--noheader", "-X", "-o", "JobID", "-S", "now-1minutes"},
-                          .env_add = {"LC_ALL=C"},
-                          .timeout = timeout};
-    spec.output_cap = kSmallFile;
-    auto ran = runner.Run(spec);
-    if (ran && !ran->timed_out && !ran->interrupted) {
-      out["scheduler.slurm.sacct_ok"] = ran->exit_code == 0;
+  if (accounting) {
+    if (const auto ok = SacctAnswers(fs, runner, path, timeout)) {
+      out["scheduler.slurm.sacct_ok"] = *ok;
     }
   }
   out["health.dcgm.hostengine"] = PathOrNull(Which(fs, path, "nv-hostengine", {"/usr/bin"}));
@@ -508,7 +521,7 @@ AuditEvidence CollectLocalEvidence(const sys::FileSystem& fs, sys::ProcessRunner
                  options.timeout, FirstVersionWord);
   ProgramVersion(out, "containers.docker.server_version", Which(fs, path, "docker"), runner,
                  {"version", "--format", "{{.Server.Version}}"}, options.timeout, FirstVersionWord);
-  SlurmClient(fs, runner, path, options.timeout, out);
+  SlurmClient(fs, runner, path, options.timeout, options.ask_accounting, options.slurm_conf, out);
   KernelXids(fs, runner, path, options, out);
   RdmaStack(fs, runner, path, options.timeout, out);
   return out;

@@ -25,6 +25,12 @@ struct LocalProbeOptions {
   std::string path;                            // the PATH programs are looked up in
   Duration timeout = std::chrono::seconds(5);  // per program
   std::optional<WallTime> now;                 // to keep the last 7 days of the kernel log
+  // Ask Slurm's accounting (sacct) from here; a node of a Slurm audit does not: the auditing
+  // host asks once for the cluster, instead of every node asking slurmdbd at the same moment.
+  bool ask_accounting = true;
+  // $SLURM_CONF. When it names a file that is not there, Slurm's clients retry for a minute
+  // before they give up, so none is asked.
+  std::string slurm_conf;
 };
 
 AuditEvidence CollectLocalEvidence(const sys::FileSystem& fs, sys::ProcessRunner& runner,
@@ -40,6 +46,10 @@ std::string FirstVersionWord(std::string_view output);
 std::map<std::string, std::string> ParseKeyValues(std::string_view text);
 // /proc/self/limits: the soft limit of a row ("Max locked memory"), "unlimited" or a number.
 std::optional<std::string> SoftLimit(std::string_view limits, std::string_view row);
+// Whether sacct answers from here (a short query of the last minute's jobs); nullopt when sacct
+// is not on PATH or did not answer in time.
+std::optional<bool> SacctAnswers(const sys::FileSystem& fs, sys::ProcessRunner& runner,
+                                 const std::string& path, Duration timeout);
 // `srun --mpi=list` (to stdout or stderr, with or without "srun: " before each line): the
 // plugin types and the specific versions ("none", "pmi2", "pmix", "pmix_v4").
 std::vector<std::string> ParseMpiTypes(std::string_view output);

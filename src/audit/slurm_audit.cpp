@@ -186,9 +186,13 @@ Result<std::string> NodeEvidenceFrames(const AuditOptions& options, double node_
                                                  node_timeout_s)}}),
       kDeadlineExit);
   const WallTime started = io.clock->Now();
-  const AuditEvidence evidence = CollectLocalEvidence(
-      *io.fs, *io.runner,
-      {.path = io.path, .timeout = Seconds(options.probe_timeout_s), .now = started});
+  const AuditEvidence evidence =
+      CollectLocalEvidence(*io.fs, *io.runner,
+                           {.path = io.path,
+                            .timeout = Seconds(options.probe_timeout_s),
+                            .now = started,
+                            .ask_accounting = false,
+                            .slurm_conf = io.env ? io.env("SLURM_CONF") : ""});
   sys::CancelDeadline();
   json document = {
       {"node", node},
@@ -261,6 +265,9 @@ Result<AuditReport> RunSlurmAudit(const AuditOptions& options, const SlurmAuditO
     graded.summary =
         "the Slurm controller did not answer (" + controller_problem + "): every check is UNKNOWN";
   } else {
+    // The cluster's accounting, asked once from here rather than by every node at once.
+    const std::optional<bool> sacct =
+        SacctAnswers(*io.fs, *io.runner, io.path, Seconds(options.probe_timeout_s));
     // One step per partition, one after the other, all within the one budget.
     const WallTime started = io.clock->Now();
     for (const auto& [partition, step_nodes] : plan.steps) {
@@ -271,6 +278,7 @@ Result<AuditReport> RunSlurmAudit(const AuditOptions& options, const SlurmAuditO
                                        slurm.budget_s - spent, io, problems)) {
         AuditEvidence evidence;
         for (const auto& [key, value] : doc["evidence"].items()) evidence[key] = value;
+        if (sacct) evidence.emplace("scheduler.slurm.sacct_ok", *sacct);
         nodes.push_back({node, GradeChecks(prepared->checks, evidence, context)});
         answered[node] = std::move(doc);
       }

@@ -182,6 +182,16 @@ TEST(CollectLocalEvidence, ReadsASlurmNode) {
   EXPECT_EQ(
       e.at("network.rdma.stack"),
       json({{"devices", 3}, {"ofed", "MLNX_OFED_LINUX-24.10-1.1.4.0"}, {"rdma_core", false}}));
+  // SLURM_CONF naming a missing file: no client is asked (each would retry for a minute).
+  runner.calls.clear();
+  const AuditEvidence lost =
+      CollectLocalEvidence(fs, runner, {.path = "/usr/bin", .slurm_conf = "/nowhere/slurm.conf"});
+  EXPECT_EQ(lost.at("scheduler.slurm.config_missing"), "/nowhere/slurm.conf");
+  EXPECT_FALSE(lost.contains("scheduler.slurm.mpi_types"));
+  for (const sys::ProcessSpec& spec : runner.calls) {
+    EXPECT_NE(spec.argv[0], "/usr/bin/srun");
+    EXPECT_NE(spec.argv[0], "/usr/bin/scontrol");
+  }
   // Older Slurm writes the list to stderr with its prefix: the same types.
   EXPECT_EQ(ParseMpiTypes("srun: MPI types are...\nsrun: none\nsrun: pmi2\nsrun: pmix_v3\n"),
             (std::vector<std::string>{"none", "pmi2", "pmix_v3"}));
