@@ -18,6 +18,8 @@ packages=(
   pciutils procps util-linux iproute2 curl prometheus
   # the TLS tests make their own certificate and servers (openssl s_server; nghttpd for HTTP/2)
   openssl nghttp2-server
+  # the audit's read-only test traces every program it starts and every file it writes
+  strace
 )
 
 missing=()
