@@ -268,6 +268,7 @@ Result<AuditReport> RunSlurmAudit(const AuditOptions& options, const SlurmAuditO
     // The cluster's accounting, asked once from here rather than by every node at once.
     const std::optional<bool> sacct =
         SacctAnswers(*io.fs, *io.runner, io.path, Seconds(options.probe_timeout_s));
+    if (sacct) graded.evidence.push_back({"scheduler.slurm.sacct_ok", json(*sacct).dump()});
     // One step per partition, one after the other, all within the one budget.
     const WallTime started = io.clock->Now();
     for (const auto& [partition, step_nodes] : plan.steps) {

@@ -9,6 +9,7 @@
 #include "audit/audit_run.hpp"
 #include "audit/catalogue.hpp"
 #include "audit/catalogue_views.hpp"
+#include "audit/review.hpp"
 #include "audit/slurm_audit.hpp"
 #include "cli/cli.hpp"
 #include "cli/common.hpp"
@@ -34,6 +35,8 @@ struct AuditFlags {
   audit::ShowOptions listing;
   audit::AuditOptions run;
   audit::SlurmAuditOptions slurm;
+  CLI::App* review_app = nullptr;
+  audit::ReviewOptions review;
 };
 
 // Work on other machines goes ahead with --yes, or with a "y" from the person at the terminal.
@@ -68,6 +71,19 @@ int Audit(AuditFlags& o, Context& ctx) {
                               [&](std::string_view line) {
                                 if (!ctx.global.quiet) ctx.err << "cmax audit: " << line << "\n";
                               }};
+  if (o.review_app->parsed()) {
+    o.review.minimums = o.run.minimums;
+    auto review = audit::ReviewAudit(o.review, io);
+    if (!review) return PrintError(ctx, "cmax audit review", review.error());
+    if (review->regrade) {
+      ctx.out << (o.json ? audit::RegradeJson(review->record, *review->regrade)
+                         : audit::RegradeText(review->record, *review->regrade));
+    } else {
+      ctx.out << (o.json ? report::RenderJson(review->record)
+                         : report::RenderText(review->record, {.color = ctx.Color()}));
+    }
+    return kExitOk;
+  }
   if (o.show_minimums) {
     return PrintText(ctx, "cmax audit", audit::ShowMinimums(o.run.minimums, io));
   }
@@ -144,6 +160,16 @@ Command SetupAuditCommand(CLI::App& parent) {
          Flag(app, "--node-evidence", o->node_evidence,
               "What each node runs under --slurm: print this host's evidence framed for the "
               "fan-out; writes nothing")});
+  o->review_app = app->add_subcommand(
+      "review",
+      "A stored audit as it was graded; with --regrade, graded again from its evidence with "
+      "today's rules and minimum table, and what changed. Collects and records nothing");
+  Opt(o->review_app, "RUN", o->review.run, "Run id, or 'latest' (the newest audit)");
+  Flag(o->review_app, "--regrade", o->review.regrade,
+       "Grade the stored evidence with today's rules and table (--minimums FILE: that one)");
+  Flag(o->review_app, "--json", o->json,
+       "The run as JSON (cmax.report/v1), or the regrade (cmax.audit-regrade/v1)");
+  Opt(o->review_app, "--minimums", o->run.minimums, "The table to regrade with");
   return {app, [o](Context& ctx) { return Audit(*o, ctx); }};
 }
 

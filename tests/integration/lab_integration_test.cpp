@@ -309,6 +309,14 @@ TEST_F(LabTest, AuditsEveryNodeAndNamesTheOneThatCannotAnswer) {
   }
   EXPECT_EQ(on_every_node, doc["findings"].size()) << doc["findings"].dump(1);
   EXPECT_NE(err.find("5 of 5 node(s) answered"), std::string::npos) << err;
+  // The stored run regraded from each node's evidence: the same grades.
+  std::ostringstream review_out;
+  std::ostringstream review_err;
+  EXPECT_EQ(cli::RunCli({"audit", "review", "--regrade", "--db", dir_.File("cmax.db")}, review_out,
+                        review_err),
+            cli::kExitOk)
+      << review_err.str();
+  EXPECT_NE(review_out.str().find("No check changed"), std::string::npos) << review_out.str();
 
   // A node list; then gpu3's slurmd is gone: it is UNKNOWN with the reason, the others answer.
   auto listed = audit({"--exit-zero", "-w", "gpu[1-2]"});

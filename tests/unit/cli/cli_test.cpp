@@ -334,6 +334,13 @@ TEST(Cli, AuditListsItsChecksAndItsTable) {
             kExitOk);
   const CliResult runs = Cli({"--db", dir.File("cmax.db"), "db", "runs"});
   EXPECT_NE(runs.out.find("audit"), std::string::npos) << runs.out;
+  // The stored audit, as graded and regraded; a run that is not an audit is refused.
+  const CliResult review = Cli({"--db", dir.File("cmax.db"), "audit", "review"});
+  EXPECT_EQ(review.code, kExitOk) << review.err;
+  EXPECT_NE(review.out.find("access.user-management"), std::string::npos) << review.out;
+  const CliResult regrade = Cli({"--db", dir.File("cmax.db"), "audit", "review", "--regrade"});
+  EXPECT_NE(regrade.out.find("No check changed (5 checks)."), std::string::npos) << regrade.out;
+  EXPECT_EQ(Cli({"--db", dir.File("cmax.db"), "audit", "review", "99"}).code, kExitUsage);
   const CliResult table = Cli({"audit", "--show-minimums"});
   EXPECT_EQ(table.code, kExitOk) << table.err;
   EXPECT_NE(table.out.find("nvidia-driver (by branch"), std::string::npos) << table.out;

@@ -1,0 +1,186 @@
+#include "audit/review.hpp"
+
+#include <fmt/format.h>
+#include <map>
+#include <nlohmann/json.hpp>
+
+#include "audit/catalogue.hpp"
+#include "audit/fanout.hpp"
+#include "audit/grading.hpp"
+#include "core/strings.hpp"
+#include "store/run_writer.hpp"
+
+namespace cmax::audit {
+namespace {
+
+using nlohmann::json;
+
+std::optional<json> Item(const RunRecord& record, std::string_view key) {
+  for (const EvidenceItem& item : record.evidence) {
+    if (item.key != key) continue;
+    auto value = json::parse(item.value_json, nullptr, false);
+    if (value.is_discarded()) return std::nullopt;
+    return value;
+  }
+  return std::nullopt;
+}
+
+std::string TableOf(const std::optional<json>& generated, const std::optional<json>& sha) {
+  const auto text = [](const std::optional<json>& v) {
+    return v && v->is_string() ? v->get<std::string>() : std::string("?");
+  };
+  return fmt::format("{} (sha256 {})", text(generated), text(sha).substr(0, 12));
+}
+
+}  // namespace
+
+Result<std::vector<Finding>> RegradeRecord(const RunRecord& record, const MinimumTable& table,
+                                           WallTime now) {
+  if (record.run.command != "audit") {
+    return Fail(ErrorCode::kInvalidArgument, "run {} is a {} run, not an audit", record.run.id,
+                record.run.command);
+  }
+  const auto target_name = Item(record, "audit.target");
+  if (!target_name || !target_name->is_string()) {
+    return Fail(ErrorCode::kInvalidArgument, "run {} records no audit target", record.run.id);
+  }
+  auto target = ParseTarget(target_name->get<std::string>());
+  if (!target) return tl::unexpected(target.error());
+  const auto profile = Item(record, "audit.profile");
+  const std::string wanted =
+      profile && profile->is_string() && *profile != "all" ? profile->get<std::string>() : "";
+  auto checks = AuditCatalogue::Builtin().Select(wanted);
+  if (!checks) return tl::unexpected(checks.error());
+  const GradeContext context{.target = *target, .minimums = &table, .now = now};
+
+  if (*target != AuditTarget::kSlurm) {
+    AuditEvidence evidence;
+    for (const EvidenceItem& item : record.evidence) {
+      // The run's own bookkeeping; audit.coverage.nodes_read is evidence (the local target's).
+      if (item.key == "audit.target" || item.key == "audit.profile" ||
+          item.key.starts_with("audit.minimums.")) {
+        continue;
+      }
+      auto value = json::parse(item.value_json, nullptr, false);
+      if (!value.is_discarded()) evidence[item.key] = std::move(value);
+    }
+    return GradeChecks(*checks, evidence, context);
+  }
+
+  std::vector<NodeFindings> nodes;
+  const auto sacct = Item(record, "scheduler.slurm.sacct_ok");
+  for (const EvidenceItem& item : record.evidence) {
+    if (!item.key.starts_with("audit.node.")) continue;
+    const auto doc = json::parse(item.value_json, nullptr, false);
+    if (doc.is_discarded() || !doc.contains("evidence") || !doc["evidence"].is_object()) continue;
+    AuditEvidence evidence;
+    for (const auto& [key, value] : doc["evidence"].items()) evidence[key] = value;
+    if (sacct) evidence.emplace("scheduler.slurm.sacct_ok", *sacct);
+    nodes.push_back({item.key.substr(11), GradeChecks(*checks, evidence, context)});
+  }
+  const auto coverage = Item(record, "audit.coverage");
+  if (coverage && coverage->contains("unreachable") && (*coverage)["unreachable"].is_object()) {
+    for (const auto& [node, reason] : (*coverage)["unreachable"].items()) {
+      nodes.push_back({node, UnreachableNodeFindings(
+                                 GradeChecks(*checks, {}, context),
+                                 reason.is_string() ? reason.get<std::string>() : reason.dump())});
+    }
+  }
+  if (nodes.empty()) {
+    // No node was heard and none named (the controller did not answer): nothing to regrade.
+    return record.findings;
+  }
+  std::ranges::sort(nodes, {}, &NodeFindings::node);
+  return WorstNodeFindings(nodes);
+}
+
+std::vector<GradeChange> CompareGrades(const std::vector<Finding>& was,
+                                       const std::vector<Finding>& now) {
+  std::map<std::string, const Finding*> before;
+  for (const Finding& f : was) before[f.check_id] = &f;
+  std::vector<GradeChange> changes;
+  for (const Finding& f : now) {
+    const auto it = before.find(f.check_id);
+    if (it == before.end()) {
+      changes.push_back(
+          {f.check_id, CheckStatus::kUnknown, f.status, "not graded before: " + f.message});
+      continue;
+    }
+    if (it->second->status != f.status) {
+      changes.push_back({f.check_id, it->second->status, f.status, f.message});
+    }
+    before.erase(it);
+  }
+  for (const auto& [id, f] : before) {
+    changes.push_back({id, f->status, CheckStatus::kUnknown, "not graded now: no such check"});
+  }
+  return changes;
+}
+
+std::string RegradeText(const RunRecord& record, const Regrade& regrade) {
+  std::string out = fmt::format(
+      "Run {} ({}, {}), regraded with today's rules.\n  minimum table then: {}\n  minimum table "
+      "now:  {}\n",
+      record.run.id, SanitizeUtf8(record.run.target), FormatIso8601(record.run.started_at),
+      regrade.was_table, regrade.now_table);
+  if (regrade.changes.empty()) {
+    out += fmt::format("No check changed ({} checks).\n", regrade.findings.size());
+    return out;
+  }
+  for (const GradeChange& c : regrade.changes) {
+    out += fmt::format("  {:<38} {:>7} -> {:<7} {}\n", c.check_id, StatusName(c.was),
+                       StatusName(c.now), SanitizeUtf8(c.message));
+  }
+  out += fmt::format(
+      "{} check(s) changed, {} unchanged.\n", regrade.changes.size(),
+      regrade.findings.size() - std::min(regrade.findings.size(), regrade.changes.size()));
+  return out;
+}
+
+std::string RegradeJson(const RunRecord& record, const Regrade& regrade) {
+  json changes = json::array();
+  for (const GradeChange& c : regrade.changes) {
+    changes.push_back({{"check_id", c.check_id},
+                       {"was", StatusName(c.was)},
+                       {"now", StatusName(c.now)},
+                       {"message", c.message}});
+  }
+  json findings = json::array();
+  for (const Finding& f : regrade.findings) {
+    findings.push_back({{"check_id", f.check_id},
+                        {"status", StatusName(f.status)},
+                        {"observed", f.observed},
+                        {"expected", f.expected},
+                        {"message", f.message}});
+  }
+  return json({{"schema", "cmax.audit-regrade/v1"},
+               {"run", record.run.id},
+               {"target", record.run.target},
+               {"table_then", regrade.was_table},
+               {"table_now", regrade.now_table},
+               {"changes", changes},
+               {"findings", findings}})
+             .dump(2, ' ', false, json::error_handler_t::replace) +
+         "\n";
+}
+
+Result<AuditReview> ReviewAudit(const ReviewOptions& options, const AuditIo& io) {
+  auto record = store::LoadStoredRun(io.db_path, options.run, "audit");
+  if (!record) return tl::unexpected(record.error());
+  AuditReview review{.record = std::move(*record)};
+  if (!options.regrade) return review;
+  auto table = LoadMinimums(options.minimums, io);
+  if (!table) return tl::unexpected(table.error());
+  auto findings = RegradeRecord(review.record, *table, io.clock->Now());
+  if (!findings) return tl::unexpected(findings.error());
+  Regrade regrade;
+  regrade.changes = CompareGrades(review.record.findings, *findings);
+  regrade.findings = std::move(*findings);
+  regrade.was_table = TableOf(Item(review.record, "audit.minimums.generated"),
+                              Item(review.record, "audit.minimums.sha256"));
+  regrade.now_table = TableOf(json(FormatIso8601(table->Generated())), json(table->Sha256()));
+  review.regrade = std::move(regrade);
+  return review;
+}
+
+}  // namespace cmax::audit
