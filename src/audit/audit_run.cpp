@@ -102,7 +102,8 @@ Result<AuditReport> RunLocalAudit(const AuditOptions& options, const AuditIo& io
                            {.path = io.path,
                             .timeout = timeout,
                             .now = io.clock->Now(),
-                            .slurm_conf = io.env ? io.env("SLURM_CONF") : ""});
+                            .slurm_conf = io.env ? io.env("SLURM_CONF") : "",
+                            .nvml = SnapshotNvml});
   GradedAudit graded{.target = "local/" + std::string(TargetName(target)), .host = host.hostname};
   for (const auto& [key, value] : evidence) graded.evidence.push_back({key, value.dump()});
   graded.evidence.push_back({"audit.target", nlohmann::json(TargetName(target)).dump()});

@@ -118,6 +118,76 @@ std::optional<Verdict> NeedsDriver(const Inputs& in) {
   return std::nullopt;
 }
 
+// An idle GPU's ceiling by class. Power: the public audit's (Hopper 150 W, Blackwell 250 W,
+// Grace Blackwell 300 W); temperature: cmax's own, the public audit names the check but gives
+// no figure: an idle data-center GPU in a working chassis sits near its inlet temperature, and
+// 50 C at idle points at airflow or cooling. nullopt: a class without a ceiling.
+struct IdleCeiling {
+  std::string family;
+  double power_w = 0;
+  double temperature_c = 0;
+};
+std::optional<IdleCeiling> IdleCeilingFor(std::string_view name) {
+  const auto has = [&](std::string_view part) { return name.find(part) != std::string_view::npos; };
+  constexpr double kTemperature = 50;
+  if (has("GB200") || has("GB300")) return IdleCeiling{"Grace Blackwell", 300, kTemperature};
+  if (has("B100") || has("B200") || has("B300")) return IdleCeiling{"Blackwell", 250, kTemperature};
+  if (has("H100") || has("H200") || has("H800") || has("H20") || has("GH200")) {
+    return IdleCeiling{"Hopper", 150, kTemperature};
+  }
+  return std::nullopt;
+}
+
+// The idle GPUs' readings of `key` against their class's ceiling (`power` or temperature).
+Verdict IdleRule(const Inputs& in, std::string_view key, bool power) {
+  const json* readings = Get(in, key);
+  if (readings == nullptr) return NotCollected(key);
+  if (readings->is_null()) return NotApplicable("no NVIDIA driver here");
+  if (!readings->is_array()) return Unknown(fmt::format("{} is not a list", key));
+  const char* unit = power ? "W" : "C";
+  std::vector<std::string> over;
+  std::vector<std::string> seen;
+  size_t idle = 0;
+  size_t unknown = 0;
+  for (const json& gpu : *readings) {
+    if (!gpu.is_object()) continue;
+    const json is_idle = gpu.value("idle", json(nullptr));
+    if (!is_idle.is_boolean()) {
+      ++unknown;
+      continue;
+    }
+    if (!is_idle.get<bool>()) continue;  // busy: its draw says nothing about idling
+    const std::string name = gpu.value("name", std::string());
+    const auto ceiling = IdleCeilingFor(name);
+    const json value = gpu.value("value", json(nullptr));
+    if (!ceiling || !value.is_number()) {
+      ++unknown;
+      continue;
+    }
+    ++idle;
+    const double limit = power ? ceiling->power_w : ceiling->temperature_c;
+    const std::string reading =
+        fmt::format("GPU {} {:.0f} {}", gpu.value("gpu", 0), value.get<double>(), unit);
+    seen.push_back(reading);
+    if (value.get<double>() > limit) {
+      over.push_back(
+          fmt::format("{} ({} ceiling {:.0f} {})", reading, ceiling->family, limit, unit));
+    }
+  }
+  if (!over.empty()) {
+    return Found(Join(over, ", "), fmt::format("at or below the class's idle ceiling"),
+                 fmt::format("idle GPUs above their ceiling: {}", Join(over, ", ")));
+  }
+  if (unknown > 0) {
+    return Unknown(
+        fmt::format("{} GPU(s) could not be judged (utilisation, reading or class "
+                    "without a ceiling)",
+                    unknown));
+  }
+  if (idle == 0) return NotApplicable("no GPU is idle now (each runs work)");
+  return Pass(Join(seen, ", "));
+}
+
 using Rule = std::function<Verdict(const Inputs&)>;
 
 const std::map<std::string, Rule, std::less<>>& Rules() {
@@ -575,6 +645,10 @@ const std::map<std::string, Rule, std::less<>>& Rules() {
          return {Verdict::Kind::kWarn, observed, "no Xid",
                  fmt::format("Xids in the last 7 days: {}", observed)};
        }},
+      {"hardware.idle-gpu-temperature",
+       [](const Inputs& in) { return IdleRule(in, "gpu.idle.temperature_c", false); }},
+      {"hardware.idle-gpu-power",
+       [](const Inputs& in) { return IdleRule(in, "gpu.idle.power_w", true); }},
       {"isolation.nvlink-boundary",
        [](const Inputs& in) -> Verdict {
          if (auto na = NeedsDriver(in)) return *na;

@@ -315,6 +315,12 @@ std::optional<bool> SacctAnswers(const sys::FileSystem& fs, sys::ProcessRunner& 
   return ran->exit_code == 0;
 }
 
+Result<sys::NvmlSnapshot> SnapshotNvml() {
+  auto nvml = sys::Nvml::Load();
+  if (!nvml) return tl::unexpected(nvml.error());
+  return (*nvml)->Snapshot();
+}
+
 namespace {
 
 // The Slurm client's view from this node: its commands, its MPI plugins, Pyxis, and the
@@ -409,6 +415,45 @@ void KernelXids(const sys::FileSystem& fs, sys::ProcessRunner& runner, const std
                                           {"sxid", sxid}};
     return;
   }
+}
+
+// Each GPU's temperature and power with whether it is idle (no compute process, utilisation
+// 0): the readings the idle checks judge. Only where a driver is; null where none is.
+void IdleGpus(const LocalProbeOptions& options, AuditEvidence& out) {
+  const auto driver = out.find("gpu.driver.version");
+  if (driver == out.end()) return;
+  if (driver->second.is_null()) {
+    out["gpu.idle.temperature_c"] = nullptr;
+    out["gpu.idle.power_w"] = nullptr;
+    return;
+  }
+  if (!options.nvml) return;
+  auto snapshot = options.nvml();
+  if (!snapshot) {
+    out["gpu.nvml.error"] = SanitizeUtf8(snapshot.error().message);
+    return;
+  }
+  json temperatures = json::array();
+  json powers = json::array();
+  json names = json::array();
+  for (const sys::GpuReading& gpu : snapshot->gpus) {
+    json idle = nullptr;
+    if (gpu.utilization_percent && gpu.compute_processes) {
+      idle = *gpu.utilization_percent == 0 && *gpu.compute_processes == 0;
+    }
+    const std::string name = SanitizeUtf8(gpu.name);
+    names.push_back(name);
+    const json base = {{"gpu", gpu.index}, {"name", name}, {"idle", idle}};
+    json temperature = base;
+    temperature["value"] = gpu.temperature_c ? json(*gpu.temperature_c) : json(nullptr);
+    temperatures.push_back(temperature);
+    json power = base;
+    power["value"] = gpu.power_mw ? json(*gpu.power_mw / 1000.0) : json(nullptr);
+    powers.push_back(power);
+  }
+  out["gpu.idle.temperature_c"] = temperatures;
+  out["gpu.idle.power_w"] = powers;
+  out["gpu.name"] = names;
 }
 
 // The RDMA stack beside the devices: MOFED/DOCA-OFED (ofed_info) or rdma-core (libibverbs).
@@ -523,6 +568,7 @@ AuditEvidence CollectLocalEvidence(const sys::FileSystem& fs, sys::ProcessRunner
                  {"version", "--format", "{{.Server.Version}}"}, options.timeout, FirstVersionWord);
   SlurmClient(fs, runner, path, options.timeout, options.ask_accounting, options.slurm_conf, out);
   KernelXids(fs, runner, path, options, out);
+  IdleGpus(options, out);
   RdmaStack(fs, runner, path, options.timeout, out);
   return out;
 }

@@ -5,6 +5,7 @@
 // (the check is then UNKNOWN). The parsers are pure and table-tested.
 #pragma once
 
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -13,6 +14,7 @@
 
 #include "audit/grading.hpp"
 #include "core/clock.hpp"
+#include "sys/nvml.hpp"
 
 namespace cmax::sys {
 class FileSystem;
@@ -31,7 +33,13 @@ struct LocalProbeOptions {
   // $SLURM_CONF. When it names a file that is not there, Slurm's clients retry for a minute
   // before they give up, so none is asked.
   std::string slurm_conf;
+  // NVML's readings (temperature, power, utilisation, processes), asked only where a driver is;
+  // null: not collected.
+  std::function<Result<sys::NvmlSnapshot>()> nvml;
 };
+
+// NVML through its usual library ($CMAX_NVML_LIB, else libnvidia-ml.so.1): one snapshot.
+Result<sys::NvmlSnapshot> SnapshotNvml();
 
 AuditEvidence CollectLocalEvidence(const sys::FileSystem& fs, sys::ProcessRunner& runner,
                                    const LocalProbeOptions& options);

@@ -192,7 +192,8 @@ Result<std::string> NodeEvidenceFrames(const AuditOptions& options, double node_
                             .timeout = Seconds(options.probe_timeout_s),
                             .now = started,
                             .ask_accounting = false,
-                            .slurm_conf = io.env ? io.env("SLURM_CONF") : ""});
+                            .slurm_conf = io.env ? io.env("SLURM_CONF") : "",
+                            .nvml = SnapshotNvml});
   sys::CancelDeadline();
   json document = {
       {"node", node},

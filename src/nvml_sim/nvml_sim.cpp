@@ -9,6 +9,7 @@
 //    "gpus": [{"uuid": "GPU-...", "name": "NVIDIA H100 80GB HBM3", "bus_id": "0000:17:00.0",
 //              "minor": 0, "lost": false, "unsupported": ["remapped_rows", ...],
 //              "temperature_c": 34, "power_mw": 71000, "power_limit_mw": 700000,
+//              "utilization_percent": 0, "compute_processes": 0,
 //              "clocks_mhz": {"sm": 1980, "mem": 2619}, "max_clocks_mhz": {...},
 //              "clock_event_reasons": 1,
 //              "ecc": {"enabled": true, "volatile": {"sbe": 0, "dbe": 0},
@@ -291,6 +292,31 @@ SIM_EXPORT nvmlReturn_t nvmlDeviceGetPowerUsage(nvmlDevice_t device, unsigned in
   const Json* g = nullptr;
   if (nvmlReturn_t r = Gpu(device, "power", &g); r != nv::kSuccess) return r;
   return Put(power, static_cast<unsigned>(Number(*g, "power_mw", 70000)));
+}
+
+SIM_EXPORT nvmlReturn_t nvmlDeviceGetUtilizationRates(nvmlDevice_t device,
+                                                      nvmlUtilization_t* rates) {
+  std::lock_guard<std::mutex> lock(g_mutex);
+  const Json* g = nullptr;
+  if (nvmlReturn_t r = Gpu(device, "utilization", &g); r != nv::kSuccess) return r;
+  if (rates == nullptr) return nv::kInvalidArgument;
+  rates->gpu = static_cast<unsigned>(Number(*g, "utilization_percent", 0));
+  rates->memory = rates->gpu;
+  return nv::kSuccess;
+}
+
+// Like the real one: with *count too small (0 with no array, to ask), INSUFFICIENT_SIZE and the
+// count; the simulated processes have no details to give, so a larger array is left alone.
+SIM_EXPORT nvmlReturn_t nvmlDeviceGetComputeRunningProcesses_v3(nvmlDevice_t device,
+                                                                unsigned int* count, void* infos) {
+  std::lock_guard<std::mutex> lock(g_mutex);
+  const Json* g = nullptr;
+  if (nvmlReturn_t r = Gpu(device, "processes", &g); r != nv::kSuccess) return r;
+  if (count == nullptr || (*count > 0 && infos == nullptr)) return nv::kInvalidArgument;
+  const auto running = static_cast<unsigned>(Number(*g, "compute_processes", 0));
+  const bool enough = *count >= running;
+  *count = running;
+  return enough ? nv::kSuccess : nv::kInsufficientSize;
 }
 
 SIM_EXPORT nvmlReturn_t nvmlDeviceGetEnforcedPowerLimit(nvmlDevice_t device, unsigned int* limit) {

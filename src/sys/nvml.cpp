@@ -30,6 +30,10 @@ struct Nvml::Api {
   nvmlReturn_t (*pci_info)(nvmlDevice_t, nvmlPciInfo_t*) = nullptr;
   nvmlReturn_t (*temperature)(nvmlDevice_t, int, unsigned*) = nullptr;
   nvmlReturn_t (*power_usage)(nvmlDevice_t, unsigned*) = nullptr;
+  nvmlReturn_t (*utilization)(nvmlDevice_t, nvmlUtilization_t*) = nullptr;
+  // Called with a count of 0 and no array: SUCCESS when no process runs, else
+  // INSUFFICIENT_SIZE with the count (so the array's version never matters).
+  nvmlReturn_t (*compute_processes)(nvmlDevice_t, unsigned*, void*) = nullptr;
   nvmlReturn_t (*power_limit)(nvmlDevice_t, unsigned*) = nullptr;
   nvmlReturn_t (*clock)(nvmlDevice_t, int, unsigned*) = nullptr;
   nvmlReturn_t (*max_clock)(nvmlDevice_t, int, unsigned*) = nullptr;
@@ -145,6 +149,9 @@ Result<std::unique_ptr<Nvml>> Nvml::Load(const std::string& path) {
   a.Bind(a.pci_info, "nvmlDeviceGetPciInfo_v3", "nvmlDeviceGetPciInfo_v2");
   a.Bind(a.temperature, "nvmlDeviceGetTemperature");
   a.Bind(a.power_usage, "nvmlDeviceGetPowerUsage");
+  a.Bind(a.utilization, "nvmlDeviceGetUtilizationRates");
+  a.Bind(a.compute_processes, "nvmlDeviceGetComputeRunningProcesses_v3",
+         "nvmlDeviceGetComputeRunningProcesses_v2");
   a.Bind(a.power_limit, "nvmlDeviceGetEnforcedPowerLimit");
   a.Bind(a.clock, "nvmlDeviceGetClockInfo");
   a.Bind(a.max_clock, "nvmlDeviceGetMaxClockInfo");
@@ -223,6 +230,23 @@ Result<NvmlSnapshot> Nvml::Snapshot() {
     Read<unsigned>(
         a, gpu, "GetPowerUsage", a.power_usage != nullptr,
         [&](unsigned& v) { return a.power_usage(device, &v); }, gpu.power_mw);
+    Read<unsigned>(
+        a, gpu, "GetUtilizationRates", a.utilization != nullptr,
+        [&](unsigned& v) {
+          nvmlUtilization_t rates{};
+          const nvmlReturn_t r = a.utilization(device, &rates);
+          v = rates.gpu;
+          return r;
+        },
+        gpu.utilization_percent);
+    Read<unsigned>(
+        a, gpu, "GetComputeRunningProcesses", a.compute_processes != nullptr,
+        [&](unsigned& v) {
+          v = 0;
+          const nvmlReturn_t r = a.compute_processes(device, &v, nullptr);
+          return r == nv::kInsufficientSize ? nv::kSuccess : r;
+        },
+        gpu.compute_processes);
     Read<unsigned>(
         a, gpu, "GetEnforcedPowerLimit", a.power_limit != nullptr,
         [&](unsigned& v) { return a.power_limit(device, &v); }, gpu.power_limit_mw);

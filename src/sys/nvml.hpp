@@ -24,6 +24,8 @@ struct GpuReading {
   std::optional<unsigned> temperature_c;
   std::optional<unsigned> power_mw;
   std::optional<unsigned> power_limit_mw;
+  std::optional<unsigned> utilization_percent;  // of time a kernel ran, over the last sample
+  std::optional<unsigned> compute_processes;    // processes with a compute context on it
   std::optional<unsigned> sm_clock_mhz;
   std::optional<unsigned> max_sm_clock_mhz;
   std::optional<uint64_t> clock_event_reasons;

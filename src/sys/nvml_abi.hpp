@@ -50,8 +50,14 @@ struct nvmlFieldValue_t {   // NOLINT(readability-identifier-naming)
   nvmlValue_t value;        // NOLINT(readability-identifier-naming)
 };
 
+struct nvmlUtilization_t {  // NOLINT(readability-identifier-naming)
+  unsigned int gpu;         // NOLINT(readability-identifier-naming) percent of time a kernel ran
+  unsigned int memory;      // NOLINT(readability-identifier-naming) percent of time memory was used
+};
+
 }  // extern "C"
 
+static_assert(sizeof(nvmlUtilization_t) == 8, "nvmlUtilization_t layout");
 static_assert(sizeof(nvmlPciInfo_t) == 68, "nvmlPciInfo_t layout");
 static_assert(sizeof(nvmlEventData_t) == 32, "nvmlEventData_t layout");
 static_assert(sizeof(nvmlFieldValue_t) == 40, "nvmlFieldValue_t layout");

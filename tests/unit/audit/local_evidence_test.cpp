@@ -235,6 +235,54 @@ TEST(CollectLocalEvidence, CountsTheWeeksXidsFromTheJournal) {
   EXPECT_FALSE(e.contains("health.kernel.xid_counts_7d"));  // UNKNOWN, never a clean week
 }
 
+// The idle checks' readings come from NVML, only where a driver is: per GPU its temperature,
+// power in watts, and whether it is idle (no process and utilisation 0; unknown when either
+// could not be read).
+TEST(CollectLocalEvidence, ReadsEachGpusIdleTemperatureAndPowerFromNvml) {
+  const sys::MemoryFileSystem fs = GpuNode();
+  cmax::testing::FakeProcessRunner runner;
+  sys::NvmlSnapshot snapshot;
+  sys::GpuReading idle;
+  idle.index = 0;
+  idle.name = "NVIDIA H100 80GB HBM3";
+  idle.temperature_c = 34;
+  idle.power_mw = 71500;
+  idle.utilization_percent = 0;
+  idle.compute_processes = 0;
+  sys::GpuReading busy = idle;
+  busy.index = 1;
+  busy.compute_processes = 2;
+  sys::GpuReading unknown = idle;
+  unknown.index = 2;
+  unknown.utilization_percent.reset();
+  unknown.power_mw.reset();
+  snapshot.gpus = {idle, busy, unknown};
+  const AuditEvidence e = CollectLocalEvidence(
+      fs, runner,
+      {.path = "/usr/bin", .nvml = [&] { return Result<sys::NvmlSnapshot>(snapshot); }});
+  const json& power = e.at("gpu.idle.power_w");
+  ASSERT_EQ(power.size(), 3U);
+  EXPECT_EQ(power[0],
+            json({{"gpu", 0}, {"name", "NVIDIA H100 80GB HBM3"}, {"idle", true}, {"value", 71.5}}));
+  EXPECT_EQ(power[1]["idle"], false);
+  EXPECT_EQ(power[2]["idle"], nullptr);
+  EXPECT_EQ(power[2]["value"], nullptr);
+  EXPECT_EQ(e.at("gpu.idle.temperature_c")[0]["value"], 34);
+  EXPECT_EQ(e.at("gpu.name")[1], "NVIDIA H100 80GB HBM3");
+
+  // NVML that does not load: not collected, with why; no driver: not here.
+  const AuditEvidence failed = CollectLocalEvidence(
+      fs, runner,
+      {.path = "/usr/bin", .nvml = [] {
+         return Result<sys::NvmlSnapshot>(Fail(ErrorCode::kUnavailable, "NVML library not found"));
+       }});
+  EXPECT_FALSE(failed.contains("gpu.idle.power_w"));
+  EXPECT_EQ(failed.at("gpu.nvml.error"), "NVML library not found");
+  const sys::MemoryFileSystem empty;
+  EXPECT_EQ(CollectLocalEvidence(empty, runner, {.path = "/usr/bin"}).at("gpu.idle.power_w"),
+            nullptr);
+}
+
 TEST(CollectLocalEvidence, AnEmptyHostIsAbsenceNotPass) {
   const sys::MemoryFileSystem fs;
   cmax::testing::FakeProcessRunner runner;

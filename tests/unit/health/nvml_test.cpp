@@ -21,7 +21,8 @@ constexpr const char* kHealthy = R"({"driver_version": "570.86.15", "gpus": [
    "ecc": {"enabled": true, "volatile": {"sbe": 4, "dbe": 0}},
    "remapped_rows": {"correctable": 1}, "nvlink": {"links": 18}, "recovery_action": 0},
   {"uuid": "GPU-bbbbbbbb-0000-0000-0000-000000000000", "name": "NVIDIA H200",
-   "bus_id": "0000:2A:00.0", "nvlink": {"links": 18}}]})";
+   "bus_id": "0000:2A:00.0", "nvlink": {"links": 18}, "utilization_percent": 97,
+   "compute_processes": 3}]})";
 
 class NvmlSimTest : public ::testing::Test {
  protected:
@@ -69,6 +70,10 @@ TEST_F(NvmlSimTest, HealthyGpusReadThroughDlopen) {
   EXPECT_EQ(g.nvlink_links, 18u);
   EXPECT_EQ(g.nvlink_inactive, 0u);
   EXPECT_EQ(g.recovery_action, 0u);
+  EXPECT_EQ(g.utilization_percent, 0u);
+  EXPECT_EQ(g.compute_processes, 0u);
+  EXPECT_EQ(snapshot->gpus[1].utilization_percent, 97u);
+  EXPECT_EQ(snapshot->gpus[1].compute_processes, 3u) << "counted through INSUFFICIENT_SIZE";
   EXPECT_TRUE(g.errors.empty());
   const auto findings = NvmlFindings({*snapshot, ""});
   EXPECT_EQ(Find(findings, "gpu.nvml").status, CheckStatus::kPass);
@@ -103,7 +108,7 @@ TEST_F(NvmlSimTest, FaultsFlippedWhileLoadedBecomeFindings) {
 TEST_F(NvmlSimTest, UnsupportedCallsLeaveReadingsEmptyWithoutErrors) {
   Write(R"({"gpus": [{"bus_id": "0000:17:00.0",
     "unsupported": ["temperature", "power", "ecc", "remapped_rows", "retired_pages", "pcie",
-                    "nvlink", "recovery_action", "clocks"]}]})");
+                    "nvlink", "recovery_action", "clocks", "utilization", "processes"]}]})");
   auto nvml = Load();
   ASSERT_TRUE(nvml);
   auto snapshot = nvml->Snapshot();
@@ -115,6 +120,8 @@ TEST_F(NvmlSimTest, UnsupportedCallsLeaveReadingsEmptyWithoutErrors) {
   EXPECT_FALSE(g.pcie_width);
   EXPECT_FALSE(g.nvlink_links);
   EXPECT_FALSE(g.recovery_action);
+  EXPECT_FALSE(g.utilization_percent);
+  EXPECT_FALSE(g.compute_processes);
   EXPECT_TRUE(g.errors.empty());
 }
 
