@@ -649,6 +649,71 @@ const std::map<std::string, Rule, std::less<>>& Rules() {
        [](const Inputs& in) { return IdleRule(in, "gpu.idle.temperature_c", false); }},
       {"hardware.idle-gpu-power",
        [](const Inputs& in) { return IdleRule(in, "gpu.idle.power_w", true); }},
+      {"networking.nvshmem-readiness",
+       [](const Inputs& in) -> Verdict {
+         if (auto na = NeedsDriver(in)) return *na;
+         const json* fabric = Get(in, "network.rdma.type");
+         if (fabric == nullptr) return NotCollected("network.rdma.type");
+         std::vector<std::string> missing;
+         for (const auto& [key, what] :
+              {std::pair{"gpu.driver.params.enable_stream_memops", "EnableStreamMemOPs=1"},
+               {"gpu.driver.params.peer_mapping_override", "PeerMappingOverride=1"}}) {
+           const json* value = Get(in, key);
+           if (value == nullptr) return NotCollected(key);
+           if (!value->is_number_integer() || value->get<int64_t>() != 1) missing.push_back(what);
+         }
+         const auto gdrcopy = Flag(in, "gpu.gdrcopy.module");
+         if (!gdrcopy) return NotCollected("gpu.gdrcopy.module");
+         if (!*gdrcopy) missing.push_back("GDRCopy (gdrdrv)");
+         if (*fabric != "infiniband" && *fabric != "roce") {
+           missing.push_back(
+               fmt::format("an InfiniBand or RoCE path (the fabric is {})", Shown(*fabric)));
+         }
+         if (missing.empty())
+           return Pass("stream memops, peer mapping, GDRCopy, " + Shown(*fabric));
+         return Found(Join(missing, ", ") + " missing", "all of them",
+                      "GPU-initiated RDMA (NVSHMEM, DeepEP) lacks: " + Join(missing, ", "));
+       }},
+      {"health.dcgm-exporter-running",
+       [](const Inputs& in) -> Verdict {
+         const auto listening = Flag(in, "health.dcgm_exporter.listening");
+         const auto service = Flag(in, "health.dcgm_exporter.service");
+         if (!listening) return NotCollected("health.dcgm_exporter.listening");
+         if (*listening) return Pass("listening on :9400");
+         if (service.value_or(false)) return Pass("dcgm-exporter.service installed");
+         return Found("nothing on :9400", "dcgm-exporter", "no dcgm-exporter on this node");
+       }},
+      {"containers.docker-on-workers",
+       [](const Inputs& in) -> Verdict {
+         const auto access = Flag(in, "containers.docker.user_access");
+         if (!access) return NotCollected("containers.docker.user_access");
+         if (*access) return Pass("the Docker daemon answers the auditing user");
+         return Found("no access", "docker answers",
+                      "docker is missing here, or its daemon does not answer the auditing user");
+       }},
+      {"networking.ib-pkeys",
+       [](const Inputs& in) -> Verdict {
+         const json* ports = Get(in, "network.ib.ports[].pkeys");
+         if (ports == nullptr) return NotCollected("network.ib.ports[].pkeys");
+         if (!ports->is_array()) return Unknown("network.ib.ports[].pkeys is not a list");
+         if (ports->empty()) return NotApplicable("no InfiniBand port here");
+         std::vector<std::string> default_only;
+         std::vector<std::string> seen;
+         for (const json& port : *ports) {
+           const std::string name = port.value("port", std::string("?"));
+           const json keys = port.value("pkeys", json(nullptr));
+           if (!keys.is_array()) return Unknown(fmt::format("{}'s PKeys could not be read", name));
+           std::vector<std::string> list;
+           for (const json& key : keys) list.push_back(Shown(key));
+           seen.push_back(fmt::format("{} {}", name, Join(list, "/")));
+           if (list == std::vector<std::string>{"0xffff"}) default_only.push_back(name);
+         }
+         if (default_only.empty()) return Pass(Join(seen, ", "));
+         return Found(Join(seen, ", "), "a tenant PKey besides the default",
+                      fmt::format("only the default full-member PKey 0xffff on {}: tenants "
+                                  "sharing the fabric can reach each other",
+                                  Join(default_only, ", ")));
+       }},
       {"isolation.nvlink-boundary",
        [](const Inputs& in) -> Verdict {
          if (auto na = NeedsDriver(in)) return *na;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <fmt/format.h>
 #include <set>
 
 #include "audit/host_inventory.hpp"
@@ -106,14 +107,31 @@ void Driver(const sys::FileSystem& fs, AuditEvidence& out) {
                                      [](const std::string& e) { return e.starts_with("dma_buf"); });
   }
   out["gpu.driver.dma_buf"] = dma_buf;
-  if (const auto params = Read(fs, "/proc/driver/nvidia/params")) {
-    const size_t at = params->find("RmProfilingAdminOnly:");
-    if (at != std::string::npos) {
-      const size_t end = params->find('\n', at);
-      if (const auto v = Integer(params->substr(at + 21, end - at - 21))) {
-        out["gpu.driver.params.profiling_admin_only"] = *v;
-      }
+  const auto params = Read(fs, "/proc/driver/nvidia/params");
+  // "Name: value" in the driver's params; the module parameter file NVreg_Name first.
+  const auto param = [&](std::string_view name) -> std::optional<std::string> {
+    if (auto file = Read(fs, "/sys/module/nvidia/parameters/NVreg_" + std::string(name))) {
+      return Trimmed(*file);
     }
+    if (!params) return std::nullopt;
+    const std::string label = std::string(name) + ":";
+    for (std::string_view line : Split(*params, '\n')) {
+      if (line.starts_with(label)) return Trimmed(line.substr(label.size()));
+    }
+    return std::nullopt;
+  };
+  if (const auto v = param("RmProfilingAdminOnly"); v && Integer(*v)) {
+    out["gpu.driver.params.profiling_admin_only"] = *Integer(*v);
+  }
+  if (const auto v = param("EnableStreamMemOPs"); v && Integer(*v)) {
+    out["gpu.driver.params.enable_stream_memops"] = *Integer(*v);
+  }
+  // PeerMappingOverride lives in the registry keys: RegistryDwords="PeerMappingOverride=1;...".
+  if (const auto dwords = param("RegistryDwords")) {
+    out["gpu.driver.params.peer_mapping_override"] =
+        dwords->find("PeerMappingOverride=1") != std::string::npos ? 1 : 0;
+  } else if (params || fs.Exists("/sys/module/nvidia/parameters")) {
+    out["gpu.driver.params.peer_mapping_override"] = 0;
   }
 }
 
@@ -323,6 +341,29 @@ Result<sys::NvmlSnapshot> SnapshotNvml() {
 
 namespace {
 
+// The Docker daemon as the auditing user reaches it: its version, and whether it answered at
+// all (no daemon, or no permission on its socket, is "no access"; a timeout is not collected).
+void DockerServer(const sys::FileSystem& fs, sys::ProcessRunner& runner, const std::string& path,
+                  Duration timeout, AuditEvidence& out) {
+  const auto docker = Which(fs, path, "docker");
+  if (!docker) {
+    out["containers.docker.server_version"] = nullptr;
+    out["containers.docker.user_access"] = false;
+    return;
+  }
+  sys::ProcessSpec spec{.argv = {*docker, "version", "--format", "{{.Server.Version}}"},
+                        .env_add = {"LC_ALL=C"},
+                        .timeout = timeout};
+  spec.output_cap = kSmallFile;
+  auto ran = runner.Run(spec);
+  if (!ran || ran->timed_out || ran->interrupted) return;
+  out["containers.docker.user_access"] = ran->exit_code == 0;
+  if (ran->exit_code != 0) return;
+  if (std::string version = FirstVersionWord(ran->stdout_text); !version.empty()) {
+    out["containers.docker.server_version"] = version;
+  }
+}
+
 // The Slurm client's view from this node: its commands, its MPI plugins, Pyxis, and the
 // controller's configuration (accounting, topology, health check). Nothing here changes state:
 // `srun --mpi=list` and `srun --help` print and exit without a job; sacct reads.
@@ -456,6 +497,67 @@ void IdleGpus(const LocalProbeOptions& options, AuditEvidence& out) {
   out["gpu.name"] = names;
 }
 
+// Whether anything listens on TCP `port` (state 0A in /proc/net/tcp and tcp6).
+bool Listening(const sys::FileSystem& fs, unsigned port) {
+  const std::string hex = fmt::format(":{:04X} ", port);
+  for (const char* table : {"/proc/net/tcp", "/proc/net/tcp6"}) {
+    const auto text = Read(fs, table, size_t{16} << 20);
+    if (!text) continue;
+    for (std::string_view line : Split(*text, '\n')) {
+      const std::vector<std::string_view> fields = SplitFields(line);
+      if (fields.size() > 3 && fields[1].ends_with(hex.substr(0, hex.size() - 1)) &&
+          fields[3] == "0A") {
+        return true;
+      }
+    }
+  }
+  return false;
+}
+
+void DcgmExporter(const sys::FileSystem& fs, AuditEvidence& out) {
+  if (!fs.Exists("/proc/net/tcp")) return;  // cannot tell
+  out["health.dcgm_exporter.listening"] = Listening(fs, 9400);
+  bool service = false;
+  for (const char* dir :
+       {"/etc/systemd/system", "/lib/systemd/system", "/usr/lib/systemd/system"}) {
+    service = service || fs.Exists(std::string(dir) + "/dcgm-exporter.service");
+  }
+  out["health.dcgm_exporter.service"] = service;
+}
+
+// Each InfiniBand port's PKeys (the non-empty entries of its table, as the kernel prints them).
+void IbPkeys(const sys::FileSystem& fs, AuditEvidence& out) {
+  const std::string root = "/sys/class/infiniband";
+  const auto devices = fs.ListDir(root);
+  if (!devices) return;
+  json ports = json::array();
+  for (const std::string& device : *devices) {
+    const auto numbers = fs.ListDir(root + "/" + device + "/ports");
+    if (!numbers) continue;
+    for (const std::string& port : *numbers) {
+      const std::string dir = root + "/" + device + "/ports/" + port;
+      const auto layer = Read(fs, dir + "/link_layer");
+      if (!layer || Trimmed(*layer) != "InfiniBand") continue;
+      json keys = json::array();
+      const auto entries = fs.ListDir(dir + "/pkeys");
+      if (!entries) {
+        ports.push_back({{"port", SanitizeUtf8(device + "/" + port)}, {"pkeys", nullptr}});
+        continue;
+      }
+      std::set<std::string> seen;
+      for (const std::string& entry : *entries) {
+        const auto key = Read(fs, dir + "/pkeys/" + entry);
+        if (!key) continue;
+        const std::string value = ToLower(Trimmed(*key));
+        if (value != "0x0000" && value != "0x0" && !value.empty()) seen.insert(SanitizeUtf8(value));
+      }
+      keys = seen;
+      ports.push_back({{"port", SanitizeUtf8(device + "/" + port)}, {"pkeys", keys}});
+    }
+  }
+  out["network.ib.ports[].pkeys"] = ports;
+}
+
 // The RDMA stack beside the devices: MOFED/DOCA-OFED (ofed_info) or rdma-core (libibverbs).
 void RdmaStack(const sys::FileSystem& fs, sys::ProcessRunner& runner, const std::string& path,
                Duration timeout, AuditEvidence& out) {
@@ -564,11 +666,12 @@ AuditEvidence CollectLocalEvidence(const sys::FileSystem& fs, sys::ProcessRunner
                  {"--version"}, options.timeout, FirstVersionWord);
   ProgramVersion(out, "health.dcgm.version", Which(fs, path, "dcgmi"), runner, {"--version"},
                  options.timeout, FirstVersionWord);
-  ProgramVersion(out, "containers.docker.server_version", Which(fs, path, "docker"), runner,
-                 {"version", "--format", "{{.Server.Version}}"}, options.timeout, FirstVersionWord);
+  DockerServer(fs, runner, path, options.timeout, out);
   SlurmClient(fs, runner, path, options.timeout, options.ask_accounting, options.slurm_conf, out);
   KernelXids(fs, runner, path, options, out);
   IdleGpus(options, out);
+  DcgmExporter(fs, out);
+  IbPkeys(fs, out);
   RdmaStack(fs, runner, path, options.timeout, out);
   return out;
 }

@@ -76,6 +76,12 @@ sys::MemoryFileSystem GpuNode() {
   fs.AddFile("/sys/class/infiniband/mlx5_0/fw_ver", "28.43.4702\n");
   fs.AddFile("/sys/class/infiniband/mlx5_0/device/vendor", "0x15b3\n");
   fs.AddFile("/sys/class/infiniband/mlx5_0/ports/1/link_layer", "InfiniBand\n");
+  fs.AddFile("/sys/class/infiniband/mlx5_0/ports/1/pkeys/0", "0xffff\n");
+  fs.AddFile("/sys/class/infiniband/mlx5_0/ports/1/pkeys/1", "0x8001\n");
+  fs.AddFile("/sys/class/infiniband/mlx5_0/ports/1/pkeys/2", "0x0000\n");
+  fs.AddFile("/proc/net/tcp",
+             "  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid\n"
+             "   0: 00000000:24B8 00000000:0000 0A 00000000:00000000 00:00000000 00000000 0\n");
   fs.AddFile("/sys/class/infiniband/mlx5_1/device/vendor", "0x15b3\n");  // fw_ver unreadable
   fs.AddFile("/sys/class/infiniband/irdma0/device/vendor", "0x8086\n");  // not a ConnectX
   fs.AddFile("/boot/vmlinuz-6.8.0-124-generic", "");
@@ -135,6 +141,13 @@ TEST(CollectLocalEvidence, ReadsAGpuNode) {
   EXPECT_EQ(e.at("containers.runc.version"), "1.3.6");
   EXPECT_EQ(e.at("containers.nvidia_ctk.version"), nullptr);     // not on PATH: looked, absent
   EXPECT_FALSE(e.contains("containers.docker.server_version"));  // did not answer in time
+  EXPECT_FALSE(e.contains("containers.docker.user_access"));     // nor whether it lets us in
+  EXPECT_EQ(e.at("gpu.driver.params.enable_stream_memops"), 1);
+  EXPECT_EQ(e.at("gpu.driver.params.peer_mapping_override"), 0);
+  EXPECT_EQ(e.at("health.dcgm_exporter.listening"), true);  // 0x24B8 = 9400, state 0A
+  EXPECT_EQ(e.at("health.dcgm_exporter.service"), false);
+  EXPECT_EQ(e.at("network.ib.ports[].pkeys"),
+            json({{{"port", "mlx5_0/1"}, {"pkeys", {"0x8001", "0xffff"}}}}));
   // Every program ran with a deadline, and nothing but version queries ran.
   for (const sys::ProcessSpec& spec : runner.calls) {
     EXPECT_LE(spec.timeout, std::chrono::seconds(5));
@@ -167,7 +180,12 @@ TEST(CollectLocalEvidence, ReadsASlurmNode) {
   runner.AnswerStdout("sacct", "sacct: error: Problem talking to the database\n", 1);
   runner.AnswerStdout("ofed_info", "MLNX_OFED_LINUX-24.10-1.1.4.0:\n");
   runner.AnswerStdout("dcgmi", "\ndcgmi  version: 4.7.0\n");
+  fs.AddFile("/usr/bin/docker", "");
+  runner.AnswerStdout("docker", "permission denied while trying to connect to the Docker daemon\n",
+                      1);
   const AuditEvidence e = CollectLocalEvidence(fs, runner, {.path = "/usr/bin"});
+  EXPECT_EQ(e.at("containers.docker.user_access"), false);
+  EXPECT_FALSE(e.contains("containers.docker.server_version"));
   EXPECT_EQ(e.at("scheduler.slurm.commands")["srun"], "/usr/bin/srun");
   EXPECT_EQ(e.at("scheduler.slurm.mpi_types"),
             json({"none", "pmi2", "pmix", "pmix_v4", "pmix_v5"}));
