@@ -55,11 +55,12 @@ Result<PreparedAudit> PrepareAudit(const AuditOptions& options, const AuditIo& i
 
 Result<AuditReport> RecordAudit(const AuditOptions& options, const PreparedAudit& prepared,
                                 GradedAudit graded, const AuditIo& io) {
-  auto recorded = store::BeginRecordedRun(io.db_path, {.command = "audit",
-                                                       .target = graded.target,
-                                                       .host = graded.host,
-                                                       .started_at = io.clock->Now(),
-                                                       .cmax_version = io.cmax_version});
+  auto recorded = store::BeginRecordedRun(
+      io.db_path, {.command = "audit",
+                   .target = graded.target,
+                   .host = graded.host,
+                   .started_at = graded.started == WallTime{} ? io.clock->Now() : graded.started,
+                   .cmax_version = io.cmax_version});
   if (!recorded) return SystemFailure(recorded.error());
   store::RunWriter& writer = recorded->writer;
   const auto fail = [&](const Error& error) -> Result<AuditReport> {
@@ -89,14 +90,14 @@ Result<AuditReport> RecordAudit(const AuditOptions& options, const PreparedAudit
 }
 
 Result<AuditReport> RunLocalAudit(const AuditOptions& options, const AuditIo& io) {
+  const WallTime started = io.clock->Now();
   // Everything the user gave is checked before the run is opened.
   auto prepared = PrepareAudit(options, io);
   if (!prepared) return tl::unexpected(prepared.error());
   const HostFacts host = CollectHost(*io.fs, sys::Hostname());
   const AuditTarget target = LocalTarget(DetectEnvironment(host));
   log::Info("auditing this host ({}): {} checks", TargetName(target), prepared->checks.size());
-  const auto timeout =
-      std::chrono::duration_cast<Duration>(std::chrono::duration<double>(options.probe_timeout_s));
+  const auto timeout = SecondsAsDuration(options.probe_timeout_s);
   const AuditEvidence evidence =
       CollectLocalEvidence(*io.fs, *io.runner,
                            {.path = io.path,
@@ -104,7 +105,9 @@ Result<AuditReport> RunLocalAudit(const AuditOptions& options, const AuditIo& io
                             .now = io.clock->Now(),
                             .slurm_conf = io.env ? io.env("SLURM_CONF") : "",
                             .nvml = SnapshotNvml});
-  GradedAudit graded{.target = "local/" + std::string(TargetName(target)), .host = host.hostname};
+  GradedAudit graded{.target = "local/" + std::string(TargetName(target)),
+                     .host = host.hostname,
+                     .started = started};
   for (const auto& [key, value] : evidence) graded.evidence.push_back({key, value.dump()});
   graded.evidence.push_back({"audit.target", nlohmann::json(TargetName(target)).dump()});
   // A probe cut short by Ctrl-C proves nothing: the grades are recorded only when it finished.

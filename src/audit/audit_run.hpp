@@ -68,6 +68,7 @@ struct GradedAudit {
   std::vector<EvidenceItem> evidence;  // the target's; the table's digest and date are added
   std::vector<Finding> findings;       // left out when the audit was interrupted
   std::string summary;                 // AuditReport::summary
+  WallTime started{};                  // when the audit began (zero: when it is recorded)
 };
 Result<AuditReport> RecordAudit(const AuditOptions& options, const PreparedAudit& prepared,
                                 GradedAudit graded, const AuditIo& io);

@@ -144,6 +144,11 @@ Verdict IdleRule(const Inputs& in, std::string_view key, bool power) {
   if (readings == nullptr) return NotCollected(key);
   if (readings->is_null()) return NotApplicable("no NVIDIA driver here");
   if (!readings->is_array()) return Unknown(fmt::format("{} is not a list", key));
+  if (readings->empty()) {
+    return Unknown(
+        "NVML sees no GPU although a driver is loaded (in a job without --gres, "
+        "cgroups may hide them: --srun-arg=--gres=gpu:N)");
+  }
   const char* unit = power ? "W" : "C";
   std::vector<std::string> over;
   std::vector<std::string> seen;
@@ -633,6 +638,18 @@ const std::map<std::string, Rule, std::less<>>& Rules() {
            if (log->value("truncated", false)) {
              return Unknown(fmt::format("the kernel log from {} was cut short", source));
            }
+           // A log that starts later than a week ago (a journal kept since boot only, or dmesg)
+           // cannot say the week was clean: a reboot may have taken an Xid with it.
+           const json oldest = log->value("oldest", json(nullptr));
+           std::optional<WallTime> from;
+           if (oldest.is_string()) {
+             if (auto parsed = ParseIso8601(oldest.get<std::string>())) from = *parsed;
+           }
+           if (!from || *from > in.context.now - std::chrono::hours(24 * 7 - 1)) {
+             return Unknown(fmt::format(
+                 "no Xid, but {} reaches back only to {}, not 7 days", source,
+                 oldest.is_string() ? oldest.get<std::string>() : std::string("an unknown time")));
+           }
            return Pass(fmt::format("no Xid in {} records", log->value("records", 0)),
                        fmt::format("no Xid in the last 7 days ({})", source));
          }
@@ -680,7 +697,10 @@ const std::map<std::string, Rule, std::less<>>& Rules() {
          const auto service = Flag(in, "health.dcgm_exporter.service");
          if (!listening) return NotCollected("health.dcgm_exporter.listening");
          if (*listening) return Pass("listening on :9400");
-         if (service.value_or(false)) return Pass("dcgm-exporter.service installed");
+         if (service.value_or(false)) {
+           return {Verdict::Kind::kWarn, "dcgm-exporter.service installed, nothing on :9400",
+                   "listening on :9400", "dcgm-exporter is installed but not running"};
+         }
          return Found("nothing on :9400", "dcgm-exporter", "no dcgm-exporter on this node");
        }},
       {"containers.docker-on-workers",
@@ -705,6 +725,7 @@ const std::map<std::string, Rule, std::less<>>& Rules() {
            if (!keys.is_array()) return Unknown(fmt::format("{}'s PKeys could not be read", name));
            std::vector<std::string> list;
            for (const json& key : keys) list.push_back(Shown(key));
+           if (list.empty()) return Unknown(fmt::format("{}'s PKeys could not be read", name));
            seen.push_back(fmt::format("{} {}", name, Join(list, "/")));
            if (list == std::vector<std::string>{"0xffff"}) default_only.push_back(name);
          }
@@ -840,7 +861,13 @@ std::vector<Finding> GradeChecks(const std::vector<const CheckSpec*>& checks,
     } else if (const auto rule = Rules().find(check->id); rule == Rules().end()) {
       verdict = Unknown("this version of cmax does not collect it yet");
     } else {
-      verdict = rule->second(in);
+      // Evidence comes from other machines, other cmax versions and stored runs: a value of an
+      // unexpected shape makes the check UNKNOWN, never the whole audit an internal error.
+      try {
+        verdict = rule->second(in);
+      } catch (const nlohmann::json::exception& e) {
+        verdict = Unknown(fmt::format("its evidence has an unexpected shape ({})", e.what()));
+      }
     }
     out.push_back(ToFinding(*check, verdict));
   }

@@ -18,8 +18,7 @@ Result<HostRunReport> EvaluateHost(double probe_timeout_s, const HostRunIo& io) 
   if (!std::isfinite(probe_timeout_s) || probe_timeout_s <= 0) {
     return Fail(ErrorCode::kInvalidArgument, "--probe-timeout must be a number of seconds");
   }
-  const auto probe_timeout =
-      std::chrono::duration_cast<Duration>(std::chrono::duration<double>(probe_timeout_s));
+  const auto probe_timeout = SecondsAsDuration(probe_timeout_s);
   const auto interrupted = [&] { return io.interrupted && io.interrupted(); };
 
   // The host facts come from files only and are quick; the run opens as soon as it knows the

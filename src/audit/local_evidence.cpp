@@ -312,6 +312,9 @@ KernelXidCounts CountKernelXids(std::string_view log, std::optional<WallTime> si
     if (!record) continue;
     if (since && record->wall_time && *record->wall_time < *since) continue;
     ++counts.records;
+    if (record->wall_time && (!counts.oldest || *record->wall_time < *counts.oldest)) {
+      counts.oldest = record->wall_time;
+    }
     for (const health::KernelEvent& event : parser.Feed(*record)) {
       if (event.kind == health::KernelEventKind::kXid) ++counts.xid[event.code];
       if (event.kind == health::KernelEventKind::kSxid) ++counts.sxid[event.code];
@@ -375,6 +378,7 @@ void SlurmClient(const sys::FileSystem& fs, sys::ProcessRunner& runner, const st
     commands[name] = PathOrNull(Which(fs, path, name));
   }
   out["scheduler.slurm.commands"] = commands;
+  out["health.dcgm.hostengine"] = PathOrNull(Which(fs, path, "nv-hostengine", {"/usr/bin"}));
   if (!slurm_conf.empty() && !fs.Exists(slurm_conf)) {
     out["scheduler.slurm.config_missing"] = SanitizeUtf8(slurm_conf);
     return;
@@ -402,13 +406,17 @@ void SlurmClient(const sys::FileSystem& fs, sys::ProcessRunner& runner, const st
       out["scheduler.slurm.health_check_program"] = program;
       // What the health check runs: its own text, and NHC's configuration when it is NHC.
       if (program.is_string()) {
-        std::string text = Read(fs, program.get<std::string>()).value_or("");
-        if (program.get<std::string>().ends_with("nhc")) {
-          text += Read(fs, "/etc/nhc/nhc.conf").value_or("");
+        // Read whole or not at all: a part of it cannot say that dcgmi is never called.
+        std::optional<std::string> text = Read(fs, program.get<std::string>(), size_t{1} << 20);
+        if (text && program.get<std::string>().ends_with("nhc")) {
+          const auto conf = Read(fs, "/etc/nhc/nhc.conf", size_t{1} << 20);
+          text = conf ? std::optional(*text + *conf) : std::nullopt;
         }
-        out["scheduler.slurm.health_check_calls_dcgm"] =
-            text.find("dcgmi") != std::string::npos ||
-            text.find("nv-hostengine") != std::string::npos;
+        if (text) {
+          out["scheduler.slurm.health_check_calls_dcgm"] =
+              text->find("dcgmi") != std::string::npos ||
+              text->find("nv-hostengine") != std::string::npos;
+        }
       }
     }
   }
@@ -417,7 +425,6 @@ void SlurmClient(const sys::FileSystem& fs, sys::ProcessRunner& runner, const st
       out["scheduler.slurm.sacct_ok"] = *ok;
     }
   }
-  out["health.dcgm.hostengine"] = PathOrNull(Which(fs, path, "nv-hostengine", {"/usr/bin"}));
 }
 
 // Xid and SXid counts over the last 7 days of the kernel log: the journal when there is one,
@@ -449,11 +456,13 @@ void KernelXids(const sys::FileSystem& fs, sys::ProcessRunner& runner, const std
     json sxid = json::object();
     for (const auto& [code, n] : counts.xid) xid[std::to_string(code)] = n;
     for (const auto& [code, n] : counts.sxid) sxid[std::to_string(code)] = n;
-    out["health.kernel.xid_counts_7d"] = {{"source", Join(spec.argv, " ")},
-                                          {"records", counts.records},
-                                          {"truncated", ran->stdout_truncated},
-                                          {"xid", xid},
-                                          {"sxid", sxid}};
+    out["health.kernel.xid_counts_7d"] = {
+        {"source", Join(spec.argv, " ")},
+        {"records", counts.records},
+        {"oldest", counts.oldest ? json(FormatIso8601(*counts.oldest)) : json(nullptr)},
+        {"truncated", ran->stdout_truncated},
+        {"xid", xid},
+        {"sxid", sxid}};
     return;
   }
 }
@@ -497,12 +506,15 @@ void IdleGpus(const LocalProbeOptions& options, AuditEvidence& out) {
   out["gpu.name"] = names;
 }
 
-// Whether anything listens on TCP `port` (state 0A in /proc/net/tcp and tcp6).
-bool Listening(const sys::FileSystem& fs, unsigned port) {
+// Whether anything listens on TCP `port` (state 0A in /proc/net/tcp and tcp6); nullopt when
+// neither table could be read whole.
+std::optional<bool> Listening(const sys::FileSystem& fs, unsigned port) {
   const std::string hex = fmt::format(":{:04X} ", port);
+  bool read = false;
   for (const char* table : {"/proc/net/tcp", "/proc/net/tcp6"}) {
     const auto text = Read(fs, table, size_t{16} << 20);
     if (!text) continue;
+    read = true;
     for (std::string_view line : Split(*text, '\n')) {
       const std::vector<std::string_view> fields = SplitFields(line);
       if (fields.size() > 3 && fields[1].ends_with(hex.substr(0, hex.size() - 1)) &&
@@ -511,12 +523,13 @@ bool Listening(const sys::FileSystem& fs, unsigned port) {
       }
     }
   }
-  return false;
+  return read ? std::optional(false) : std::nullopt;
 }
 
 void DcgmExporter(const sys::FileSystem& fs, AuditEvidence& out) {
-  if (!fs.Exists("/proc/net/tcp")) return;  // cannot tell
-  out["health.dcgm_exporter.listening"] = Listening(fs, 9400);
+  const auto listening = Listening(fs, 9400);
+  if (!listening) return;  // cannot tell
+  out["health.dcgm_exporter.listening"] = *listening;
   bool service = false;
   for (const char* dir :
        {"/etc/systemd/system", "/lib/systemd/system", "/usr/lib/systemd/system"}) {

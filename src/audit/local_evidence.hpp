@@ -67,6 +67,7 @@ struct KernelXidCounts {
   std::map<int, int64_t> xid;
   std::map<int, int64_t> sxid;
   int64_t records = 0;
+  std::optional<WallTime> oldest;  // the earliest dated record kept: how far back the log reaches
 };
 KernelXidCounts CountKernelXids(std::string_view log, std::optional<WallTime> since,
                                 int default_year);

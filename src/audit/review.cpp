@@ -1,5 +1,6 @@
 #include "audit/review.hpp"
 
+#include <algorithm>
 #include <fmt/format.h>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -69,6 +70,12 @@ Result<std::vector<Finding>> RegradeRecord(const RunRecord& record, const Minimu
 
   std::vector<NodeFindings> nodes;
   const auto sacct = Item(record, "scheduler.slurm.sacct_ok");
+  const auto coverage = Item(record, "audit.coverage");
+  json nodes_read = nullptr;
+  if (coverage && coverage->is_object()) {
+    nodes_read = {{"read", coverage->value("answered", json(0))},
+                  {"total", coverage->value("nodes", json(0))}};
+  }
   for (const EvidenceItem& item : record.evidence) {
     if (!item.key.starts_with("audit.node.")) continue;
     const auto doc = json::parse(item.value_json, nullptr, false);
@@ -76,9 +83,9 @@ Result<std::vector<Finding>> RegradeRecord(const RunRecord& record, const Minimu
     AuditEvidence evidence;
     for (const auto& [key, value] : doc["evidence"].items()) evidence[key] = value;
     if (sacct) evidence.emplace("scheduler.slurm.sacct_ok", *sacct);
+    if (!nodes_read.is_null()) evidence["audit.coverage.nodes_read"] = nodes_read;
     nodes.push_back({item.key.substr(11), GradeChecks(*checks, evidence, context)});
   }
-  const auto coverage = Item(record, "audit.coverage");
   if (coverage && coverage->contains("unreachable") && (*coverage)["unreachable"].is_object()) {
     for (const auto& [node, reason] : (*coverage)["unreachable"].items()) {
       nodes.push_back({node, UnreachableNodeFindings(
@@ -131,9 +138,15 @@ std::string RegradeText(const RunRecord& record, const Regrade& regrade) {
     out += fmt::format("  {:<38} {:>7} -> {:<7} {}\n", c.check_id, StatusName(c.was),
                        StatusName(c.now), SanitizeUtf8(c.message));
   }
-  out += fmt::format(
-      "{} check(s) changed, {} unchanged.\n", regrade.changes.size(),
-      regrade.findings.size() - std::min(regrade.findings.size(), regrade.changes.size()));
+  size_t now_changed = 0;  // changes among today's checks (not ones removed since)
+  for (const GradeChange& c : regrade.changes) {
+    now_changed += std::ranges::any_of(regrade.findings,
+                                       [&](const Finding& f) { return f.check_id == c.check_id; })
+                       ? 1
+                       : 0;
+  }
+  out += fmt::format("{} check(s) changed, {} unchanged.\n", regrade.changes.size(),
+                     regrade.findings.size() - now_changed);
   return out;
 }
 

@@ -25,10 +25,6 @@ constexpr int kDeadlineExit = 124;
 // What a node's evidence may take in srun's merged output; the step's capture grows with it.
 constexpr size_t kOutputPerNode = size_t{256} << 10;
 
-Duration Seconds(double seconds) {
-  return std::chrono::duration_cast<Duration>(std::chrono::duration<double>(seconds));
-}
-
 bool Positive(double seconds) {
   return std::isfinite(seconds) && seconds > 0;
 }
@@ -74,7 +70,7 @@ std::map<std::string, json> RunStep(const std::string& partition,
     io.note(fmt::format("auditing {} node(s){} through srun ...", nodes.size(),
                         partition.empty() ? "" : " of partition " + partition));
   }
-  sys::ProcessSpec spec{.argv = argv, .timeout = Seconds(budget_s)};
+  sys::ProcessSpec spec{.argv = argv, .timeout = SecondsAsDuration(budget_s)};
   spec.kill_grace = std::chrono::seconds(5);  // srun cancels its step on SIGTERM
   spec.output_cap = kOutputPerNode * (nodes.size() + 1);
   auto ran = io.runner->Run(spec);
@@ -84,7 +80,10 @@ std::map<std::string, json> RunStep(const std::string& partition,
     step_problem = "srun could not run: " + ran.error().message;
   } else {
     heard = ReadFrames(ran->stdout_text);
-    if (ran->timed_out) {
+    if (ran->stdout_truncated) {
+      step_problem =
+          fmt::format("srun's output passed the {} MiB kept for this step", spec.output_cap >> 20);
+    } else if (ran->timed_out) {
       step_problem = fmt::format("the step passed the budget of {} s (--budget)", slurm.budget_s);
     } else if (!ran->Succeeded()) {
       step_problem = fmt::format("srun {}: {}", ran->Describe(), LastLine(ran->stderr_text));
@@ -94,7 +93,9 @@ std::map<std::string, json> RunStep(const std::string& partition,
     const auto it = heard.find(node);
     std::string& reason = problems[node];
     if (it == heard.end()) {
-      reason = step_problem.empty() ? "it sent no evidence" : step_problem;
+      reason = !step_problem.empty() ? step_problem
+               : heard.empty()       ? "it sent no evidence"
+                                     : "it sent no evidence under its Slurm name";
     } else if (!it->second.document) {
       reason = it->second.problem;
     } else if (const json& doc = *it->second.document; doc.contains("error")) {
@@ -137,9 +138,18 @@ SlurmNodePlan PlanSlurmNodes(const std::vector<remediate::SchedulerNode>& nodes,
       plan.unreachable[n.name] = SanitizeUtf8(why);
       continue;
     }
-    const std::string step = !partition.empty()     ? partition
-                             : n.partitions.empty() ? ""
-                                                    : n.partitions.front();
+    // A job runs in one partition: the node goes with the first one asked for that it is in
+    // (or its own first, when none was asked for).
+    std::string step = n.partitions.empty() ? "" : n.partitions.front();
+    if (!partition.empty()) {
+      step = std::string(Trim(Split(partition, ',').front()));
+      for (std::string_view asked : Split(partition, ',')) {
+        if (std::ranges::find(n.partitions, Trim(asked)) != n.partitions.end()) {
+          step = std::string(Trim(asked));
+          break;
+        }
+      }
+    }
     plan.steps[step].push_back(n.name);
   }
   return plan;
@@ -189,7 +199,7 @@ Result<std::string> NodeEvidenceFrames(const AuditOptions& options, double node_
   const AuditEvidence evidence =
       CollectLocalEvidence(*io.fs, *io.runner,
                            {.path = io.path,
-                            .timeout = Seconds(options.probe_timeout_s),
+                            .timeout = SecondsAsDuration(options.probe_timeout_s),
                             .now = started,
                             .ask_accounting = false,
                             .slurm_conf = io.env ? io.env("SLURM_CONF") : "",
@@ -210,6 +220,13 @@ Result<AuditReport> RunSlurmAudit(const AuditOptions& options, const SlurmAuditO
   if (!Positive(slurm.node_timeout_s) || !Positive(slurm.budget_s)) {
     return Fail(ErrorCode::kInvalidArgument, "--node-timeout and --budget must be > 0 seconds");
   }
+  if (slurm.node_timeout_s >= slurm.budget_s) {
+    return Fail(ErrorCode::kInvalidArgument,
+                "--node-timeout ({} s) must be shorter than --budget ({} s), so that a slow node "
+                "can say so within the step",
+                slurm.node_timeout_s, slurm.budget_s);
+  }
+  const WallTime run_started = io.clock->Now();
   auto prepared = PrepareAudit(options, io);
   if (!prepared) return tl::unexpected(prepared.error());
   const std::string cmax = slurm.remote_cmax.empty() ? io.self_path : slurm.remote_cmax;
@@ -221,10 +238,12 @@ Result<AuditReport> RunSlurmAudit(const AuditOptions& options, const SlurmAuditO
       .target = AuditTarget::kSlurm, .minimums = &prepared->table, .now = io.clock->Now()};
 
   // The nodes, as the controller sees them.
-  std::vector<std::string> sinfo = {"sinfo", "-h", "-N", "-o", "%N|%T|%P|%E"};
+  // --all: hidden partitions too, so that no node is left out unseen.
+  std::vector<std::string> sinfo = {"sinfo", "--all", "-h", "-N", "-o", "%N|%T|%P|%E"};
   if (!slurm.partition.empty()) sinfo.insert(sinfo.end(), {"-p", slurm.partition});
   if (!slurm.nodelist.empty()) sinfo.insert(sinfo.end(), {"-n", slurm.nodelist});
-  auto listed = io.runner->Run({.argv = sinfo, .timeout = Seconds(options.probe_timeout_s)});
+  auto listed =
+      io.runner->Run({.argv = sinfo, .timeout = SecondsAsDuration(options.probe_timeout_s)});
   std::string controller_problem;
   SlurmNodePlan plan;
   if (!listed) {
@@ -234,6 +253,25 @@ Result<AuditReport> RunSlurmAudit(const AuditOptions& options, const SlurmAuditO
         fmt::format("sinfo {}: {}", listed->Describe(), LastLine(listed->stderr_text));
   } else {
     plan = PlanSlurmNodes(remediate::ParseSinfoNodes(listed->stdout_text), slurm.partition);
+    // A name the user gave that sinfo does not list (no such node, or not in the partition) is
+    // UNKNOWN with that reason, never silently left out of the count.
+    if (!slurm.nodelist.empty()) {
+      auto names = io.runner->Run({.argv = {"scontrol", "show", "hostnames", slurm.nodelist},
+                                   .timeout = SecondsAsDuration(options.probe_timeout_s)});
+      if (names && names->Succeeded()) {
+        const std::vector<std::string> planned = plan.ReachableNodes();
+        for (std::string_view name : Split(names->stdout_text, '\n')) {
+          const std::string node(Trim(name));
+          if (node.empty() || plan.unreachable.contains(node) ||
+              std::ranges::find(planned, node) != planned.end()) {
+            continue;
+          }
+          plan.unreachable[SanitizeUtf8(node)] =
+              slurm.partition.empty() ? "Slurm lists no such node"
+                                      : "Slurm lists no such node in partition " + slurm.partition;
+        }
+      }
+    }
     if (plan.steps.empty() && plan.unreachable.empty()) {
       return Fail(ErrorCode::kInvalidArgument, "Slurm knows no node{}{}",
                   slurm.partition.empty() ? "" : " in partition " + slurm.partition,
@@ -259,16 +297,18 @@ Result<AuditReport> RunSlurmAudit(const AuditOptions& options, const SlurmAuditO
   std::vector<NodeFindings> nodes;
   GradedAudit graded{
       .target = "slurm/" + (slurm.partition.empty() ? std::string("all") : slurm.partition),
-      .host = sys::Hostname()};
+      .host = sys::Hostname(),
+      .started = run_started};
   json answered = json::object();
+  std::map<std::string, AuditEvidence> heard;
+  std::optional<bool> sacct;
   std::map<std::string, std::string> unreachable = plan.unreachable;
   if (!controller_problem.empty()) {
-    graded.summary =
-        "the Slurm controller did not answer (" + controller_problem + "): every check is UNKNOWN";
+    graded.summary = "the Slurm controller did not answer (" + controller_problem +
+                     "): every check that reads a node is UNKNOWN";
   } else {
     // The cluster's accounting, asked once from here rather than by every node at once.
-    const std::optional<bool> sacct =
-        SacctAnswers(*io.fs, *io.runner, io.path, Seconds(options.probe_timeout_s));
+    sacct = SacctAnswers(*io.fs, *io.runner, io.path, SecondsAsDuration(options.probe_timeout_s));
     if (sacct) graded.evidence.push_back({"scheduler.slurm.sacct_ok", json(*sacct).dump()});
     // One step per partition, one after the other, all within the one budget.
     const WallTime started = io.clock->Now();
@@ -278,14 +318,20 @@ Result<AuditReport> RunSlurmAudit(const AuditOptions& options, const SlurmAuditO
       std::map<std::string, std::string> problems;
       for (auto& [node, doc] : RunStep(partition, step_nodes, options, slurm, cmax,
                                        slurm.budget_s - spent, io, problems)) {
-        AuditEvidence evidence;
+        AuditEvidence& evidence = heard[node];
         for (const auto& [key, value] : doc["evidence"].items()) evidence[key] = value;
-        if (sacct) evidence.emplace("scheduler.slurm.sacct_ok", *sacct);
-        nodes.push_back({node, GradeChecks(prepared->checks, evidence, context)});
         answered[node] = std::move(doc);
       }
       unreachable.insert(problems.begin(), problems.end());
     }
+  }
+  // Graded once every node is in: what a node says about the cluster (how many nodes were
+  // read) is the whole audit's, not its own.
+  const size_t total = heard.size() + unreachable.size();
+  for (auto& [node, evidence] : heard) {
+    if (sacct) evidence.emplace("scheduler.slurm.sacct_ok", *sacct);
+    evidence["audit.coverage.nodes_read"] = {{"read", heard.size()}, {"total", total}};
+    nodes.push_back({node, GradeChecks(prepared->checks, evidence, context)});
   }
   for (const auto& [node, reason] : unreachable) {
     nodes.push_back(Unreached(*prepared, context, node, reason));
@@ -301,7 +347,6 @@ Result<AuditReport> RunSlurmAudit(const AuditOptions& options, const SlurmAuditO
     graded.findings = WorstNodeFindings(nodes);
   }
 
-  const size_t total = answered.size() + unreachable.size();
   json coverage = {{"nodes", total},
                    {"answered", answered.size()},
                    {"unreachable", unreachable},

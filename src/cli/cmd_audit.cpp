@@ -124,10 +124,11 @@ Command SetupAuditCommand(CLI::App& parent) {
       "isolation, hardware, software, containers, orchestration, networking, "
       "storage, health or access");
   CLI::Option* local = Flag(app, "--local", o->local, "Audit this host (the default)");
-  Flag(app, "--slurm", o->slurm_target,
-       "Audit every node of the partition or node list through one srun job step (cmax must "
-       "be at the same path on the nodes: --remote-cmax)")
-      ->excludes(local);
+  CLI::Option* slurm =
+      Flag(app, "--slurm", o->slurm_target,
+           "Audit every node of the partition or node list through one srun job step (cmax must "
+           "be at the same path on the nodes: --remote-cmax)")
+          ->excludes(local);
   Flag(app, "--json", o->json, "Print the JSON report (schema cmax.report/v1)");
   Flag(app, "--exit-zero", o->run.exit_zero,
        "Exit 0 even when a check fails or cannot be read (errors still exit 2 or 3)");
@@ -145,21 +146,27 @@ Command SetupAuditCommand(CLI::App& parent) {
       "A minimum-version table to use instead of the built-in one (JSON, schema "
       "cmax.audit-minimums/v1, like data/audit_minimums.json)");
   audit::SlurmAuditOptions& s = o->slurm;
+  // These mean something only with --slurm: alone they would audit this host instead.
+  const std::initializer_list<CLI::Option*> slurm_only = {
+      Opt(app, "-p,--partition", s.partition,
+          "Only these partitions' nodes (srun -p; a comma list)"),
+      Opt(app, "-w,--nodelist", s.nodelist, "Only these nodes, a hostlist (gpu[1-4],gpu7)"),
+      Num(app, "--budget", s.budget_s, SecondsIn(86400),
+          "Seconds the srun steps may take in all; nodes not heard by then are UNKNOWN"),
+      Opt(app, "--srun-arg", s.srun_args,
+          "Passed to srun as it is, e.g. --srun-arg=--account=ops (repeatable)"),
+      Opt(app, "--remote-cmax", s.remote_cmax, "The cmax the nodes run (default: this one's path)"),
+      Flag(app, "-y,--yes", o->yes, "Go ahead without asking (needed off a terminal)")};
+  for (CLI::Option* option : slurm_only) option->needs(slurm);
+  Group("Slurm (--slurm)", slurm_only);
   Group("Slurm (--slurm)",
-        {Opt(app, "-p,--partition", s.partition, "Only this partition's nodes (srun -p)"),
-         Opt(app, "-w,--nodelist", s.nodelist, "Only these nodes, a hostlist (gpu[1-4],gpu7)"),
-         Num(app, "--node-timeout", s.node_timeout_s, Real(0.1, 3600),
-             "Seconds a node may take for its evidence; then it says so and stops"),
-         Num(app, "--budget", s.budget_s, SecondsIn(86400),
-             "Seconds the whole srun step may take; nodes not heard by then are UNKNOWN"),
-         Opt(app, "--srun-arg", s.srun_args,
-             "Passed to srun as it is, e.g. --srun-arg=--account=ops (repeatable)"),
-         Opt(app, "--remote-cmax", s.remote_cmax,
-             "The cmax the nodes run (default: this one's path)"),
-         Flag(app, "-y,--yes", o->yes, "Go ahead without asking (needed off a terminal)"),
+        {Num(app, "--node-timeout", s.node_timeout_s, Real(0.1, 3600),
+             "Seconds a node may take for its evidence (shorter than --budget); then it says "
+             "so and stops"),
          Flag(app, "--node-evidence", o->node_evidence,
               "What each node runs under --slurm: print this host's evidence framed for the "
-              "fan-out; writes nothing")});
+              "fan-out; writes nothing")
+             ->excludes(slurm)});
   o->review_app = app->add_subcommand(
       "review",
       "A stored audit as it was graded; with --regrade, graded again from its evidence with "

@@ -14,11 +14,6 @@ namespace cmax::cli {
 
 using ControllerFlags = remediate::ControllerSettings;
 
-// Seconds given on the command line as a Duration.
-inline Duration Seconds(double seconds) {
-  return remediate::SecondsAsDuration(seconds);
-}
-
 // Every flag but --act, --dry-run and --node, which each command names its own way.
 void AddControllerFlags(CLI::App& app, ControllerFlags& flags);
 // How to reach the Kubernetes API server (--kube-*), in the help's Kubernetes group.

@@ -49,6 +49,10 @@ std::string FormatIso8601(WallTime time) {
                      tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, millis);
 }
 
+Duration SecondsAsDuration(double seconds) {
+  return std::chrono::duration_cast<Duration>(std::chrono::duration<double>(seconds));
+}
+
 int UtcYear(WallTime time) {
   const std::chrono::year_month_day day{std::chrono::floor<std::chrono::days>(time)};
   return static_cast<int>(day.year());

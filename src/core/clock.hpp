@@ -55,6 +55,8 @@ class ManualClock final : public Clock {
 
 // "2026-11-30T09:22:28.911Z": UTC, millisecond precision, sorts as text.
 std::string FormatIso8601(WallTime time);
+// Seconds (from a flag or a file) as a Duration.
+Duration SecondsAsDuration(double seconds);
 // The year of `time` in UTC (for log formats that print no year).
 int UtcYear(WallTime time);
 Result<WallTime> ParseIso8601(std::string_view text);

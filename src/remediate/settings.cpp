@@ -19,10 +19,6 @@
 
 namespace cmax::remediate {
 
-Duration SecondsAsDuration(double seconds) {
-  return std::chrono::duration_cast<Duration>(std::chrono::duration<double>(seconds));
-}
-
 Result<ControllerConfig> BuildControllerConfig(const ControllerSettings& o, sys::FileSystem& fs) {
   for (double v : {o.validation_timeout_min, o.breaker_window_s, o.probation_min}) {
     if (!std::isfinite(v) || v <= 0) {

@@ -51,9 +51,6 @@ struct ControllerSettings {
   bool domain_needs_every_tray = false;
 };
 
-// Seconds as a Duration.
-Duration SecondsAsDuration(double seconds);
-
 // Checks the values and makes the config; refuses to act without --act or --dry-run, or
 // without a validation. The racks file is read through `fs`.
 Result<ControllerConfig> BuildControllerConfig(const ControllerSettings& settings,

@@ -17,13 +17,14 @@ void Handle(int signal_number) {
   if (signal_number == SIGINT) ::signal(SIGINT, SIG_DFL);
 }
 
-// ExitAtDeadline's words, kept where the handler can reach them without allocating.
-std::string* g_last_words = nullptr;
+// ExitAtDeadline's words, kept where the handler can reach them as plain bytes.
+const char* g_last_words = nullptr;
+size_t g_last_words_size = 0;
 int g_deadline_exit = 1;
 
 void AtDeadline(int /*signal_number*/) {
-  const char* data = g_last_words->data();
-  size_t left = g_last_words->size();
+  const char* data = g_last_words;
+  size_t left = g_last_words_size;
   while (left > 0) {
     const ssize_t n = ::write(STDOUT_FILENO, data, left);
     if (n <= 0) break;
@@ -39,7 +40,8 @@ void ExitAtDeadline(double seconds, const std::string& last_words, int exit_code
   static std::string words;  // outlives every caller; set before the timer is armed
   ::signal(SIGALRM, SIG_IGN);
   words = last_words;
-  g_last_words = &words;
+  g_last_words = words.data();
+  g_last_words_size = words.size();
   g_deadline_exit = exit_code;
   struct sigaction action {};
   action.sa_handler = AtDeadline;

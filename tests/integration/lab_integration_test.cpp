@@ -319,9 +319,11 @@ TEST_F(LabTest, AuditsEveryNodeAndNamesTheOneThatCannotAnswer) {
   EXPECT_NE(review_out.str().find("No check changed"), std::string::npos) << review_out.str();
 
   // A node list; then gpu3's slurmd is gone: it is UNKNOWN with the reason, the others answer.
-  auto listed = audit({"--exit-zero", "-w", "gpu[1-2]"});
+  auto listed = audit({"--exit-zero", "-w", "gpu[1-2],gpu9"});
   ASSERT_EQ(listed.first, cli::kExitOk);
-  EXPECT_EQ(nlohmann::json::parse(listed.second)["evidence"]["audit.coverage"]["nodes"], 2);
+  const auto listed_coverage = nlohmann::json::parse(listed.second)["evidence"]["audit.coverage"];
+  EXPECT_EQ(listed_coverage["nodes"], 3) << listed_coverage;
+  EXPECT_EQ(listed_coverage["unreachable"]["gpu9"], "Slurm lists no such node") << listed_coverage;
 
   // Without a terminal and without --yes nothing runs on the nodes and no run is recorded.
   ASSERT_NE(std::freopen("/dev/null", "r", stdin), nullptr);
@@ -351,7 +353,8 @@ TEST_F(LabTest, AuditsEveryNodeAndNamesTheOneThatCannotAnswer) {
       << late_doc;
   const std::string hung = dir_.File("hung-node");
   ASSERT_TRUE(fs_.WriteFileAtomic(hung, "#!/bin/sh\nexec sleep 60\n", 0755));
-  auto over = audit({"--exit-zero", "-w", "gpu[1-2]", "--remote-cmax", hung, "--budget", "2"});
+  auto over = audit({"--exit-zero", "-w", "gpu[1-2]", "--remote-cmax", hung, "--budget", "2",
+                     "--node-timeout", "1"});
   ASSERT_EQ(over.first, cli::kExitOk);
   auto over_doc = nlohmann::json::parse(over.second)["evidence"]["audit.coverage"];
   EXPECT_EQ(over_doc["answered"], 0);

@@ -174,6 +174,10 @@ TEST(SlurmPlan, OnlyNodesThatCanTakeAStepNowAreAsked) {
   EXPECT_EQ(plan.steps.at("spare"), (std::vector<std::string>{"gpu7"}));
   EXPECT_EQ(plan.ReachableNodes(), (std::vector<std::string>{"gpu1", "gpu2", "gpu7"}));
   EXPECT_EQ(PlanSlurmNodes({Node("gpu1", "idle"), spare}, "all").steps.size(), 1U);
+  // -p gpu,spare: each node goes with the partition asked for that it is in.
+  const SlurmNodePlan asked = PlanSlurmNodes({Node("gpu1", "idle"), spare}, "spare, gpu");
+  EXPECT_EQ(asked.steps.at("gpu"), std::vector<std::string>{"gpu1"});
+  EXPECT_EQ(asked.steps.at("spare"), std::vector<std::string>{"gpu7"});
   ASSERT_EQ(plan.unreachable.size(), 4U);
   EXPECT_EQ(plan.unreachable.at("gpu3"), "out of service (drained: cmax: Xid 79)");
   EXPECT_EQ(plan.unreachable.at("gpu4"), "cannot take a job step now (allocated)");

@@ -194,12 +194,18 @@ TEST(CollectLocalEvidence, ReadsASlurmNode) {
   EXPECT_EQ(e.at("scheduler.slurm.topology_plugin"), nullptr);
   EXPECT_EQ(e.at("scheduler.slurm.health_check_program"), "/usr/sbin/nhc");
   EXPECT_EQ(e.at("scheduler.slurm.health_check_calls_dcgm"), true);
+
   EXPECT_EQ(e.at("scheduler.slurm.sacct_ok"), false);
   EXPECT_EQ(e.at("health.dcgm.version"), "4.7.0");
   EXPECT_EQ(e.at("health.dcgm.hostengine"), nullptr);
   EXPECT_EQ(
       e.at("network.rdma.stack"),
       json({{"devices", 3}, {"ofed", "MLNX_OFED_LINUX-24.10-1.1.4.0"}, {"rdma_core", false}}));
+  // A health check program that cannot be read: no verdict either way on what it calls.
+  runner.AnswerStdout("scontrol", "HealthCheckProgram      = /usr/sbin/not-here\n");
+  EXPECT_FALSE(CollectLocalEvidence(fs, runner, {.path = "/usr/bin"})
+                   .contains("scheduler.slurm.health_check_calls_dcgm"));
+
   // SLURM_CONF naming a missing file: no client is asked (each would retry for a minute).
   runner.calls.clear();
   const AuditEvidence lost =
@@ -236,6 +242,7 @@ TEST(CollectLocalEvidence, CountsTheWeeksXidsFromTheJournal) {
   EXPECT_EQ(counts["xid"], json({{"13", 2}}));
   EXPECT_EQ(counts["sxid"], json({{"12028", 1}}));
   EXPECT_EQ(counts["records"], 4);
+  EXPECT_EQ(counts["oldest"], "2026-11-30T09:22:35.000Z");  // how far back the week's log reaches
   EXPECT_EQ(counts["truncated"], false);
   EXPECT_NE(counts["source"].get<std::string>().find("journalctl -k"), std::string::npos);
 

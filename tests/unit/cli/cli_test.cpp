@@ -323,6 +323,11 @@ TEST(Cli, AuditListsItsChecksAndItsTable) {
   EXPECT_NE(verbose.out.find("reproduce: sudo -n true"), std::string::npos) << verbose.out;
   EXPECT_EQ(Cli({"audit", "--show", "securty"}).code, kExitUsage);
   EXPECT_EQ(Cli({"audit", "--show", "--format", "yaml"}).code, kExitUsage);
+  // The Slurm options alone would audit this host instead: refused.
+  EXPECT_EQ(Cli({"audit", "-w", "gpu1"}).code, kExitUsage);
+  EXPECT_EQ(Cli({"audit", "--slurm", "--node-evidence"}).code, kExitUsage);
+  EXPECT_EQ(Cli({"audit", "--slurm", "--node-timeout", "60", "--budget", "30", "--yes"}).code,
+            kExitUsage);
   // Auditing this host records a run with a finding per check of the profile.
   testing::TempDir dir;
   const CliResult local = Cli({"--db", dir.File("cmax.db"), "audit", "--local", "access"});
