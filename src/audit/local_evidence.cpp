@@ -146,12 +146,14 @@ void Modules(const sys::FileSystem& fs, AuditEvidence& out) {
   out["gpu.gdrcopy.module"] = loaded("gdrdrv");
 }
 
-void LoaderCache(const sys::FileSystem& fs, AuditEvidence& out) {
-  const auto cache = Read(fs, "/etc/ld.so.cache", kLoaderCache);
-  if (!cache) return;
+// Returns the cache's text, which the RDMA stack reads too (one read of a file of megabytes).
+std::optional<std::string> LoaderCache(const sys::FileSystem& fs, AuditEvidence& out) {
+  auto cache = Read(fs, "/etc/ld.so.cache", kLoaderCache);
+  if (!cache) return std::nullopt;
   const auto gdrapi = CachedLibraries(*cache, "libgdrapi.so");
   out["gpu.gdrcopy.library"] = gdrapi.empty() ? json(nullptr) : json(gdrapi.front());
   out["software.nccl.libraries"] = CachedLibraries(*cache, "libnccl.so");
+  return cache;
 }
 
 void Governors(const sys::FileSystem& fs, AuditEvidence& out) {
@@ -573,7 +575,8 @@ void IbPkeys(const sys::FileSystem& fs, AuditEvidence& out) {
 
 // The RDMA stack beside the devices: MOFED/DOCA-OFED (ofed_info) or rdma-core (libibverbs).
 void RdmaStack(const sys::FileSystem& fs, sys::ProcessRunner& runner, const std::string& path,
-               Duration timeout, AuditEvidence& out) {
+               const std::optional<std::string>& loader_cache, Duration timeout,
+               AuditEvidence& out) {
   json stack = json::object();
   const auto devices = fs.ListDir("/sys/class/infiniband");
   stack["devices"] = devices ? static_cast<int64_t>(devices->size()) : 0;
@@ -585,7 +588,7 @@ void RdmaStack(const sys::FileSystem& fs, sys::ProcessRunner& runner, const std:
       stack["ofed"] = SanitizeUtf8(version);
     }
   }
-  if (const auto cache = Read(fs, "/etc/ld.so.cache", kLoaderCache)) {
+  if (const auto& cache = loader_cache) {
     stack["rdma_core"] = !CachedLibraries(*cache, "libibverbs.so").empty();
   }
   out["network.rdma.stack"] = stack;
@@ -600,7 +603,7 @@ AuditEvidence CollectLocalEvidence(const sys::FileSystem& fs, sys::ProcessRunner
   const std::vector<std::string> sbin = {"/usr/sbin", "/sbin"};
   Driver(fs, out);
   Modules(fs, out);
-  LoaderCache(fs, out);
+  const std::optional<std::string> loader_cache = LoaderCache(fs, out);
   Governors(fs, out);
   Rdma(fs, out);
   Kernels(fs, out);
@@ -685,7 +688,7 @@ AuditEvidence CollectLocalEvidence(const sys::FileSystem& fs, sys::ProcessRunner
   IdleGpus(options, out);
   DcgmExporter(fs, out);
   IbPkeys(fs, out);
-  RdmaStack(fs, runner, path, options.timeout, out);
+  RdmaStack(fs, runner, path, loader_cache, options.timeout, out);
   return out;
 }
 
