@@ -15,6 +15,7 @@
 
 namespace cmax::sys {
 class FileSystem;
+class HttpClient;
 class ProcessRunner;
 }  // namespace cmax::sys
 
@@ -34,6 +35,8 @@ struct AuditIo {
   // Asked before work lands on other machines, with what is about to happen; false stops it.
   std::function<bool(const std::string& plan)> confirm;
   std::function<void(std::string_view line)> note;  // progress, for stderr
+  // Kubernetes: how the API server is reached; null: libcurl, with the server's TLS settings.
+  sys::HttpClient* http = nullptr;
 };
 
 struct AuditOptions {

@@ -162,6 +162,24 @@ std::vector<Finding> UnreachableNodeFindings(std::vector<Finding> graded, std::s
   return graded;
 }
 
+std::vector<Finding> ExplainNotCollected(std::vector<Finding> findings,
+                                         const std::map<std::string, std::string>& unread,
+                                         std::string_view otherwise) {
+  constexpr std::string_view kPrefix = "not collected: ";
+  for (Finding& f : findings) {
+    if (f.status != CheckStatus::kUnknown || !f.message.starts_with(kPrefix)) continue;
+    std::string why(otherwise);
+    for (std::string_view key : Split(std::string_view(f.message).substr(kPrefix.size()), ',')) {
+      if (const auto it = unread.find(std::string(Trim(key))); it != unread.end()) {
+        why = it->second;
+        break;
+      }
+    }
+    f.message = fmt::format("{} ({})", f.message, why);
+  }
+  return findings;
+}
+
 nlohmann::json PerNodeStatuses(const std::vector<NodeFindings>& nodes) {
   nlohmann::json out = nlohmann::json::object();
   for (const NodeFindings& node : nodes) {

@@ -50,6 +50,12 @@ std::vector<Finding> WorstNodeFindings(const std::vector<NodeFindings>& nodes);
 // evidence) says why the node could not be read instead of "not collected".
 std::vector<Finding> UnreachableNodeFindings(std::vector<Finding> graded, std::string_view reason);
 
+// A grade's "not collected" UNKNOWNs, each given the reason its key was not read (`unread`),
+// else `otherwise`.
+std::vector<Finding> ExplainNotCollected(std::vector<Finding> findings,
+                                         const std::map<std::string, std::string>& unread,
+                                         std::string_view otherwise);
+
 // Per check, which nodes came out how: {"CHECK": {"FAIL": ["gpu3"], "PASS": [...]}}.
 nlohmann::json PerNodeStatuses(const std::vector<NodeFindings>& nodes);
 

@@ -193,6 +193,33 @@ Verdict IdleRule(const Inputs& in, std::string_view key, bool power) {
   return Pass(Join(seen, ", "));
 }
 
+// Kubernetes: a scheduler that knows the network, from what kubernetes.topology counted:
+// Kueue Topology objects, Volcano HyperNodes, nodes labelled with an NVLink clique or a
+// network-topology label. A list the API refused counts as not read.
+Verdict KubeTopologyRule(const Inputs& in) {
+  const json* topology = Get(in, "kubernetes.topology");
+  if (topology == nullptr) return NotCollected("kubernetes.topology");
+  if (!topology->is_object()) return Unknown("kubernetes.topology is not an object");
+  std::vector<std::string> seen;
+  bool all_read = true;
+  for (const auto& [what, count] : topology->items()) {
+    if (!count.is_number_integer()) {
+      all_read = false;  // null: that list could not be read
+      continue;
+    }
+    if (count.get<int64_t>() > 0) seen.push_back(fmt::format("{} {}", count.get<int64_t>(), what));
+  }
+  if (!seen.empty()) return Pass(Join(seen, ", "));
+  if (!all_read) return Unknown("no topology seen, and some of the lists could not be read");
+  return Found("none", "Kueue Topology, Volcano HyperNodes, or topology or clique labels",
+               "the scheduler places pods without knowing the network");
+}
+
+// A value that must be a string naming something, or null for none.
+const std::string* NameOrNull(const json& value) {
+  return value.is_string() ? &value.get_ref<const std::string&>() : nullptr;
+}
+
 using Rule = std::function<Verdict(const Inputs&)>;
 
 const std::map<std::string, Rule, std::less<>>& Rules() {
@@ -555,9 +582,7 @@ const std::map<std::string, Rule, std::less<>>& Rules() {
        }},
       {"networking.topology-configured",
        [](const Inputs& in) -> Verdict {
-         if (in.context.target != AuditTarget::kSlurm) {
-           return Unknown("topology labels are read on Kubernetes, which this version does not");
-         }
+         if (in.context.target == AuditTarget::kKubernetes) return KubeTopologyRule(in);
          const json* plugin = Get(in, "scheduler.slurm.topology_plugin");
          if (plugin == nullptr) return NotCollected("scheduler.slurm.topology_plugin");
          const std::string name = plugin->is_string() ? Shown(*plugin) : "";
@@ -693,6 +718,10 @@ const std::map<std::string, Rule, std::less<>>& Rules() {
        }},
       {"health.dcgm-exporter-running",
        [](const Inputs& in) -> Verdict {
+         // A node without an NVIDIA driver (a CPU node of the cluster) needs no exporter.
+         if (const json* driver = Get(in, "gpu.driver.version"); driver && driver->is_null()) {
+           return NotApplicable("no NVIDIA driver here");
+         }
          const auto listening = Flag(in, "health.dcgm_exporter.listening");
          const auto service = Flag(in, "health.dcgm_exporter.service");
          if (!listening) return NotCollected("health.dcgm_exporter.listening");
@@ -710,6 +739,59 @@ const std::map<std::string, Rule, std::less<>>& Rules() {
          if (*access) return Pass("the Docker daemon answers the auditing user");
          return Found("no access", "docker answers",
                       "docker is missing here, or its daemon does not answer the auditing user");
+       }},
+      {"isolation.kubernetes-nodes-proxy",
+       [](const Inputs& in) -> Verdict {
+         const json* subjects = Get(in, "kubernetes.rbac.nodes_proxy_subjects");
+         if (subjects == nullptr) return NotCollected("kubernetes.rbac.nodes_proxy_subjects");
+         if (!subjects->is_array()) {
+           return Unknown("kubernetes.rbac.nodes_proxy_subjects is not a list");
+         }
+         if (subjects->empty()) {
+           return Pass("no subject beyond the control plane's own reaches nodes/proxy");
+         }
+         std::vector<std::string> names;
+         for (const json& s : *subjects) names.push_back(Shown(s));
+         return Found(Join(names, "; "), "none",
+                      fmt::format("{} subject(s) can reach every kubelet through nodes/proxy: {}",
+                                  names.size(), Join(names, "; ")));
+       }},
+      {"orchestration.kubelet-cpu-manager",
+       [](const Inputs& in) -> Verdict {
+         const json* policy = Get(in, "kubernetes.kubelet.cpu_manager_policy");
+         if (policy == nullptr) return NotCollected("kubernetes.kubelet.cpu_manager_policy");
+         if (!policy->is_string()) return Unknown("the kubelet's CPU manager policy is unreadable");
+         const std::string name = Shown(*policy);
+         if (name == "static") return Pass(name);
+         return Found(name, "static", fmt::format("the kubelet's CPU manager policy is {}", name));
+       }},
+      {"storage.default-storageclass",
+       [](const Inputs& in) -> Verdict {
+         const json* name = Get(in, "kubernetes.storage.default_class");
+         if (name == nullptr) return NotCollected("kubernetes.storage.default_class");
+         if (const std::string* n = NameOrNull(*name)) return Pass(SanitizeUtf8(*n));
+         return Found("none", "one StorageClass marked default",
+                      "no StorageClass is the default: a claim without a class stays Pending");
+       }},
+      {"storage.rwx",
+       [](const Inputs& in) -> Verdict {
+         const json* default_class = Get(in, "kubernetes.storage.default_class");
+         const json* rwx = Get(in, "kubernetes.storage.rwx_provisioner");
+         if (default_class == nullptr) return NotCollected("kubernetes.storage.default_class");
+         if (rwx == nullptr) return NotCollected("kubernetes.storage.rwx_provisioner");
+         const std::string* shared = NameOrNull(*rwx);
+         const std::string* fallback = NameOrNull(*default_class);
+         if (shared != nullptr && fallback != nullptr) {
+           return Pass(
+               fmt::format("{} (default {})", SanitizeUtf8(*shared), SanitizeUtf8(*fallback)));
+         }
+         if (shared == nullptr) {
+           return Found("no ReadWriteMany class", "a shared filesystem's class",
+                        "no StorageClass offers ReadWriteMany (no shared filesystem's CSI "
+                        "driver, no ReadWriteMany volume bound)");
+         }
+         return Found(SanitizeUtf8(*shared) + ", no default", "a default StorageClass",
+                      "a ReadWriteMany class exists but no StorageClass is the default");
        }},
       {"networking.ib-pkeys",
        [](const Inputs& in) -> Verdict {

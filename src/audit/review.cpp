@@ -8,6 +8,7 @@
 #include "audit/catalogue.hpp"
 #include "audit/fanout.hpp"
 #include "audit/grading.hpp"
+#include "audit/kube_audit.hpp"
 #include "core/strings.hpp"
 #include "store/run_writer.hpp"
 
@@ -54,7 +55,8 @@ Result<std::vector<Finding>> RegradeRecord(const RunRecord& record, const Minimu
   if (!checks) return tl::unexpected(checks.error());
   const GradeContext context{.target = *target, .minimums = &table, .now = now};
 
-  if (*target != AuditTarget::kSlurm) {
+  // Slurm and Kubernetes audits are graded node by node; the others are one host's evidence.
+  if (*target != AuditTarget::kSlurm && *target != AuditTarget::kKubernetes) {
     AuditEvidence evidence;
     for (const EvidenceItem& item : record.evidence) {
       // The run's own bookkeeping; audit.coverage.nodes_read is evidence (the local target's).
@@ -84,7 +86,16 @@ Result<std::vector<Finding>> RegradeRecord(const RunRecord& record, const Minimu
     for (const auto& [key, value] : doc["evidence"].items()) evidence[key] = value;
     if (sacct) evidence.emplace("scheduler.slurm.sacct_ok", *sacct);
     if (!nodes_read.is_null()) evidence["audit.coverage.nodes_read"] = nodes_read;
-    nodes.push_back({item.key.substr(11), GradeChecks(*checks, evidence, context)});
+    std::vector<Finding> findings = GradeChecks(*checks, evidence, context);
+    // A Kubernetes node's evidence says why each key it lacks could not be read.
+    if (doc.contains("unread") && doc["unread"].is_object()) {
+      std::map<std::string, std::string> unread;
+      for (const auto& [key, why] : doc["unread"].items()) {
+        unread[key] = why.is_string() ? why.get<std::string>() : why.dump();
+      }
+      findings = ExplainNotCollected(std::move(findings), unread, kNeedsAPodOnTheNode);
+    }
+    nodes.push_back({item.key.substr(11), std::move(findings)});
   }
   if (coverage && coverage->contains("unreachable") && (*coverage)["unreachable"].is_object()) {
     for (const auto& [node, reason] : (*coverage)["unreachable"].items()) {

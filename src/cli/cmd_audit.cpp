@@ -1,6 +1,7 @@
 // `cmax audit`: the yes/no audit, check by check (data/audit_catalogue.json), of this host
-// (--local, the default) or of every node of a Slurm cluster (--slurm: one srun step in which
-// each node runs `cmax audit --node-evidence`). Kubernetes comes next.
+// (--local, the default), of every node of a Slurm cluster (--slurm: one srun step in which
+// each node runs `cmax audit --node-evidence`), or of a Kubernetes cluster through its API
+// server (--kubernetes: GET requests only).
 #include <CLI/CLI.hpp>
 #include <iostream>
 #include <memory>
@@ -9,12 +10,14 @@
 #include "audit/audit_run.hpp"
 #include "audit/catalogue.hpp"
 #include "audit/catalogue_views.hpp"
+#include "audit/kube_audit.hpp"
 #include "audit/review.hpp"
 #include "audit/slurm_audit.hpp"
 #include "cli/cli.hpp"
 #include "cli/common.hpp"
 #include "cli/flags.hpp"
 #include "cli/numbers.hpp"
+#include "cli/remediate_flags.hpp"
 #include "report/render.hpp"
 #include "sys/file_system.hpp"
 #include "sys/host.hpp"
@@ -29,12 +32,16 @@ struct AuditFlags {
   bool show_minimums = false;
   bool local = false;
   bool slurm_target = false;
+  bool kube_target = false;
   bool node_evidence = false;
   bool yes = false;
   bool json = false;
   audit::ShowOptions listing;
   audit::AuditOptions run;
   audit::SlurmAuditOptions slurm;
+  audit::KubeAuditOptions kube;
+  CLI::Option* budget = nullptr;
+  CLI::Option* yes_option = nullptr;
   CLI::App* review_app = nullptr;
   audit::ReviewOptions review;
 };
@@ -97,8 +104,14 @@ int Audit(AuditFlags& o, Context& ctx) {
     return PrintText(ctx, "cmax audit --node-evidence",
                      audit::NodeEvidenceFrames(o.run, o.slurm.node_timeout_s, io));
   }
-  auto report =
-      o.slurm_target ? audit::RunSlurmAudit(o.run, o.slurm, io) : audit::RunLocalAudit(o.run, io);
+  if (!o.slurm_target && !o.kube_target && (o.budget->count() > 0 || o.yes_option->count() > 0)) {
+    ctx.err << "cmax audit: --budget and --yes go with --slurm or --kubernetes\n";
+    return kExitUsage;
+  }
+  o.kube.budget_s = o.slurm.budget_s;
+  auto report = o.slurm_target  ? audit::RunSlurmAudit(o.run, o.slurm, io)
+                : o.kube_target ? audit::RunKubeAudit(o.run, o.kube, io)
+                                : audit::RunLocalAudit(o.run, io);
   if (!report) return PrintError(ctx, "cmax audit", report.error());
   if (!report->notice.empty()) ctx.err << "cmax audit: NOTE: " << report->notice << "\n";
   if (!report->summary.empty() && !ctx.global.quiet) {
@@ -117,8 +130,9 @@ Command SetupAuditCommand(CLI::App& parent) {
       "audit",
       "The yes/no audit, check by check: component versions against a minimum-version table,\n"
       "tenant isolation, hardware, software, containers, orchestration, networking, storage,\n"
-      "health checks and access. Read-only. Audits this host (--local, the default) or every\n"
-      "node of a Slurm cluster (--slurm), where the worst node decides each check.");
+      "health checks and access. Read-only. Audits this host (--local, the default), every\n"
+      "node of a Slurm cluster (--slurm), or a Kubernetes cluster through its API server\n"
+      "(--kubernetes); on a cluster the worst node decides each check.");
   Opt(app, "PROFILE", o->listing.profile,
       "Only this profile's checks: security (versions and isolation), versions, "
       "isolation, hardware, software, containers, orchestration, networking, "
@@ -129,6 +143,11 @@ Command SetupAuditCommand(CLI::App& parent) {
            "Audit every node of the partition or node list through one srun job step (cmax must "
            "be at the same path on the nodes: --remote-cmax)")
           ->excludes(local);
+  Flag(app, "--kubernetes", o->kube_target,
+       "Audit a Kubernetes cluster through its API server: GET requests only, no pod is "
+       "started (what only a pod on a node could read is UNKNOWN)")
+      ->excludes(local)
+      ->excludes(slurm);
   Flag(app, "--json", o->json, "Print the JSON report (schema cmax.report/v1)");
   Flag(app, "--exit-zero", o->run.exit_zero,
        "Exit 0 even when a check fails or cannot be read (errors still exit 2 or 3)");
@@ -151,12 +170,10 @@ Command SetupAuditCommand(CLI::App& parent) {
       Opt(app, "-p,--partition", s.partition,
           "Only these partitions' nodes (srun -p; a comma list)"),
       Opt(app, "-w,--nodelist", s.nodelist, "Only these nodes, a hostlist (gpu[1-4],gpu7)"),
-      Num(app, "--budget", s.budget_s, SecondsIn(86400),
-          "Seconds the srun steps may take in all; nodes not heard by then are UNKNOWN"),
       Opt(app, "--srun-arg", s.srun_args,
           "Passed to srun as it is, e.g. --srun-arg=--account=ops (repeatable)"),
-      Opt(app, "--remote-cmax", s.remote_cmax, "The cmax the nodes run (default: this one's path)"),
-      Flag(app, "-y,--yes", o->yes, "Go ahead without asking (needed off a terminal)")};
+      Opt(app, "--remote-cmax", s.remote_cmax,
+          "The cmax the nodes run (default: this one's path)")};
   for (CLI::Option* option : slurm_only) option->needs(slurm);
   Group("Slurm (--slurm)", slurm_only);
   Group("Slurm (--slurm)",
@@ -167,6 +184,22 @@ Command SetupAuditCommand(CLI::App& parent) {
               "What each node runs under --slurm: print this host's evidence framed for the "
               "fan-out; writes nothing")
              ->excludes(slurm)});
+  // Either cluster target.
+  o->budget = Num(app, "--budget", s.budget_s, SecondsIn(86400),
+                  "Seconds the audit's work on the cluster may take in all (the srun steps; "
+                  "the kubelets' reads); nodes not heard by then are UNKNOWN");
+  o->yes_option = Flag(app, "-y,--yes", o->yes, "Go ahead without asking (needed off a terminal)");
+  Group("Slurm or Kubernetes", {o->budget, o->yes_option});
+  audit::KubeAuditOptions& k = o->kube;
+  AddKubeFlags(*app, k.connection);
+  CLI::Option* selector =
+      Opt(app, "-l,--selector", k.selector,
+          "Only the nodes this label selector picks (as kubectl -l; default: the nodes with "
+          "GPUs, or all when none has one)");
+  Group("Kubernetes", {selector});
+  for (CLI::Option* option : app->get_options()) {
+    if (option->get_group() == "Kubernetes") option->needs("--kubernetes");
+  }
   o->review_app = app->add_subcommand(
       "review",
       "A stored audit as it was graded; with --regrade, graded again from its evidence with "

@@ -47,6 +47,10 @@ struct KubeFlags {
   bool insecure = false;   // --kube-insecure
 };
 
+// The environment variables that locate the API server and prove who cmax is.
+inline constexpr const char* kKubeEnvironment[] = {
+    "KUBECONFIG", "KUBERNETES_SERVICE_HOST", "KUBERNETES_SERVICE_PORT", "HOME", "CMAX_KUBE_TOKEN"};
+
 // The first that applies: --kube-api (with --kube-token-file or CMAX_KUBE_TOKEN, --kube-ca);
 // --kubeconfig or KUBECONFIG (its first file when it lists several); in-cluster when
 // KUBERNETES_SERVICE_HOST is set; ~/.kube/config.

@@ -82,8 +82,7 @@ SlurmOptions SlurmOptionsFrom(const ControllerSettings& o) {
 
 std::map<std::string, std::string> KubeEnvironment() {
   std::map<std::string, std::string> env;
-  for (const char* name : {"KUBECONFIG", "KUBERNETES_SERVICE_HOST", "KUBERNETES_SERVICE_PORT",
-                           "HOME", "CMAX_KUBE_TOKEN"}) {
+  for (const char* name : kKubeEnvironment) {
     if (std::string v = sys::GetEnv(name); !v.empty()) env[name] = v;
   }
   return env;

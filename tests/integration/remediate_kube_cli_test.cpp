@@ -33,15 +33,7 @@ class KubeCliTest : public ::testing::Test {
     std::vector<std::string> argv{CMAX_BINARY, "--db", dir_.File("cmax.db")};
     argv.insert(argv.end(), args.begin(), args.end());
     sys::ProcessSpec spec{.argv = argv};
-    // No kubeconfig of the machine's may leak in.
-    spec.env_add = std::move(env);
-    for (std::string base : {"HOME=" + dir_.Path(), std::string("KUBECONFIG="),
-                             std::string("KUBERNETES_SERVICE_HOST=")}) {
-      const std::string key = base.substr(0, base.find('=') + 1);
-      if (std::none_of(spec.env_add.begin(), spec.env_add.end(),
-                       [&](const std::string& e) { return e.starts_with(key); }))
-        spec.env_add.push_back(base);
-    }
+    spec.env_add = testing::WithoutMachineKubeconfig(std::move(env), dir_.Path());
     spec.timeout = 60s;
     auto r = runner_.Run(spec);
     EXPECT_TRUE(r) << r.error().message;

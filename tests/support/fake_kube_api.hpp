@@ -6,14 +6,31 @@
 // installed on the build machines; this is what the adapter is tested against.
 #pragma once
 
+#include <map>
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <string>
+#include <vector>
 
 #include "support/http_fixture.hpp"
 
 namespace cmax::testing {
+
+// The environment for a cmax started by a test: `env`, plus HOME at `home` and KUBECONFIG and
+// KUBERNETES_SERVICE_HOST empty unless `env` sets them, so that no kubeconfig of the machine's
+// leaks in.
+inline std::vector<std::string> WithoutMachineKubeconfig(std::vector<std::string> env,
+                                                         const std::string& home) {
+  for (const std::string& base :
+       {"HOME=" + home, std::string("KUBECONFIG="), std::string("KUBERNETES_SERVICE_HOST=")}) {
+    const std::string key = base.substr(0, base.find('=') + 1);
+    bool set = false;
+    for (const std::string& e : env) set = set || e.starts_with(key);
+    if (!set) env.push_back(base);
+  }
+  return env;
+}
 
 class FakeKubeApi {
  public:
@@ -96,13 +113,42 @@ class FakeKubeApi {
       pods_[ns + "/" + name + "-abcde"] = pod;
     }
   }
+  // Sets what the kubelet reports (status.capacity, status.nodeInfo, conditions ...): a JSON
+  // merge patch onto the node.
+  void MergeIntoNode(const std::string& name, const json& patch) {
+    const std::lock_guard lock(mutex_);
+    nodes_.at(name).merge_patch(patch);
+  }
   // An operator (kubectl) changes the node: its resourceVersion moves on.
   void Touch(const std::string& name) {
     const std::lock_guard lock(mutex_);
     nodes_.at(name)["metadata"]["resourceVersion"] = std::to_string(++version_);
   }
 
+  // Objects of other kinds, listed (paged) at their collection's path, e.g.
+  // "/apis/apps/v1/daemonsets"; a kind with no object is a CRD not installed (404).
+  void AddObject(const std::string& collection, json object) {
+    const std::lock_guard lock(mutex_);
+    objects_[collection].push_back(std::move(object));
+  }
+  // A collection that exists with nothing in it yet.
+  void AddCollection(const std::string& collection) {
+    const std::lock_guard lock(mutex_);
+    objects_[collection];
+  }
+  void MergeIntoPod(const std::string& key, const json& patch) {
+    const std::lock_guard lock(mutex_);
+    pods_.at(key).merge_patch(patch);
+  }
+  // Each request as "METHOD PATH", in order: the audit's read-only claim is checked on it.
+  std::vector<std::string> Requests() {
+    const std::lock_guard lock(mutex_);
+    return requests_;
+  }
+
   std::string token = "token-1";
+  std::set<std::string> forbidden;      // paths answered 403, as RBAC would
+  std::map<std::string, json> configz;  // node -> its kubelet's /configz; absent: 503
   // How many times the node list was read: a test waits for a watcher's next look with it.
   int NodeLists() {
     const std::lock_guard lock(mutex_);
@@ -143,14 +189,26 @@ class FakeKubeApi {
   static FixtureResponse Status(int code, const std::string& message) {
     return {code, json{{"kind", "Status"}, {"code", code}, {"message", message}}.dump()};
   }
+  // A selector of "key=value" terms joined by commas, all of which must hold.
   static bool Matches(const json& object, const std::string& selector) {
-    if (selector.empty()) return true;
-    const size_t eq = selector.find('=');
-    const std::string key = selector.substr(0, eq);
-    const std::string value = selector.substr(eq + 1);
-    if (key == "spec.nodeName") return object["spec"].value("nodeName", "") == value;
-    const json& labels = object["metadata"]["labels"];
-    return labels.is_object() && labels.value(key, "") == value;
+    size_t start = 0;
+    while (start < selector.size()) {
+      size_t comma = selector.find(',', start);
+      if (comma == std::string::npos) comma = selector.size();
+      const std::string term = selector.substr(start, comma - start);
+      start = comma + 1;
+      const size_t eq = term.find('=');
+      const std::string key = term.substr(0, eq);
+      const std::string value = eq == std::string::npos ? "" : term.substr(eq + 1);
+      if (key == "spec.nodeName") {
+        if (object["spec"].value("nodeName", "") != value) return false;
+        continue;
+      }
+      const json& labels = object["metadata"]["labels"];
+      if (!labels.is_object() || !labels.contains(key)) return false;
+      if (eq != std::string::npos && labels.value(key, "") != value) return false;
+    }
+    return true;
   }
   FixtureResponse List(const std::vector<json>& all, const std::map<std::string, std::string>& q) {
     std::vector<json> items;
@@ -181,6 +239,16 @@ class FakeKubeApi {
     const std::string path = r.Path();
     const auto q = Query(r);
     const std::string nodes = "/api/v1/nodes";
+    requests_.push_back(r.method + " " + path);
+    if (forbidden.contains(path)) {
+      return Status(403, "forbidden: User \"auditor\" cannot get path \"" + path + "\"");
+    }
+    if (r.method == "GET" && objects_.contains(path)) return List(objects_[path], q);
+    if (r.method == "GET" && path.starts_with(nodes + "/") && path.ends_with("/proxy/configz")) {
+      const std::string name = path.substr(nodes.size() + 1, path.size() - nodes.size() - 15);
+      if (!configz.contains(name)) return Status(503, "error trying to reach service: dial tcp");
+      return {200, configz[name].dump()};
+    }
     if (r.method == "GET" && path == nodes) {
       ++node_lists_;
       std::vector<json> all;
@@ -290,6 +358,8 @@ class FakeKubeApi {
   std::map<std::string, json> nodes_;
   std::map<std::string, json> pods_;
   std::map<std::string, json> jobs_;
+  std::map<std::string, std::vector<json>> objects_;
+  std::vector<std::string> requests_;
   HttpFixture http_;  // last: it stops (and joins its thread) before the state goes
 };
 

@@ -402,6 +402,51 @@ TEST(GradeChecks, JudgesEachCheckOnItsEvidence) {
       {"networking.ib-pkeys",
        {{"network.ib.ports[].pkeys", {{{"port", "mlx5_0/1"}, {"pkeys", nullptr}}}}},
        CheckStatus::kUnknown},
+      {"health.dcgm-exporter-running",
+       {{"gpu.driver.version", nullptr}, {"health.dcgm_exporter.listening", false}},
+       CheckStatus::kSkip},
+      {"isolation.kubernetes-nodes-proxy",
+       {{"kubernetes.rbac.nodes_proxy_subjects", json::array()}},
+       CheckStatus::kPass},
+      {"isolation.kubernetes-nodes-proxy",
+       {{"kubernetes.rbac.nodes_proxy_subjects",
+         {"ServiceAccount monitoring/prom via ClusterRole prometheus (binding prom)"}}},
+       CheckStatus::kFail,
+       "monitoring/prom"},
+      {"isolation.kubernetes-nodes-proxy",
+       {{"kubernetes.rbac.nodes_proxy_subjects", "forbidden"}},
+       CheckStatus::kUnknown},
+      {"orchestration.kubelet-cpu-manager",
+       {{"kubernetes.kubelet.cpu_manager_policy", "static"}},
+       CheckStatus::kPass},
+      {"orchestration.kubelet-cpu-manager",
+       {{"kubernetes.kubelet.cpu_manager_policy", "none"}},
+       CheckStatus::kWarn,
+       "none"},
+      {"orchestration.kubelet-cpu-manager",
+       {{"kubernetes.kubelet.cpu_manager_policy", nullptr}},
+       CheckStatus::kUnknown},
+      {"storage.default-storageclass",
+       {{"kubernetes.storage.default_class", "local"}},
+       CheckStatus::kPass},
+      {"storage.default-storageclass",
+       {{"kubernetes.storage.default_class", nullptr}},
+       CheckStatus::kWarn},
+      {"storage.rwx",
+       {{"kubernetes.storage.default_class", "local"},
+        {"kubernetes.storage.rwx_provisioner", "shared"}},
+       CheckStatus::kPass},
+      {"storage.rwx",
+       {{"kubernetes.storage.default_class", "local"},
+        {"kubernetes.storage.rwx_provisioner", nullptr}},
+       CheckStatus::kWarn,
+       "no ReadWriteMany"},
+      {"storage.rwx",
+       {{"kubernetes.storage.default_class", nullptr},
+        {"kubernetes.storage.rwx_provisioner", "shared"}},
+       CheckStatus::kWarn,
+       "no default"},
+      {"storage.rwx", {{"kubernetes.storage.default_class", "local"}}, CheckStatus::kUnknown},
   };
   for (const Case& c : cases) {
     // On a target the check applies to (targets are SlurmOnlyChecksAndPcieIsolationByTarget's).
@@ -415,6 +460,24 @@ TEST(GradeChecks, JudgesEachCheckOnItsEvidence) {
       EXPECT_FALSE(f.remediation.empty()) << c.id;
     }
   }
+}
+
+TEST(GradeChecks, TopologyOnKubernetes) {
+  const auto topology = [](json counts) {
+    return Grade("networking.topology-configured", {{"kubernetes.topology", std::move(counts)}},
+                 AuditTarget::kKubernetes);
+  };
+  const Finding clique =
+      topology({{"Kueue Topologies", 0}, {"nodes with an NVLink clique label", 4}});
+  EXPECT_EQ(clique.status, CheckStatus::kPass);
+  EXPECT_EQ(clique.observed, "4 nodes with an NVLink clique label");
+  EXPECT_EQ(topology({{"Kueue Topologies", 0}, {"Volcano HyperNodes", 0}}).status,
+            CheckStatus::kWarn);
+  // Nothing seen, but a list the API refused: that may be where it is.
+  EXPECT_EQ(topology({{"Kueue Topologies", nullptr}, {"Volcano HyperNodes", 0}}).status,
+            CheckStatus::kUnknown);
+  EXPECT_EQ(Grade("networking.topology-configured", {}, AuditTarget::kKubernetes).status,
+            CheckStatus::kUnknown);
 }
 
 TEST(GradeChecks, SlurmOnlyChecksAndPcieIsolationByTarget) {
@@ -460,10 +523,10 @@ TEST(GradeChecks, EveryCheckGetsOneFindingAndNoneOnNothingPasses) {
   // A side effect allowed: the check is judged (here: not collected).
   GradeContext allowed = Context(AuditTarget::kKubernetes);
   allowed.allow_side_effects = true;
-  const auto* rwx = &Check("storage.rwx");
-  EXPECT_EQ(GradeChecks({rwx}, {}, Context(AuditTarget::kKubernetes)).front().status,
+  const auto* diag = &Check("health.dcgm-diag");
+  EXPECT_EQ(GradeChecks({diag}, {}, Context(AuditTarget::kKubernetes)).front().status,
             CheckStatus::kSkip);
-  EXPECT_EQ(GradeChecks({rwx}, {}, allowed).front().status, CheckStatus::kUnknown);
+  EXPECT_EQ(GradeChecks({diag}, {}, allowed).front().status, CheckStatus::kUnknown);
 }
 
 TEST(GradeChecks, EveryRuleIsACatalogueCheck) {
