@@ -22,8 +22,14 @@ build: setup
 	cmake --preset release
 	cmake --build --preset release
 
+# cmax run exits 1 when a check failed and 3 when one could not be read: the evaluation ran,
+# and its report says which; any other failure is make's too.
 run: build
-	$(BIN) run
+	@$(BIN) run; rc=$$?; case $$rc in \
+	  0) ;; \
+	  1|3) echo "make run: cmax run exited $$rc (1: a check failed, 3: a check could not be read or the run could not finish; see above)" >&2 ;; \
+	  *) exit $$rc ;; \
+	esac
 
 # The tree is looked at before and after (in that order, also under make -j): the run itself
 # checks that no test left a file in the source tree.

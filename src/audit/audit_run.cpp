@@ -19,13 +19,42 @@ namespace {
 // The public table is refused above 4 MB too; ours is 3 KB.
 constexpr size_t kMaxTableBytes = size_t{4} << 20;
 
-AuditTarget LocalTarget(const Target& target) {
+}  // namespace
+
+AuditTarget LocalAuditTarget(const Target& target) {
   if (target.environment == "container") return AuditTarget::kContainer;
   if (target.environment == "vm") return AuditTarget::kVm;
   return AuditTarget::kStandalone;
 }
 
-}  // namespace
+std::vector<EvidenceItem> AuditBookkeeping(const AuditOptions& options, const MinimumTable& table) {
+  return {
+      {"audit.profile", nlohmann::json(options.profile.empty() ? "all" : options.profile).dump()},
+      {"audit.minimums.generated", nlohmann::json(FormatIso8601(table.Generated())).dump()},
+      {"audit.minimums.sha256", nlohmann::json(table.Sha256()).dump()}};
+}
+
+GradedAudit AuditThisHost(const AuditOptions& options, const PreparedAudit& prepared,
+                          AuditTarget target, const AuditIo& io) {
+  log::Info("auditing this host ({}): {} checks", TargetName(target), prepared.checks.size());
+  const AuditEvidence evidence =
+      CollectLocalEvidence(*io.fs, *io.runner,
+                           {.path = io.path,
+                            .timeout = SecondsAsDuration(options.probe_timeout_s),
+                            .now = io.clock->Now(),
+                            .slurm_conf = io.env ? io.env("SLURM_CONF") : "",
+                            .nvml = SnapshotNvml});
+  GradedAudit graded{.target = "local/" + std::string(TargetName(target)), .host = sys::Hostname()};
+  for (const auto& [key, value] : evidence) graded.evidence.push_back({key, value.dump()});
+  graded.evidence.push_back({"audit.target", nlohmann::json(TargetName(target)).dump()});
+  // A probe cut short by Ctrl-C proves nothing: the grades are kept only when it finished.
+  if (!(io.interrupted && io.interrupted())) {
+    graded.findings =
+        GradeChecks(prepared.checks, evidence,
+                    {.target = target, .minimums = &prepared.table, .now = io.clock->Now()});
+  }
+  return graded;
+}
 
 Result<MinimumTable> LoadMinimums(const std::string& path, const AuditIo& io) {
   if (path.empty()) return MinimumTable::Builtin();
@@ -69,11 +98,7 @@ Result<AuditReport> RecordAudit(const AuditOptions& options, const PreparedAudit
   };
   const MinimumTable& table = prepared.table;
   std::vector<EvidenceItem>& items = graded.evidence;
-  items.push_back(
-      {"audit.profile", nlohmann::json(options.profile.empty() ? "all" : options.profile).dump()});
-  items.push_back(
-      {"audit.minimums.generated", nlohmann::json(FormatIso8601(table.Generated())).dump()});
-  items.push_back({"audit.minimums.sha256", nlohmann::json(table.Sha256()).dump()});
+  for (EvidenceItem& item : AuditBookkeeping(options, table)) items.push_back(std::move(item));
   if (auto ok = writer.Add(items, graded.findings); !ok) return fail(ok.error());
   const int signal = io.interrupt_signal ? io.interrupt_signal() : 0;
   auto outcome = writer.Finish(signal, io.clock->Now());
@@ -95,27 +120,10 @@ Result<AuditReport> RunLocalAudit(const AuditOptions& options, const AuditIo& io
   auto prepared = PrepareAudit(options, io);
   if (!prepared) return tl::unexpected(prepared.error());
   const HostFacts host = CollectHost(*io.fs, sys::Hostname());
-  const AuditTarget target = LocalTarget(DetectEnvironment(host));
-  log::Info("auditing this host ({}): {} checks", TargetName(target), prepared->checks.size());
-  const auto timeout = SecondsAsDuration(options.probe_timeout_s);
-  const AuditEvidence evidence =
-      CollectLocalEvidence(*io.fs, *io.runner,
-                           {.path = io.path,
-                            .timeout = timeout,
-                            .now = io.clock->Now(),
-                            .slurm_conf = io.env ? io.env("SLURM_CONF") : "",
-                            .nvml = SnapshotNvml});
-  GradedAudit graded{.target = "local/" + std::string(TargetName(target)),
-                     .host = host.hostname,
-                     .started = started};
-  for (const auto& [key, value] : evidence) graded.evidence.push_back({key, value.dump()});
-  graded.evidence.push_back({"audit.target", nlohmann::json(TargetName(target)).dump()});
-  // A probe cut short by Ctrl-C proves nothing: the grades are recorded only when it finished.
-  if (!(io.interrupted && io.interrupted())) {
-    graded.findings =
-        GradeChecks(prepared->checks, evidence,
-                    {.target = target, .minimums = &prepared->table, .now = io.clock->Now()});
-  }
+  GradedAudit graded =
+      AuditThisHost(options, *prepared, LocalAuditTarget(DetectEnvironment(host)), io);
+  graded.host = host.hostname;
+  graded.started = started;
   return RecordAudit(options, *prepared, std::move(graded), io);
 }
 

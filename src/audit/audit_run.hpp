@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "audit/catalogue.hpp"
+#include "audit/inventory_checks.hpp"
 #include "audit/minimums.hpp"
 #include "core/clock.hpp"
 #include "core/result.hpp"
@@ -75,6 +76,16 @@ struct GradedAudit {
 };
 Result<AuditReport> RecordAudit(const AuditOptions& options, const PreparedAudit& prepared,
                                 GradedAudit graded, const AuditIo& io);
+
+// This host's evidence and grades (the local target), for the caller to record: `cmax audit
+// --local` as a run of its own, `cmax run` as a phase of its run. Interrupted: no findings.
+GradedAudit AuditThisHost(const AuditOptions& options, const PreparedAudit& prepared,
+                          AuditTarget target, const AuditIo& io);
+// What every recorded audit says about itself: its profile, the minimum table's date and
+// SHA-256.
+std::vector<EvidenceItem> AuditBookkeeping(const AuditOptions& options, const MinimumTable& table);
+// The audit's target for what host detection found: standalone, vm or container.
+AuditTarget LocalAuditTarget(const Target& target);
 
 // The table to grade with: the built-in one when `path` is empty, else that file (at most 4 MiB;
 // a broken file is an error naming it, exit 2).

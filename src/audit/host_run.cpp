@@ -2,6 +2,7 @@
 
 #include <cmath>
 
+#include "audit/audit_run.hpp"
 #include "audit/host_inventory.hpp"
 #include "audit/inventory_checks.hpp"
 #include "core/log.hpp"
@@ -59,6 +60,23 @@ Result<HostRunReport> EvaluateHost(double probe_timeout_s, const HostRunIo& io) 
         return fail(ok.error());
       }
     }
+  }
+  if (!interrupted()) {
+    // The audit as a phase: its checks, evidence and minimum table recorded in this run.
+    const AuditOptions options{.probe_timeout_s = probe_timeout_s};
+    const AuditIo audit_io{.fs = io.fs,
+                           .runner = io.runner,
+                           .clock = io.clock,
+                           .path = io.path,
+                           .interrupted = io.interrupted,
+                           .env = io.env};
+    auto prepared = PrepareAudit(options, audit_io);
+    if (!prepared) return fail(prepared.error());
+    GradedAudit graded = AuditThisHost(options, *prepared, LocalAuditTarget(target), audit_io);
+    for (EvidenceItem& item : AuditBookkeeping(options, prepared->table)) {
+      graded.evidence.push_back(std::move(item));
+    }
+    if (auto ok = writer.Add(graded.evidence, graded.findings); !ok) return fail(ok.error());
   }
   const int signal = io.interrupt_signal ? io.interrupt_signal() : 0;
   auto outcome = writer.Finish(signal, io.clock->Now());

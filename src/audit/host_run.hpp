@@ -1,7 +1,8 @@
 // `cmax run`'s work on this host, behind its thin command file: the host inventory (files only,
 // quick), the run opened as soon as the environment is known so that anything slower is inside
-// a recorded run, then the GPUs and driver, then the scheduler (probes with a timeout); each
-// phase's evidence and findings are stored as it ends, and Ctrl-C keeps what was found.
+// a recorded run, then the GPUs and driver, then the scheduler (probes with a timeout), then the
+// audit of this host (every check `cmax audit --local` grades, with the built-in minimum table);
+// each phase's evidence and findings are stored as it ends, and Ctrl-C keeps what was found.
 #pragma once
 
 #include <cstdint>
@@ -27,6 +28,8 @@ struct HostRunIo {
   Clock* clock = nullptr;
   std::function<bool()> interrupted;
   std::function<int()> interrupt_signal;
+  std::string path;                                    // PATH, for the audit's programs
+  std::function<std::string(const std::string&)> env;  // an environment variable, "" if unset
 };
 
 struct HostRunReport {

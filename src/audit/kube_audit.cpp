@@ -28,7 +28,9 @@ constexpr std::string_view kVolumes = "/api/v1/persistentvolumes";
 constexpr std::string_view kClusterRoles = "/apis/rbac.authorization.k8s.io/v1/clusterroles";
 constexpr std::string_view kClusterRoleBindings =
     "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings";
-constexpr std::string_view kKueueTopologies = "/apis/kueue.x-k8s.io/v1alpha1/topologies";
+constexpr std::array<std::string_view, 3> kKueueTopologies = {
+    "/apis/kueue.x-k8s.io/v1beta2/topologies", "/apis/kueue.x-k8s.io/v1beta1/topologies",
+    "/apis/kueue.x-k8s.io/v1alpha1/topologies"};
 constexpr std::string_view kVolcanoHyperNodes = "/apis/topology.volcano.sh/v1alpha1/hypernodes";
 
 int64_t Quantity(const json& node, const char* resource) {
@@ -112,7 +114,7 @@ bool PodReady(const json& pod) {
   const json& conditions = KubeField(pod, {"status", "conditions"});
   if (!conditions.is_array()) return false;
   return std::ranges::any_of(conditions, [](const json& c) {
-    return c.is_object() && c.value("type", "") == "Ready" && c.value("status", "") == "True";
+    return KubeStr(c, {"type"}) == "Ready" && KubeStr(c, {"status"}) == "True";
   });
 }
 
@@ -146,11 +148,19 @@ std::string Arch(std::string_view kube_arch) {
   return std::string(kube_arch);
 }
 
-// A topology label: one that says where a node sits in the network (not its zone or region).
+// A label that says where a node sits in the network: an NVLink clique (GPU Feature
+// Discovery), AWS's network node layers, GCE's topology block, sub-block and host, and the
+// block/rack/spine keys topology-aware schedulers are set up with. Not zones, regions or
+// anything else that merely contains "topology" (EKS puts topology.k8s.aws/zone-id on every
+// node).
 bool TopologyLabel(std::string_view key) {
-  if (key.find("gpu.clique") != std::string_view::npos) return true;
-  if (key.find("topology") == std::string_view::npos) return false;
-  return !key.ends_with("/zone") && !key.ends_with("/region");
+  static constexpr std::array<std::string_view, 3> kParts = {"gpu.clique", "network-node-layer",
+                                                             "gce-topology-"};
+  static constexpr std::array<std::string_view, 4> kEnds = {"topology-block", "topology-subblock",
+                                                            "topology-rack", "topology-spine"};
+  return std::ranges::any_of(kParts, [&](std::string_view p) { return key.find(p) != key.npos; }) ||
+         std::ranges::any_of(kEnds, [&](std::string_view e) { return key.ends_with(e); }) ||
+         key.starts_with("network.topology.");
 }
 
 json Count(const KubeList& list) {
@@ -173,16 +183,15 @@ bool RoleReachesNodesProxy(const json& role) {
   });
 }
 
+// The identities that must reach the kubelets: the cluster's administrators and the API server
+// itself (its kubelet client user: kubeadm's kube-apiserver-kubelet-client, k3s's and RKE2's
+// kube-apiserver). Anything else that does (a tenant, a workload's service account, the kubelets
+// themselves, system:authenticated) is a finding.
 bool ControlPlaneIdentity(const json& subject) {
-  const std::string kind = subject.value("kind", "");
-  const std::string name = subject.value("name", "");
-  if (kind == "Group") return name == "system:masters" || name == "system:nodes";
-  if (kind != "User") return false;
-  // The kubelets' and the control plane's own users; system:anonymous and the
-  // system:authenticated/serviceaccounts groups are anyone, and count.
-  return name.starts_with("system:node:") || name == "system:kube-controller-manager" ||
-         name == "system:kube-scheduler" || name == "system:apiserver" ||
-         name == "kube-apiserver-kubelet-client";
+  const std::string kind = KubeStr(subject, {"kind"});
+  const std::string name = KubeStr(subject, {"name"});
+  if (kind == "Group") return name == "system:masters";
+  return kind == "User" && (name == "kube-apiserver-kubelet-client" || name == "kube-apiserver");
 }
 
 }  // namespace
@@ -208,11 +217,13 @@ std::vector<std::string> NodesProxySubjects(const std::vector<json>& roles,
     if (!subjects.is_array()) continue;
     for (const json& subject : subjects) {
       if (!subject.is_object() || ControlPlaneIdentity(subject)) continue;
-      const std::string ns = subject.value("namespace", "");
-      out.push_back(SanitizeUtf8(fmt::format(
-          "{} {}{} via ClusterRole {} (binding {})", subject.value("kind", "?"),
-          ns.empty() ? "" : ns + "/", subject.value("name", "?"), role,
-          KubeStr(binding, {"metadata", "name"}))));
+      const std::string ns = KubeStr(subject, {"namespace"});
+      const std::string kind = KubeStr(subject, {"kind"});
+      const std::string subject_name = KubeStr(subject, {"name"});
+      out.push_back(SanitizeUtf8(fmt::format("{} {}{} via ClusterRole {} (binding {})",
+                                             kind.empty() ? "?" : kind, ns.empty() ? "" : ns + "/",
+                                             subject_name.empty() ? "?" : subject_name, role,
+                                             KubeStr(binding, {"metadata", "name"}))));
     }
   }
   std::ranges::sort(out);
@@ -262,10 +273,10 @@ std::optional<ExporterVersions> ParseExporterTag(std::string_view tag) {
 
 bool SharedFilesystemProvisioner(std::string_view provisioner) {
   static constexpr std::array<std::string_view, 17> kShared = {
-      "nfs",         "cephfs",   "efs.csi.aws.com", "filestore", "file.csi.azure.com",
-      "azurefile",   "lustre",   "fsx.csi",         "weka",      "vastdata",
+      "nfs",           "cephfs", "efs.csi.aws.com", "filestore", "file.csi.azure.com",
+      "azurefile",     "lustre", "fsx.csi",         "weka",      "vastdata",
       "spectrumscale", "gpfs",   "juicefs",         "beegfs",    "glusterfs",
-      "csi.ddn.com", "exa.csi"};
+      "csi.ddn.com",   "exa.csi"};
   return std::ranges::any_of(kShared, [&](std::string_view part) {
     return provisioner.find(part) != std::string_view::npos;
   });
@@ -295,9 +306,12 @@ std::map<std::string, KubeNodeEvidence> KubeEvidence(const KubeSnapshot& s) {
     for (const json& sc : *s.storage_classes.items) {
       const std::string name = SanitizeUtf8(KubeStr(sc, {"metadata", "name"}));
       const std::string provisioner = SanitizeUtf8(KubeStr(sc, {"provisioner"}));
+      // The beta annotation is still honoured by Kubernetes.
       const bool is_default =
           KubeStr(sc, {"metadata", "annotations", "storageclass.kubernetes.io/is-default-class"}) ==
-          "true";
+              "true" ||
+          KubeStr(sc, {"metadata", "annotations",
+                       "storageclass.beta.kubernetes.io/is-default-class"}) == "true";
       classes.push_back({{"name", name}, {"provisioner", provisioner}, {"default", is_default}});
       if (is_default && default_class.is_null()) default_class = name;
       if (SharedFilesystemProvisioner(provisioner) && shared.is_null()) shared = name;
@@ -306,8 +320,8 @@ std::map<std::string, KubeNodeEvidence> KubeEvidence(const KubeSnapshot& s) {
     if (shared.is_null() && s.volumes.items) {
       for (const json& pv : *s.volumes.items) {
         const json& modes = KubeField(pv, {"spec", "accessModes"});
-        const bool rwx = modes.is_array() && std::ranges::find(modes, json("ReadWriteMany")) !=
-                                                 modes.end();
+        const bool rwx =
+            modes.is_array() && std::ranges::find(modes, json("ReadWriteMany")) != modes.end();
         if (rwx && KubeStr(pv, {"status", "phase"}) == "Bound") {
           const std::string name = KubeStr(pv, {"spec", "storageClassName"});
           shared = SanitizeUtf8(name.empty() ? KubeStr(pv, {"metadata", "name"}) : name);
@@ -371,7 +385,15 @@ std::map<std::string, KubeNodeEvidence> KubeEvidence(const KubeSnapshot& s) {
           it == s.exporter_pods.end() ? "not asked" : SanitizeUtf8(it->second.problem);
       continue;
     }
+    const std::string daemonset = found.daemonset.substr(found.daemonset.find('/') + 1);
     for (const json& pod : *it->second.items) {
+      // The DaemonSet's own pods: its selector may be expressions the list could not use.
+      const json& owners = KubeField(pod, {"metadata", "ownerReferences"});
+      const bool owned =
+          owners.is_array() && std::ranges::any_of(owners, [&](const json& o) {
+            return KubeStr(o, {"kind"}) == "DaemonSet" && KubeStr(o, {"name"}) == daemonset;
+          });
+      if (!owned) continue;
       const std::string node = KubeStr(pod, {"spec", "nodeName"});
       exporter_present.insert(node);
       if (PodReady(pod)) exporter_ready.insert(node);
@@ -381,8 +403,9 @@ std::map<std::string, KubeNodeEvidence> KubeEvidence(const KubeSnapshot& s) {
   std::map<std::string, KubeNodeEvidence> out;
   size_t read = 0;
   for (const json& node : s.nodes) {
-    const std::string name = SanitizeUtf8(KubeStr(node, {"metadata", "name"}));
-    KubeNodeEvidence& e = out[name];
+    // The snapshot's maps hold the name as the API gave it; what is written is made safe.
+    const std::string name = KubeStr(node, {"metadata", "name"});
+    KubeNodeEvidence& e = out[SanitizeUtf8(name)];
     e.evidence = cluster;
     e.unread = cluster_unread;
     const bool nvidia = HasNvidiaGpu(node);
@@ -415,13 +438,13 @@ std::map<std::string, KubeNodeEvidence> KubeEvidence(const KubeSnapshot& s) {
           "the node has NVIDIA GPUs but no GPU Feature Discovery driver labels "
           "(nvidia.com/cuda.driver.*)";
     }
-    if (driver_read) ++read;
+    // Read: the API says the node is up, and for a GPU node its driver is known.
+    if (driver_read && remediate::KubeConditionStatus(node, "Ready") == "True") ++read;
 
     // The GPU Operator's components.
     if (!s.daemonsets.items) {
-      for (const char* key :
-           {"containers.nvidia_ctk.version", "health.dcgm.version", "health.dcgm_exporter.version",
-            "health.dcgm_exporter.listening"}) {
+      for (const char* key : {"containers.nvidia_ctk.version", "health.dcgm.version",
+                              "health.dcgm_exporter.version", "health.dcgm_exporter.listening"}) {
         e.unread[key] = "DaemonSets could not be read: " + SanitizeUtf8(s.daemonsets.problem);
       }
     } else {
@@ -455,17 +478,23 @@ std::map<std::string, KubeNodeEvidence> KubeEvidence(const KubeSnapshot& s) {
     }
 
     // The kubelet's configuration, through nodes/proxy.
-    if (const auto it = s.kubelet_configs.find(name); it != s.kubelet_configs.end()) {
-      const json& policy = KubeField(it->second, {"kubeletconfig", "cpuManagerPolicy"});
+    const auto config = s.kubelet_configs.find(name);
+    const json* kubelet =
+        config == s.kubelet_configs.end() ? nullptr : &KubeField(config->second, {"kubeletconfig"});
+    if (kubelet != nullptr && kubelet->is_object()) {
+      const json& policy = KubeField(*kubelet, {"cpuManagerPolicy"});
       // configz lists every setting; an older kubelet leaves out the default.
       e.evidence["kubernetes.kubelet.cpu_manager_policy"] =
           policy.is_string() ? json(SanitizeUtf8(policy.get<std::string>())) : json("none");
+    } else if (kubelet != nullptr) {
+      e.unread["kubernetes.kubelet.cpu_manager_policy"] =
+          "its kubelet's configz answer holds no kubeletconfig";
     } else {
       const auto problem = s.kubelet_problems.find(name);
       e.unread["kubernetes.kubelet.cpu_manager_policy"] =
           problem == s.kubelet_problems.end()
               ? std::string("its kubelet was not asked")
-              : "its kubelet's configuration could not be read: " + problem->second;
+              : "its kubelet's configuration could not be read: " + SanitizeUtf8(problem->second);
     }
   }
   for (auto& [name, e] : out) {
@@ -509,7 +538,7 @@ std::map<std::string, std::string> KubeEnv(const AuditIo& io) {
 Result<AuditReport> RunKubeAudit(const AuditOptions& options, const KubeAuditOptions& kube,
                                  const AuditIo& io) {
   if (!(kube.budget_s > 0)) return Fail(ErrorCode::kInvalidArgument, "--budget must be > 0");
-  const WallTime run_started = io.clock->Now();
+  const WallTime run_started = io.clock->Now();  // the run's start
   auto prepared = PrepareAudit(options, io);
   if (!prepared) return tl::unexpected(prepared.error());
   auto connection = remediate::ResolveKubeConnection(kube.connection, *io.fs, KubeEnv(io));
@@ -560,25 +589,39 @@ Result<AuditReport> RunKubeAudit(const AuditOptions& options, const KubeAuditOpt
   }
 
   if (server_problem.empty()) {
+    // The budget starts once the user said yes: every read after it is within it.
+    const WallTime reads_started = io.clock->Now();
     const auto spent = [&] {
-      return std::chrono::duration<double>(io.clock->Now() - run_started).count();
+      return std::chrono::duration<double>(io.clock->Now() - reads_started).count();
     };
-    snapshot.daemonsets = ReadList(api, kDaemonSets, false);
-    snapshot.storage_classes = ReadList(api, kStorageClasses, false);
-    snapshot.volumes = ReadList(api, kVolumes, false);
-    snapshot.cluster_roles = ReadList(api, kClusterRoles, false);
-    snapshot.cluster_role_bindings = ReadList(api, kClusterRoleBindings, false);
-    snapshot.kueue_topologies = ReadList(api, kKueueTopologies, true);
-    snapshot.volcano_hypernodes = ReadList(api, kVolcanoHyperNodes, true);
+    const std::string over = fmt::format("the --budget of {} s was spent", kube.budget_s);
+    const auto read = [&](std::string_view path, bool kind_may_be_absent,
+                          const std::string& list_query = "") -> KubeList {
+      if (spent() > kube.budget_s) return {std::nullopt, over};
+      return ReadList(api, path, kind_may_be_absent, list_query);
+    };
+    snapshot.daemonsets = read(kDaemonSets, false);
+    snapshot.storage_classes = read(kStorageClasses, false);
+    snapshot.volumes = read(kVolumes, false);
+    snapshot.cluster_roles = read(kClusterRoles, false);
+    snapshot.cluster_role_bindings = read(kClusterRoleBindings, false);
+    // Kueue's Topology moved from v1alpha1 to v1beta1 and v1beta2, and the older versions stop
+    // being served: the newest the server has.
+    for (std::string_view version : kKueueTopologies) {
+      snapshot.kueue_topologies = read(version, true);
+      if (!snapshot.kueue_topologies.items || !snapshot.kueue_topologies.items->empty()) break;
+    }
+    snapshot.volcano_hypernodes = read(kVolcanoHyperNodes, true);
     if (snapshot.daemonsets.items) {
       for (const FoundImage& found : ImagesNamed(*snapshot.daemonsets.items, "dcgm-exporter")) {
         const std::string ns = found.daemonset.substr(0, found.daemonset.find('/'));
         const auto ds = std::ranges::find_if(*snapshot.daemonsets.items, [&](const json& d) {
           return DaemonSetKey(d) == found.daemonset;
         });
+        const std::string selector = MatchLabels(*ds);
         snapshot.exporter_pods[found.daemonset] =
-            ReadList(api, "/api/v1/namespaces/" + remediate::KubeEscape(ns) + "/pods", false,
-                     "labelSelector=" + remediate::KubeEscape(MatchLabels(*ds)));
+            read("/api/v1/namespaces/" + remediate::KubeEscape(ns) + "/pods", false,
+                 selector.empty() ? "" : "labelSelector=" + remediate::KubeEscape(selector));
       }
     }
     for (const json& node : snapshot.nodes) {
@@ -589,7 +632,7 @@ Result<AuditReport> RunKubeAudit(const AuditOptions& options, const KubeAuditOpt
         continue;
       }
       if (spent() > kube.budget_s) {
-        snapshot.kubelet_problems[name] = fmt::format("the --budget of {} s was spent", kube.budget_s);
+        snapshot.kubelet_problems[name] = over;
         continue;
       }
       auto response =
@@ -620,20 +663,19 @@ Result<AuditReport> RunKubeAudit(const AuditOptions& options, const KubeAuditOpt
   }
   const bool interrupted = io.interrupted && io.interrupted();
   if (!server_problem.empty()) {
-    graded.summary = "the Kubernetes API server did not answer (" + server_problem +
-                     "): every check is UNKNOWN";
-    graded.findings = UnreachableNodeFindings(GradeChecks(prepared->checks, {}, context),
-                                              "the Kubernetes API server did not answer: " +
-                                                  server_problem);
+    graded.summary =
+        "the Kubernetes API server did not answer (" + server_problem + "): every check is UNKNOWN";
+    graded.findings =
+        UnreachableNodeFindings(GradeChecks(prepared->checks, {}, context),
+                                "the Kubernetes API server did not answer: " + server_problem);
   } else if (!interrupted) {
     graded.findings = WorstNodeFindings(nodes);
     std::vector<std::string> unread_lists;
-    for (const auto& [what, list] :
-         {std::pair{"DaemonSets", &snapshot.daemonsets},
-          {"StorageClasses", &snapshot.storage_classes},
-          {"PersistentVolumes", &snapshot.volumes},
-          {"ClusterRoles", &snapshot.cluster_roles},
-          {"ClusterRoleBindings", &snapshot.cluster_role_bindings}}) {
+    for (const auto& [what, list] : {std::pair{"DaemonSets", &snapshot.daemonsets},
+                                     {"StorageClasses", &snapshot.storage_classes},
+                                     {"PersistentVolumes", &snapshot.volumes},
+                                     {"ClusterRoles", &snapshot.cluster_roles},
+                                     {"ClusterRoleBindings", &snapshot.cluster_role_bindings}}) {
       if (!list->items) unread_lists.push_back(what);
     }
     graded.summary = fmt::format(

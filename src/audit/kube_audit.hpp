@@ -24,7 +24,7 @@ namespace cmax::audit {
 
 struct KubeAuditOptions {
   remediate::KubeFlags connection;  // --kube-api, --kubeconfig, --kube-context ...
-  std::string selector;  // a label selector for the nodes (-l); empty: the nodes with GPUs
+  std::string selector;   // a label selector for the nodes (-l); empty: the nodes with GPUs
   double budget_s = 120;  // every read in all; kubelets not asked by then are UNKNOWN
 };
 

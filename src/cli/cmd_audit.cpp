@@ -78,6 +78,11 @@ int Audit(AuditFlags& o, Context& ctx) {
                               [&](std::string_view line) {
                                 if (!ctx.global.quiet) ctx.err << "cmax audit: " << line << "\n";
                               }};
+  // Alone they would do nothing, or audit this host instead of the cluster meant.
+  if (!o.slurm_target && !o.kube_target && (o.budget->count() > 0 || o.yes_option->count() > 0)) {
+    ctx.err << "cmax audit: --budget and --yes go with --slurm or --kubernetes\n";
+    return kExitUsage;
+  }
   if (o.review_app->parsed()) {
     o.review.minimums = o.run.minimums;
     auto review = audit::ReviewAudit(o.review, io);
@@ -103,10 +108,6 @@ int Audit(AuditFlags& o, Context& ctx) {
   if (o.node_evidence) {
     return PrintText(ctx, "cmax audit --node-evidence",
                      audit::NodeEvidenceFrames(o.run, o.slurm.node_timeout_s, io));
-  }
-  if (!o.slurm_target && !o.kube_target && (o.budget->count() > 0 || o.yes_option->count() > 0)) {
-    ctx.err << "cmax audit: --budget and --yes go with --slurm or --kubernetes\n";
-    return kExitUsage;
   }
   o.kube.budget_s = o.slurm.budget_s;
   auto report = o.slurm_target  ? audit::RunSlurmAudit(o.run, o.slurm, io)
@@ -183,7 +184,8 @@ Command SetupAuditCommand(CLI::App& parent) {
          Flag(app, "--node-evidence", o->node_evidence,
               "What each node runs under --slurm: print this host's evidence framed for the "
               "fan-out; writes nothing")
-             ->excludes(slurm)});
+             ->excludes(slurm)
+             ->excludes("--kubernetes")});
   // Either cluster target.
   o->budget = Num(app, "--budget", s.budget_s, SecondsIn(86400),
                   "Seconds the audit's work on the cluster may take in all (the srun steps; "

@@ -13,6 +13,7 @@
 #include "core/log.hpp"
 #include "report/render.hpp"
 #include "sys/file_system.hpp"
+#include "sys/host.hpp"
 #include "sys/interrupt.hpp"
 #include "sys/process_runner.hpp"
 
@@ -37,14 +38,17 @@ int Run(const RunOptions& options, Context& ctx) {
   SystemClock clock;
   sys::LocalFileSystem fs;
   sys::PosixProcessRunner runner;
-  auto report = audit::EvaluateHost(options.probe_timeout_s,
-                                    {.db_path = ctx.DbPath(),
-                                     .cmax_version = VersionString(),
-                                     .fs = &fs,
-                                     .runner = &runner,
-                                     .clock = &clock,
-                                     .interrupted = [] { return sys::Interrupted(); },
-                                     .interrupt_signal = [] { return sys::InterruptSignal(); }});
+  auto report = audit::EvaluateHost(
+      options.probe_timeout_s,
+      {.db_path = ctx.DbPath(),
+       .cmax_version = VersionString(),
+       .fs = &fs,
+       .runner = &runner,
+       .clock = &clock,
+       .interrupted = [] { return sys::Interrupted(); },
+       .interrupt_signal = [] { return sys::InterruptSignal(); },
+       .path = sys::GetEnv("PATH"),
+       .env = [](const std::string& name) { return sys::GetEnv(name.c_str()); }});
   if (!report) return PrintError(ctx, "cmax run", report.error());
   const RunRecord& record = report->record;
   if (report->interrupted) {
@@ -77,13 +81,14 @@ Command SetupRunCommand(CLI::App& parent) {
       "run",
       "Evaluate this machine: detect the target (bare metal, VM or container; standalone, Slurm\n"
       "client or Kubernetes), inventory OS, kernel, CPU, memory, NUMA, PCI, NVIDIA GPUs and\n"
-      "driver, and the scheduler; store one run and report it. Checks that cannot run here\n"
-      "(no GPU, no scheduler) are SKIP findings that say why.");
+      "driver, and the scheduler, and audit it (every check of `cmax audit --local`); store one\n"
+      "run and report it. Checks that cannot run here (no GPU, no scheduler) are SKIP findings\n"
+      "that say why.");
   Flag(app, "--json", options->json, "Print the JSON report (schema cmax.report/v1) on stdout");
   Opt(app, "--html", options->html, "Write the HTML report here (default: beside the store)");
   Flag(app, "--no-html", options->no_html, "Do not write the HTML report");
   Num(app, "--probe-timeout", options->probe_timeout_s, Real(0.1, 600.0),
-      "Seconds a scheduler probe (sinfo, scontrol ping) may take");
+      "Seconds a probe may take (sinfo, scontrol ping; the audit's nvcc, runc, docker ...)");
   return {app, [options](Context& ctx) { return Run(*options, ctx); }};
 }
 

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 #include <thread>
+#include <utility>
 
 #include "core/log.hpp"
 #include "core/strings.hpp"
@@ -136,9 +137,16 @@ Result<sys::HttpResponse> KubeApi::Call(const std::string& method, const std::st
 }
 
 Result<std::vector<json>> KubeApi::List(const std::string& path, const std::string& query) {
+  // A server that hands back the same continue token, or pages without end, would keep this
+  // loop going for ever: both are errors.
+  constexpr int kMaxPages = 100'000;
   std::vector<json> items;
   std::string next;
+  int pages = 0;
   do {
+    if (++pages > kMaxPages) {
+      return Fail(ErrorCode::kIo, "list {}: more than {} pages", path, kMaxPages);
+    }
     std::string q = query;
     if (!q.empty()) q += '&';
     q += fmt::format("limit={}", options_.page_size);
@@ -150,7 +158,10 @@ Result<std::vector<json>> KubeApi::List(const std::string& path, const std::stri
     if (!body) return tl::unexpected(body.error());
     const json& page = KubeField(*body, {"items"});
     if (page.is_array()) items.insert(items.end(), page.begin(), page.end());
-    next = KubeStr(*body, {"metadata", "continue"});
+    const std::string previous = std::exchange(next, KubeStr(*body, {"metadata", "continue"}));
+    if (!next.empty() && next == previous) {
+      return Fail(ErrorCode::kIo, "list {}: the server gave the same continue token twice", path);
+    }
   } while (!next.empty());
   return items;
 }

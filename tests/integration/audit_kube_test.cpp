@@ -45,7 +45,8 @@ class AuditKubeTest : public ::testing::Test {
                                     {"architecture", "amd64"}}}}}});
       api_.configz[node] = {{"kubeletconfig", {{"cpuManagerPolicy", "static"}}}};
       api_.AddPod("gpu-operator", std::string("dcgm-exporter-") + node, node, "DaemonSet",
-                  "Running", json::object(), {{"app", "nvidia-dcgm-exporter"}});
+                  "Running", json::object(), {{"app", "nvidia-dcgm-exporter"}},
+                  "nvidia-dcgm-exporter");
     }
     api_.AddNode("control1", {{"node-role.kubernetes.io/control-plane", ""}});
     api_.configz["control1"] = {{"kubeletconfig", json::object()}};
@@ -85,9 +86,9 @@ class AuditKubeTest : public ::testing::Test {
     return r ? *r : sys::ProcessResult{};
   }
   std::vector<std::string> Audit(std::vector<std::string> extra = {}) {
-    std::vector<std::string> args = {"audit",   "--kubernetes",      "--yes",
-                                     "--json",  "--kube-api",        api_.Url(),
-                                     "--kube-token-file", dir_.File("token")};
+    std::vector<std::string> args = {
+        "audit",    "--kubernetes",      "--yes",           "--json", "--kube-api",
+        api_.Url(), "--kube-token-file", dir_.File("token")};
     args.insert(args.end(), extra.begin(), extra.end());
     return args;
   }
@@ -107,17 +108,16 @@ TEST_F(AuditKubeTest, GradesTheGpuNodesFromTheApiWithGetsOnly) {
   // gpu1's exporter pod is ready, gpu2's not yet; a monitoring account reaches every kubelet.
   api_.MergeIntoPod("gpu-operator/dcgm-exporter-gpu1",
                     {{"status", {{"conditions", {{{"type", "Ready"}, {"status", "True"}}}}}}});
-  api_.AddObject("/apis/rbac.authorization.k8s.io/v1/clusterroles",
-                 {{"metadata", {{"name", "prometheus"}}},
-                  {"rules",
-                   {{{"apiGroups", {""}}, {"resources", {"nodes/proxy"}}, {"verbs", {"get"}}}}}});
+  api_.AddObject(
+      "/apis/rbac.authorization.k8s.io/v1/clusterroles",
+      {{"metadata", {{"name", "prometheus"}}},
+       {"rules", {{{"apiGroups", {""}}, {"resources", {"nodes/proxy"}}, {"verbs", {"get"}}}}}});
   api_.AddObject("/apis/rbac.authorization.k8s.io/v1/clusterrolebindings",
                  {{"metadata", {{"name", "prometheus"}}},
                   {"roleRef", {{"kind", "ClusterRole"}, {"name", "prometheus"}}},
                   {"subjects",
                    {{{"kind", "ServiceAccount"}, {"namespace", "monitoring"}, {"name", "prom"}}}}});
-  api_.AddObject("/apis/kueue.x-k8s.io/v1alpha1/topologies",
-                 {{"metadata", {{"name", "default"}}}});
+  api_.AddObject("/apis/kueue.x-k8s.io/v1alpha1/topologies", {{"metadata", {{"name", "default"}}}});
   EmptyVolumes();
   const auto r = Cmax(Audit({"-v"}));
   ASSERT_EQ(r.exit_code, 1) << r.stderr_text;  // the nodes/proxy FAIL
@@ -135,11 +135,11 @@ TEST_F(AuditKubeTest, GradesTheGpuNodesFromTheApiWithGetsOnly) {
   EXPECT_NE(f["isolation.kubernetes-nodes-proxy"]["message"].get<std::string>().find(
                 "ServiceAccount monitoring/prom"),
             std::string::npos);
-  for (const char* pass : {"versions.nvidia-driver", "versions.nvidia-container-toolkit",
-                           "versions.dcgm", "versions.dcgm-exporter",
-                           "orchestration.kubelet-cpu-manager", "storage.default-storageclass",
-                           "storage.rwx", "networking.topology-configured",
-                           "orchestration.worker-check"}) {
+  for (const char* pass :
+       {"versions.nvidia-driver", "versions.nvidia-container-toolkit", "versions.dcgm",
+        "versions.dcgm-exporter", "orchestration.kubelet-cpu-manager",
+        "storage.default-storageclass", "storage.rwx", "networking.topology-configured",
+        "orchestration.worker-check"}) {
     EXPECT_EQ(f[pass]["status"], "PASS") << pass << ": " << f[pass]["message"];
   }
   // gpu2's exporter runs but is not ready: a WARN that names it.
@@ -202,7 +202,7 @@ TEST_F(AuditKubeTest, ASelectorPicksTheNodes) {
   const json doc = json::parse(r.stdout_text);
   EXPECT_EQ(doc["evidence"]["audit.coverage"]["nodes"], 1);
   auto f = ByCheck(doc);
-  EXPECT_EQ(f["versions.nvidia-driver"]["status"], "SKIP");  // no GPU there
+  EXPECT_EQ(f["versions.nvidia-driver"]["status"], "SKIP");             // no GPU there
   EXPECT_EQ(f["orchestration.kubelet-cpu-manager"]["status"], "WARN");  // "none"
   const auto none = Cmax(Audit({"-l", "team=nobody"}));
   EXPECT_EQ(none.exit_code, 2) << none.stderr_text;
@@ -218,8 +218,7 @@ TEST_F(AuditKubeTest, AnApiServerThatDoesNotAnswerMakesEveryCheckUnknown) {
   const json doc = json::parse(r.stdout_text);
   for (const json& f : doc["findings"]) {
     // ATTEST needs no evidence: only the provider can say.
-    EXPECT_TRUE(f["status"] == "UNKNOWN" || f["status"] == "SKIP" || f["status"] == "ATTEST")
-        << f;
+    EXPECT_TRUE(f["status"] == "UNKNOWN" || f["status"] == "SKIP" || f["status"] == "ATTEST") << f;
     if (f["status"] == "UNKNOWN") {
       EXPECT_NE(f["message"].get<std::string>().find("did not answer"), std::string::npos) << f;
     }
@@ -236,17 +235,24 @@ TEST_F(AuditKubeTest, UsageErrors) {
   EXPECT_EQ(r.exit_code, 2) << r.stderr_text;
   EXPECT_NE(r.stderr_text.find("--kube-api"), std::string::npos) << r.stderr_text;
   // Off a terminal without --yes: nothing is read beyond the node list.
-  r = Cmax({"audit", "--kubernetes", "--kube-api", api_.Url(), "--kube-token-file",
-            dir_.File("token")});
+  r = Cmax(
+      {"audit", "--kubernetes", "--kube-api", api_.Url(), "--kube-token-file", dir_.File("token")});
   EXPECT_EQ(r.exit_code, 2) << r.stderr_text;
   EXPECT_NE(r.stderr_text.find("--yes"), std::string::npos) << r.stderr_text;
   const auto requests = api_.Requests();
   EXPECT_EQ(requests, std::vector<std::string>{"GET /api/v1/nodes"});
-  // Kubernetes options need --kubernetes; --yes needs a cluster target.
-  EXPECT_EQ(Cmax({"audit", "--kube-api", api_.Url()}).exit_code, 2);
-  EXPECT_EQ(Cmax({"audit", "-l", "a=b"}).exit_code, 2);
-  EXPECT_EQ(Cmax({"audit", "--yes"}).exit_code, 2);
-  EXPECT_EQ(Cmax({"audit", "--kubernetes", "--slurm"}).exit_code, 2);
+  // Kubernetes options need --kubernetes; --yes and --budget need a cluster target.
+  const auto refused = [&](std::vector<std::string> args, const std::string& says) {
+    const auto answer = Cmax(std::move(args));
+    EXPECT_EQ(answer.exit_code, 2) << says;
+    EXPECT_NE(answer.stderr_text.find(says), std::string::npos) << answer.stderr_text;
+  };
+  refused({"audit", "--kube-api", api_.Url()}, "--kube-api requires --kubernetes");
+  refused({"audit", "-l", "a=b"}, "requires --kubernetes");
+  refused({"audit", "--yes"}, "--budget and --yes go with --slurm or --kubernetes");
+  refused({"audit", "--show", "--budget", "5"}, "--budget and --yes go with");
+  refused({"audit", "--kubernetes", "--slurm"}, "excludes");
+  refused({"audit", "--kubernetes", "--node-evidence"}, "excludes");
 }
 
 }  // namespace

@@ -62,16 +62,18 @@ class FakeKubeApi {
   }
   void AddPod(const std::string& ns, const std::string& name, const std::string& node,
               const std::string& owner_kind = "ReplicaSet", const std::string& phase = "Running",
-              json annotations = json::object(), json labels = json::object()) {
+              json annotations = json::object(), json labels = json::object(),
+              const std::string& owner_name = "owner") {
     const std::lock_guard lock(mutex_);
-    pods_[ns + "/" + name] = {{"metadata",
-                               {{"name", name},
-                                {"namespace", ns},
-                                {"annotations", annotations},
-                                {"labels", labels},
-                                {"ownerReferences", {{{"kind", owner_kind}, {"name", "owner"}}}}}},
-                              {"spec", {{"nodeName", node}}},
-                              {"status", {{"phase", phase}}}};
+    pods_[ns + "/" + name] = {
+        {"metadata",
+         {{"name", name},
+          {"namespace", ns},
+          {"annotations", annotations},
+          {"labels", labels},
+          {"ownerReferences", {{{"kind", owner_kind}, {"name", owner_name}}}}}},
+        {"spec", {{"nodeName", node}}},
+        {"status", {{"phase", phase}}}};
   }
   json Node(const std::string& name) {
     const std::lock_guard lock(mutex_);
@@ -147,7 +149,8 @@ class FakeKubeApi {
   }
 
   std::string token = "token-1";
-  std::set<std::string> forbidden;      // paths answered 403, as RBAC would
+  std::string stuck_continue;       // when set, every page of a list ends with this continue token
+  std::set<std::string> forbidden;  // paths answered 403, as RBAC would
   std::map<std::string, json> configz;  // node -> its kubelet's /configz; absent: 503
   // How many times the node list was read: a test waits for a watcher's next look with it.
   int NodeLists() {
@@ -223,6 +226,7 @@ class FakeKubeApi {
     for (size_t i = start; i < items.size() && i < start + limit; ++i)
       page["items"].push_back(items[i]);
     if (start + limit < items.size()) page["metadata"]["continue"] = std::to_string(start + limit);
+    if (!stuck_continue.empty()) page["metadata"]["continue"] = stuck_continue;
     return {200, page.dump()};
   }
 

@@ -39,11 +39,15 @@ TEST(NodesProxySubjects, FindsWhoReachesTheKubelets) {
       Role("other-group", {Rule({"apps"}, {"nodes/proxy"}, {"get"})}),
   };
   const std::vector<json> bindings = {
-      // The control plane's own: left out.
-      Binding("cluster-admin", "cluster-admin",
-              {{{"kind", "Group"}, {"name", "system:masters"}}}),
+      // The administrators and the API server's kubelet client (kubeadm's, k3s's): left out.
+      Binding("cluster-admin", "cluster-admin", {{{"kind", "Group"}, {"name", "system:masters"}}}),
       Binding("kubelet-api", "system:kubelet-api-admin",
               {{{"kind", "User"}, {"name", "kube-apiserver-kubelet-client"}}}),
+      Binding("kube-apiserver-kubelet-admin", "system:kubelet-api-admin",
+              {{{"kind", "User"}, {"name", "kube-apiserver"}}}),
+      // The kubelets themselves reaching each other: found.
+      Binding("nodes-proxy", "system:kubelet-api-admin",
+              {{{"kind", "Group"}, {"name", "system:nodes"}}}),
       // Tenants and workloads: found.
       Binding("prom", "prometheus",
               {{{"kind", "ServiceAccount"}, {"namespace", "monitoring"}, {"name", "prom"}}}),
@@ -59,13 +63,17 @@ TEST(NodesProxySubjects, FindsWhoReachesTheKubelets) {
       // A binding with no subjects, and one of an unexpected shape.
       Binding("empty", "prometheus", json::array()),
       {{"roleRef", "nonsense"}},
+      // Fields of the wrong type: no exception, the subject shown as far as it can be.
+      Binding("odd", "prometheus", {{{"kind", 7}, {"name", nullptr}}, "not-an-object"}),
   };
   EXPECT_EQ(NodesProxySubjects(roles, bindings),
             (std::vector<std::string>{
+                "? ? via ClusterRole prometheus (binding odd)",
                 "Group system:authenticated via ClusterRole proxy-all (binding everyone)",
+                "Group system:nodes via ClusterRole system:kubelet-api-admin (binding nodes-proxy)",
                 "ServiceAccount monitoring/prom via ClusterRole prometheus (binding prom)",
                 "User alice@example.com via ClusterRole cluster-admin (binding team-admin)"}));
-  EXPECT_TRUE(NodesProxySubjects(roles, {bindings[0], bindings[1]}).empty());
+  EXPECT_TRUE(NodesProxySubjects(roles, {bindings[0], bindings[1], bindings[2]}).empty());
 }
 
 TEST(KubeLabels, DriverVersion) {
@@ -91,8 +99,7 @@ TEST(KubeLabels, DriverVersion) {
 TEST(KubeImages, TagNameAndExporterVersions) {
   EXPECT_EQ(ImageTag("nvcr.io/nvidia/k8s/dcgm-exporter:4.5.3-4.8.2-ubuntu22.04"),
             "4.5.3-4.8.2-ubuntu22.04");
-  EXPECT_EQ(ImageName("nvcr.io/nvidia/k8s/dcgm-exporter:4.5.3-4.8.2-ubuntu22.04"),
-            "dcgm-exporter");
+  EXPECT_EQ(ImageName("nvcr.io/nvidia/k8s/dcgm-exporter:4.5.3-4.8.2-ubuntu22.04"), "dcgm-exporter");
   EXPECT_EQ(ImageTag("registry:5000/dcgm-exporter"), "");  // a port is not a tag
   EXPECT_EQ(ImageName("registry:5000/dcgm-exporter"), "dcgm-exporter");
   EXPECT_EQ(ImageTag("nvcr.io/nvidia/k8s/container-toolkit:v1.17.4-ubuntu20.04@sha256:abc"),
@@ -108,10 +115,10 @@ TEST(KubeImages, TagNameAndExporterVersions) {
 }
 
 TEST(KubeStorage, SharedFilesystemProvisioners) {
-  for (const char* shared : {"nfs.csi.k8s.io", "rook-ceph.cephfs.csi.ceph.com", "efs.csi.aws.com",
-                             "filestore.csi.storage.gke.io", "file.csi.azure.com",
-                             "fsx.csi.aws.com", "csi.weka.io", "csi.vastdata.com",
-                             "spectrumscale.csi.ibm.com"}) {
+  for (const char* shared :
+       {"nfs.csi.k8s.io", "rook-ceph.cephfs.csi.ceph.com", "efs.csi.aws.com",
+        "filestore.csi.storage.gke.io", "file.csi.azure.com", "fsx.csi.aws.com", "csi.weka.io",
+        "csi.vastdata.com", "spectrumscale.csi.ibm.com"}) {
     EXPECT_TRUE(SharedFilesystemProvisioner(shared)) << shared;
   }
   for (const char* block : {"ebs.csi.aws.com", "pd.csi.storage.gke.io", "disk.csi.azure.com",
@@ -138,8 +145,9 @@ json DaemonSet(const std::string& ns, const std::string& name, const std::string
             {"template", {{"spec", {{"containers", {{{"name", "main"}, {"image", image}}}}}}}}}}};
 }
 
-json Pod(const std::string& node, bool ready) {
-  return {{"spec", {{"nodeName", node}}},
+json Pod(const std::string& node, bool ready, const std::string& owner = "nvidia-dcgm-exporter") {
+  return {{"metadata", {{"ownerReferences", {{{"kind", "DaemonSet"}, {"name", owner}}}}}},
+          {"spec", {{"nodeName", node}}},
           {"status",
            {{"phase", "Running"},
             {"conditions", {{{"type", "Ready"}, {"status", ready ? "True" : "False"}}}}}}};
@@ -154,11 +162,11 @@ KubeSnapshot Cluster() {
              Node("gpu2", {{"nvidia.com/gpu.present", "true"}}, {{"nvidia.com/gpu", "8"}}),
              Node("cpu1", json::object(), {{"cpu", "64"}})};
   s.nodes_listed = 3;
-  s.daemonsets.items = std::vector<json>{
-      DaemonSet("gpu-operator", "nvidia-container-toolkit-daemonset",
-                "nvcr.io/nvidia/k8s/container-toolkit:v1.19.1-ubuntu20.04"),
-      DaemonSet("gpu-operator", "nvidia-dcgm-exporter",
-                "nvcr.io/nvidia/k8s/dcgm-exporter:4.5.3-4.8.2-ubuntu22.04")};
+  s.daemonsets.items =
+      std::vector<json>{DaemonSet("gpu-operator", "nvidia-container-toolkit-daemonset",
+                                  "nvcr.io/nvidia/k8s/container-toolkit:v1.19.1-ubuntu20.04"),
+                        DaemonSet("gpu-operator", "nvidia-dcgm-exporter",
+                                  "nvcr.io/nvidia/k8s/dcgm-exporter:4.5.3-4.8.2-ubuntu22.04")};
   s.exporter_pods["gpu-operator/nvidia-dcgm-exporter"].items =
       std::vector<json>{Pod("gpu1", true), Pod("gpu2", false)};
   s.storage_classes.items = std::vector<json>{
@@ -168,8 +176,7 @@ KubeSnapshot Cluster() {
        {"provisioner", "rancher.io/local-path"}},
       {{"metadata", {{"name", "shared"}}}, {"provisioner", "nfs.csi.k8s.io"}}};
   s.volumes.items = std::vector<json>{};
-  s.cluster_roles.items =
-      std::vector<json>{Role("cluster-admin", {Rule({"*"}, {"*"}, {"*"})})};
+  s.cluster_roles.items = std::vector<json>{Role("cluster-admin", {Rule({"*"}, {"*"}, {"*"})})};
   s.cluster_role_bindings.items = std::vector<json>{
       Binding("cluster-admin", "cluster-admin", {{{"kind", "Group"}, {"name", "system:masters"}}})};
   s.kueue_topologies.items = std::vector<json>{};
@@ -225,9 +232,9 @@ TEST(KubeEvidence, ListsTheApiRefusedAreUnreadWithTheReason) {
   s.kueue_topologies = {std::nullopt, "forbidden"};
   const auto nodes = KubeEvidence(s);
   const KubeNodeEvidence& gpu1 = nodes.at("gpu1");
-  for (const char* key : {"kubernetes.rbac.nodes_proxy_subjects", "kubernetes.storage.default_class",
-                          "kubernetes.storage.rwx_provisioner", "containers.nvidia_ctk.version",
-                          "health.dcgm_exporter.listening"}) {
+  for (const char* key : {"kubernetes.rbac.nodes_proxy_subjects",
+                          "kubernetes.storage.default_class", "kubernetes.storage.rwx_provisioner",
+                          "containers.nvidia_ctk.version", "health.dcgm_exporter.listening"}) {
     EXPECT_FALSE(gpu1.evidence.contains(key)) << key;
     EXPECT_NE(gpu1.unread.at(key).find("forbidden"), std::string::npos) << key;
   }
@@ -237,7 +244,8 @@ TEST(KubeEvidence, ListsTheApiRefusedAreUnreadWithTheReason) {
 TEST(KubeEvidence, ABoundReadWriteManyVolumeShowsASharedClass) {
   KubeSnapshot s = Cluster();
   s.storage_classes.items->pop_back();  // no NFS class
-  EXPECT_TRUE(KubeEvidence(s).at("gpu1").evidence.at("kubernetes.storage.rwx_provisioner").is_null());
+  EXPECT_TRUE(
+      KubeEvidence(s).at("gpu1").evidence.at("kubernetes.storage.rwx_provisioner").is_null());
   s.volumes.items = std::vector<json>{
       {{"metadata", {{"name", "pv1"}}},
        {"spec", {{"accessModes", {"ReadWriteMany"}}, {"storageClassName", "weka-fs"}}},
@@ -246,8 +254,50 @@ TEST(KubeEvidence, ABoundReadWriteManyVolumeShowsASharedClass) {
             "weka-fs");
   // Volumes unreadable and no class by name: unread, not "none".
   s.volumes = {std::nullopt, "forbidden"};
-  EXPECT_FALSE(
-      KubeEvidence(s).at("gpu1").evidence.contains("kubernetes.storage.rwx_provisioner"));
+  EXPECT_FALSE(KubeEvidence(s).at("gpu1").evidence.contains("kubernetes.storage.rwx_provisioner"));
+}
+
+TEST(KubeEvidence, WhatIsReadAndWhatIsNot) {
+  KubeSnapshot s = Cluster();
+  // A node the API says is down is not read, whatever its labels.
+  s.nodes[0]["status"]["conditions"][0]["status"] = "False";
+  // A configz answer without its object is not a policy of "none".
+  s.kubelet_configs["cpu1"] = json::object();
+  // An exporter pod of another DaemonSet on gpu2 (a selector that matched too much), and one
+  // whose Ready condition has the wrong type.
+  const json owner = {
+      {"ownerReferences", {{{"kind", "DaemonSet"}, {"name", "nvidia-dcgm-exporter"}}}}};
+  s.exporter_pods["gpu-operator/nvidia-dcgm-exporter"].items = std::vector<json>{
+      Pod("gpu2", true, "something-else"),
+      {{"metadata", owner},
+       {"spec", {{"nodeName", "gpu1"}}},
+       {"status",
+        {{"phase", "Running"}, {"conditions", {{{"type", "Ready"}, {"status", true}}}}}}}};
+  // EKS's zone-id label on every node says nothing about the network; a network layer does.
+  for (json& node : s.nodes) {
+    node["metadata"]["labels"]["topology.k8s.aws/zone-id"] = "use1-az1";
+    node["metadata"]["labels"].erase("nvidia.com/gpu.clique");
+  }
+  auto nodes = KubeEvidence(s);
+  EXPECT_EQ(nodes.at("gpu1").evidence.at("audit.coverage.nodes_read"),
+            (json{{"read", 1}, {"total", 3}}));
+  EXPECT_EQ(nodes.at("gpu1").evidence.at("health.dcgm_exporter.listening"), false);
+  EXPECT_EQ(nodes.at("gpu1").evidence.at("health.dcgm_exporter.service"), true);
+  EXPECT_EQ(nodes.at("gpu2").evidence.at("health.dcgm_exporter.service"), false);
+  EXPECT_FALSE(nodes.at("cpu1").evidence.contains("kubernetes.kubelet.cpu_manager_policy"));
+  EXPECT_NE(
+      nodes.at("cpu1").unread.at("kubernetes.kubelet.cpu_manager_policy").find("no kubeletconfig"),
+      std::string::npos);
+  const json& topology = nodes.at("gpu1").evidence.at("kubernetes.topology");
+  EXPECT_EQ(topology["nodes with network topology labels"], 0) << topology;
+  s.nodes[1]["metadata"]["labels"]["topology.k8s.aws/network-node-layer-1"] = "nn-1";
+  nodes = KubeEvidence(s);
+  EXPECT_EQ(
+      nodes.at("gpu1").evidence.at("kubernetes.topology")["nodes with network topology labels"], 1);
+  // The beta default-class annotation still counts.
+  s.storage_classes.items->front()["metadata"]["annotations"] = {
+      {"storageclass.beta.kubernetes.io/is-default-class", "true"}};
+  EXPECT_EQ(KubeEvidence(s).at("gpu1").evidence.at("kubernetes.storage.default_class"), "local");
 }
 
 TEST(KubeNodes, GpuNodesByDefault) {

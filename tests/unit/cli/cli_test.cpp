@@ -105,7 +105,9 @@ TEST(Cli, RunStoresARunAndEveryReadingCommandFindsIt) {
   const std::string db = dir.File("cmax.db");
   const std::string html = dir.File("out/report.html");
   auto run = Cli({"run", "--db", db, "--html", html, "--json"});
-  ASSERT_TRUE(run.code == kExitOk || run.code == kExitChecksFailed) << run.err;
+  // 1: a check failed, 3: one could not be read (the audit's, on a machine like this one).
+  ASSERT_TRUE(run.code == kExitOk || run.code == kExitChecksFailed || run.code == kExitError)
+      << run.err;
   auto doc = nlohmann::json::parse(run.out);
   EXPECT_EQ(doc["schema"], "cmax.report/v1");
   EXPECT_EQ(doc["run"]["command"], "run");
@@ -123,6 +125,18 @@ TEST(Cli, RunStoresARunAndEveryReadingCommandFindsIt) {
     }
   }
   EXPECT_GT(gpu_checks, 0);
+  // The audit is a phase of the run: every check of the catalogue has its finding, and the
+  // minimum table it graded with is recorded.
+  size_t audit_checks = 0;
+  for (const auto& f : doc["findings"]) {
+    const std::string id = f["check_id"];
+    if (id.starts_with("versions.") || id.starts_with("isolation.") || id.starts_with("access.")) {
+      ++audit_checks;
+    }
+  }
+  EXPECT_GE(audit_checks, 20U);
+  EXPECT_TRUE(doc["evidence"].contains("audit.minimums.sha256"));
+  EXPECT_TRUE(doc["evidence"].contains("audit.target"));
   std::ifstream page(html);
   ASSERT_TRUE(page.good()) << "the HTML report was not written";
   const int64_t id = doc["run"]["id"];

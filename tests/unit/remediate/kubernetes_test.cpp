@@ -237,6 +237,17 @@ TEST_F(KubernetesTest, TheTokenIsReadAgainAndNeverShown) {
   EXPECT_EQ(r.error().code, ErrorCode::kPermissionDenied);
 }
 
+TEST_F(KubernetesTest, AListWhoseContinueTokenNeverMovesIsAnError) {
+  // A broken or hostile server would otherwise keep the list going for ever.
+  options_.api.page_size = 1;
+  api_.stuck_continue = "7";
+  auto k = Make();
+  auto nodes = k.Nodes();
+  ASSERT_FALSE(nodes);
+  EXPECT_NE(nodes.error().message.find("same continue token"), std::string::npos)
+      << nodes.error().message;
+}
+
 TEST_F(KubernetesTest, ListsArePagedAndNodesSayWhatTheyAre) {
   options_.api.page_size = 2;
   api_.AddNode("gpu3", json::object(), json::array(), /*unschedulable=*/true);
