@@ -296,6 +296,18 @@ std::string MinimumTable::AgeNotice(WallTime now) const {
       age_days, DateOf(generated_), max_age_days_);
 }
 
+std::optional<std::string> MinimumSelector(MinimumSelect select, std::string_view version) {
+  const auto parsed = VersionOf(version);
+  return parsed ? SelectorOf(select, *parsed) : std::nullopt;
+}
+
+std::optional<int> CompareTableVersions(std::string_view a, std::string_view b) {
+  const auto va = VersionOf(a);
+  const auto vb = VersionOf(b);
+  if (!va || !vb) return std::nullopt;
+  return CompareVersions(*va, *vb);
+}
+
 VersionGrade GradeVersion(const MinimumTable& table, std::string_view component,
                           std::string_view observed, WallTime now) {
   VersionGrade grade;

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <map>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -77,6 +78,12 @@ struct VersionGrade {
 // The table for people: its date, age and digest, then per component its minimums by branch
 // and its advisories.
 std::string MinimumTableText(const MinimumTable& table, WallTime now);
+
+// The selector ("*", "570", "1.3", "28") a version finds its minimum by, for a kind of
+// component; nullopt when the version is not one. And two versions' order as the table sees
+// them (1.5.0-rc.3 before 1.5.0); nullopt when either is not a version.
+std::optional<std::string> MinimumSelector(MinimumSelect select, std::string_view version);
+std::optional<int> CompareTableVersions(std::string_view a, std::string_view b);
 
 // `observed` as the component reports it (a Debian epoch or revision, a leading 'v', and a
 // release-candidate suffix such as 1.5.0-rc.3 are understood).

@@ -11,6 +11,7 @@
 #include "audit/catalogue.hpp"
 #include "audit/catalogue_views.hpp"
 #include "audit/kube_audit.hpp"
+#include "audit/minimums_build.hpp"
 #include "audit/review.hpp"
 #include "audit/slurm_audit.hpp"
 #include "cli/cli.hpp"
@@ -43,6 +44,10 @@ struct AuditFlags {
   CLI::Option* budget = nullptr;
   CLI::Option* yes_option = nullptr;
   CLI::App* review_app = nullptr;
+  CLI::App* build_app = nullptr;
+  std::vector<std::string> advisories;
+  std::string build_out;
+  std::string build_base;
   audit::ReviewOptions review;
 };
 
@@ -57,6 +62,27 @@ bool Confirm(const AuditFlags& o, Context& ctx, const std::string& plan) {
   std::string answer;
   std::getline(std::cin, answer);
   return answer == "y" || answer == "Y" || answer == "yes";
+}
+
+// `cmax audit minimums build`: the table on stdout or in --output, what set each minimum on
+// stderr.
+int BuildMinimums(const AuditFlags& o, Context& ctx, sys::FileSystem& fs, const Clock& clock) {
+  auto built = audit::BuildMinimumsFromFiles(o.advisories, o.build_base, clock.Now(), fs);
+  if (!built) return PrintError(ctx, "cmax audit minimums build", built.error());
+  if (!ctx.global.quiet) {
+    for (const std::string& line : built->used) ctx.err << "cmax audit: minimum " << line << "\n";
+    for (const std::string& line : built->ignored)
+      ctx.err << "cmax audit: ignored " << line << "\n";
+  }
+  const std::string text = built->table.dump(2) + "\n";
+  if (o.build_out.empty()) {
+    ctx.out << text;
+    return kExitOk;
+  }
+  if (auto ok = WriteOutput(ctx, o.build_out, text); !ok) {
+    return PrintError(ctx, "cmax audit minimums build", ok.error());
+  }
+  return kExitOk;
 }
 
 int Audit(AuditFlags& o, Context& ctx) {
@@ -83,6 +109,7 @@ int Audit(AuditFlags& o, Context& ctx) {
     ctx.err << "cmax audit: --budget and --yes go with --slurm or --kubernetes\n";
     return kExitUsage;
   }
+  if (o.build_app->parsed()) return BuildMinimums(o, ctx, fs, clock);
   if (o.review_app->parsed()) {
     o.review.minimums = o.run.minimums;
     auto review = audit::ReviewAudit(o.review, io);
@@ -212,6 +239,21 @@ Command SetupAuditCommand(CLI::App& parent) {
   Flag(o->review_app, "--json", o->json,
        "The run as JSON (cmax.report/v1), or the regrade (cmax.audit-regrade/v1)");
   Opt(o->review_app, "--minimums", o->run.minimums, "The table to regrade with");
+  CLI::App* minimums = app->add_subcommand(
+      "minimums", "Minimum-version tables: build one from security advisories you have mirrored");
+  minimums->require_subcommand(1);
+  o->build_app = minimums->add_subcommand(
+      "build",
+      "A minimum-version table (cmax.audit-minimums/v1) from NVIDIA CSAF 2.0 documents and OSV\n"
+      "records: per component and release line, the highest version an advisory calls fixed,\n"
+      "available from that advisory's date. Reads only the files given; use it with\n"
+      "`cmax audit --minimums FILE`");
+  Opt(o->build_app, "ADVISORY", o->advisories,
+      "CSAF or OSV JSON files, or folders of them (their *.json)")
+      ->required();
+  Opt(o->build_app, "-o,--output", o->build_out, "Write the table here instead of stdout");
+  Opt(o->build_app, "--base", o->build_base,
+      "Start from this table: its minimums stay unless an advisory raises them");
   return {app, [o](Context& ctx) { return Audit(*o, ctx); }};
 }
 

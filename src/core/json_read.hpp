@@ -4,6 +4,7 @@
 // (serve-sim died on {"stream": "yes"}). Header-only: every user links nlohmann already.
 #pragma once
 
+#include <initializer_list>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
@@ -26,6 +27,25 @@ inline std::string TextOf(const nlohmann::json& object, std::string_view key,
 inline bool BoolOf(const nlohmann::json& object, std::string_view key, bool fallback) {
   const nlohmann::json* v = Member(object, key);
   return v && v->is_boolean() ? v->get<bool>() : fallback;
+}
+
+// The value at a path of members ({"status", "nodeInfo", "kernelVersion"}); null when any step
+// is missing or not an object.
+inline const nlohmann::json& JsonAt(const nlohmann::json& j,
+                                    std::initializer_list<const char*> path) {
+  static const nlohmann::json kNull;
+  const nlohmann::json* at = &j;
+  for (const char* key : path) {
+    at = Member(*at, key);
+    if (at == nullptr) return kNull;
+  }
+  return *at;
+}
+
+// The text at a path; empty when it is missing or not a string.
+inline std::string TextAt(const nlohmann::json& j, std::initializer_list<const char*> path) {
+  const nlohmann::json& v = JsonAt(j, path);
+  return v.is_string() ? v.get<std::string>() : std::string();
 }
 
 }  // namespace cmax

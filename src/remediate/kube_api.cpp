@@ -4,6 +4,7 @@
 #include <thread>
 #include <utility>
 
+#include "core/json_read.hpp"
 #include "core/log.hpp"
 #include "core/strings.hpp"
 
@@ -12,20 +13,11 @@ namespace cmax::remediate {
 using nlohmann::json;
 
 const json& KubeField(const json& j, std::initializer_list<const char*> path) {
-  static const json kNull;
-  const json* at = &j;
-  for (const char* key : path) {
-    if (!at->is_object()) return kNull;
-    const auto it = at->find(key);
-    if (it == at->end()) return kNull;
-    at = &*it;
-  }
-  return *at;
+  return JsonAt(j, path);
 }
 
 std::string KubeStr(const json& j, std::initializer_list<const char*> path) {
-  const json& v = KubeField(j, path);
-  return v.is_string() ? v.get<std::string>() : std::string();
+  return TextAt(j, path);
 }
 
 int64_t KubeInt(const json& j, std::initializer_list<const char*> path) {

@@ -367,6 +367,29 @@ TEST(Cli, AuditListsItsChecksAndItsTable) {
             kExitUsage);
 }
 
+TEST(Cli, AuditBuildsAMinimumTableTheAuditThenReads) {
+  testing::TempDir dir;
+  const std::string advisories = std::string(CMAX_TEST_DATA) + "/advisories";
+  auto built = Cli({"audit", "minimums", "build", advisories, "-o", dir.File("table.json")});
+  ASSERT_EQ(built.code, kExitOk) << built.err;
+  EXPECT_NE(built.err.find("minimum nvidia-driver 570 -> 570.211.01"), std::string::npos)
+      << built.err;
+  auto shown = Cli({"audit", "--show-minimums", "--minimums", dir.File("table.json")});
+  ASSERT_EQ(shown.code, kExitOk) << shown.err;
+  EXPECT_NE(shown.out.find("runc (by major.minor branch"), std::string::npos) << shown.out;
+  // On stdout without -o; a file that is no advisory is a usage error naming it.
+  auto to_stdout = Cli({"-q", "audit", "minimums", "build", advisories + "/dcgm-5857.csaf.json"});
+  ASSERT_EQ(to_stdout.code, kExitOk) << to_stdout.err;
+  EXPECT_NE(to_stdout.out.find("\"schema\": \"cmax.audit-minimums/v1\""), std::string::npos);
+  EXPECT_TRUE(to_stdout.err.empty()) << to_stdout.err;
+  std::ofstream(dir.File("notes.json")) << "{\"title\": \"meeting notes\"}";
+  auto refused = Cli({"audit", "minimums", "build", dir.File("notes.json")});
+  EXPECT_EQ(refused.code, kExitUsage);
+  EXPECT_NE(refused.err.find("notes.json: neither a CSAF document"), std::string::npos)
+      << refused.err;
+  EXPECT_EQ(Cli({"audit", "minimums", "build"}).code, kExitUsage);
+}
+
 TEST(Cli, CmaxDbEnvironmentVariableSelectsTheStore) {
   testing::TempDir dir;
   const std::string db = dir.File("from-env.db");

@@ -1,0 +1,119 @@
+// `cmax audit minimums build`: tables made from CSAF and OSV advisories written for the tests
+// from those schemas (tests/data/advisories), then read and graded as cmax reads its own.
+#include "audit/minimums_build.hpp"
+
+#include <gtest/gtest.h>
+
+#include "audit/minimums.hpp"
+#include "support/temp_dir.hpp"
+#include "sys/file_system.hpp"
+
+namespace cmax::audit {
+namespace {
+
+using nlohmann::json;
+
+const std::string kAdvisories = std::string(CMAX_TEST_DATA) + "/advisories";
+
+WallTime At(const char* iso) { return *ParseIso8601(iso); }
+
+MinimumsBuild Built(const std::string& base = "") {
+  sys::LocalFileSystem fs;
+  auto built = BuildMinimumsFromFiles({kAdvisories}, base, At("2026-09-25T04:00:00Z"), fs);
+  EXPECT_TRUE(built) << built.error().message;
+  return built ? *built : MinimumsBuild{};
+}
+
+TEST(MinimumsBuild, TheHighestFixPerReleaseLineFromCsafAndOsv) {
+  const MinimumsBuild built = Built();
+  const json& c = built.table["components"];
+  EXPECT_EQ(built.table["generated"], "2026-09-25T04:00:00Z");
+  // Driver branches: the later bulletin raises 570 and 580, adds 590; 535 from an affected range
+  // ("<535.288.01"), then a fixed one (">=535.309.01"); Windows and vGPU fixes are left out.
+  EXPECT_EQ(c["nvidia-driver"]["select"], "major");
+  EXPECT_EQ(c["nvidia-driver"]["minimums"], (json{{"535", "535.309.01"},
+                                                  {"570", "570.211.01"},
+                                                  {"580", "580.159.03"},
+                                                  {"590", "590.48.01"}}));
+  EXPECT_EQ(c["nvidia-driver"]["available"]["570"], "2026-05-19");
+  EXPECT_EQ(c["nvidia-driver"]["cves"],
+            (json{"CVE-2025-33217", "CVE-2025-33218", "CVE-2026-24101"}));
+  EXPECT_EQ(c["nvidia-driver"]["advisories"].size(), 2U);
+  // runc: one line per minor, rc-aware; a GIT range's commit is not a version. The 2024
+  // advisory fixed 1.1 at 1.1.12, but the 2026 one affects everything below 1.2.8 with no fix
+  // on 1.1: that line is left out, so a 1.1 runc is held to 1.2.8.
+  EXPECT_EQ(c["runc"]["minimums"],
+            (json{{"1.2", "1.2.8"}, {"1.3", "1.3.6"}, {"1.4", "1.4.3"}, {"1.5", "1.5.0-rc.3"}}));
+  EXPECT_EQ(c["runc"]["unlisted"], "fail");
+  EXPECT_EQ(c["runc"]["available"]["1.2"], "2026-08-04");
+  // Docker: one minimum, the newest line's fix ("+incompatible" dropped).
+  EXPECT_EQ(c["docker"]["minimums"], (json{{"*", "29.7.0"}}));
+  EXPECT_EQ(c["nvidia-container-toolkit"]["minimums"], (json{{"*", "1.19.1"}}));
+  EXPECT_EQ(c["dcgm"]["minimums"], (json{{"*", "4.5.3"}}));
+  EXPECT_EQ(c["dcgm-exporter"]["minimums"], (json{{"*", "4.8.2"}}));
+  EXPECT_EQ(c["connectx-firmware"]["minimums"], (json{{"28", "4702"}, {"40", "3008"}}));
+  EXPECT_FALSE(c.contains("cuda-toolkit"));  // no advisory named it
+  ASSERT_EQ(built.ignored.size(), 2U);
+  EXPECT_NE(built.ignored[0].find("unrelated"), std::string::npos) << built.ignored[0];
+  EXPECT_NE(built.ignored[1].find("runc 1.1: its fix 1.1.12 is still affected"), std::string::npos)
+      << built.ignored[1];
+
+  // What is built is what cmax reads and grades with.
+  auto table = MinimumTable::Parse(built.table.dump());
+  ASSERT_TRUE(table) << table.error().message;
+  const WallTime now = At("2026-09-26T00:00:00Z");
+  EXPECT_EQ(GradeVersion(*table, "nvidia-driver", "570.211.01", now).status, CheckStatus::kPass);
+  EXPECT_EQ(GradeVersion(*table, "nvidia-driver", "570.207.01", now).status, CheckStatus::kFail);
+  EXPECT_EQ(GradeVersion(*table, "runc", "1.5.0-rc.2", now).status, CheckStatus::kFail);
+  EXPECT_EQ(GradeVersion(*table, "runc", "1.1.14", now).status, CheckStatus::kFail);
+  EXPECT_EQ(GradeVersion(*table, "connectx-firmware", "28.39.4702", now).status,
+            CheckStatus::kPass);
+  EXPECT_EQ(GradeVersion(*table, "cuda-toolkit", "13.1", now).status, CheckStatus::kUnknown);
+}
+
+TEST(MinimumsBuild, ABaseTableKeepsWhatNoAdvisoryRaises) {
+  testing::TempDir dir;
+  sys::LocalFileSystem fs;
+  json base = json::parse(*fs.ReadFile(std::string(CMAX_TEST_DATA) + "/../../data/audit_minimums.json",
+                                       1 << 20));
+  base["components"]["nvidia-driver"]["minimums"]["570"] = "570.300.01";  // above the advisory
+  base["components"]["nvidia-driver"]["minimums"]["580"] = "580.100.01";  // below it
+  ASSERT_TRUE(fs.WriteFileAtomic(dir.File("base.json"), base.dump(), 0600));
+  const MinimumsBuild built = Built(dir.File("base.json"));
+  const json& c = built.table["components"];
+  EXPECT_EQ(c["nvidia-driver"]["minimums"]["570"], "570.300.01");
+  EXPECT_EQ(c["nvidia-driver"]["minimums"]["580"], "580.159.03");
+  EXPECT_EQ(c["cuda-toolkit"]["minimums"]["*"], "13.1");  // the base's, untouched
+  EXPECT_TRUE(MinimumTable::Parse(built.table.dump()));
+}
+
+TEST(MinimumsBuild, BadInputIsAnErrorNamingIt) {
+  const WallTime now = At("2026-09-25T00:00:00Z");
+  const auto refused = [&](std::vector<AdvisoryDocument> docs, const std::string& says) {
+    auto built = BuildMinimums(docs, now);
+    ASSERT_FALSE(built) << says;
+    EXPECT_NE(built.error().message.find(says), std::string::npos) << built.error().message;
+  };
+  refused({{"a.json", "not json"}}, "a.json: not a JSON object");
+  refused({{"b.json", "[1, 2]"}}, "b.json: not a JSON object");
+  refused({{"c.json", R"({"title": "x"})"}}, "c.json: neither a CSAF document");
+  refused({{"d.json", R"({"id": "GHSA-1", "affected": []})"}}, "no advisory names a fixed version");
+  // Hostile shapes: every field of the wrong type is passed over, never thrown on.
+  refused({{"e.json",
+            R"({"document": 1, "vulnerabilities": [{"product_status": {"fixed": [1, null, "x"]}}],
+                "product_tree": {"branches": [{"branches": "no", "product": 3}]}})"}},
+          "no advisory names a fixed version");
+  refused({{"f.json", R"({"id": 5, "affected": [{"package": [], "ranges": {"events": 1}}]})"}},
+          "no advisory names a fixed version");
+  sys::LocalFileSystem fs;
+  auto missing = BuildMinimumsFromFiles({"/nonexistent/x.json"}, "", now, fs);
+  EXPECT_FALSE(missing);
+  testing::TempDir dir;
+  ASSERT_TRUE(fs.WriteFileAtomic(dir.File("bad.json"), R"({"schema": "nope"})", 0600));
+  auto bad_base = BuildMinimumsFromFiles({kAdvisories}, dir.File("bad.json"), now, fs);
+  ASSERT_FALSE(bad_base);
+  EXPECT_NE(bad_base.error().message.find("bad.json"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace cmax::audit
