@@ -725,6 +725,15 @@ const std::map<std::string, Rule, std::less<>>& Rules() {
          const auto listening = Flag(in, "health.dcgm_exporter.listening");
          const auto service = Flag(in, "health.dcgm_exporter.service");
          if (!listening) return NotCollected("health.dcgm_exporter.listening");
+         if (in.context.target == AuditTarget::kKubernetes) {  // from the exporter's pods
+           if (*listening) return Pass("a ready dcgm-exporter pod");
+           if (service.value_or(false)) {
+             return {Verdict::Kind::kWarn, "its dcgm-exporter pod is not ready", "a ready pod",
+                     "the dcgm-exporter pod on this node is not ready"};
+           }
+           return Found("no dcgm-exporter pod", "dcgm-exporter",
+                        "no dcgm-exporter pod on this node");
+         }
          if (*listening) return Pass("listening on :9400");
          if (service.value_or(false)) {
            return {Verdict::Kind::kWarn, "dcgm-exporter.service installed, nothing on :9400",
@@ -748,7 +757,7 @@ const std::map<std::string, Rule, std::less<>>& Rules() {
            return Unknown("kubernetes.rbac.nodes_proxy_subjects is not a list");
          }
          if (subjects->empty()) {
-           return Pass("no subject beyond the control plane's own reaches nodes/proxy");
+           return Pass("none but the administrators and the API server reach nodes/proxy");
          }
          std::vector<std::string> names;
          for (const json& s : *subjects) names.push_back(Shown(s));

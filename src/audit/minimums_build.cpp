@@ -140,8 +140,8 @@ void WalkBranches(const json& branches, const std::string& path,
     const std::string here = path.empty() ? name : path + " " + name;
     const std::string id = TextAt(branch, {"product", "product_id"});
     if (!id.empty()) {
-      out[id] = {Lower(here + " " + TextAt(branch, {"product", "name"})), TextAt(branch, {"category"}),
-                 name};
+      out[id] = {Lower(here + " " + TextAt(branch, {"product", "name"})),
+                 TextAt(branch, {"category"}), name};
     }
     WalkBranches(JsonAt(branch, {"branches"}), here, out, depth + 1);
   }
@@ -154,7 +154,8 @@ std::vector<Fix> CsafFixes(const json& doc, const std::string& name) {
   if (names.is_array()) {
     for (const json& p : names) {
       const std::string id = TextAt(p, {"product_id"});
-      if (!id.empty()) products[id] = {Lower(TextAt(p, {"name"})), "product_version", TextAt(p, {"name"})};
+      if (!id.empty())
+        products[id] = {Lower(TextAt(p, {"name"})), "product_version", TextAt(p, {"name"})};
     }
   }
   std::set<std::string> advisories;
@@ -204,8 +205,9 @@ std::vector<Fix> CsafFixes(const json& doc, const std::string& name) {
           // Its releases are named DCGM-EXPORTER ("4.5.3-4.8.2"): the exporter's is the second.
           const std::string& leaf = it->second.leaf;
           const size_t at = leaf.find(version + "-");
-          const std::string second =
-              at == std::string::npos ? std::string() : VersionIn(leaf.substr(at + version.size() + 1));
+          const std::string second = at == std::string::npos
+                                         ? std::string()
+                                         : VersionIn(leaf.substr(at + version.size() + 1));
           if (!second.empty()) version = second;
         }
         Fix fix{component, version, name, date, advisories, {}};
@@ -246,7 +248,8 @@ std::vector<Fix> OsvFixes(const json& doc, const std::string& name,
   const json& aliases = JsonAt(doc, {"aliases"});
   if (aliases.is_array()) {
     for (const json& a : aliases) {
-      if (a.is_string() && a.get<std::string>().starts_with("CVE-")) cves.insert(a.get<std::string>());
+      if (a.is_string() && a.get<std::string>().starts_with("CVE-"))
+        cves.insert(a.get<std::string>());
     }
   }
   const std::string id = TextAt(doc, {"id"});
@@ -374,9 +377,8 @@ Result<MinimumsBuild> BuildMinimums(const std::vector<AdvisoryDocument>& documen
       minimum = minimum.substr(minimum.rfind('.') + 1);
     }
     Line& line = lines[fix.component][*selector];
-    const auto newer = line.minimum.empty()
-                           ? std::optional<int>(1)
-                           : CompareTableVersions(minimum, line.minimum);
+    const auto newer =
+        line.minimum.empty() ? std::optional<int>(1) : CompareTableVersions(minimum, line.minimum);
     if (newer && *newer > 0) line = {minimum, fix.document, fix.date};
     advisories[fix.component].insert(fix.advisories.begin(), fix.advisories.end());
     cves[fix.component].insert(fix.cves.begin(), fix.cves.end());
@@ -423,7 +425,8 @@ Result<MinimumsBuild> BuildMinimums(const std::vector<AdvisoryDocument>& documen
     for (const auto& [selector, line] : by_line) {
       // A base table's minimum stays unless the advisories raise it.
       if (minimums.contains(selector) && minimums[selector].is_string()) {
-        const auto raised = CompareTableVersions(line.minimum, minimums[selector].get<std::string>());
+        const auto raised =
+            CompareTableVersions(line.minimum, minimums[selector].get<std::string>());
         if (!raised || *raised <= 0) continue;
       }
       minimums[selector] = line.minimum;
@@ -432,8 +435,8 @@ Result<MinimumsBuild> BuildMinimums(const std::vector<AdvisoryDocument>& documen
       } else if (entry.contains("available") && entry["available"].is_object()) {
         entry["available"].erase(selector);
       }
-      out.used.push_back(fmt::format("{} {} -> {} ({})", component, selector, line.minimum,
-                                     line.document));
+      out.used.push_back(
+          fmt::format("{} {} -> {} ({})", component, selector, line.minimum, line.document));
     }
     std::set<std::string> all_advisories(advisories[component]);
     std::set<std::string> all_cves(cves[component]);

@@ -27,8 +27,9 @@ struct AdvisoryDocument {
 };
 
 struct MinimumsBuild {
-  nlohmann::json table;            // a table MinimumTable::Parse accepts
-  std::vector<std::string> used;   // one line per minimum set: "nvidia-driver 570 -> 570.211.01 (a.json)"
+  nlohmann::json table;  // a table MinimumTable::Parse accepts
+  std::vector<std::string>
+      used;  // one line per minimum set: "nvidia-driver 570 -> 570.211.01 (a.json)"
   std::vector<std::string> ignored;  // one line per document that named nothing cmax grades
 };
 

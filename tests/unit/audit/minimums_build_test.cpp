@@ -15,7 +15,9 @@ using nlohmann::json;
 
 const std::string kAdvisories = std::string(CMAX_TEST_DATA) + "/advisories";
 
-WallTime At(const char* iso) { return *ParseIso8601(iso); }
+WallTime At(const char* iso) {
+  return *ParseIso8601(iso);
+}
 
 MinimumsBuild Built(const std::string& base = "") {
   sys::LocalFileSystem fs;
@@ -74,8 +76,8 @@ TEST(MinimumsBuild, TheHighestFixPerReleaseLineFromCsafAndOsv) {
 TEST(MinimumsBuild, ABaseTableKeepsWhatNoAdvisoryRaises) {
   testing::TempDir dir;
   sys::LocalFileSystem fs;
-  json base = json::parse(*fs.ReadFile(std::string(CMAX_TEST_DATA) + "/../../data/audit_minimums.json",
-                                       1 << 20));
+  json base = json::parse(
+      *fs.ReadFile(std::string(CMAX_TEST_DATA) + "/../../data/audit_minimums.json", 1 << 20));
   base["components"]["nvidia-driver"]["minimums"]["570"] = "570.300.01";  // above the advisory
   base["components"]["nvidia-driver"]["minimums"]["580"] = "580.100.01";  // below it
   ASSERT_TRUE(fs.WriteFileAtomic(dir.File("base.json"), base.dump(), 0600));
