@@ -160,4 +160,12 @@ Result<std::string> ShowCatalogue(const AuditCatalogue& catalogue, const ShowOpt
   return Text(catalogue, *checks, options.verbose);
 }
 
+std::vector<std::pair<std::string, std::string>> ExplainCheck(std::string_view check_id) {
+  for (const CheckSpec& check : AuditCatalogue::Builtin().Checks()) {
+    if (check.id != check_id) continue;
+    return {{"why", check.predicate}, {"reproduce", check.reproduce}};
+  }
+  return {};
+}
+
 }  // namespace cmax::audit

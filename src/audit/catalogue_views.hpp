@@ -4,6 +4,8 @@
 
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 #include "audit/catalogue.hpp"
 #include "core/result.hpp"
@@ -21,6 +23,10 @@ struct ShowOptions {
 
 // The catalogue's checks as `options` ask; kInvalidArgument for an unknown profile or format.
 Result<std::string> ShowCatalogue(const AuditCatalogue& catalogue, const ShowOptions& options);
+
+// What the audit's report says at -vv about a check of the catalogue: why (its rule) and how to
+// see it yourself (its reproduce line); nothing for an id the catalogue does not have.
+std::vector<std::pair<std::string, std::string>> ExplainCheck(std::string_view check_id);
 
 // The block the README carries between its audit-checks markers: every check in a table, and
 // how many are the public audit's and how many cmax's own.

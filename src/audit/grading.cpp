@@ -25,6 +25,7 @@ struct Verdict {
   std::string observed;
   std::string expected;
   std::string reason;
+  std::vector<std::string> links;  // beyond the check's own: the advisories a version is below
 };
 
 Verdict Pass(std::string observed, std::string reason = {}) {
@@ -79,6 +80,15 @@ Verdict VersionRule(const Inputs& in, std::string_view key, std::string_view com
     case CheckStatus::kWarn: verdict.kind = Verdict::Kind::kWarn; break;
     case CheckStatus::kFail: verdict.kind = Verdict::Kind::kFinding; break;
     default: verdict.kind = Verdict::Kind::kUnknown; break;
+  }
+  // Below the minimum: the table's advisories and CVEs say what the version is exposed to.
+  if (grade.status == CheckStatus::kFail || grade.status == CheckStatus::kWarn) {
+    if (const ComponentMinimums* entry = in.context.minimums->Find(component)) {
+      verdict.links = entry->advisories;
+      for (const std::string& cve : entry->cves) {
+        verdict.links.push_back("https://www.cve.org/CVERecord?id=" + cve);
+      }
+    }
   }
   return verdict;
 }
@@ -870,6 +880,10 @@ Finding ToFinding(const CheckSpec& check, const Verdict& verdict) {
   finding.expected = verdict.expected;
   finding.message = verdict.reason.empty() ? check.title : verdict.reason;
   finding.links = check.links;
+  for (const std::string& link : verdict.links) {
+    if (std::ranges::find(finding.links, link) == finding.links.end())
+      finding.links.push_back(link);
+  }
   switch (verdict.kind) {
     case Verdict::Kind::kPass:
       finding.status = CheckStatus::kPass;

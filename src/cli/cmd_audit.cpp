@@ -51,6 +51,15 @@ struct AuditFlags {
   audit::ReviewOptions review;
 };
 
+// -v: observed and expected for every check, and its links; -vv: why and how to reproduce it;
+// -vvv: and every piece of evidence.
+report::TextOptions AuditText(const Context& ctx) {
+  return {.color = ctx.Color(),
+          .show_evidence = ctx.global.verbosity >= 3,
+          .detail = ctx.global.verbosity,
+          .explain = audit::ExplainCheck};
+}
+
 // Work on other machines goes ahead with --yes, or with a "y" from the person at the terminal.
 bool Confirm(const AuditFlags& o, Context& ctx, const std::string& plan) {
   if (o.yes) return true;
@@ -119,7 +128,7 @@ int Audit(AuditFlags& o, Context& ctx) {
                          : audit::RegradeText(review->record, *review->regrade));
     } else {
       ctx.out << (o.json ? report::RenderJson(review->record)
-                         : report::RenderText(review->record, {.color = ctx.Color()}));
+                         : report::RenderText(review->record, AuditText(ctx)));
     }
     return kExitOk;
   }
@@ -146,7 +155,7 @@ int Audit(AuditFlags& o, Context& ctx) {
     ctx.err << "cmax audit: " << report->summary << "\n";
   }
   ctx.out << (o.json ? report::RenderJson(report->record)
-                     : report::RenderText(report->record, {.color = ctx.Color()}));
+                     : report::RenderText(report->record, AuditText(ctx)));
   return report->exit_code;
 }
 

@@ -3,8 +3,10 @@
 // HTML page. Pure functions: a run in, a string out.
 #pragma once
 
+#include <functional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "core/result.hpp"
@@ -21,6 +23,12 @@ std::string_view FormatName(Format format);
 struct TextOptions {
   bool color = false;          // ANSI colours: only when writing to a terminal
   bool show_evidence = false;  // list every evidence key and value
+  // How much each finding says: 0 observed, expected and fix for problems only; 1 observed and
+  // expected for every finding, and its links (CVEs, advisories); 2 also what `explain` gives
+  // for its check (the audit: why it matters as its rule, the command that reproduces it).
+  int detail = 0;
+  std::function<std::vector<std::pair<std::string, std::string>>(std::string_view check_id)>
+      explain;
 };
 
 std::string RenderText(const RunRecord& record, const TextOptions& options);

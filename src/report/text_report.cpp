@@ -91,12 +91,23 @@ std::string RenderText(const RunRecord& record, const TextOptions& options) {
                          SanitizeUtf8(f.check_id), id_width, Indented(headline, indent));
       const bool problem = f.status == CheckStatus::kWarn || f.status == CheckStatus::kFail ||
                            f.status == CheckStatus::kUnknown;
-      if (problem && (!f.observed.empty() || !f.expected.empty())) {
+      if ((problem || options.detail >= 1) && (!f.observed.empty() || !f.expected.empty())) {
         out += fmt::format("{}observed: {} · expected: {}\n", indent, Indented(f.observed, indent),
-                           Indented(f.expected, indent));
+                           Indented(f.expected.empty() ? "-" : f.expected, indent));
       }
       if (problem && !f.remediation.empty()) {
         out += fmt::format("{}fix: {}\n", indent, Indented(f.remediation, indent));
+      }
+      if (options.detail >= 2 && options.explain) {
+        for (const auto& [label, text] : options.explain(f.check_id)) {
+          if (!text.empty())
+            out += fmt::format("{}{}: {}\n", indent, label, Indented(text, indent));
+        }
+      }
+      if (options.detail >= 1) {
+        for (const std::string& link : f.links) {
+          out += fmt::format("{}see: {}\n", indent, SanitizeUtf8(link));
+        }
       }
     }
   }

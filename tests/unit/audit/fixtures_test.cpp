@@ -33,11 +33,10 @@ TEST_P(AuditFixture, EveryCheckAsExpected) {
   auto checks = AuditCatalogue::Builtin().Select("");
   ASSERT_TRUE(checks);
   // A day after the built-in table's date: past its grace periods, within its 10 days.
-  const std::vector<Finding> findings =
-      GradeChecks(*checks, evidence,
-                  {.target = *target,
-                   .minimums = &MinimumTable::Builtin(),
-                   .now = *ParseIso8601("2026-09-26T12:00:00Z")});
+  const std::vector<Finding> findings = GradeChecks(*checks, evidence,
+                                                    {.target = *target,
+                                                     .minimums = &MinimumTable::Builtin(),
+                                                     .now = *ParseIso8601("2026-09-26T12:00:00Z")});
   ASSERT_EQ(findings.size(), checks->size());
   std::string out;
   for (const Finding& f : findings) {

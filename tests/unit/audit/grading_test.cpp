@@ -462,6 +462,18 @@ TEST(GradeChecks, JudgesEachCheckOnItsEvidence) {
   }
 }
 
+TEST(GradeChecks, AVersionBelowItsMinimumLinksTheTablesAdvisoriesAndCves) {
+  const Finding below = Grade("versions.cuda-toolkit", {{"software.nvcc.release", "12.4"}});
+  ASSERT_EQ(below.status, CheckStatus::kFail);
+  EXPECT_NE(std::ranges::find(below.links, "https://www.cve.org/CVERecord?id=CVE-2025-33228"),
+            below.links.end());
+  const Finding at = Grade("versions.cuda-toolkit", {{"software.nvcc.release", "13.1"}});
+  ASSERT_EQ(at.status, CheckStatus::kPass);
+  EXPECT_EQ(std::ranges::count_if(at.links,
+                                  [](const std::string& l) { return l.find("cve.org") != l.npos; }),
+            0);
+}
+
 TEST(GradeChecks, TopologyOnKubernetes) {
   const auto topology = [](json counts) {
     return Grade("networking.topology-configured", {{"kubernetes.topology", std::move(counts)}},

@@ -71,6 +71,33 @@ TEST(Report, TextMatchesGolden) {
                         RenderText(HostileRun(), {.show_evidence = true}));
 }
 
+TEST(Report, TextDetailGrowsWithVerbosity) {
+  RunRecord record = HostileRun();
+  record.findings.clear();
+  Finding pass;
+  pass.check_id = "versions.runc";
+  pass.status = CheckStatus::kPass;
+  pass.message = "1.3.6";
+  pass.observed = "1.3.6";
+  pass.expected = ">= 1.3.6";
+  pass.links = {"https://example.com/advisory"};
+  record.findings = {pass};
+  const auto explain = [](std::string_view id) {
+    return std::vector<std::pair<std::string, std::string>>{{"why", std::string(id) + " rule"},
+                                                            {"reproduce", "runc --version"}};
+  };
+  const std::string quiet = RenderText(record, {.explain = explain});
+  EXPECT_EQ(quiet.find("observed:"), std::string::npos);  // a PASS says only its headline
+  EXPECT_EQ(quiet.find("see:"), std::string::npos);
+  const std::string one = RenderText(record, {.detail = 1, .explain = explain});
+  EXPECT_NE(one.find("observed: 1.3.6 · expected: >= 1.3.6"), std::string::npos) << one;
+  EXPECT_NE(one.find("see: https://example.com/advisory"), std::string::npos) << one;
+  EXPECT_EQ(one.find("why:"), std::string::npos);
+  const std::string two = RenderText(record, {.detail = 2, .explain = explain});
+  EXPECT_NE(two.find("why: versions.runc rule"), std::string::npos) << two;
+  EXPECT_NE(two.find("reproduce: runc --version"), std::string::npos) << two;
+}
+
 TEST(Report, TextHasNoEscapesOfItsOwnWithoutColorAndNoneFromOutsideWithIt) {
   const std::string plain = RenderText(HostileRun(), {});
   EXPECT_EQ(plain.find('\x1b'), std::string::npos);
