@@ -20,6 +20,8 @@ packages=(
   openssl nghttp2-server
   # the audit's read-only test traces every program it starts and every file it writes
   strace
+  # the JSON Schema test validates the reports against the published schemas with Debian's validator
+  python3 python3-jsonschema
 )
 
 missing=()

@@ -1,0 +1,111 @@
+// The published JSON Schemas (docs/schema/) hold for what cmax writes: the report of a real
+// audit of this host, of a Kubernetes audit against the stand-in API server, and every evidence
+// fixture. Validated by Debian's python3-jsonschema (draft 2020-12), the validator a user of
+// the schemas would reach for; a document broken on purpose must fail, or the check proves
+// nothing.
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "support/fake_kube_api.hpp"
+#include "support/golden.hpp"
+#include "support/temp_dir.hpp"
+#include "sys/file_system.hpp"
+#include "sys/process_runner.hpp"
+
+namespace cmax {
+namespace {
+
+using namespace std::chrono_literals;
+using nlohmann::json;
+
+const std::string kSchemas = std::string(CMAX_TEST_DATA) + "/../../docs/schema/";
+const std::string kReport = kSchemas + "cmax.report.v1.schema.json";
+const std::string kEvidence = kSchemas + "cmax.audit-evidence.v1.schema.json";
+
+class SchemaTest : public ::testing::Test {
+ protected:
+  // Empty when `document` is valid against `schema`, else the validator's first complaint.
+  std::string Problems(const std::string& schema, const json& document) {
+    const std::string path = dir_.File(fmt::format("doc{}.json", ++documents_));
+    EXPECT_TRUE(fs_.WriteFileAtomic(path, document.dump(), 0600));
+    const char* kValidate =
+        "import json, sys\n"
+        "from jsonschema import Draft202012Validator\n"
+        "schema = json.load(open(sys.argv[1]))\n"
+        "Draft202012Validator.check_schema(schema)\n"
+        "errors = sorted(Draft202012Validator(schema).iter_errors(json.load(open(sys.argv[2]))),\n"
+        "                key=lambda e: list(e.path))\n"
+        "for e in errors[:3]: print('/'.join(map(str, e.path)), e.message)\n"
+        "sys.exit(1 if errors else 0)\n";
+    // Debian's interpreter and validator (python3-jsonschema), not whichever is first on PATH.
+    auto r = runner_.Run(
+        {.argv = {"/usr/bin/python3", "-c", kValidate, schema, path}, .timeout = 60s});
+    if (!r) return "could not run the validator: " + r.error().message;
+    if (r->exit_code == 0) return "";
+    return r->stdout_text + r->stderr_text;
+  }
+  json Cmax(std::vector<std::string> args, std::vector<std::string> env = {}) {
+    std::vector<std::string> argv{CMAX_BINARY, "--db", dir_.File("cmax.db")};
+    argv.insert(argv.end(), args.begin(), args.end());
+    auto r = runner_.Run({.argv = argv,
+                          .env_add = testing::WithoutMachineKubeconfig(std::move(env), dir_.Path()),
+                          .timeout = 60s});
+    EXPECT_TRUE(r && (r->exit_code == 0 || r->exit_code == 1 || r->exit_code == 3))
+        << (r ? r->stderr_text : r.error().message);
+    return r ? json::parse(r->stdout_text, nullptr, false) : json();
+  }
+
+  testing::TempDir dir_;
+  sys::LocalFileSystem fs_;
+  sys::PosixProcessRunner runner_;
+  int documents_ = 0;
+};
+
+TEST_F(SchemaTest, ALocalAuditsReportAndEvidence) {
+  const json report = Cmax({"audit", "--json"});
+  ASSERT_TRUE(report.is_object());
+  EXPECT_EQ(Problems(kReport, report), "");
+  EXPECT_EQ(Problems(kEvidence, report["evidence"]), "");
+  // cmax run's report too: the same envelope.
+  const json run = Cmax({"run", "--json", "--no-html"});
+  EXPECT_EQ(Problems(kReport, run), "");
+  EXPECT_EQ(Problems(kEvidence, run["evidence"]), "") << "the audit phase's evidence";
+
+  // Broken on purpose: each must be caught.
+  json bad = report;
+  bad["findings"][0]["status"] = "MAYBE";
+  EXPECT_NE(Problems(kReport, bad), "");
+  json bad_evidence = report["evidence"];
+  bad_evidence["gpu.driver.version"] = 580;
+  EXPECT_NE(Problems(kEvidence, bad_evidence).find("gpu.driver.version"), std::string::npos);
+  bad_evidence = report["evidence"];
+  bad_evidence["audit.node.gpu1"] = {{"node", "gpu1"}, {"evidence", {{"host.limits.nofile", true}}}};
+  EXPECT_NE(Problems(kEvidence, bad_evidence), "") << "a node's evidence is held to the schema";
+}
+
+TEST_F(SchemaTest, AKubernetesAuditsReportAndEvidence) {
+  testing::FakeKubeApi api;
+  api.AddNode("gpu1", {{"nvidia.com/gpu.present", "true"},
+                       {"nvidia.com/cuda.driver-version.full", "580.159.03"}});
+  api.configz["gpu1"] = {{"kubeletconfig", {{"cpuManagerPolicy", "static"}}}};
+  ASSERT_TRUE(fs_.WriteFileAtomic(dir_.File("token"), "token-1", 0600));
+  const json report = Cmax({"audit", "--kubernetes", "--yes", "--json", "--kube-api", api.Url(),
+                            "--kube-token-file", dir_.File("token")});
+  ASSERT_TRUE(report.is_object());
+  ASSERT_TRUE(report["evidence"].contains("audit.node.gpu1"));
+  EXPECT_EQ(Problems(kReport, report), "");
+  EXPECT_EQ(Problems(kEvidence, report["evidence"]), "");
+}
+
+TEST_F(SchemaTest, EveryEvidenceFixture) {
+  for (const std::string& stem : testing::GoldenStems("audit_fixtures", ".evidence.json")) {
+    auto text = fs_.ReadFile(
+        fmt::format("{}/audit_fixtures/{}.evidence.json", CMAX_TEST_DATA, stem), 1 << 20);
+    ASSERT_TRUE(text) << stem;
+    EXPECT_EQ(Problems(kEvidence, json::parse(*text)["evidence"]), "") << stem;
+  }
+}
+
+}  // namespace
+}  // namespace cmax
