@@ -34,6 +34,15 @@ std::vector<EvidenceItem> AuditBookkeeping(const AuditOptions& options, const Mi
       {"audit.minimums.sha256", nlohmann::json(table.Sha256()).dump()}};
 }
 
+std::map<std::string, std::string> AuditEnvironment(const AuditIo& io) {
+  std::map<std::string, std::string> environment;
+  if (!io.env) return environment;
+  for (const char* name : kAuditEnvironment) {
+    if (std::string value = io.env(name); !value.empty()) environment[name] = std::move(value);
+  }
+  return environment;
+}
+
 GradedAudit AuditThisHost(const AuditOptions& options, const PreparedAudit& prepared,
                           AuditTarget target, const AuditIo& io) {
   log::Info("auditing this host ({}): {} checks", TargetName(target), prepared.checks.size());
@@ -43,7 +52,8 @@ GradedAudit AuditThisHost(const AuditOptions& options, const PreparedAudit& prep
                             .timeout = SecondsAsDuration(options.probe_timeout_s),
                             .now = io.clock->Now(),
                             .slurm_conf = io.env ? io.env("SLURM_CONF") : "",
-                            .nvml = SnapshotNvml});
+                            .nvml = SnapshotNvml,
+                            .environment = AuditEnvironment(io)});
   GradedAudit graded{.target = "local/" + std::string(TargetName(target)), .host = sys::Hostname()};
   for (const auto& [key, value] : evidence) graded.evidence.push_back({key, value.dump()});
   graded.evidence.push_back({"audit.target", nlohmann::json(TargetName(target)).dump()});

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <functional>
+#include <map>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -81,6 +82,9 @@ Result<AuditReport> RecordAudit(const AuditOptions& options, const PreparedAudit
 // --local` as a run of its own, `cmax run` as a phase of its run. Interrupted: no findings.
 GradedAudit AuditThisHost(const AuditOptions& options, const PreparedAudit& prepared,
                           AuditTarget target, const AuditIo& io);
+// The variables of this process the audit reads (local_evidence.hpp's kAuditEnvironment).
+std::map<std::string, std::string> AuditEnvironment(const AuditIo& io);
+
 // What every recorded audit says about itself: its profile, the minimum table's date and
 // SHA-256.
 std::vector<EvidenceItem> AuditBookkeeping(const AuditOptions& options, const MinimumTable& table);

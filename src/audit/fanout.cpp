@@ -180,6 +180,11 @@ std::vector<Finding> ExplainNotCollected(std::vector<Finding> findings,
   return findings;
 }
 
+nlohmann::json FabricTiers(size_t nodes) {
+  constexpr size_t kOneTierNodes = 64;
+  return {{"nodes", nodes}, {"multi_tier", nodes > kOneTierNodes}, {"source", "node count"}};
+}
+
 nlohmann::json PerNodeStatuses(const std::vector<NodeFindings>& nodes) {
   nlohmann::json out = nlohmann::json::object();
   for (const NodeFindings& node : nodes) {

@@ -56,6 +56,10 @@ std::vector<Finding> ExplainNotCollected(std::vector<Finding> findings,
                                          const std::map<std::string, std::string>& unread,
                                          std::string_view otherwise);
 
+// What the number of nodes says about the fabric, for networking.nccl-ib-qps: more than 64
+// nodes cannot hang off one switch tier (the public audit's threshold too).
+nlohmann::json FabricTiers(size_t nodes);
+
 // Per check, which nodes came out how: {"CHECK": {"FAIL": ["gpu3"], "PASS": [...]}}.
 nlohmann::json PerNodeStatuses(const std::vector<NodeFindings>& nodes);
 

@@ -63,17 +63,18 @@ std::string Shown(const json& value) {
   return value.is_string() ? SanitizeUtf8(value.get<std::string>()) : value.dump();
 }
 
-// A component's version against the minimum table; null: not installed (N/A).
+// A component's version against the minimum table; null: not installed (N/A). `as` grades
+// that text instead of the key's value (a kernel release reduced to its ABI).
 Verdict VersionRule(const Inputs& in, std::string_view key, std::string_view component,
-                    std::string_view what) {
+                    std::string_view what, std::string_view as = {}) {
   const json* value = Get(in, key);
   if (value == nullptr) return NotCollected(key);
   if (value->is_null()) return NotApplicable(fmt::format("no {} here", what));
   if (!value->is_string()) return Unknown(fmt::format("{} is not a version string", key));
   if (in.context.minimums == nullptr) return Unknown("no minimum-version table");
-  const VersionGrade grade =
-      GradeVersion(*in.context.minimums, component, value->get<std::string>(), in.context.now);
-  Verdict verdict{Verdict::Kind::kUnknown, Shown(*value),
+  const std::string version = as.empty() ? value->get<std::string>() : std::string(as);
+  const VersionGrade grade = GradeVersion(*in.context.minimums, component, version, in.context.now);
+  Verdict verdict{Verdict::Kind::kUnknown, SanitizeUtf8(version),
                   grade.minimum.empty() ? "" : ">= " + grade.minimum, grade.reason};
   switch (grade.status) {
     case CheckStatus::kPass: verdict.kind = Verdict::Kind::kPass; break;
@@ -811,6 +812,114 @@ const std::map<std::string, Rule, std::less<>>& Rules() {
          }
          return Found(SanitizeUtf8(*shared) + ", no default", "a default StorageClass",
                       "a ReadWriteMany class exists but no StorageClass is the default");
+       }},
+      {"isolation.januscape",
+       [](const Inputs& in) -> Verdict {
+         const json* kind = Get(in, "host.virtualization.kind");
+         if (kind == nullptr) return NotCollected("host.virtualization.kind");
+         if (*kind != "vm") return NotApplicable("not a virtual machine");
+         const json* flag = Get(in, "host.cpu.flags.virt");
+         const auto kvm = Flag(in, "host.dev.kvm");
+         const json* nested = Get(in, "host.kvm.nested");
+         if (flag == nullptr || !kvm || nested == nullptr) {
+           return NotCollected("host.cpu.flags.virt, host.dev.kvm, host.kvm.nested");
+         }
+         const bool has_flag = flag->is_string();
+         const bool has_nested = nested->is_boolean() && nested->get<bool>();
+         const int present =
+             static_cast<int>(has_flag) + static_cast<int>(*kvm) + static_cast<int>(has_nested);
+         const std::string seen =
+             fmt::format("{}, /dev/kvm {}, nested {}", has_flag ? Shown(*flag) : "no vmx/svm",
+                         *kvm ? "present" : "absent", has_nested ? "on" : "off");
+         if (present == 0) return Pass(seen);
+         if (present == 3) {
+           return Found(seen, "no nested virtualisation in tenant VMs",
+                        "this guest can run its own KVM guests: the host needs the Januscape "
+                        "patch");
+         }
+         return Unknown(fmt::format("some of nested virtualisation's parts are here ({})", seen));
+       }},
+      {"isolation.fragnesia",
+       [](const Inputs& in) -> Verdict {
+         const json* id = Get(in, "host.os.id");
+         const json* version = Get(in, "host.os.version_id");
+         const json* release = Get(in, "host.kernel.release");
+         if (id == nullptr || version == nullptr || release == nullptr) {
+           return NotCollected("host.os.id, host.os.version_id, host.kernel.release");
+         }
+         const std::string kernel = release->is_string() ? release->get<std::string>() : "";
+         // Ubuntu 24.04's own 6.8.0 kernels ("6.8.0-124-generic"): the ABI is the number after.
+         if (*id != "ubuntu" || *version != "24.04" || !kernel.starts_with("6.8.0-")) {
+           return NotApplicable("not an Ubuntu 24.04 6.8.0 kernel");
+         }
+         const std::string rest = kernel.substr(6);
+         const std::string abi = rest.substr(0, rest.find_first_not_of("0123456789"));
+         if (abi.empty()) return Unknown(fmt::format("no ABI in {}", SanitizeUtf8(kernel)));
+         // The table's ABI is the generic kernel's; other flavours (nvidia, aws, azure) number
+         // their ABIs on their own.
+         if (!kernel.ends_with("-generic")) {
+           return NotApplicable(
+               fmt::format("{}: a 6.8.0 flavour whose fixed ABI the table does not hold",
+                           SanitizeUtf8(kernel)));
+         }
+         Verdict verdict = VersionRule(in, "host.kernel.release", "linux-ubuntu-noble",
+                                       "Ubuntu 24.04 kernel", "6.8.0-" + abi);
+         verdict.observed = SanitizeUtf8(kernel);
+         return verdict;
+       }},
+      {"hardware.arm-smmu-cmdqv",
+       [](const Inputs& in) -> Verdict {
+         const json* arch = Get(in, "host.arch");
+         if (arch == nullptr) return NotCollected("host.arch");
+         if (*arch != "aarch64") return NotApplicable("not an Arm host");
+         const json* kind = Get(in, "host.virtualization.kind");
+         if (kind == nullptr) return NotCollected("host.virtualization.kind");
+         if (*kind != "vm") return NotApplicable("not a virtual machine");
+         const json* smmu = Get(in, "host.smmu.cmdqv");
+         if (smmu == nullptr || !smmu->is_object()) return NotCollected("host.smmu.cmdqv");
+         if (!smmu->value("smmuv3", false)) return NotApplicable("no SMMUv3 in this guest");
+         if (smmu->value("cmdqv", false)) return Pass("SMMUv3 with CMDQV");
+         return Found("SMMUv3 without CMDQV", "tegra241-cmdqv",
+                      "the guest's SMMU has no command queue virtualisation: invalidations trap "
+                      "to the host");
+       }},
+      {"software.cuda-visible-devices",
+       [](const Inputs& in) -> Verdict {
+         const json* step = Get(in, "scheduler.step.cuda_visible_devices");
+         if (step == nullptr) return NotCollected("scheduler.step.cuda_visible_devices");
+         if (!step->is_object()) return Unknown("the job step's variables are not an object");
+         const auto set = [&](const char* name) {
+           const json v = step->value(name, json(nullptr));
+           return v.is_string() && !v.get<std::string>().empty() && v != "-1" && v != "void" &&
+                  v != "none" && v != "NoDevFiles";
+         };
+         if (!set("SLURM_STEP_GPUS") && !set("SLURM_JOB_GPUS") && !set("SLURM_GPUS_ON_NODE")) {
+           return NotApplicable(
+               "the audit's job step was given no GPUs (--srun-arg=--gres=gpu:1 gives it one)");
+         }
+         if (set("CUDA_VISIBLE_DEVICES") || set("NVIDIA_VISIBLE_DEVICES")) {
+           return Pass(
+               Shown(step->value("CUDA_VISIBLE_DEVICES", json("(NVIDIA_VISIBLE_DEVICES)"))));
+         }
+         return Found("unset", "CUDA_VISIBLE_DEVICES naming the step's GPUs",
+                      "a job step with GPUs sees no CUDA_VISIBLE_DEVICES: every process may reach "
+                      "every GPU");
+       }},
+      {"networking.nccl-ib-qps",
+       [](const Inputs& in) -> Verdict {
+         const json* qps = Get(in, "network.nccl.ib_qps_per_connection");
+         const json* tiers = Get(in, "network.fabric.tiers");
+         if (qps == nullptr) return NotCollected("network.nccl.ib_qps_per_connection");
+         if (tiers == nullptr) return NotCollected("network.fabric.tiers");
+         if (!qps->is_object() || !tiers->is_object()) return Unknown("unexpected evidence");
+         const int64_t value = qps->value("value", int64_t{0});
+         const int64_t nodes = tiers->value("nodes", int64_t{0});
+         const std::string seen = fmt::format("{} QP(s) per connection ({}), {} nodes", value,
+                                              qps->value("source", std::string("?")), nodes);
+         if (!tiers->value("multi_tier", false)) return Pass(seen + ": one tier");
+         if (value >= 2) return Pass(seen);
+         return Found(seen, "NCCL_IB_QPS_PER_CONNECTION >= 2 on a multi-tier fabric",
+                      "one queue pair per connection gives ECMP one flow to spread");
        }},
       {"networking.ib-pkeys",
        [](const Inputs& in) -> Verdict {

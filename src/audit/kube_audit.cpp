@@ -353,6 +353,7 @@ std::map<std::string, KubeNodeEvidence> KubeEvidence(const KubeSnapshot& s) {
     if (labels.contains("nvidia.com/gpu.clique")) ++clique_nodes;
     if (topology) ++topology_nodes;
   }
+  cluster["network.fabric.tiers"] = FabricTiers(s.nodes.size());
   cluster["kubernetes.topology"] = {{"Kueue Topologies", Count(s.kueue_topologies)},
                                     {"Volcano HyperNodes", Count(s.volcano_hypernodes)},
                                     {"nodes with an NVLink clique label", clique_nodes},

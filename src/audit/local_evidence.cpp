@@ -6,6 +6,7 @@
 #include <set>
 
 #include "audit/host_inventory.hpp"
+#include "audit/inventory_checks.hpp"
 #include "core/strings.hpp"
 #include "health/kernel_events.hpp"
 #include "health/kernel_record.hpp"
@@ -594,6 +595,82 @@ void RdmaStack(const sys::FileSystem& fs, sys::ProcessRunner& runner, const std:
   out["network.rdma.stack"] = stack;
 }
 
+// What this host is: its OS, architecture and kind (bare metal, VM, container), and what a
+// guest could do with virtualisation (Januscape) or the SMMU (Grace guests' CMDQV).
+void HostIdentity(const sys::FileSystem& fs, AuditEvidence& out) {
+  const HostFacts host = CollectHost(fs, "");
+  if (!host.os.id.empty()) {
+    out["host.os.id"] = SanitizeUtf8(host.os.id);
+    out["host.os.version_id"] = SanitizeUtf8(host.os.version_id);
+  }
+  if (!host.arch.empty()) out["host.arch"] = SanitizeUtf8(host.arch);
+  const std::string environment = DetectEnvironment(host).environment;
+  out["host.virtualization.kind"] = environment == "bare-metal" ? "none" : environment;
+  if (const auto cpuinfo = Read(fs, "/proc/cpuinfo", size_t{4} << 20)) {
+    json virt = nullptr;
+    for (std::string_view line : Split(*cpuinfo, '\n')) {
+      if (!line.starts_with("flags")) continue;
+      for (std::string_view flag : Split(line.substr(line.find(':') + 1), ' ')) {
+        if (flag == "vmx" || flag == "svm") virt = std::string(flag);
+      }
+      break;  // every CPU lists the same flags
+    }
+    out["host.cpu.flags.virt"] = virt;
+  }
+  out["host.dev.kvm"] = fs.Exists("/dev/kvm");
+  json nested = nullptr;  // no KVM module loaded
+  for (const char* file :
+       {"/sys/module/kvm_intel/parameters/nested", "/sys/module/kvm_amd/parameters/nested"}) {
+    if (const auto value = Read(fs, file)) {
+      const std::string v = Trimmed(*value);
+      nested = v == "Y" || v == "1";
+    }
+  }
+  out["host.kvm.nested"] = nested;
+  if (host.arch == "aarch64") {
+    const auto iommus = fs.ListDir("/sys/class/iommu");
+    const bool smmuv3 = iommus && std::ranges::any_of(*iommus, [](const std::string& name) {
+                          return name.starts_with("smmu3");
+                        });
+    const bool cmdqv = fs.IsDirectory("/sys/bus/platform/drivers/tegra241-cmdqv") ||
+                       fs.IsDirectory("/sys/bus/platform/drivers/tegra241_cmdqv");
+    out["host.smmu.cmdqv"] = {{"smmuv3", smmuv3}, {"cmdqv", cmdqv}};
+  }
+}
+
+// Inside a job step: what it was given and what CUDA sees; and NCCL's queue pairs per
+// connection (the variable, else /etc/nccl.conf, else NCCL's default of 1).
+void StepEnvironment(const LocalProbeOptions& options, const AuditEvidence& so_far,
+                     AuditEvidence& out) {
+  const auto var = [&](const char* name) -> json {
+    const auto it = options.environment.find(name);
+    return it == options.environment.end() ? json(nullptr) : json(SanitizeUtf8(it->second));
+  };
+  if (options.environment.contains("SLURM_STEP_ID")) {
+    json step = json::object();
+    for (const char* name : {"CUDA_VISIBLE_DEVICES", "NVIDIA_VISIBLE_DEVICES", "SLURM_STEP_GPUS",
+                             "SLURM_JOB_GPUS", "SLURM_GPUS_ON_NODE"}) {
+      step[name] = var(name);
+    }
+    out["scheduler.step.cuda_visible_devices"] = step;
+  }
+  json qps = var("NCCL_IB_QPS_PER_CONNECTION");
+  std::string source = "NCCL_IB_QPS_PER_CONNECTION";
+  if (qps.is_null()) {
+    const auto conf = so_far.find("network.nccl.conf");
+    if (conf != so_far.end() && conf->second.is_object() &&
+        conf->second.contains("NCCL_IB_QPS_PER_CONNECTION")) {
+      qps = conf->second["NCCL_IB_QPS_PER_CONNECTION"];
+      source = "/etc/nccl.conf";
+    }
+  }
+  if (qps.is_null()) {
+    out["network.nccl.ib_qps_per_connection"] = {{"value", 1}, {"source", "NCCL's default"}};
+  } else if (const auto n = Integer(qps.get<std::string>())) {
+    out["network.nccl.ib_qps_per_connection"] = {{"value", *n}, {"source", source}};
+  }
+}
+
 }  // namespace
 
 AuditEvidence CollectLocalEvidence(const sys::FileSystem& fs, sys::ProcessRunner& runner,
@@ -689,6 +766,8 @@ AuditEvidence CollectLocalEvidence(const sys::FileSystem& fs, sys::ProcessRunner
   DcgmExporter(fs, out);
   IbPkeys(fs, out);
   RdmaStack(fs, runner, path, loader_cache, options.timeout, out);
+  HostIdentity(fs, out);
+  StepEnvironment(options, out, out);
   return out;
 }
 

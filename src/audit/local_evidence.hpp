@@ -36,7 +36,16 @@ struct LocalProbeOptions {
   // NVML's readings (temperature, power, utilisation, processes), asked only where a driver is;
   // null: not collected.
   std::function<Result<sys::NvmlSnapshot>()> nvml;
+  // The process's variables the audit reads (CUDA_VISIBLE_DEVICES, NVIDIA_VISIBLE_DEVICES, the
+  // SLURM_*GPUS* of a job step, NCCL_IB_QPS_PER_CONNECTION); empty: none set.
+  std::map<std::string, std::string> environment;
 };
+
+// The variables CollectLocalEvidence reads from LocalProbeOptions::environment.
+inline constexpr const char* kAuditEnvironment[] = {
+    "CUDA_VISIBLE_DEVICES",      "NVIDIA_VISIBLE_DEVICES", "SLURM_STEP_ID",
+    "SLURM_STEP_GPUS",           "SLURM_JOB_GPUS",         "SLURM_GPUS_ON_NODE",
+    "NCCL_IB_QPS_PER_CONNECTION"};
 
 // NVML through its usual library ($CMAX_NVML_LIB, else libnvidia-ml.so.1): one snapshot.
 Result<sys::NvmlSnapshot> SnapshotNvml();

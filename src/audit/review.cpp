@@ -85,7 +85,12 @@ Result<std::vector<Finding>> RegradeRecord(const RunRecord& record, const Minimu
     AuditEvidence evidence;
     for (const auto& [key, value] : doc["evidence"].items()) evidence[key] = value;
     if (sacct) evidence.emplace("scheduler.slurm.sacct_ok", *sacct);
-    if (!nodes_read.is_null()) evidence["audit.coverage.nodes_read"] = nodes_read;
+    if (!nodes_read.is_null()) {
+      evidence["audit.coverage.nodes_read"] = nodes_read;
+      if (const json& total = nodes_read["total"]; total.is_number_unsigned()) {
+        evidence["network.fabric.tiers"] = FabricTiers(total.get<size_t>());
+      }
+    }
     std::vector<Finding> findings = GradeChecks(*checks, evidence, context);
     // A Kubernetes node's evidence says why each key it lacks could not be read.
     if (doc.contains("unread") && doc["unread"].is_object()) {

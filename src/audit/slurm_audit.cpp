@@ -203,7 +203,8 @@ Result<std::string> NodeEvidenceFrames(const AuditOptions& options, double node_
                             .now = started,
                             .ask_accounting = false,
                             .slurm_conf = io.env ? io.env("SLURM_CONF") : "",
-                            .nvml = SnapshotNvml});
+                            .nvml = SnapshotNvml,
+                            .environment = AuditEnvironment(io)});
   sys::CancelDeadline();
   json document = {
       {"node", node},
@@ -331,6 +332,7 @@ Result<AuditReport> RunSlurmAudit(const AuditOptions& options, const SlurmAuditO
   for (auto& [node, evidence] : heard) {
     if (sacct) evidence.emplace("scheduler.slurm.sacct_ok", *sacct);
     evidence["audit.coverage.nodes_read"] = {{"read", heard.size()}, {"total", total}};
+    evidence["network.fabric.tiers"] = FabricTiers(total);
     nodes.push_back({node, GradeChecks(prepared->checks, evidence, context)});
   }
   for (const auto& [node, reason] : unreachable) {

@@ -39,8 +39,8 @@ class SchemaTest : public ::testing::Test {
         "for e in errors[:3]: print('/'.join(map(str, e.path)), e.message)\n"
         "sys.exit(1 if errors else 0)\n";
     // Debian's interpreter and validator (python3-jsonschema), not whichever is first on PATH.
-    auto r = runner_.Run(
-        {.argv = {"/usr/bin/python3", "-c", kValidate, schema, path}, .timeout = 60s});
+    auto r =
+        runner_.Run({.argv = {"/usr/bin/python3", "-c", kValidate, schema, path}, .timeout = 60s});
     if (!r) return "could not run the validator: " + r.error().message;
     if (r->exit_code == 0) return "";
     return r->stdout_text + r->stderr_text;
@@ -80,7 +80,8 @@ TEST_F(SchemaTest, ALocalAuditsReportAndEvidence) {
   bad_evidence["gpu.driver.version"] = 580;
   EXPECT_NE(Problems(kEvidence, bad_evidence).find("gpu.driver.version"), std::string::npos);
   bad_evidence = report["evidence"];
-  bad_evidence["audit.node.gpu1"] = {{"node", "gpu1"}, {"evidence", {{"host.limits.nofile", true}}}};
+  bad_evidence["audit.node.gpu1"] = {{"node", "gpu1"},
+                                     {"evidence", {{"host.limits.nofile", true}}}};
   EXPECT_NE(Problems(kEvidence, bad_evidence), "") << "a node's evidence is held to the schema";
 }
 

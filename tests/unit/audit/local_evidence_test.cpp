@@ -308,6 +308,46 @@ TEST(CollectLocalEvidence, ReadsEachGpusIdleTemperatureAndPowerFromNvml) {
             nullptr);
 }
 
+// What the host is (OS, architecture, VM), what a guest could do with nested KVM, a Grace
+// guest's SMMU, and inside a job step the GPUs it was given and NCCL's queue pairs.
+TEST(CollectLocalEvidence, ReadsTheHostsKindAndAJobStepsVariables) {
+  sys::MemoryFileSystem fs = GpuNode();
+  fs.AddFile("/proc/cpuinfo",
+             "processor\t: 0\nvendor_id\t: GenuineIntel\nflags\t\t: fpu vmx sse hypervisor\n");
+  fs.AddFile("/dev/kvm", "");
+  fs.AddFile("/sys/module/kvm_intel/parameters/nested", "Y\n");
+  fs.AddFile("/etc/nccl.conf", "NCCL_IB_QPS_PER_CONNECTION=4\n");
+  cmax::testing::FakeProcessRunner runner;
+  AuditEvidence e = CollectLocalEvidence(
+      fs, runner,
+      {.path = "/usr/bin",
+       .environment = {
+           {"SLURM_STEP_ID", "0"}, {"SLURM_STEP_GPUS", "0"}, {"CUDA_VISIBLE_DEVICES", "0"}}});
+  EXPECT_EQ(e.at("host.os.id"), "ubuntu");
+  EXPECT_EQ(e.at("host.os.version_id"), "24.04");
+  EXPECT_EQ(e.at("host.virtualization.kind"), "vm");  // the hypervisor flag
+  EXPECT_EQ(e.at("host.cpu.flags.virt"), "vmx");
+  EXPECT_EQ(e.at("host.dev.kvm"), true);
+  EXPECT_EQ(e.at("host.kvm.nested"), true);
+  EXPECT_FALSE(e.contains("host.smmu.cmdqv"));  // not an Arm host
+  EXPECT_EQ(e.at("scheduler.step.cuda_visible_devices")["CUDA_VISIBLE_DEVICES"], "0");
+  EXPECT_TRUE(e.at("scheduler.step.cuda_visible_devices")["NVIDIA_VISIBLE_DEVICES"].is_null());
+  EXPECT_EQ(e.at("network.nccl.ib_qps_per_connection"),
+            json({{"value", 4}, {"source", "/etc/nccl.conf"}}));
+  // The variable wins over the file; outside a job step there is no step to judge.
+  e = CollectLocalEvidence(
+      fs, runner, {.path = "/usr/bin", .environment = {{"NCCL_IB_QPS_PER_CONNECTION", "2"}}});
+  EXPECT_EQ(e.at("network.nccl.ib_qps_per_connection")["value"], 2);
+  EXPECT_FALSE(e.contains("scheduler.step.cuda_visible_devices"));
+  // A Grace guest: the SMMU and whether CMDQV is there.
+  fs.AddFile("/proc/sys/kernel/arch", "aarch64\n");
+  fs.AddFile("/sys/class/iommu/smmu3.0x0000000016000000/type", "");
+  e = CollectLocalEvidence(fs, runner, {.path = "/usr/bin"});
+  EXPECT_EQ(e.at("host.arch"), "aarch64");
+  EXPECT_EQ(e.at("host.smmu.cmdqv"), json({{"smmuv3", true}, {"cmdqv", false}}));
+  EXPECT_EQ(e.at("network.nccl.ib_qps_per_connection")["value"], 4);
+}
+
 TEST(CollectLocalEvidence, AnEmptyHostIsAbsenceNotPass) {
   const sys::MemoryFileSystem fs;
   cmax::testing::FakeProcessRunner runner;
