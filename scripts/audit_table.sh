@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# The README's audit check table, generated from data/audit_catalogue.json by the built cmax
-# (`cmax audit --show --format markdown`); the unit test ShowCatalogue.TheReadmeTableIsTheCatalogues
-# fails when the README holds another one.
+# The README's audit check table and docs/AUDIT_COVERAGE.md, generated from
+# data/audit_catalogue.json by the built cmax (`cmax audit --show --format markdown|coverage`);
+# the unit tests ShowCatalogue.TheReadmeTableIsTheCatalogues and TheCoverageDocIsTheCatalogues
+# fail when either holds another one.
 #   scripts/audit_table.sh [CMAX]            print the block
 #   scripts/audit_table.sh --update [CMAX]   rewrite it in README.md (CMAX: build/debug/bin/cmax)
 set -euo pipefail
@@ -24,4 +25,5 @@ BLOCK="$block" awk '
 ' "$readme" >"$tmp"
 mv "$tmp" "$readme"
 trap - EXIT
-echo "audit_table: README.md updated"
+"$cmax" audit --show --format coverage >"$root/docs/AUDIT_COVERAGE.md"
+echo "audit_table: README.md and docs/AUDIT_COVERAGE.md updated"

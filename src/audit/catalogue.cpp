@@ -40,7 +40,7 @@ const std::vector<std::string_view> kProfileKeys = {"name", "title"};
 const std::vector<std::string_view> kCheckKeys = {
     "id",        "title",       "profile",   "targets", "severity", "evidence",
     "predicate", "remediation", "reproduce", "links",   "public",   "side_effect"};
-const std::vector<std::string_view> kPublicKeys = {"number", "key"};
+const std::vector<std::string_view> kPublicKeys = {"number", "key", "relation", "difference"};
 
 // Every check in the public audit's catalogue has a number in 1..kPublicChecks.
 constexpr int kPublicChecks = 61;
@@ -107,6 +107,17 @@ Result<PublicCheck> ParsePublic(const Json& value, std::string_view where) {
   auto key = Text(value, "key", std::string(where) + " public");
   if (!key) return tl::unexpected(key.error());
   out.key = std::move(*key);
+  auto relation = Text(value, "relation", std::string(where) + " public");
+  if (!relation) return tl::unexpected(relation.error());
+  if (std::ranges::find(kPublicRelations, *relation) == std::end(kPublicRelations)) {
+    return tl::unexpected(Bad(where, fmt::format("public \"relation\" must be same, stricter, "
+                                                 "different or not yet, not '{}'",
+                                                 SanitizeUtf8(*relation))));
+  }
+  out.relation = std::move(*relation);
+  auto difference = Text(value, "difference", std::string(where) + " public");
+  if (!difference) return tl::unexpected(difference.error());
+  out.difference = std::move(*difference);
   return out;
 }
 

@@ -29,7 +29,13 @@ Result<AuditSeverity> ParseAuditSeverity(std::string_view name);
 struct PublicCheck {
   int number = 0;   // its row in the public audit's catalogue (1-61)
   std::string key;  // its key there, e.g. "securityVersions.nvidiaDriver.status"
+  // How cmax's check compares with it: "same" (evidence and predicate), "stricter" (fails or is
+  // UNKNOWN where it passes), "different" (other evidence or predicate), "not yet" (no rule,
+  // or a side effect cmax does not take); and in one sentence how.
+  std::string relation;
+  std::string difference;
 };
+inline constexpr const char* kPublicRelations[] = {"same", "stricter", "different", "not yet"};
 
 struct CheckSpec {
   std::string id;  // "<profile>.<name>", e.g. "versions.nvidia-driver"

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <fmt/format.h>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <vector>
 
@@ -91,7 +92,10 @@ nlohmann::json CheckJson(const CheckSpec& check) {
                         {"links", check.links}};
   if (!check.side_effect.empty()) out["side_effect"] = check.side_effect;
   if (check.public_check) {
-    out["public"] = {{"number", check.public_check->number}, {"key", check.public_check->key}};
+    out["public"] = {{"number", check.public_check->number},
+                     {"key", check.public_check->key},
+                     {"relation", check.public_check->relation},
+                     {"difference", check.public_check->difference}};
   }
   return out;
 }
@@ -102,7 +106,44 @@ Result<CatalogueFormat> ParseCatalogueFormat(std::string_view name) {
   if (name == "text") return CatalogueFormat::kText;
   if (name == "markdown") return CatalogueFormat::kMarkdown;
   if (name == "json") return CatalogueFormat::kJson;
-  return Fail(ErrorCode::kInvalidArgument, "unknown format '{}' (text, markdown or json)", name);
+  if (name == "coverage") return CatalogueFormat::kCoverage;
+  return Fail(ErrorCode::kInvalidArgument, "unknown format '{}' (text, markdown, json or coverage)",
+              name);
+}
+
+std::string CoverageMarkdown(const AuditCatalogue& catalogue) {
+  std::vector<const CheckSpec*> covered;
+  for (const CheckSpec& check : catalogue.Checks()) {
+    if (check.public_check) covered.push_back(&check);
+  }
+  std::ranges::sort(covered, {}, [](const CheckSpec* c) { return c->public_check->number; });
+  std::map<std::string, int> counts;
+  for (const CheckSpec* check : covered) ++counts[check->public_check->relation];
+  std::string out = fmt::format(
+      "# Coverage of the public `cmax audit`\n\n"
+      "Each of the {} checks of the public audit (SemiAnalysisAI/ClusterMAX, by its number and "
+      "key) and the cmax check that covers it: the same evidence and predicate, a stricter one "
+      "(it fails or is UNKNOWN where the public one passes), a different one, or not yet graded. "
+      "Generated from `data/audit_catalogue.json` by `cmax audit --show --format coverage` "
+      "(`scripts/audit_table.sh --update`); a unit test fails when this file differs.\n\n"
+      "What holds for every check and is not repeated below: on Slurm cmax reads every node of "
+      "the partition or node list (the worst node decides), where the public audit reads one; "
+      "what it cannot read is UNKNOWN, never dropped or passed; it is read-only, so a check that "
+      "needs a side effect is N/A until it is allowed; on Kubernetes it reads the API only, so "
+      "what needs a pod on the node is UNKNOWN.\n\n",
+      covered.size());
+  std::vector<std::string> tally;
+  for (const char* relation : kPublicRelations) {
+    tally.push_back(fmt::format("{} {}", counts[relation], relation));
+  }
+  out += fmt::format("Of {}: {}.\n\n", covered.size(), Join(tally, ", "));
+  out += "| # | public key | cmax check | relation | how |\n|---|---|---|---|---|\n";
+  for (const CheckSpec* check : covered) {
+    const PublicCheck& p = *check->public_check;
+    out += fmt::format("| {} | `{}` | `{}` | {} | {} |\n", p.number, Cell(p.key), check->id,
+                       p.relation, Cell(p.difference));
+  }
+  return out;
 }
 
 std::string CatalogueMarkdown(const AuditCatalogue& catalogue) {
@@ -135,6 +176,12 @@ Result<std::string> ShowCatalogue(const AuditCatalogue& catalogue, const ShowOpt
   auto checks = catalogue.Select(options.profile);
   if (!checks) return tl::unexpected(checks.error());
   switch (*format) {
+    case CatalogueFormat::kCoverage:
+      if (!options.profile.empty()) {
+        return Fail(ErrorCode::kInvalidArgument,
+                    "--format coverage maps every public check: no profile");
+      }
+      return CoverageMarkdown(catalogue);
     case CatalogueFormat::kMarkdown:
       if (!options.profile.empty()) {
         return Fail(ErrorCode::kInvalidArgument,

@@ -12,8 +12,9 @@
 
 namespace cmax::audit {
 
-enum class CatalogueFormat { kText, kMarkdown, kJson };
-Result<CatalogueFormat> ParseCatalogueFormat(std::string_view name);  // text, markdown, json
+enum class CatalogueFormat { kText, kMarkdown, kJson, kCoverage };
+// text, markdown, json, coverage
+Result<CatalogueFormat> ParseCatalogueFormat(std::string_view name);
 
 struct ShowOptions {
   std::string profile;  // empty: every check; "security": versions and isolation
@@ -23,6 +24,10 @@ struct ShowOptions {
 
 // The catalogue's checks as `options` ask; kInvalidArgument for an unknown profile or format.
 Result<std::string> ShowCatalogue(const AuditCatalogue& catalogue, const ShowOptions& options);
+
+// docs/AUDIT_COVERAGE.md: each of the public audit's checks, by its number, and how cmax's
+// check compares with it.
+std::string CoverageMarkdown(const AuditCatalogue& catalogue);
 
 // What the audit's report says at -vv about a check of the catalogue: why (its rule) and how to
 // see it yourself (its reproduce line); nothing for an id the catalogue does not have.

@@ -361,11 +361,15 @@ const std::map<std::string, Rule, std::less<>>& Rules() {
          if (!peermem || !dma_buf) {
            return NotCollected("gpu.driver.peermem_loaded, gpu.driver.dma_buf");
          }
-         if (*peermem && !*dma_buf) {
+         // The open kernel module gives DMA-BUF too (the modern path), as the public audit
+         // counts it.
+         const bool open_module = Flag(in, "gpu.driver.open_kernel").value_or(false);
+         if (*peermem && !*dma_buf && !open_module) {
            return Found("nvidia_peermem only", "DMA-BUF",
                         "GPUDirect RDMA rests on nvidia_peermem alone");
          }
-         return Pass(*dma_buf ? "DMA-BUF" : "no nvidia_peermem");
+         if (*dma_buf) return Pass("DMA-BUF");
+         return Pass(open_module ? "open kernel module" : "no nvidia_peermem");
        }},
       {"software.ncu-profiling",
        [](const Inputs& in) -> Verdict {
@@ -548,7 +552,7 @@ const std::map<std::string, Rule, std::less<>>& Rules() {
                               (rdma != nullptr && rdma->is_array() && !rdma->empty());
          if (!devices) return NotApplicable("no GPU driver or RDMA device here");
          static const std::regex kPassThrough(
-             R"((^|\s)(iommu=pt|iommu=off|intel_iommu=off|amd_iommu=off)(\s|$))");
+             R"((^|\s)(iommu=pt|iommu=off|iommu\.passthrough=(1|on|y)|intel_iommu=off|amd_iommu=off)(\s|$))");
          const std::string& line = cmdline->get_ref<const std::string&>();
          if (std::regex_search(line, kPassThrough)) return Pass("IOMMU in passthrough or off");
          if (groups->get<int64_t>() == 0) return Pass("no IOMMU groups: the IOMMU is off");

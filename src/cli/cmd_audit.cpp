@@ -193,8 +193,10 @@ Command SetupAuditCommand(CLI::App& parent) {
   Flag(app, "-s,--show", o->show,
        "List the checks, one per line under their profile, without running anything "
        "(-v: each check's rule, evidence, reproduce line and references)");
-  Choice(app, "--format", o->listing.format, {"text", "markdown", "json"},
-         "With --show: text, markdown (the README's check table) or json (a catalogue)");
+  Choice(app, "--format", o->listing.format, {"text", "markdown", "json", "coverage"},
+         "With --show: text, markdown (the README's check table), json (a catalogue) or "
+         "coverage (how each of the public audit's 61 checks is covered: "
+         "docs/AUDIT_COVERAGE.md)");
   Flag(app, "--show-minimums", o->show_minimums,
        "Print the minimum-version table the versions checks grade against: its date, "
        "age and SHA-256, each component's minimums by branch, its advisories");

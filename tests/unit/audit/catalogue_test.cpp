@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "audit/catalogue_views.hpp"
+#include "audit/grading.hpp"
 
 namespace cmax::audit {
 namespace {
@@ -98,7 +99,11 @@ TEST(AuditCatalogue, RefusesABrokenCatalogue) {
                            {"remediation", "Give sudo."},
                            {"reproduce", "sudo -n true"},
                            {"links", {"https://example.org/sudo"}},
-                           {"public", {{"number", 52}, {"key", "access.sudoAvailable"}}}};
+                           {"public",
+                            {{"number", 52},
+                             {"key", "access.sudoAvailable"},
+                             {"relation", "same"},
+                             {"difference", "the same question"}}}};
   const json good = {{"schema", "cmax.audit-catalogue/v1"},
                      {"profiles", {{{"name", "access"}, {"title", "Access"}}}},
                      {"checks", {good_check}}};
@@ -255,6 +260,41 @@ TEST(ShowCatalogue, TheReadmeTableIsTheCatalogues) {
   const std::string block = text.substr(from + begin.size(), to - from - begin.size());
   EXPECT_EQ(block, CatalogueMarkdown(AuditCatalogue::Builtin()))
       << "README.md's audit check table is stale: run scripts/audit_table.sh --update";
+}
+
+TEST(ShowCatalogue, TheCoverageDocIsTheCatalogues) {
+  std::ifstream file(std::string(CMAX_TEST_DATA) + "/../../docs/AUDIT_COVERAGE.md");
+  ASSERT_TRUE(file) << "docs/AUDIT_COVERAGE.md not found";
+  std::stringstream doc;
+  doc << file.rdbuf();
+  EXPECT_EQ(doc.str(), CoverageMarkdown(AuditCatalogue::Builtin()))
+      << "docs/AUDIT_COVERAGE.md is stale: run scripts/audit_table.sh --update";
+}
+
+// Every public check says how cmax covers it; one cmax cannot grade yet says "not yet".
+TEST(AuditCatalogue, EveryPublicCheckSaysHowItIsCovered) {
+  const std::vector<std::string> rules = GradableChecks();
+  size_t covered = 0;
+  for (const CheckSpec& check : AuditCatalogue::Builtin().Checks()) {
+    if (!check.public_check) continue;
+    ++covered;
+    EXPECT_FALSE(check.public_check->difference.empty()) << check.id;
+    const bool graded = std::ranges::find(rules, check.id) != rules.end();
+    if (!graded || !check.side_effect.empty()) {
+      EXPECT_EQ(check.public_check->relation, "not yet") << check.id;
+    }
+  }
+  EXPECT_EQ(covered, 61U);
+  // A relation outside the four is refused.
+  const std::string bad = R"({"schema": "cmax.audit-catalogue/v1",
+    "profiles": [{"name": "versions", "title": "V"}],
+    "checks": [{"id": "versions.x", "title": "x", "profile": "versions",
+      "targets": ["slurm"], "severity": "VERSION", "evidence": ["a"], "predicate": "p",
+      "remediation": "r", "reproduce": "c", "links": ["https://x"],
+      "public": {"number": 1, "key": "k", "relation": "better", "difference": "d"}}]})";
+  auto parsed = AuditCatalogue::Parse(bad);
+  ASSERT_FALSE(parsed);
+  EXPECT_NE(parsed.error().message.find("relation"), std::string::npos) << parsed.error().message;
 }
 
 }  // namespace
