@@ -925,6 +925,70 @@ const std::map<std::string, Rule, std::less<>>& Rules() {
          return Found(seen, "NCCL_IB_QPS_PER_CONNECTION >= 2 on a multi-tier fabric",
                       "one queue pair per connection gives ECMP one flow to spread");
        }},
+      {"isolation.bmc-ipmi",
+       [](const Inputs& in) -> Verdict {
+         const json* devices = Get(in, "host.ipmi.devices");
+         const json* answered = Get(in, "host.ipmi.mc_info");
+         if (devices == nullptr || answered == nullptr || !devices->is_array()) {
+           return NotCollected("host.ipmi.devices, host.ipmi.mc_info");
+         }
+         if (devices->empty()) return Pass("no IPMI device node");
+         std::vector<std::string> names;
+         for (const json& d : *devices) names.push_back(Shown(d));
+         const std::string seen = Join(names, ", ");
+         if (answered->is_null()) {
+           return Unknown(
+               fmt::format("{} here, and no ipmitool to see whether the BMC answers", seen));
+         }
+         if (answered->get<bool>()) {
+           return Found(seen + ": the BMC answers", "no BMC reachable from a tenant's node",
+                        "the BMC answers IPMI from inside the node: a tenant can reach it");
+         }
+         return Pass(seen + ": the BMC does not answer the auditing user");
+       }},
+      {"hardware.hbm-memory-exposure",
+       [](const Inputs& in) -> Verdict {
+         if (auto na = NeedsDriver(in)) return *na;
+         const json* names = Get(in, "gpu.name");
+         if (names == nullptr || !names->is_array()) return NotCollected("gpu.name");
+         const bool grace = std::ranges::any_of(*names, [](const json& n) {
+           const std::string name = n.is_string() ? n.get<std::string>() : "";
+           return name.find("GH200") != name.npos || name.find("GB200") != name.npos ||
+                  name.find("GB300") != name.npos;
+         });
+         if (!grace) return NotApplicable("not a Grace Hopper or Grace Blackwell system");
+         const json* nodes = Get(in, "host.numa.nodes");
+         if (nodes == nullptr || !nodes->is_array()) return NotCollected("host.numa.nodes");
+         constexpr int64_t kExposedKib = int64_t{64} << 20;  // 64 GiB
+         std::vector<std::string> exposed;
+         for (const json& node : *nodes) {
+           const json mem = node.value("mem_kib", json(nullptr));
+           if (node.value("cpus", 1) == 0 && mem.is_number_integer() &&
+               mem.get<int64_t>() >= kExposedKib) {
+             exposed.push_back(
+                 fmt::format("node {} {} GiB", node.value("node", -1), mem.get<int64_t>() >> 20));
+           }
+         }
+         if (!exposed.empty()) {
+           return {Verdict::Kind::kFail,
+                   Join(exposed, ", "),
+                   "no memory-only NUMA node",
+                   fmt::format("GPU memory is onlined as system memory ({})", Join(exposed, ", ")),
+                   {}};
+         }
+         const json* mode = Get(in, "gpu.driver.params.coherent_gpu_memory_mode");
+         if (mode == nullptr) return NotCollected("gpu.driver.params.coherent_gpu_memory_mode");
+         if (mode->is_string() && *mode == "driver") return Pass("CDMM (driver)");
+         const std::string seen = mode->is_string() ? Shown(*mode) : "not set";
+         const Verdict::Kind kind = in.context.target == AuditTarget::kKubernetes
+                                        ? Verdict::Kind::kFail
+                                        : Verdict::Kind::kWarn;
+         return {kind,
+                 seen,
+                 "CoherentGPUMemoryMode=driver",
+                 "the driver is not in CDMM mode: HBM may be onlined as system memory",
+                 {}};
+       }},
       {"networking.ib-pkeys",
        [](const Inputs& in) -> Verdict {
          const json* ports = Get(in, "network.ib.ports[].pkeys");

@@ -427,6 +427,10 @@ std::map<std::string, KubeNodeEvidence> KubeEvidence(const KubeSnapshot& s) {
       e.evidence["host.arch"] = SanitizeUtf8(Arch(arch));
     }
 
+    // The GPU's model, as GPU Feature Discovery names it ("NVIDIA-GB200").
+    if (const std::string product = KubeStr(labels, {"nvidia.com/gpu.product"}); !product.empty()) {
+      e.evidence["gpu.name"] = json::array({SanitizeUtf8(product)});
+    }
     // The driver, from GPU Feature Discovery.
     bool driver_read = true;
     if (!nvidia) {

@@ -127,6 +127,15 @@ void Driver(const sys::FileSystem& fs, AuditEvidence& out) {
   if (const auto v = param("EnableStreamMemOPs"); v && Integer(*v)) {
     out["gpu.driver.params.enable_stream_memops"] = *Integer(*v);
   }
+  // Grace systems: how the GPU's memory is managed ("driver": CDMM, HBM stays the GPU's);
+  // a driver that does not know the parameter says nothing (null).
+  if (const auto v = param("CoherentGPUMemoryMode")) {
+    std::string mode = *v;
+    std::erase(mode, '"');
+    out["gpu.driver.params.coherent_gpu_memory_mode"] = SanitizeUtf8(mode);
+  } else {
+    out["gpu.driver.params.coherent_gpu_memory_mode"] = nullptr;
+  }
   // PeerMappingOverride lives in the registry keys: RegistryDwords="PeerMappingOverride=1;...".
   if (const auto dwords = param("RegistryDwords")) {
     out["gpu.driver.params.peer_mapping_override"] =
@@ -638,6 +647,54 @@ void HostIdentity(const sys::FileSystem& fs, AuditEvidence& out) {
   }
 }
 
+// Each NUMA node's memory and CPUs: a node with memory and no CPU on a Grace system is GPU
+// memory onlined as system memory.
+void NumaNodes(const sys::FileSystem& fs, AuditEvidence& out) {
+  auto entries = fs.ListDir("/sys/devices/system/node");
+  if (!entries) return;
+  json nodes = json::array();
+  for (const std::string& entry : *entries) {
+    if (!entry.starts_with("node") || entry.size() == 4) continue;
+    const auto id = Integer(entry.substr(4));
+    if (!id) continue;
+    const std::string dir = "/sys/devices/system/node/" + entry;
+    const auto meminfo = Read(fs, dir + "/meminfo");
+    const auto cpulist = Read(fs, dir + "/cpulist");
+    if (!meminfo || !cpulist) continue;
+    json node = {{"node", *id}, {"mem_kib", nullptr}};
+    const auto total = meminfo->find("MemTotal:");
+    if (total != std::string::npos) {
+      std::string_view rest = std::string_view(*meminfo).substr(total + 9);
+      const size_t end = rest.find("kB");
+      if (const auto kib = Integer(Trimmed(rest.substr(0, end)))) node["mem_kib"] = *kib;
+    }
+    const auto cpus = CountCpuList(Trimmed(*cpulist));
+    node["cpus"] = cpus ? json(*cpus) : json(0);
+    nodes.push_back(std::move(node));
+  }
+  std::sort(nodes.begin(), nodes.end(), [](const json& a, const json& b) {
+    return a["node"].get<int64_t>() < b["node"].get<int64_t>();
+  });
+  out["host.numa.nodes"] = nodes;
+}
+
+// IPMI device nodes, and whether the BMC answers `ipmitool mc info` (a read-only query) from
+// here; not asked without a device or without ipmitool.
+void Ipmi(const sys::FileSystem& fs, sys::ProcessRunner& runner, const std::string& path,
+          Duration timeout, AuditEvidence& out) {
+  json devices = json::array();
+  for (const char* node : {"/dev/ipmi0", "/dev/ipmi/0", "/dev/ipmidev/0"}) {
+    if (fs.Exists(node)) devices.push_back(node);
+  }
+  out["host.ipmi.devices"] = devices;
+  const auto ipmitool = devices.empty() ? std::nullopt : Which(fs, path, "ipmitool");
+  if (!ipmitool) {
+    out["host.ipmi.mc_info"] = nullptr;
+    return;
+  }
+  out["host.ipmi.mc_info"] = Output(runner, *ipmitool, {"mc", "info"}, timeout).has_value();
+}
+
 // Inside a job step: what it was given and what CUDA sees; and NCCL's queue pairs per
 // connection (the variable, else /etc/nccl.conf, else NCCL's default of 1).
 void StepEnvironment(const LocalProbeOptions& options, const AuditEvidence& so_far,
@@ -768,6 +825,8 @@ AuditEvidence CollectLocalEvidence(const sys::FileSystem& fs, sys::ProcessRunner
   RdmaStack(fs, runner, path, loader_cache, options.timeout, out);
   HostIdentity(fs, out);
   StepEnvironment(options, out, out);
+  NumaNodes(fs, out);
+  Ipmi(fs, runner, path, options.timeout, out);
   return out;
 }
 

@@ -37,6 +37,7 @@ const std::set<std::string>& ReadOnlyQueries() {
       "journalctl -k -q --no-pager -o short-iso --since=-7d",
       "dmesg --time-format=iso",
       "sudo -n true",
+      "ipmitool mc info",  // where an IPMI device is: does the BMC answer (it only reports)
   };
   return kQueries;
 }

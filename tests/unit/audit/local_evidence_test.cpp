@@ -346,6 +346,33 @@ TEST(CollectLocalEvidence, ReadsTheHostsKindAndAJobStepsVariables) {
   EXPECT_EQ(e.at("host.arch"), "aarch64");
   EXPECT_EQ(e.at("host.smmu.cmdqv"), json({{"smmuv3", true}, {"cmdqv", false}}));
   EXPECT_EQ(e.at("network.nccl.ib_qps_per_connection")["value"], 4);
+  EXPECT_EQ(e.at("host.ipmi.devices"), json::array());
+  EXPECT_TRUE(e.at("host.ipmi.mc_info").is_null());  // no device: nothing asked
+}
+
+// A Grace Blackwell tray: the GPU's memory onlined as a CPU-less NUMA node, the driver's
+// memory mode, and a BMC that answers IPMI from the node.
+TEST(CollectLocalEvidence, ReadsNumaNodesTheMemoryModeAndIpmi) {
+  sys::MemoryFileSystem fs = GpuNode();
+  fs.AddFile("/sys/devices/system/node/node0/meminfo", "Node 0 MemTotal:       500000000 kB\n");
+  fs.AddFile("/sys/devices/system/node/node0/cpulist", "0-71\n");
+  fs.AddFile("/sys/devices/system/node/node2/meminfo", "Node 2 MemTotal:       195000000 kB\n");
+  fs.AddFile("/sys/devices/system/node/node2/cpulist", "\n");
+  fs.AddFile("/sys/devices/system/node/possible", "0-3\n");  // not a node
+  fs.AddFile("/proc/driver/nvidia/params",
+             "RmProfilingAdminOnly: 1\nCoherentGPUMemoryMode: \"driver\"\n");
+  fs.AddFile("/dev/ipmi0", "");
+  fs.AddFile("/usr/bin/ipmitool", "");
+  cmax::testing::FakeProcessRunner runner;
+  runner.AnswerStdout("ipmitool mc", "Device ID                 : 32\nFirmware Revision : 1.10\n");
+  const AuditEvidence e = CollectLocalEvidence(fs, runner, {.path = "/usr/bin"});
+  EXPECT_EQ(e.at("host.numa.nodes"), json({{{"node", 0}, {"mem_kib", 500000000}, {"cpus", 72}},
+                                           {{"node", 2}, {"mem_kib", 195000000}, {"cpus", 0}}}));
+  EXPECT_EQ(e.at("gpu.driver.params.coherent_gpu_memory_mode"), "driver");
+  EXPECT_EQ(e.at("host.ipmi.devices"), json({"/dev/ipmi0"}));
+  EXPECT_EQ(e.at("host.ipmi.mc_info"), true);
+  runner.AnswerStdout("ipmitool mc", "Could not open device at /dev/ipmi0\n", 1);
+  EXPECT_EQ(CollectLocalEvidence(fs, runner, {.path = "/usr/bin"}).at("host.ipmi.mc_info"), false);
 }
 
 TEST(CollectLocalEvidence, AnEmptyHostIsAbsenceNotPass) {
