@@ -8,6 +8,7 @@
 #include <regex>
 #include <string_view>
 
+#include "core/json_read.hpp"
 #include "core/strings.hpp"
 #include "core/version.hpp"
 #include "health/xid_catalog.hpp"
@@ -861,7 +862,7 @@ const std::map<std::string, Rule, std::less<>>& Rules() {
          if (abi.empty()) return Unknown(fmt::format("no ABI in {}", SanitizeUtf8(kernel)));
          // The table's ABI is the generic kernel's; other flavours (nvidia, aws, azure) number
          // their ABIs on their own.
-         if (!kernel.ends_with("-generic")) {
+         if (!kernel.ends_with("-generic") && !kernel.ends_with("-generic-64k")) {
            return NotApplicable(
                fmt::format("{}: a 6.8.0 flavour whose fixed ABI the table does not hold",
                            SanitizeUtf8(kernel)));
@@ -897,13 +898,19 @@ const std::map<std::string, Rule, std::less<>>& Rules() {
            return v.is_string() && !v.get<std::string>().empty() && v != "-1" && v != "void" &&
                   v != "none" && v != "NoDevFiles";
          };
-         if (!set("SLURM_STEP_GPUS") && !set("SLURM_JOB_GPUS") && !set("SLURM_GPUS_ON_NODE")) {
+         // SLURM_GPUS_ON_NODE is a count; the others list GPUs ("0" is the first).
+         const json on_node = step->value("SLURM_GPUS_ON_NODE", json(nullptr));
+         const bool counted = set("SLURM_GPUS_ON_NODE") && on_node != "0";
+         if (!set("SLURM_STEP_GPUS") && !set("SLURM_JOB_GPUS") && !counted) {
            return NotApplicable(
                "the audit's job step was given no GPUs (--srun-arg=--gres=gpu:1 gives it one)");
          }
-         if (set("CUDA_VISIBLE_DEVICES") || set("NVIDIA_VISIBLE_DEVICES")) {
-           return Pass(
-               Shown(step->value("CUDA_VISIBLE_DEVICES", json("(NVIDIA_VISIBLE_DEVICES)"))));
+         if (set("CUDA_VISIBLE_DEVICES")) {
+           return Pass("CUDA_VISIBLE_DEVICES=" + Shown(JsonAt(*step, {"CUDA_VISIBLE_DEVICES"})));
+         }
+         if (set("NVIDIA_VISIBLE_DEVICES")) {
+           return Pass("NVIDIA_VISIBLE_DEVICES=" +
+                       Shown(JsonAt(*step, {"NVIDIA_VISIBLE_DEVICES"})));
          }
          return Found("unset", "CUDA_VISIBLE_DEVICES naming the step's GPUs",
                       "a job step with GPUs sees no CUDA_VISIBLE_DEVICES: every process may reach "
@@ -915,12 +922,17 @@ const std::map<std::string, Rule, std::less<>>& Rules() {
          const json* tiers = Get(in, "network.fabric.tiers");
          if (qps == nullptr) return NotCollected("network.nccl.ib_qps_per_connection");
          if (tiers == nullptr) return NotCollected("network.fabric.tiers");
-         if (!qps->is_object() || !tiers->is_object()) return Unknown("unexpected evidence");
-         const int64_t value = qps->value("value", int64_t{0});
+         // JsonAt: a const json's operator[] on a missing key is undefined, not null.
+         const json& count = JsonAt(*qps, {"value"});
+         const json& multi_tier = JsonAt(*tiers, {"multi_tier"});
+         if (!count.is_number_integer() || !multi_tier.is_boolean()) {
+           return Unknown("the queue pairs or the fabric's tiers are not known");
+         }
+         const int64_t value = count.get<int64_t>();
          const int64_t nodes = tiers->value("nodes", int64_t{0});
          const std::string seen = fmt::format("{} QP(s) per connection ({}), {} nodes", value,
                                               qps->value("source", std::string("?")), nodes);
-         if (!tiers->value("multi_tier", false)) return Pass(seen + ": one tier");
+         if (!multi_tier.get<bool>()) return Pass(seen + ": one tier");
          if (value >= 2) return Pass(seen);
          return Found(seen, "NCCL_IB_QPS_PER_CONNECTION >= 2 on a multi-tier fabric",
                       "one queue pair per connection gives ECMP one flow to spread");
@@ -963,8 +975,8 @@ const std::map<std::string, Rule, std::less<>>& Rules() {
          std::vector<std::string> exposed;
          for (const json& node : *nodes) {
            const json mem = node.value("mem_kib", json(nullptr));
-           if (node.value("cpus", 1) == 0 && mem.is_number_integer() &&
-               mem.get<int64_t>() >= kExposedKib) {
+           const json cpus = node.value("cpus", json(nullptr));  // null: the list was unreadable
+           if (cpus == 0 && mem.is_number_integer() && mem.get<int64_t>() >= kExposedKib) {
              exposed.push_back(
                  fmt::format("node {} {} GiB", node.value("node", -1), mem.get<int64_t>() >> 20));
            }

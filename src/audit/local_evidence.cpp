@@ -668,8 +668,10 @@ void NumaNodes(const sys::FileSystem& fs, AuditEvidence& out) {
       const size_t end = rest.find("kB");
       if (const auto kib = Integer(Trimmed(rest.substr(0, end)))) node["mem_kib"] = *kib;
     }
-    const auto cpus = CountCpuList(Trimmed(*cpulist));
-    node["cpus"] = cpus ? json(*cpus) : json(0);
+    // An empty list is a node without CPUs; one that cannot be read says nothing.
+    const std::string list = Trimmed(*cpulist);
+    const auto cpus = list.empty() ? Result<int>(0) : CountCpuList(list);
+    node["cpus"] = cpus ? json(*cpus) : json(nullptr);
     nodes.push_back(std::move(node));
   }
   std::sort(nodes.begin(), nodes.end(), [](const json& a, const json& b) {
@@ -692,7 +694,16 @@ void Ipmi(const sys::FileSystem& fs, sys::ProcessRunner& runner, const std::stri
     out["host.ipmi.mc_info"] = nullptr;
     return;
   }
-  out["host.ipmi.mc_info"] = Output(runner, *ipmitool, {"mc", "info"}, timeout).has_value();
+  // Answered or refused; a query that timed out or could not start says neither (null).
+  sys::ProcessSpec spec{
+      .argv = {*ipmitool, "mc", "info"}, .env_add = {"LC_ALL=C"}, .timeout = timeout};
+  spec.output_cap = kSmallFile;
+  auto ran = runner.Run(spec);
+  if (!ran || ran->timed_out || ran->interrupted) {
+    out["host.ipmi.mc_info"] = nullptr;
+    return;
+  }
+  out["host.ipmi.mc_info"] = ran->exit_code == 0;
 }
 
 // Inside a job step: what it was given and what CUDA sees; and NCCL's queue pairs per
@@ -701,7 +712,8 @@ void StepEnvironment(const LocalProbeOptions& options, const AuditEvidence& so_f
                      AuditEvidence& out) {
   const auto var = [&](const char* name) -> json {
     const auto it = options.environment.find(name);
-    return it == options.environment.end() ? json(nullptr) : json(SanitizeUtf8(it->second));
+    return it == options.environment.end() || it->second.empty() ? json(nullptr)
+                                                                 : json(SanitizeUtf8(it->second));
   };
   if (options.environment.contains("SLURM_STEP_ID")) {
     json step = json::object();

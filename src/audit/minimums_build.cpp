@@ -167,10 +167,10 @@ std::vector<Fix> CsafFixes(const json& doc, const std::string& name) {
       }
     }
   }
-  // The clock of a fix's grace starts when the advisory (as revised) said it: a revision that
-  // adds a branch's fix is when that fix became known.
-  std::string date = DateOf(TextAt(doc, {"document", "tracking", "current_release_date"}));
-  if (date.empty()) date = DateOf(TextAt(doc, {"document", "tracking", "initial_release_date"}));
+  // The clock of a fix's grace starts when the advisory first said it: a later revision (a
+  // typo fixed, a score changed) must not open the grace period again.
+  std::string date = DateOf(TextAt(doc, {"document", "tracking", "initial_release_date"}));
+  if (date.empty()) date = DateOf(TextAt(doc, {"document", "tracking", "current_release_date"}));
   std::vector<Fix> fixes;
   const json& vulnerabilities = JsonAt(doc, {"vulnerabilities"});
   if (!vulnerabilities.is_array()) return fixes;
@@ -345,10 +345,18 @@ Result<MinimumsBuild> BuildMinimums(const std::vector<AdvisoryDocument>& documen
       return Fail(ErrorCode::kInvalidArgument, "{}: not a JSON object", name);
     }
     std::vector<Fix> found;
-    if (doc.contains("document") && doc.contains("vulnerabilities")) {
-      found = CsafFixes(doc, name);
+    if (doc.contains("document")) {
+      found = CsafFixes(doc, name);  // an informational CSAF document names no fix
     } else if (doc.contains("affected") && doc.contains("id")) {
+      if (!TextAt(doc, {"withdrawn"}).empty()) {
+        out.ignored.push_back(name + ": withdrawn");
+        continue;
+      }
       found = OsvFixes(doc, name, affected);
+    } else if (d.in_folder) {
+      // A mirror holds other files too (provider-metadata.json, indexes, changes.csv's kin).
+      out.ignored.push_back(name + ": neither a CSAF document nor an OSV record");
+      continue;
     } else {
       return Fail(ErrorCode::kInvalidArgument,
                   "{}: neither a CSAF document (document, vulnerabilities) nor an OSV record "
@@ -379,33 +387,16 @@ Result<MinimumsBuild> BuildMinimums(const std::vector<AdvisoryDocument>& documen
     Line& line = lines[fix.component][*selector];
     const auto newer =
         line.minimum.empty() ? std::optional<int>(1) : CompareTableVersions(minimum, line.minimum);
-    if (newer && *newer > 0) line = {minimum, fix.document, fix.date};
+    if (newer && *newer > 0) {
+      line = {minimum, fix.document, fix.date};
+    } else if (newer && *newer == 0 && !fix.date.empty() &&
+               (line.date.empty() || fix.date < line.date)) {
+      line.date = fix.date;  // the same fix in two advisories: available since the first
+      line.document = fix.document;
+    }
     advisories[fix.component].insert(fix.advisories.begin(), fix.advisories.end());
     cves[fix.component].insert(fix.cves.begin(), fix.cves.end());
   }
-  // A line whose fix a later advisory still calls affected, with no fix of its own there, has
-  // no fixed version: it is left out, so that a version on it is held to the next line
-  // (runc's older minors after a GHSA fixed only in newer ones).
-  for (auto& entry : lines) {
-    const std::string& component = entry.first;
-    auto& by_line = entry.second;
-    for (auto it = by_line.begin(); it != by_line.end();) {
-      const bool superseded = std::ranges::any_of(affected, [&](const Affected& range) {
-        return range.component == component && Inside(range, it->second.minimum) &&
-               (range.end.empty() ||
-                MinimumSelector(KindOf(component)->select, range.end) != it->first);
-      });
-      if (superseded) {
-        out.ignored.push_back(fmt::format(
-            "{} {}: its fix {} is still affected by a later advisory with no fix on that line",
-            component, it->first, it->second.minimum));
-        it = by_line.erase(it);
-      } else {
-        ++it;
-      }
-    }
-  }
-  std::erase_if(lines, [](const auto& entry) { return entry.second.empty(); });
   if (lines.empty()) {
     std::string known;
     for (const Kind& kind : kKinds) known += (known.empty() ? "" : ", ") + std::string(kind.id);
@@ -449,6 +440,47 @@ Result<MinimumsBuild> BuildMinimums(const std::vector<AdvisoryDocument>& documen
     entry["advisories"] = all_advisories;
     entry["cves"] = all_cves;
   }
+  // A line whose minimum a later advisory still calls affected, with no fix of its own on
+  // that line, has no fixed version: it is left out (the base's too), so that a version on it
+  // is held to the next line (runc's older minors after a GHSA fixed only in newer ones).
+  std::vector<std::string> emptied;
+  for (auto& item : table["components"].items()) {
+    const std::string component = item.key();
+    json& entry = item.value();
+    const Kind* kind = KindOf(component);
+    if (kind == nullptr || !entry.is_object() || !entry.contains("minimums") ||
+        !entry["minimums"].is_object()) {
+      continue;
+    }
+    std::vector<std::string> dropped;
+    for (const auto& [selector, minimum] : entry["minimums"].items()) {
+      if (!minimum.is_string()) continue;
+      const std::string version = minimum.get<std::string>();
+      const std::string& line = selector;
+      const bool superseded = std::ranges::any_of(affected, [&](const Affected& range) {
+        return range.component == component && Inside(range, version) &&
+               (range.end.empty() || MinimumSelector(kind->select, range.end) != line);
+      });
+      if (superseded) dropped.push_back(selector);
+    }
+    for (const std::string& selector : dropped) {
+      out.ignored.push_back(fmt::format(
+          "{} {}: its fix {} is still affected by a later advisory with no fix on that line",
+          component, selector, entry["minimums"][selector].get<std::string>()));
+      entry["minimums"].erase(selector);
+      if (entry.contains("available") && entry["available"].is_object()) {
+        entry["available"].erase(selector);
+      }
+      std::erase_if(out.used, [&](const std::string& used) {
+        return used.starts_with(fmt::format("{} {} ", component, selector));
+      });
+    }
+    if (entry["minimums"].empty()) emptied.push_back(component);
+  }
+  for (const std::string& component : emptied) {
+    out.ignored.push_back(component + ": no line has a fix a later advisory leaves alone");
+    table["components"].erase(component);
+  }
   // What is made must be what cmax reads.
   if (auto parsed = MinimumTable::Parse(table.dump()); !parsed) {
     return Fail(ErrorCode::kInvalidArgument, "the table built is not valid: {}",
@@ -462,25 +494,37 @@ Result<MinimumsBuild> BuildMinimumsFromFiles(const std::vector<std::string>& pat
                                              const std::string& base_path, WallTime generated,
                                              sys::FileSystem& fs) {
   constexpr size_t kMaxDocumentBytes = size_t{16} << 20;
-  std::vector<std::string> files;
+  // Files named, and the *.json files of folders and their subfolders (CSAF mirrors keep a
+  // folder per year).
+  std::vector<std::pair<std::string, bool>> files;  // path, found in a folder
+  std::vector<std::string> folders;
   for (const std::string& path : paths) {
-    if (!fs.IsDirectory(path)) {
-      files.push_back(path);
-      continue;
+    if (fs.IsDirectory(path)) {
+      folders.push_back(path);
+    } else {
+      files.emplace_back(path, false);
     }
-    auto names = fs.ListDir(path);
+  }
+  constexpr size_t kMaxFolders = 10'000;
+  for (size_t i = 0; i < folders.size() && i < kMaxFolders; ++i) {
+    auto names = fs.ListDir(folders[i]);
     if (!names) return tl::unexpected(names.error());
     std::ranges::sort(*names);
     for (const std::string& name : *names) {
-      if (name.ends_with(".json")) files.push_back(path + "/" + name);
+      const std::string child = folders[i] + "/" + name;
+      if (fs.IsDirectory(child)) {
+        folders.push_back(child);
+      } else if (name.ends_with(".json")) {
+        files.emplace_back(child, true);
+      }
     }
   }
   if (files.empty()) return Fail(ErrorCode::kInvalidArgument, "no advisory file given");
   std::vector<AdvisoryDocument> documents;
-  for (const std::string& file : files) {
+  for (const auto& [file, in_folder] : files) {
     auto text = fs.ReadFile(file, kMaxDocumentBytes);
     if (!text) return tl::unexpected(text.error());
-    documents.push_back({file, std::move(*text)});
+    documents.push_back({file, std::move(*text), in_folder});
   }
   std::optional<json> base;
   if (!base_path.empty()) {

@@ -24,6 +24,9 @@ namespace cmax::audit {
 struct AdvisoryDocument {
   std::string name;  // where it came from, for messages: its file name
   std::string text;  // JSON
+  // Found in a folder rather than named: a file that is no advisory is passed over (a mirror
+  // holds indexes and metadata too) instead of being an error.
+  bool in_folder = false;
 };
 
 struct MinimumsBuild {
@@ -39,8 +42,8 @@ struct MinimumsBuild {
 Result<MinimumsBuild> BuildMinimums(const std::vector<AdvisoryDocument>& documents,
                                     WallTime generated, const nlohmann::json* base = nullptr);
 
-// The command's work: reads `paths` (files, and the *.json files of folders, each at most
-// 16 MiB) and the --base table, and builds the table. Dated `generated`.
+// The command's work: reads `paths` (files, and the *.json files of folders and their
+// subfolders, each at most 16 MiB) and the --base table, and builds the table. Dated `generated`.
 Result<MinimumsBuild> BuildMinimumsFromFiles(const std::vector<std::string>& paths,
                                              const std::string& base_path, WallTime generated,
                                              sys::FileSystem& fs);

@@ -5,6 +5,7 @@
 #include <memory>
 #include <ostream>
 
+#include "audit/catalogue_views.hpp"
 #include "audit/host_run.hpp"
 #include "cli/cli.hpp"
 #include "cli/common.hpp"
@@ -54,8 +55,12 @@ int Run(const RunOptions& options, Context& ctx) {
   if (report->interrupted) {
     ctx.err << fmt::format("cmax run: interrupted; run {} kept what it had\n", record.run.id);
   }
+  // -v, -vv, -vvv: as `cmax audit` says its checks (cmd_audit.cpp).
   ctx.out << (options.json ? report::RenderJson(record)
-                           : report::RenderText(record, {.color = ctx.Color()}));
+                           : report::RenderText(record, {.color = ctx.Color(),
+                                                         .show_evidence = ctx.global.verbosity >= 3,
+                                                         .detail = ctx.global.verbosity,
+                                                         .explain = audit::ExplainCheck}));
   if (!options.no_html) {
     const std::string path =
         options.html.empty() ? DefaultHtmlPath(ctx, record.run.id) : options.html;

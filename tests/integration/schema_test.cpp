@@ -85,6 +85,25 @@ TEST_F(SchemaTest, ALocalAuditsReportAndEvidence) {
   EXPECT_NE(Problems(kEvidence, bad_evidence), "") << "a node's evidence is held to the schema";
 }
 
+// The schema leaves room for keys a later cmax adds, so it cannot itself notice a key this one
+// writes but never declared: this does, for every key of a real audit.
+TEST_F(SchemaTest, EveryEvidenceKeyWrittenIsDeclared) {
+  auto text = fs_.ReadFile(kEvidence, 1 << 20);
+  ASSERT_TRUE(text);
+  const json schema = json::parse(*text);
+  json evidence = Cmax({"audit", "--json"})["evidence"];
+  for (const std::string& stem : testing::GoldenStems("audit_fixtures", ".evidence.json")) {
+    auto fixture = fs_.ReadFile(
+        fmt::format("{}/audit_fixtures/{}.evidence.json", CMAX_TEST_DATA, stem), 1 << 20);
+    ASSERT_TRUE(fixture) << stem;
+    evidence.update(json::parse(*fixture)["evidence"]);
+  }
+  for (const auto& [key, value] : evidence.items()) {
+    if (key.starts_with("audit.node.")) continue;  // patternProperties
+    EXPECT_TRUE(schema["properties"].contains(key)) << key << " is written but not declared";
+  }
+}
+
 TEST_F(SchemaTest, AKubernetesAuditsReportAndEvidence) {
   testing::FakeKubeApi api;
   api.AddNode("gpu1", {{"nvidia.com/gpu.present", "true"},

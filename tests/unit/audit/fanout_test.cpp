@@ -195,11 +195,14 @@ TEST(SlurmPlan, OneStepOneTaskPerNodeRunningCmaxItself) {
   const std::vector<std::string> nodes = {"gpu1", "gpu2"};
   const std::string line =
       Join(SrunCommand("gpu", nodes, options, slurm, "/opt/cmax/bin/cmax"), " ");
-  EXPECT_EQ(line,
-            "srun --job-name=cmax-audit --nodes=2 --ntasks=2 --ntasks-per-node=1 "
-            "--nodelist=gpu1,gpu2 --immediate=15 --kill-on-bad-exit=0 --quiet --partition=gpu "
-            "--account=ops -- /opt/cmax/bin/cmax audit --node-evidence --node-timeout=20 "
-            "--probe-timeout=2");
+  EXPECT_EQ(
+      line,
+      "srun --job-name=cmax-audit --nodes=2 --ntasks=2 --ntasks-per-node=1 "
+      "--nodelist=gpu1,gpu2 --immediate=15 --kill-on-bad-exit=0 --quiet "
+      "--export=ALL,CUDA_VISIBLE_DEVICES=,NVIDIA_VISIBLE_DEVICES=,NCCL_IB_QPS_PER_CONNECTION= "
+      "--partition=gpu "
+      "--account=ops -- /opt/cmax/bin/cmax audit --node-evidence --node-timeout=20 "
+      "--probe-timeout=2");
   EXPECT_EQ(Join(SrunCommand("", nodes, options, slurm, "/c"), " ").find("--partition"),
             std::string::npos)
       << "no partition: Slurm's default";
