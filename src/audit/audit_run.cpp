@@ -8,6 +8,7 @@
 #include "audit/inventory_checks.hpp"
 #include "audit/local_evidence.hpp"
 #include "core/log.hpp"
+#include "core/strings.hpp"
 #include "store/run_writer.hpp"
 #include "store/store.hpp"
 #include "sys/file_system.hpp"
@@ -18,6 +19,29 @@ namespace {
 
 // The public table is refused above 4 MB too; ours is 3 KB.
 constexpr size_t kMaxTableBytes = size_t{4} << 20;
+
+// A host that is a cluster's client is more often meant as the cluster: say how to audit it.
+std::string ClusterHint(const std::vector<EvidenceItem>& evidence, const AuditIo& io) {
+  const auto env = [&](const char* name) { return io.env ? io.env(name) : std::string(); };
+  std::vector<std::string> hints;
+  for (const EvidenceItem& item : evidence) {
+    if (item.key != "scheduler.slurm.commands") continue;
+    const auto commands = nlohmann::json::parse(item.value_json, nullptr, false);
+    const bool sinfo =
+        commands.is_object() && commands.contains("sinfo") && commands["sinfo"].is_string();
+    const std::string conf =
+        env("SLURM_CONF").empty() ? "/etc/slurm/slurm.conf" : env("SLURM_CONF");
+    if (sinfo && io.fs->Exists(conf)) {
+      hints.emplace_back("this host is a Slurm client: `cmax audit --slurm` audits every node");
+    }
+  }
+  const std::string home = env("HOME");
+  if (!env("KUBERNETES_SERVICE_HOST").empty() || !env("KUBECONFIG").empty() ||
+      (!home.empty() && io.fs->Exists(home + "/.kube/config"))) {
+    hints.emplace_back("a Kubernetes cluster is configured: `cmax audit --kubernetes` audits it");
+  }
+  return Join(hints, "; ");
+}
 
 }  // namespace
 
@@ -134,6 +158,7 @@ Result<AuditReport> RunLocalAudit(const AuditOptions& options, const AuditIo& io
       AuditThisHost(options, *prepared, LocalAuditTarget(DetectEnvironment(host)), io);
   graded.host = host.hostname;
   graded.started = started;
+  graded.summary = ClusterHint(graded.evidence, io);
   return RecordAudit(options, *prepared, std::move(graded), io);
 }
 

@@ -421,6 +421,21 @@ TEST(RunLocalAudit, RecordsOneFindingPerCheckAndTheTableUsed) {
     }
   }
   EXPECT_TRUE(recorded_sha);
+  EXPECT_EQ(report->summary, "");  // no cluster this host is a client of
+  // A Slurm client (sinfo and its slurm.conf) and a kubeconfig: say how to audit them instead.
+  fs.AddFile("/usr/bin/sinfo", "");
+  fs.AddFile("/etc/slurm/slurm.conf", "ClusterName=c\n");
+  fs.AddFile("/home/u/.kube/config", "apiVersion: v1\n");
+  AuditIo client = io;
+  client.env = [](const std::string& name) {
+    return name == "HOME" ? std::string("/home/u") : std::string();
+  };
+  auto hinted = RunLocalAudit({}, client);
+  ASSERT_TRUE(hinted) << hinted.error().message;
+  EXPECT_NE(hinted->summary.find("`cmax audit --slurm` audits every node"), std::string::npos)
+      << hinted->summary;
+  EXPECT_NE(hinted->summary.find("`cmax audit --kubernetes`"), std::string::npos)
+      << hinted->summary;
   // --exit-zero: the same findings, exit 0.
   auto zero = RunLocalAudit({.exit_zero = true}, io);
   ASSERT_TRUE(zero);
