@@ -68,7 +68,7 @@ std::map<std::string, std::string> AuditEnvironment(const AuditIo& io) {
 }
 
 GradedAudit AuditThisHost(const AuditOptions& options, const PreparedAudit& prepared,
-                          AuditTarget target, const AuditIo& io) {
+                          const HostFacts& host, AuditTarget target, const AuditIo& io) {
   log::Info("auditing this host ({}): {} checks", TargetName(target), prepared.checks.size());
   const AuditEvidence evidence =
       CollectLocalEvidence(*io.fs, *io.runner,
@@ -77,7 +77,8 @@ GradedAudit AuditThisHost(const AuditOptions& options, const PreparedAudit& prep
                             .now = io.clock->Now(),
                             .slurm_conf = io.env ? io.env("SLURM_CONF") : "",
                             .nvml = SnapshotNvml,
-                            .environment = AuditEnvironment(io)});
+                            .environment = AuditEnvironment(io),
+                            .host = &host});
   GradedAudit graded{.target = "local/" + std::string(TargetName(target)), .host = sys::Hostname()};
   for (const auto& [key, value] : evidence) graded.evidence.push_back({key, value.dump()});
   graded.evidence.push_back({"audit.target", nlohmann::json(TargetName(target)).dump()});
@@ -155,7 +156,7 @@ Result<AuditReport> RunLocalAudit(const AuditOptions& options, const AuditIo& io
   if (!prepared) return tl::unexpected(prepared.error());
   const HostFacts host = CollectHost(*io.fs, sys::Hostname());
   GradedAudit graded =
-      AuditThisHost(options, *prepared, LocalAuditTarget(DetectEnvironment(host)), io);
+      AuditThisHost(options, *prepared, host, LocalAuditTarget(DetectEnvironment(host)), io);
   graded.host = host.hostname;
   graded.started = started;
   graded.summary = ClusterHint(graded.evidence, io);

@@ -81,7 +81,7 @@ Result<AuditReport> RecordAudit(const AuditOptions& options, const PreparedAudit
 // This host's evidence and grades (the local target), for the caller to record: `cmax audit
 // --local` as a run of its own, `cmax run` as a phase of its run. Interrupted: no findings.
 GradedAudit AuditThisHost(const AuditOptions& options, const PreparedAudit& prepared,
-                          AuditTarget target, const AuditIo& io);
+                          const HostFacts& host, AuditTarget target, const AuditIo& io);
 // The variables of this process the audit reads (local_evidence.hpp's kAuditEnvironment).
 std::map<std::string, std::string> AuditEnvironment(const AuditIo& io);
 

@@ -162,24 +162,6 @@ std::vector<Finding> UnreachableNodeFindings(std::vector<Finding> graded, std::s
   return graded;
 }
 
-std::vector<Finding> ExplainNotCollected(std::vector<Finding> findings,
-                                         const std::map<std::string, std::string>& unread,
-                                         std::string_view otherwise) {
-  constexpr std::string_view kPrefix = "not collected: ";
-  for (Finding& f : findings) {
-    if (f.status != CheckStatus::kUnknown || !f.message.starts_with(kPrefix)) continue;
-    std::string why(otherwise);
-    for (std::string_view key : Split(std::string_view(f.message).substr(kPrefix.size()), ',')) {
-      if (const auto it = unread.find(std::string(Trim(key))); it != unread.end()) {
-        why = it->second;
-        break;
-      }
-    }
-    f.message = fmt::format("{} ({})", f.message, why);
-  }
-  return findings;
-}
-
 nlohmann::json FabricTiers(size_t nodes) {
   constexpr size_t kOneTierNodes = 64;
   return {{"nodes", nodes}, {"multi_tier", nodes > kOneTierNodes}, {"source", "node count"}};
@@ -191,6 +173,18 @@ nlohmann::json PerNodeStatuses(const std::vector<NodeFindings>& nodes) {
     for (const Finding& f : node.findings) {
       out[f.check_id][std::string(StatusName(f.status))].push_back(node.node);
     }
+  }
+  return out;
+}
+
+std::vector<EvidenceItem> ClusterEvidence(std::string_view target, const nlohmann::json& coverage,
+                                          const std::vector<NodeFindings>& nodes,
+                                          const nlohmann::json& documents) {
+  std::vector<EvidenceItem> out = {{"audit.target", nlohmann::json(target).dump()},
+                                   {"audit.coverage", coverage.dump()},
+                                   {"audit.per_node", PerNodeStatuses(nodes).dump()}};
+  for (const auto& [node, doc] : documents.items()) {
+    out.push_back({"audit.node." + node, doc.dump()});
   }
   return out;
 }

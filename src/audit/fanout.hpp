@@ -50,17 +50,18 @@ std::vector<Finding> WorstNodeFindings(const std::vector<NodeFindings>& nodes);
 // evidence) says why the node could not be read instead of "not collected".
 std::vector<Finding> UnreachableNodeFindings(std::vector<Finding> graded, std::string_view reason);
 
-// A grade's "not collected" UNKNOWNs, each given the reason its key was not read (`unread`),
-// else `otherwise`.
-std::vector<Finding> ExplainNotCollected(std::vector<Finding> findings,
-                                         const std::map<std::string, std::string>& unread,
-                                         std::string_view otherwise);
-
 // What the number of nodes says about the fabric, for networking.nccl-ib-qps: more than 64
 // nodes cannot hang off one switch tier (the public audit's threshold too).
 nlohmann::json FabricTiers(size_t nodes);
 
 // Per check, which nodes came out how: {"CHECK": {"FAIL": ["gpu3"], "PASS": [...]}}.
 nlohmann::json PerNodeStatuses(const std::vector<NodeFindings>& nodes);
+
+// What a cluster audit (Slurm, Kubernetes) records beside its findings: audit.target,
+// audit.coverage, audit.per_node (PerNodeStatuses) and audit.node.NAME for each node's document
+// (`documents`: an object, node name to document).
+std::vector<EvidenceItem> ClusterEvidence(std::string_view target, const nlohmann::json& coverage,
+                                          const std::vector<NodeFindings>& nodes,
+                                          const nlohmann::json& documents);
 
 }  // namespace cmax::audit

@@ -26,7 +26,8 @@ struct Verdict {
   std::string observed;
   std::string expected;
   std::string reason;
-  std::vector<std::string> links;  // beyond the check's own: the advisories a version is below
+  std::vector<std::string> links;    // beyond the check's own: the advisories a version is below
+  std::vector<std::string> missing;  // UNKNOWN because these keys were not collected
 };
 
 Verdict Pass(std::string observed, std::string reason = {}) {
@@ -56,8 +57,12 @@ const json* Get(const Inputs& in, std::string_view key) {
   return it == in.evidence.end() ? nullptr : &it->second;
 }
 
-Verdict NotCollected(std::string_view key) {
-  return Unknown(fmt::format("not collected: {}", key));
+template <typename... Keys>
+Verdict NotCollected(std::string_view key, Keys... more) {
+  std::vector<std::string> keys = {std::string(key), std::string(more)...};
+  Verdict verdict = Unknown(fmt::format("not collected: {}", Join(keys, ", ")));
+  verdict.missing = std::move(keys);
+  return verdict;
 }
 
 std::string Shown(const json& value) {
@@ -330,7 +335,7 @@ const std::map<std::string, Rule, std::less<>>& Rules() {
          const auto module = Flag(in, "gpu.gdrcopy.module");
          const auto device = Flag(in, "gpu.gdrcopy.device");
          if (library == nullptr || !module || !device) {
-           return NotCollected("gpu.gdrcopy.library, .module, .device");
+           return NotCollected("gpu.gdrcopy.library", "gpu.gdrcopy.module", "gpu.gdrcopy.device");
          }
          std::vector<std::string> missing;
          if (!library->is_string()) missing.emplace_back("libgdrapi");
@@ -347,7 +352,7 @@ const std::map<std::string, Rule, std::less<>>& Rules() {
          if (auto na = NeedsDriver(in)) return *na;
          const auto open = Flag(in, "gpu.driver.open_kernel");
          const auto dma_buf = Flag(in, "gpu.driver.dma_buf");
-         if (!open || !dma_buf) return NotCollected("gpu.driver.open_kernel, gpu.driver.dma_buf");
+         if (!open || !dma_buf) return NotCollected("gpu.driver.open_kernel", "gpu.driver.dma_buf");
          if (*open || *dma_buf) {
            return Pass(*open ? "open kernel module" : "DMA-BUF support in the nvidia module");
          }
@@ -360,7 +365,7 @@ const std::map<std::string, Rule, std::less<>>& Rules() {
          const auto peermem = Flag(in, "gpu.driver.peermem_loaded");
          const auto dma_buf = Flag(in, "gpu.driver.dma_buf");
          if (!peermem || !dma_buf) {
-           return NotCollected("gpu.driver.peermem_loaded, gpu.driver.dma_buf");
+           return NotCollected("gpu.driver.peermem_loaded", "gpu.driver.dma_buf");
          }
          // The open kernel module gives DMA-BUF too (the modern path), as the public audit
          // counts it.
@@ -402,7 +407,7 @@ const std::map<std::string, Rule, std::less<>>& Rules() {
          const json* memlock = Get(in, "host.limits.memlock");
          const json* nofile = Get(in, "host.limits.nofile");
          if (memlock == nullptr || nofile == nullptr) {
-           return NotCollected("host.limits.memlock, host.limits.nofile");
+           return NotCollected("host.limits.memlock", "host.limits.nofile");
          }
          constexpr int64_t kMinFiles = 65536;
          const bool memlock_ok = *memlock == "unlimited";
@@ -427,7 +432,7 @@ const std::map<std::string, Rule, std::less<>>& Rules() {
          const json* useradd = Get(in, "access.useradd");
          const json* groupadd = Get(in, "access.groupadd");
          if (useradd == nullptr || groupadd == nullptr) {
-           return NotCollected("access.useradd, access.groupadd");
+           return NotCollected("access.useradd", "access.groupadd");
          }
          if (useradd->is_string() && groupadd->is_string()) return Pass("useradd, groupadd");
          return Found(useradd->is_string() ? "no groupadd" : "no useradd", "useradd and groupadd",
@@ -438,7 +443,7 @@ const std::map<std::string, Rule, std::less<>>& Rules() {
          const json* running = Get(in, "host.kernel.release");
          const json* installed = Get(in, "host.kernel.installed");
          if (running == nullptr || installed == nullptr) {
-           return NotCollected("host.kernel.release, host.kernel.installed");
+           return NotCollected("host.kernel.release", "host.kernel.installed");
          }
          if (installed->is_null()) return NotApplicable("no package database of kernels here");
          if (!running->is_string() || !installed->is_array()) {
@@ -532,7 +537,7 @@ const std::map<std::string, Rule, std::less<>>& Rules() {
          const auto sssd = Flag(in, "access.sssd");
          const json* pam = Get(in, "access.pam_modules");
          if (!sssd || pam == nullptr || !pam->is_array()) {
-           return NotCollected("access.sssd, access.pam_modules");
+           return NotCollected("access.sssd", "access.pam_modules");
          }
          if (*sssd) return Pass("sssd");
          if (!pam->empty()) return Pass(Shown(pam->front()));
@@ -545,7 +550,7 @@ const std::map<std::string, Rule, std::less<>>& Rules() {
          const json* groups = Get(in, "host.iommu.groups");
          if (cmdline == nullptr || groups == nullptr || !cmdline->is_string() ||
              !groups->is_number_integer()) {
-           return NotCollected("host.kernel.cmdline, host.iommu.groups");
+           return NotCollected("host.kernel.cmdline", "host.iommu.groups");
          }
          const json* driver = Get(in, "gpu.driver.version");
          const json* rdma = Get(in, "network.ib.device_names");
@@ -827,7 +832,7 @@ const std::map<std::string, Rule, std::less<>>& Rules() {
          const auto kvm = Flag(in, "host.dev.kvm");
          const json* nested = Get(in, "host.kvm.nested");
          if (flag == nullptr || !kvm || nested == nullptr) {
-           return NotCollected("host.cpu.flags.virt, host.dev.kvm, host.kvm.nested");
+           return NotCollected("host.cpu.flags.virt", "host.dev.kvm", "host.kvm.nested");
          }
          const bool has_flag = flag->is_string();
          const bool has_nested = nested->is_boolean() && nested->get<bool>();
@@ -850,7 +855,7 @@ const std::map<std::string, Rule, std::less<>>& Rules() {
          const json* version = Get(in, "host.os.version_id");
          const json* release = Get(in, "host.kernel.release");
          if (id == nullptr || version == nullptr || release == nullptr) {
-           return NotCollected("host.os.id, host.os.version_id, host.kernel.release");
+           return NotCollected("host.os.id", "host.os.version_id", "host.kernel.release");
          }
          const std::string kernel = release->is_string() ? release->get<std::string>() : "";
          // Ubuntu 24.04's own 6.8.0 kernels ("6.8.0-124-generic"): the ABI is the number after.
@@ -942,7 +947,7 @@ const std::map<std::string, Rule, std::less<>>& Rules() {
          const json* devices = Get(in, "host.ipmi.devices");
          const json* answered = Get(in, "host.ipmi.mc_info");
          if (devices == nullptr || answered == nullptr || !devices->is_array()) {
-           return NotCollected("host.ipmi.devices, host.ipmi.mc_info");
+           return NotCollected("host.ipmi.devices", "host.ipmi.mc_info");
          }
          if (devices->empty()) return Pass("no IPMI device node");
          std::vector<std::string> names;
@@ -1162,6 +1167,16 @@ std::vector<Finding> GradeChecks(const std::vector<const CheckSpec*>& checks,
       } catch (const nlohmann::json::exception& e) {
         verdict = Unknown(fmt::format("its evidence has an unexpected shape ({})", e.what()));
       }
+    }
+    if (verdict.kind == Verdict::Kind::kUnknown && context.unread != nullptr) {
+      std::string why(context.unread_otherwise);
+      for (const std::string& key : verdict.missing) {
+        if (const auto it = context.unread->find(key); it != context.unread->end()) {
+          why = it->second;
+          break;
+        }
+      }
+      if (!verdict.missing.empty()) verdict.reason += fmt::format(" ({})", why);
     }
     out.push_back(ToFinding(*check, verdict));
   }

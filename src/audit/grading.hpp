@@ -29,6 +29,11 @@ struct GradeContext {
   const MinimumTable* minimums = nullptr;
   WallTime now{};
   bool allow_side_effects = false;
+  // Why keys the target could not read were not read (a Kubernetes node's, where a pod would be
+  // needed or the API refused): an UNKNOWN for want of evidence names the first of its keys
+  // found here, else `unread_otherwise`. Null: the UNKNOWN says "not collected" only.
+  const std::map<std::string, std::string>* unread = nullptr;
+  std::string_view unread_otherwise;
 };
 
 // One finding per check, in the order given; check ids as the catalogue's.

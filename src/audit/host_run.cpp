@@ -72,7 +72,8 @@ Result<HostRunReport> EvaluateHost(double probe_timeout_s, const HostRunIo& io) 
                            .env = io.env};
     auto prepared = PrepareAudit(options, audit_io);
     if (!prepared) return fail(prepared.error());
-    GradedAudit graded = AuditThisHost(options, *prepared, LocalAuditTarget(target), audit_io);
+    GradedAudit graded =
+        AuditThisHost(options, *prepared, host, LocalAuditTarget(target), audit_io);
     for (EvidenceItem& item : AuditBookkeeping(options, prepared->table)) {
       graded.evidence.push_back(std::move(item));
     }

@@ -10,6 +10,7 @@
 #include "audit/fanout.hpp"
 #include "core/strings.hpp"
 #include "remediate/kube_api.hpp"
+#include "remediate/settings.hpp"
 #include "sys/curl_library.hpp"
 #include "sys/host.hpp"
 #include "sys/http_client.hpp"
@@ -530,12 +531,8 @@ std::string ServerHost(std::string_view server) {
 }
 
 std::map<std::string, std::string> KubeEnv(const AuditIo& io) {
-  std::map<std::string, std::string> env;
-  if (!io.env) return env;
-  for (const char* name : remediate::kKubeEnvironment) {
-    if (std::string value = io.env(name); !value.empty()) env[name] = value;
-  }
-  return env;
+  if (!io.env) return {};
+  return remediate::KubeEnvironment(io.env);
 }
 
 }  // namespace
@@ -660,8 +657,10 @@ Result<AuditReport> RunKubeAudit(const AuditOptions& options, const KubeAuditOpt
   json nodes_read = {{"read", 0}, {"total", snapshot.nodes.size()}};
   for (auto& [name, e] : KubeEvidence(snapshot)) {
     nodes_read = e.evidence["audit.coverage.nodes_read"];
-    nodes.push_back({name, ExplainNotCollected(GradeChecks(prepared->checks, e.evidence, context),
-                                               e.unread, kNeedsAPodOnTheNode)});
+    GradeContext node_context = context;
+    node_context.unread = &e.unread;
+    node_context.unread_otherwise = kNeedsAPodOnTheNode;
+    nodes.push_back({name, GradeChecks(prepared->checks, e.evidence, node_context)});
     json doc = {{"node", name}, {"evidence", json::object()}, {"unread", e.unread}};
     for (const auto& [key, value] : e.evidence) doc["evidence"][key] = value;
     documents[name] = std::move(doc);
@@ -700,11 +699,8 @@ Result<AuditReport> RunKubeAudit(const AuditOptions& options, const KubeAuditOpt
                    {"server", connection->server},
                    {"kubelets_read", snapshot.kubelet_configs.size()},
                    {"kubelets_unread", snapshot.kubelet_problems}};
-  graded.evidence.push_back({"audit.target", json("kubernetes").dump()});
-  graded.evidence.push_back({"audit.coverage", coverage.dump()});
-  graded.evidence.push_back({"audit.per_node", PerNodeStatuses(nodes).dump()});
-  for (const auto& [name, doc] : documents.items()) {
-    graded.evidence.push_back({"audit.node." + name, doc.dump()});
+  for (EvidenceItem& item : ClusterEvidence("kubernetes", coverage, nodes, documents)) {
+    graded.evidence.push_back(std::move(item));
   }
   return RecordAudit(options, *prepared, std::move(graded), io);
 }

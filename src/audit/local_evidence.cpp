@@ -606,8 +606,7 @@ void RdmaStack(const sys::FileSystem& fs, sys::ProcessRunner& runner, const std:
 
 // What this host is: its OS, architecture and kind (bare metal, VM, container), and what a
 // guest could do with virtualisation (Januscape) or the SMMU (Grace guests' CMDQV).
-void HostIdentity(const sys::FileSystem& fs, AuditEvidence& out) {
-  const HostFacts host = CollectHost(fs, "");
+void HostIdentity(const sys::FileSystem& fs, const HostFacts& host, AuditEvidence& out) {
   if (!host.os.id.empty()) {
     out["host.os.id"] = SanitizeUtf8(host.os.id);
     out["host.os.version_id"] = SanitizeUtf8(host.os.version_id);
@@ -835,7 +834,7 @@ AuditEvidence CollectLocalEvidence(const sys::FileSystem& fs, sys::ProcessRunner
   DcgmExporter(fs, out);
   IbPkeys(fs, out);
   RdmaStack(fs, runner, path, loader_cache, options.timeout, out);
-  HostIdentity(fs, out);
+  HostIdentity(fs, options.host ? *options.host : CollectHost(fs, ""), out);
   StepEnvironment(options, out, out);
   NumaNodes(fs, out);
   Ipmi(fs, runner, path, options.timeout, out);

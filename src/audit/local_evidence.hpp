@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "audit/grading.hpp"
+#include "audit/host_inventory.hpp"
 #include "core/clock.hpp"
 #include "sys/nvml.hpp"
 
@@ -39,6 +40,9 @@ struct LocalProbeOptions {
   // The process's variables the audit reads (CUDA_VISIBLE_DEVICES, NVIDIA_VISIBLE_DEVICES, the
   // SLURM_*GPUS* of a job step, NCCL_IB_QPS_PER_CONNECTION); empty: none set.
   std::map<std::string, std::string> environment;
+  // This host's facts (host_inventory.hpp), where the caller has collected them already; null:
+  // collected here.
+  const HostFacts* host = nullptr;
 };
 
 // The variables CollectLocalEvidence reads from LocalProbeOptions::environment.

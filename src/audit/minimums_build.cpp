@@ -39,12 +39,6 @@ const Kind* KindOf(std::string_view id) {
   return it == kKinds.end() ? nullptr : it;
 }
 
-std::string Lower(std::string_view text) {
-  std::string out(text);
-  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return out;
-}
-
 bool Has(std::string_view text, std::string_view part) {
   return text.find(part) != std::string_view::npos;
 }
@@ -65,7 +59,7 @@ std::string CsafComponent(const std::string& path) {
 
 // Which component an OSV package is.
 std::string OsvComponent(const std::string& package) {
-  const std::string name = Lower(package);
+  const std::string name = ToLower(package);
   if (name == "github.com/opencontainers/runc") return "runc";
   if (name == "github.com/docker/docker" || name == "github.com/moby/moby") return "docker";
   if (name == "github.com/nvidia/nvidia-container-toolkit" ||
@@ -140,7 +134,7 @@ void WalkBranches(const json& branches, const std::string& path,
     const std::string here = path.empty() ? name : path + " " + name;
     const std::string id = TextAt(branch, {"product", "product_id"});
     if (!id.empty()) {
-      out[id] = {Lower(here + " " + TextAt(branch, {"product", "name"})),
+      out[id] = {ToLower(here + " " + TextAt(branch, {"product", "name"})),
                  TextAt(branch, {"category"}), name};
     }
     WalkBranches(JsonAt(branch, {"branches"}), here, out, depth + 1);
@@ -155,7 +149,7 @@ std::vector<Fix> CsafFixes(const json& doc, const std::string& name) {
     for (const json& p : names) {
       const std::string id = TextAt(p, {"product_id"});
       if (!id.empty())
-        products[id] = {Lower(TextAt(p, {"name"})), "product_version", TextAt(p, {"name"})};
+        products[id] = {ToLower(TextAt(p, {"name"})), "product_version", TextAt(p, {"name"})};
     }
   }
   std::set<std::string> advisories;

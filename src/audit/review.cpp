@@ -91,16 +91,17 @@ Result<std::vector<Finding>> RegradeRecord(const RunRecord& record, const Minimu
         evidence["network.fabric.tiers"] = FabricTiers(total.get<size_t>());
       }
     }
-    std::vector<Finding> findings = GradeChecks(*checks, evidence, context);
     // A Kubernetes node's evidence says why each key it lacks could not be read.
+    std::map<std::string, std::string> unread;
+    GradeContext node_context = context;
     if (doc.contains("unread") && doc["unread"].is_object()) {
-      std::map<std::string, std::string> unread;
       for (const auto& [key, why] : doc["unread"].items()) {
         unread[key] = why.is_string() ? why.get<std::string>() : why.dump();
       }
-      findings = ExplainNotCollected(std::move(findings), unread, kNeedsAPodOnTheNode);
+      node_context.unread = &unread;
+      node_context.unread_otherwise = kNeedsAPodOnTheNode;
     }
-    nodes.push_back({item.key.substr(11), std::move(findings)});
+    nodes.push_back({item.key.substr(11), GradeChecks(*checks, evidence, node_context)});
   }
   if (coverage && coverage->contains("unreachable") && (*coverage)["unreachable"].is_object()) {
     for (const auto& [node, reason] : (*coverage)["unreachable"].items()) {

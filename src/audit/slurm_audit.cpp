@@ -358,11 +358,8 @@ Result<AuditReport> RunSlurmAudit(const AuditOptions& options, const SlurmAuditO
                    {"unreachable", unreachable},
                    {"partition", slurm.partition},
                    {"nodelist", slurm.nodelist}};
-  graded.evidence.push_back({"audit.target", json("slurm").dump()});
-  graded.evidence.push_back({"audit.coverage", coverage.dump()});
-  graded.evidence.push_back({"audit.per_node", PerNodeStatuses(nodes).dump()});
-  for (const auto& [node, doc] : answered.items()) {
-    graded.evidence.push_back({"audit.node." + node, doc.dump()});
+  for (EvidenceItem& item : ClusterEvidence("slurm", coverage, nodes, answered)) {
+    graded.evidence.push_back(std::move(item));
   }
   if (controller_problem.empty()) {
     graded.summary = fmt::format("{} of {} node(s) answered", answered.size(), total);

@@ -80,12 +80,17 @@ SlurmOptions SlurmOptionsFrom(const ControllerSettings& o) {
   return s;
 }
 
-std::map<std::string, std::string> KubeEnvironment() {
+std::map<std::string, std::string> KubeEnvironment(
+    const std::function<std::string(const std::string&)>& get) {
   std::map<std::string, std::string> env;
   for (const char* name : kKubeEnvironment) {
-    if (std::string v = sys::GetEnv(name); !v.empty()) env[name] = v;
+    if (std::string v = get(name); !v.empty()) env[name] = v;
   }
   return env;
+}
+
+std::map<std::string, std::string> KubeEnvironment() {
+  return KubeEnvironment([](const std::string& name) { return sys::GetEnv(name.c_str()); });
 }
 
 Result<std::unique_ptr<SchedulerChoice>> MakeScheduler(

@@ -71,8 +71,11 @@ struct SchedulerChoice {
 Result<std::unique_ptr<SchedulerChoice>> MakeScheduler(
     const ControllerSettings& settings, sys::ProcessRunner& runner, const Clock& clock,
     const std::map<std::string, std::string>& env);
-// The variables MakeScheduler reads, from this process's environment.
+// The variables MakeScheduler reads, from this process's environment, or from `get` (a variable's
+// value, "" when unset) where the caller has its own view of the environment.
 std::map<std::string, std::string> KubeEnvironment();
+std::map<std::string, std::string> KubeEnvironment(
+    const std::function<std::string(const std::string&)>& get);
 
 // One controller per store (`remediate run` or `agent --remediate`): a second one would act on
 // the same nodes twice. An flock on STORE.remediate.lock, released when the process ends.

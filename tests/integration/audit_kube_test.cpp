@@ -75,15 +75,8 @@ class AuditKubeTest : public ::testing::Test {
   // No PersistentVolume yet (without this the stand-in answers 404 for the list).
   void EmptyVolumes() { api_.AddCollection("/api/v1/persistentvolumes"); }
 
-  sys::ProcessResult Cmax(std::vector<std::string> args, std::vector<std::string> env = {}) {
-    std::vector<std::string> argv{CMAX_BINARY, "--db", dir_.File("cmax.db")};
-    argv.insert(argv.end(), args.begin(), args.end());
-    sys::ProcessSpec spec{.argv = argv};
-    spec.env_add = testing::WithoutMachineKubeconfig(std::move(env), dir_.Path());
-    spec.timeout = 60s;
-    auto r = runner_.Run(spec);
-    EXPECT_TRUE(r) << r.error().message;
-    return r ? *r : sys::ProcessResult{};
+  sys::ProcessResult Cmax(const std::vector<std::string>& args, std::vector<std::string> env = {}) {
+    return testing::RunCmaxWithoutMachineKubeconfig(runner_, dir_.Path(), args, std::move(env));
   }
   std::vector<std::string> Audit(std::vector<std::string> extra = {}) {
     std::vector<std::string> args = {
@@ -101,6 +94,13 @@ class AuditKubeTest : public ::testing::Test {
   testing::TempDir dir_;
   sys::LocalFileSystem fs_;
   sys::PosixProcessRunner runner_;
+  // Each request the stand-in API server received, as "METHOD PATH", in order: the audit's
+  // read-only claim is checked on it.
+  std::vector<std::string> Calls() {
+    std::vector<std::string> out;
+    for (const auto& r : api_.Http().Requests()) out.push_back(r.method + " " + r.Path());
+    return out;
+  }
   testing::FakeKubeApi api_;
 };
 
@@ -153,7 +153,7 @@ TEST_F(AuditKubeTest, GradesTheGpuNodesFromTheApiWithGetsOnly) {
   EXPECT_EQ(f["orchestration.slurm-accounting"]["status"], "SKIP");
 
   // Read-only: every request was a GET.
-  const auto requests = api_.Requests();
+  const auto requests = Calls();
   ASSERT_FALSE(requests.empty());
   for (const std::string& request : requests) {
     EXPECT_TRUE(request.starts_with("GET ")) << request;
@@ -191,7 +191,7 @@ TEST_F(AuditKubeTest, WhatTheApiRefusesIsUnknownWithTheReason) {
             std::string::npos)
       << r.stderr_text;
   // A kubelet is asked once, not retried: the API server has waited for it already.
-  const auto requests = api_.Requests();
+  const auto requests = Calls();
   EXPECT_EQ(std::ranges::count(requests, "GET /api/v1/nodes/gpu1/proxy/configz"), 1);
 }
 
@@ -239,7 +239,7 @@ TEST_F(AuditKubeTest, UsageErrors) {
       {"audit", "--kubernetes", "--kube-api", api_.Url(), "--kube-token-file", dir_.File("token")});
   EXPECT_EQ(r.exit_code, 2) << r.stderr_text;
   EXPECT_NE(r.stderr_text.find("--yes"), std::string::npos) << r.stderr_text;
-  const auto requests = api_.Requests();
+  const auto requests = Calls();
   EXPECT_EQ(requests, std::vector<std::string>{"GET /api/v1/nodes"});
   // Kubernetes options need --kubernetes; --yes and --budget need a cluster target.
   const auto refused = [&](std::vector<std::string> args, const std::string& says) {

@@ -29,15 +29,8 @@ class KubeCliTest : public ::testing::Test {
     api_.AddNode("gpu2");
     api_.AddPod("team", "trainer-0", "gpu2", "StatefulSet");
   }
-  sys::ProcessResult Cmax(std::vector<std::string> args, std::vector<std::string> env = {}) {
-    std::vector<std::string> argv{CMAX_BINARY, "--db", dir_.File("cmax.db")};
-    argv.insert(argv.end(), args.begin(), args.end());
-    sys::ProcessSpec spec{.argv = argv};
-    spec.env_add = testing::WithoutMachineKubeconfig(std::move(env), dir_.Path());
-    spec.timeout = 60s;
-    auto r = runner_.Run(spec);
-    EXPECT_TRUE(r) << r.error().message;
-    return r ? *r : sys::ProcessResult{};
+  sys::ProcessResult Cmax(const std::vector<std::string>& args, std::vector<std::string> env = {}) {
+    return testing::RunCmaxWithoutMachineKubeconfig(runner_, dir_.Path(), args, std::move(env));
   }
   std::vector<std::string> Run() {
     return {"remediate",

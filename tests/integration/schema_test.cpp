@@ -45,15 +45,11 @@ class SchemaTest : public ::testing::Test {
     if (r->exit_code == 0) return "";
     return r->stdout_text + r->stderr_text;
   }
-  json Cmax(std::vector<std::string> args, std::vector<std::string> env = {}) {
-    std::vector<std::string> argv{CMAX_BINARY, "--db", dir_.File("cmax.db")};
-    argv.insert(argv.end(), args.begin(), args.end());
-    auto r = runner_.Run({.argv = argv,
-                          .env_add = testing::WithoutMachineKubeconfig(std::move(env), dir_.Path()),
-                          .timeout = 60s});
-    EXPECT_TRUE(r && (r->exit_code == 0 || r->exit_code == 1 || r->exit_code == 3))
-        << (r ? r->stderr_text : r.error().message);
-    return r ? json::parse(r->stdout_text, nullptr, false) : json();
+  json Cmax(const std::vector<std::string>& args, std::vector<std::string> env = {}) {
+    const auto r =
+        testing::RunCmaxWithoutMachineKubeconfig(runner_, dir_.Path(), args, std::move(env));
+    EXPECT_TRUE(r.exit_code == 0 || r.exit_code == 1 || r.exit_code == 3) << r.stderr_text;
+    return json::parse(r.stdout_text, nullptr, false);
   }
 
   testing::TempDir dir_;

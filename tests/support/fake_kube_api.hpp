@@ -6,6 +6,8 @@
 // installed on the build machines; this is what the adapter is tested against.
 #pragma once
 
+#include <chrono>
+#include <gtest/gtest.h>
 #include <map>
 #include <mutex>
 #include <nlohmann/json.hpp>
@@ -14,6 +16,7 @@
 #include <vector>
 
 #include "support/http_fixture.hpp"
+#include "sys/process_runner.hpp"
 
 namespace cmax::testing {
 
@@ -30,6 +33,21 @@ inline std::vector<std::string> WithoutMachineKubeconfig(std::vector<std::string
     if (!set) env.push_back(base);
   }
   return env;
+}
+
+// The cmax under test, its store and HOME in `dir` and WithoutMachineKubeconfig: `cmax --db
+// DIR/cmax.db ARGS...`, with a minute to finish. A failure to start it fails the test.
+inline sys::ProcessResult RunCmaxWithoutMachineKubeconfig(sys::ProcessRunner& runner,
+                                                          const std::string& dir,
+                                                          const std::vector<std::string>& args,
+                                                          std::vector<std::string> env = {}) {
+  std::vector<std::string> argv{CMAX_BINARY, "--db", dir + "/cmax.db"};
+  argv.insert(argv.end(), args.begin(), args.end());
+  auto r = runner.Run({.argv = argv,
+                       .env_add = WithoutMachineKubeconfig(std::move(env), dir),
+                       .timeout = std::chrono::seconds(60)});
+  EXPECT_TRUE(r) << r.error().message;
+  return r ? *r : sys::ProcessResult{};
 }
 
 class FakeKubeApi {
@@ -142,11 +160,6 @@ class FakeKubeApi {
     const std::lock_guard lock(mutex_);
     pods_.at(key).merge_patch(patch);
   }
-  // Each request as "METHOD PATH", in order: the audit's read-only claim is checked on it.
-  std::vector<std::string> Requests() {
-    const std::lock_guard lock(mutex_);
-    return requests_;
-  }
 
   std::string token = "token-1";
   std::string stuck_continue;       // when set, every page of a list ends with this continue token
@@ -243,7 +256,6 @@ class FakeKubeApi {
     const std::string path = r.Path();
     const auto q = Query(r);
     const std::string nodes = "/api/v1/nodes";
-    requests_.push_back(r.method + " " + path);
     if (forbidden.contains(path)) {
       return Status(403, "forbidden: User \"auditor\" cannot get path \"" + path + "\"");
     }
@@ -363,7 +375,6 @@ class FakeKubeApi {
   std::map<std::string, json> pods_;
   std::map<std::string, json> jobs_;
   std::map<std::string, std::vector<json>> objects_;
-  std::vector<std::string> requests_;
   HttpFixture http_;  // last: it stops (and joins its thread) before the state goes
 };
 

@@ -5,6 +5,7 @@
 #include "audit/grading.hpp"
 
 #include <gtest/gtest.h>
+#include <map>
 #include <set>
 #include <string>
 #include <vector>
@@ -669,6 +670,28 @@ TEST(GradeChecks, EveryCheckGetsOneFindingAndNoneOnNothingPasses) {
   EXPECT_EQ(GradeChecks({diag}, {}, Context(AuditTarget::kKubernetes)).front().status,
             CheckStatus::kSkip);
   EXPECT_EQ(GradeChecks({diag}, {}, allowed).front().status, CheckStatus::kUnknown);
+}
+
+// Where the target says why it could not read a key (a Kubernetes node), an UNKNOWN for want of
+// evidence says it: the first of its keys with a reason, else the reason for any other key.
+TEST(GradeChecks, SaysWhyEvidenceWasNotRead) {
+  const std::map<std::string, std::string> unread = {{"host.limits.nofile", "forbidden"}};
+  GradeContext context = Context(AuditTarget::kKubernetes);
+  context.unread = &unread;
+  context.unread_otherwise = "no pod";
+  const auto findings =
+      GradeChecks({&Check("software.resource-limits"), &Check("software.perf-event-paranoid"),
+                   &Check("versions.nvidia-driver")},
+                  {{"gpu.driver.version", "580.159.03"}}, context);
+  EXPECT_EQ(findings[0].message,
+            "not collected: host.limits.memlock, host.limits.nofile (forbidden)");
+  EXPECT_EQ(findings[1].status, CheckStatus::kUnknown);
+  EXPECT_TRUE(findings[1].message.ends_with(" (no pod)")) << findings[1].message;
+  EXPECT_EQ(findings[2].status, CheckStatus::kPass);  // only UNKNOWNs are explained
+  EXPECT_EQ(findings[2].message.find("no pod"), std::string::npos);
+  // Without reasons, "not collected" alone.
+  EXPECT_EQ(Grade("software.resource-limits", {}, AuditTarget::kKubernetes).message,
+            "not collected: host.limits.memlock, host.limits.nofile");
 }
 
 TEST(GradeChecks, EveryRuleIsACatalogueCheck) {

@@ -316,9 +316,11 @@ TEST(KubeEvidence, GradedPerNode) {
   auto checks = AuditCatalogue::Builtin().Select("");
   ASSERT_TRUE(checks);
   std::vector<NodeFindings> nodes;
-  for (const auto& [name, e] : KubeEvidence(Cluster())) {
-    nodes.push_back({name, ExplainNotCollected(GradeChecks(*checks, e.evidence, context), e.unread,
-                                               kNeedsAPodOnTheNode)});
+  for (auto& [name, e] : KubeEvidence(Cluster())) {
+    GradeContext node_context = context;
+    node_context.unread = &e.unread;
+    node_context.unread_otherwise = kNeedsAPodOnTheNode;
+    nodes.push_back({name, GradeChecks(*checks, e.evidence, node_context)});
   }
   std::map<std::string, Finding> by_id;
   for (Finding& f : WorstNodeFindings(nodes)) by_id[f.check_id] = f;
@@ -346,20 +348,6 @@ TEST(KubeEvidence, GradedPerNode) {
             std::string::npos);
   // Slurm's checks do not apply.
   EXPECT_EQ(status("orchestration.slurm-accounting"), CheckStatus::kSkip);
-}
-
-TEST(ExplainNotCollected, GivesTheFirstUnreadKeysReason) {
-  std::vector<Finding> findings(3);
-  findings[0].status = CheckStatus::kUnknown;
-  findings[0].message = "not collected: a.b, c.d";
-  findings[1].status = CheckStatus::kUnknown;
-  findings[1].message = "not collected: e.f";
-  findings[2].status = CheckStatus::kPass;
-  findings[2].message = "not collected: a.b";  // only UNKNOWNs are explained
-  const auto out = ExplainNotCollected(findings, {{"c.d", "forbidden"}}, "no pod");
-  EXPECT_EQ(out[0].message, "not collected: a.b, c.d (forbidden)");
-  EXPECT_EQ(out[1].message, "not collected: e.f (no pod)");
-  EXPECT_EQ(out[2].message, "not collected: a.b");
 }
 
 }  // namespace
