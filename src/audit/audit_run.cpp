@@ -13,6 +13,7 @@
 #include "store/store.hpp"
 #include "sys/file_system.hpp"
 #include "sys/host.hpp"
+#include "sys/tcp_connect.hpp"
 
 namespace cmax::audit {
 namespace {
@@ -52,10 +53,13 @@ AuditTarget LocalAuditTarget(const Target& target) {
 }
 
 std::vector<EvidenceItem> AuditBookkeeping(const AuditOptions& options, const MinimumTable& table) {
-  return {
+  std::vector<EvidenceItem> items = {
       {"audit.profile", nlohmann::json(options.profile.empty() ? "all" : options.profile).dump()},
       {"audit.minimums.generated", nlohmann::json(FormatIso8601(table.Generated())).dump()},
       {"audit.minimums.sha256", nlohmann::json(table.Sha256()).dump()}};
+  // So that `review --regrade` grades the side-effect checks as this run could.
+  if (options.side_effects.allowed) items.push_back({"audit.side_effects_allowed", "true"});
+  return items;
 }
 
 std::map<std::string, std::string> AuditEnvironment(const AuditIo& io) {
@@ -78,15 +82,23 @@ GradedAudit AuditThisHost(const AuditOptions& options, const PreparedAudit& prep
                             .slurm_conf = io.env ? io.env("SLURM_CONF") : "",
                             .nvml = SnapshotNvml,
                             .environment = AuditEnvironment(io),
-                            .host = &host});
+                            .host = &host,
+                            .side_effects = options.side_effects,
+                            .connect = sys::TcpConnect,
+                            .clock = [&] { return io.clock->Now(); }});
   GradedAudit graded{.target = "local/" + std::string(TargetName(target)), .host = sys::Hostname()};
   for (const auto& [key, value] : evidence) graded.evidence.push_back({key, value.dump()});
   graded.evidence.push_back({"audit.target", nlohmann::json(TargetName(target)).dump()});
   // A probe cut short by Ctrl-C proves nothing: the grades are kept only when it finished.
   if (!(io.interrupted && io.interrupted())) {
-    graded.findings =
-        GradeChecks(prepared.checks, evidence,
-                    {.target = target, .minimums = &prepared.table, .now = io.clock->Now()});
+    graded.findings = GradeChecks(prepared.checks, evidence,
+                                  {.target = target,
+                                   .minimums = &prepared.table,
+                                   .now = io.clock->Now(),
+                                   .allow_side_effects = options.side_effects.allowed});
+  }
+  if (const std::string taken = SideEffectsSummary({&evidence}); !taken.empty()) {
+    graded.summary = "side effects taken: " + taken;
   }
   return graded;
 }
@@ -109,6 +121,16 @@ Result<std::string> ShowMinimums(const std::string& path, const AuditIo& io) {
 Result<PreparedAudit> PrepareAudit(const AuditOptions& options, const AuditIo& io) {
   if (!std::isfinite(options.probe_timeout_s) || options.probe_timeout_s <= 0) {
     return Fail(ErrorCode::kInvalidArgument, "--probe-timeout must be a number of seconds");
+  }
+  const SideEffectOptions& side = options.side_effects;
+  if (!side.allowed && (side.force || !side.egress_target.empty())) {
+    return Fail(ErrorCode::kInvalidArgument,
+                "--force and --egress-target act only with --allow-side-effects");
+  }
+  if (!side.egress_target.empty()) {
+    if (auto target = ParseEgressTarget(side.egress_target); !target) {
+      return tl::unexpected(target.error());
+    }
   }
   auto table = LoadMinimums(options.minimums, io);
   if (!table) return tl::unexpected(table.error());
@@ -159,7 +181,9 @@ Result<AuditReport> RunLocalAudit(const AuditOptions& options, const AuditIo& io
       AuditThisHost(options, *prepared, host, LocalAuditTarget(DetectEnvironment(host)), io);
   graded.host = host.hostname;
   graded.started = started;
-  graded.summary = ClusterHint(graded.evidence, io);
+  if (std::string hint = ClusterHint(graded.evidence, io); !hint.empty()) {
+    graded.summary = graded.summary.empty() ? hint : hint + "; " + graded.summary;
+  }
   return RecordAudit(options, *prepared, std::move(graded), io);
 }
 

@@ -11,6 +11,7 @@
 #include "audit/catalogue.hpp"
 #include "audit/inventory_checks.hpp"
 #include "audit/minimums.hpp"
+#include "audit/side_effects.hpp"
 #include "core/clock.hpp"
 #include "core/result.hpp"
 #include "core/run_record.hpp"
@@ -42,10 +43,11 @@ struct AuditIo {
 };
 
 struct AuditOptions {
-  std::string profile;         // empty: every check; "security": versions and isolation
-  std::string minimums;        // a minimum table file; empty: the built-in one
-  double probe_timeout_s = 5;  // per program a probe runs
-  bool exit_zero = false;      // exit 0 even with FAIL or UNKNOWN findings
+  std::string profile;             // empty: every check; "security": versions and isolation
+  std::string minimums;            // a minimum table file; empty: the built-in one
+  double probe_timeout_s = 5;      // per program a probe runs
+  bool exit_zero = false;          // exit 0 even with FAIL or UNKNOWN findings
+  SideEffectOptions side_effects;  // what it may do beyond reading: nothing unless allowed
 };
 
 struct AuditReport {

@@ -762,6 +762,64 @@ const std::map<std::string, Rule, std::less<>>& Rules() {
          }
          return Found("nothing on :9400", "dcgm-exporter", "no dcgm-exporter on this node");
        }},
+      {"health.dcgm-diag",
+       [](const Inputs& in) -> Verdict {
+         const json* diag = Get(in, "health.dcgm.diag_r1");
+         if (diag == nullptr) return NotCollected("health.dcgm.diag_r1");
+         if (diag->is_null()) return NotApplicable("dcgmi is not installed");
+         if (!diag->is_object()) return Unknown("health.dcgm.diag_r1 is not an object");
+         if (JsonAt(*diag, {"ran"}) != json(true)) {
+           return Unknown("not run: " + TextAt(*diag, {"reason"}));
+         }
+         if (const std::string error = TextAt(*diag, {"error"}); !error.empty()) {
+           return Unknown("dcgmi diag -r 1 gave no result: " + SanitizeUtf8(error));
+         }
+         const json& failed = JsonAt(*diag, {"failed"});
+         const json& warned = JsonAt(*diag, {"warned"});
+         const auto list = [](const json& names) {
+           std::vector<std::string> out;
+           if (names.is_array()) {
+             for (const json& n : names) out.push_back(Shown(n));
+           }
+           return out;
+         };
+         const std::string tests =
+             fmt::format("{} test(s), {} passed", Shown(JsonAt(*diag, {"tests"})),
+                         Shown(JsonAt(*diag, {"passed"})));
+         if (failed.is_array() && !failed.empty()) {
+           return {Verdict::Kind::kFail, Join(list(failed), "; "), "every test passes",
+                   fmt::format("dcgmi diag -r 1: {} failed ({})", failed.size(), tests)};
+         }
+         if (warned.is_array() && !warned.empty()) {
+           return {Verdict::Kind::kWarn, Join(list(warned), "; "), "every test passes",
+                   fmt::format("dcgmi diag -r 1: {} warned ({})", warned.size(), tests)};
+         }
+         return Pass(tests);
+       }},
+      {"networking.outbound-internet",
+       [](const Inputs& in) -> Verdict {
+         const json* target = Get(in, "network.egress.target");
+         if (target == nullptr) return NotCollected("network.egress.target");
+         if (target->is_null()) {
+           return NotApplicable(
+               "no --egress-target named: it connects only to a host the user names");
+         }
+         const std::string where = Shown(*target);
+         const json* reachable = Get(in, "network.egress.reachable");
+         const json* detail_value = Get(in, "network.egress.detail");
+         const std::string detail = detail_value ? Shown(*detail_value) : "";
+         if (reachable == nullptr || !reachable->is_boolean()) {
+           return Unknown(fmt::format("could not tell whether {} is reachable{}", where,
+                                      detail.empty() ? "" : ": " + detail));
+         }
+         if (reachable->get<bool>()) {
+           return {Verdict::Kind::kWarn, "reached " + where, "not reached, or an alert raised",
+                   fmt::format("a compute node reached {}: the provider must say whether "
+                               "that raised an alert",
+                               where)};
+         }
+         return Pass(fmt::format("{} not reached ({})", where, detail));
+       }},
       {"containers.docker-on-workers",
        [](const Inputs& in) -> Verdict {
          const auto access = Flag(in, "containers.docker.user_access");

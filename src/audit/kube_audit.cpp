@@ -558,8 +558,10 @@ Result<AuditReport> RunKubeAudit(const AuditOptions& options, const KubeAuditOpt
   // A kubelet that does not answer is not retried: the API server has waited for it already.
   remediate::KubeApi once(*http, *io.fs, *io.clock, *connection,
                           {.request_timeout = request_timeout, .attempts = 1});
-  const GradeContext context{
-      .target = AuditTarget::kKubernetes, .minimums = &prepared->table, .now = io.clock->Now()};
+  const GradeContext context{.target = AuditTarget::kKubernetes,
+                             .minimums = &prepared->table,
+                             .now = io.clock->Now(),
+                             .allow_side_effects = options.side_effects.allowed};
   GradedAudit graded{.target = "kubernetes/" + ServerHost(connection->server),
                      .host = sys::Hostname(),
                      .started = run_started};

@@ -41,22 +41,6 @@ std::optional<int64_t> Integer(const std::string& text) {
   return value;
 }
 
-// The program's path on PATH, or nothing.
-std::optional<std::string> Which(const sys::FileSystem& fs, const std::string& path_list,
-                                 std::string_view name,
-                                 const std::vector<std::string>& extra_dirs = {}) {
-  std::vector<std::string> dirs;
-  for (const std::string_view dir : Split(path_list, ':')) {
-    if (!dir.empty()) dirs.emplace_back(dir);
-  }
-  dirs.insert(dirs.end(), extra_dirs.begin(), extra_dirs.end());
-  for (const std::string& dir : dirs) {
-    const std::string candidate = dir + "/" + std::string(name);
-    if (fs.Exists(candidate) && !fs.IsDirectory(candidate)) return candidate;
-  }
-  return std::nullopt;
-}
-
 json PathOrNull(const std::optional<std::string>& path) {
   return path ? json(*path) : json(nullptr);
 }
@@ -225,6 +209,21 @@ void Kernels(const sys::FileSystem& fs, AuditEvidence& out) {
 
 }  // namespace
 
+std::optional<std::string> FindProgram(const sys::FileSystem& fs, const std::string& path_list,
+                                       std::string_view name,
+                                       const std::vector<std::string>& extra_dirs) {
+  std::vector<std::string> dirs;
+  for (const std::string_view dir : Split(path_list, ':')) {
+    if (!dir.empty()) dirs.emplace_back(dir);
+  }
+  dirs.insert(dirs.end(), extra_dirs.begin(), extra_dirs.end());
+  for (const std::string& dir : dirs) {
+    const std::string candidate = dir + "/" + std::string(name);
+    if (fs.Exists(candidate) && !fs.IsDirectory(candidate)) return candidate;
+  }
+  return std::nullopt;
+}
+
 std::string ParseNvccRelease(std::string_view output) {
   const size_t at = output.find("release ");
   if (at == std::string_view::npos) return {};
@@ -337,7 +336,7 @@ KernelXidCounts CountKernelXids(std::string_view log, std::optional<WallTime> si
 
 std::optional<bool> SacctAnswers(const sys::FileSystem& fs, sys::ProcessRunner& runner,
                                  const std::string& path, Duration timeout) {
-  const auto sacct = Which(fs, path, "sacct");
+  const auto sacct = FindProgram(fs, path, "sacct");
   if (!sacct) return std::nullopt;
   sys::ProcessSpec spec{.argv = {*sacct, "--noheader", "-X", "-o", "JobID", "-S", "now-1minutes"},
                         .env_add = {"LC_ALL=C"},
@@ -360,7 +359,7 @@ namespace {
 // all (no daemon, or no permission on its socket, is "no access"; a timeout is not collected).
 void DockerServer(const sys::FileSystem& fs, sys::ProcessRunner& runner, const std::string& path,
                   Duration timeout, AuditEvidence& out) {
-  const auto docker = Which(fs, path, "docker");
+  const auto docker = FindProgram(fs, path, "docker");
   if (!docker) {
     out["containers.docker.server_version"] = nullptr;
     out["containers.docker.user_access"] = false;
@@ -387,15 +386,15 @@ void SlurmClient(const sys::FileSystem& fs, sys::ProcessRunner& runner, const st
                  AuditEvidence& out) {
   json commands = json::object();
   for (const char* name : {"sinfo", "squeue", "scontrol", "salloc", "sbatch", "srun", "sacct"}) {
-    commands[name] = PathOrNull(Which(fs, path, name));
+    commands[name] = PathOrNull(FindProgram(fs, path, name));
   }
   out["scheduler.slurm.commands"] = commands;
-  out["health.dcgm.hostengine"] = PathOrNull(Which(fs, path, "nv-hostengine", {"/usr/bin"}));
+  out["health.dcgm.hostengine"] = PathOrNull(FindProgram(fs, path, "nv-hostengine", {"/usr/bin"}));
   if (!slurm_conf.empty() && !fs.Exists(slurm_conf)) {
     out["scheduler.slurm.config_missing"] = SanitizeUtf8(slurm_conf);
     return;
   }
-  if (const auto srun = Which(fs, path, "srun")) {
+  if (const auto srun = FindProgram(fs, path, "srun")) {
     if (const auto list = Output(runner, *srun, {"--mpi=list"}, timeout)) {
       out["scheduler.slurm.mpi_types"] = ParseMpiTypes(*list);
     }
@@ -404,7 +403,7 @@ void SlurmClient(const sys::FileSystem& fs, sys::ProcessRunner& runner, const st
           help->find("--container-image") != std::string::npos;
     }
   }
-  if (const auto scontrol = Which(fs, path, "scontrol")) {
+  if (const auto scontrol = FindProgram(fs, path, "scontrol")) {
     if (const auto config = Output(runner, *scontrol, {"show", "config"}, timeout)) {
       const auto values = ParseKeyValues(*config);
       const auto value = [&](const char* key) -> json {
@@ -456,7 +455,7 @@ void KernelXids(const sys::FileSystem& fs, sys::ProcessRunner& runner, const std
       {"journalctl", {"-k", "-q", "--no-pager", "-o", "short-iso", "--since=-7d"}},
       {"dmesg", {"--time-format=iso"}}};
   for (const Source& source : sources) {
-    const auto program = Which(fs, path, source.program, {"/usr/bin", "/bin"});
+    const auto program = FindProgram(fs, path, source.program, {"/usr/bin", "/bin"});
     if (!program) continue;
     sys::ProcessSpec spec{.argv = {*program}, .env_add = {"LC_ALL=C"}, .timeout = options.timeout};
     spec.argv.insert(spec.argv.end(), source.args.begin(), source.args.end());
@@ -591,7 +590,7 @@ void RdmaStack(const sys::FileSystem& fs, sys::ProcessRunner& runner, const std:
   const auto devices = fs.ListDir("/sys/class/infiniband");
   stack["devices"] = devices ? static_cast<int64_t>(devices->size()) : 0;
   stack["ofed"] = nullptr;
-  if (const auto ofed_info = Which(fs, path, "ofed_info")) {
+  if (const auto ofed_info = FindProgram(fs, path, "ofed_info")) {
     if (const auto text = Output(runner, *ofed_info, {"-s"}, timeout)) {
       std::string version = Trimmed(*text).substr(0, 200);
       if (!version.empty() && version.back() == ':') version.pop_back();  // "MLNX_OFED_...:"
@@ -688,7 +687,7 @@ void Ipmi(const sys::FileSystem& fs, sys::ProcessRunner& runner, const std::stri
     if (fs.Exists(node)) devices.push_back(node);
   }
   out["host.ipmi.devices"] = devices;
-  const auto ipmitool = devices.empty() ? std::nullopt : Which(fs, path, "ipmitool");
+  const auto ipmitool = devices.empty() ? std::nullopt : FindProgram(fs, path, "ipmitool");
   if (!ipmitool) {
     out["host.ipmi.mc_info"] = nullptr;
     return;
@@ -795,17 +794,17 @@ AuditEvidence CollectLocalEvidence(const sys::FileSystem& fs, sys::ProcessRunner
   } else if (!fs.Exists("/etc/nccl.conf")) {
     out["network.nccl.conf"] = nullptr;
   }
-  out["software.perf.path"] = PathOrNull(Which(fs, path, "perf"));
-  out["software.ncu.path"] =
-      PathOrNull(Which(fs, path, "ncu", {"/usr/local/cuda/bin", "/usr/local/cuda/nsight-compute"}));
-  out["health.nhc.path"] = PathOrNull(Which(fs, path, "nhc", sbin));
-  out["containers.enroot.path"] = PathOrNull(Which(fs, path, "enroot"));
-  auto apptainer = Which(fs, path, "apptainer");
-  if (!apptainer) apptainer = Which(fs, path, "singularity");
+  out["software.perf.path"] = PathOrNull(FindProgram(fs, path, "perf"));
+  out["software.ncu.path"] = PathOrNull(
+      FindProgram(fs, path, "ncu", {"/usr/local/cuda/bin", "/usr/local/cuda/nsight-compute"}));
+  out["health.nhc.path"] = PathOrNull(FindProgram(fs, path, "nhc", sbin));
+  out["containers.enroot.path"] = PathOrNull(FindProgram(fs, path, "enroot"));
+  auto apptainer = FindProgram(fs, path, "apptainer");
+  if (!apptainer) apptainer = FindProgram(fs, path, "singularity");
   out["containers.apptainer.path"] = PathOrNull(apptainer);
-  out["access.useradd"] = PathOrNull(Which(fs, path, "useradd", sbin));
-  out["access.groupadd"] = PathOrNull(Which(fs, path, "groupadd", sbin));
-  std::optional<std::string> hpcx = Which(fs, path, "hpcx");
+  out["access.useradd"] = PathOrNull(FindProgram(fs, path, "useradd", sbin));
+  out["access.groupadd"] = PathOrNull(FindProgram(fs, path, "groupadd", sbin));
+  std::optional<std::string> hpcx = FindProgram(fs, path, "hpcx");
   if (!hpcx && fs.IsDirectory("/opt/hpcx")) hpcx = "/opt/hpcx";
   out["software.hpcx.path"] = PathOrNull(hpcx);
   // sudo: root needs none; anyone else must get it without a password prompt.
@@ -813,19 +812,20 @@ AuditEvidence CollectLocalEvidence(const sys::FileSystem& fs, sys::ProcessRunner
   const bool root = status && status->find("\nUid:\t0\t") != std::string::npos;
   if (root) {
     out["access.sudo_noninteractive"] = true;
-  } else if (const auto sudo = Which(fs, path, "sudo")) {
+  } else if (const auto sudo = FindProgram(fs, path, "sudo")) {
     out["access.sudo_noninteractive"] =
         Output(runner, *sudo, {"-n", "true"}, options.timeout).has_value();
   } else {
     out["access.sudo_noninteractive"] = false;
   }
-  ProgramVersion(out, "software.nvcc.release", Which(fs, path, "nvcc", {"/usr/local/cuda/bin"}),
-                 runner, {"--version"}, options.timeout, ParseNvccRelease);
-  ProgramVersion(out, "containers.runc.version", Which(fs, path, "runc"), runner, {"--version"},
-                 options.timeout, FirstVersionWord);
-  ProgramVersion(out, "containers.nvidia_ctk.version", Which(fs, path, "nvidia-ctk"), runner,
+  ProgramVersion(out, "software.nvcc.release",
+                 FindProgram(fs, path, "nvcc", {"/usr/local/cuda/bin"}), runner, {"--version"},
+                 options.timeout, ParseNvccRelease);
+  ProgramVersion(out, "containers.runc.version", FindProgram(fs, path, "runc"), runner,
                  {"--version"}, options.timeout, FirstVersionWord);
-  ProgramVersion(out, "health.dcgm.version", Which(fs, path, "dcgmi"), runner, {"--version"},
+  ProgramVersion(out, "containers.nvidia_ctk.version", FindProgram(fs, path, "nvidia-ctk"), runner,
+                 {"--version"}, options.timeout, FirstVersionWord);
+  ProgramVersion(out, "health.dcgm.version", FindProgram(fs, path, "dcgmi"), runner, {"--version"},
                  options.timeout, FirstVersionWord);
   DockerServer(fs, runner, path, options.timeout, out);
   SlurmClient(fs, runner, path, options.timeout, options.ask_accounting, options.slurm_conf, out);
@@ -838,6 +838,16 @@ AuditEvidence CollectLocalEvidence(const sys::FileSystem& fs, sys::ProcessRunner
   StepEnvironment(options, out, out);
   NumaNodes(fs, out);
   Ipmi(fs, runner, path, options.timeout, out);
+  // Last, with everything read: whether the GPUs are idle decides whether the diagnostic runs.
+  TakeSideEffects(options.side_effects,
+                  {.fs = &fs,
+                   .runner = &runner,
+                   .path = path,
+                   .timeout = options.timeout,
+                   .connect = options.connect,
+                   .now = options.clock,
+                   .deadline = options.deadline},
+                  out);
   return out;
 }
 

@@ -14,6 +14,7 @@
 
 #include "audit/grading.hpp"
 #include "audit/host_inventory.hpp"
+#include "audit/side_effects.hpp"
 #include "core/clock.hpp"
 #include "sys/nvml.hpp"
 
@@ -43,6 +44,12 @@ struct LocalProbeOptions {
   // This host's facts (host_inventory.hpp), where the caller has collected them already; null:
   // collected here.
   const HostFacts* host = nullptr;
+  // What it may do beyond reading (side_effects.hpp), with the connection it would make, the
+  // clock and the node's deadline the GPU diagnostic must finish before.
+  SideEffectOptions side_effects;
+  std::function<Result<void>(const std::string& host, uint16_t port, Duration timeout)> connect;
+  std::function<WallTime()> clock;
+  std::optional<WallTime> deadline;
 };
 
 // The variables CollectLocalEvidence reads from LocalProbeOptions::environment.
@@ -50,6 +57,12 @@ inline constexpr const char* kAuditEnvironment[] = {
     "CUDA_VISIBLE_DEVICES",      "NVIDIA_VISIBLE_DEVICES", "SLURM_STEP_ID",
     "SLURM_STEP_GPUS",           "SLURM_JOB_GPUS",         "SLURM_GPUS_ON_NODE",
     "NCCL_IB_QPS_PER_CONNECTION"};
+
+// The program's path: the first `name` in the folders of `path_list` (as PATH), then in
+// `extra_dirs`; nothing when absent.
+std::optional<std::string> FindProgram(const sys::FileSystem& fs, const std::string& path_list,
+                                       std::string_view name,
+                                       const std::vector<std::string>& extra_dirs = {});
 
 // NVML through its usual library ($CMAX_NVML_LIB, else libnvidia-ml.so.1): one snapshot.
 Result<sys::NvmlSnapshot> SnapshotNvml();

@@ -53,7 +53,11 @@ Result<std::vector<Finding>> RegradeRecord(const RunRecord& record, const Minimu
       profile && profile->is_string() && *profile != "all" ? profile->get<std::string>() : "";
   auto checks = AuditCatalogue::Builtin().Select(wanted);
   if (!checks) return tl::unexpected(checks.error());
-  const GradeContext context{.target = *target, .minimums = &table, .now = now};
+  const auto allowed = Item(record, "audit.side_effects_allowed");
+  const GradeContext context{.target = *target,
+                             .minimums = &table,
+                             .now = now,
+                             .allow_side_effects = allowed && *allowed == json(true)};
 
   // Slurm and Kubernetes audits are graded node by node; the others are one host's evidence.
   if (*target != AuditTarget::kSlurm && *target != AuditTarget::kKubernetes) {
@@ -61,7 +65,7 @@ Result<std::vector<Finding>> RegradeRecord(const RunRecord& record, const Minimu
     for (const EvidenceItem& item : record.evidence) {
       // The run's own bookkeeping; audit.coverage.nodes_read is evidence (the local target's).
       if (item.key == "audit.target" || item.key == "audit.profile" ||
-          item.key.starts_with("audit.minimums.")) {
+          item.key == "audit.side_effects_allowed" || item.key.starts_with("audit.minimums.")) {
         continue;
       }
       auto value = json::parse(item.value_json, nullptr, false);

@@ -14,6 +14,7 @@
 #include "sys/host.hpp"
 #include "sys/interrupt.hpp"
 #include "sys/process_runner.hpp"
+#include "sys/tcp_connect.hpp"
 
 namespace cmax::audit {
 namespace {
@@ -183,6 +184,12 @@ std::vector<std::string> SrunCommand(const std::string& partition,
   argv.insert(argv.end(), {"--", cmax, "audit", "--node-evidence",
                            fmt::format("--node-timeout={}", slurm.node_timeout_s),
                            fmt::format("--probe-timeout={}", options.probe_timeout_s)});
+  const SideEffectOptions& side = options.side_effects;
+  if (side.allowed) argv.emplace_back("--allow-side-effects");
+  if (side.allowed && side.force) argv.emplace_back("--force");
+  if (side.allowed && !side.egress_target.empty()) {
+    argv.push_back("--egress-target=" + side.egress_target);
+  }
   return argv;
 }
 
@@ -208,7 +215,12 @@ Result<std::string> NodeEvidenceFrames(const AuditOptions& options, double node_
                             .ask_accounting = false,
                             .slurm_conf = io.env ? io.env("SLURM_CONF") : "",
                             .nvml = SnapshotNvml,
-                            .environment = AuditEnvironment(io)});
+                            .environment = AuditEnvironment(io),
+                            .side_effects = options.side_effects,
+                            .connect = sys::TcpConnect,
+                            .clock = [&] { return io.clock->Now(); },
+                            .deadline = std::chrono::time_point_cast<WallTime::duration>(
+                                started + SecondsAsDuration(node_timeout_s))});
   sys::CancelDeadline();
   json document = {
       {"node", node},
@@ -239,8 +251,10 @@ Result<AuditReport> RunSlurmAudit(const AuditOptions& options, const SlurmAuditO
     return Fail(ErrorCode::kInvalidArgument,
                 "--remote-cmax must be an absolute path, the same on every node");
   }
-  const GradeContext context{
-      .target = AuditTarget::kSlurm, .minimums = &prepared->table, .now = io.clock->Now()};
+  const GradeContext context{.target = AuditTarget::kSlurm,
+                             .minimums = &prepared->table,
+                             .now = io.clock->Now(),
+                             .allow_side_effects = options.side_effects.allowed};
 
   // The nodes, as the controller sees them.
   // --all: hidden partitions too, so that no node is left out unseen.
@@ -367,6 +381,11 @@ Result<AuditReport> RunSlurmAudit(const AuditOptions& options, const SlurmAuditO
       std::vector<std::string> why;
       for (const auto& [node, reason] : unreachable) why.push_back(node + ": " + reason);
       graded.summary += "; UNKNOWN for " + Join(why, "; ");
+    }
+    std::vector<const AuditEvidence*> evidence;
+    for (const auto& [node, e] : heard) evidence.push_back(&e);
+    if (const std::string taken = SideEffectsSummary(evidence); !taken.empty()) {
+      graded.summary += "; side effects taken: " + taken;
     }
   }
   return RecordAudit(options, *prepared, std::move(graded), io);

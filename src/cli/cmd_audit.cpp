@@ -190,6 +190,24 @@ Command SetupAuditCommand(CLI::App& parent) {
        "Exit 0 even when a check fails or cannot be read (errors still exit 2 or 3)");
   Num(app, "--probe-timeout", o->run.probe_timeout_s, Real(0.1, 600.0),
       "Seconds a program a probe runs may take (nvcc, runc, docker, dcgmi ...)");
+  audit::SideEffectOptions& side = o->run.side_effects;
+  CLI::Option* allow =
+      Flag(app, "--allow-side-effects", side.allowed,
+           "Also run the checks that act on a node (without it they are N/A): "
+           "health.dcgm-diag runs dcgmi diag -r 1 (seconds of load on every GPU) on nodes whose "
+           "GPUs are idle; networking.outbound-internet opens one TCP connection to "
+           "--egress-target. Each one taken is recorded in the run with how to undo it");
+  Group("Side effects (--allow-side-effects)",
+        {allow,
+         Flag(app, "--force", side.force,
+              "Run the GPU diagnostic on nodes whose GPUs are busy too (it slows their jobs "
+              "and its figures are not to be trusted)")
+             ->needs(allow),
+         Opt(app, "--egress-target", side.egress_target,
+             "HOST[:PORT] (port 443 unless given; [ADDRESS]:PORT for IPv6) each audited node "
+             "opens one TCP connection to, sending nothing: reached is a WARN for the provider "
+             "to say whether it raised an alert")
+             ->needs(allow)});
   Flag(app, "-s,--show", o->show,
        "List the checks, one per line under their profile, without running anything "
        "(-v: each check's rule, evidence, reproduce line and references)");

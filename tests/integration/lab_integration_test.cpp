@@ -1,5 +1,6 @@
 // The lab against the real Slurm daemons: up, a job across every node, drain and resume,
 // `cmax run` seeing it, and down with nothing left running.
+#include <poll.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -18,6 +19,7 @@
 
 #include "cli/cli.hpp"
 #include "lab/lab.hpp"
+#include "support/free_port.hpp"
 #include "support/temp_dir.hpp"
 #include "support/wait.hpp"
 #include "sys/file_system.hpp"
@@ -326,6 +328,36 @@ TEST_F(LabTest, AuditsEveryNodeAndNamesTheOneThatCannotAnswer) {
   const auto listed_coverage = nlohmann::json::parse(listed.second)["evidence"]["audit.coverage"];
   EXPECT_EQ(listed_coverage["nodes"], 3) << listed_coverage;
   EXPECT_EQ(listed_coverage["unreachable"]["gpu9"], "Slurm lists no such node") << listed_coverage;
+
+  // Side effects allowed: each node opens its one connection to the host named (a listening
+  // socket of this test's), and the auditing host sums up what was done.
+  int port = 0;
+  const int listener = testing::ListenOnLoopback(&port);
+  ASSERT_GE(listener, 0);
+  std::string side_err;
+  auto side = audit({"--exit-zero", "-w", "gpu[1-2]", "--allow-side-effects", "--egress-target",
+                     "127.0.0.1:" + std::to_string(port), "networking"},
+                    &side_err);
+  ASSERT_EQ(side.first, cli::kExitOk) << side_err;
+  int accepted = 0;
+  pollfd waiting{.fd = listener, .events = POLLIN, .revents = 0};
+  while (::poll(&waiting, 1, 0) > 0) {
+    const int fd = ::accept(listener, nullptr, nullptr);
+    if (fd < 0) break;
+    ::close(fd);
+    ++accepted;
+  }
+  ::close(listener);
+  EXPECT_EQ(accepted, 2);
+  for (const auto& f : nlohmann::json::parse(side.second)["findings"]) {
+    if (f["check_id"] == "networking.outbound-internet") {
+      EXPECT_EQ(f["status"], "WARN") << f;
+    }
+  }
+  EXPECT_NE(side_err.find("side effects taken: opened one TCP connection to 127.0.0.1:" +
+                          std::to_string(port) + " (nothing sent) on 2 node(s)"),
+            std::string::npos)
+      << side_err;
 
   // Without a terminal and without --yes nothing runs on the nodes and no run is recorded.
   ASSERT_NE(std::freopen("/dev/null", "r", stdin), nullptr);

@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "support/fake_kube_api.hpp"
+#include "support/free_port.hpp"
 #include "support/golden.hpp"
 #include "support/temp_dir.hpp"
 #include "sys/file_system.hpp"
@@ -63,6 +64,12 @@ TEST_F(SchemaTest, ALocalAuditsReportAndEvidence) {
   ASSERT_TRUE(report.is_object());
   EXPECT_EQ(Problems(kReport, report), "");
   EXPECT_EQ(Problems(kEvidence, report["evidence"]), "");
+  // With a side effect taken (one connection to a loopback port nothing listens on): its log
+  // and evidence too.
+  const json taken = Cmax({"audit", "--json", "--allow-side-effects", "--egress-target",
+                           "127.0.0.1:" + std::to_string(testing::FreePort())});
+  ASSERT_TRUE(taken["evidence"].contains("audit.side_effects")) << taken.dump();
+  EXPECT_EQ(Problems(kEvidence, taken["evidence"]), "");
   // cmax run's report too: the same envelope.
   const json run = Cmax({"run", "--json", "--no-html"});
   EXPECT_EQ(Problems(kReport, run), "");
@@ -87,7 +94,8 @@ TEST_F(SchemaTest, EveryEvidenceKeyWrittenIsDeclared) {
   auto text = fs_.ReadFile(kEvidence, 1 << 20);
   ASSERT_TRUE(text);
   const json schema = json::parse(*text);
-  json evidence = Cmax({"audit", "--json"})["evidence"];
+  json evidence = Cmax({"audit", "--json", "--allow-side-effects", "--egress-target",
+                        "127.0.0.1:" + std::to_string(testing::FreePort())})["evidence"];
   for (const std::string& stem : testing::GoldenStems("audit_fixtures", ".evidence.json")) {
     auto fixture = fs_.ReadFile(
         fmt::format("{}/audit_fixtures/{}.evidence.json", CMAX_TEST_DATA, stem), 1 << 20);

@@ -694,6 +694,59 @@ TEST(GradeChecks, SaysWhyEvidenceWasNotRead) {
             "not collected: host.limits.memlock, host.limits.nofile");
 }
 
+// The checks behind --allow-side-effects, graded on what their collectors recorded.
+TEST(GradeChecks, JudgesTheSideEffectChecksWhenAllowed) {
+  GradeContext allowed = Context();
+  allowed.allow_side_effects = true;
+  const auto grade = [&](const char* id, const AuditEvidence& evidence) {
+    return GradeChecks({&Check(id)}, evidence, allowed).front();
+  };
+  const json ran = {{"ran", true},
+                    {"tests", 3},
+                    {"passed", 3},
+                    {"skipped", 0},
+                    {"failed", json::array()},
+                    {"warned", json::array()}};
+  EXPECT_EQ(grade("health.dcgm-diag", {{"health.dcgm.diag_r1", ran}}).status, CheckStatus::kPass);
+  json failed = ran;
+  failed["failed"] = {"memory: GPU 3: DBE"};
+  failed["passed"] = 2;
+  const Finding f = grade("health.dcgm-diag", {{"health.dcgm.diag_r1", failed}});
+  EXPECT_EQ(f.status, CheckStatus::kFail);
+  EXPECT_EQ(f.observed, "memory: GPU 3: DBE");
+  json warned = ran;
+  warned["warned"] = {"software: GPU 0: persistence mode off"};
+  EXPECT_EQ(grade("health.dcgm-diag", {{"health.dcgm.diag_r1", warned}}).status,
+            CheckStatus::kWarn);
+  const Finding busy = grade(
+      "health.dcgm-diag", {{"health.dcgm.diag_r1", {{"ran", false}, {"reason", "1 of 8 busy"}}}});
+  EXPECT_EQ(busy.status, CheckStatus::kUnknown);
+  EXPECT_EQ(busy.message, "not run: 1 of 8 busy");
+  EXPECT_EQ(grade("health.dcgm-diag",
+                  {{"health.dcgm.diag_r1", {{"ran", true}, {"error", "no result within 120 s"}}}})
+                .status,
+            CheckStatus::kUnknown);
+  EXPECT_EQ(grade("health.dcgm-diag", {{"health.dcgm.diag_r1", nullptr}}).status,
+            CheckStatus::kSkip);
+  EXPECT_EQ(grade("health.dcgm-diag", {{"health.dcgm.diag_r1", "odd"}}).status,
+            CheckStatus::kUnknown);
+  EXPECT_EQ(grade("health.dcgm-diag", {}).status, CheckStatus::kUnknown);
+
+  const auto egress = [&](json reachable, const char* detail) {
+    return grade("networking.outbound-internet", {{"network.egress.target", "example.com:443"},
+                                                  {"network.egress.reachable", reachable},
+                                                  {"network.egress.detail", detail}});
+  };
+  const Finding reached = egress(true, "connected");
+  EXPECT_EQ(reached.status, CheckStatus::kWarn);
+  EXPECT_NE(reached.message.find("alert"), std::string::npos);
+  EXPECT_EQ(egress(false, "no answer in 5 s").status, CheckStatus::kPass);
+  EXPECT_EQ(egress(nullptr, "cannot open a socket").status, CheckStatus::kUnknown);
+  EXPECT_EQ(grade("networking.outbound-internet", {{"network.egress.target", nullptr}}).status,
+            CheckStatus::kSkip);
+  EXPECT_EQ(grade("networking.outbound-internet", {}).status, CheckStatus::kUnknown);
+}
+
 TEST(GradeChecks, EveryRuleIsACatalogueCheck) {
   std::set<std::string> ids;
   for (const CheckSpec& check : AuditCatalogue::Builtin().Checks()) ids.insert(check.id);

@@ -1,0 +1,110 @@
+// The audit's side effects through the real binary (issue 15): none without
+// --allow-side-effects; with it, networking.outbound-internet opens exactly one real TCP
+// connection to the host named (here a listening socket of the test's own on loopback), reports
+// it for the provider to answer for, and the run records what it did and how to undo it.
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "support/free_port.hpp"
+#include "support/temp_dir.hpp"
+#include "sys/process_runner.hpp"
+
+namespace cmax {
+namespace {
+
+using nlohmann::json;
+using namespace std::chrono_literals;
+
+class AuditSideEffectsTest : public ::testing::Test {
+ protected:
+  sys::ProcessResult Cmax(const std::vector<std::string>& args) {
+    std::vector<std::string> argv{CMAX_BINARY, "--db", dir_.File("cmax.db"), "audit"};
+    argv.insert(argv.end(), args.begin(), args.end());
+    auto r = runner_.Run({.argv = argv, .timeout = 60s});
+    EXPECT_TRUE(r) << r.error().message;
+    return r ? *r : sys::ProcessResult{};
+  }
+  static std::map<std::string, json> ByCheck(const json& doc) {
+    std::map<std::string, json> out;
+    for (const json& f : doc["findings"]) out[f["check_id"]] = f;
+    return out;
+  }
+  // Connections waiting on the listening socket, each accepted and closed.
+  static int Accepted(int listener) {
+    int count = 0;
+    pollfd p{.fd = listener, .events = POLLIN, .revents = 0};
+    while (::poll(&p, 1, 0) > 0) {
+      const int fd = ::accept(listener, nullptr, nullptr);
+      if (fd < 0) break;
+      ::close(fd);
+      ++count;
+    }
+    return count;
+  }
+
+  testing::TempDir dir_;
+  sys::PosixProcessRunner runner_;
+};
+
+TEST_F(AuditSideEffectsTest, OneConnectionToTheNamedHostOnlyWhenAllowed) {
+  int port = 0;
+  const int listener = testing::ListenOnLoopback(&port);
+  ASSERT_GE(listener, 0);
+  const std::string target = "127.0.0.1:" + std::to_string(port);
+
+  // Not allowed: the target alone is a usage error, and the plain audit connects to nothing.
+  auto refused = Cmax({"--egress-target", target});
+  EXPECT_EQ(refused.exit_code, 2) << refused.stderr_text;
+  EXPECT_NE(refused.stderr_text.find("--allow-side-effects"), std::string::npos)
+      << refused.stderr_text;
+  auto plain = Cmax({"--json", "--exit-zero", "networking"});
+  ASSERT_EQ(plain.exit_code, 0) << plain.stderr_text;
+  const json quiet = json::parse(plain.stdout_text);
+  EXPECT_EQ(ByCheck(quiet)["networking.outbound-internet"]["status"], "SKIP");
+  EXPECT_FALSE(quiet["evidence"].contains("audit.side_effects"));
+  EXPECT_EQ(Accepted(listener), 0);
+
+  // Allowed: one connection, reported as reached, logged with its undo.
+  auto r = Cmax({"--json", "--exit-zero", "--allow-side-effects", "--egress-target", target,
+                 "networking"});
+  ASSERT_EQ(r.exit_code, 0) << r.stderr_text;
+  EXPECT_EQ(Accepted(listener), 1);
+  const json doc = json::parse(r.stdout_text);
+  const json finding = ByCheck(doc)["networking.outbound-internet"];
+  EXPECT_EQ(finding["status"], "WARN") << finding.dump();
+  EXPECT_EQ(finding["observed"], "reached " + target);
+  const json& log = doc["evidence"]["audit.side_effects"];
+  ASSERT_EQ(log.size(), 1U) << log.dump();
+  EXPECT_EQ(log[0]["check"], "networking.outbound-internet");
+  EXPECT_NE(r.stderr_text.find("side effects taken: opened one TCP connection to " + target),
+            std::string::npos)
+      << r.stderr_text;
+  EXPECT_EQ(doc["evidence"]["audit.side_effects_allowed"], true);
+
+  // Nothing listening any more: refused, so not reached.
+  ::close(listener);
+  auto closed = Cmax({"--json", "--exit-zero", "--allow-side-effects", "--egress-target", target,
+                      "networking"});
+  ASSERT_EQ(closed.exit_code, 0) << closed.stderr_text;
+  const json after = ByCheck(json::parse(closed.stdout_text))["networking.outbound-internet"];
+  EXPECT_EQ(after["status"], "PASS") << after.dump();
+
+  // Allowed without a target: N/A, saying what it would need.
+  auto untargeted = Cmax({"--json", "--exit-zero", "--allow-side-effects", "networking"});
+  const json none = ByCheck(json::parse(untargeted.stdout_text))["networking.outbound-internet"];
+  EXPECT_EQ(none["status"], "SKIP");
+  EXPECT_NE(none["message"].get<std::string>().find("--egress-target"), std::string::npos);
+  // A malformed target is refused before anything runs.
+  auto bad = Cmax({"--allow-side-effects", "--egress-target", "2001:db8::1"});
+  EXPECT_EQ(bad.exit_code, 2) << bad.stderr_text;
+}
+
+}  // namespace
+}  // namespace cmax

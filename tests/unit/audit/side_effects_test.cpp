@@ -1,0 +1,241 @@
+// The audit's side effects (--allow-side-effects): nothing happens unless allowed; the GPU
+// diagnostic runs only on a node whose GPUs are idle (or with --force) and only when the node's
+// deadline leaves time; one connection to the named host; each one taken is logged with its undo.
+// The programs are answered by FakeProcessRunner (a stand-in) and the connection by a lambda; the
+// real connection is tested in tests/integration/audit_side_effects_test.cpp.
+#include "audit/side_effects.hpp"
+
+#include <gtest/gtest.h>
+#include <string>
+#include <vector>
+
+#include "support/fake_process_runner.hpp"
+#include "sys/file_system.hpp"
+
+namespace cmax::audit {
+namespace {
+
+using nlohmann::json;
+using namespace std::chrono_literals;
+
+std::string Fixture(const std::string& name) {
+  sys::LocalFileSystem fs;
+  auto text = fs.ReadFile(std::string(CMAX_TEST_DATA) + "/dcgm_diag/" + name, sys::kDefaultReadLimit);
+  EXPECT_TRUE(text) << name;
+  return text ? *text : "";
+}
+
+TEST(ParseEgressTarget, TakesHostAndPortAndRefusesTheRest) {
+  const auto ok = [](const char* text, const char* host, uint16_t port) {
+    const auto t = ParseEgressTarget(text);
+    ASSERT_TRUE(t) << text << ": " << t.error().message;
+    EXPECT_EQ(t->host, host) << text;
+    EXPECT_EQ(t->port, port) << text;
+  };
+  ok("example.com", "example.com", 443);
+  ok("example.com:80", "example.com", 80);
+  ok("192.0.2.7:8443", "192.0.2.7", 8443);
+  ok("[2001:db8::1]:443", "2001:db8::1", 443);
+  ok("[2001:db8::1]", "2001:db8::1", 443);
+  for (const char* bad : {"", ":443", "example.com:", "example.com:0", "example.com:65536",
+                          "example.com:http", "2001:db8::1", "[2001:db8::1", "[::1]x",
+                          "a b", "http://example.com", "user@example.com", "exa\x01mple"}) {
+    EXPECT_FALSE(ParseEgressTarget(bad)) << bad;
+  }
+}
+
+TEST(ParseDcgmDiag, ReadsEachTestsOutcomeInDcgm3And4Shapes) {
+  const auto pass = ParseDcgmDiag(Fixture("dcgm4-level1-pass.json"));
+  ASSERT_TRUE(pass) << pass.error().message;
+  EXPECT_EQ((*pass)["tests"], 3);
+  EXPECT_EQ((*pass)["passed"], 2);
+  EXPECT_EQ((*pass)["skipped"], 1);
+  EXPECT_TRUE((*pass)["failed"].empty());
+  EXPECT_EQ((*pass)["version"], "4.2.3");
+
+  const auto fail = ParseDcgmDiag(Fixture("dcgm4-level1-fail.json"));
+  ASSERT_TRUE(fail) << fail.error().message;
+  EXPECT_EQ((*fail)["failed"],
+            json::array({"memory: GPU 3: Pending page retirements together with a DBE were "
+                         "detected on GPU 3."}));
+  ASSERT_EQ((*fail)["warned"].size(), 1U);
+  EXPECT_TRUE((*fail)["warned"][0].get<std::string>().starts_with(
+      "software: GPU 0: Persistence mode for GPU 0 is disabled"));
+
+  const auto old = ParseDcgmDiag(Fixture("dcgm3-level1-fail.json"));
+  ASSERT_TRUE(old) << old.error().message;
+  EXPECT_EQ((*old)["tests"], 8);
+  EXPECT_EQ((*old)["passed"], 6);
+  EXPECT_EQ((*old)["version"], "3.3.5");
+  EXPECT_EQ((*old)["failed"],
+            json::array({"Page Retirement/Row Remap: GPU 5: GPU 5 had uncorrectable memory "
+                         "errors and row remapping failed."}));
+
+  const auto refused = ParseDcgmDiag(Fixture("dcgm4-runtime-error.json"));
+  ASSERT_FALSE(refused);
+  EXPECT_NE(refused.error().message.find("A GPU is in use"), std::string::npos);
+  for (const char* bad : {"", "Error: unable to connect to host engine", "[]", "{}",
+                          R"({"DCGM Diagnostic": {"test_categories": 3}})",
+                          R"({"DCGM Diagnostic": {"test_categories": []}})",
+                          R"({"DCGM Diagnostic": {"test_categories": [{"tests": [7, null]}]}})"}) {
+    EXPECT_FALSE(ParseDcgmDiag(bad)) << bad;
+  }
+}
+
+// A GPU node as the read-only collectors left it: a driver, dcgmi on PATH, NVML's idleness.
+struct Node {
+  sys::MemoryFileSystem fs;
+  testing::FakeProcessRunner runner;
+  AuditEvidence evidence;
+  int connections = 0;
+  Result<void> answer;
+  WallTime now = *ParseIso8601("2026-12-02T12:00:00Z");
+
+  explicit Node(std::vector<json> idle = {true, true}) {
+    fs.AddFile("/usr/bin/dcgmi", "");
+    runner.AnswerStdout("dcgmi diag", Fixture("dcgm4-level1-fail.json"), 226);
+    evidence["gpu.driver.version"] = "580.159.03";
+    json gpus = json::array();
+    for (size_t i = 0; i < idle.size(); ++i) gpus.push_back({{"gpu", i}, {"idle", idle[i]}});
+    evidence["gpu.idle.temperature_c"] = gpus;
+  }
+  SideEffectIo Io() {
+    return {.fs = &fs,
+            .runner = &runner,
+            .path = "/usr/bin",
+            .timeout = 3s,
+            .connect =
+                [this](const std::string&, uint16_t, Duration) {
+                  ++connections;
+                  return answer;
+                },
+            .now = [this] { return now; }};
+  }
+};
+
+TEST(TakeSideEffects, NothingHappensUnlessAllowed) {
+  Node node;
+  TakeSideEffects({.allowed = false, .force = true, .egress_target = "example.com"}, node.Io(),
+                  node.evidence);
+  EXPECT_TRUE(node.runner.calls.empty());
+  EXPECT_EQ(node.connections, 0);
+  EXPECT_FALSE(node.evidence.contains("audit.side_effects"));
+  EXPECT_FALSE(node.evidence.contains("health.dcgm.diag_r1"));
+  EXPECT_FALSE(node.evidence.contains("network.egress.target"));
+}
+
+TEST(TakeSideEffects, RunsTheDiagnosticOnIdleGpusAndLogsIt) {
+  Node node;
+  TakeSideEffects({.allowed = true}, node.Io(), node.evidence);
+  ASSERT_EQ(node.runner.calls.size(), 1U);
+  EXPECT_EQ(node.runner.calls[0].argv,
+            (std::vector<std::string>{"/usr/bin/dcgmi", "diag", "-r", "1", "-j"}));
+  EXPECT_EQ(node.runner.calls[0].timeout, 120s);
+  const json& diag = node.evidence.at("health.dcgm.diag_r1");
+  EXPECT_EQ(diag["ran"], true);
+  EXPECT_EQ(diag["failed"].size(), 1U);  // read although dcgmi exited non-zero
+  const json& log = node.evidence.at("audit.side_effects");
+  ASSERT_EQ(log.size(), 1U);
+  EXPECT_EQ(log[0]["check"], "health.dcgm-diag");
+  EXPECT_FALSE(log[0]["undo"].get<std::string>().empty());
+  // No target named: no connection, and the check knows why.
+  EXPECT_EQ(node.connections, 0);
+  EXPECT_TRUE(node.evidence.at("network.egress.target").is_null());
+}
+
+TEST(TakeSideEffects, RefusesABusyNodeUnlessForced) {
+  for (const std::vector<json>& idle :
+       {std::vector<json>{true, false}, std::vector<json>{true, nullptr}}) {
+    Node busy(idle);
+    TakeSideEffects({.allowed = true}, busy.Io(), busy.evidence);
+    EXPECT_TRUE(busy.runner.calls.empty());
+    const json& diag = busy.evidence.at("health.dcgm.diag_r1");
+    EXPECT_EQ(diag["ran"], false);
+    EXPECT_NE(diag["reason"].get<std::string>().find("1 of 2 GPU(s) busy"), std::string::npos);
+    EXPECT_FALSE(busy.evidence.contains("audit.side_effects"));
+
+    Node forced(idle);
+    TakeSideEffects({.allowed = true, .force = true}, forced.Io(), forced.evidence);
+    EXPECT_EQ(forced.runner.calls.size(), 1U);
+  }
+  // NVML not read: whether the GPUs are idle is unknown, so it is not run.
+  Node unread;
+  unread.evidence.erase("gpu.idle.temperature_c");
+  TakeSideEffects({.allowed = true}, unread.Io(), unread.evidence);
+  EXPECT_TRUE(unread.runner.calls.empty());
+  EXPECT_EQ(unread.evidence.at("health.dcgm.diag_r1")["ran"], false);
+  // No driver: nothing to diagnose; no dcgmi: nothing to run (N/A).
+  Node driverless;
+  driverless.evidence["gpu.driver.version"] = nullptr;
+  TakeSideEffects({.allowed = true, .force = true}, driverless.Io(), driverless.evidence);
+  EXPECT_TRUE(driverless.runner.calls.empty());
+  Node bare;
+  bare.fs = sys::MemoryFileSystem();
+  TakeSideEffects({.allowed = true}, bare.Io(), bare.evidence);
+  EXPECT_TRUE(bare.evidence.at("health.dcgm.diag_r1").is_null());
+}
+
+TEST(TakeSideEffects, KeepsTheDiagnosticInsideTheNodesDeadline) {
+  Node node;
+  SideEffectIo io = node.Io();
+  io.deadline = node.now + 30s;
+  TakeSideEffects({.allowed = true}, io, node.evidence);
+  ASSERT_EQ(node.runner.calls.size(), 1U);
+  EXPECT_EQ(node.runner.calls[0].timeout, 28s);  // what is left, less a margin
+
+  Node late;
+  SideEffectIo late_io = late.Io();
+  late_io.deadline = late.now + 5s;
+  TakeSideEffects({.allowed = true}, late_io, late.evidence);
+  EXPECT_TRUE(late.runner.calls.empty());
+  EXPECT_NE(late.evidence.at("health.dcgm.diag_r1")["reason"].get<std::string>().find(
+                "--node-timeout"),
+            std::string::npos);
+
+  // A diagnostic that hangs, or prints something else: UNKNOWN material, never a PASS.
+  Node hung;
+  sys::ProcessResult timed_out;
+  timed_out.timed_out = true;
+  hung.runner.Answer("dcgmi diag", timed_out);
+  TakeSideEffects({.allowed = true}, hung.Io(), hung.evidence);
+  EXPECT_NE(hung.evidence.at("health.dcgm.diag_r1")["error"].get<std::string>().find(
+                "no result within 120 s"),
+            std::string::npos);
+  Node garbled;
+  garbled.runner.AnswerStdout("dcgmi diag", "Error: unable to connect to host engine\n", 255);
+  TakeSideEffects({.allowed = true}, garbled.Io(), garbled.evidence);
+  const std::string error = garbled.evidence.at("health.dcgm.diag_r1")["error"];
+  EXPECT_NE(error.find("exit 255"), std::string::npos) << error;
+  EXPECT_NE(error.find("unable to connect to host engine"), std::string::npos) << error;
+}
+
+TEST(TakeSideEffects, OneConnectionToTheNamedHost) {
+  Node node;
+  node.fs = sys::MemoryFileSystem();  // no dcgmi
+  TakeSideEffects({.allowed = true, .egress_target = "example.com"}, node.Io(), node.evidence);
+  EXPECT_EQ(node.connections, 1);
+  EXPECT_EQ(node.evidence.at("network.egress.target"), "example.com:443");
+  EXPECT_EQ(node.evidence.at("network.egress.reachable"), true);
+  const json& log = node.evidence.at("audit.side_effects");
+  ASSERT_EQ(log.size(), 1U);
+  EXPECT_EQ(log[0]["check"], "networking.outbound-internet");
+  EXPECT_EQ(SideEffectsSummary({&node.evidence, &node.evidence}),
+            "opened one TCP connection to example.com:443 (nothing sent) on 2 node(s)");
+
+  for (const ErrorCode code : {ErrorCode::kNotFound, ErrorCode::kTimeout, ErrorCode::kUnavailable,
+                               ErrorCode::kInternal}) {
+    Node blocked;
+    blocked.answer = Fail(code, "no way out");
+    TakeSideEffects({.allowed = true, .egress_target = "[2001:db8::1]:80"}, blocked.Io(),
+                    blocked.evidence);
+    EXPECT_EQ(blocked.evidence.at("network.egress.target"), "[2001:db8::1]:80");
+    EXPECT_EQ(blocked.evidence.at("network.egress.detail"), "no way out");
+    // A local failure (not the network's answer) is no evidence either way.
+    EXPECT_EQ(blocked.evidence.at("network.egress.reachable"),
+              code == ErrorCode::kInternal ? json(nullptr) : json(false));
+  }
+  EXPECT_EQ(SideEffectsSummary({}), "");
+}
+
+}  // namespace
+}  // namespace cmax::audit
