@@ -1,5 +1,7 @@
 #include "audit/audit_run.hpp"
 
+#include <unistd.h>
+
 #include <cmath>
 
 #include "audit/catalogue.hpp"
@@ -62,6 +64,10 @@ std::vector<EvidenceItem> AuditBookkeeping(const AuditOptions& options, const Mi
   return items;
 }
 
+std::string ScratchFile(const AuditIo& io) {
+  return EnrootScratchFile(io.env ? io.env("TMPDIR") : "", ::getpid());
+}
+
 std::map<std::string, std::string> AuditEnvironment(const AuditIo& io) {
   std::map<std::string, std::string> environment;
   if (!io.env) return environment;
@@ -74,18 +80,20 @@ std::map<std::string, std::string> AuditEnvironment(const AuditIo& io) {
 GradedAudit AuditThisHost(const AuditOptions& options, const PreparedAudit& prepared,
                           const HostFacts& host, AuditTarget target, const AuditIo& io) {
   log::Info("auditing this host ({}): {} checks", TargetName(target), prepared.checks.size());
-  const AuditEvidence evidence =
-      CollectLocalEvidence(*io.fs, *io.runner,
-                           {.path = io.path,
-                            .timeout = SecondsAsDuration(options.probe_timeout_s),
-                            .now = io.clock->Now(),
-                            .slurm_conf = io.env ? io.env("SLURM_CONF") : "",
-                            .nvml = SnapshotNvml,
-                            .environment = AuditEnvironment(io),
-                            .host = &host,
-                            .side_effects = options.side_effects,
-                            .connect = sys::TcpConnect,
-                            .clock = [&] { return io.clock->Now(); }});
+  const AuditEvidence evidence = CollectLocalEvidence(
+      *io.fs, *io.runner,
+      {.path = io.path,
+       .timeout = SecondsAsDuration(options.probe_timeout_s),
+       .now = io.clock->Now(),
+       .slurm_conf = io.env ? io.env("SLURM_CONF") : "",
+       .nvml = SnapshotNvml,
+       .environment = AuditEnvironment(io),
+       .host = &host,
+       .side_effects = ForChecks(options.side_effects, prepared.checks),
+       .connect = sys::TcpConnect,
+       .clock = [&] { return io.clock->Now(); },
+       .scratch_file = ScratchFile(io),
+       .remove_file = [&](const std::string& path) { return io.fs->RemoveFile(path); }});
   GradedAudit graded{.target = "local/" + std::string(TargetName(target)), .host = sys::Hostname()};
   for (const auto& [key, value] : evidence) graded.evidence.push_back({key, value.dump()});
   graded.evidence.push_back({"audit.target", nlohmann::json(TargetName(target)).dump()});

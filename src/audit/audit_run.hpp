@@ -84,6 +84,8 @@ Result<AuditReport> RecordAudit(const AuditOptions& options, const PreparedAudit
 // --local` as a run of its own, `cmax run` as a phase of its run. Interrupted: no findings.
 GradedAudit AuditThisHost(const AuditOptions& options, const PreparedAudit& prepared,
                           const HostFacts& host, AuditTarget target, const AuditIo& io);
+// Where this process's enroot import puts its image ($TMPDIR, else /tmp).
+std::string ScratchFile(const AuditIo& io);
 // The variables of this process the audit reads (local_evidence.hpp's kAuditEnvironment).
 std::map<std::string, std::string> AuditEnvironment(const AuditIo& io);
 

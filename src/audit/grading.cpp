@@ -316,6 +316,21 @@ const std::map<std::string, Rule, std::less<>>& Rules() {
        [](const Inputs& in) { return PresenceRule(in, "health.nhc.path", "nhc"); }},
       {"containers.enroot",
        [](const Inputs& in) { return PresenceRule(in, "containers.enroot.path", "enroot"); }},
+      {"containers.enroot-import",
+       [](const Inputs& in) -> Verdict {
+         const json* ok = Get(in, "containers.enroot.import_ok");
+         const json* error = Get(in, "containers.enroot.import_error");
+         const std::string said = error ? Shown(*error) : "";
+         if (ok == nullptr) {
+           if (said.empty()) return NotCollected("containers.enroot.import_ok");
+           return Unknown("enroot import gave no answer: " + said);
+         }
+         if (ok->is_null()) return NotApplicable("enroot is not installed (containers.enroot)");
+         if (!ok->is_boolean()) return Unknown("containers.enroot.import_ok is not true or false");
+         if (ok->get<bool>()) return Pass("imported docker://hello-world");
+         return Found("import failed: " + said, "an image imported within 30 s",
+                      "enroot could not import docker://hello-world: " + said);
+       }},
       {"containers.singularity",
        [](const Inputs& in) {
          return PresenceRule(in, "containers.apptainer.path", "apptainer or singularity");
@@ -794,6 +809,9 @@ const std::map<std::string, Rule, std::less<>>& Rules() {
            return {Verdict::Kind::kWarn, Join(list(warned), "; "), "every test passes",
                    fmt::format("dcgmi diag -r 1: {} warned ({})", warned.size(), tests)};
          }
+         if (JsonAt(*diag, {"passed"}) == json(0)) {
+           return Unknown(fmt::format("dcgmi diag -r 1 ran no test to the end ({})", tests));
+         }
          return Pass(tests);
        }},
       {"networking.outbound-internet",
@@ -1215,6 +1233,10 @@ std::vector<Finding> GradeChecks(const std::vector<const CheckSpec*>& checks,
           NotApplicable(fmt::format("needs a side effect ({}): not run without "
                                     "--allow-side-effects",
                                     check->side_effect));
+    } else if (!check->side_effect.empty() && !Rules().contains(check->id)) {
+      verdict = NotApplicable(
+          fmt::format("needs a side effect ({}) that this version of cmax does not take yet",
+                      check->side_effect));
     } else if (const auto rule = Rules().find(check->id); rule == Rules().end()) {
       verdict = Unknown("this version of cmax does not collect it yet");
     } else {

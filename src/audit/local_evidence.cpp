@@ -846,7 +846,9 @@ AuditEvidence CollectLocalEvidence(const sys::FileSystem& fs, sys::ProcessRunner
                    .timeout = options.timeout,
                    .connect = options.connect,
                    .now = options.clock,
-                   .deadline = options.deadline},
+                   .deadline = options.deadline,
+                   .scratch_file = options.scratch_file,
+                   .remove_file = options.remove_file},
                   out);
   return out;
 }

@@ -45,11 +45,14 @@ struct LocalProbeOptions {
   // collected here.
   const HostFacts* host = nullptr;
   // What it may do beyond reading (side_effects.hpp), with the connection it would make, the
-  // clock and the node's deadline the GPU diagnostic must finish before.
+  // clock and the node's deadline the GPU diagnostic must finish before, and the scratch file
+  // of the enroot import with how it is removed.
   SideEffectOptions side_effects;
   std::function<Result<void>(const std::string& host, uint16_t port, Duration timeout)> connect;
   std::function<WallTime()> clock;
   std::optional<WallTime> deadline;
+  std::string scratch_file;
+  std::function<Result<void>(const std::string& path)> remove_file;
 };
 
 // The variables CollectLocalEvidence reads from LocalProbeOptions::environment.

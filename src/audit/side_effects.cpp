@@ -21,7 +21,34 @@ using nlohmann::json;
 constexpr Duration kDiagTimeout = std::chrono::seconds(120);
 // Below this, a diagnostic cut short by the node's deadline would cost the node all its evidence.
 constexpr Duration kDiagLeastTime = std::chrono::seconds(10);
-constexpr Duration kDeadlineMargin = std::chrono::seconds(2);
+// A program past its timeout gets SIGTERM, then SIGKILL after a grace, then a last wait: about
+// 2 s in all (ProcessRunner); the rest is for framing the evidence before the node's alarm.
+constexpr Duration kDeadlineMargin = std::chrono::seconds(5);
+constexpr Duration kConnectLeastTime = std::chrono::seconds(1);
+// The public audit's limit for the same import.
+constexpr Duration kImportTimeout = std::chrono::seconds(30);
+constexpr Duration kImportLeastTime = std::chrono::seconds(5);
+constexpr const char* kImportImage = "docker://hello-world";
+
+// The time a step may take: `ceiling`, or what the node's deadline leaves (less a margin);
+// nothing when that is under `least`.
+std::optional<Duration> TimeLeft(const SideEffectIo& io, Duration ceiling, Duration least) {
+  if (!io.deadline || !io.now) return ceiling;
+  const Duration left = *io.deadline - io.now() - kDeadlineMargin;
+  if (left < least) return std::nullopt;
+  return std::min(ceiling, left);
+}
+
+// The last non-blank line a program printed (its error, for enroot and most tools), cut short.
+std::string LastLine(const sys::ProcessResult& ran) {
+  const std::string& said = Trim(ran.stderr_text).empty() ? ran.stdout_text : ran.stderr_text;
+  std::string_view text = Trim(said);
+  if (const size_t newline = text.rfind('\n'); newline != std::string_view::npos) {
+    text = Trim(text.substr(newline + 1));
+  }
+  constexpr size_t kMost = 300;
+  return SanitizeUtf8(text.substr(0, kMost));
+}
 
 void Record(AuditEvidence& out, std::string_view check, std::string did, std::string undo) {
   json& log = out["audit.side_effects"];
@@ -49,10 +76,17 @@ void Egress(const SideEffectOptions& options, const SideEffectIo& io, AuditEvide
   const std::string shown = SanitizeUtf8(Shown(*target));
   out["network.egress.target"] = shown;
   if (!io.connect) return;
-  const auto connected = io.connect(target->host, target->port, io.timeout);
-  Record(out, "networking.outbound-internet",
-         fmt::format("opened one TCP connection to {} (nothing sent)", shown),
-         "nothing to undo: the connection was closed at once");
+  const auto time = TimeLeft(io, io.timeout, kConnectLeastTime);
+  if (!time) {
+    out["network.egress.detail"] = "not tried: too little of the node's deadline left";
+    return;
+  }
+  const auto connected = io.connect(target->host, target->port, *time);
+  if (connected || connected.error().code != ErrorCode::kNotFound) {
+    Record(out, "networking.outbound-internet",
+           fmt::format("opened one TCP connection to {} (nothing sent)", shown),
+           "nothing to undo: the connection was closed at once");
+  }
   if (connected) {
     out["network.egress.reachable"] = true;
     out["network.egress.detail"] = "connected";
@@ -85,37 +119,40 @@ void DcgmDiag(const SideEffectOptions& options, const SideEffectIo& io, AuditEvi
     if (idle == out.end() || !idle->second.is_array() || idle->second.empty()) {
       return not_run("cannot tell whether the GPUs are idle (NVML was not read); --force runs it");
     }
-    const auto busy = std::ranges::count_if(idle->second, [](const json& gpu) {
-      return JsonAt(gpu, {"idle"}) != json(true);
-    });
+    const auto busy = std::ranges::count_if(
+        idle->second, [](const json& gpu) { return JsonAt(gpu, {"idle"}) != json(true); });
     if (busy > 0) {
       return not_run(fmt::format("{} of {} GPU(s) busy or of unknown use; --force runs it", busy,
                                  idle->second.size()));
     }
-  }
-  Duration limit = kDiagTimeout;
-  if (io.deadline && io.now) {
-    const Duration left = *io.deadline - io.now() - kDeadlineMargin;
-    if (left < kDiagLeastTime) {
-      return not_run("too little of the node's deadline left for it (--node-timeout)");
+    // In a job step under device limits NVML sees only the step's GPUs, but the diagnostic
+    // (through nv-hostengine) tests every GPU of the node: the driver lists them all.
+    if (const auto all = io.fs->ListDir("/proc/driver/nvidia/gpus");
+        all && all->size() > idle->second.size()) {
+      return not_run(
+          fmt::format("NVML sees {} of the {} GPUs the driver lists (device limits of "
+                      "the job step): the others may be busy; --force runs it",
+                      idle->second.size(), all->size()));
     }
-    limit = std::min(limit, left);
   }
+  const auto time = TimeLeft(io, kDiagTimeout, kDiagLeastTime);
+  if (!time) return not_run("too little of the node's deadline left for it (--node-timeout)");
+  const Duration limit = *time;
   sys::ProcessSpec spec{.argv = {*dcgmi, "diag", "-r", "1", "-j"}};
   spec.timeout = limit;
   spec.output_cap = size_t{4} << 20;
   spec.env_add = {"LC_ALL=C"};
   const auto ran = io.runner->Run(spec);
-  Record(out, "health.dcgm-diag",
-         "ran dcgmi diag -r 1 (DCGM's quick diagnostic: seconds of load on every GPU)",
-         "nothing to undo: it changes no setting");
   const auto failed = [&](std::string why) {
     out["health.dcgm.diag_r1"] = {{"ran", true}, {"error", SanitizeUtf8(why)}};
   };
-  if (!ran) return failed(ran.error().message);
+  if (!ran) return failed(ran.error().message);  // it did not start: nothing was done
+  Record(out, "health.dcgm-diag",
+         "ran dcgmi diag -r 1 (DCGM's quick diagnostic: seconds of load on every GPU)",
+         "nothing to undo: it changes no setting");
   if (ran->timed_out) {
-    return failed(fmt::format("no result within {} s",
-                              std::chrono::duration<double>(limit).count()));
+    return failed(
+        fmt::format("no result within {} s", std::chrono::duration<double>(limit).count()));
   }
   // dcgmi exits non-zero when a test fails: the document says which.
   auto parsed = ParseDcgmDiag(ran->stdout_text);
@@ -125,8 +162,53 @@ void DcgmDiag(const SideEffectOptions& options, const SideEffectIo& io, AuditEvi
   }
   const std::string said = Trim(ran->stderr_text).empty() ? ran->stdout_text : ran->stderr_text;
   const std::string_view first = Trim(std::string_view(said).substr(0, said.find('\n')));
+  constexpr size_t kMost = 200;
   failed(fmt::format("exit {}: {}{}", ran->exit_code, parsed.error().message,
-                     first.empty() ? "" : fmt::format(" ({})", first.substr(0, 200))));
+                     first.empty() ? "" : fmt::format(" ({})", first.substr(0, kMost))));
+}
+
+void EnrootImport(const SideEffectIo& io, AuditEvidence& out) {
+  const auto enroot = FindProgram(*io.fs, io.path, "enroot");
+  if (!enroot) {
+    out["containers.enroot.import_ok"] = nullptr;  // containers.enroot reports it missing
+    return;
+  }
+  if (io.scratch_file.empty() || !io.remove_file) return;
+  const auto time = TimeLeft(io, kImportTimeout, kImportLeastTime);
+  if (!time) {
+    out["containers.enroot.import_error"] =
+        "not run: too little of the node's deadline left for it (--node-timeout)";
+    return;
+  }
+  sys::ProcessSpec spec{.argv = {*enroot, "import", "--output", io.scratch_file, kImportImage}};
+  spec.timeout = *time;
+  spec.env_add = {"LC_ALL=C"};
+  const auto ran = io.runner->Run(spec);
+  const auto removed = io.remove_file(io.scratch_file);
+  Record(out, "containers.enroot-import",
+         fmt::format("ran enroot import {} into {} (its layers pulled from the registry)",
+                     kImportImage, io.scratch_file),
+         removed ? "the image file was removed; its layers stay in enroot's cache "
+                   "($ENROOT_CACHE_PATH, by default ~/.cache/enroot): delete them there"
+                 : fmt::format("remove {} ({}) and the layers in enroot's cache "
+                               "($ENROOT_CACHE_PATH, by default ~/.cache/enroot)",
+                               io.scratch_file, removed.error().message));
+  if (!ran) {
+    out["containers.enroot.import_error"] = SanitizeUtf8(ran.error().message);
+    return;
+  }
+  if (ran->timed_out) {
+    out["containers.enroot.import_ok"] = false;
+    out["containers.enroot.import_error"] =
+        fmt::format("no image within {} s", std::chrono::duration<double>(*time).count());
+    return;
+  }
+  out["containers.enroot.import_ok"] = ran->exit_code == 0;
+  if (ran->exit_code != 0) {
+    const std::string last = LastLine(*ran);
+    out["containers.enroot.import_error"] =
+        fmt::format("exit {}{}", ran->exit_code, last.empty() ? "" : ": " + last);
+  }
 }
 
 // The worst status among a test's results ("Fail" > "Warn" > "Pass" > the rest), lower case.
@@ -193,9 +275,9 @@ Result<EgressTarget> ParseEgressTarget(std::string_view text) {
     port = text.substr(colon + 1);
   }
   const bool bad_host = host.empty() || std::ranges::any_of(host, [](char c) {
-    return static_cast<unsigned char>(c) <= ' ' || c == '/' || c == '@' ||
-           static_cast<unsigned char>(c) >= 0x7f;
-  });
+                          return static_cast<unsigned char>(c) <= ' ' || c == '/' || c == '@' ||
+                                 static_cast<unsigned char>(c) >= 0x7f;
+                        });
   if (bad_host) {
     return Fail(ErrorCode::kInvalidArgument, "--egress-target {}: HOST[:PORT] expected",
                 SanitizeUtf8(text));
@@ -230,9 +312,12 @@ Result<json> ParseDcgmDiag(std::string_view text) {
   if (!categories.is_array()) return Fail(ErrorCode::kCorrupt, "no test_categories list");
   std::string version = TextAt(doc, {"metadata", "version"});
   if (version.empty()) version = TextAt(*root, {"version"});
-  json out = {{"ran", true},          {"version", SanitizeUtf8(version)},
-              {"tests", 0},           {"passed", 0},
-              {"skipped", 0},         {"failed", json::array()},
+  json out = {{"ran", true},
+              {"version", SanitizeUtf8(version)},
+              {"tests", 0},
+              {"passed", 0},
+              {"skipped", 0},
+              {"failed", json::array()},
               {"warned", json::array()}};
   int tests = 0;
   int passed = 0;
@@ -256,9 +341,8 @@ Result<json> ParseDcgmDiag(std::string_view text) {
         ++passed;
       } else if (status == "fail" || status == "warn") {
         const std::string problem = SanitizeUtf8(FirstProblem(results, status));
-        out[status == "fail" ? "failed" : "warned"].push_back(problem.empty() ? name
-                                                                              : name + ": " +
-                                                                                    problem);
+        out[status == "fail" ? "failed" : "warned"].push_back(
+            problem.empty() ? name : name + ": " + problem);
       } else {
         ++skipped;
       }
@@ -273,8 +357,39 @@ Result<json> ParseDcgmDiag(std::string_view text) {
 
 void TakeSideEffects(const SideEffectOptions& options, const SideEffectIo& io, AuditEvidence& out) {
   if (!options.allowed) return;
-  Egress(options, io, out);
-  DcgmDiag(options, io, out);
+  if (options.checks.contains("networking.outbound-internet")) Egress(options, io, out);
+  if (options.checks.contains("health.dcgm-diag")) DcgmDiag(options, io, out);
+  if (options.checks.contains("containers.enroot-import")) EnrootImport(io, out);
+}
+
+SideEffectOptions ForChecks(SideEffectOptions options,
+                            const std::vector<const CheckSpec*>& selected) {
+  options.checks.clear();
+  for (const CheckSpec* check : selected) {
+    if (!check->side_effect.empty()) options.checks.insert(check->id);
+  }
+  return options;
+}
+
+std::string SideEffectsPlan(const SideEffectOptions& options) {
+  if (!options.allowed) return "read-only";
+  std::vector<std::string> what;
+  if (options.checks.contains("health.dcgm-diag")) {
+    what.emplace_back(options.force ? "dcgmi diag -r 1 on every node, busy or not (--force)"
+                                    : "dcgmi diag -r 1 on nodes whose GPUs are idle");
+  }
+  if (options.checks.contains("networking.outbound-internet") && !options.egress_target.empty()) {
+    what.push_back("one TCP connection from each node to " + options.egress_target);
+  }
+  if (options.checks.contains("containers.enroot-import")) {
+    what.emplace_back("an enroot import of docker://hello-world on each node");
+  }
+  if (what.empty()) return "read-only: no side effect of the checks asked for applies";
+  return "with side effects: " + Join(what, "; ");
+}
+
+std::string EnrootScratchFile(const std::string& tmpdir, long pid) {
+  return fmt::format("{}/cmax-audit-enroot-{}.sqsh", tmpdir.empty() ? "/tmp" : tmpdir, pid);
 }
 
 std::string SideEffectsSummary(const std::vector<const AuditEvidence*>& nodes) {
@@ -285,7 +400,8 @@ std::string SideEffectsSummary(const std::vector<const AuditEvidence*>& nodes) {
     for (const json& entry : log->second) ++done[TextAt(entry, {"did"})];
   }
   std::vector<std::string> parts;
-  for (const auto& [did, count] : done) parts.push_back(fmt::format("{} on {} node(s)", did, count));
+  for (const auto& [did, count] : done)
+    parts.push_back(fmt::format("{} on {} node(s)", did, count));
   return Join(parts, "; ");
 }
 

@@ -5,15 +5,19 @@
 //   networking.outbound-internet: one TCP connection to the host the user names
 //     (--egress-target), nothing sent; reached is reported, never acted on;
 //   health.dcgm-diag: `dcgmi diag -r 1 -j` (seconds of load on every GPU), only on a node whose
-//     GPUs are idle unless --force, and only when the node's deadline leaves time for it.
+//     GPUs are idle unless --force, and only when the node's deadline leaves time for it;
+//   containers.enroot-import: `enroot import` of docker://hello-world (what a job's container
+//     image needs first) into a scratch file removed at once; its layers stay in enroot's cache.
 #pragma once
 
 #include <cstdint>
 #include <functional>
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 
+#include "audit/catalogue.hpp"
 #include "audit/grading.hpp"
 #include "core/clock.hpp"
 #include "core/result.hpp"
@@ -29,7 +33,16 @@ struct SideEffectOptions {
   bool allowed = false;       // --allow-side-effects
   bool force = false;         // --force: the GPU diagnostic on a node whose GPUs are busy too
   std::string egress_target;  // --egress-target HOST[:PORT]; empty: no connection
+  // The checks asked for (the profile's) that need a side effect: only theirs are taken.
+  std::set<std::string, std::less<>> checks;
 };
+
+// `options` with `checks` set to those of `selected` that need a side effect.
+SideEffectOptions ForChecks(SideEffectOptions options,
+                            const std::vector<const CheckSpec*>& selected);
+
+// What the user is asked to confirm about side effects: "read-only", or what may be done.
+std::string SideEffectsPlan(const SideEffectOptions& options);
 
 struct SideEffectIo {
   const sys::FileSystem* fs = nullptr;
@@ -40,7 +53,14 @@ struct SideEffectIo {
   std::function<Result<void>(const std::string& host, uint16_t port, Duration timeout)> connect;
   std::function<WallTime()> now;     // for the time left before `deadline`
   std::optional<WallTime> deadline;  // the node's (a Slurm audit's --node-timeout)
+  // Where the enroot import puts its image (EnrootScratchFile), and how it is removed after;
+  // either empty: no import.
+  std::string scratch_file;
+  std::function<Result<void>(const std::string& path)> remove_file;
 };
+
+// The image file of the enroot import: in `tmpdir` (/tmp when empty), named for this process.
+std::string EnrootScratchFile(const std::string& tmpdir, long pid);
 
 // Takes the side effects `options` allows on this host, with the evidence read so far (the
 // GPUs' idleness, whether dcgmi is there), and adds what they found to `out`.

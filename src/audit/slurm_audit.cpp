@@ -184,6 +184,8 @@ std::vector<std::string> SrunCommand(const std::string& partition,
   argv.insert(argv.end(), {"--", cmax, "audit", "--node-evidence",
                            fmt::format("--node-timeout={}", slurm.node_timeout_s),
                            fmt::format("--probe-timeout={}", options.probe_timeout_s)});
+  // The profile, so that a node takes only the side effects of the checks asked for.
+  if (!options.profile.empty()) argv.push_back(options.profile);
   const SideEffectOptions& side = options.side_effects;
   if (side.allowed) argv.emplace_back("--allow-side-effects");
   if (side.allowed && side.force) argv.emplace_back("--force");
@@ -198,7 +200,10 @@ Result<std::string> NodeEvidenceFrames(const AuditOptions& options, double node_
   if (!Positive(node_timeout_s) || !Positive(options.probe_timeout_s)) {
     return Fail(ErrorCode::kInvalidArgument, "--node-timeout and --probe-timeout must be > 0");
   }
+  auto checks = AuditCatalogue::Builtin().Select(options.profile);
+  if (!checks) return tl::unexpected(checks.error());
   const std::string node = NodeName(io);
+  const WallTime started = io.clock->Now();  // before the alarm, so the deadline is no later
   sys::ExitAtDeadline(
       node_timeout_s,
       FrameDocument(node, {{"node", node},
@@ -206,21 +211,22 @@ Result<std::string> NodeEvidenceFrames(const AuditOptions& options, double node_
                                                  "{} s",
                                                  node_timeout_s)}}),
       kDeadlineExit);
-  const WallTime started = io.clock->Now();
-  const AuditEvidence evidence =
-      CollectLocalEvidence(*io.fs, *io.runner,
-                           {.path = io.path,
-                            .timeout = SecondsAsDuration(options.probe_timeout_s),
-                            .now = started,
-                            .ask_accounting = false,
-                            .slurm_conf = io.env ? io.env("SLURM_CONF") : "",
-                            .nvml = SnapshotNvml,
-                            .environment = AuditEnvironment(io),
-                            .side_effects = options.side_effects,
-                            .connect = sys::TcpConnect,
-                            .clock = [&] { return io.clock->Now(); },
-                            .deadline = std::chrono::time_point_cast<WallTime::duration>(
-                                started + SecondsAsDuration(node_timeout_s))});
+  const AuditEvidence evidence = CollectLocalEvidence(
+      *io.fs, *io.runner,
+      {.path = io.path,
+       .timeout = SecondsAsDuration(options.probe_timeout_s),
+       .now = started,
+       .ask_accounting = false,
+       .slurm_conf = io.env ? io.env("SLURM_CONF") : "",
+       .nvml = SnapshotNvml,
+       .environment = AuditEnvironment(io),
+       .side_effects = ForChecks(options.side_effects, *checks),
+       .connect = sys::TcpConnect,
+       .clock = [&] { return io.clock->Now(); },
+       .deadline = std::chrono::time_point_cast<WallTime::duration>(
+           started + SecondsAsDuration(node_timeout_s)),
+       .scratch_file = ScratchFile(io),
+       .remove_file = [&](const std::string& path) { return io.fs->RemoveFile(path); }});
   sys::CancelDeadline();
   json document = {
       {"node", node},
@@ -301,8 +307,9 @@ Result<AuditReport> RunSlurmAudit(const AuditOptions& options, const SlurmAuditO
   if (controller_problem.empty() && !plan.steps.empty()) {
     const std::vector<std::string> reachable = plan.ReachableNodes();
     const std::string what =
-        fmt::format("audit {} node(s) ({}) through {} srun job step(s) running {} (read-only){}",
+        fmt::format("audit {} node(s) ({}) through {} srun job step(s) running {} ({}){}",
                     reachable.size(), Join(reachable, ","), plan.steps.size(), cmax,
+                    SideEffectsPlan(ForChecks(options.side_effects, prepared->checks)),
                     plan.unreachable.empty()
                         ? ""
                         : fmt::format("; {} more cannot be reached", plan.unreachable.size()));

@@ -196,7 +196,9 @@ Command SetupAuditCommand(CLI::App& parent) {
            "Also run the checks that act on a node (without it they are N/A): "
            "health.dcgm-diag runs dcgmi diag -r 1 (seconds of load on every GPU) on nodes whose "
            "GPUs are idle; networking.outbound-internet opens one TCP connection to "
-           "--egress-target. Each one taken is recorded in the run with how to undo it");
+           "--egress-target; containers.enroot-import (Slurm) imports docker://hello-world "
+           "with enroot and removes the image. Each one taken is recorded in the run with how "
+           "to undo it");
   Group("Side effects (--allow-side-effects)",
         {allow,
          Flag(app, "--force", side.force,

@@ -10,10 +10,11 @@
 
 namespace cmax::sys {
 
-// Resolves `host` (getaddrinfo: the resolver's own timeouts apply to that part) and tries each
-// address in turn until one accepts, all within `timeout`. Errors: kNotFound (the name does not
-// resolve), kTimeout (no answer in time), kUnavailable (refused or unreachable, with the
-// reason). Sends nothing.
+// Resolves `host` and tries each address in turn (each an equal share of the time left) until
+// one accepts, all within `timeout`. Sends nothing. Errors: kNotFound (the name does not
+// resolve), kTimeout (no answer, or no name, in time), kUnavailable (refused or unreachable,
+// with the reason): the network's answers; kInternal when this machine could not try (no
+// socket, a resolver failure of its own).
 Result<void> TcpConnect(const std::string& host, uint16_t port, Duration timeout);
 
 }  // namespace cmax::sys

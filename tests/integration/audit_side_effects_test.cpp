@@ -3,13 +3,13 @@
 // connection to the host named (here a listening socket of the test's own on loopback), reports
 // it for the provider to answer for, and the run records what it did and how to undo it.
 #include <poll.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
 #include <gtest/gtest.h>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <sys/socket.h>
 #include <vector>
 
 #include "support/free_port.hpp"
@@ -68,30 +68,30 @@ TEST_F(AuditSideEffectsTest, OneConnectionToTheNamedHostOnlyWhenAllowed) {
   ASSERT_EQ(plain.exit_code, 0) << plain.stderr_text;
   const json quiet = json::parse(plain.stdout_text);
   EXPECT_EQ(ByCheck(quiet)["networking.outbound-internet"]["status"], "SKIP");
-  EXPECT_FALSE(quiet["evidence"].contains("audit.side_effects"));
+  EXPECT_FALSE(quiet.at("evidence").contains("audit.side_effects"));
   EXPECT_EQ(Accepted(listener), 0);
 
   // Allowed: one connection, reported as reached, logged with its undo.
-  auto r = Cmax({"--json", "--exit-zero", "--allow-side-effects", "--egress-target", target,
-                 "networking"});
+  auto r = Cmax(
+      {"--json", "--exit-zero", "--allow-side-effects", "--egress-target", target, "networking"});
   ASSERT_EQ(r.exit_code, 0) << r.stderr_text;
   EXPECT_EQ(Accepted(listener), 1);
   const json doc = json::parse(r.stdout_text);
   const json finding = ByCheck(doc)["networking.outbound-internet"];
   EXPECT_EQ(finding["status"], "WARN") << finding.dump();
   EXPECT_EQ(finding["observed"], "reached " + target);
-  const json& log = doc["evidence"]["audit.side_effects"];
+  const json& log = doc.at("evidence").at("audit.side_effects");
   ASSERT_EQ(log.size(), 1U) << log.dump();
   EXPECT_EQ(log[0]["check"], "networking.outbound-internet");
   EXPECT_NE(r.stderr_text.find("side effects taken: opened one TCP connection to " + target),
             std::string::npos)
       << r.stderr_text;
-  EXPECT_EQ(doc["evidence"]["audit.side_effects_allowed"], true);
+  EXPECT_EQ(doc.at("evidence").at("audit.side_effects_allowed"), true);
 
   // Nothing listening any more: refused, so not reached.
   ::close(listener);
-  auto closed = Cmax({"--json", "--exit-zero", "--allow-side-effects", "--egress-target", target,
-                      "networking"});
+  auto closed = Cmax(
+      {"--json", "--exit-zero", "--allow-side-effects", "--egress-target", target, "networking"});
   ASSERT_EQ(closed.exit_code, 0) << closed.stderr_text;
   const json after = ByCheck(json::parse(closed.stdout_text))["networking.outbound-internet"];
   EXPECT_EQ(after["status"], "PASS") << after.dump();

@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <fstream>
 #include <gtest/gtest.h>
+#include <map>
 #include <netinet/in.h>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -23,6 +24,7 @@
 #include "support/temp_dir.hpp"
 #include "support/wait.hpp"
 #include "sys/file_system.hpp"
+#include "sys/host.hpp"
 #include "sys/process_runner.hpp"
 
 namespace cmax::lab {
@@ -330,15 +332,42 @@ TEST_F(LabTest, AuditsEveryNodeAndNamesTheOneThatCannotAnswer) {
   EXPECT_EQ(listed_coverage["unreachable"]["gpu9"], "Slurm lists no such node") << listed_coverage;
 
   // Side effects allowed: each node opens its one connection to the host named (a listening
-  // socket of this test's), and the auditing host sums up what was done.
+  // socket of this test's) and imports an image with enroot (a stand-in script on PATH that
+  // writes the image file and logs its arguments: enroot is not packaged for Debian); the image
+  // files are gone after, and the auditing host sums up what was done.
   int port = 0;
   const int listener = testing::ListenOnLoopback(&port);
   ASSERT_GE(listener, 0);
+  const std::string bin = dir_.File("standins");
+  const std::string scratch = dir_.File("scratch");
+  ASSERT_TRUE(fs_.CreateDirs(bin, 0755));
+  ASSERT_TRUE(fs_.CreateDirs(scratch, 0755));
+  ASSERT_TRUE(fs_.WriteFileAtomic(bin + "/enroot",
+                                  "#!/bin/sh\n"
+                                  "echo \"$*\" >> " +
+                                      dir_.File("enroot.log") +
+                                      "\n"
+                                      "[ \"$1 $2\" = \"import --output\" ] || exit 2\n"
+                                      "echo image > \"$3\"\n",
+                                  0755));
+  const std::string path = sys::GetEnv("PATH");
+  ::setenv("PATH", (bin + ":" + path).c_str(), 1);
+  ::setenv("TMPDIR", scratch.c_str(), 1);
   std::string side_err;
   auto side = audit({"--exit-zero", "-w", "gpu[1-2]", "--allow-side-effects", "--egress-target",
-                     "127.0.0.1:" + std::to_string(port), "networking"},
+                     "127.0.0.1:" + std::to_string(port)},
                     &side_err);
+  ::setenv("PATH", path.c_str(), 1);
+  ::unsetenv("TMPDIR");
   ASSERT_EQ(side.first, cli::kExitOk) << side_err;
+  const auto imports = fs_.ReadFile(dir_.File("enroot.log"), 1 << 20);
+  ASSERT_TRUE(imports);
+  EXPECT_EQ(std::ranges::count(*imports, '\n'), 2) << *imports;
+  EXPECT_NE(imports->find("docker://hello-world"), std::string::npos) << *imports;
+  EXPECT_NE(imports->find(scratch + "/cmax-audit-enroot-"), std::string::npos) << *imports;
+  const auto left = fs_.ListDir(scratch);
+  ASSERT_TRUE(left);
+  EXPECT_TRUE(left->empty()) << "image files left behind: " << left->size();
   int accepted = 0;
   pollfd waiting{.fd = listener, .events = POLLIN, .revents = 0};
   while (::poll(&waiting, 1, 0) > 0) {
@@ -349,11 +378,13 @@ TEST_F(LabTest, AuditsEveryNodeAndNamesTheOneThatCannotAnswer) {
   }
   ::close(listener);
   EXPECT_EQ(accepted, 2);
-  for (const auto& f : nlohmann::json::parse(side.second)["findings"]) {
-    if (f["check_id"] == "networking.outbound-internet") {
-      EXPECT_EQ(f["status"], "WARN") << f;
-    }
+  std::map<std::string, std::string> side_status;
+  const auto side_doc = nlohmann::json::parse(side.second);
+  for (const auto& f : side_doc.at("findings")) {
+    side_status[f.at("check_id").get<std::string>()] = f.at("status").get<std::string>();
   }
+  EXPECT_EQ(side_status["networking.outbound-internet"], "WARN");
+  EXPECT_EQ(side_status["containers.enroot-import"], "PASS");
   EXPECT_NE(side_err.find("side effects taken: opened one TCP connection to 127.0.0.1:" +
                           std::to_string(port) + " (nothing sent) on 2 node(s)"),
             std::string::npos)

@@ -68,7 +68,8 @@ TEST_F(SchemaTest, ALocalAuditsReportAndEvidence) {
   // and evidence too.
   const json taken = Cmax({"audit", "--json", "--allow-side-effects", "--egress-target",
                            "127.0.0.1:" + std::to_string(testing::FreePort())});
-  ASSERT_TRUE(taken["evidence"].contains("audit.side_effects")) << taken.dump();
+  ASSERT_TRUE(taken.contains("evidence") && taken["evidence"].contains("audit.side_effects"))
+      << taken.dump();
   EXPECT_EQ(Problems(kEvidence, taken["evidence"]), "");
   // cmax run's report too: the same envelope.
   const json run = Cmax({"run", "--json", "--no-html"});

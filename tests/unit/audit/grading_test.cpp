@@ -745,6 +745,34 @@ TEST(GradeChecks, JudgesTheSideEffectChecksWhenAllowed) {
   EXPECT_EQ(grade("networking.outbound-internet", {{"network.egress.target", nullptr}}).status,
             CheckStatus::kSkip);
   EXPECT_EQ(grade("networking.outbound-internet", {}).status, CheckStatus::kUnknown);
+
+  GradeContext slurm = allowed;
+  slurm.target = AuditTarget::kSlurm;
+  const auto import = [&](const AuditEvidence& evidence) {
+    return GradeChecks({&Check("containers.enroot-import")}, evidence, slurm).front();
+  };
+  EXPECT_EQ(import({{"containers.enroot.import_ok", true}}).status, CheckStatus::kPass);
+  const Finding failed_import = import(
+      {{"containers.enroot.import_ok", false}, {"containers.enroot.import_error", "exit 1: 429"}});
+  EXPECT_EQ(failed_import.status, CheckStatus::kWarn);
+  EXPECT_EQ(failed_import.observed, "import failed: exit 1: 429");
+  EXPECT_EQ(import({{"containers.enroot.import_ok", nullptr}}).status, CheckStatus::kSkip);
+  EXPECT_EQ(import({{"containers.enroot.import_error", "not run: too little time"}}).status,
+            CheckStatus::kUnknown);
+  EXPECT_EQ(import({}).status, CheckStatus::kUnknown);
+
+  // A diagnostic that skipped every test proves nothing.
+  json skipped = ran;
+  skipped["passed"] = 0;
+  skipped["skipped"] = 3;
+  EXPECT_EQ(grade("health.dcgm-diag", {{"health.dcgm.diag_r1", skipped}}).status,
+            CheckStatus::kUnknown);
+  // Allowed, but not taken by this version: N/A saying so, never UNKNOWN.
+  for (const char* id : {"hardware.vboost", "networking.nccl-topo-file"}) {
+    const Finding untaken = GradeChecks({&Check(id)}, {}, slurm).front();
+    EXPECT_EQ(untaken.status, CheckStatus::kSkip) << id;
+    EXPECT_NE(untaken.message.find("does not take yet"), std::string::npos) << untaken.message;
+  }
 }
 
 TEST(GradeChecks, EveryRuleIsACatalogueCheck) {

@@ -6,6 +6,7 @@
 #include "audit/side_effects.hpp"
 
 #include <gtest/gtest.h>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -20,7 +21,8 @@ using namespace std::chrono_literals;
 
 std::string Fixture(const std::string& name) {
   sys::LocalFileSystem fs;
-  auto text = fs.ReadFile(std::string(CMAX_TEST_DATA) + "/dcgm_diag/" + name, sys::kDefaultReadLimit);
+  auto text =
+      fs.ReadFile(std::string(CMAX_TEST_DATA) + "/dcgm_diag/" + name, sys::kDefaultReadLimit);
   EXPECT_TRUE(text) << name;
   return text ? *text : "";
 }
@@ -38,8 +40,8 @@ TEST(ParseEgressTarget, TakesHostAndPortAndRefusesTheRest) {
   ok("[2001:db8::1]:443", "2001:db8::1", 443);
   ok("[2001:db8::1]", "2001:db8::1", 443);
   for (const char* bad : {"", ":443", "example.com:", "example.com:0", "example.com:65536",
-                          "example.com:http", "2001:db8::1", "[2001:db8::1", "[::1]x",
-                          "a b", "http://example.com", "user@example.com", "exa\x01mple"}) {
+                          "example.com:http", "2001:db8::1", "[2001:db8::1", "[::1]x", "a b",
+                          "http://example.com", "user@example.com", "exa\x01mple"}) {
     EXPECT_FALSE(ParseEgressTarget(bad)) << bad;
   }
 }
@@ -82,6 +84,12 @@ TEST(ParseDcgmDiag, ReadsEachTestsOutcomeInDcgm3And4Shapes) {
   }
 }
 
+// Options for every check that takes a side effect.
+SideEffectOptions Every(SideEffectOptions options) {
+  options.checks = {"health.dcgm-diag", "networking.outbound-internet", "containers.enroot-import"};
+  return options;
+}
+
 // A GPU node as the read-only collectors left it: a driver, dcgmi on PATH, NVML's idleness.
 struct Node {
   sys::MemoryFileSystem fs;
@@ -89,6 +97,7 @@ struct Node {
   AuditEvidence evidence;
   int connections = 0;
   Result<void> answer;
+  std::vector<std::string> removed;
   WallTime now = *ParseIso8601("2026-12-02T12:00:00Z");
 
   explicit Node(std::vector<json> idle = {true, true}) {
@@ -109,14 +118,19 @@ struct Node {
                   ++connections;
                   return answer;
                 },
-            .now = [this] { return now; }};
+            .now = [this] { return now; },
+            .scratch_file = EnrootScratchFile("", 4242),
+            .remove_file = [this](const std::string& path) -> Result<void> {
+              removed.push_back(path);
+              return {};
+            }};
   }
 };
 
 TEST(TakeSideEffects, NothingHappensUnlessAllowed) {
   Node node;
-  TakeSideEffects({.allowed = false, .force = true, .egress_target = "example.com"}, node.Io(),
-                  node.evidence);
+  TakeSideEffects(Every({.allowed = false, .force = true, .egress_target = "example.com"}),
+                  node.Io(), node.evidence);
   EXPECT_TRUE(node.runner.calls.empty());
   EXPECT_EQ(node.connections, 0);
   EXPECT_FALSE(node.evidence.contains("audit.side_effects"));
@@ -126,7 +140,7 @@ TEST(TakeSideEffects, NothingHappensUnlessAllowed) {
 
 TEST(TakeSideEffects, RunsTheDiagnosticOnIdleGpusAndLogsIt) {
   Node node;
-  TakeSideEffects({.allowed = true}, node.Io(), node.evidence);
+  TakeSideEffects(Every({.allowed = true}), node.Io(), node.evidence);
   ASSERT_EQ(node.runner.calls.size(), 1U);
   EXPECT_EQ(node.runner.calls[0].argv,
             (std::vector<std::string>{"/usr/bin/dcgmi", "diag", "-r", "1", "-j"}));
@@ -147,7 +161,7 @@ TEST(TakeSideEffects, RefusesABusyNodeUnlessForced) {
   for (const std::vector<json>& idle :
        {std::vector<json>{true, false}, std::vector<json>{true, nullptr}}) {
     Node busy(idle);
-    TakeSideEffects({.allowed = true}, busy.Io(), busy.evidence);
+    TakeSideEffects(Every({.allowed = true}), busy.Io(), busy.evidence);
     EXPECT_TRUE(busy.runner.calls.empty());
     const json& diag = busy.evidence.at("health.dcgm.diag_r1");
     EXPECT_EQ(diag["ran"], false);
@@ -155,23 +169,23 @@ TEST(TakeSideEffects, RefusesABusyNodeUnlessForced) {
     EXPECT_FALSE(busy.evidence.contains("audit.side_effects"));
 
     Node forced(idle);
-    TakeSideEffects({.allowed = true, .force = true}, forced.Io(), forced.evidence);
+    TakeSideEffects(Every({.allowed = true, .force = true}), forced.Io(), forced.evidence);
     EXPECT_EQ(forced.runner.calls.size(), 1U);
   }
   // NVML not read: whether the GPUs are idle is unknown, so it is not run.
   Node unread;
   unread.evidence.erase("gpu.idle.temperature_c");
-  TakeSideEffects({.allowed = true}, unread.Io(), unread.evidence);
+  TakeSideEffects(Every({.allowed = true}), unread.Io(), unread.evidence);
   EXPECT_TRUE(unread.runner.calls.empty());
   EXPECT_EQ(unread.evidence.at("health.dcgm.diag_r1")["ran"], false);
   // No driver: nothing to diagnose; no dcgmi: nothing to run (N/A).
   Node driverless;
   driverless.evidence["gpu.driver.version"] = nullptr;
-  TakeSideEffects({.allowed = true, .force = true}, driverless.Io(), driverless.evidence);
+  TakeSideEffects(Every({.allowed = true, .force = true}), driverless.Io(), driverless.evidence);
   EXPECT_TRUE(driverless.runner.calls.empty());
   Node bare;
   bare.fs = sys::MemoryFileSystem();
-  TakeSideEffects({.allowed = true}, bare.Io(), bare.evidence);
+  TakeSideEffects(Every({.allowed = true}), bare.Io(), bare.evidence);
   EXPECT_TRUE(bare.evidence.at("health.dcgm.diag_r1").is_null());
 }
 
@@ -179,31 +193,31 @@ TEST(TakeSideEffects, KeepsTheDiagnosticInsideTheNodesDeadline) {
   Node node;
   SideEffectIo io = node.Io();
   io.deadline = node.now + 30s;
-  TakeSideEffects({.allowed = true}, io, node.evidence);
+  TakeSideEffects(Every({.allowed = true}), io, node.evidence);
   ASSERT_EQ(node.runner.calls.size(), 1U);
-  EXPECT_EQ(node.runner.calls[0].timeout, 28s);  // what is left, less a margin
+  EXPECT_EQ(node.runner.calls[0].timeout, 25s);  // what is left, less a margin
 
   Node late;
   SideEffectIo late_io = late.Io();
   late_io.deadline = late.now + 5s;
-  TakeSideEffects({.allowed = true}, late_io, late.evidence);
+  TakeSideEffects(Every({.allowed = true}), late_io, late.evidence);
   EXPECT_TRUE(late.runner.calls.empty());
-  EXPECT_NE(late.evidence.at("health.dcgm.diag_r1")["reason"].get<std::string>().find(
-                "--node-timeout"),
-            std::string::npos);
+  EXPECT_NE(
+      late.evidence.at("health.dcgm.diag_r1")["reason"].get<std::string>().find("--node-timeout"),
+      std::string::npos);
 
   // A diagnostic that hangs, or prints something else: UNKNOWN material, never a PASS.
   Node hung;
   sys::ProcessResult timed_out;
   timed_out.timed_out = true;
   hung.runner.Answer("dcgmi diag", timed_out);
-  TakeSideEffects({.allowed = true}, hung.Io(), hung.evidence);
+  TakeSideEffects(Every({.allowed = true}), hung.Io(), hung.evidence);
   EXPECT_NE(hung.evidence.at("health.dcgm.diag_r1")["error"].get<std::string>().find(
                 "no result within 120 s"),
             std::string::npos);
   Node garbled;
   garbled.runner.AnswerStdout("dcgmi diag", "Error: unable to connect to host engine\n", 255);
-  TakeSideEffects({.allowed = true}, garbled.Io(), garbled.evidence);
+  TakeSideEffects(Every({.allowed = true}), garbled.Io(), garbled.evidence);
   const std::string error = garbled.evidence.at("health.dcgm.diag_r1")["error"];
   EXPECT_NE(error.find("exit 255"), std::string::npos) << error;
   EXPECT_NE(error.find("unable to connect to host engine"), std::string::npos) << error;
@@ -212,7 +226,8 @@ TEST(TakeSideEffects, KeepsTheDiagnosticInsideTheNodesDeadline) {
 TEST(TakeSideEffects, OneConnectionToTheNamedHost) {
   Node node;
   node.fs = sys::MemoryFileSystem();  // no dcgmi
-  TakeSideEffects({.allowed = true, .egress_target = "example.com"}, node.Io(), node.evidence);
+  TakeSideEffects(Every({.allowed = true, .egress_target = "example.com"}), node.Io(),
+                  node.evidence);
   EXPECT_EQ(node.connections, 1);
   EXPECT_EQ(node.evidence.at("network.egress.target"), "example.com:443");
   EXPECT_EQ(node.evidence.at("network.egress.reachable"), true);
@@ -222,11 +237,11 @@ TEST(TakeSideEffects, OneConnectionToTheNamedHost) {
   EXPECT_EQ(SideEffectsSummary({&node.evidence, &node.evidence}),
             "opened one TCP connection to example.com:443 (nothing sent) on 2 node(s)");
 
-  for (const ErrorCode code : {ErrorCode::kNotFound, ErrorCode::kTimeout, ErrorCode::kUnavailable,
-                               ErrorCode::kInternal}) {
+  for (const ErrorCode code :
+       {ErrorCode::kNotFound, ErrorCode::kTimeout, ErrorCode::kUnavailable, ErrorCode::kInternal}) {
     Node blocked;
     blocked.answer = Fail(code, "no way out");
-    TakeSideEffects({.allowed = true, .egress_target = "[2001:db8::1]:80"}, blocked.Io(),
+    TakeSideEffects(Every({.allowed = true, .egress_target = "[2001:db8::1]:80"}), blocked.Io(),
                     blocked.evidence);
     EXPECT_EQ(blocked.evidence.at("network.egress.target"), "[2001:db8::1]:80");
     EXPECT_EQ(blocked.evidence.at("network.egress.detail"), "no way out");
@@ -235,6 +250,103 @@ TEST(TakeSideEffects, OneConnectionToTheNamedHost) {
               code == ErrorCode::kInternal ? json(nullptr) : json(false));
   }
   EXPECT_EQ(SideEffectsSummary({}), "");
+}
+
+// Only the side effects of the checks asked for (the profile's) are taken.
+TEST(TakeSideEffects, OnlyForTheChecksAskedFor) {
+  const auto* catalogue = &AuditCatalogue::Builtin();
+  const auto networking = catalogue->Select("networking");
+  ASSERT_TRUE(networking);
+  const SideEffectOptions options =
+      ForChecks({.allowed = true, .egress_target = "example.com"}, *networking);
+  EXPECT_EQ(options.checks, (std::set<std::string, std::less<>>{"networking.nccl-topo-file",
+                                                                "networking.outbound-internet"}));
+  Node node;
+  TakeSideEffects(options, node.Io(), node.evidence);
+  EXPECT_TRUE(node.runner.calls.empty());  // no diagnostic for the networking profile
+  EXPECT_EQ(node.connections, 1);
+  EXPECT_FALSE(node.evidence.contains("health.dcgm.diag_r1"));
+  EXPECT_EQ(SideEffectsPlan(options),
+            "with side effects: one TCP connection from each node to "
+            "example.com");
+  EXPECT_EQ(SideEffectsPlan({}), "read-only");
+  const auto security = catalogue->Select("security");
+  ASSERT_TRUE(security);
+  EXPECT_EQ(SideEffectsPlan(ForChecks({.allowed = true}, *security)),
+            "read-only: no side effect of the checks asked for applies");
+}
+
+// Under a job step's device limits NVML sees fewer GPUs than the driver has: the others may be
+// a tenant's, so the diagnostic (which tests them all) is not run.
+TEST(TakeSideEffects, RefusesWhenNvmlSeesOnlySomeOfTheGpus) {
+  Node node;  // NVML: 2 idle GPUs
+  for (int i = 0; i < 8; ++i) {
+    node.fs.AddFile("/proc/driver/nvidia/gpus/0000:0" + std::to_string(i) + ":00.0/information",
+                    "");
+  }
+  TakeSideEffects(Every({.allowed = true}), node.Io(), node.evidence);
+  EXPECT_TRUE(node.runner.calls.empty());
+  EXPECT_NE(node.evidence.at("health.dcgm.diag_r1")["reason"].get<std::string>().find(
+                "NVML sees 2 of the 8 GPUs"),
+            std::string::npos);
+}
+
+TEST(TakeSideEffects, ImportsAnImageWithEnrootAndRemovesIt) {
+  Node node;
+  node.fs = sys::MemoryFileSystem();  // enroot, no dcgmi
+  node.fs.AddFile("/usr/bin/enroot", "");
+  node.runner.AnswerStdout("enroot import", "");
+  TakeSideEffects(Every({.allowed = true}), node.Io(), node.evidence);
+  ASSERT_EQ(node.runner.calls.size(), 1U);
+  EXPECT_EQ(node.runner.calls[0].argv,
+            (std::vector<std::string>{"/usr/bin/enroot", "import", "--output",
+                                      "/tmp/cmax-audit-enroot-4242.sqsh", "docker://hello-world"}));
+  EXPECT_EQ(node.runner.calls[0].timeout, 30s);
+  EXPECT_EQ(node.removed, std::vector<std::string>{"/tmp/cmax-audit-enroot-4242.sqsh"});
+  EXPECT_EQ(node.evidence.at("containers.enroot.import_ok"), true);
+  const json& log = node.evidence.at("audit.side_effects");
+  ASSERT_EQ(log.size(), 1U);
+  EXPECT_EQ(log[0]["check"], "containers.enroot-import");
+  EXPECT_NE(log[0]["undo"].get<std::string>().find("ENROOT_CACHE_PATH"), std::string::npos);
+
+  // A failure says enroot's last line; a hang is a failure too; either way the file goes.
+  Node failing;
+  failing.fs = node.fs;
+  sys::ProcessResult refused;
+  refused.exit_code = 1;
+  refused.stderr_text =
+      "[INFO] Querying registry for permission grant\n[ERROR] URL "
+      "https://auth.docker.io/token returned error code: 429 Too Many Requests\n";
+  failing.runner.Answer("enroot import", refused);
+  TakeSideEffects(Every({.allowed = true}), failing.Io(), failing.evidence);
+  EXPECT_EQ(failing.evidence.at("containers.enroot.import_ok"), false);
+  EXPECT_EQ(failing.evidence.at("containers.enroot.import_error"),
+            "exit 1: [ERROR] URL https://auth.docker.io/token returned error code: 429 Too Many "
+            "Requests");
+  EXPECT_EQ(failing.removed.size(), 1U);
+  Node hung;
+  hung.fs = node.fs;
+  sys::ProcessResult timed_out;
+  timed_out.timed_out = true;
+  hung.runner.Answer("enroot import", timed_out);
+  TakeSideEffects(Every({.allowed = true}), hung.Io(), hung.evidence);
+  EXPECT_EQ(hung.evidence.at("containers.enroot.import_ok"), false);
+  EXPECT_EQ(hung.evidence.at("containers.enroot.import_error"), "no image within 30 s");
+
+  // Too little of the node's deadline left: not run, and no verdict either way.
+  Node late;
+  late.fs = node.fs;
+  SideEffectIo io = late.Io();
+  io.deadline = late.now + 6s;
+  TakeSideEffects(Every({.allowed = true}), io, late.evidence);
+  EXPECT_TRUE(late.runner.calls.empty());
+  EXPECT_FALSE(late.evidence.contains("containers.enroot.import_ok"));
+  // No enroot: nothing to import (containers.enroot reports it).
+  Node bare;
+  bare.fs = sys::MemoryFileSystem();
+  TakeSideEffects(Every({.allowed = true}), bare.Io(), bare.evidence);
+  EXPECT_TRUE(bare.evidence.at("containers.enroot.import_ok").is_null());
+  EXPECT_TRUE(bare.removed.empty());
 }
 
 }  // namespace
