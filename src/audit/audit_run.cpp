@@ -93,7 +93,8 @@ GradedAudit AuditThisHost(const AuditOptions& options, const PreparedAudit& prep
        .connect = sys::TcpConnect,
        .clock = [&] { return io.clock->Now(); },
        .scratch_file = ScratchFile(io),
-       .remove_file = [&](const std::string& path) { return io.fs->RemoveFile(path); }});
+       .remove_file = [&](const std::string& path) { return io.fs->RemoveFile(path); },
+       .interrupted = io.interrupted});
   GradedAudit graded{.target = "local/" + std::string(TargetName(target)), .host = sys::Hostname()};
   for (const auto& [key, value] : evidence) graded.evidence.push_back({key, value.dump()});
   graded.evidence.push_back({"audit.target", nlohmann::json(TargetName(target)).dump()});

@@ -848,7 +848,8 @@ AuditEvidence CollectLocalEvidence(const sys::FileSystem& fs, sys::ProcessRunner
                    .now = options.clock,
                    .deadline = options.deadline,
                    .scratch_file = options.scratch_file,
-                   .remove_file = options.remove_file},
+                   .remove_file = options.remove_file,
+                   .interrupted = options.interrupted},
                   out);
   return out;
 }

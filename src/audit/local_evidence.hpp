@@ -53,6 +53,7 @@ struct LocalProbeOptions {
   std::optional<WallTime> deadline;
   std::string scratch_file;
   std::function<Result<void>(const std::string& path)> remove_file;
+  std::function<bool()> interrupted;  // Ctrl-C: no side effect is started after it
 };
 
 // The variables CollectLocalEvidence reads from LocalProbeOptions::environment.

@@ -357,9 +357,12 @@ Result<json> ParseDcgmDiag(std::string_view text) {
 
 void TakeSideEffects(const SideEffectOptions& options, const SideEffectIo& io, AuditEvidence& out) {
   if (!options.allowed) return;
-  if (options.checks.contains("networking.outbound-internet")) Egress(options, io, out);
-  if (options.checks.contains("health.dcgm-diag")) DcgmDiag(options, io, out);
-  if (options.checks.contains("containers.enroot-import")) EnrootImport(io, out);
+  const auto wanted = [&](std::string_view check) {
+    return options.checks.contains(check) && !(io.interrupted && io.interrupted());
+  };
+  if (wanted("networking.outbound-internet")) Egress(options, io, out);
+  if (wanted("health.dcgm-diag")) DcgmDiag(options, io, out);
+  if (wanted("containers.enroot-import")) EnrootImport(io, out);
 }
 
 SideEffectOptions ForChecks(SideEffectOptions options,

@@ -57,6 +57,8 @@ struct SideEffectIo {
   // either empty: no import.
   std::string scratch_file;
   std::function<Result<void>(const std::string& path)> remove_file;
+  // Asked before each side effect: once the user has pressed Ctrl-C none is started.
+  std::function<bool()> interrupted;
 };
 
 // The image file of the enroot import: in `tmpdir` (/tmp when empty), named for this process.

@@ -226,7 +226,8 @@ Result<std::string> NodeEvidenceFrames(const AuditOptions& options, double node_
        .deadline = std::chrono::time_point_cast<WallTime::duration>(
            started + SecondsAsDuration(node_timeout_s)),
        .scratch_file = ScratchFile(io),
-       .remove_file = [&](const std::string& path) { return io.fs->RemoveFile(path); }});
+       .remove_file = [&](const std::string& path) { return io.fs->RemoveFile(path); },
+       .interrupted = io.interrupted});
   sys::CancelDeadline();
   json document = {
       {"node", node},

@@ -136,6 +136,13 @@ TEST(TakeSideEffects, NothingHappensUnlessAllowed) {
   EXPECT_FALSE(node.evidence.contains("audit.side_effects"));
   EXPECT_FALSE(node.evidence.contains("health.dcgm.diag_r1"));
   EXPECT_FALSE(node.evidence.contains("network.egress.target"));
+  // Allowed, but the user has pressed Ctrl-C: none is started.
+  SideEffectIo io = node.Io();
+  io.interrupted = [] { return true; };
+  TakeSideEffects(Every({.allowed = true, .egress_target = "example.com"}), io, node.evidence);
+  EXPECT_TRUE(node.runner.calls.empty());
+  EXPECT_EQ(node.connections, 0);
+  EXPECT_FALSE(node.evidence.contains("audit.side_effects"));
 }
 
 TEST(TakeSideEffects, RunsTheDiagnosticOnIdleGpusAndLogsIt) {
