@@ -64,8 +64,13 @@ std::vector<EvidenceItem> AuditBookkeeping(const AuditOptions& options, const Mi
   return items;
 }
 
-std::string ScratchFile(const AuditIo& io) {
-  return EnrootScratchFile(io.env ? io.env("TMPDIR") : "", ::getpid());
+SideEffectIo SideEffectIoFor(const AuditIo& io, std::optional<WallTime> deadline) {
+  return {.connect = sys::TcpConnect,
+          .now = [&io] { return io.clock->Now(); },
+          .deadline = deadline,
+          .scratch_file = EnrootScratchFile(io.env ? io.env("TMPDIR") : "", ::getpid()),
+          .remove_file = [&io](const std::string& path) { return io.fs->RemoveFile(path); },
+          .interrupted = io.interrupted};
 }
 
 std::map<std::string, std::string> AuditEnvironment(const AuditIo& io) {
@@ -80,21 +85,17 @@ std::map<std::string, std::string> AuditEnvironment(const AuditIo& io) {
 GradedAudit AuditThisHost(const AuditOptions& options, const PreparedAudit& prepared,
                           const HostFacts& host, AuditTarget target, const AuditIo& io) {
   log::Info("auditing this host ({}): {} checks", TargetName(target), prepared.checks.size());
-  const AuditEvidence evidence = CollectLocalEvidence(
-      *io.fs, *io.runner,
-      {.path = io.path,
-       .timeout = SecondsAsDuration(options.probe_timeout_s),
-       .now = io.clock->Now(),
-       .slurm_conf = io.env ? io.env("SLURM_CONF") : "",
-       .nvml = SnapshotNvml,
-       .environment = AuditEnvironment(io),
-       .host = &host,
-       .side_effects = ForChecks(options.side_effects, prepared.checks),
-       .connect = sys::TcpConnect,
-       .clock = [&] { return io.clock->Now(); },
-       .scratch_file = ScratchFile(io),
-       .remove_file = [&](const std::string& path) { return io.fs->RemoveFile(path); },
-       .interrupted = io.interrupted});
+  const AuditEvidence evidence =
+      CollectLocalEvidence(*io.fs, *io.runner,
+                           {.path = io.path,
+                            .timeout = SecondsAsDuration(options.probe_timeout_s),
+                            .now = io.clock->Now(),
+                            .slurm_conf = io.env ? io.env("SLURM_CONF") : "",
+                            .nvml = SnapshotNvml,
+                            .environment = AuditEnvironment(io),
+                            .host = &host,
+                            .side_effects = ForChecks(options.side_effects, prepared.checks),
+                            .side_effect_io = SideEffectIoFor(io, std::nullopt)});
   GradedAudit graded{.target = "local/" + std::string(TargetName(target)), .host = sys::Hostname()};
   for (const auto& [key, value] : evidence) graded.evidence.push_back({key, value.dump()});
   graded.evidence.push_back({"audit.target", nlohmann::json(TargetName(target)).dump()});

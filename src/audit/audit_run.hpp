@@ -84,8 +84,10 @@ Result<AuditReport> RecordAudit(const AuditOptions& options, const PreparedAudit
 // --local` as a run of its own, `cmax run` as a phase of its run. Interrupted: no findings.
 GradedAudit AuditThisHost(const AuditOptions& options, const PreparedAudit& prepared,
                           const HostFacts& host, AuditTarget target, const AuditIo& io);
-// Where this process's enroot import puts its image ($TMPDIR, else /tmp).
-std::string ScratchFile(const AuditIo& io);
+// How this process takes side effects (side_effects.hpp): a real connection, `io`'s clock and
+// files, the enroot import's image in $TMPDIR (else /tmp), and the node's deadline if any.
+// Refers to `io`, which must outlive it.
+SideEffectIo SideEffectIoFor(const AuditIo& io, std::optional<WallTime> deadline);
 // The variables of this process the audit reads (local_evidence.hpp's kAuditEnvironment).
 std::map<std::string, std::string> AuditEnvironment(const AuditIo& io);
 

@@ -839,18 +839,12 @@ AuditEvidence CollectLocalEvidence(const sys::FileSystem& fs, sys::ProcessRunner
   NumaNodes(fs, out);
   Ipmi(fs, runner, path, options.timeout, out);
   // Last, with everything read: whether the GPUs are idle decides whether the diagnostic runs.
-  TakeSideEffects(options.side_effects,
-                  {.fs = &fs,
-                   .runner = &runner,
-                   .path = path,
-                   .timeout = options.timeout,
-                   .connect = options.connect,
-                   .now = options.clock,
-                   .deadline = options.deadline,
-                   .scratch_file = options.scratch_file,
-                   .remove_file = options.remove_file,
-                   .interrupted = options.interrupted},
-                  out);
+  SideEffectIo side_effect_io = options.side_effect_io;
+  side_effect_io.fs = &fs;
+  side_effect_io.runner = &runner;
+  side_effect_io.path = path;
+  side_effect_io.timeout = options.timeout;
+  TakeSideEffects(options.side_effects, side_effect_io, out);
   return out;
 }
 

@@ -44,16 +44,11 @@ struct LocalProbeOptions {
   // This host's facts (host_inventory.hpp), where the caller has collected them already; null:
   // collected here.
   const HostFacts* host = nullptr;
-  // What it may do beyond reading (side_effects.hpp), with the connection it would make, the
-  // clock and the node's deadline the GPU diagnostic must finish before, and the scratch file
-  // of the enroot import with how it is removed.
+  // What it may do beyond reading (side_effects.hpp), and how: the connection, the clock and
+  // deadline, the enroot import's scratch file. Its file system, runner, PATH and timeout are
+  // the ones above, filled in by CollectLocalEvidence.
   SideEffectOptions side_effects;
-  std::function<Result<void>(const std::string& host, uint16_t port, Duration timeout)> connect;
-  std::function<WallTime()> clock;
-  std::optional<WallTime> deadline;
-  std::string scratch_file;
-  std::function<Result<void>(const std::string& path)> remove_file;
-  std::function<bool()> interrupted;  // Ctrl-C: no side effect is started after it
+  SideEffectIo side_effect_io;
 };
 
 // The variables CollectLocalEvidence reads from LocalProbeOptions::environment.

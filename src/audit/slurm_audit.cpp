@@ -14,7 +14,6 @@
 #include "sys/host.hpp"
 #include "sys/interrupt.hpp"
 #include "sys/process_runner.hpp"
-#include "sys/tcp_connect.hpp"
 
 namespace cmax::audit {
 namespace {
@@ -221,13 +220,8 @@ Result<std::string> NodeEvidenceFrames(const AuditOptions& options, double node_
        .nvml = SnapshotNvml,
        .environment = AuditEnvironment(io),
        .side_effects = ForChecks(options.side_effects, *checks),
-       .connect = sys::TcpConnect,
-       .clock = [&] { return io.clock->Now(); },
-       .deadline = std::chrono::time_point_cast<WallTime::duration>(
-           started + SecondsAsDuration(node_timeout_s)),
-       .scratch_file = ScratchFile(io),
-       .remove_file = [&](const std::string& path) { return io.fs->RemoveFile(path); },
-       .interrupted = io.interrupted});
+       .side_effect_io = SideEffectIoFor(io, std::chrono::time_point_cast<WallTime::duration>(
+                                                 started + SecondsAsDuration(node_timeout_s)))});
   sys::CancelDeadline();
   json document = {
       {"node", node},

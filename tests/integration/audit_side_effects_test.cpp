@@ -2,7 +2,6 @@
 // --allow-side-effects; with it, networking.outbound-internet opens exactly one real TCP
 // connection to the host named (here a listening socket of the test's own on loopback), reports
 // it for the provider to answer for, and the run records what it did and how to undo it.
-#include <poll.h>
 #include <unistd.h>
 
 #include <gtest/gtest.h>
@@ -36,19 +35,6 @@ class AuditSideEffectsTest : public ::testing::Test {
     for (const json& f : doc["findings"]) out[f["check_id"]] = f;
     return out;
   }
-  // Connections waiting on the listening socket, each accepted and closed.
-  static int Accepted(int listener) {
-    int count = 0;
-    pollfd p{.fd = listener, .events = POLLIN, .revents = 0};
-    while (::poll(&p, 1, 0) > 0) {
-      const int fd = ::accept(listener, nullptr, nullptr);
-      if (fd < 0) break;
-      ::close(fd);
-      ++count;
-    }
-    return count;
-  }
-
   testing::TempDir dir_;
   sys::PosixProcessRunner runner_;
 };
@@ -69,13 +55,13 @@ TEST_F(AuditSideEffectsTest, OneConnectionToTheNamedHostOnlyWhenAllowed) {
   const json quiet = json::parse(plain.stdout_text);
   EXPECT_EQ(ByCheck(quiet)["networking.outbound-internet"]["status"], "SKIP");
   EXPECT_FALSE(quiet.at("evidence").contains("audit.side_effects"));
-  EXPECT_EQ(Accepted(listener), 0);
+  EXPECT_EQ(testing::AcceptWaiting(listener), 0);
 
   // Allowed: one connection, reported as reached, logged with its undo.
   auto r = Cmax(
       {"--json", "--exit-zero", "--allow-side-effects", "--egress-target", target, "networking"});
   ASSERT_EQ(r.exit_code, 0) << r.stderr_text;
-  EXPECT_EQ(Accepted(listener), 1);
+  EXPECT_EQ(testing::AcceptWaiting(listener), 1);
   const json doc = json::parse(r.stdout_text);
   const json finding = ByCheck(doc)["networking.outbound-internet"];
   EXPECT_EQ(finding["status"], "WARN") << finding.dump();

@@ -1,6 +1,5 @@
 // The lab against the real Slurm daemons: up, a job across every node, drain and resume,
 // `cmax run` seeing it, and down with nothing left running.
-#include <poll.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -368,14 +367,7 @@ TEST_F(LabTest, AuditsEveryNodeAndNamesTheOneThatCannotAnswer) {
   const auto left = fs_.ListDir(scratch);
   ASSERT_TRUE(left);
   EXPECT_TRUE(left->empty()) << "image files left behind: " << left->size();
-  int accepted = 0;
-  pollfd waiting{.fd = listener, .events = POLLIN, .revents = 0};
-  while (::poll(&waiting, 1, 0) > 0) {
-    const int fd = ::accept(listener, nullptr, nullptr);
-    if (fd < 0) break;
-    ::close(fd);
-    ++accepted;
-  }
+  const int accepted = testing::AcceptWaiting(listener);
   ::close(listener);
   EXPECT_EQ(accepted, 2);
   std::map<std::string, std::string> side_status;

@@ -3,6 +3,7 @@
 // listening socket of the test's own, on a port the kernel picks.
 #pragma once
 
+#include <poll.h>
 #include <unistd.h>
 
 #include <arpa/inet.h>
@@ -38,6 +39,20 @@ inline int ListenOnLoopback(int* port, int backlog = 16) {
   }
   *port = ntohs(addr.sin_port);
   return fd;
+}
+
+// The connections waiting on a listening socket now, each accepted and closed: how many there
+// were.
+inline int AcceptWaiting(int listener) {
+  int count = 0;
+  pollfd waiting{.fd = listener, .events = POLLIN, .revents = 0};
+  while (::poll(&waiting, 1, 0) > 0) {
+    const int fd = ::accept(listener, nullptr, nullptr);
+    if (fd < 0) break;
+    ::close(fd);
+    ++count;
+  }
+  return count;
 }
 
 }  // namespace cmax::testing
