@@ -3,9 +3,12 @@
 #include <algorithm>
 #include <charconv>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <functional>
+#include <map>
 #include <optional>
 #include <regex>
+#include <set>
 #include <string_view>
 
 #include "core/json_read.hpp"
@@ -233,6 +236,31 @@ Verdict KubeTopologyRule(const Inputs& in) {
 }
 
 // A value that must be a string naming something, or null for none.
+// The BlueField-3 VIRTIO-net controller runs on the DPU's Arm cores: from the host cmax knows
+// only whether there is one.
+Verdict BlueFieldController(const Inputs& in, std::string_view what) {
+  const json* devices = Get(in, "network.bluefield.devices");
+  if (devices == nullptr) return NotCollected("network.bluefield.devices");
+  if (devices->empty()) return NotApplicable("no BlueField-3 on this host");
+  return Unknown(fmt::format(
+      "{} BlueField-3 function(s); the VIRTIO-net controller runs on the DPU: {} is read "
+      "there, not from the host",
+      devices->size(), what));
+}
+
+// A subnet manager's or administrator's key on InfiniBand: only the provider can say.
+Verdict SubnetKeyRule(const Inputs& in, std::string_view attestation, std::string_view why) {
+  const json* rdma = Get(in, "network.rdma.type");
+  if (rdma == nullptr) return NotCollected("network.rdma.type");
+  if (*rdma != "infiniband") {
+    return NotApplicable(fmt::format("the fabric is {}, not InfiniBand", Shown(*rdma)));
+  }
+  if (Flag(in, attestation).value_or(false)) {
+    return Pass("InfiniBand; the provider attests a key of its own");
+  }
+  return Attest("InfiniBand", std::string(why));
+}
+
 const std::string* NameOrNull(const json& value) {
   return value.is_string() ? &value.get_ref<const std::string&>() : nullptr;
 }
@@ -1116,6 +1144,127 @@ const std::map<std::string, Rule, std::less<>>& Rules() {
            return Pass("NVLink; the provider attests the domain is this tenant's alone");
          }
          return Attest("NVLink", "only the provider can say whether the NVLink domain is shared");
+       }},
+      {"software.lmod-modules",
+       [](const Inputs& in) -> Verdict {
+         const json* modules = Get(in, "software.modules.available");
+         if (modules == nullptr) return NotCollected("software.modules.available");
+         const std::string expected = "modules for cuda, hpcx or nccl";
+         if (modules->is_null()) {
+           return Found("no module command", expected,
+                        "neither Lmod nor Environment Modules is installed on this node");
+         }
+         const json& key = JsonAt(*modules, {"key"});
+         const std::string system = TextAt(*modules, {"system"});
+         if (key.empty()) {
+           return Found(
+               system + ", no cuda, hpcx or nccl module", expected,
+               fmt::format("{} offers none of the modules users load first (in {})", system,
+                           Join(JsonAt(*modules, {"paths"}).get<std::vector<std::string>>(), ":")));
+         }
+         return Pass(system + ": " + Join(key.get<std::vector<std::string>>(), ", "));
+       }},
+      {"hardware.pcie-acs",
+       [](const Inputs& in) -> Verdict {
+         const json* pairs = Get(in, "pci.acs.path_bridges");
+         if (pairs == nullptr) return NotCollected("pci.acs.path_bridges");
+         const json* kind = Get(in, "host.virtualization.kind");
+         if (in.context.target == AuditTarget::kVm || (kind != nullptr && *kind == "vm")) {
+           return Unknown("inside a VM the bridges and their ACS are the hypervisor's emulation");
+         }
+         if (pairs->empty()) return NotApplicable("no GPU with an RDMA NIC on this host");
+         // Each redirecting bridge once, with its redirect bits and the first pair it lies between.
+         std::map<std::string, std::string> redirecting;
+         std::set<std::string> unread;
+         size_t shared = 0;
+         for (const json& pair : *pairs) {
+           if (JsonAt(pair, {"shared"}).is_null()) continue;
+           ++shared;
+           for (const json& bridge : JsonAt(pair, {"bridges"})) {
+             const std::string name = TextAt(bridge, {"bridge"});
+             if (JsonAt(bridge, {"acsctl"}).is_null()) {
+               unread.insert(name);
+             } else if (JsonAt(bridge, {"redirects"}) == json(true) &&
+                        !redirecting.contains(name)) {
+               const std::string acsctl = TextAt(bridge, {"acsctl"});
+               std::vector<std::string_view> bits;
+               for (std::string_view bit : Split(acsctl, ' ')) {
+                 if (bit == "ReqRedir+" || bit == "CmpltRedir+" || bit == "EgressCtrl+") {
+                   bits.push_back(bit);
+                 }
+               }
+               redirecting[name] =
+                   fmt::format("bridge {} {} (GPU {}, NIC {})", name, fmt::join(bits, " "),
+                               TextAt(pair, {"gpu"}), TextAt(pair, {"nic"}));
+             }
+           }
+         }
+         if (shared == 0) {
+           return NotApplicable(
+               "no GPU shares a PCIe switch with an RDMA NIC: their traffic crosses the root "
+               "complex whatever ACS says");
+         }
+         if (!redirecting.empty()) {
+           std::vector<std::string> shown;
+           for (const auto& [name, text] : redirecting) {
+             if (shown.size() < 3) shown.push_back(text);
+           }
+           const size_t more = redirecting.size() - shown.size();
+           return Found(Join(shown, "; ") + (more > 0 ? fmt::format(" and {} more", more) : ""),
+                        "ReqRedir- CmpltRedir- EgressCtrl- between a GPU and its NIC",
+                        "ACS redirection sends GPUDirect RDMA traffic up to the root complex "
+                        "instead of across the switch");
+         }
+         if (!unread.empty()) {
+           return Unknown(fmt::format(
+               "the ACS registers of {} bridge(s) are readable by root only (lspci -vvv as root)",
+               unread.size()));
+         }
+         return Pass(
+             fmt::format("{} GPU-NIC pair(s) under a shared switch, no ACS redirection", shared));
+       }},
+      {"isolation.dpu-host-isolation",
+       [](const Inputs& in) -> Verdict {
+         const json* devices = Get(in, "network.bluefield.devices");
+         if (devices == nullptr) return NotCollected("network.bluefield.devices");
+         if (devices->empty()) return NotApplicable("no BlueField DPU on this host");
+         const auto rshim = Flag(in, "network.bluefield.rshim");
+         const auto tmfifo = Flag(in, "network.bluefield.tmfifo");
+         if (!rshim || !tmfifo) {
+           return NotCollected("network.bluefield.rshim", "network.bluefield.tmfifo");
+         }
+         std::vector<std::string> reachable;
+         if (*rshim) reachable.emplace_back("/dev/rshim0");
+         if (*tmfifo) reachable.emplace_back("tmfifo_net0");
+         if (!reachable.empty()) {
+           Verdict verdict = Found(Join(reachable, ", "), "no RShim path from the host",
+                                   "the host reaches the DPU's own operating system (RShim)");
+           verdict.kind = Verdict::Kind::kFail;
+           return verdict;
+         }
+         return Pass(fmt::format("{} BlueField function(s); no /dev/rshim0, no tmfifo_net0",
+                                 devices->size()),
+                     "INTERNAL_CPU_RSHIM not read (mlxconfig, as root)");
+       }},
+      {"versions.virtio-net-bluefield",
+       [](const Inputs& in) -> Verdict {
+         return BlueFieldController(in, "its version (virtnet version)");
+       }},
+      {"isolation.virtio-net-bluefield-exposure",
+       [](const Inputs& in) -> Verdict {
+         return BlueFieldController(in, "whether it is live or latent");
+       }},
+      {"networking.ib-sm-key",
+       [](const Inputs& in) -> Verdict {
+         return SubnetKeyRule(in, "attestation.ib_sm_key",
+                              "the subnet manager answers an SMInfo query with the SM key zeroed "
+                              "to anyone who does not hold it, so a tenant cannot read it");
+       }},
+      {"networking.ib-sa-key",
+       [](const Inputs& in) -> Verdict {
+         return SubnetKeyRule(in, "attestation.ib_sa_key",
+                              "a tenant's SA queries carry no key, and the SA answers them the "
+                              "same whether its own key is the default or not");
        }},
       {"isolation.pcie-passthrough",
        [](const Inputs& in) -> Verdict {

@@ -5,8 +5,10 @@
 #include <fmt/format.h>
 #include <set>
 
+#include "audit/environment_modules.hpp"
 #include "audit/host_inventory.hpp"
 #include "audit/inventory_checks.hpp"
+#include "audit/pci_evidence.hpp"
 #include "core/strings.hpp"
 #include "health/kernel_events.hpp"
 #include "health/kernel_record.hpp"
@@ -515,6 +517,15 @@ void IdleGpus(const LocalProbeOptions& options, AuditEvidence& out) {
   out["gpu.idle.temperature_c"] = temperatures;
   out["gpu.idle.power_w"] = powers;
   out["gpu.name"] = names;
+  // NVLink: a GPU with an active link is in an NVLink domain. None seen says "no NVLink" only
+  // when every GPU answered (a lost GPU could be the one with links).
+  const bool nvlink = std::ranges::any_of(snapshot->gpus, [](const sys::GpuReading& gpu) {
+    return gpu.nvlink_links && *gpu.nvlink_links > gpu.nvlink_inactive.value_or(0);
+  });
+  const bool all_answered =
+      !snapshot->gpus.empty() &&
+      std::ranges::none_of(snapshot->gpus, [](const sys::GpuReading& gpu) { return gpu.lost; });
+  if (nvlink || all_answered) out["gpu.topology.nvlink"] = nvlink;
 }
 
 // Whether anything listens on TCP `port` (state 0A in /proc/net/tcp and tcp6); nullopt when
@@ -837,6 +848,8 @@ AuditEvidence CollectLocalEvidence(const sys::FileSystem& fs, sys::ProcessRunner
   HostIdentity(fs, options.host ? *options.host : CollectHost(fs, ""), out);
   StepEnvironment(options, out, out);
   NumaNodes(fs, out);
+  CollectPciEvidence(fs, out);
+  CollectEnvironmentModules(fs, options.environment, out);
   Ipmi(fs, runner, path, options.timeout, out);
   // Last, with everything read: whether the GPUs are idle decides whether the diagnostic runs.
   SideEffectIo side_effect_io = options.side_effect_io;

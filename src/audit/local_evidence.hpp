@@ -52,10 +52,16 @@ struct LocalProbeOptions {
 };
 
 // The variables CollectLocalEvidence reads from LocalProbeOptions::environment.
-inline constexpr const char* kAuditEnvironment[] = {
-    "CUDA_VISIBLE_DEVICES",      "NVIDIA_VISIBLE_DEVICES", "SLURM_STEP_ID",
-    "SLURM_STEP_GPUS",           "SLURM_JOB_GPUS",         "SLURM_GPUS_ON_NODE",
-    "NCCL_IB_QPS_PER_CONNECTION"};
+inline constexpr const char* kAuditEnvironment[] = {"CUDA_VISIBLE_DEVICES",
+                                                    "NVIDIA_VISIBLE_DEVICES",
+                                                    "SLURM_STEP_ID",
+                                                    "SLURM_STEP_GPUS",
+                                                    "SLURM_JOB_GPUS",
+                                                    "SLURM_GPUS_ON_NODE",
+                                                    "NCCL_IB_QPS_PER_CONNECTION",
+                                                    "MODULEPATH",
+                                                    "LMOD_CMD",
+                                                    "MODULESHOME"};
 
 // The program's path: the first `name` in the folders of `path_list` (as PATH), then in
 // `extra_dirs`; nothing when absent.

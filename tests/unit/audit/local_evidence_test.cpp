@@ -294,6 +294,31 @@ TEST(CollectLocalEvidence, ReadsEachGpusIdleTemperatureAndPowerFromNvml) {
   EXPECT_EQ(power[2]["value"], nullptr);
   EXPECT_EQ(e.at("gpu.idle.temperature_c")[0]["value"], 34);
   EXPECT_EQ(e.at("gpu.name")[1], "NVIDIA H100 80GB HBM3");
+  EXPECT_EQ(e.at("gpu.topology.nvlink"), false);  // no GPU answered for a link
+
+  // NVLink: one GPU with an active link is enough; links all down are none; a lost GPU could
+  // be the one with links, so without an active one seen it is not collected.
+  const auto nvlink_of = [&](std::vector<sys::GpuReading> gpus) {
+    sys::NvmlSnapshot with = snapshot;
+    with.gpus = std::move(gpus);
+    const AuditEvidence read = CollectLocalEvidence(
+        fs, runner, {.path = "/usr/bin", .nvml = [&] { return Result<sys::NvmlSnapshot>(with); }});
+    const auto it = read.find("gpu.topology.nvlink");
+    return it == read.end() ? json("not collected") : it->second;
+  };
+  sys::GpuReading linked = idle;
+  linked.nvlink_links = 18;
+  linked.nvlink_inactive = 1;
+  sys::GpuReading down = idle;
+  down.nvlink_links = 18;
+  down.nvlink_inactive = 18;
+  sys::GpuReading lost = idle;
+  lost.lost = true;
+  EXPECT_EQ(nvlink_of({down, linked}), true);
+  EXPECT_EQ(nvlink_of({down, down}), false);
+  EXPECT_EQ(nvlink_of({down, lost}), "not collected");
+  EXPECT_EQ(nvlink_of({linked, lost}), true);
+  EXPECT_EQ(nvlink_of({}), "not collected");
 
   // NVML that does not load: not collected, with why; no driver: not here.
   const AuditEvidence failed = CollectLocalEvidence(
