@@ -1164,6 +1164,34 @@ const std::map<std::string, Rule, std::less<>>& Rules() {
          }
          return Pass(system + ": " + Join(key.get<std::vector<std::string>>(), ", "));
        }},
+      {"orchestration.slurm-prolog-duration",
+       [](const Inputs& in) -> Verdict {
+         const json* prolog = Get(in, "scheduler.slurm.prolog_seconds");
+         if (prolog == nullptr) return NotCollected("scheduler.slurm.prolog_seconds");
+         const json& value = JsonAt(*prolog, {"value"});
+         if (!value.is_number()) return Unknown("scheduler.slurm.prolog_seconds is not a number");
+         const double seconds = value.get<double>();
+         const std::string observed = fmt::format("{:.1f} s", seconds);
+         if (seconds < 30) return Pass(observed);
+         return Found(observed, "< 30 s",
+                      fmt::format("the audit's task started {:.1f} s after its job (from {}): "
+                                  "every job waits that long for the prolog",
+                                  seconds, TextAt(*prolog, {"source"})));
+       }},
+      {"access.ssh-between-nodes",
+       [](const Inputs& in) -> Verdict {
+         const json* ssh = Get(in, "access.ssh_to_compute_node");
+         if (ssh == nullptr) return NotCollected("access.ssh_to_compute_node");
+         if (ssh->is_null()) return NotApplicable("the audit's job has one node: none to reach");
+         const json& ok = JsonAt(*ssh, {"ok"});
+         const std::string to = TextAt(*ssh, {"to"});
+         if (!ok.is_boolean()) return Unknown(TextAt(*ssh, {"detail"}));
+         if (ok.get<bool>()) return Pass("ssh to " + to);
+         return Found(fmt::format("ssh to {} failed: {}", to, TextAt(*ssh, {"detail"})),
+                      "ssh in batch mode to a node of one's own job",
+                      "users cannot ssh between the nodes of their job (MPI launchers, "
+                      "debuggers and monitoring need it)");
+       }},
       {"hardware.pcie-acs",
        [](const Inputs& in) -> Verdict {
          const json* pairs = Get(in, "pci.acs.path_bridges");

@@ -1,6 +1,7 @@
 #include "audit/slurm_audit.hpp"
 
 #include <algorithm>
+#include <charconv>
 #include <cmath>
 #include <fmt/format.h>
 #include <set>
@@ -8,6 +9,7 @@
 #include "audit/fanout.hpp"
 #include "audit/grading.hpp"
 #include "audit/local_evidence.hpp"
+#include "core/json_read.hpp"
 #include "core/log.hpp"
 #include "core/strings.hpp"
 #include "remediate/slurm.hpp"
@@ -41,6 +43,42 @@ std::string LastLine(std::string_view text) {
 std::string NodeName(const AuditIo& io) {
   std::string name = io.env ? io.env("SLURMD_NODENAME") : "";
   return name.empty() ? sys::Hostname() : name;
+}
+
+// Whether a user can ssh from this node to the next of the audit's job (the last to the
+// first), while the job holds both, so that pam_slurm_adopt lets it in as it would a user's own.
+// Batch mode: no password or passphrase prompt; host keys must be known already, and none is
+// written (StrictHostKeyChecking=yes, UpdateHostKeys=no). Null for a job of one node.
+json SshToNextNode(const std::string& self, const AuditIo& io) {
+  const std::string nodelist = io.env ? io.env("SLURM_JOB_NODELIST") : "";
+  const auto scontrol = FindProgram(*io.fs, io.path, "scontrol");
+  if (nodelist.empty() || !scontrol) {
+    return {
+        {"to", nullptr}, {"ok", nullptr}, {"detail", "the job's node list cannot be read here"}};
+  }
+  // Expanded here, by scontrol itself: no message to the controller.
+  auto names = io.runner->Run({.argv = {*scontrol, "show", "hostnames", nodelist},
+                               .env_add = {"LC_ALL=C"},
+                               .timeout = std::chrono::seconds(5)});
+  if (!names || !names->Succeeded()) {
+    return {{"to", nullptr}, {"ok", nullptr}, {"detail", "scontrol show hostnames failed"}};
+  }
+  const std::optional<std::string> next = NextNode(names->stdout_text, self);
+  if (!next) return nullptr;
+  const auto ssh = FindProgram(*io.fs, io.path, "ssh");
+  if (!ssh) return {{"to", *next}, {"ok", false}, {"detail", "no ssh client on this node"}};
+  auto ran = io.runner->Run(
+      {.argv = {*ssh, "-n", "-T", "-o", "BatchMode=yes", "-o", "ConnectTimeout=5", "-o",
+                "StrictHostKeyChecking=yes", "-o", "UpdateHostKeys=no", *next, "hostname"},
+       .env_add = {"LC_ALL=C"},
+       .timeout = std::chrono::seconds(10)});
+  if (!ran) return {{"to", *next}, {"ok", nullptr}, {"detail", ran.error().message}};
+  const bool ok = ran->Succeeded();
+  return {{"to", *next},
+          {"ok", ok},
+          {"detail", ok               ? ""
+                     : ran->timed_out ? "no answer in 10 s"
+                                      : LastLine(ran->stderr_text)}};
 }
 
 // Every node's findings graded on no evidence, with the reason it has none.
@@ -210,7 +248,7 @@ Result<std::string> NodeEvidenceFrames(const AuditOptions& options, double node_
                                                  "{} s",
                                                  node_timeout_s)}}),
       kDeadlineExit);
-  const AuditEvidence evidence = CollectLocalEvidence(
+  AuditEvidence evidence = CollectLocalEvidence(
       *io.fs, *io.runner,
       {.path = io.path,
        .timeout = SecondsAsDuration(options.probe_timeout_s),
@@ -222,6 +260,10 @@ Result<std::string> NodeEvidenceFrames(const AuditOptions& options, double node_
        .side_effects = ForChecks(options.side_effects, *checks),
        .side_effect_io = SideEffectIoFor(io, std::chrono::time_point_cast<WallTime::duration>(
                                                  started + SecondsAsDuration(node_timeout_s)))});
+  if (std::ranges::any_of(*checks,
+                          [](const CheckSpec* c) { return c->id == "access.ssh-between-nodes"; })) {
+    evidence["access.ssh_to_compute_node"] = SshToNextNode(node, io);
+  }
   sys::CancelDeadline();
   json document = {
       {"node", node},
@@ -230,7 +272,69 @@ Result<std::string> NodeEvidenceFrames(const AuditOptions& options, double node_
        std::chrono::duration_cast<std::chrono::milliseconds>(io.clock->Now() - started).count()},
       {"evidence", json::object()}};
   for (const auto& [key, value] : evidence) document["evidence"][key] = value;
+  // When this task started within its job, for the auditor to tell how long the prolog held it.
+  if (const std::string job = io.env ? io.env("SLURM_JOB_ID") : ""; !job.empty()) {
+    const std::string start = io.env("SLURM_JOB_START_TIME");
+    int64_t job_start = 0;
+    const bool known =
+        !start.empty() &&
+        std::from_chars(start.data(), start.data() + start.size(), job_start).ec == std::errc();
+    document["evidence"]["scheduler.step.timing"] = {
+        {"job_id", SanitizeUtf8(job)},
+        {"job_start", known ? json(job_start) : json(nullptr)},
+        {"task_started_ms",
+         std::chrono::duration_cast<std::chrono::milliseconds>(started.time_since_epoch())
+             .count()}};
+  }
   return FrameDocument(node, document);
+}
+
+std::optional<std::string> NextNode(std::string_view hostnames, std::string_view self) {
+  std::vector<std::string> nodes;
+  for (std::string_view line : Split(hostnames, '\n')) {
+    if (!Trim(line).empty()) nodes.emplace_back(Trim(line));
+  }
+  const auto me = std::ranges::find(nodes, self);
+  if (me == nodes.end() || nodes.size() < 2) return std::nullopt;
+  return SanitizeUtf8(std::next(me) == nodes.end() ? nodes.front() : *std::next(me));
+}
+
+std::optional<int64_t> ParseJobStartTime(std::string_view scontrol_job) {
+  for (std::string_view field : SplitFields(scontrol_job)) {
+    if (!field.starts_with("StartTime=")) continue;
+    const auto time = ParseIso8601(std::string(field.substr(10)) + "Z");
+    if (!time) return std::nullopt;
+    return std::chrono::duration_cast<std::chrono::seconds>(time->time_since_epoch()).count();
+  }
+  return std::nullopt;
+}
+
+std::map<std::string, json> PrologSeconds(
+    const std::map<std::string, AuditEvidence>& nodes,
+    const std::function<std::optional<int64_t>(const std::string&)>& job_start) {
+  std::map<std::string, json> out;
+  for (const auto& [node, evidence] : nodes) {
+    const auto timing = evidence.find("scheduler.step.timing");
+    if (timing == evidence.end() || !timing->second.is_object()) continue;
+    const json& t = timing->second;
+    const json& started = JsonAt(t, {"task_started_ms"});
+    const json& job = JsonAt(t, {"job_id"});
+    if (!started.is_number_integer() || !job.is_string()) continue;
+    std::optional<int64_t> start;
+    std::string source = "SLURM_JOB_START_TIME";
+    if (const json& exported = JsonAt(t, {"job_start"}); exported.is_number_integer()) {
+      start = exported.get<int64_t>();
+    } else {
+      start = job_start(job.get<std::string>());
+      source = "scontrol show job";
+    }
+    if (!start) continue;
+    // Slurm keeps whole seconds; the node's clock may run a little behind the controller's.
+    const double seconds = std::max(
+        0.0, static_cast<double>(started.get<int64_t>()) / 1000.0 - static_cast<double>(*start));
+    out[node] = {{"value", std::round(seconds * 10) / 10}, {"source", source}};
+  }
+  return out;
 }
 
 Result<AuditReport> RunSlurmAudit(const AuditOptions& options, const SlurmAuditOptions& slurm,
@@ -345,6 +449,23 @@ Result<AuditReport> RunSlurmAudit(const AuditOptions& options, const SlurmAuditO
       }
       unreachable.insert(problems.begin(), problems.end());
     }
+  }
+  // How long each node's prolog held its task, the job's start asked of the controller once
+  // per job where the nodes' Slurm does not export it.
+  std::map<std::string, std::optional<int64_t>> job_starts;
+  const auto ask_start = [&](const std::string& job) -> std::optional<int64_t> {
+    const auto [it, added] = job_starts.try_emplace(job);
+    if (!added) return it->second;
+    auto shown = io.runner->Run({.argv = {"scontrol", "show", "job", "-o", job},
+                                 .env_add = {"TZ=UTC", "LC_ALL=C"},
+                                 .timeout = SecondsAsDuration(options.probe_timeout_s)});
+    if (shown && shown->Succeeded()) it->second = ParseJobStartTime(shown->stdout_text);
+    return it->second;
+  };
+  // Kept in the node's stored document too, so that a review regrades it as it was graded.
+  for (auto& [node, seconds] : PrologSeconds(heard, ask_start)) {
+    answered[node]["evidence"]["scheduler.slurm.prolog_seconds"] = seconds;
+    heard[node]["scheduler.slurm.prolog_seconds"] = std::move(seconds);
   }
   // Graded once every node is in: what a node says about the cluster (how many nodes were
   // read) is the whole audit's, not its own.

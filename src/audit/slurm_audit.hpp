@@ -7,6 +7,7 @@
 // controller that does not answer makes every check UNKNOWN, and the audit still finishes.
 #pragma once
 
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -50,5 +51,21 @@ std::vector<std::string> SrunCommand(const std::string& partition,
                                      const std::vector<std::string>& nodes,
                                      const AuditOptions& options, const SlurmAuditOptions& slurm,
                                      const std::string& cmax);
+
+// The node after `self` in `scontrol show hostnames` output, the last one's being the first;
+// nullopt when `self` is not listed or is alone.
+std::optional<std::string> NextNode(std::string_view hostnames, std::string_view self);
+
+// `scontrol show job -o ID` run with TZ=UTC: the job's StartTime in seconds since the epoch;
+// nullopt when absent, "Unknown" or not a time.
+std::optional<int64_t> ParseJobStartTime(std::string_view scontrol_job);
+
+// Each node's seconds from its job's start to its task's start (what the prolog and the launch
+// took), from the node's scheduler.step.timing: the job's start from SLURM_JOB_START_TIME where
+// Slurm exports it (23.02 on), else from `job_start(job id)`, asked once per job. Nodes without
+// a time are left out.
+std::map<std::string, nlohmann::json> PrologSeconds(
+    const std::map<std::string, AuditEvidence>& nodes,
+    const std::function<std::optional<int64_t>(const std::string&)>& job_start);
 
 }  // namespace cmax::audit

@@ -28,6 +28,14 @@ Result<void> ValidateSpec(const LabSpec& spec) {
   if (SanitizeUtf8(spec.dir) != spec.dir) {
     return Fail(ErrorCode::kInvalidArgument, "lab folder path must be valid UTF-8 text");
   }
+  // One line of slurm.conf: an absolute path, no line break, no space Slurm would cut it at.
+  if (!spec.prolog.empty() &&
+      (spec.prolog[0] != '/' || spec.prolog.find_first_of(" \t\r\n#") != std::string::npos ||
+       SanitizeUtf8(spec.prolog) != spec.prolog)) {
+    return Fail(ErrorCode::kInvalidArgument,
+                "the Prolog must be an absolute path without spaces, got '{}'",
+                SanitizeUtf8(spec.prolog));
+  }
   if (spec.nodes < 1 || spec.nodes > 64) {
     return Fail(ErrorCode::kInvalidArgument, "--nodes must be 1 to 64, got {}", spec.nodes);
   }
@@ -137,6 +145,7 @@ std::string RenderSlurmConf(const LabSpec& spec, const LabPaths& paths) {
       fmt::arg("all", NodeRange(1, total)), fmt::arg("first_port", spec.first_node_port),
       fmt::arg("last_port", spec.first_node_port + total - 1), fmt::arg("cpus", spec.cpus_per_node),
       fmt::arg("gpus", spec.gpus_per_node), fmt::arg("main", NodeRange(1, spec.nodes)));
+  if (!spec.prolog.empty()) conf += "Prolog=" + spec.prolog + "\n";
   if (spec.spares > 0) {
     conf += fmt::format("PartitionName=spare Nodes={} Default=NO MaxTime=INFINITE State=UP\n",
                         NodeRange(spec.nodes + 1, total));
@@ -178,6 +187,7 @@ std::string SerializeState(const LabState& state) {
               {"first_node_port", s.first_node_port},
               {"cpus_per_node", s.cpus_per_node},
               {"cluster_name", s.cluster_name},
+              {"prolog", s.prolog},
               {"started_at", FormatIso8601(state.started_at)},
               {"daemons", daemons}};
   return out.dump(2, ' ', false, Json::error_handler_t::replace) + "\n";
@@ -201,6 +211,7 @@ Result<LabState> ParseState(std::string_view text) {
     s.first_node_port = in.at("first_node_port").get<int>();
     s.cpus_per_node = in.at("cpus_per_node").get<int>();
     s.cluster_name = in.at("cluster_name").get<std::string>();
+    s.prolog = in.value("prolog", std::string());  // state files before it have none
     state.started_at = ParseIso8601(in.at("started_at").get<std::string>()).value_or(WallTime{});
     for (const Json& d : in.at("daemons")) {
       state.daemons.push_back({d.at("name").get<std::string>(), d.at("program").get<std::string>(),

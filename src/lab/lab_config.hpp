@@ -21,6 +21,9 @@ struct LabSpec {
   int first_node_port = 17001;  // node i listens on first_node_port + i - 1
   int cpus_per_node = 2;
   std::string cluster_name = "cmaxlab";
+  // Slurm's Prolog: an absolute path run on a node before a job's first task there; empty:
+  // none. A slow one is what a provider's job start waits for.
+  std::string prolog;
 };
 
 Result<void> ValidateSpec(const LabSpec& spec);

@@ -274,6 +274,9 @@ TEST_F(LabTest, CliUpTwiceReportsTheRunningLab) {
 // itself; then a node whose slurmd is gone is UNKNOWN with the reason while the others answer;
 // then a controller that is down makes every check UNKNOWN and the audit still finishes.
 TEST_F(LabTest, AuditsEveryNodeAndNamesTheOneThatCannotAnswer) {
+  // A Prolog of a second: each node's task starts at least that long after its job.
+  spec_.prolog = dir_.File("prolog.sh");
+  ASSERT_TRUE(fs_.WriteFileAtomic(spec_.prolog, "#!/bin/sh\nexec sleep 1\n", 0755));
   auto up = Up(spec_, ctx_, 30s);
   ASSERT_TRUE(up) << up.error().message;
   const std::string conf = PathsFor(spec_.dir).slurm_conf;
@@ -314,6 +317,23 @@ TEST_F(LabTest, AuditsEveryNodeAndNamesTheOneThatCannotAnswer) {
   }
   EXPECT_EQ(on_every_node, doc["findings"].size()) << doc["findings"].dump(1);
   EXPECT_NE(err.find("5 of 5 node(s) answered"), std::string::npos) << err;
+  // ssh from each node to the next of the job: the lab's node names are Slurm's only (every
+  // node is this host), so the real ssh cannot even resolve them and the check says so.
+  for (const auto& f : doc["findings"]) {
+    if (f["check_id"] != "access.ssh-between-nodes") continue;
+    EXPECT_EQ(f["status"], "WARN") << f.dump();
+    EXPECT_NE(f["observed"].get<std::string>().find("ssh to gpu"), std::string::npos) << f.dump();
+  }
+  // The Prolog's second, measured on every node from the job's start the controller gives.
+  for (const char* node : {"gpu1", "gpu2", "gpu3", "gpu4", "gpu5"}) {
+    const auto& prolog = doc["evidence"][std::string("audit.node.") + node]["evidence"]
+                            ["scheduler.slurm.prolog_seconds"];
+    ASSERT_TRUE(prolog.is_object())
+        << node << ": " << doc["evidence"][std::string("audit.node.") + node].dump();
+    EXPECT_GE(prolog["value"].get<double>(), 1.0) << node;
+    EXPECT_LT(prolog["value"].get<double>(), 30.0) << node;
+    EXPECT_EQ(prolog["source"], "scontrol show job") << node;
+  }
   // The stored run regraded from each node's evidence: the same grades.
   std::ostringstream review_out;
   std::ostringstream review_err;
@@ -349,6 +369,10 @@ TEST_F(LabTest, AuditsEveryNodeAndNamesTheOneThatCannotAnswer) {
                                       "[ \"$1 $2\" = \"import --output\" ] || exit 2\n"
                                       "echo image > \"$3\"\n",
                                   0755));
+  // A stand-in ssh that logs its arguments and lets every node in (openssh's client is real
+  // above; a real sshd per lab node is not worth its set-up here).
+  ASSERT_TRUE(fs_.WriteFileAtomic(
+      bin + "/ssh", "#!/bin/sh\necho \"$*\" >> " + dir_.File("ssh.log") + "\n", 0755));
   const std::string path = sys::GetEnv("PATH");
   ::setenv("PATH", (bin + ":" + path).c_str(), 1);
   ::setenv("TMPDIR", scratch.c_str(), 1);
@@ -377,6 +401,15 @@ TEST_F(LabTest, AuditsEveryNodeAndNamesTheOneThatCannotAnswer) {
   }
   EXPECT_EQ(side_status["networking.outbound-internet"], "WARN");
   EXPECT_EQ(side_status["containers.enroot-import"], "PASS");
+  EXPECT_EQ(side_status["access.ssh-between-nodes"], "PASS");
+  const auto logins = fs_.ReadFile(dir_.File("ssh.log"), 1 << 20);
+  ASSERT_TRUE(logins);
+  // gpu1 to gpu2 and gpu2 back to gpu1, in batch mode, writing no host key.
+  EXPECT_EQ(std::ranges::count(*logins, '\n'), 2) << *logins;
+  for (const char* want : {"BatchMode=yes", "StrictHostKeyChecking=yes", "UpdateHostKeys=no",
+                           "gpu2 hostname", "gpu1 hostname"}) {
+    EXPECT_NE(logins->find(want), std::string::npos) << want << " in " << *logins;
+  }
   EXPECT_NE(side_err.find("side effects taken: opened one TCP connection to 127.0.0.1:" +
                           std::to_string(port) + " (nothing sent) on 2 node(s)"),
             std::string::npos)

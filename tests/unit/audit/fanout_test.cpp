@@ -208,5 +208,52 @@ TEST(SlurmPlan, OneStepOneTaskPerNodeRunningCmaxItself) {
       << "no partition: Slurm's default";
 }
 
+TEST(SlurmSsh, EachNodeReachesTheNextOfItsJob) {
+  EXPECT_EQ(NextNode("gpu1\ngpu2\ngpu3\n", "gpu1"), "gpu2");
+  EXPECT_EQ(NextNode("gpu1\ngpu2\ngpu3\n", "gpu3"), "gpu1");    // the last, the first
+  EXPECT_EQ(NextNode("gpu1\n", "gpu1"), std::nullopt);          // alone
+  EXPECT_EQ(NextNode("gpu1\ngpu2\n", "login1"), std::nullopt);  // not in the job
+  EXPECT_EQ(NextNode("", "gpu1"), std::nullopt);
+}
+
+TEST(SlurmProlog, ReadsTheJobsStartFromScontrol) {
+  EXPECT_EQ(ParseJobStartTime("JobId=42 JobName=cmax-audit UserId=root(0) JobState=RUNNING "
+                              "SubmitTime=2026-12-02T21:29:58 StartTime=2026-12-02T21:30:00 "
+                              "EndTime=Unknown\n"),
+            1796247000);
+  EXPECT_EQ(ParseJobStartTime("JobId=42 StartTime=Unknown EndTime=Unknown"), std::nullopt);
+  EXPECT_EQ(ParseJobStartTime("slurm_load_jobs error: Invalid job id specified"), std::nullopt);
+  EXPECT_EQ(ParseJobStartTime(""), std::nullopt);
+}
+
+TEST(SlurmProlog, EachNodesTaskStartAgainstItsJobsStart) {
+  const auto timing = [](json job_start, int64_t task_ms, std::string job = "42") {
+    return AuditEvidence{{"scheduler.step.timing",
+                          {{"job_id", std::move(job)},
+                           {"job_start", std::move(job_start)},
+                           {"task_started_ms", task_ms}}}};
+  };
+  std::map<std::string, AuditEvidence> nodes = {
+      {"gpu1", timing(nullptr, 1796247000400)},        // 0.4 s: no prolog to speak of
+      {"gpu2", timing(nullptr, 1796247041250)},        // 41.25 s
+      {"gpu3", timing(1796247100, 1796247101500)},     // exported by Slurm itself
+      {"gpu4", timing(nullptr, 1796246999000)},        // its clock a second behind: 0, not -1
+      {"gpu5", timing(nullptr, 1796247000000, "77")},  // a job the controller cannot show
+      {"gpu6", {}}};                                   // an older cmax: no timing
+  int asked = 0;
+  const auto out = PrologSeconds(nodes, [&](const std::string& job) -> std::optional<int64_t> {
+    ++asked;
+    if (job == "42") return 1796247000;
+    return std::nullopt;
+  });
+  EXPECT_EQ(out.at("gpu1"), (json{{"value", 0.4}, {"source", "scontrol show job"}}));
+  EXPECT_EQ(out.at("gpu2")["value"], 41.3);
+  EXPECT_EQ(out.at("gpu3"), (json{{"value", 1.5}, {"source", "SLURM_JOB_START_TIME"}}));
+  EXPECT_EQ(out.at("gpu4")["value"], 0.0);
+  EXPECT_FALSE(out.contains("gpu5"));
+  EXPECT_FALSE(out.contains("gpu6"));
+  EXPECT_EQ(asked, 4);  // the lookup is the caller's to cache; it is asked only where needed
+}
+
 }  // namespace
 }  // namespace cmax::audit

@@ -28,6 +28,10 @@ TEST(LabConfig, NoSparePartitionWithoutSpares) {
   EXPECT_EQ(conf.find("PartitionName=spare"), std::string::npos);
   EXPECT_NE(conf.find("NodeName=gpu1 "), std::string::npos);
   EXPECT_NE(conf.find("Port=17001-17001"), std::string::npos);
+  EXPECT_EQ(conf.find("Prolog="), std::string::npos);
+  spec.prolog = "/tmp/lab/prolog.sh";
+  EXPECT_NE(RenderSlurmConf(spec, PathsFor(spec.dir)).find("\nProlog=/tmp/lab/prolog.sh\n"),
+            std::string::npos);
 }
 
 TEST(LabConfig, NodeNames) {
@@ -57,6 +61,10 @@ TEST(LabConfig, ValidatesTheSpec) {
   EXPECT_FALSE(with([](LabSpec& s) { s.gpus_per_node = 0; }));
   EXPECT_FALSE(with([](LabSpec& s) { s.controller_port = 17002; }));
   EXPECT_FALSE(with([](LabSpec& s) { s.first_node_port = 65534; }));
+  EXPECT_TRUE(with([](LabSpec& s) { s.prolog = "/tmp/lab/prolog.sh"; }));
+  for (const char* prolog : {"prolog.sh", "/tmp/a b.sh", "/tmp/x\nEpilog=/bin/evil", "/tmp/#"}) {
+    EXPECT_FALSE(with([&](LabSpec& s) { s.prolog = prolog; })) << prolog;
+  }
   EXPECT_FALSE(with([](LabSpec& s) { s.dir = "/" + std::string(120, 'x'); }))
       << "the munge socket path would not fit in sun_path";
 }
@@ -69,6 +77,8 @@ TEST(LabConfig, StateRoundTrips) {
   auto back = ParseState(SerializeState(state));
   ASSERT_TRUE(back) << back.error().message;
   EXPECT_EQ(back->spec.spares, 2);
+  state.spec.prolog = "/tmp/lab/prolog.sh";
+  EXPECT_EQ(ParseState(SerializeState(state))->spec.prolog, "/tmp/lab/prolog.sh");
   EXPECT_EQ(back->started_at, state.started_at);
   ASSERT_EQ(back->daemons.size(), 2u);
   EXPECT_EQ(back->daemons[1].pid, 101);
