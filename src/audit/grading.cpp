@@ -1192,6 +1192,39 @@ const std::map<std::string, Rule, std::less<>>& Rules() {
                       "users cannot ssh between the nodes of their job (MPI launchers, "
                       "debuggers and monitoring need it)");
        }},
+      {"software.nvhpc",
+       [](const Inputs& in) -> Verdict {
+         const json* release = Get(in, "software.nvhpc.release");
+         if (release == nullptr) return NotCollected("software.nvhpc.release");
+         if (release->is_null()) {
+           return Found("not installed", "the current or previous HPC SDK release, whole",
+                        "no release under /opt/nvidia/hpc_sdk on this node");
+         }
+         const json* compilers = Get(in, "software.nvhpc.compilers");
+         const json* payload = Get(in, "software.nvhpc.payload");
+         if (compilers == nullptr || payload == nullptr) {
+           return NotCollected("software.nvhpc.compilers", "software.nvhpc.payload");
+         }
+         const std::string version = Shown(*release);
+         std::vector<std::string> wrong;
+         for (const auto& [name, said] : compilers->items()) {
+           if (said.is_null()) {
+             wrong.push_back("no " + name);
+           } else if (said != *release) {
+             wrong.push_back(fmt::format("{} is {}", name, Shown(said)));
+           }
+         }
+         for (const json& part : JsonAt(*payload, {"missing"})) {
+           wrong.push_back("no " + Shown(part));
+         }
+         if (!wrong.empty()) {
+           Verdict verdict = Found(version + ": " + Join(wrong, ", "), "a whole release",
+                                   "the HPC SDK release is incomplete or mixed");
+           verdict.kind = Verdict::Kind::kFail;
+           return verdict;
+         }
+         return VersionRule(in, "software.nvhpc.release", "nvhpc", "HPC SDK");
+       }},
       {"hardware.pcie-acs",
        [](const Inputs& in) -> Verdict {
          const json* pairs = Get(in, "pci.acs.path_bridges");

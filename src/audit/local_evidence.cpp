@@ -7,6 +7,7 @@
 
 #include "audit/environment_modules.hpp"
 #include "audit/host_inventory.hpp"
+#include "audit/hpc_sdk.hpp"
 #include "audit/inventory_checks.hpp"
 #include "audit/pci_evidence.hpp"
 #include "core/strings.hpp"
@@ -818,6 +819,7 @@ AuditEvidence CollectLocalEvidence(const sys::FileSystem& fs, sys::ProcessRunner
   std::optional<std::string> hpcx = FindProgram(fs, path, "hpcx");
   if (!hpcx && fs.IsDirectory("/opt/hpcx")) hpcx = "/opt/hpcx";
   out["software.hpcx.path"] = PathOrNull(hpcx);
+  CollectHpcSdk(fs, runner, options.timeout, out);
   // sudo: root needs none; anyone else must get it without a password prompt.
   const auto status = Read(fs, "/proc/self/status");
   const bool root = status && status->find("\nUid:\t0\t") != std::string::npos;

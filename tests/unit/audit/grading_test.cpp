@@ -41,6 +41,17 @@ struct Case {
   const char* observed_has = "";
 };
 
+// A node's HPC SDK: its release, what nvfortran says (nvc and nvc++ say the release), and the
+// parts missing from it.
+AuditEvidence NvhpcEvidence(const char* release, const json& nvfortran, const json& missing) {
+  return {{"software.nvhpc.release", release},
+          {"software.nvhpc.compilers",
+           {{"nvc", release}, {"nvc++", release}, {"nvfortran", nvfortran}}},
+          {"software.nvhpc.payload",
+           {{"path", std::string("/opt/nvidia/hpc_sdk/Linux_x86_64/") + release},
+            {"missing", missing}}}};
+}
+
 // One GPU-NIC pair under a switch whose downstream port has this ACS control (null: unread).
 json AcsPair(const json& acsctl, bool redirects) {
   json bridge = {{"bridge", "0000:17:08.0"}, {"acsctl", acsctl}};
@@ -504,6 +515,19 @@ TEST(GradeChecks, JudgesEachCheckOnItsEvidence) {
          {{"to", nullptr}, {"ok", nullptr}, {"detail", "scontrol show hostnames failed"}}}},
        CheckStatus::kUnknown},
       {"access.ssh-between-nodes", {}, CheckStatus::kUnknown},
+      // The HPC SDK: present, whole, and not older than the table's minimum.
+      {"software.nvhpc",
+       {{"software.nvhpc.release", nullptr}},
+       CheckStatus::kFail,
+       "not installed"},
+      {"software.nvhpc", NvhpcEvidence("26.9", "26.9", json::array()), CheckStatus::kPass, "26.9"},
+      {"software.nvhpc", NvhpcEvidence("25.11", "25.11", json::array()), CheckStatus::kFail,
+       "25.11"},
+      {"software.nvhpc", NvhpcEvidence("26.9", "26.7", json::array()), CheckStatus::kFail,
+       "26.9: nvfortran is 26.7"},
+      {"software.nvhpc", NvhpcEvidence("26.9", nullptr, {"math_libs"}), CheckStatus::kFail,
+       "26.9: no nvfortran, no math_libs"},
+      {"software.nvhpc", {{"software.nvhpc.release", "26.9"}}, CheckStatus::kUnknown},
       // Environment modules.
       {"software.lmod-modules",
        {{"software.modules.available",

@@ -9,6 +9,8 @@
 #include <string>
 
 #include "audit/environment_modules.hpp"
+#include "audit/hpc_sdk.hpp"
+#include "support/fake_process_runner.hpp"
 #include "sys/file_system.hpp"
 
 namespace cmax::audit {
@@ -192,6 +194,45 @@ TEST(EnvironmentModules, TellsNoModuleSystemFromNoKeyModule) {
             (json{{"system", "environment-modules"},
                   {"paths", {"/usr/share/modules/modulefiles"}},
                   {"key", json::array()}}));
+}
+
+TEST(HpcSdk, ReadsWhatTheCompilersSay) {
+  EXPECT_EQ(ParseHpcSdkCompilerRelease("\nnvc 26.9-0 64-bit target on x86-64 Linux -tp znver4 \n"
+                                       "NVIDIA Compilers and Tools\n"),
+            "26.9");
+  EXPECT_EQ(ParseHpcSdkCompilerRelease("nvfortran 25.11-1 64-bit target on aarch64 Linux\n"),
+            "25.11");
+  EXPECT_EQ(ParseHpcSdkCompilerRelease("nvc++ 26.1 64-bit target\n"), "26.1");
+  EXPECT_EQ(ParseHpcSdkCompilerRelease("gcc (Debian 12.2.0-14) 12.2.0\n"), "");
+  EXPECT_EQ(ParseHpcSdkCompilerRelease(""), "");
+}
+
+TEST(HpcSdk, TheNewestReleaseItsCompilersAndItsParts) {
+  sys::MemoryFileSystem fs;
+  const std::string old = "/opt/nvidia/hpc_sdk/Linux_x86_64/25.11";
+  const std::string home = "/opt/nvidia/hpc_sdk/Linux_x86_64/26.9";
+  fs.AddFile(old + "/compilers/bin/nvc", "");
+  for (const char* compiler : {"nvc", "nvc++"}) fs.AddFile(home + "/compilers/bin/" + compiler, "");
+  for (const char* part : {"cuda/13.0/bin/nvcc", "comm_libs/nccl/lib/libnccl.so",
+                           "profilers/Nsight_Systems/bin/nsys", "compilers/lib/libnvc.so"}) {
+    fs.AddFile(home + "/" + part, "");
+  }
+  fs.AddFile("/opt/nvidia/hpc_sdk/Linux_x86_64/2024", "");  // not a release
+  fs.AddFile("/opt/nvidia/hpc_sdk/modulefiles/nvhpc/26.9", "");
+  cmax::testing::FakeProcessRunner runner;
+  runner.AnswerStdout("nvc", "\nnvc 26.9-0 64-bit target on x86-64 Linux\n");
+  runner.AnswerStdout("nvc++", "\nnvc++ 26.7-0 64-bit target on x86-64 Linux\n");
+  AuditEvidence out;
+  CollectHpcSdk(fs, runner, std::chrono::seconds(5), out);
+  EXPECT_EQ(out.at("software.nvhpc.release"), "26.9");
+  EXPECT_EQ(out.at("software.nvhpc.compilers"),
+            (json{{"nvc", "26.9"}, {"nvc++", "26.7"}, {"nvfortran", nullptr}}));
+  EXPECT_EQ(out.at("software.nvhpc.payload"), (json{{"path", home}, {"missing", {"math_libs"}}}));
+
+  AuditEvidence none;
+  CollectHpcSdk(sys::MemoryFileSystem(), runner, std::chrono::seconds(5), none);
+  EXPECT_EQ(none.at("software.nvhpc.release"), nullptr);
+  EXPECT_FALSE(none.contains("software.nvhpc.compilers"));
 }
 
 }  // namespace
