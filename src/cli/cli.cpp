@@ -36,6 +36,7 @@ constexpr std::pair<std::string_view, CommandSetup> kCommands[] = {
     {"inject", SetupInjectCommand},
     {"reliability", SetupReliabilityCommand},
     {"endpoint", SetupEndpointCommand},
+    {"rate", SetupRateCommand},
 };
 
 }  // namespace

@@ -53,6 +53,7 @@ Command SetupRemediateCommand(CLI::App& parent);
 Command SetupInjectCommand(CLI::App& parent);
 Command SetupReliabilityCommand(CLI::App& parent);
 Command SetupEndpointCommand(CLI::App& parent);
+Command SetupRateCommand(CLI::App& parent);
 
 // What of the tree a command line needs: every command (help, an unknown word, no arguments),
 // the one it names, or none (--version alone).

@@ -390,6 +390,43 @@ TEST(Cli, AuditBuildsAMinimumTableTheAuditThenReads) {
   EXPECT_EQ(Cli({"audit", "minimums", "build"}).code, kExitUsage);
 }
 
+// `cmax rate` on what the store holds: nothing yet is an error that says what to run; an audit
+// of this host without an attestation is Untestable with the gate unverified; with the example
+// attestation the gate passes and the attestation's items score.
+TEST(Cli, RateReadsTheStoreAndAnAttestation) {
+  testing::TempDir dir;
+  const std::string db = dir.File("cmax.db");
+  const auto empty = Cli({"rate", "--db", db});
+  EXPECT_EQ(empty.code, kExitError);
+  EXPECT_NE(empty.err.find("run cmax run or cmax audit first"), std::string::npos) << empty.err;
+  ASSERT_NE(Cli({"audit", "--db", db, "--exit-zero"}).code, kExitError);
+  const auto bare = Cli({"rate", "--db", db, "--json"});
+  ASSERT_EQ(bare.code, kExitOk) << bare.err;
+  const auto doc = nlohmann::json::parse(bare.out);
+  EXPECT_EQ(doc["schema"], "cmax.rating/v1");
+  EXPECT_EQ(doc["runs"].size(), 1U);
+  EXPECT_EQ(doc["gates_unverified"].size(), 1U) << doc.dump(1);
+  EXPECT_EQ(doc["tier"], "Untestable") << doc["notes"];  // an audit alone is too little
+  const std::string example = std::string(CMAX_TEST_DATA) + "/../../data/attestation.example.yaml";
+  const auto attested = Cli({"rate", "--db", db, "--json", "--attestation", example});
+  ASSERT_EQ(attested.code, kExitOk) << attested.err;
+  const auto rated = nlohmann::json::parse(attested.out);
+  EXPECT_EQ(rated["provider"], "Example Cloud");
+  EXPECT_TRUE(rated["gates_unverified"].empty());
+  EXPECT_TRUE(rated["gates_failed"].empty());
+  EXPECT_GT(rated["confidence"].get<double>(), doc["confidence"].get<double>());
+  // A bad attestation or rubric is a usage error naming the file and the line.
+  const std::string bad = dir.File("bad.yaml");
+  std::ofstream(bad) << "schema: cmax.attestation/v1\nprovider: P\nsource: S\ndate: 2026-13-01\n";
+  const auto refused = Cli({"rate", "--db", db, "--attestation", bad});
+  EXPECT_EQ(refused.code, kExitUsage);
+  EXPECT_NE(refused.err.find("bad.yaml: attestation line 4: date must be a date"),
+            std::string::npos)
+      << refused.err;
+  const auto text = Cli({"rate", "--db", db});
+  EXPECT_TRUE(text.out.starts_with("Tier: Untestable")) << text.out;
+}
+
 TEST(Cli, CmaxDbEnvironmentVariableSelectsTheStore) {
   testing::TempDir dir;
   const std::string db = dir.File("from-env.db");

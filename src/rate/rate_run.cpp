@@ -1,0 +1,78 @@
+#include "rate/rate_run.hpp"
+
+#include <algorithm>
+
+#include "store/run_writer.hpp"
+#include "store/store.hpp"
+#include "sys/file_system.hpp"
+
+namespace cmax::rate {
+namespace {
+
+constexpr size_t kFileLimit = size_t{4} << 20;
+
+}  // namespace
+
+Result<Rating> RateStoredRuns(const RateOptions& options, const RateIo& io) {
+  std::optional<Rubric> custom;
+  if (!options.rubric.empty()) {
+    auto text = io.fs->ReadFile(options.rubric, kFileLimit);
+    if (!text) {
+      return Fail(ErrorCode::kInvalidArgument, "--rubric {}: {}", options.rubric,
+                  text.error().message);
+    }
+    auto parsed = Rubric::Parse(*text);
+    if (!parsed) {
+      return Fail(ErrorCode::kInvalidArgument, "{}: {}", options.rubric, parsed.error().message);
+    }
+    custom = std::move(*parsed);
+  }
+  const Rubric& rubric = custom ? *custom : Rubric::Builtin();
+
+  std::optional<Attestation> attestation;
+  if (!options.attestation.empty()) {
+    auto text = io.fs->ReadFile(options.attestation, kFileLimit);
+    if (!text) {
+      return Fail(ErrorCode::kInvalidArgument, "--attestation {}: {}", options.attestation,
+                  text.error().message);
+    }
+    auto parsed = ParseAttestation(*text, io.clock->Now());
+    if (!parsed) {
+      return Fail(ErrorCode::kInvalidArgument, "{}: {}", options.attestation,
+                  parsed.error().message);
+    }
+    attestation = std::move(*parsed);
+  }
+
+  std::vector<std::string> asked = options.runs;
+  if (asked.empty()) {
+    auto store = store::Store::Open({.path = io.db_path, .create = false, .read_only = true});
+    if (!store) {
+      return Fail(ErrorCode::kUnavailable, "no store at {}: run cmax run or cmax audit first",
+                  io.db_path);
+    }
+    for (const char* command : {"run", "audit", "reliability", "endpoint", "health"}) {
+      if (auto id = store->LatestRunId(command)) asked.push_back(std::to_string(*id));
+    }
+    if (asked.empty()) {
+      return Fail(ErrorCode::kUnavailable,
+                  "no runs in {} to rate: run cmax run, cmax audit or cmax reliability first",
+                  io.db_path);
+    }
+  }
+  std::vector<RunRecord> records;
+  for (const std::string& run : asked) {
+    auto record = store::LoadStoredRun(io.db_path, run);
+    if (!record) return tl::unexpected(record.error());
+    if (std::ranges::none_of(records,
+                             [&](const RunRecord& r) { return r.run.id == record->run.id; })) {
+      records.push_back(std::move(*record));
+    }
+  }
+  std::ranges::sort(records, std::greater<>(), [](const RunRecord& r) { return r.run.id; });
+  RatingInputs inputs{.attestation = attestation ? &*attestation : nullptr};
+  for (const RunRecord& record : records) inputs.runs.push_back(&record);
+  return RateEvidence(rubric, inputs);
+}
+
+}  // namespace cmax::rate

@@ -1,0 +1,342 @@
+#include "rate/rating.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <fmt/format.h>
+#include <map>
+#include <set>
+
+#include "core/strings.hpp"
+
+namespace cmax::rate {
+namespace {
+
+using nlohmann::json;
+
+std::string Number(double value) {
+  std::string text = fmt::format("{:.2f}", value);
+  while (text.ends_with('0')) text.pop_back();
+  if (text.ends_with('.')) text.pop_back();
+  return text;
+}
+
+// PASS 1, WARN 0.5, FAIL 0 over the checks that apply; UNKNOWN and ATTEST are evidence missing.
+void ScoreAudit(const RubricItem& item, const RatingInputs& in, ItemRating& out) {
+  std::map<CheckStatus, int> counts;
+  std::vector<std::string> failed;
+  std::set<int64_t> runs;
+  int applicable = 0;
+  double points = 0;
+  int missing = 0;
+  for (const std::string& check : item.source.audit_checks) {
+    const Finding* found = nullptr;
+    int64_t run = 0;
+    for (const RunRecord* record : in.runs) {
+      const auto it = std::ranges::find(record->findings, check, &Finding::check_id);
+      if (it != record->findings.end()) {
+        found = &*it;
+        run = record->run.id;
+        break;
+      }
+    }
+    if (found == nullptr) {
+      ++missing;
+      continue;
+    }
+    runs.insert(run);
+    ++counts[found->status];
+    switch (found->status) {
+      case CheckStatus::kPass:
+        ++applicable;
+        points += 1;
+        break;
+      case CheckStatus::kWarn:
+        ++applicable;
+        points += 0.5;
+        break;
+      case CheckStatus::kFail:
+        ++applicable;
+        failed.push_back(check);
+        break;
+      case CheckStatus::kSkip: break;  // does not apply here
+      case CheckStatus::kUnknown:
+      case CheckStatus::kAttest: ++missing; break;
+    }
+  }
+  out.runs.assign(runs.begin(), runs.end());
+  if (applicable + missing == 0) {
+    // Every check was read and none applies to this target (N/A): the item does not apply.
+    out.applies = false;
+    out.evidence =
+        fmt::format("none of its {} audit check(s) applies here", item.source.audit_checks.size());
+    return;
+  }
+  if (applicable > 0) out.score = points / applicable;
+  out.coverage = static_cast<double>(applicable) / (applicable + missing);
+  std::vector<std::string> parts;
+  for (const CheckStatus status :
+       {CheckStatus::kPass, CheckStatus::kWarn, CheckStatus::kFail, CheckStatus::kAttest,
+        CheckStatus::kUnknown, CheckStatus::kSkip}) {
+    if (const int n = counts[status]; n > 0) {
+      parts.push_back(fmt::format("{} {}", n, StatusName(status)));
+    }
+  }
+  const int unread = missing - counts[CheckStatus::kUnknown] - counts[CheckStatus::kAttest];
+  if (unread > 0) parts.push_back(fmt::format("{} not in any run", unread));
+  out.evidence = fmt::format(
+      "{} audit check(s){}: {}", item.source.audit_checks.size(),
+      item.source.audit_profile.empty() ? "" : " of profile " + item.source.audit_profile,
+      Join(parts, ", "));
+  if (!failed.empty()) {
+    if (failed.size() > 4) {
+      const size_t more = failed.size() - 4;
+      failed.resize(4);
+      failed.push_back(fmt::format("{} more", more));
+    }
+    out.evidence += "; FAIL: " + Join(failed, ", ");
+  }
+}
+
+double Banded(const ItemScoring& scoring, double value) {
+  for (const auto& [limit, score] : scoring.bands) {
+    if (scoring.lower_is_better ? value <= limit : value >= limit) return score;
+  }
+  return scoring.otherwise;
+}
+
+void ScoreMetric(const RubricItem& item, const RatingInputs& in, ItemRating& out) {
+  for (const RunRecord* record : in.runs) {
+    std::vector<double> values;
+    for (const Metric& metric : record->metrics) {
+      if (metric.name == item.source.metric && std::isfinite(metric.value)) {
+        values.push_back(metric.value);
+      }
+    }
+    if (values.empty()) continue;
+    double value = 0;
+    if (item.source.aggregate == "min") {
+      value = *std::ranges::min_element(values);
+    } else if (item.source.aggregate == "mean") {
+      for (double v : values) value += v;
+      value /= static_cast<double>(values.size());
+    } else {
+      value = *std::ranges::max_element(values);
+    }
+    out.score = Banded(item.scoring, value);
+    out.coverage = 1;
+    out.runs = {record->run.id};
+    out.evidence =
+        fmt::format("{} {}{} over {} value(s) of {} in run {}", item.source.aggregate,
+                    Number(value), item.scoring.unit.empty() ? "" : " " + item.scoring.unit,
+                    values.size(), item.source.metric, record->run.id);
+    return;
+  }
+  out.evidence = fmt::format("no run records {}", item.source.metric);
+}
+
+void ScoreAttestation(const RubricItem& item, const RatingInputs& in, ItemRating& out) {
+  if (in.attestation == nullptr) {
+    out.evidence = "no attestation given (--attestation FILE)";
+    return;
+  }
+  const auto it = in.attestation->facts.find(item.source.attestation);
+  if (it == in.attestation->facts.end()) {
+    out.evidence = fmt::format("the attestation does not say ({})", item.source.attestation);
+    return;
+  }
+  const std::string who = fmt::format("attested by {}, {}", in.attestation->source,
+                                      FormatIso8601(in.attestation->date).substr(0, 10));
+  if (item.scoring.kind == ItemScoring::Kind::kPassFail) {
+    if (!it->second.is_boolean()) {
+      out.evidence = fmt::format("{} is not yes or no", item.source.attestation);
+      return;
+    }
+    out.score = it->second.get<bool>() ? 1.0 : 0.0;
+    out.coverage = 1;
+    out.evidence = fmt::format("{}: {} ({})", item.source.attestation,
+                               it->second.get<bool>() ? "yes" : "no", who);
+    return;
+  }
+  if (!it->second.is_number()) {
+    out.evidence = fmt::format("{} is not a number", item.source.attestation);
+    return;
+  }
+  const double value = it->second.get<double>();
+  out.score = Banded(item.scoring, value);
+  out.coverage = 1;
+  out.evidence = fmt::format("{}: {}{} ({})", item.source.attestation, Number(value),
+                             item.scoring.unit.empty() ? "" : " " + item.scoring.unit, who);
+}
+
+}  // namespace
+
+Rating RateEvidence(const Rubric& rubric, const RatingInputs& in) {
+  Rating rating;
+  rating.rubric = rubric.Name();
+  rating.rubric_sha256 = rubric.Sha256();
+  for (const RunRecord* record : in.runs) rating.runs.push_back(record->run.id);
+  if (in.attestation != nullptr) {
+    rating.provider = in.attestation->provider;
+    rating.attestation_sha256 = in.attestation->sha256;
+    rating.notes = in.attestation->notes;
+  }
+  for (const RubricItem& item : rubric.Items()) {
+    ItemRating out{.id = item.id,
+                   .category = item.category,
+                   .title = item.title,
+                   .weight = item.weight,
+                   .gate_cap = item.gate_cap,
+                   .gate_why = item.gate_why};
+    if (!item.source.audit_checks.empty()) {
+      ScoreAudit(item, in, out);
+    } else if (!item.source.metric.empty()) {
+      ScoreMetric(item, in, out);
+    } else {
+      ScoreAttestation(item, in, out);
+    }
+    if (!out.score) out.coverage = 0;
+    rating.items.push_back(std::move(out));
+  }
+
+  double known_weight = 0;
+  double all_weight = 0;
+  double points = 0;
+  for (const RubricCategory& category : rubric.Categories()) {
+    CategoryRating out{.id = category.id, .title = category.title, .weight = category.weight};
+    double item_known = 0;
+    double item_all = 0;
+    double item_points = 0;
+    for (const ItemRating& item : rating.items) {
+      if (item.category != category.id || !item.applies) continue;
+      item_all += item.weight;
+      if (!item.score) continue;
+      item_known += item.weight * item.coverage;
+      item_points += item.weight * item.coverage * *item.score;
+    }
+    out.confidence = item_all > 0 ? item_known / item_all : 0;
+    if (item_known > 0) out.score = 100 * item_points / item_known;
+    if (item_all == 0) {
+      out.applies = false;  // nothing in it applies to this target
+      rating.categories.push_back(std::move(out));
+      continue;
+    }
+    all_weight += category.weight;
+    if (out.score) {
+      known_weight += category.weight * out.confidence;
+      points += category.weight * out.confidence * *out.score;
+    }
+    rating.categories.push_back(std::move(out));
+  }
+  rating.confidence = all_weight > 0 ? known_weight / all_weight : 0;
+  if (known_weight > 0) rating.score = points / known_weight;
+
+  rating.band = rubric.Below();
+  if (rating.score) {
+    for (const auto& [name, min] : rubric.Tiers()) {
+      if (*rating.score >= min) {
+        rating.band = name;
+        break;
+      }
+    }
+  }
+  rating.tier = rating.band;
+  for (const ItemRating& item : rating.items) {
+    if (!item.gate_cap || !item.applies) continue;
+    if (!item.score) {
+      rating.gates_unverified.push_back(fmt::format("{}: {}", item.id, item.evidence));
+      continue;
+    }
+    if (*item.score > 0) continue;
+    rating.gates_failed.push_back(
+        fmt::format("{}: {} (caps the tier at {})", item.id, item.gate_why, *item.gate_cap));
+    if (rubric.Rank(*item.gate_cap) > rubric.Rank(rating.tier)) rating.tier = *item.gate_cap;
+  }
+  if (rating.confidence < rubric.UntestableBelowConfidence()) {
+    rating.notes.push_back(
+        fmt::format("{:.1f}% of the rubric's weight had evidence, under the {:.0f}% a rating needs",
+                    100 * rating.confidence, 100 * rubric.UntestableBelowConfidence()));
+    rating.tier = rubric.Untestable();
+  } else if (!rating.gates_unverified.empty()) {
+    rating.notes.push_back("provisional: a gate could not be checked");
+  }
+  return rating;
+}
+
+std::string RatingText(const Rating& r, int verbosity) {
+  std::string out = fmt::format("Tier: {}", r.tier);
+  if (r.tier != r.band) out += fmt::format(" (the score alone: {})", r.band);
+  out += fmt::format("\nScore: {} of 100, confidence {:.0f}%{}\n",
+                     r.score ? fmt::format("{:.1f}", *r.score) : "none", 100 * r.confidence,
+                     r.provider.empty() ? "" : "; provider " + r.provider);
+  out += fmt::format("Rubric: {} (sha256 {}); runs: {}\n", r.rubric, r.rubric_sha256.substr(0, 12),
+                     r.runs.empty() ? "none"
+                                    : Join(
+                                          [&] {
+                                            std::vector<std::string> ids;
+                                            for (int64_t id : r.runs)
+                                              ids.push_back(std::to_string(id));
+                                            return ids;
+                                          }(),
+                                          ", "));
+  for (const std::string& gate : r.gates_failed) out += "GATE FAILED  " + gate + "\n";
+  for (const std::string& gate : r.gates_unverified) out += "GATE UNKNOWN " + gate + "\n";
+  for (const std::string& note : r.notes) out += "NOTE  " + note + "\n";
+  out += "\n";
+  for (const CategoryRating& c : r.categories) {
+    out += c.applies ? fmt::format("{:<14} {:>6}  confidence {:>3.0f}%  (weight {})\n", c.id,
+                                   c.score ? fmt::format("{:.1f}", *c.score) : "-",
+                                   100 * c.confidence, Number(c.weight))
+                     : fmt::format("{:<14} {:>6}  does not apply here\n", c.id, "n/a");
+    for (const ItemRating& item : r.items) {
+      if (item.category != c.id) continue;
+      out += fmt::format("  {:<34} {:>5}  {}\n", item.id,
+                         item.score ? fmt::format("{:.2f}", *item.score) : "-",
+                         verbosity > 0 || !item.score ? item.evidence : item.title);
+    }
+  }
+  return out;
+}
+
+json RatingJson(const Rating& r) {
+  const auto optional = [](const std::optional<double>& v) { return v ? json(*v) : json(nullptr); };
+  json items = json::array();
+  for (const ItemRating& item : r.items) {
+    json entry = {{"id", item.id},
+                  {"category", item.category},
+                  {"title", item.title},
+                  {"weight", item.weight},
+                  {"score", optional(item.score)},
+                  {"coverage", item.coverage},
+                  {"evidence", item.evidence},
+                  {"runs", item.runs},
+                  {"applies", item.applies}};
+    if (item.gate_cap) entry["gate"] = {{"cap", *item.gate_cap}, {"why", item.gate_why}};
+    items.push_back(std::move(entry));
+  }
+  json categories = json::array();
+  for (const CategoryRating& c : r.categories) {
+    categories.push_back({{"id", c.id},
+                          {"title", c.title},
+                          {"weight", c.weight},
+                          {"score", optional(c.score)},
+                          {"confidence", c.confidence},
+                          {"applies", c.applies}});
+  }
+  return {{"schema", "cmax.rating/v1"},
+          {"tier", r.tier},
+          {"band", r.band},
+          {"score", optional(r.score)},
+          {"confidence", r.confidence},
+          {"rubric", {{"name", r.rubric}, {"sha256", r.rubric_sha256}}},
+          {"provider", r.provider.empty() ? json(nullptr) : json(r.provider)},
+          {"attestation_sha256",
+           r.attestation_sha256.empty() ? json(nullptr) : json(r.attestation_sha256)},
+          {"runs", r.runs},
+          {"gates_failed", r.gates_failed},
+          {"gates_unverified", r.gates_unverified},
+          {"notes", r.notes},
+          {"categories", categories},
+          {"items", items}};
+}
+
+}  // namespace cmax::rate

@@ -1,0 +1,68 @@
+// The rating: a rubric applied to stored runs and an attestation. Pure: the runs come in as
+// records, so any stored run can be rated again without the cluster. Each item's score comes
+// with the evidence that produced it and how much of its evidence there was; missing evidence
+// lowers the confidence, never the score and never to a pass; a failed gate caps the tier.
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/run_record.hpp"
+#include "rate/attestation.hpp"
+#include "rate/rubric.hpp"
+
+namespace cmax::rate {
+
+struct RatingInputs {
+  std::vector<const RunRecord*> runs;  // newest first: a check or metric is read from the newest
+  const Attestation* attestation = nullptr;
+};
+
+struct ItemRating {
+  std::string id;
+  std::string category;
+  std::string title;
+  double weight = 0;
+  std::optional<double> score;  // 0 to 1; none without evidence
+  double coverage = 0;          // the share of its evidence that was there, 0 to 1
+  bool applies = true;          // false: none of its checks applies to the target (N/A)
+  std::string evidence;         // what it was scored on, in words
+  std::vector<int64_t> runs;    // the runs it read
+  std::optional<std::string> gate_cap;
+  std::string gate_why;
+};
+
+struct CategoryRating {
+  std::string id;
+  std::string title;
+  double weight = 0;
+  std::optional<double> score;  // 0 to 100, over the evidence there was
+  double confidence = 0;        // the item weight with evidence over all item weight
+  bool applies = true;          // false: none of its items applies to the target
+};
+
+struct Rating {
+  std::string rubric;
+  std::string rubric_sha256;
+  std::string provider;  // the attestation's, when there is one
+  std::string attestation_sha256;
+  std::vector<int64_t> runs;
+  std::vector<ItemRating> items;
+  std::vector<CategoryRating> categories;
+  std::optional<double> score;                // 0 to 100
+  double confidence = 0;                      // 0 to 1
+  std::string band;                           // the tier the score alone reaches
+  std::string tier;                           // after gates and confidence
+  std::vector<std::string> gates_failed;      // "item: why (caps at TIER)"
+  std::vector<std::string> gates_unverified;  // gates whose item had no evidence
+  std::vector<std::string> notes;
+};
+
+Rating RateEvidence(const Rubric& rubric, const RatingInputs& inputs);
+
+std::string RatingText(const Rating& rating, int verbosity = 0);
+nlohmann::json RatingJson(const Rating& rating);  // schema cmax.rating/v1
+
+}  // namespace cmax::rate

@@ -1,0 +1,401 @@
+#include "rate/rubric.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+#include <set>
+
+#include "audit/catalogue.hpp"
+#include "core/sha256.hpp"
+#include "core/strings.hpp"
+#include "rate/attestation.hpp"
+
+namespace cmax::rate {
+
+extern const char* const kBuiltinRubric;
+
+namespace {
+
+using nlohmann::json;
+
+Result<void> OnlyKeys(const json& object, std::initializer_list<std::string_view> allowed,
+                      std::string_view where) {
+  for (const auto& [key, value] : object.items()) {
+    if (std::ranges::find(allowed, key) == allowed.end()) {
+      return Fail(ErrorCode::kInvalidArgument, "rubric: {}: unknown key \"{}\"", where,
+                  SanitizeUtf8(key));
+    }
+  }
+  return {};
+}
+
+Result<std::string> Text(const json& object, const char* key, std::string_view where) {
+  const auto it = object.find(key);
+  if (it == object.end() || !it->is_string() || it->get_ref<const std::string&>().empty()) {
+    return Fail(ErrorCode::kInvalidArgument, "rubric: {}: \"{}\" must be a non-empty string", where,
+                key);
+  }
+  return it->get<std::string>();
+}
+
+Result<double> Number(const json& object, const char* key, std::string_view where, double low,
+                      double high) {
+  const auto it = object.find(key);
+  if (it == object.end() || !it->is_number() || !std::isfinite(it->get<double>()) ||
+      it->get<double>() < low || it->get<double>() > high) {
+    return Fail(ErrorCode::kInvalidArgument, "rubric: {}: \"{}\" must be a number from {} to {}",
+                where, key, low, high);
+  }
+  return it->get<double>();
+}
+
+Result<ItemSource> ParseSource(const json& from, const std::string& where) {
+  if (!from.is_object() || from.size() == 0) {
+    return Fail(ErrorCode::kInvalidArgument,
+                "rubric: {}: \"from\" must name audit_profile, audit_checks, metric or "
+                "attestation",
+                where);
+  }
+  if (auto ok = OnlyKeys(
+          from, {"audit_profile", "audit_checks", "metric", "aggregate", "attestation"}, where);
+      !ok) {
+    return tl::unexpected(ok.error());
+  }
+  const int kinds = static_cast<int>(from.contains("audit_profile")) +
+                    static_cast<int>(from.contains("audit_checks")) +
+                    static_cast<int>(from.contains("metric")) +
+                    static_cast<int>(from.contains("attestation"));
+  if (kinds != 1) {
+    return Fail(ErrorCode::kInvalidArgument,
+                "rubric: {}: \"from\" must name exactly one of audit_profile, audit_checks, "
+                "metric or attestation",
+                where);
+  }
+  ItemSource source;
+  const audit::AuditCatalogue& catalogue = audit::AuditCatalogue::Builtin();
+  if (from.contains("audit_profile")) {
+    auto profile = Text(from, "audit_profile", where);
+    if (!profile) return tl::unexpected(profile.error());
+    auto checks = catalogue.Select(*profile);
+    if (!checks || profile->empty()) {
+      return Fail(ErrorCode::kInvalidArgument, "rubric: {}: no audit profile \"{}\"", where,
+                  SanitizeUtf8(*profile));
+    }
+    source.audit_profile = *profile;
+    for (const audit::CheckSpec* check : *checks) source.audit_checks.push_back(check->id);
+  } else if (from.contains("audit_checks")) {
+    const json& ids = from["audit_checks"];
+    if (!ids.is_array() || ids.empty()) {
+      return Fail(ErrorCode::kInvalidArgument,
+                  "rubric: {}: \"audit_checks\" must be a list of check ids", where);
+    }
+    for (const json& id : ids) {
+      const bool known =
+          id.is_string() && std::ranges::any_of(catalogue.Checks(), [&](const auto& check) {
+            return check.id == id.get_ref<const std::string&>();
+          });
+      if (!known) {
+        return Fail(ErrorCode::kInvalidArgument, "rubric: {}: no audit check {}", where,
+                    SanitizeUtf8(id.dump()));
+      }
+      source.audit_checks.push_back(id.get<std::string>());
+    }
+  } else if (from.contains("metric")) {
+    auto metric = Text(from, "metric", where);
+    if (!metric) return tl::unexpected(metric.error());
+    if (std::ranges::find(KnownMetrics(), *metric) == KnownMetrics().end()) {
+      return Fail(ErrorCode::kInvalidArgument,
+                  "rubric: {}: no cmax phase records the metric \"{}\" (known: {})", where,
+                  SanitizeUtf8(*metric), Join(KnownMetrics(), ", "));
+    }
+    source.metric = *metric;
+    if (from.contains("aggregate")) {
+      auto aggregate = Text(from, "aggregate", where);
+      if (!aggregate || (*aggregate != "max" && *aggregate != "min" && *aggregate != "mean")) {
+        return Fail(ErrorCode::kInvalidArgument,
+                    "rubric: {}: \"aggregate\" must be max, min or mean", where);
+      }
+      source.aggregate = *aggregate;
+    }
+  } else {
+    auto fact = Text(from, "attestation", where);
+    if (!fact) return tl::unexpected(fact.error());
+    if (std::ranges::find(AttestationFacts(), *fact) == AttestationFacts().end()) {
+      return Fail(ErrorCode::kInvalidArgument,
+                  "rubric: {}: cmax derives no attestation fact \"{}\" (known: {})", where,
+                  SanitizeUtf8(*fact), Join(AttestationFacts(), ", "));
+    }
+    source.attestation = *fact;
+  }
+  if (from.contains("aggregate") && source.metric.empty()) {
+    return Fail(ErrorCode::kInvalidArgument, "rubric: {}: \"aggregate\" goes with a metric", where);
+  }
+  return source;
+}
+
+Result<ItemScoring> ParseScoring(const json& score, const ItemSource& source,
+                                 const std::string& where) {
+  if (!score.is_object()) {
+    return Fail(ErrorCode::kInvalidArgument, "rubric: {}: \"score\" must be an object", where);
+  }
+  if (auto ok = OnlyKeys(score, {"kind", "better", "bands", "otherwise", "unit"}, where); !ok) {
+    return tl::unexpected(ok.error());
+  }
+  auto kind = Text(score, "kind", where);
+  if (!kind) return tl::unexpected(kind.error());
+  ItemScoring scoring;
+  if (*kind == "audit") {
+    scoring.kind = ItemScoring::Kind::kAudit;
+    if (source.audit_checks.empty()) {
+      return Fail(ErrorCode::kInvalidArgument,
+                  "rubric: {}: an audit score needs audit_profile or audit_checks", where);
+    }
+  } else if (*kind == "pass_fail") {
+    scoring.kind = ItemScoring::Kind::kPassFail;
+    if (source.attestation.empty()) {
+      return Fail(ErrorCode::kInvalidArgument,
+                  "rubric: {}: a pass_fail score reads a yes/no attestation fact", where);
+    }
+  } else if (*kind == "bands") {
+    scoring.kind = ItemScoring::Kind::kBands;
+    if (!source.audit_checks.empty()) {
+      return Fail(ErrorCode::kInvalidArgument,
+                  "rubric: {}: bands score a number: a metric or an attestation fact", where);
+    }
+    auto better = Text(score, "better", where);
+    if (!better || (*better != "lower" && *better != "higher")) {
+      return Fail(ErrorCode::kInvalidArgument, "rubric: {}: \"better\" must be lower or higher",
+                  where);
+    }
+    scoring.lower_is_better = *better == "lower";
+    const auto bands = score.find("bands");
+    if (bands == score.end() || !bands->is_array() || bands->empty()) {
+      return Fail(ErrorCode::kInvalidArgument,
+                  "rubric: {}: \"bands\" must be a list of [limit, score] pairs", where);
+    }
+    for (const json& band : *bands) {
+      const bool pair = band.is_array() && band.size() == 2 && band[0].is_number() &&
+                        band[1].is_number() && std::isfinite(band[0].get<double>()) &&
+                        band[1].get<double>() >= 0 && band[1].get<double>() <= 1;
+      if (!pair) {
+        return Fail(ErrorCode::kInvalidArgument,
+                    "rubric: {}: each band is [limit, score] with a score from 0 to 1", where);
+      }
+      const double limit = band[0].get<double>();
+      if (!scoring.bands.empty() &&
+          (scoring.lower_is_better ? limit <= scoring.bands.back().first
+                                   : limit >= scoring.bands.back().first)) {
+        return Fail(ErrorCode::kInvalidArgument,
+                    "rubric: {}: band limits must run from the best to the worst", where);
+      }
+      scoring.bands.emplace_back(limit, band[1].get<double>());
+    }
+    if (score.contains("otherwise")) {
+      auto otherwise = Number(score, "otherwise", where, 0, 1);
+      if (!otherwise) return tl::unexpected(otherwise.error());
+      scoring.otherwise = *otherwise;
+    }
+  } else {
+    return Fail(ErrorCode::kInvalidArgument,
+                "rubric: {}: \"kind\" must be audit, pass_fail or bands, not \"{}\"", where,
+                SanitizeUtf8(*kind));
+  }
+  if (score.contains("unit")) {
+    auto unit = Text(score, "unit", where);
+    if (!unit) return tl::unexpected(unit.error());
+    scoring.unit = *unit;
+  }
+  return scoring;
+}
+
+}  // namespace
+
+const std::vector<std::string>& KnownMetrics() {
+  static const std::vector<std::string> kMetrics = {
+      "reliability.detect", "reliability.out_of_service", "reliability.replaced",
+      "reliability.back_in_service"};
+  return kMetrics;
+}
+
+int Rubric::Rank(std::string_view tier) const {
+  for (size_t i = 0; i < tiers_.size(); ++i) {
+    if (tiers_[i].first == tier) return static_cast<int>(i);
+  }
+  if (tier == below_) return static_cast<int>(tiers_.size());
+  return static_cast<int>(tiers_.size()) + 1;  // Untestable
+}
+
+Result<Rubric> Rubric::Parse(std::string_view text) {
+  const json doc = json::parse(text, nullptr, false);
+  if (doc.is_discarded() || !doc.is_object()) {
+    return Fail(ErrorCode::kInvalidArgument, "rubric: not a JSON object");
+  }
+  if (auto ok = OnlyKeys(
+          doc, {"schema", "name", "note", "tiers", "below", "untestable", "categories", "items"},
+          "top level");
+      !ok) {
+    return tl::unexpected(ok.error());
+  }
+  if (doc.value("schema", json()) != "cmax.rubric/v1") {
+    return Fail(ErrorCode::kInvalidArgument, "rubric: \"schema\" must be \"cmax.rubric/v1\"");
+  }
+  Rubric rubric;
+  rubric.sha256_ = Sha256Hex(text);
+  auto name = Text(doc, "name", "top level");
+  if (!name) return tl::unexpected(name.error());
+  rubric.name_ = *name;
+
+  const auto tiers = doc.find("tiers");
+  if (tiers == doc.end() || !tiers->is_array() || tiers->empty()) {
+    return Fail(ErrorCode::kInvalidArgument,
+                "rubric: \"tiers\" must list the tiers, best first, each with its minimum score");
+  }
+  std::set<std::string> tier_names;
+  for (const json& tier : *tiers) {
+    if (!tier.is_object())
+      return Fail(ErrorCode::kInvalidArgument, "rubric: a tier must be an object");
+    if (auto ok = OnlyKeys(tier, {"name", "min"}, "tiers"); !ok) return tl::unexpected(ok.error());
+    auto tier_name = Text(tier, "name", "tiers");
+    if (!tier_name) return tl::unexpected(tier_name.error());
+    auto min = Number(tier, "min", "tier " + *tier_name, 0, 100);
+    if (!min) return tl::unexpected(min.error());
+    if (!rubric.tiers_.empty() && *min >= rubric.tiers_.back().second) {
+      return Fail(ErrorCode::kInvalidArgument,
+                  "rubric: tier {}: minimums must fall from the best tier to the last",
+                  SanitizeUtf8(*tier_name));
+    }
+    if (!tier_names.insert(*tier_name).second) {
+      return Fail(ErrorCode::kInvalidArgument, "rubric: tier {} is named twice",
+                  SanitizeUtf8(*tier_name));
+    }
+    rubric.tiers_.emplace_back(*tier_name, *min);
+  }
+  auto below = Text(doc, "below", "top level");
+  if (!below) return tl::unexpected(below.error());
+  rubric.below_ = *below;
+  const auto untestable = doc.find("untestable");
+  if (untestable == doc.end() || !untestable->is_object()) {
+    return Fail(ErrorCode::kInvalidArgument,
+                "rubric: \"untestable\" must give a name and below_confidence");
+  }
+  if (auto ok = OnlyKeys(*untestable, {"name", "below_confidence"}, "untestable"); !ok) {
+    return tl::unexpected(ok.error());
+  }
+  auto untestable_name = Text(*untestable, "name", "untestable");
+  if (!untestable_name) return tl::unexpected(untestable_name.error());
+  auto threshold = Number(*untestable, "below_confidence", "untestable", 0, 1);
+  if (!threshold) return tl::unexpected(threshold.error());
+  rubric.untestable_ = *untestable_name;
+  rubric.untestable_below_ = *threshold;
+  if (!tier_names.insert(rubric.below_).second || !tier_names.insert(rubric.untestable_).second) {
+    return Fail(ErrorCode::kInvalidArgument,
+                "rubric: \"below\" and \"untestable\" must be tiers of their own");
+  }
+
+  const auto categories = doc.find("categories");
+  if (categories == doc.end() || !categories->is_array() || categories->empty()) {
+    return Fail(ErrorCode::kInvalidArgument, "rubric: \"categories\" must list the categories");
+  }
+  for (const json& category : *categories) {
+    if (!category.is_object()) {
+      return Fail(ErrorCode::kInvalidArgument, "rubric: a category must be an object");
+    }
+    if (auto ok = OnlyKeys(category, {"id", "title", "weight"}, "categories"); !ok) {
+      return tl::unexpected(ok.error());
+    }
+    auto id = Text(category, "id", "categories");
+    if (!id) return tl::unexpected(id.error());
+    auto title = Text(category, "title", "category " + *id);
+    if (!title) return tl::unexpected(title.error());
+    auto weight = Number(category, "weight", "category " + *id, 0, 1000);
+    if (!weight) return tl::unexpected(weight.error());
+    if (std::ranges::any_of(rubric.categories_, [&](const auto& c) { return c.id == *id; })) {
+      return Fail(ErrorCode::kInvalidArgument, "rubric: category {} is listed twice",
+                  SanitizeUtf8(*id));
+    }
+    rubric.categories_.push_back({*id, *title, *weight});
+  }
+
+  const auto items = doc.find("items");
+  if (items == doc.end() || !items->is_array() || items->empty()) {
+    return Fail(ErrorCode::kInvalidArgument, "rubric: \"items\" must list the items");
+  }
+  for (const json& entry : *items) {
+    if (!entry.is_object())
+      return Fail(ErrorCode::kInvalidArgument, "rubric: an item must be an object");
+    auto id = Text(entry, "id", "items");
+    if (!id) return tl::unexpected(id.error());
+    const std::string where = "item " + SanitizeUtf8(*id);
+    if (auto ok =
+            OnlyKeys(entry, {"id", "category", "title", "weight", "from", "score", "gate"}, where);
+        !ok) {
+      return tl::unexpected(ok.error());
+    }
+    if (std::ranges::any_of(rubric.items_, [&](const auto& item) { return item.id == *id; })) {
+      return Fail(ErrorCode::kInvalidArgument, "rubric: {} is listed twice", where);
+    }
+    RubricItem item;
+    item.id = *id;
+    auto category = Text(entry, "category", where);
+    if (!category) return tl::unexpected(category.error());
+    if (std::ranges::none_of(rubric.categories_,
+                             [&](const auto& c) { return c.id == *category; })) {
+      return Fail(ErrorCode::kInvalidArgument, "rubric: {}: no category \"{}\"", where,
+                  SanitizeUtf8(*category));
+    }
+    item.category = *category;
+    auto title = Text(entry, "title", where);
+    if (!title) return tl::unexpected(title.error());
+    item.title = *title;
+    auto weight = Number(entry, "weight", where, 0, 1000);
+    if (!weight) return tl::unexpected(weight.error());
+    item.weight = *weight;
+    auto source = ParseSource(entry.value("from", json()), where);
+    if (!source) return tl::unexpected(source.error());
+    item.source = std::move(*source);
+    auto scoring = ParseScoring(entry.value("score", json()), item.source, where);
+    if (!scoring) return tl::unexpected(scoring.error());
+    item.scoring = std::move(*scoring);
+    if (entry.contains("gate")) {
+      const json& gate = entry["gate"];
+      if (!gate.is_object()) {
+        return Fail(ErrorCode::kInvalidArgument, "rubric: {}: \"gate\" must be an object", where);
+      }
+      if (auto ok = OnlyKeys(gate, {"cap", "why"}, where); !ok) return tl::unexpected(ok.error());
+      auto cap = Text(gate, "cap", where);
+      if (!cap) return tl::unexpected(cap.error());
+      if (!tier_names.contains(*cap)) {
+        return Fail(ErrorCode::kInvalidArgument, "rubric: {}: the gate caps at no tier \"{}\"",
+                    where, SanitizeUtf8(*cap));
+      }
+      auto why = Text(gate, "why", where);
+      if (!why) return tl::unexpected(why.error());
+      item.gate_cap = *cap;
+      item.gate_why = *why;
+    }
+    rubric.items_.push_back(std::move(item));
+  }
+  for (const RubricCategory& category : rubric.categories_) {
+    if (std::ranges::none_of(rubric.items_,
+                             [&](const auto& item) { return item.category == category.id; })) {
+      return Fail(ErrorCode::kInvalidArgument, "rubric: category {} has no item",
+                  SanitizeUtf8(category.id));
+    }
+  }
+  return rubric;
+}
+
+const Rubric& Rubric::Builtin() {
+  static const Rubric kRubric = [] {
+    auto parsed = Parse(kBuiltinRubric);
+    if (!parsed) {
+      fmt::print(stderr, "cmax: the built-in rubric is broken: {}\n", parsed.error().message);
+      std::abort();
+    }
+    return std::move(*parsed);
+  }();
+  return kRubric;
+}
+
+}  // namespace cmax::rate

@@ -1,0 +1,91 @@
+// The rubric: how evidence becomes a rating, as data (data/rubric/default.json, schema
+// cmax.rubric/v1). Categories with weights, items that each read one kind of evidence (audit
+// findings, a metric of a stored run, a fact of the provider's attestation) and score it from 0
+// to 1, gates that cap the tier when their item fails, and the tier bands. Parsing is strict:
+// an unknown key, an item of no category, an audit check or profile the catalogue does not
+// have, a metric no cmax phase records or an attestation fact cmax does not derive is an error
+// that names the item.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "core/result.hpp"
+
+namespace cmax::rate {
+
+struct RubricCategory {
+  std::string id;  // security, lifecycle, orchestration, ...
+  std::string title;
+  double weight = 0;
+};
+
+// Where an item's evidence comes from: exactly one of these is set.
+struct ItemSource {
+  std::vector<std::string> audit_checks;  // the audit's checks (a profile's, or named)
+  std::string audit_profile;              // as given, for the report
+  std::string metric;                     // a metric of a stored run ("reliability.detect")
+  std::string aggregate = "max";          // of its values: max, min or mean
+  std::string attestation;                // a fact of the attestation ("security.soc2_or_iso27001")
+};
+
+// How an item scores. kAudit: PASS 1, WARN 0.5, FAIL 0 over the checks that apply (N/A left
+// out; UNKNOWN and ATTEST are evidence missing). kPassFail: a yes/no fact, yes 1. kBands: a
+// number against limits, the first band it is within giving the score.
+struct ItemScoring {
+  enum class Kind { kAudit, kPassFail, kBands };
+  Kind kind = Kind::kAudit;
+  bool lower_is_better = true;                   // kBands
+  std::vector<std::pair<double, double>> bands;  // (limit, score), in the order they are tried
+  double otherwise = 0;                          // kBands: past every limit
+  std::string unit;                              // for the report ("s", "days", "USD/GB")
+};
+
+struct RubricItem {
+  std::string id;
+  std::string category;
+  std::string title;
+  double weight = 0;
+  ItemSource source;
+  ItemScoring scoring;
+  // A gate: the item failing (score 0 on evidence) caps the tier at `gate_cap`.
+  std::optional<std::string> gate_cap;
+  std::string gate_why;
+};
+
+class Rubric {
+ public:
+  static Result<Rubric> Parse(std::string_view json);
+  static const Rubric& Builtin();
+
+  const std::string& Name() const { return name_; }
+  const std::string& Sha256() const { return sha256_; }
+  const std::vector<RubricCategory>& Categories() const { return categories_; }
+  const std::vector<RubricItem>& Items() const { return items_; }
+  // Best first: (name, minimum score out of 100).
+  const std::vector<std::pair<std::string, double>>& Tiers() const { return tiers_; }
+  const std::string& Below() const { return below_; }  // under the last band
+  const std::string& Untestable() const { return untestable_; }
+  double UntestableBelowConfidence() const { return untestable_below_; }
+  // Where a tier name ranks: 0 the best; the band below the last, then Untestable, last.
+  int Rank(std::string_view tier) const;
+
+ private:
+  std::string name_;
+  std::string sha256_;
+  std::vector<RubricCategory> categories_;
+  std::vector<RubricItem> items_;
+  std::vector<std::pair<std::string, double>> tiers_;
+  std::string below_;
+  std::string untestable_;
+  double untestable_below_ = 0;
+};
+
+// The metrics cmax's phases record that a rubric may score, and the attestation facts cmax
+// derives (attestation.hpp).
+const std::vector<std::string>& KnownMetrics();
+
+}  // namespace cmax::rate

@@ -1,0 +1,106 @@
+// The provider's attestation: the example in data/ parses to the facts a rubric scores; what a
+// report's age, a missed delivery and a silent section come to; and every malformed field is
+// refused naming its line.
+#include "rate/attestation.hpp"
+
+#include <fstream>
+#include <gtest/gtest.h>
+#include <sstream>
+#include <string>
+
+namespace cmax::rate {
+namespace {
+
+using nlohmann::json;
+
+WallTime Day(const char* date) {
+  return *ParseIso8601(std::string(date) + "T12:00:00Z");
+}
+
+std::string Example() {
+  std::ifstream in(std::string(CMAX_TEST_DATA) + "/../../data/attestation.example.yaml");
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+TEST(Attestation, TheExampleGivesEveryFact) {
+  const auto a = ParseAttestation(Example(), Day("2026-12-02"));
+  ASSERT_TRUE(a) << a.error().message;
+  EXPECT_EQ(a->provider, "Example Cloud");
+  EXPECT_EQ(a->sha256.size(), 64U);
+  EXPECT_TRUE(a->notes.empty());
+  for (const std::string& fact : AttestationFacts()) {
+    EXPECT_TRUE(a->facts.contains(fact)) << fact;
+  }
+  EXPECT_EQ(a->facts.at("security.soc2_or_iso27001"), true);
+  EXPECT_EQ(a->facts.at("pricing.published"), true);
+  EXPECT_EQ(a->facts.at("pricing.egress_gb_usd"), 0.0);
+  EXPECT_EQ(a->facts.at("availability.delivery_late_days"), 2);
+  EXPECT_EQ(a->facts.at("isolation.ib_sm_key"), true);
+}
+
+TEST(Attestation, ReportsAgeDeliveriesAndSilence) {
+  const auto with = [](const std::string& body, const char* now = "2026-12-02") {
+    return ParseAttestation(
+        "schema: cmax.attestation/v1\nprovider: P\nsource: S\ndate: 2026-11-30\n" + body, Day(now));
+  };
+  // A SOC 2 report whose period ended 16 months before: not current; an ISO certificate of
+  // two years: current.
+  EXPECT_EQ(
+      with("security:\n  soc2_type2_report: 2025-07-31\n")->facts.at("security.soc2_or_iso27001"),
+      false);
+  EXPECT_EQ(with("security:\n  soc2_type2_report: null\n  iso27001_certificate: 2024-12-01\n")
+                ->facts.at("security.soc2_or_iso27001"),
+            true);
+  EXPECT_EQ(with("security:\n  soc2_type2_report: null\n")->facts.at("security.soc2_or_iso27001"),
+            false);                                                     // said: none
+  EXPECT_FALSE(with("")->facts.contains("security.soc2_or_iso27001"));  // said nothing
+  // Promised and not delivered: late by today.
+  const auto late = with("delivery:\n  promised: 2026-11-20\n");
+  EXPECT_EQ(late->facts.at("availability.delivery_late_days"), 12);
+  EXPECT_EQ(late->notes, std::vector<std::string>{"promised capacity not delivered yet"});
+  EXPECT_EQ(with("pricing:\n  gpu_hour_usd: 2.1\n")->facts.at("pricing.published"), false);
+  // A year and more old: stale, said.
+  const auto old = with("", "2028-01-15");
+  ASSERT_TRUE(old);
+  ASSERT_EQ(old->notes.size(), 1U);
+  EXPECT_NE(old->notes[0].find("stale"), std::string::npos);
+}
+
+TEST(Attestation, MalformedFieldsAreRefusedNamingTheLine) {
+  struct Case {
+    const char* text;
+    const char* error_has;
+  };
+  const std::string head = "schema: cmax.attestation/v1\nprovider: P\nsource: S\n";
+  const std::vector<Case> cases = {
+      {"[1, 2]", "not a map"},
+      {"schema: cmax.attestation/v2\nprovider: P\nsource: S\ndate: 2026-11-30\n", "schema"},
+      {"schema: cmax.attestation/v1\nsource: S\ndate: 2026-11-30\n", "provider must say"},
+      {"schema: cmax.attestation/v1\nprovider: P\nsource: S\n", "date (YYYY-MM-DD) is missing"},
+      {"date: 30/11/2026\n", "line 4: date must be a date YYYY-MM-DD"},
+      {"date: 2027-06-01\n", "in the future"},
+      {"date: 2026-11-30\nsecurity:\n  soc2: 2026-01-01\n", "line 6: unknown key \"soc2\""},
+      {"date: 2026-11-30\nsla:\n  partial_failures_defined: maybe\n",
+       "line 6: partial_failures_defined must be true or false"},
+      {"date: 2026-11-30\npricing:\n  gpu_hour_usd: -2\n", "gpu_hour_usd must be a number"},
+      {"date: 2026-11-30\npricing:\n  gpu_hour_usd: cheap\n", "gpu_hour_usd must be a number"},
+      {"date: 2026-11-30\nsecurity: yes\n", "security must be a map"},
+      {"date: 2026-11-30\nvibes: good\n", "unknown key \"vibes\""},
+      {"date: [2026\n", "not YAML"},
+  };
+  for (const Case& c : cases) {
+    const std::string text =
+        std::string(c.text).starts_with("schema") || std::string(c.text).starts_with("[")
+            ? c.text
+            : head + c.text;
+    const auto parsed = ParseAttestation(text, Day("2026-12-02"));
+    ASSERT_FALSE(parsed) << c.text;
+    EXPECT_NE(parsed.error().message.find(c.error_has), std::string::npos)
+        << c.text << ": " << parsed.error().message;
+  }
+}
+
+}  // namespace
+}  // namespace cmax::rate

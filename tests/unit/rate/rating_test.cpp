@@ -1,0 +1,186 @@
+// Scoring: a small rubric on hand-made runs, with every figure worked out by hand below; the
+// newest run's reading wins; gates cap; missing evidence lowers confidence and never scores;
+// items that do not apply leave the weights; too little evidence is Untestable. Then the
+// built-in rubric on an audit of a broken host and a healthy one with an attestation.
+#include "rate/rating.hpp"
+
+#include <gtest/gtest.h>
+#include <string>
+
+namespace cmax::rate {
+namespace {
+
+using nlohmann::json;
+
+const Rubric& Small() {
+  static const Rubric kRubric = *Rubric::Parse(R"({
+    "schema": "cmax.rubric/v1", "name": "small",
+    "tiers": [{"name": "Gold", "min": 80}, {"name": "Bronze", "min": 50}],
+    "below": "Underperforming",
+    "untestable": {"name": "Untestable", "below_confidence": 0.5},
+    "categories": [{"id": "security", "title": "Security", "weight": 2},
+                   {"id": "reliability", "title": "Reliability", "weight": 1}],
+    "items": [
+      {"id": "sec.gate", "category": "security", "title": "SOC 2", "weight": 1,
+       "from": {"attestation": "security.soc2_or_iso27001"}, "score": {"kind": "pass_fail"},
+       "gate": {"cap": "Underperforming", "why": "no SOC 2"}},
+      {"id": "sec.versions", "category": "security", "title": "Versions", "weight": 3,
+       "from": {"audit_checks": ["versions.nvidia-driver", "versions.cuda-toolkit",
+                                 "versions.runc", "versions.docker"]},
+       "score": {"kind": "audit"}},
+      {"id": "rel.detect", "category": "reliability", "title": "Detect", "weight": 1,
+       "from": {"metric": "reliability.detect"},
+       "score": {"kind": "bands", "better": "lower", "bands": [[120, 1], [600, 0.5]],
+                 "otherwise": 0, "unit": "s"}}]
+  })");
+  return kRubric;
+}
+
+Finding Found(const char* id, CheckStatus status) {
+  Finding f;
+  f.check_id = id;
+  f.status = status;
+  return f;
+}
+
+struct Runs {
+  RunRecord newer;
+  RunRecord older;
+  Runs() {
+    newer.run.id = 2;
+    newer.findings = {Found("versions.nvidia-driver", CheckStatus::kPass),
+                      Found("versions.cuda-toolkit", CheckStatus::kFail)};
+    older.run.id = 1;
+    older.findings = {Found("versions.nvidia-driver", CheckStatus::kFail),  // the newer wins
+                      Found("versions.runc", CheckStatus::kWarn),
+                      Found("versions.docker", CheckStatus::kUnknown)};
+    older.metrics = {{"reliability.detect", {{"step", "a"}}, 90, "s"},
+                     {"reliability.detect", {{"step", "b"}}, 300, "s"}};
+  }
+};
+
+Attestation Soc2(bool current) {
+  Attestation a;
+  a.provider = "P";
+  a.source = "S";
+  a.facts["security.soc2_or_iso27001"] = current;
+  return a;
+}
+
+const ItemRating& Item(const Rating& r, std::string_view id) {
+  return *std::ranges::find(r.items, id, &ItemRating::id);
+}
+
+TEST(Rating, WorkedExample) {
+  const Runs runs;
+  const Attestation attested = Soc2(true);
+  const Rating r = RateEvidence(Small(), {{&runs.newer, &runs.older}, &attested});
+  // sec.versions: PASS (newer run), FAIL, WARN over 3 applicable = 0.5; 1 UNKNOWN: coverage 3/4.
+  const ItemRating& versions = Item(r, "sec.versions");
+  EXPECT_DOUBLE_EQ(*versions.score, 0.5);
+  EXPECT_DOUBLE_EQ(versions.coverage, 0.75);
+  EXPECT_EQ(versions.runs, (std::vector<int64_t>{1, 2}));
+  EXPECT_NE(versions.evidence.find("1 PASS, 1 WARN, 1 FAIL, 1 UNKNOWN"), std::string::npos)
+      << versions.evidence;
+  EXPECT_NE(versions.evidence.find("FAIL: versions.cuda-toolkit"), std::string::npos);
+  // rel.detect: max 300 s, within 600: 0.5.
+  EXPECT_DOUBLE_EQ(*Item(r, "rel.detect").score, 0.5);
+  EXPECT_NE(Item(r, "rel.detect").evidence.find("max 300 s over 2 value(s)"), std::string::npos);
+  // security: (1*1*1 + 3*0.75*0.5) / (1 + 3*0.75) = 2.125 / 3.25; confidence 3.25 / 4.
+  EXPECT_NEAR(*r.categories[0].score, 100 * 2.125 / 3.25, 1e-9);
+  EXPECT_DOUBLE_EQ(r.categories[0].confidence, 0.8125);
+  EXPECT_DOUBLE_EQ(*r.categories[1].score, 50);
+  // Overall: (2*0.8125*65.38 + 1*1*50) / (2*0.8125 + 1) = 156.25 / 2.625; confidence 2.625 / 3.
+  EXPECT_NEAR(*r.score, 156.25 / 2.625, 1e-9);
+  EXPECT_DOUBLE_EQ(r.confidence, 0.875);
+  EXPECT_EQ(r.band, "Bronze");
+  EXPECT_EQ(r.tier, "Bronze");
+  EXPECT_TRUE(r.gates_failed.empty());
+  EXPECT_TRUE(r.gates_unverified.empty());
+  EXPECT_EQ(r.runs, (std::vector<int64_t>{2, 1}));
+}
+
+TEST(Rating, AFailedGateCapsTheTier) {
+  const Runs runs;
+  const Attestation lapsed = Soc2(false);
+  const Rating r = RateEvidence(Small(), {{&runs.newer, &runs.older}, &lapsed});
+  EXPECT_EQ(r.band, "Underperforming");  // the gate's own zero pulls the score too
+  EXPECT_EQ(r.tier, "Underperforming");
+  ASSERT_EQ(r.gates_failed.size(), 1U);
+  EXPECT_NE(r.gates_failed[0].find("sec.gate: no SOC 2 (caps the tier at Underperforming)"),
+            std::string::npos);
+  // A perfect record besides does not lift it.
+  RunRecord perfect;
+  perfect.run.id = 3;
+  for (const char* id :
+       {"versions.nvidia-driver", "versions.cuda-toolkit", "versions.runc", "versions.docker"}) {
+    perfect.findings.push_back(Found(id, CheckStatus::kPass));
+  }
+  perfect.metrics = {{"reliability.detect", {}, 30, "s"}};
+  const Rating capped = RateEvidence(Small(), {{&perfect}, &lapsed});
+  EXPECT_EQ(capped.band, "Gold");
+  EXPECT_EQ(capped.tier, "Underperforming");
+}
+
+TEST(Rating, MissingEvidenceLowersConfidenceNeverTheScore) {
+  const Runs runs;
+  const Rating r = RateEvidence(Small(), {{&runs.newer, &runs.older}, nullptr});
+  EXPECT_FALSE(Item(r, "sec.gate").score);
+  EXPECT_EQ(Item(r, "sec.gate").coverage, 0);
+  // security: 1.125 / 2.25 = 50 over what is known; confidence 2.25 / 4.
+  EXPECT_DOUBLE_EQ(*r.categories[0].score, 50);
+  EXPECT_DOUBLE_EQ(r.categories[0].confidence, 0.5625);
+  EXPECT_DOUBLE_EQ(*r.score, 50);
+  EXPECT_NEAR(r.confidence, 2.125 / 3, 1e-12);
+  EXPECT_EQ(r.tier, "Bronze");
+  ASSERT_EQ(r.gates_unverified.size(), 1U);
+  EXPECT_NE(r.gates_unverified[0].find("no attestation given"), std::string::npos);
+  EXPECT_NE(std::ranges::find(r.notes, "provisional: a gate could not be checked"), r.notes.end());
+
+  // Nothing at all: no score, Untestable.
+  const Rating none = RateEvidence(Small(), {});
+  EXPECT_FALSE(none.score);
+  EXPECT_EQ(none.confidence, 0);
+  EXPECT_EQ(none.tier, "Untestable");
+  EXPECT_EQ(none.band, "Underperforming");
+}
+
+TEST(Rating, ChecksThatDoNotApplyLeaveTheWeights) {
+  RunRecord skipped;
+  skipped.run.id = 5;
+  for (const char* id :
+       {"versions.nvidia-driver", "versions.cuda-toolkit", "versions.runc", "versions.docker"}) {
+    skipped.findings.push_back(Found(id, CheckStatus::kSkip));
+  }
+  skipped.metrics = {{"reliability.detect", {}, 700, "s"}};
+  const Attestation attested = Soc2(true);
+  const Rating r = RateEvidence(Small(), {{&skipped}, &attested});
+  EXPECT_FALSE(Item(r, "sec.versions").applies);
+  EXPECT_FALSE(Item(r, "sec.versions").score);
+  // security is the gate alone (1 of 1 applicable weight), reliability past every band: 0.
+  EXPECT_DOUBLE_EQ(*r.categories[0].score, 100);
+  EXPECT_DOUBLE_EQ(r.categories[0].confidence, 1);
+  EXPECT_DOUBLE_EQ(*r.categories[1].score, 0);
+  EXPECT_NEAR(*r.score, 200.0 / 3, 1e-9);
+  EXPECT_DOUBLE_EQ(r.confidence, 1);
+}
+
+TEST(Rating, RendersTextAndJson) {
+  const Runs runs;
+  const Attestation attested = Soc2(true);
+  const Rating r = RateEvidence(Small(), {{&runs.newer, &runs.older}, &attested});
+  const std::string text = RatingText(r, 1);
+  EXPECT_TRUE(text.starts_with("Tier: Bronze\nScore: 59.5 of 100, confidence 88%; provider P\n"))
+      << text;
+  EXPECT_NE(text.find("sec.versions"), std::string::npos);
+  EXPECT_NE(text.find("FAIL: versions.cuda-toolkit"), std::string::npos);  // -v: the evidence
+  const json doc = RatingJson(r);
+  EXPECT_EQ(doc["schema"], "cmax.rating/v1");
+  EXPECT_EQ(doc["tier"], "Bronze");
+  EXPECT_EQ(doc["items"].size(), 3U);
+  EXPECT_EQ(doc["items"][0]["gate"]["cap"], "Underperforming");
+  EXPECT_EQ(doc["categories"][1]["score"], 50.0);
+}
+
+}  // namespace
+}  // namespace cmax::rate
