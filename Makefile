@@ -64,10 +64,10 @@ test-asan:
 fuzz:
 	cmake --preset fuzz
 	cmake --build --preset fuzz --target version_fuzz text_fuzz kmsg_fuzz sse_fuzz chunk_fuzz \
-	  http_response_fuzz http_request_fuzz audit_json_fuzz
+	  http_response_fuzz http_request_fuzz audit_json_fuzz rate_fuzz
 	mkdir -p build/fuzz/corpus/version build/fuzz/corpus/text build/fuzz/corpus/kmsg \
 	  build/fuzz/corpus/sse build/fuzz/corpus/chunk build/fuzz/corpus/http_response \
-	  build/fuzz/corpus/http_request build/fuzz/corpus/audit_json
+	  build/fuzz/corpus/http_request build/fuzz/corpus/audit_json build/fuzz/corpus/rate
 	build/fuzz/bin/version_fuzz -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 \
 	  build/fuzz/corpus/version tests/fuzz/seeds/version
 	build/fuzz/bin/text_fuzz -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 \
@@ -84,6 +84,8 @@ fuzz:
 	  -print_final_stats=1 build/fuzz/corpus/http_request tests/fuzz/seeds/http_request
 	build/fuzz/bin/audit_json_fuzz -dict=tests/fuzz/json.dict -max_total_time=$(FUZZ_SECONDS) \
 	  -print_final_stats=1 build/fuzz/corpus/audit_json tests/fuzz/seeds/audit_json
+	build/fuzz/bin/rate_fuzz -dict=tests/fuzz/json.dict -max_total_time=$(FUZZ_SECONDS) \
+	  -print_final_stats=1 build/fuzz/corpus/rate tests/fuzz/seeds/rate
 
 bench: build
 	build/release/bin/store_bench --benchmark_min_time=1

@@ -6,12 +6,12 @@
 #include <ostream>
 
 #include "audit/catalogue_views.hpp"
-#include "audit/host_run.hpp"
 #include "cli/cli.hpp"
 #include "cli/common.hpp"
 #include "cli/flags.hpp"
 #include "cli/numbers.hpp"
 #include "core/log.hpp"
+#include "evaluate/evaluation.hpp"
 #include "report/render.hpp"
 #include "sys/file_system.hpp"
 #include "sys/host.hpp"
@@ -25,7 +25,7 @@ struct RunOptions {
   bool json = false;
   std::string html;  // empty: <data dir>/reports/run-<id>.html
   bool no_html = false;
-  double probe_timeout_s = 2.0;
+  evaluate::EvaluationOptions evaluation;
 };
 
 std::string DefaultHtmlPath(const Context& ctx, int64_t run_id) {
@@ -39,8 +39,8 @@ int Run(const RunOptions& options, Context& ctx) {
   SystemClock clock;
   sys::LocalFileSystem fs;
   sys::PosixProcessRunner runner;
-  auto report = audit::EvaluateHost(
-      options.probe_timeout_s,
+  auto report = evaluate::EvaluateThisHost(
+      options.evaluation,
       {.db_path = ctx.DbPath(),
        .cmax_version = VersionString(),
        .fs = &fs,
@@ -75,6 +75,12 @@ int Run(const RunOptions& options, Context& ctx) {
       ctx.out << "HTML report: " << path << "\n";
     }
   }
+  if (const auto& rating = report->rating; rating && !options.json) {
+    ctx.out << fmt::format(
+        "Tier: {} (score {}, confidence {:.0f}%; cmax rate {} -v for each item)\n", rating->tier,
+        rating->score ? fmt::format("{:.1f}", *rating->score) : "none", 100 * rating->confidence,
+        record.run.id);
+  }
   return report->exit_code;
 }
 
@@ -87,13 +93,18 @@ Command SetupRunCommand(CLI::App& parent) {
       "Evaluate this machine: detect the target (bare metal, VM or container; standalone, Slurm\n"
       "client or Kubernetes), inventory OS, kernel, CPU, memory, NUMA, PCI, NVIDIA GPUs and\n"
       "driver, and the scheduler, and audit it (every check of `cmax audit --local`); store one\n"
-      "run and report it. Checks that cannot run here (no GPU, no scheduler) are SKIP findings\n"
-      "that say why.");
+      "run, report it and rate it (`cmax rate`). Checks that cannot run here (no GPU, no\n"
+      "scheduler) are SKIP findings that say why.");
   Flag(app, "--json", options->json, "Print the JSON report (schema cmax.report/v1) on stdout");
   Opt(app, "--html", options->html, "Write the HTML report here (default: beside the store)");
   Flag(app, "--no-html", options->no_html, "Do not write the HTML report");
-  Num(app, "--probe-timeout", options->probe_timeout_s, Real(0.1, 600.0),
+  Num(app, "--probe-timeout", options->evaluation.probe_timeout_s, Real(0.1, 600.0),
       "Seconds a probe may take (sinfo, scontrol ping; the audit's nvcc, runc, docker ...)");
+  Opt(app, "--attestation", options->evaluation.attestation,
+      "The provider's attestation (YAML, cmax.attestation/v1) the rating reads: security "
+      "reports, SLA terms, prices, delivery dates");
+  Opt(app, "--rubric", options->evaluation.rubric,
+      "Rate with this rubric (JSON, cmax.rubric/v1) instead of the built-in one");
   return {app, [options](Context& ctx) { return Run(*options, ctx); }};
 }
 

@@ -13,8 +13,8 @@ constexpr size_t kFileLimit = size_t{4} << 20;
 
 }  // namespace
 
-Result<Rating> RateStoredRuns(const RateOptions& options, const RateIo& io) {
-  std::optional<Rubric> custom;
+Result<RatingFiles> LoadRatingFiles(const RateOptions& options, const RateIo& io) {
+  RatingFiles files;
   if (!options.rubric.empty()) {
     auto text = io.fs->ReadFile(options.rubric, kFileLimit);
     if (!text) {
@@ -25,11 +25,8 @@ Result<Rating> RateStoredRuns(const RateOptions& options, const RateIo& io) {
     if (!parsed) {
       return Fail(ErrorCode::kInvalidArgument, "{}: {}", options.rubric, parsed.error().message);
     }
-    custom = std::move(*parsed);
+    files.rubric = std::move(*parsed);
   }
-  const Rubric& rubric = custom ? *custom : Rubric::Builtin();
-
-  std::optional<Attestation> attestation;
   if (!options.attestation.empty()) {
     auto text = io.fs->ReadFile(options.attestation, kFileLimit);
     if (!text) {
@@ -41,9 +38,31 @@ Result<Rating> RateStoredRuns(const RateOptions& options, const RateIo& io) {
       return Fail(ErrorCode::kInvalidArgument, "{}: {}", options.attestation,
                   parsed.error().message);
     }
-    attestation = std::move(*parsed);
+    files.attestation = std::move(*parsed);
   }
+  return files;
+}
 
+Result<Rating> RateRuns(const std::vector<std::string>& runs, const RatingFiles& files,
+                        const RateIo& io) {
+  std::vector<RunRecord> records;
+  for (const std::string& run : runs) {
+    auto record = store::LoadStoredRun(io.db_path, run);
+    if (!record) return tl::unexpected(record.error());
+    if (std::ranges::none_of(records,
+                             [&](const RunRecord& r) { return r.run.id == record->run.id; })) {
+      records.push_back(std::move(*record));
+    }
+  }
+  std::ranges::sort(records, std::greater<>(), [](const RunRecord& r) { return r.run.id; });
+  RatingInputs inputs{.attestation = files.attestation ? &*files.attestation : nullptr};
+  for (const RunRecord& record : records) inputs.runs.push_back(&record);
+  return RateEvidence(files.RubricToUse(), inputs);
+}
+
+Result<Rating> RateStoredRuns(const RateOptions& options, const RateIo& io) {
+  auto files = LoadRatingFiles(options, io);
+  if (!files) return tl::unexpected(files.error());
   std::vector<std::string> asked = options.runs;
   if (asked.empty()) {
     auto store = store::Store::Open({.path = io.db_path, .create = false, .read_only = true});
@@ -60,19 +79,7 @@ Result<Rating> RateStoredRuns(const RateOptions& options, const RateIo& io) {
                   io.db_path);
     }
   }
-  std::vector<RunRecord> records;
-  for (const std::string& run : asked) {
-    auto record = store::LoadStoredRun(io.db_path, run);
-    if (!record) return tl::unexpected(record.error());
-    if (std::ranges::none_of(records,
-                             [&](const RunRecord& r) { return r.run.id == record->run.id; })) {
-      records.push_back(std::move(*record));
-    }
-  }
-  std::ranges::sort(records, std::greater<>(), [](const RunRecord& r) { return r.run.id; });
-  RatingInputs inputs{.attestation = attestation ? &*attestation : nullptr};
-  for (const RunRecord& record : records) inputs.runs.push_back(&record);
-  return RateEvidence(rubric, inputs);
+  return RateRuns(asked, *files, io);
 }
 
 }  // namespace cmax::rate

@@ -3,6 +3,7 @@
 // rubric or a newer attestation, without the cluster.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -30,6 +31,21 @@ struct RateIo {
   const Clock* clock = nullptr;
 };
 
+// The rubric and attestation files named, read and checked (kInvalidArgument naming the file
+// and the line), before any work that they would be applied to.
+struct RatingFiles {
+  std::optional<Rubric> rubric;  // none: the built-in one
+  std::optional<Attestation> attestation;
+  const Rubric& RubricToUse() const { return rubric ? *rubric : Rubric::Builtin(); }
+};
+Result<RatingFiles> LoadRatingFiles(const RateOptions& options, const RateIo& io);
+
+// The stored runs named (ids or "latest"), rated with `files`.
+Result<Rating> RateRuns(const std::vector<std::string>& runs, const RatingFiles& files,
+                        const RateIo& io);
+
+// LoadRatingFiles, then RateRuns on options.runs or, when none is named, the newest run of
+// each kind.
 Result<Rating> RateStoredRuns(const RateOptions& options, const RateIo& io);
 
 }  // namespace cmax::rate

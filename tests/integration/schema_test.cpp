@@ -23,6 +23,7 @@ using nlohmann::json;
 const std::string kSchemas = std::string(CMAX_TEST_DATA) + "/../../docs/schema/";
 const std::string kReport = kSchemas + "cmax.report.v1.schema.json";
 const std::string kEvidence = kSchemas + "cmax.audit-evidence.v1.schema.json";
+const std::string kRating = kSchemas + "cmax.rating.v1.schema.json";
 
 class SchemaTest : public ::testing::Test {
  protected:
@@ -75,6 +76,15 @@ TEST_F(SchemaTest, ALocalAuditsReportAndEvidence) {
   const json run = Cmax({"run", "--json", "--no-html"});
   EXPECT_EQ(Problems(kReport, run), "");
   EXPECT_EQ(Problems(kEvidence, run["evidence"]), "") << "the audit phase's evidence";
+  // Its rating, and `cmax rate`'s with an attestation.
+  EXPECT_EQ(Problems(kRating, run["evidence"]["rating"]), "");
+  const json rated = Cmax({"rate", "--json", "--attestation",
+                           std::string(CMAX_TEST_DATA) + "/../../data/attestation.example.yaml"});
+  ASSERT_TRUE(rated.is_object());
+  EXPECT_EQ(Problems(kRating, rated), "");
+  json bad_rating = rated;
+  bad_rating["items"][0]["coverage"] = 1.5;
+  EXPECT_NE(Problems(kRating, bad_rating), "");
 
   // Broken on purpose: each must be caught.
   json bad = report;

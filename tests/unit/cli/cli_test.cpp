@@ -137,6 +137,14 @@ TEST(Cli, RunStoresARunAndEveryReadingCommandFindsIt) {
   EXPECT_GE(audit_checks, 20U);
   EXPECT_TRUE(doc["evidence"].contains("audit.minimums.sha256"));
   EXPECT_TRUE(doc["evidence"].contains("audit.target"));
+  // And rated: the rating is kept in the run, as `cmax rate RUN` gives it.
+  ASSERT_TRUE(doc["evidence"].contains("rating")) << doc["evidence"].dump();
+  EXPECT_EQ(doc["evidence"]["rating"]["schema"], "cmax.rating/v1");
+  EXPECT_EQ(doc["evidence"]["rating"]["runs"], nlohmann::json::array({doc["run"]["id"]}));
+  const auto rated =
+      Cli({"rate", "--db", db, "--json", std::to_string(doc["run"]["id"].get<int64_t>())});
+  ASSERT_EQ(rated.code, kExitOk) << rated.err;
+  EXPECT_EQ(nlohmann::json::parse(rated.out)["tier"], doc["evidence"]["rating"]["tier"]);
   std::ifstream page(html);
   ASSERT_TRUE(page.good()) << "the HTML report was not written";
   const int64_t id = doc["run"]["id"];
@@ -166,6 +174,20 @@ TEST(Cli, RunStoresARunAndEveryReadingCommandFindsIt) {
   auto junit = Cli({"report", "--db", db, "-f", "junit"});
   EXPECT_NE(junit.out.find("<testsuites"), std::string::npos);
   EXPECT_EQ(Cli({"db", "path", "--db", db}).out, db + "\n");
+
+  // With the provider's attestation the run ends with a tier; a bad one stops it first.
+  const std::string example = std::string(CMAX_TEST_DATA) + "/../../data/attestation.example.yaml";
+  auto attested = Cli({"run", "--db", db, "--no-html", "--attestation", example});
+  EXPECT_NE(attested.code, kExitUsage) << attested.err;
+  EXPECT_TRUE(std::regex_search(attested.out,
+                                std::regex("\nTier: [A-Za-z ]+ \\(score [0-9.]+, confidence "
+                                           "[0-9]+%; cmax rate [0-9]+ -v for each item\\)\n$")))
+      << attested.out;
+  const auto before = Cli({"db", "runs", "--db", db, "--json"}).out;
+  auto refused = Cli({"run", "--db", db, "--no-html", "--attestation", dir.File("none.yaml")});
+  EXPECT_EQ(refused.code, kExitUsage);
+  EXPECT_NE(refused.err.find("none.yaml"), std::string::npos) << refused.err;
+  EXPECT_EQ(Cli({"db", "runs", "--db", db, "--json"}).out, before) << "a run was recorded";
 }
 
 TEST(Cli, MissingRunsAndStoresAreReportedClearly) {
