@@ -90,6 +90,7 @@ const std::vector<std::string>& AttestationFacts() {
                                                   "isolation.ib_sm_key",
                                                   "isolation.ib_sa_key",
                                                   "pricing.published",
+                                                  "pricing.gpu_hour_usd",
                                                   "pricing.egress_gb_usd",
                                                   "availability.delivery_late_days"};
   return kFacts;
@@ -202,6 +203,7 @@ Result<Attestation> ParseAttestation(std::string_view yaml, WallTime now) {
       auto egress = Amount(pricing, "egress_gb_usd");
       if (!egress) return tl::unexpected(egress.error());
       out.facts["pricing.published"] = gpu_hour->has_value() && storage->has_value();
+      if (*gpu_hour) out.facts["pricing.gpu_hour_usd"] = **gpu_hour;
       if (*egress) out.facts["pricing.egress_gb_usd"] = **egress;
     }
     if (const YAML::Node delivery = root["delivery"]) {

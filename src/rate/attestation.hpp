@@ -36,7 +36,7 @@ Result<Attestation> ParseAttestation(std::string_view yaml, WallTime now);
 //   isolation.nvlink_domain_exclusive, isolation.pcie_isolation, isolation.ufm_secured,
 //   isolation.ib_sm_key, isolation.ib_sa_key             yes/no as attested
 //   pricing.published          a GPU-hour and a storage price are given
-//   pricing.egress_gb_usd      as attested
+//   pricing.gpu_hour_usd, pricing.egress_gb_usd  as attested
 //   availability.delivery_late_days  delivered minus promised, in days
 const std::vector<std::string>& AttestationFacts();
 

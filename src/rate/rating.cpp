@@ -168,6 +168,79 @@ void ScoreAttestation(const RubricItem& item, const RatingInputs& in, ItemRating
                              item.scoring.unit.empty() ? "" : " " + item.scoring.unit, who);
 }
 
+// The largest value of a metric in the newest run that records it, and that run.
+std::optional<std::pair<double, int64_t>> NewestMax(const RatingInputs& in, std::string_view name) {
+  for (const RunRecord* record : in.runs) {
+    std::optional<double> best;
+    for (const Metric& metric : record->metrics) {
+      if (metric.name == name && std::isfinite(metric.value)) {
+        best = best ? std::max(*best, metric.value) : metric.value;
+      }
+    }
+    if (best) return std::pair{*best, record->run.id};
+  }
+  return std::nullopt;
+}
+
+void Goodput(const Rubric& rubric, const RatingInputs& in, Rating& rating) {
+  if (!rubric.Goodput()) return;
+  const GoodputAssumptions& a = *rubric.Goodput();
+  const json* price = nullptr;
+  if (in.attestation != nullptr) {
+    const auto it = in.attestation->facts.find("pricing.gpu_hour_usd");
+    if (it != in.attestation->facts.end() && it->second.is_number()) price = &it->second;
+  }
+  if (price == nullptr) {
+    rating.goodput_missing = "no GPU-hour price attested (pricing.gpu_hour_usd)";
+    return;
+  }
+  GoodputView view;
+  const std::string assumed = "assumed (rubric " + rubric.Name() + ")";
+  const auto input = [&](const char* name, double value, const char* unit,
+                         const std::string& source) {
+    view.inputs.push_back({name, value, unit, source});
+    return value;
+  };
+  double detect_h = a.detect_h;
+  std::string detect_source = assumed;
+  const auto detected = NewestMax(in, "reliability.detect");
+  if (detected) {
+    detect_h = detected->first / 3600;
+    detect_source = fmt::format("measured: reliability.detect, run {}", detected->second);
+  }
+  double repair_h = a.repair_h;
+  std::string repair_source = assumed;
+  // Repair: from detection to capacity back in service, as measured.
+  if (const auto back = NewestMax(in, "reliability.back_in_service"); back && detected) {
+    repair_h = std::max(0.0, back->first - detected->first) / 3600;
+    repair_source = fmt::format("measured: back in service less detected, run {}", back->second);
+  }
+  GoodputInputs g;
+  g.detect_h = input("t_id (detect)", detect_h, "h", detect_source);
+  g.checkpoint_interval_h =
+      input("t_chkpt (checkpoint interval)", a.checkpoint_interval_h, "h", assumed);
+  g.job_init_h = input("t_init (job restart)", a.job_init_h, "h", assumed);
+  g.repair_h = input("t_repair (repair or replace)", repair_h, "h", repair_source);
+  g.failover_h = input("t_failover (fault-tolerant failover)", a.failover_h, "h", assumed);
+  g.job_gpus = input("j_size (job GPUs)", a.job_gpus, "GPUs", assumed);
+  g.blast_radius_gpus =
+      input("b_radius (GPUs a failure takes)", a.blast_radius_gpus, "GPUs", assumed);
+  input("contract", a.contract_hours, "h", assumed);
+  input("MTBF", a.mtbf_gpu_hours, "GPU-h", assumed);
+  g.gpu_hour_usd =
+      input("price", price->get<double>(), "USD/GPU-h", "attested by " + in.attestation->source);
+  g.failures = ExpectedFailures(a.job_gpus, a.contract_hours, a.mtbf_gpu_hours);
+  view.failures = g.failures;
+  view.expense = ComputeGoodputExpense(g);
+  view.useful_hour_cold_usd = EffectivePricePerUsefulGpuHour(
+      g.gpu_hour_usd, a.job_gpus, a.contract_hours, view.expense.cold_usd);
+  view.useful_hour_hot_usd = EffectivePricePerUsefulGpuHour(g.gpu_hour_usd, a.job_gpus,
+                                                            a.contract_hours, view.expense.hot_usd);
+  view.useful_hour_tolerant_usd = EffectivePricePerUsefulGpuHour(
+      g.gpu_hour_usd, a.job_gpus, a.contract_hours, view.expense.tolerant_usd);
+  rating.goodput = std::move(view);
+}
+
 }  // namespace
 
 Rating RateEvidence(const Rubric& rubric, const RatingInputs& in) {
@@ -259,6 +332,7 @@ Rating RateEvidence(const Rubric& rubric, const RatingInputs& in) {
   } else if (!rating.gates_unverified.empty()) {
     rating.notes.push_back("provisional: a gate could not be checked");
   }
+  Goodput(rubric, in, rating);
   return rating;
 }
 
@@ -294,6 +368,34 @@ std::string RatingText(const Rating& r, int verbosity) {
                          verbosity > 0 || !item.score ? item.evidence : item.title);
     }
   }
+  if (r.goodput) {
+    const GoodputView& g = *r.goodput;
+    const auto useful = [](const std::optional<double>& usd) {
+      return usd ? fmt::format("{:.3f} USD per useful GPU-hour", *usd)
+                 : std::string("failures eat the contract");
+    };
+    out += fmt::format(
+        "\nGoodput expense over the contract ({:.1f} failures expected):\n"
+        "  cold spare     {:>14.0f} USD  {}\n"
+        "  hot spare      {:>14.0f} USD  {}\n"
+        "  fault tolerant {:>14.0f} USD  {}\n",
+        g.failures, g.expense.cold_usd, useful(g.useful_hour_cold_usd), g.expense.hot_usd,
+        useful(g.useful_hour_hot_usd), g.expense.tolerant_usd, useful(g.useful_hour_tolerant_usd));
+    if (verbosity > 0) {
+      out +=
+          "  G_cold = [(t_id + t_chkpt/2) + t_init + t_repair] * j_size * failures * price\n"
+          "  G_hot  = {[(t_id + t_chkpt/2) + t_init] * j_size + t_repair * b_radius} * failures "
+          "* price\n"
+          "  G_tol  = [(t_id + t_failover) * j_size + t_repair * b_radius] * failures * price\n"
+          "  failures = j_size * contract / MTBF\n";
+      for (const GoodputInputView& input : g.inputs) {
+        out += fmt::format("  {:<38} {:>10} {:<10} {}\n", input.name, Number(input.value),
+                           input.unit, input.source);
+      }
+    }
+  } else if (!r.goodput_missing.empty()) {
+    out += "\nGoodput expense: none (" + r.goodput_missing + ")\n";
+  }
   return out;
 }
 
@@ -322,7 +424,29 @@ json RatingJson(const Rating& r) {
                           {"confidence", c.confidence},
                           {"applies", c.applies}});
   }
+  json goodput = nullptr;
+  if (r.goodput) {
+    json inputs = json::array();
+    for (const GoodputInputView& input : r.goodput->inputs) {
+      inputs.push_back({{"name", input.name},
+                        {"value", input.value},
+                        {"unit", input.unit},
+                        {"source", input.source}});
+    }
+    goodput = {{"inputs", inputs},
+               {"failures", r.goodput->failures},
+               {"expense_usd",
+                {{"cold_spare", r.goodput->expense.cold_usd},
+                 {"hot_spare", r.goodput->expense.hot_usd},
+                 {"fault_tolerant", r.goodput->expense.tolerant_usd}}},
+               {"useful_gpu_hour_usd",
+                {{"cold_spare", optional(r.goodput->useful_hour_cold_usd)},
+                 {"hot_spare", optional(r.goodput->useful_hour_hot_usd)},
+                 {"fault_tolerant", optional(r.goodput->useful_hour_tolerant_usd)}}}};
+  }
   return {{"schema", "cmax.rating/v1"},
+          {"goodput", goodput},
+          {"goodput_missing", r.goodput_missing.empty() ? json(nullptr) : json(r.goodput_missing)},
           {"tier", r.tier},
           {"band", r.band},
           {"score", optional(r.score)},

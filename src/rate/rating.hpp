@@ -11,6 +11,7 @@
 
 #include "core/run_record.hpp"
 #include "rate/attestation.hpp"
+#include "rate/goodput.hpp"
 #include "rate/rubric.hpp"
 
 namespace cmax::rate {
@@ -43,6 +44,23 @@ struct CategoryRating {
   bool applies = true;          // false: none of its items applies to the target
 };
 
+// The goodput expense over the rubric's contract, with each input and where it came from
+// (measured in a run, attested, or the rubric's assumption).
+struct GoodputInputView {
+  std::string name;
+  double value = 0;
+  std::string unit;
+  std::string source;
+};
+struct GoodputView {
+  std::vector<GoodputInputView> inputs;
+  double failures = 0;
+  GoodputExpense expense;
+  std::optional<double> useful_hour_cold_usd;
+  std::optional<double> useful_hour_hot_usd;
+  std::optional<double> useful_hour_tolerant_usd;
+};
+
 struct Rating {
   std::string rubric;
   std::string rubric_sha256;
@@ -58,6 +76,8 @@ struct Rating {
   std::vector<std::string> gates_failed;      // "item: why (caps at TIER)"
   std::vector<std::string> gates_unverified;  // gates whose item had no evidence
   std::vector<std::string> notes;
+  std::optional<GoodputView> goodput;
+  std::string goodput_missing;  // why there is none, when the rubric asks for it
 };
 
 Rating RateEvidence(const Rubric& rubric, const RatingInputs& inputs);

@@ -231,9 +231,10 @@ Result<Rubric> Rubric::Parse(std::string_view text) {
   if (doc.is_discarded() || !doc.is_object()) {
     return Fail(ErrorCode::kInvalidArgument, "rubric: not a JSON object");
   }
-  if (auto ok = OnlyKeys(
-          doc, {"schema", "name", "note", "tiers", "below", "untestable", "categories", "items"},
-          "top level");
+  if (auto ok = OnlyKeys(doc,
+                         {"schema", "name", "note", "tiers", "below", "untestable", "categories",
+                          "items", "goodput"},
+                         "top level");
       !ok) {
     return tl::unexpected(ok.error());
   }
@@ -375,6 +376,39 @@ Result<Rubric> Rubric::Parse(std::string_view text) {
       item.gate_why = *why;
     }
     rubric.items_.push_back(std::move(item));
+  }
+  if (const auto goodput = doc.find("goodput"); goodput != doc.end()) {
+    if (!goodput->is_object()) {
+      return Fail(ErrorCode::kInvalidArgument, "rubric: \"goodput\" must be an object");
+    }
+    GoodputAssumptions g;
+    const std::pair<const char*, double*> fields[] = {
+        {"job_gpus", &g.job_gpus},
+        {"contract_hours", &g.contract_hours},
+        {"checkpoint_interval_h", &g.checkpoint_interval_h},
+        {"job_init_h", &g.job_init_h},
+        {"failover_h", &g.failover_h},
+        {"blast_radius_gpus", &g.blast_radius_gpus},
+        {"mtbf_gpu_hours", &g.mtbf_gpu_hours},
+        {"detect_h", &g.detect_h},
+        {"repair_h", &g.repair_h}};
+    for (auto entry = goodput->begin(); entry != goodput->end(); ++entry) {
+      const std::string& key = entry.key();
+      const auto* field =
+          std::ranges::find_if(fields, [&](const auto& f) { return key == f.first; });
+      if (field == std::end(fields)) {
+        return Fail(ErrorCode::kInvalidArgument, "rubric: goodput: unknown key \"{}\"",
+                    SanitizeUtf8(key));
+      }
+      auto number = Number(*goodput, field->first, "goodput", 0, 1e9);
+      if (!number) return tl::unexpected(number.error());
+      *field->second = *number;
+    }
+    if (g.job_gpus <= 0 || g.contract_hours <= 0 || g.mtbf_gpu_hours <= 0) {
+      return Fail(ErrorCode::kInvalidArgument,
+                  "rubric: goodput: job_gpus, contract_hours and mtbf_gpu_hours must be above 0");
+    }
+    rubric.goodput_ = g;
   }
   for (const RubricCategory& category : rubric.categories_) {
     if (std::ranges::none_of(rubric.items_,

@@ -56,6 +56,21 @@ struct RubricItem {
   std::string gate_why;
 };
 
+// What the goodput expense assumes where nothing was measured (rate/goodput.hpp): the job, the
+// contract, the recovery, and detection and repair times used until a reliability run measures
+// them.
+struct GoodputAssumptions {
+  double job_gpus = 1024;
+  double contract_hours = 730;
+  double checkpoint_interval_h = 1;
+  double job_init_h = 0.2;
+  double failover_h = 0.05;
+  double blast_radius_gpus = 8;
+  double mtbf_gpu_hours = 25000;
+  double detect_h = 1;
+  double repair_h = 1;
+};
+
 class Rubric {
  public:
   static Result<Rubric> Parse(std::string_view json);
@@ -70,6 +85,8 @@ class Rubric {
   const std::string& Below() const { return below_; }  // under the last band
   const std::string& Untestable() const { return untestable_; }
   double UntestableBelowConfidence() const { return untestable_below_; }
+  // None: the rubric estimates no goodput expense.
+  const std::optional<GoodputAssumptions>& Goodput() const { return goodput_; }
   // Where a tier name ranks: 0 the best; the band below the last, then Untestable, last.
   int Rank(std::string_view tier) const;
 
@@ -82,6 +99,7 @@ class Rubric {
   std::string below_;
   std::string untestable_;
   double untestable_below_ = 0;
+  std::optional<GoodputAssumptions> goodput_;
 };
 
 // The metrics cmax's phases record that a rubric may score, and the attestation facts cmax

@@ -116,6 +116,16 @@ TEST(Rubric, EveryMistakeIsRefusedNamingWhere) {
       {"item twice", [](json& r) { r["items"].push_back(r["items"][0]); }, "listed twice"},
       {"negative weight", [](json& r) { r["items"][0]["weight"] = -1; },
        "\"weight\" must be a number"},
+      {"goodput key",
+       [](json& r) {
+         r["goodput"] = {{"gpus", 8}};
+       },
+       "goodput: unknown key \"gpus\""},
+      {"goodput mtbf",
+       [](json& r) {
+         r["goodput"] = {{"mtbf_gpu_hours", 0}};
+       },
+       "must be above 0"},
   };
   for (const Case& c : cases) {
     json rubric = Minimal();
