@@ -235,7 +235,6 @@ Verdict KubeTopologyRule(const Inputs& in) {
                "the scheduler places pods without knowing the network");
 }
 
-// A value that must be a string naming something, or null for none.
 // The BlueField-3 VIRTIO-net controller runs on the DPU's Arm cores: from the host cmax knows
 // only whether there is one.
 Verdict BlueFieldController(const Inputs& in, std::string_view what) {
@@ -261,6 +260,7 @@ Verdict SubnetKeyRule(const Inputs& in, std::string_view attestation, std::strin
   return Attest("InfiniBand", std::string(why));
 }
 
+// A value that must be a string naming something, or null for none.
 const std::string* NameOrNull(const json& value) {
   return value.is_string() ? &value.get_ref<const std::string&>() : nullptr;
 }
@@ -1169,7 +1169,10 @@ const std::map<std::string, Rule, std::less<>>& Rules() {
          const json* prolog = Get(in, "scheduler.slurm.prolog_seconds");
          if (prolog == nullptr) return NotCollected("scheduler.slurm.prolog_seconds");
          const json& value = JsonAt(*prolog, {"value"});
-         if (!value.is_number()) return Unknown("scheduler.slurm.prolog_seconds is not a number");
+         if (!value.is_number()) {
+           const std::string note = TextAt(*prolog, {"note"});
+           return Unknown(note.empty() ? "scheduler.slurm.prolog_seconds is not a number" : note);
+         }
          const double seconds = value.get<double>();
          const std::string observed = fmt::format("{:.1f} s", seconds);
          if (seconds < 30) return Pass(observed);
@@ -1205,6 +1208,10 @@ const std::map<std::string, Rule, std::less<>>& Rules() {
          if (compilers == nullptr || payload == nullptr) {
            return NotCollected("software.nvhpc.compilers", "software.nvhpc.payload");
          }
+         if (!compilers->is_object() || compilers->empty() ||
+             !JsonAt(*payload, {"missing"}).is_array()) {
+           return Unknown("the HPC SDK's evidence has an unexpected shape");
+         }
          const std::string version = Shown(*release);
          std::vector<std::string> wrong;
          for (const auto& [name, said] : compilers->items()) {
@@ -1238,10 +1245,16 @@ const std::map<std::string, Rule, std::less<>>& Rules() {
          std::map<std::string, std::string> redirecting;
          std::set<std::string> unread;
          size_t shared = 0;
+         if (!pairs->is_array()) return Unknown("pci.acs.path_bridges is not a list");
          for (const json& pair : *pairs) {
            if (JsonAt(pair, {"shared"}).is_null()) continue;
            ++shared;
-           for (const json& bridge : JsonAt(pair, {"bridges"})) {
+           const json& bridges = JsonAt(pair, {"bridges"});
+           if (!bridges.is_array() || bridges.empty()) {
+             unread.insert(TextAt(pair, {"shared"}));  // a shared bridge with nothing read
+             continue;
+           }
+           for (const json& bridge : bridges) {
              const std::string name = TextAt(bridge, {"bridge"});
              if (JsonAt(bridge, {"acsctl"}).is_null()) {
                unread.insert(name);
@@ -1295,15 +1308,15 @@ const std::map<std::string, Rule, std::less<>>& Rules() {
            return NotCollected("network.bluefield.rshim", "network.bluefield.tmfifo");
          }
          std::vector<std::string> reachable;
-         if (*rshim) reachable.emplace_back("/dev/rshim0");
-         if (*tmfifo) reachable.emplace_back("tmfifo_net0");
+         if (*rshim) reachable.emplace_back("/dev/rshim*");
+         if (*tmfifo) reachable.emplace_back("tmfifo_net*");
          if (!reachable.empty()) {
            Verdict verdict = Found(Join(reachable, ", "), "no RShim path from the host",
                                    "the host reaches the DPU's own operating system (RShim)");
            verdict.kind = Verdict::Kind::kFail;
            return verdict;
          }
-         return Pass(fmt::format("{} BlueField function(s); no /dev/rshim0, no tmfifo_net0",
+         return Pass(fmt::format("{} BlueField function(s); no /dev/rshim*, no tmfifo_net*",
                                  devices->size()),
                      "INTERNAL_CPU_RSHIM not read (mlxconfig, as root)");
        }},

@@ -1,5 +1,6 @@
 #include "audit/hpc_sdk.hpp"
 
+#include <algorithm>
 #include <regex>
 
 #include "core/strings.hpp"
@@ -36,10 +37,17 @@ std::string ParseHpcSdkCompilerRelease(std::string_view output) {
 
 void CollectHpcSdk(const sys::FileSystem& fs, sys::ProcessRunner& runner, Duration timeout,
                    AuditEvidence& out) {
-  // The newest release of any architecture folder (Linux_x86_64, Linux_aarch64).
+  // The newest release of this machine's architecture folder (a shared /opt may hold the other
+  // one's too, whose compilers cannot run here), else of any.
   std::string newest;
   std::string home;
-  if (const auto arches = fs.ListDir(kRoot)) {
+  if (auto arches = fs.ListDir(kRoot)) {
+#if defined(__aarch64__)
+    const std::string own = "Linux_aarch64";
+#else
+    const std::string own = "Linux_x86_64";
+#endif
+    if (std::ranges::find(*arches, own) != arches->end()) *arches = {own};
     for (const std::string& arch : *arches) {
       if (!arch.starts_with("Linux_")) continue;
       const auto releases = fs.ListDir(std::string(kRoot) + "/" + arch);

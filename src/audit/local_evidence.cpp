@@ -519,13 +519,15 @@ void IdleGpus(const LocalProbeOptions& options, AuditEvidence& out) {
   out["gpu.idle.power_w"] = powers;
   out["gpu.name"] = names;
   // NVLink: a GPU with an active link is in an NVLink domain. None seen says "no NVLink" only
-  // when every GPU answered (a lost GPU could be the one with links).
+  // when every GPU answered about its links (a lost GPU, or a driver that would not say, could
+  // be the one with links).
   const bool nvlink = std::ranges::any_of(snapshot->gpus, [](const sys::GpuReading& gpu) {
     return gpu.nvlink_links && *gpu.nvlink_links > gpu.nvlink_inactive.value_or(0);
   });
-  const bool all_answered =
-      !snapshot->gpus.empty() &&
-      std::ranges::none_of(snapshot->gpus, [](const sys::GpuReading& gpu) { return gpu.lost; });
+  const bool all_answered = !snapshot->gpus.empty() &&
+                            std::ranges::all_of(snapshot->gpus, [](const sys::GpuReading& gpu) {
+                              return !gpu.lost && (gpu.nvlink_links.has_value() || gpu.nvlink_none);
+                            });
   if (nvlink || all_answered) out["gpu.topology.nvlink"] = nvlink;
 }
 

@@ -1,5 +1,6 @@
 #include "audit/pci_evidence.hpp"
 
+#include <algorithm>
 #include <cctype>
 #include <map>
 #include <set>
@@ -143,22 +144,30 @@ void BlueField(const sys::FileSystem& fs, const std::vector<std::string>& device
     }
   }
   out["network.bluefield.devices"] = found;
-  out["network.bluefield.rshim"] = fs.Exists("/dev/rshim0");
-  out["network.bluefield.tmfifo"] = fs.Exists("/sys/class/net/tmfifo_net0");
+  // Any RShim instance (/dev/rshim0, /dev/rshim1 ...) and any tmfifo interface.
+  const auto any_named = [&](const char* dir, std::string_view prefix) {
+    const auto names = fs.ListDir(dir);
+    return names && std::ranges::any_of(
+                        *names, [&](const std::string& name) { return name.starts_with(prefix); });
+  };
+  out["network.bluefield.rshim"] = any_named("/dev", "rshim");
+  out["network.bluefield.tmfifo"] = any_named("/sys/class/net", "tmfifo_net");
 }
 
 }  // namespace
 
 std::optional<AcsControl> ParseAcsControl(std::string_view config) {
-  if (config.size() < kExtendedStart) return std::nullopt;  // only the first 64 bytes (not root)
-  if (config.size() < kExtendedStart + 4) return AcsControl{};  // conventional PCI: no ACS
+  // 64 bytes: not root. 256: the extended space cannot be reached (a bridge always has one,
+  // but without MMCONFIG the kernel reads only the first 256 bytes). Neither says "no ACS".
+  if (config.size() < kExtendedStart + 4) return std::nullopt;
   std::set<size_t> seen;
   for (size_t at = kExtendedStart; at != 0;) {
     if (at < kExtendedStart || at % 4 != 0 || at + 4 > config.size() || !seen.insert(at).second) {
       return std::nullopt;
     }
     const uint32_t header = Dword(config, at);
-    if (header == 0 || header == 0xffffffffU) return AcsControl{};  // an empty list
+    if (header == 0xffffffffU) return std::nullopt;  // the device did not answer
+    if (header == 0) return AcsControl{};            // an empty list
     if ((header & 0xffffU) == kAcsCapability) {
       if (at + 8 > config.size()) return std::nullopt;
       const uint32_t registers = Dword(config, at + 4);

@@ -26,8 +26,8 @@ struct AcsControl {
 };
 
 // The ACS control in a device's config space as sysfs gives it (4,096 bytes to root, 64 to
-// others). nullopt when the extended space was not readable (under 260 bytes) or its list is
-// garbled (a loop, an offset inside the standard header).
+// others). nullopt when the extended space was not readable (under 260 bytes), the device did
+// not answer (all ones) or its list is garbled (a loop, an offset inside the standard header).
 std::optional<AcsControl> ParseAcsControl(std::string_view config);
 
 // lspci's spelling of the control bits: "SrcValid+ TransBlk- ReqRedir+ CmpltRedir+

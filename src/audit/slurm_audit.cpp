@@ -26,6 +26,8 @@ using nlohmann::json;
 constexpr int kDeadlineExit = 124;
 // What a node's evidence may take in srun's merged output; the step's capture grows with it.
 constexpr size_t kOutputPerNode = size_t{256} << 10;
+// How far a node's clock may run behind the controller's before its task timing is not trusted.
+constexpr double kClockSlack = 2.0;
 
 bool Positive(double seconds) {
   return std::isfinite(seconds) && seconds > 0;
@@ -63,15 +65,41 @@ json SshToNextNode(const std::string& self, const AuditIo& io) {
   if (!names || !names->Succeeded()) {
     return {{"to", nullptr}, {"ok", nullptr}, {"detail", "scontrol show hostnames failed"}};
   }
+  std::vector<std::string> listed;
+  for (std::string_view line : Split(names->stdout_text, '\n')) {
+    if (!Trim(line).empty()) listed.emplace_back(Trim(line));
+  }
+  if (listed.size() == 1 && listed.front() == self) return nullptr;  // alone in its job
   const std::optional<std::string> next = NextNode(names->stdout_text, self);
-  if (!next) return nullptr;
+  if (!next) {
+    return {{"to", nullptr},
+            {"ok", nullptr},
+            {"detail", "this node is not in its job's node list as " + SanitizeUtf8(self)}};
+  }
   const auto ssh = FindProgram(*io.fs, io.path, "ssh");
   if (!ssh) return {{"to", *next}, {"ok", false}, {"detail", "no ssh client on this node"}};
-  auto ran = io.runner->Run(
-      {.argv = {*ssh, "-n", "-T", "-o", "BatchMode=yes", "-o", "ConnectTimeout=5", "-o",
-                "StrictHostKeyChecking=yes", "-o", "UpdateHostKeys=no", *next, "hostname"},
-       .env_add = {"LC_ALL=C"},
-       .timeout = std::chrono::seconds(10)});
+  auto ran = io.runner->Run({.argv = {*ssh,
+                                      "-n",
+                                      "-T",
+                                      "-o",
+                                      "BatchMode=yes",
+                                      "-o",
+                                      "ConnectTimeout=5",
+                                      "-o",
+                                      "StrictHostKeyChecking=yes",
+                                      "-o",
+                                      "UpdateHostKeys=no",
+                                      "-o",
+                                      "CheckHostIP=no",
+                                      "-o",
+                                      "ControlMaster=no",
+                                      "-o",
+                                      "ControlPath=none",
+                                      "--",
+                                      *next,
+                                      "hostname"},
+                             .env_add = {"LC_ALL=C"},
+                             .timeout = std::chrono::seconds(10)});
   if (!ran) return {{"to", *next}, {"ok", nullptr}, {"detail", ran.error().message}};
   const bool ok = ran->Succeeded();
   return {{"to", *next},
@@ -260,9 +288,20 @@ Result<std::string> NodeEvidenceFrames(const AuditOptions& options, double node_
        .side_effects = ForChecks(options.side_effects, *checks),
        .side_effect_io = SideEffectIoFor(io, std::chrono::time_point_cast<WallTime::duration>(
                                                  started + SecondsAsDuration(node_timeout_s)))});
-  if (std::ranges::any_of(*checks,
-                          [](const CheckSpec* c) { return c->id == "access.ssh-between-nodes"; })) {
-    evidence["access.ssh_to_compute_node"] = SshToNextNode(node, io);
+  // A login on another node is a side effect: only when allowed, and logged as one.
+  if (options.side_effects.allowed && std::ranges::any_of(*checks, [](const CheckSpec* c) {
+        return c->id == "access.ssh-between-nodes";
+      })) {
+    json ssh = SshToNextNode(node, io);
+    if (ssh.is_object() && ssh["to"].is_string()) {
+      json& log = evidence["audit.side_effects"];
+      if (!log.is_array()) log = json::array();
+      log.push_back(
+          {{"check", "access.ssh-between-nodes"},
+           {"did", "logged in with ssh to the next node of the job (hostname)"},
+           {"undo", "nothing to undo: a login record on " + ssh["to"].get<std::string>()}});
+    }
+    evidence["access.ssh_to_compute_node"] = std::move(ssh);
   }
   sys::CancelDeadline();
   json document = {
@@ -329,10 +368,18 @@ std::map<std::string, json> PrologSeconds(
       source = "scontrol show job";
     }
     if (!start) continue;
-    // Slurm keeps whole seconds; the node's clock may run a little behind the controller's.
-    const double seconds = std::max(
-        0.0, static_cast<double>(started.get<int64_t>()) / 1000.0 - static_cast<double>(*start));
-    out[node] = {{"value", std::round(seconds * 10) / 10}, {"source", source}};
+    const double seconds =
+        static_cast<double>(started.get<int64_t>()) / 1000.0 - static_cast<double>(*start);
+    // Slurm keeps whole seconds, and clocks differ a little; a task well before its job's start
+    // is a node clock behind the controller's, which would hide as much prolog.
+    if (seconds < -kClockSlack) {
+      out[node] = {
+          {"value", nullptr},
+          {"source", source},
+          {"note", fmt::format("the node's clock is {:.1f} s behind the controller's", -seconds)}};
+      continue;
+    }
+    out[node] = {{"value", std::round(std::max(0.0, seconds) * 10) / 10}, {"source", source}};
   }
   return out;
 }
@@ -457,7 +504,7 @@ Result<AuditReport> RunSlurmAudit(const AuditOptions& options, const SlurmAuditO
     const auto [it, added] = job_starts.try_emplace(job);
     if (!added) return it->second;
     auto shown = io.runner->Run({.argv = {"scontrol", "show", "job", "-o", job},
-                                 .env_add = {"TZ=UTC", "LC_ALL=C"},
+                                 .env_add = {"TZ=UTC", "LC_ALL=C", "SLURM_TIME_FORMAT=standard"},
                                  .timeout = SecondsAsDuration(options.probe_timeout_s)});
     if (shown && shown->Succeeded()) it->second = ParseJobStartTime(shown->stdout_text);
     return it->second;

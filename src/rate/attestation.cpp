@@ -151,9 +151,18 @@ Result<Attestation> ParseAttestation(std::string_view yaml, WallTime now) {
       if (!soc2) return tl::unexpected(soc2.error());
       auto iso = Date(security, "iso27001_certificate");
       if (!iso) return tl::unexpected(iso.error());
+      for (const auto& [key, report] :
+           {std::pair{"soc2_type2_report", *soc2}, std::pair{"iso27001_certificate", *iso}}) {
+        if (report && *report > now + kDay) {
+          return Fail(ErrorCode::kInvalidArgument, "attestation line {}: {} is in the future",
+                      LineOf(security[key]), key);
+        }
+      }
+      // Current today, not only when attested: an old attestation cannot keep a lapsed report
+      // current.
       if (security["soc2_type2_report"] || security["iso27001_certificate"]) {
-        const bool soc2_current = *soc2 && out.date - **soc2 <= 456 * kDay;  // 15 months
-        const bool iso_current = *iso && out.date - **iso <= 3 * 365 * kDay;
+        const bool soc2_current = *soc2 && now - **soc2 <= 456 * kDay;  // 15 months
+        const bool iso_current = *iso && now - **iso <= 3 * 365 * kDay;
         out.facts["security.soc2_or_iso27001"] = soc2_current || iso_current;
       }
       auto pentest = YesNo(security, "pentest_covers_fabric");

@@ -30,8 +30,9 @@ struct Attestation {
 Result<Attestation> ParseAttestation(std::string_view yaml, WallTime now);
 
 // The facts cmax derives from an attestation, by name:
-//   security.soc2_or_iso27001  a SOC 2 Type II report ending within 15 months of the date, or an
-//                              ISO 27001 certificate issued within 3 years of it
+//   security.soc2_or_iso27001  a SOC 2 Type II report whose period ended within the last 15
+//                              months, or an ISO 27001 certificate issued within the last 3 years
+//                              (judged today, not on the attestation's date)
 //   security.pentest_covers_fabric, reliability.sla_partial_failures, partnerships.nvidia_ncp,
 //   isolation.nvlink_domain_exclusive, isolation.pcie_isolation, isolation.ufm_secured,
 //   isolation.ib_sm_key, isolation.ib_sa_key             yes/no as attested

@@ -6,6 +6,7 @@
 #include <map>
 #include <set>
 
+#include "audit/catalogue.hpp"
 #include "core/strings.hpp"
 
 namespace cmax::rate {
@@ -20,7 +21,40 @@ std::string Number(double value) {
   return text;
 }
 
-// PASS 1, WARN 0.5, FAIL 0 over the checks that apply; UNKNOWN and ATTEST are evidence missing.
+// The attestation fact that answers a check the audit can only mark ATTEST.
+std::string_view AttestedBy(std::string_view check) {
+  static const std::pair<std::string_view, std::string_view> kAnswers[] = {
+      {"isolation.nvlink-boundary", "isolation.nvlink_domain_exclusive"},
+      {"isolation.pcie-passthrough", "isolation.pcie_isolation"},
+      {"isolation.ufm-secured", "isolation.ufm_secured"},
+      {"networking.ib-sm-key", "isolation.ib_sm_key"},
+      {"networking.ib-sa-key", "isolation.ib_sa_key"}};
+  for (const auto& [id, fact] : kAnswers) {
+    if (id == check) return fact;
+  }
+  return {};
+}
+
+// A check's finding from the newest run that decided it (PASS, WARN or FAIL); when none did, the
+// newest run's, whatever it says. A later run that could not read a check (UNKNOWN, ATTEST), or
+// to which it did not apply (a login node's run, N/A), does not hide an earlier FAIL.
+std::pair<const Finding*, int64_t> NewestDecided(const RatingInputs& in, const std::string& check) {
+  std::pair<const Finding*, int64_t> newest{nullptr, 0};
+  for (const RunRecord* record : in.runs) {
+    const auto it = std::ranges::find(record->findings, check, &Finding::check_id);
+    if (it == record->findings.end()) continue;
+    if (it->status == CheckStatus::kPass || it->status == CheckStatus::kWarn ||
+        it->status == CheckStatus::kFail) {
+      return {&*it, record->run.id};
+    }
+    if (newest.first == nullptr) newest = {&*it, record->run.id};
+  }
+  return newest;
+}
+
+// PASS 1, WARN 0.5, FAIL 0 over the checks that apply; UNKNOWN is evidence missing, and so is
+// ATTEST unless the attestation answers it (yes 1, no 0), and so is N/A for want of a side effect
+// the audit was not allowed (the check applies; it was not run).
 void ScoreAudit(const RubricItem& item, const RatingInputs& in, ItemRating& out) {
   std::map<CheckStatus, int> counts;
   std::vector<std::string> failed;
@@ -28,17 +62,11 @@ void ScoreAudit(const RubricItem& item, const RatingInputs& in, ItemRating& out)
   int applicable = 0;
   double points = 0;
   int missing = 0;
+  int attested = 0;
+  int not_run = 0;
+  const audit::AuditCatalogue& catalogue = audit::AuditCatalogue::Builtin();
   for (const std::string& check : item.source.audit_checks) {
-    const Finding* found = nullptr;
-    int64_t run = 0;
-    for (const RunRecord* record : in.runs) {
-      const auto it = std::ranges::find(record->findings, check, &Finding::check_id);
-      if (it != record->findings.end()) {
-        found = &*it;
-        run = record->run.id;
-        break;
-      }
-    }
+    const auto [found, run] = NewestDecided(in, check);
     if (found == nullptr) {
       ++missing;
       continue;
@@ -58,9 +86,34 @@ void ScoreAudit(const RubricItem& item, const RatingInputs& in, ItemRating& out)
         ++applicable;
         failed.push_back(check);
         break;
-      case CheckStatus::kSkip: break;  // does not apply here
-      case CheckStatus::kUnknown:
-      case CheckStatus::kAttest: ++missing; break;
+      case CheckStatus::kSkip: {
+        const auto spec = std::ranges::find(catalogue.Checks(), check, &audit::CheckSpec::id);
+        if (spec != catalogue.Checks().end() && !spec->side_effect.empty()) {
+          ++missing;  // applies, but needs --allow-side-effects
+          ++not_run;
+        }
+        break;  // otherwise does not apply here
+      }
+      case CheckStatus::kAttest: {
+        const std::string_view fact = AttestedBy(check);
+        const auto answer = in.attestation != nullptr && !fact.empty()
+                                ? in.attestation->facts.find(std::string(fact))
+                                : std::map<std::string, nlohmann::json>::const_iterator{};
+        if (in.attestation != nullptr && !fact.empty() && answer != in.attestation->facts.end() &&
+            answer->second.is_boolean()) {
+          ++applicable;
+          ++attested;
+          if (answer->second.get<bool>()) {
+            points += 1;
+          } else {
+            failed.push_back(check + " (attested no)");
+          }
+        } else {
+          ++missing;
+        }
+        break;
+      }
+      case CheckStatus::kUnknown: ++missing; break;
     }
   }
   out.runs.assign(runs.begin(), runs.end());
@@ -81,8 +134,11 @@ void ScoreAudit(const RubricItem& item, const RatingInputs& in, ItemRating& out)
       parts.push_back(fmt::format("{} {}", n, StatusName(status)));
     }
   }
-  const int unread = missing - counts[CheckStatus::kUnknown] - counts[CheckStatus::kAttest];
+  const int unread =
+      missing - counts[CheckStatus::kUnknown] - (counts[CheckStatus::kAttest] - attested) - not_run;
   if (unread > 0) parts.push_back(fmt::format("{} not in any run", unread));
+  if (attested > 0) parts.push_back(fmt::format("{} ATTEST answered by the attestation", attested));
+  if (not_run > 0) parts.push_back(fmt::format("{} not run without --allow-side-effects", not_run));
   out.evidence = fmt::format(
       "{} audit check(s){}: {}", item.source.audit_checks.size(),
       item.source.audit_profile.empty() ? "" : " of profile " + item.source.audit_profile,
@@ -319,12 +375,12 @@ Rating RateEvidence(const Rubric& rubric, const RatingInputs& in) {
       rating.gates_unverified.push_back(fmt::format("{}: {}", item.id, item.evidence));
       continue;
     }
-    if (*item.score > 0) continue;
+    if (*item.score >= 1) continue;  // a gate is met only in full
     rating.gates_failed.push_back(
         fmt::format("{}: {} (caps the tier at {})", item.id, item.gate_why, *item.gate_cap));
     if (rubric.Rank(*item.gate_cap) > rubric.Rank(rating.tier)) rating.tier = *item.gate_cap;
   }
-  if (rating.confidence < rubric.UntestableBelowConfidence()) {
+  if (!rating.score || rating.confidence < rubric.UntestableBelowConfidence()) {
     rating.notes.push_back(
         fmt::format("{:.1f}% of the rubric's weight had evidence, under the {:.0f}% a rating needs",
                     100 * rating.confidence, 100 * rubric.UntestableBelowConfidence()));

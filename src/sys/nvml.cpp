@@ -343,7 +343,13 @@ Result<NvmlSnapshot> Nvml::Snapshot() {
       unsigned links = 0, inactive = 0;
       for (unsigned link = 0; link < 64; ++link) {
         int active = 0;
-        if (a.nvlink_state(device, link, &active) != nv::kSuccess) break;
+        const nvmlReturn_t r = a.nvlink_state(device, link, &active);
+        if (r != nv::kSuccess) {
+          // Link 0 not supported, or out of range: this GPU has no NVLink. Any other answer
+          // (lost, no permission) says nothing.
+          gpu.nvlink_none = link == 0 && (r == nv::kNotSupported || r == nv::kInvalidArgument);
+          break;
+        }
         ++links;
         inactive += active == 1 ? 0 : 1;
       }

@@ -48,6 +48,7 @@ struct GpuReading {
   std::optional<unsigned> pcie_replay;
   std::optional<unsigned> nvlink_links;     // links that answered
   std::optional<unsigned> nvlink_inactive;  // of those, not active
+  bool nvlink_none = false;                 // the driver answered that it has no NVLink
   std::optional<unsigned> recovery_action;  // field 230: 0 none, 1 reset, 2 reboot, ...
   std::vector<std::string> errors;          // "GetPowerUsage: GPU is lost"
 };

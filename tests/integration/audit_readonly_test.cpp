@@ -25,6 +25,9 @@ using namespace std::chrono_literals;
 const std::set<std::string>& ReadOnlyQueries() {
   static const std::set<std::string> kQueries = {
       "nvcc --version",
+      "nvc --version",  // the HPC SDK's compilers, where /opt/nvidia/hpc_sdk holds a release
+      "nvc++ --version",
+      "nvfortran --version",
       "runc --version",
       "nvidia-ctk --version",
       "dcgmi --version",

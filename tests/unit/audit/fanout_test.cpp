@@ -238,6 +238,7 @@ TEST(SlurmProlog, EachNodesTaskStartAgainstItsJobsStart) {
       {"gpu2", timing(nullptr, 1796247041250)},        // 41.25 s
       {"gpu3", timing(1796247100, 1796247101500)},     // exported by Slurm itself
       {"gpu4", timing(nullptr, 1796246999000)},        // its clock a second behind: 0, not -1
+      {"gpu7", timing(nullptr, 1796246990000)},        // ten seconds behind: not trusted
       {"gpu5", timing(nullptr, 1796247000000, "77")},  // a job the controller cannot show
       {"gpu6", {}}};                                   // an older cmax: no timing
   int asked = 0;
@@ -250,9 +251,11 @@ TEST(SlurmProlog, EachNodesTaskStartAgainstItsJobsStart) {
   EXPECT_EQ(out.at("gpu2")["value"], 41.3);
   EXPECT_EQ(out.at("gpu3"), (json{{"value", 1.5}, {"source", "SLURM_JOB_START_TIME"}}));
   EXPECT_EQ(out.at("gpu4")["value"], 0.0);
+  EXPECT_EQ(out.at("gpu7")["value"], nullptr);
+  EXPECT_EQ(out.at("gpu7")["note"], "the node's clock is 10.0 s behind the controller's");
   EXPECT_FALSE(out.contains("gpu5"));
   EXPECT_FALSE(out.contains("gpu6"));
-  EXPECT_EQ(asked, 4);  // the lookup is the caller's to cache; it is asked only where needed
+  EXPECT_EQ(asked, 5);  // the lookup is the caller's to cache; it is asked only where needed
 }
 
 }  // namespace

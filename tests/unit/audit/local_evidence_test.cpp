@@ -294,7 +294,7 @@ TEST(CollectLocalEvidence, ReadsEachGpusIdleTemperatureAndPowerFromNvml) {
   EXPECT_EQ(power[2]["value"], nullptr);
   EXPECT_EQ(e.at("gpu.idle.temperature_c")[0]["value"], 34);
   EXPECT_EQ(e.at("gpu.name")[1], "NVIDIA H100 80GB HBM3");
-  EXPECT_EQ(e.at("gpu.topology.nvlink"), false);  // no GPU answered for a link
+  EXPECT_FALSE(e.contains("gpu.topology.nvlink"));  // no GPU said anything about its links
 
   // NVLink: one GPU with an active link is enough; links all down are none; a lost GPU could
   // be the one with links, so without an active one seen it is not collected.
@@ -314,6 +314,10 @@ TEST(CollectLocalEvidence, ReadsEachGpusIdleTemperatureAndPowerFromNvml) {
   down.nvlink_inactive = 18;
   sys::GpuReading lost = idle;
   lost.lost = true;
+  sys::GpuReading none = idle;
+  none.nvlink_none = true;  // a PCIe GPU: the driver says it has no NVLink
+  EXPECT_EQ(nvlink_of({none, none}), false);
+  EXPECT_EQ(nvlink_of({none, idle}), "not collected");  // one GPU did not say
   EXPECT_EQ(nvlink_of({down, linked}), true);
   EXPECT_EQ(nvlink_of({down, down}), false);
   EXPECT_EQ(nvlink_of({down, lost}), "not collected");

@@ -49,9 +49,9 @@ TEST(PciEvidence, ReadsAcsControlFromConfigSpace) {
   EXPECT_FALSE(AcsRedirects(0x0001 | 0x0002 | 0x0010 | 0x0040));  // nothing rerouted
 
   EXPECT_EQ(ParseAcsControl(std::string(64, '\x11')), std::nullopt);  // not root: 64 bytes
-  const auto conventional = ParseAcsControl(std::string(256, '\0'));
-  ASSERT_TRUE(conventional.has_value());  // conventional PCI: no extended space, no ACS
-  EXPECT_FALSE(conventional->present);
+  // 256 bytes: the extended space out of reach (no MMCONFIG), not "no ACS".
+  EXPECT_EQ(ParseAcsControl(std::string(256, '\0')), std::nullopt);
+  EXPECT_EQ(ParseAcsControl(std::string(4096, '\xff')), std::nullopt);  // did not answer
 
   std::string none(4096, '\0');  // an empty extended list
   EXPECT_FALSE(ParseAcsControl(none)->present);
@@ -111,7 +111,7 @@ sys::MemoryFileSystem Node(uint16_t gpu_port_control) {
   fs.AddLink("/sys/class/infiniband/mlx5_0/device", "../../../0000:04:00.0");
   fs.AddLink("/sys/class/infiniband/mlx5_1/device", "../../../0000:05:00.0");
   fs.AddLink("/sys/class/infiniband/rxe0/device", "../../devices/virtual/net/eth0");
-  fs.AddFile("/dev/rshim0/misc", "");
+  fs.AddFile("/dev/rshim1/misc", "");  // any instance counts, not only the first
   return fs;
 }
 
@@ -218,6 +218,8 @@ TEST(HpcSdk, TheNewestReleaseItsCompilersAndItsParts) {
     fs.AddFile(home + "/" + part, "");
   }
   fs.AddFile("/opt/nvidia/hpc_sdk/Linux_x86_64/2024", "");  // not a release
+  // The other architecture's newer release on a shared /opt: its compilers cannot run here.
+  fs.AddFile("/opt/nvidia/hpc_sdk/Linux_aarch64/26.11/compilers/bin/nvc", "");
   fs.AddFile("/opt/nvidia/hpc_sdk/modulefiles/nvhpc/26.9", "");
   cmax::testing::FakeProcessRunner runner;
   runner.AnswerStdout("nvc", "\nnvc 26.9-0 64-bit target on x86-64 Linux\n");

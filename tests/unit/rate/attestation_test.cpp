@@ -61,6 +61,11 @@ TEST(Attestation, ReportsAgeDeliveriesAndSilence) {
   EXPECT_EQ(late->facts.at("availability.delivery_late_days"), 12);
   EXPECT_EQ(late->notes, std::vector<std::string>{"promised capacity not delivered yet"});
   EXPECT_EQ(with("pricing:\n  gpu_hour_usd: 2.1\n")->facts.at("pricing.published"), false);
+  // Judged today: a report current when attested has lapsed since, whatever the file says.
+  EXPECT_EQ(with("security:\n  soc2_type2_report: 2026-06-30\n", "2027-11-01")
+                ->facts.at("security.soc2_or_iso27001"),
+            false);
+  EXPECT_FALSE(with("security:\n  soc2_type2_report: 2027-06-30\n"));  // a report to come
   // A year and more old: stale, said.
   const auto old = with("", "2028-01-15");
   ASSERT_TRUE(old);

@@ -165,6 +165,77 @@ TEST(Rating, ChecksThatDoNotApplyLeaveTheWeights) {
   EXPECT_DOUBLE_EQ(r.confidence, 1);
 }
 
+// A later run that could not read a check, or to which it did not apply, does not hide an
+// earlier FAIL; a check not run for want of --allow-side-effects is evidence missing, not N/A;
+// the attestation answers the ATTEST checks it speaks to.
+TEST(Rating, NewerRunsDoNotHideOlderFailuresAndSkipsAreNotAllAlike) {
+  const Rubric rubric = *Rubric::Parse(R"({
+    "schema": "cmax.rubric/v1", "name": "checks",
+    "tiers": [{"name": "Gold", "min": 80}], "below": "Underperforming",
+    "untestable": {"name": "Untestable", "below_confidence": 0},
+    "categories": [{"id": "security", "title": "Security", "weight": 1}],
+    "items": [{"id": "sec.checks", "category": "security", "title": "Checks", "weight": 1,
+               "from": {"audit_checks": ["versions.cuda-toolkit", "versions.runc",
+                                         "health.dcgm-diag", "isolation.nvlink-boundary",
+                                         "networking.ib-sm-key"]},
+               "score": {"kind": "audit"}}]
+  })");
+  RunRecord cluster;  // the cluster's audit
+  cluster.run.id = 1;
+  cluster.findings = {Found("versions.cuda-toolkit", CheckStatus::kFail),
+                      Found("versions.runc", CheckStatus::kPass),
+                      Found("health.dcgm-diag", CheckStatus::kSkip),
+                      Found("isolation.nvlink-boundary", CheckStatus::kAttest),
+                      Found("networking.ib-sm-key", CheckStatus::kAttest)};
+  RunRecord login;  // a later run on a login node: no GPU, nothing read
+  login.run.id = 2;
+  login.findings = {Found("versions.cuda-toolkit", CheckStatus::kSkip),
+                    Found("versions.runc", CheckStatus::kUnknown)};
+  const Rating bare = RateEvidence(rubric, {{&login, &cluster}, nullptr});
+  const ItemRating& item = Item(bare, "sec.checks");
+  // cuda FAIL (run 1, not hidden), runc PASS (run 1); dcgm-diag, nvlink and sm-key missing.
+  EXPECT_DOUBLE_EQ(*item.score, 0.5);
+  EXPECT_DOUBLE_EQ(item.coverage, 2.0 / 5);
+  EXPECT_NE(item.evidence.find("1 not run without --allow-side-effects"), std::string::npos)
+      << item.evidence;
+  EXPECT_NE(item.evidence.find("FAIL: versions.cuda-toolkit"), std::string::npos);
+  // The attestation answers two ATTEST checks: NVLink domains exclusive (yes), SM key (no).
+  Attestation attested;
+  attested.source = "S";
+  attested.facts["isolation.nvlink_domain_exclusive"] = true;
+  attested.facts["isolation.ib_sm_key"] = false;
+  const Rating answered = RateEvidence(rubric, {{&login, &cluster}, &attested});
+  const ItemRating& with = Item(answered, "sec.checks");
+  EXPECT_DOUBLE_EQ(*with.score, 2.0 / 4);  // runc and nvlink 1, cuda and sm-key 0
+  EXPECT_DOUBLE_EQ(with.coverage, 4.0 / 5);
+  EXPECT_NE(with.evidence.find("2 ATTEST answered by the attestation"), std::string::npos)
+      << with.evidence;
+  EXPECT_NE(with.evidence.find("networking.ib-sm-key (attested no)"), std::string::npos);
+}
+
+TEST(Rating, AGateIsMetOnlyInFullAndNoEvidenceIsUntestable) {
+  const Rubric rubric = *Rubric::Parse(R"({
+    "schema": "cmax.rubric/v1", "name": "gate",
+    "tiers": [{"name": "Gold", "min": 50}], "below": "Underperforming",
+    "untestable": {"name": "Untestable", "below_confidence": 0},
+    "categories": [{"id": "security", "title": "Security", "weight": 1}],
+    "items": [{"id": "sec.versions", "category": "security", "title": "V", "weight": 1,
+               "from": {"audit_checks": ["versions.cuda-toolkit", "versions.runc"]},
+               "score": {"kind": "audit"},
+               "gate": {"cap": "Underperforming", "why": "versions below minimum"}}]
+  })");
+  RunRecord mixed;
+  mixed.run.id = 1;
+  mixed.findings = {Found("versions.cuda-toolkit", CheckStatus::kFail),
+                    Found("versions.runc", CheckStatus::kPass)};
+  const Rating r = RateEvidence(rubric, {{&mixed}, nullptr});
+  EXPECT_EQ(r.band, "Gold");  // 50 of 100
+  EXPECT_EQ(r.tier, "Underperforming");
+  EXPECT_EQ(r.gates_failed.size(), 1U);
+  // No evidence at all is Untestable even when the rubric asks for no confidence.
+  EXPECT_EQ(RateEvidence(rubric, {}).tier, "Untestable");
+}
+
 TEST(Rating, RendersTextAndJson) {
   const Runs runs;
   const Attestation attested = Soc2(true);
