@@ -37,6 +37,7 @@ constexpr std::pair<std::string_view, CommandSetup> kCommands[] = {
     {"reliability", SetupReliabilityCommand},
     {"endpoint", SetupEndpointCommand},
     {"rate", SetupRateCommand},
+    {"compare", SetupCompareCommand},
 };
 
 }  // namespace

@@ -54,6 +54,7 @@ Command SetupInjectCommand(CLI::App& parent);
 Command SetupReliabilityCommand(CLI::App& parent);
 Command SetupEndpointCommand(CLI::App& parent);
 Command SetupRateCommand(CLI::App& parent);
+Command SetupCompareCommand(CLI::App& parent);
 
 // What of the tree a command line needs: every command (help, an unknown word, no arguments),
 // the one it names, or none (--version alone).

@@ -82,4 +82,15 @@ Result<Rating> RateStoredRuns(const RateOptions& options, const RateIo& io) {
   return RateRuns(asked, *files, io);
 }
 
+Result<Comparison> CompareStoredRuns(const std::string& before, const std::string& after,
+                                     const RateOptions& options, const RateIo& io) {
+  auto files = LoadRatingFiles(options, io);
+  if (!files) return tl::unexpected(files.error());
+  auto a = RateRuns({before}, *files, io);
+  if (!a) return tl::unexpected(a.error());
+  auto b = RateRuns({after}, *files, io);
+  if (!b) return tl::unexpected(b.error());
+  return CompareRatings(*a, *b);
+}
+
 }  // namespace cmax::rate

@@ -9,6 +9,7 @@
 
 #include "core/clock.hpp"
 #include "core/result.hpp"
+#include "rate/compare.hpp"
 #include "rate/rating.hpp"
 
 namespace cmax::sys {
@@ -47,5 +48,9 @@ Result<Rating> RateRuns(const std::vector<std::string>& runs, const RatingFiles&
 // LoadRatingFiles, then RateRuns on options.runs or, when none is named, the newest run of
 // each kind.
 Result<Rating> RateStoredRuns(const RateOptions& options, const RateIo& io);
+
+// `cmax compare A B`: run A and run B rated with the same files, and what moved from A to B.
+Result<Comparison> CompareStoredRuns(const std::string& before, const std::string& after,
+                                     const RateOptions& options, const RateIo& io);
 
 }  // namespace cmax::rate

@@ -24,6 +24,7 @@ const std::string kSchemas = std::string(CMAX_TEST_DATA) + "/../../docs/schema/"
 const std::string kReport = kSchemas + "cmax.report.v1.schema.json";
 const std::string kEvidence = kSchemas + "cmax.audit-evidence.v1.schema.json";
 const std::string kRating = kSchemas + "cmax.rating.v1.schema.json";
+const std::string kComparison = kSchemas + "cmax.comparison.v1.schema.json";
 
 class SchemaTest : public ::testing::Test {
  protected:
@@ -85,6 +86,10 @@ TEST_F(SchemaTest, ALocalAuditsReportAndEvidence) {
   json bad_rating = rated;
   bad_rating["items"][0]["coverage"] = 1.5;
   EXPECT_NE(Problems(kRating, bad_rating), "");
+  // What moved between the audit and the run: a comparison.
+  const json compared = Cmax({"compare", report["run"]["id"].dump(), "latest", "--json"});
+  ASSERT_TRUE(compared.is_object());
+  EXPECT_EQ(Problems(kComparison, compared), "");
 
   // Broken on purpose: each must be caught.
   json bad = report;

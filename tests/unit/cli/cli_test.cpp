@@ -449,6 +449,18 @@ TEST(Cli, RateReadsTheStoreAndAnAttestation) {
       << refused.err;
   const auto text = Cli({"rate", "--db", db});
   EXPECT_TRUE(text.out.starts_with("Tier: Untestable")) << text.out;
+
+  // Two audits of the same host: nothing moved; a run that is not there is a usage error.
+  ASSERT_NE(Cli({"audit", "--db", db, "--exit-zero"}).code, kExitError);
+  const auto compared = Cli({"compare", "1", "2", "--db", db, "--attestation", example});
+  ASSERT_EQ(compared.code, kExitOk) << compared.err;
+  EXPECT_NE(compared.out.find("(unchanged)"), std::string::npos) << compared.out;
+  EXPECT_NE(compared.out.find("Runs: 1 -> 2"), std::string::npos) << compared.out;
+  const auto compared_json = Cli({"compare", "1", "latest", "--db", db, "--json"});
+  ASSERT_EQ(compared_json.code, kExitOk) << compared_json.err;
+  EXPECT_EQ(nlohmann::json::parse(compared_json.out)["schema"], "cmax.comparison/v1");
+  const auto missing = Cli({"compare", "1", "99", "--db", db});
+  EXPECT_EQ(missing.code, kExitUsage) << missing.err;
 }
 
 TEST(Cli, CmaxDbEnvironmentVariableSelectsTheStore) {
