@@ -50,12 +50,6 @@ std::string LastLine(const sys::ProcessResult& ran) {
   return SanitizeUtf8(text.substr(0, kMost));
 }
 
-void Record(AuditEvidence& out, std::string_view check, std::string did, std::string undo) {
-  json& log = out["audit.side_effects"];
-  if (!log.is_array()) log = json::array();
-  log.push_back({{"check", check}, {"did", std::move(did)}, {"undo", std::move(undo)}});
-}
-
 std::string Shown(const EgressTarget& target) {
   return target.host.find(':') != std::string::npos
              ? fmt::format("[{}]:{}", target.host, target.port)
@@ -83,9 +77,9 @@ void Egress(const SideEffectOptions& options, const SideEffectIo& io, AuditEvide
   }
   const auto connected = io.connect(target->host, target->port, *time);
   if (connected || connected.error().code != ErrorCode::kNotFound) {
-    Record(out, "networking.outbound-internet",
-           fmt::format("opened one TCP connection to {} (nothing sent)", shown),
-           "nothing to undo: the connection was closed at once");
+    RecordSideEffect(out, "networking.outbound-internet",
+                     fmt::format("opened one TCP connection to {} (nothing sent)", shown),
+                     "nothing to undo: the connection was closed at once");
   }
   if (connected) {
     out["network.egress.reachable"] = true;
@@ -147,9 +141,9 @@ void DcgmDiag(const SideEffectOptions& options, const SideEffectIo& io, AuditEvi
     out["health.dcgm.diag_r1"] = {{"ran", true}, {"error", SanitizeUtf8(why)}};
   };
   if (!ran) return failed(ran.error().message);  // it did not start: nothing was done
-  Record(out, "health.dcgm-diag",
-         "ran dcgmi diag -r 1 (DCGM's quick diagnostic: seconds of load on every GPU)",
-         "nothing to undo: it changes no setting");
+  RecordSideEffect(out, "health.dcgm-diag",
+                   "ran dcgmi diag -r 1 (DCGM's quick diagnostic: seconds of load on every GPU)",
+                   "nothing to undo: it changes no setting");
   if (ran->timed_out) {
     return failed(
         fmt::format("no result within {} s", std::chrono::duration<double>(limit).count()));
@@ -185,14 +179,14 @@ void EnrootImport(const SideEffectIo& io, AuditEvidence& out) {
   spec.env_add = {"LC_ALL=C"};
   const auto ran = io.runner->Run(spec);
   const auto removed = io.remove_file(io.scratch_file);
-  Record(out, "containers.enroot-import",
-         fmt::format("ran enroot import {} into {} (its layers pulled from the registry)",
-                     kImportImage, io.scratch_file),
-         removed ? "the image file was removed; its layers stay in enroot's cache "
-                   "($ENROOT_CACHE_PATH, by default ~/.cache/enroot): delete them there"
-                 : fmt::format("remove {} ({}) and the layers in enroot's cache "
-                               "($ENROOT_CACHE_PATH, by default ~/.cache/enroot)",
-                               io.scratch_file, removed.error().message));
+  RecordSideEffect(out, "containers.enroot-import",
+                   fmt::format("ran enroot import {} into {} (its layers pulled from the registry)",
+                               kImportImage, io.scratch_file),
+                   removed ? "the image file was removed; its layers stay in enroot's cache "
+                             "($ENROOT_CACHE_PATH, by default ~/.cache/enroot): delete them there"
+                           : fmt::format("remove {} ({}) and the layers in enroot's cache "
+                                         "($ENROOT_CACHE_PATH, by default ~/.cache/enroot)",
+                                         io.scratch_file, removed.error().message));
   if (!ran) {
     out["containers.enroot.import_error"] = SanitizeUtf8(ran.error().message);
     return;
@@ -363,6 +357,17 @@ void TakeSideEffects(const SideEffectOptions& options, const SideEffectIo& io, A
   if (wanted("networking.outbound-internet")) Egress(options, io, out);
   if (wanted("health.dcgm-diag")) DcgmDiag(options, io, out);
   if (wanted("containers.enroot-import")) EnrootImport(io, out);
+}
+
+void RecordSideEffect(AuditEvidence& out, std::string_view check, std::string did,
+                      std::string undo) {
+  json& log = out["audit.side_effects"];
+  if (!log.is_array()) log = json::array();
+  log.push_back({{"check", check}, {"did", std::move(did)}, {"undo", std::move(undo)}});
+}
+
+bool TakesSideEffect(const SideEffectOptions& options, std::string_view check) {
+  return options.allowed && options.checks.contains(check);
 }
 
 SideEffectOptions ForChecks(SideEffectOptions options,

@@ -41,6 +41,14 @@ struct SideEffectOptions {
 SideEffectOptions ForChecks(SideEffectOptions options,
                             const std::vector<const CheckSpec*>& selected);
 
+// Whether the side effect of `check` is to be taken: allowed, and the check asked for.
+bool TakesSideEffect(const SideEffectOptions& options, std::string_view check);
+
+// Adds a side effect taken to the evidence's audit.side_effects log: what was done and how to
+// undo it.
+void RecordSideEffect(AuditEvidence& out, std::string_view check, std::string did,
+                      std::string undo);
+
 // What the user is asked to confirm about side effects: "read-only", or what may be done.
 std::string SideEffectsPlan(const SideEffectOptions& options);
 

@@ -42,6 +42,15 @@ std::string LastLine(std::string_view text) {
   return SanitizeUtf8(last.substr(0, 300));
 }
 
+// The lines of a program's output that hold something, trimmed (one host name each).
+std::vector<std::string> NonBlankLines(std::string_view text) {
+  std::vector<std::string> out;
+  for (std::string_view line : Split(text, '\n')) {
+    if (!Trim(line).empty()) out.emplace_back(Trim(line));
+  }
+  return out;
+}
+
 std::string NodeName(const AuditIo& io) {
   std::string name = io.env ? io.env("SLURMD_NODENAME") : "";
   return name.empty() ? sys::Hostname() : name;
@@ -65,10 +74,7 @@ json SshToNextNode(const std::string& self, const AuditIo& io) {
   if (!names || !names->Succeeded()) {
     return {{"to", nullptr}, {"ok", nullptr}, {"detail", "scontrol show hostnames failed"}};
   }
-  std::vector<std::string> listed;
-  for (std::string_view line : Split(names->stdout_text, '\n')) {
-    if (!Trim(line).empty()) listed.emplace_back(Trim(line));
-  }
+  const std::vector<std::string> listed = NonBlankLines(names->stdout_text);
   if (listed.size() == 1 && listed.front() == self) return nullptr;  // alone in its job
   const std::optional<std::string> next = NextNode(names->stdout_text, self);
   if (!next) {
@@ -276,6 +282,7 @@ Result<std::string> NodeEvidenceFrames(const AuditOptions& options, double node_
                                                  "{} s",
                                                  node_timeout_s)}}),
       kDeadlineExit);
+  const SideEffectOptions side_effects = ForChecks(options.side_effects, *checks);
   AuditEvidence evidence = CollectLocalEvidence(
       *io.fs, *io.runner,
       {.path = io.path,
@@ -285,21 +292,16 @@ Result<std::string> NodeEvidenceFrames(const AuditOptions& options, double node_
        .slurm_conf = io.env ? io.env("SLURM_CONF") : "",
        .nvml = SnapshotNvml,
        .environment = AuditEnvironment(io),
-       .side_effects = ForChecks(options.side_effects, *checks),
+       .side_effects = side_effects,
        .side_effect_io = SideEffectIoFor(io, std::chrono::time_point_cast<WallTime::duration>(
                                                  started + SecondsAsDuration(node_timeout_s)))});
   // A login on another node is a side effect: only when allowed, and logged as one.
-  if (options.side_effects.allowed && std::ranges::any_of(*checks, [](const CheckSpec* c) {
-        return c->id == "access.ssh-between-nodes";
-      })) {
+  if (TakesSideEffect(side_effects, "access.ssh-between-nodes")) {
     json ssh = SshToNextNode(node, io);
     if (ssh.is_object() && ssh["to"].is_string()) {
-      json& log = evidence["audit.side_effects"];
-      if (!log.is_array()) log = json::array();
-      log.push_back(
-          {{"check", "access.ssh-between-nodes"},
-           {"did", "logged in with ssh to the next node of the job (hostname)"},
-           {"undo", "nothing to undo: a login record on " + ssh["to"].get<std::string>()}});
+      RecordSideEffect(evidence, "access.ssh-between-nodes",
+                       "logged in with ssh to the next node of the job (hostname)",
+                       "nothing to undo: a login record on " + ssh["to"].get<std::string>());
     }
     evidence["access.ssh_to_compute_node"] = std::move(ssh);
   }
@@ -329,10 +331,7 @@ Result<std::string> NodeEvidenceFrames(const AuditOptions& options, double node_
 }
 
 std::optional<std::string> NextNode(std::string_view hostnames, std::string_view self) {
-  std::vector<std::string> nodes;
-  for (std::string_view line : Split(hostnames, '\n')) {
-    if (!Trim(line).empty()) nodes.emplace_back(Trim(line));
-  }
+  const std::vector<std::string> nodes = NonBlankLines(hostnames);
   const auto me = std::ranges::find(nodes, self);
   if (me == nodes.end() || nodes.size() < 2) return std::nullopt;
   return SanitizeUtf8(std::next(me) == nodes.end() ? nodes.front() : *std::next(me));

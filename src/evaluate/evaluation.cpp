@@ -16,16 +16,17 @@ Result<Evaluation> EvaluateThisHost(const EvaluationOptions& options, const audi
                  .interrupted = host->interrupted,
                  .record = std::move(host->record)};
   if (out.interrupted) return out;
-  auto rating = rate::RateRuns({std::to_string(out.record.run.id)}, *files, rate_io);
-  if (!rating) return tl::unexpected(rating.error());
-  EvidenceItem item{"rating", rate::RatingJson(*rating).dump()};
+  // The record EvaluateHost read back from the store: what `cmax rate RUN` will read.
+  rate::Rating rating = rate::RateEvidence(
+      files->RubricToUse(), {{&out.record}, files->attestation ? &*files->attestation : nullptr});
+  EvidenceItem item{"rating", rate::RatingJson(rating).dump()};
   auto store = store::Store::Open({.path = io.db_path});
   if (!store) return tl::unexpected(store.error());
   if (auto ok = store->AddEvidence(out.record.run.id, {item}); !ok) {
     return tl::unexpected(ok.error());
   }
   out.record.evidence.push_back(std::move(item));
-  out.rating = std::move(*rating);
+  out.rating = std::move(rating);
   return out;
 }
 

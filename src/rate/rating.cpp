@@ -21,18 +21,23 @@ std::string Number(double value) {
   return text;
 }
 
-// The attestation fact that answers a check the audit can only mark ATTEST.
-std::string_view AttestedBy(std::string_view check) {
-  static const std::pair<std::string_view, std::string_view> kAnswers[] = {
+// The attestation's yes or no to a check the audit can only mark ATTEST; none when it does not
+// speak to that check.
+std::optional<bool> AttestedAnswer(const Attestation* attestation, std::string_view check) {
+  static const std::pair<std::string_view, const char*> kAnswers[] = {
       {"isolation.nvlink-boundary", "isolation.nvlink_domain_exclusive"},
       {"isolation.pcie-passthrough", "isolation.pcie_isolation"},
       {"isolation.ufm-secured", "isolation.ufm_secured"},
       {"networking.ib-sm-key", "isolation.ib_sm_key"},
       {"networking.ib-sa-key", "isolation.ib_sa_key"}};
+  if (attestation == nullptr) return std::nullopt;
   for (const auto& [id, fact] : kAnswers) {
-    if (id == check) return fact;
+    if (id != check) continue;
+    const auto answer = attestation->facts.find(fact);
+    if (answer == attestation->facts.end() || !answer->second.is_boolean()) return std::nullopt;
+    return answer->second.get<bool>();
   }
-  return {};
+  return std::nullopt;
 }
 
 // A check's finding from the newest run that decided it (PASS, WARN or FAIL); when none did, the
@@ -95,21 +100,17 @@ void ScoreAudit(const RubricItem& item, const RatingInputs& in, ItemRating& out)
         break;  // otherwise does not apply here
       }
       case CheckStatus::kAttest: {
-        const std::string_view fact = AttestedBy(check);
-        const auto answer = in.attestation != nullptr && !fact.empty()
-                                ? in.attestation->facts.find(std::string(fact))
-                                : std::map<std::string, nlohmann::json>::const_iterator{};
-        if (in.attestation != nullptr && !fact.empty() && answer != in.attestation->facts.end() &&
-            answer->second.is_boolean()) {
-          ++applicable;
-          ++attested;
-          if (answer->second.get<bool>()) {
-            points += 1;
-          } else {
-            failed.push_back(check + " (attested no)");
-          }
-        } else {
+        const std::optional<bool> answer = AttestedAnswer(in.attestation, check);
+        if (!answer) {
           ++missing;
+          break;
+        }
+        ++applicable;
+        ++attested;
+        if (*answer) {
+          points += 1;
+        } else {
+          failed.push_back(check + " (attested no)");
         }
         break;
       }
@@ -160,15 +161,25 @@ double Banded(const ItemScoring& scoring, double value) {
   return scoring.otherwise;
 }
 
-void ScoreMetric(const RubricItem& item, const RatingInputs& in, ItemRating& out) {
+// A metric's values in the newest run that records it, and that run; none when no run does.
+struct MetricValues {
+  std::vector<double> values;
+  int64_t run = 0;
+};
+std::optional<MetricValues> NewestValues(const RatingInputs& in, std::string_view name) {
   for (const RunRecord* record : in.runs) {
-    std::vector<double> values;
+    MetricValues found{.run = record->run.id};
     for (const Metric& metric : record->metrics) {
-      if (metric.name == item.source.metric && std::isfinite(metric.value)) {
-        values.push_back(metric.value);
-      }
+      if (metric.name == name && std::isfinite(metric.value)) found.values.push_back(metric.value);
     }
-    if (values.empty()) continue;
+    if (!found.values.empty()) return found;
+  }
+  return std::nullopt;
+}
+
+void ScoreMetric(const RubricItem& item, const RatingInputs& in, ItemRating& out) {
+  if (const auto newest = NewestValues(in, item.source.metric)) {
+    const std::vector<double>& values = newest->values;
     double value = 0;
     if (item.source.aggregate == "min") {
       value = *std::ranges::min_element(values);
@@ -180,11 +191,11 @@ void ScoreMetric(const RubricItem& item, const RatingInputs& in, ItemRating& out
     }
     out.score = Banded(item.scoring, value);
     out.coverage = 1;
-    out.runs = {record->run.id};
+    out.runs = {newest->run};
     out.evidence =
         fmt::format("{} {}{} over {} value(s) of {} in run {}", item.source.aggregate,
                     Number(value), item.scoring.unit.empty() ? "" : " " + item.scoring.unit,
-                    values.size(), item.source.metric, record->run.id);
+                    values.size(), item.source.metric, newest->run);
     return;
   }
   out.evidence = fmt::format("no run records {}", item.source.metric);
@@ -226,16 +237,9 @@ void ScoreAttestation(const RubricItem& item, const RatingInputs& in, ItemRating
 
 // The largest value of a metric in the newest run that records it, and that run.
 std::optional<std::pair<double, int64_t>> NewestMax(const RatingInputs& in, std::string_view name) {
-  for (const RunRecord* record : in.runs) {
-    std::optional<double> best;
-    for (const Metric& metric : record->metrics) {
-      if (metric.name == name && std::isfinite(metric.value)) {
-        best = best ? std::max(*best, metric.value) : metric.value;
-      }
-    }
-    if (best) return std::pair{*best, record->run.id};
-  }
-  return std::nullopt;
+  const auto newest = NewestValues(in, name);
+  if (!newest) return std::nullopt;
+  return std::pair{*std::ranges::max_element(newest->values), newest->run};
 }
 
 void Goodput(const Rubric& rubric, const RatingInputs& in, Rating& rating) {
