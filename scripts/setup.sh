@@ -22,6 +22,8 @@ packages=(
   strace
   # the JSON Schema test validates the reports against the published schemas with Debian's validator
   python3 python3-jsonschema
+  # the report's browser test loads the HTML page in Debian's headless Chromium
+  chromium
 )
 
 missing=()

@@ -1,4 +1,5 @@
-// `cmax report`: renders a stored run as text, JSON, JUnit XML or a self-contained HTML page.
+// `cmax report`: renders a stored run as text, JSON, JUnit XML, a self-contained HTML page or
+// Markdown.
 // It reads only the store, so any past run can be re-rendered without the cluster.
 #include <CLI/CLI.hpp>
 #include <memory>
@@ -39,10 +40,12 @@ int RunReport(const ReportOptions& options, Context& ctx) {
 Command SetupReportCommand(CLI::App& parent) {
   auto options = std::make_shared<ReportOptions>();
   CLI::App* app = parent.add_subcommand(
-      "report", "Render a stored run: text, json (cmax.report/v1), junit or html");
+      "report",
+      "Render a stored run: text, json (cmax.report/v1), junit, html or markdown; a rated run's\n"
+      "page and Markdown lead with its rating (tier, category chart, items and evidence)");
   Opt(app, "RUN", options->run, "Run id, or 'latest' (default)");
-  Choice(app, "-f,--format", options->format, {"text", "json", "junit", "html"},
-         "text, json, junit or html");
+  Choice(app, "-f,--format", options->format, {"text", "json", "junit", "html", "markdown", "md"},
+         "text, json, junit, html or markdown (md)");
   Opt(app, "-o,--output", options->output,
       "Write to this file instead of stdout (a device, FIFO or link is written through)");
   Flag(app, "--json", options->json, "Same as --format json");

@@ -4,8 +4,10 @@
 #include <fmt/format.h>
 #include <map>
 #include <optional>
+#include <set>
 #include <vector>
 
+#include "report/rating_view.hpp"
 #include "report/render.hpp"
 
 namespace cmax::report {
@@ -32,6 +34,14 @@ code,pre{font-family:ui-monospace,Menlo,Consolas,monospace;font-size:.85rem}pre{
 .PASS{background:#e3f5e8;color:#17663a}.WARN{background:#fff4d6;color:#8a5a00}.FAIL{background:#fde4e4;color:#a01c1c}.SKIP{background:#eef0f4;color:#6b7385}.ATTEST{background:#e2f1f8;color:#1f5f7a}.UNKNOWN{background:#f3e3f7;color:#6a1b7a}
 .state-ok{color:#17663a}.state-checks-failed,.state-error{color:#a01c1c}.state-interrupted,.state-running{color:#8a5a00}
 footer{margin-top:2rem;color:#6b7385;font-size:.8rem}
+.card{display:grid;grid-template-columns:11rem 1fr;gap:.5rem 1.5rem;align-items:start;border:1px solid #d8dce6;border-radius:.5rem;padding:1rem;margin:1rem 0}
+.card svg{grid-column:1/-1;max-width:100%;height:auto}.card dl.meta{margin-top:0}.card ul{margin:.25rem 0 .5rem 1.25rem;padding:0}
+.tier{font-size:1.35rem;font-weight:700;text-align:center;border-radius:.5rem;padding:1.4rem .5rem;background:#eef0f4;color:#1d2330}
+.tier-platinum{background:#e5e4f2;color:#34306b}.tier-gold{background:#fbefc6;color:#7a5600}.tier-silver{background:#e9edf2;color:#3f4b5b}.tier-bronze{background:#f6dfcd;color:#7a3f12}.tier-participation-ribbon{background:#e2f1f8;color:#1f5f7a}.tier-underperforming{background:#fde4e4;color:#a01c1c}.tier-untestable{background:#f3e3f7;color:#6a1b7a}
+.meter{display:inline-block;vertical-align:middle;width:8rem;height:.6rem;background:#eef0f4;border-radius:.3rem;overflow:hidden}.meter span{display:block;height:100%;background:#2f6fde}
+.gates.failed{color:#a01c1c;margin:.5rem 0 0}.gates.unverified{color:#8a5a00;margin:.5rem 0 0}.note{color:#4a5468;margin:.25rem 0}
+table.items{table-layout:fixed}table.items td{overflow-wrap:anywhere}tr.missing td{color:#6b7385}small.gate{color:#a01c1c}
+@media print{body{margin:0;max-width:none}section,.card,tr{break-inside:avoid}h2,h3{break-after:avoid}a{color:inherit}}
 </style>
 </head>
 )";
@@ -85,7 +95,8 @@ std::string RenderTimeline(const std::vector<StepTimes>& steps) {
   const int height = kTop + kRow * static_cast<int>(steps.size()) + 10;
   const auto x = [&](double seconds) { return kLeft + seconds / span * kWidth; };
   std::string svg = fmt::format(
-      "<svg role=\"img\" aria-label=\"timeline of each step after its injection\" "
+      "<svg id=\"chart-timeline\" role=\"img\" "
+      "aria-label=\"timeline of each step after its injection\" "
       "width=\"{}\" height=\"{}\" viewBox=\"0 0 {} {}\" font-size=\"12\" "
       "font-family=\"system-ui,sans-serif\">\n",
       kLeft + kWidth + 40, height, kLeft + kWidth + 40, height);
@@ -182,10 +193,11 @@ std::string RenderSweep(const std::vector<SweepPoint>& points, const std::string
   const auto x = [&](double v) { return kLeft + v / max_x * kWidth; };
   const auto y = [&](double v) { return kTop + kHeight - v / max_y * kHeight; };
   std::string svg = fmt::format(
-      "<svg role=\"img\" aria-label=\"{0} against output throughput by concurrency\" "
+      "<svg id=\"chart-sweep-{3}\" role=\"img\" "
+      "aria-label=\"{0} against output throughput by concurrency\" "
       "width=\"{1}\" height=\"{2}\" viewBox=\"0 0 {1} {2}\" font-size=\"12\" "
       "font-family=\"system-ui,sans-serif\">\n",
-      HtmlEscape(label), kLeft + kWidth + 30, kTop + kHeight + kBottom);
+      HtmlEscape(label), kLeft + kWidth + 30, kTop + kHeight + kBottom, HtmlEscape(latency));
   for (int i = 0; i <= 4; ++i) {
     const double vx = max_x * i / 4;
     const double vy = max_y * i / 4;
@@ -258,6 +270,15 @@ std::string RenderHtml(const RunRecord& record) {
   }
   out += "</p>\n</header>\n";
 
+  // Each finding's row is the anchor the rating's items link to: the first one of its check.
+  std::set<std::string> anchored;
+  for (const Finding& f : record.findings) anchored.insert(f.check_id);
+  if (const std::optional<RatingView> rating = ReadRating(record)) {
+    out += RenderRatingHtml(*rating, [&anchored](std::string_view check) {
+      return anchored.contains(std::string(check));
+    });
+  }
+
   if (const std::vector<StepTimes> steps = ReliabilitySteps(record.metrics); !steps.empty()) {
     out +=
         "<section>\n<h2>Timeline</h2>\n<p><small>From each injection: watched (grey), out "
@@ -298,14 +319,16 @@ std::string RenderHtml(const RunRecord& record) {
       if (FindingCategory(f.check_id) != category) continue;
       std::string remediation = HtmlEscape(f.remediation);
       for (const std::string& link : f.links) remediation += "<br>" + RenderLink(link);
+      std::string anchor;
+      if (anchored.erase(f.check_id) > 0) anchor = " id=\"f-" + HtmlEscape(f.check_id) + "\"";
       out += fmt::format(
-          "<tr><td><span class=\"status {0}\">{0}</span><br><small>{1}</small></td>"
+          "<tr{7}><td><span class=\"status {0}\">{0}</span><br><small>{1}</small></td>"
           "<td><code>{2}</code></td><td>{3}</td><td>{4}</td><td>{5}</td><td>{6}</td></tr>\n",
           StatusName(f.status), SeverityName(f.severity), HtmlEscape(f.check_id),
           HtmlEscape(f.message),
           // An inventory finding often says in its message what it observed: once is enough.
           f.observed == f.message ? std::string() : HtmlEscape(f.observed), HtmlEscape(f.expected),
-          remediation);
+          remediation, anchor);
     }
     out += "</tbody>\n</table>\n";
   }

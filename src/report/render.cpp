@@ -12,7 +12,9 @@ Result<Format> ParseFormat(std::string_view text) {
   if (text == "json") return Format::kJson;
   if (text == "junit") return Format::kJunit;
   if (text == "html") return Format::kHtml;
-  return Fail(ErrorCode::kInvalidArgument, "unknown format '{}' (text, json, junit, html)", text);
+  if (text == "markdown" || text == "md") return Format::kMarkdown;
+  return Fail(ErrorCode::kInvalidArgument,
+              "unknown format '{}' (text, json, junit, html, markdown)", text);
 }
 
 std::string_view FormatName(Format format) {
@@ -21,6 +23,7 @@ std::string_view FormatName(Format format) {
     case Format::kJson: return "json";
     case Format::kJunit: return "junit";
     case Format::kHtml: return "html";
+    case Format::kMarkdown: return "markdown";
   }
   return "text";
 }
@@ -31,6 +34,7 @@ std::string Render(Format format, const RunRecord& record, const TextOptions& te
     case Format::kJson: return RenderJson(record);
     case Format::kJunit: return RenderJunit(record);
     case Format::kHtml: return RenderHtml(record);
+    case Format::kMarkdown: return RenderMarkdown(record);
   }
   return RenderText(record, text_options);
 }

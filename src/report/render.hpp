@@ -1,6 +1,7 @@
 // Renderers from a stored run to what people and machines read: terminal text, JSON
-// (schema cmax.report/v1, docs/REPORT_SCHEMA.md), JUnit XML for CI, and one self-contained
-// HTML page. Pure functions: a run in, a string out.
+// (schema cmax.report/v1, docs/REPORT_SCHEMA.md), JUnit XML for CI, one self-contained HTML
+// page and its Markdown twin. A run that was rated (its `rating` evidence) leads the page and
+// the Markdown with the rating (rating_view.hpp). Pure functions: a run in, a string out.
 #pragma once
 
 #include <functional>
@@ -16,7 +17,7 @@ namespace cmax::report {
 
 inline constexpr std::string_view kJsonSchema = "cmax.report/v1";
 
-enum class Format { kText, kJson, kJunit, kHtml };
+enum class Format { kText, kJson, kJunit, kHtml, kMarkdown };
 Result<Format> ParseFormat(std::string_view text);
 std::string_view FormatName(Format format);
 
@@ -35,11 +36,14 @@ std::string RenderText(const RunRecord& record, const TextOptions& options);
 std::string RenderJson(const RunRecord& record);
 std::string RenderJunit(const RunRecord& record);
 std::string RenderHtml(const RunRecord& record);
+std::string RenderMarkdown(const RunRecord& record);  // GitHub-flavoured, the HTML page's content
 std::string Render(Format format, const RunRecord& record, const TextOptions& text_options);
 
 // Escaping for text from outside; both run SanitizeUtf8 first.
 std::string HtmlEscape(std::string_view text);
 std::string XmlEscape(std::string_view text);
+// For Markdown text and table cells: its syntax and inline HTML both become text, one line.
+std::string MarkdownEscape(std::string_view text);
 
 // `cmax db runs`: runs newest first with their finding counts, as a table or JSON (schema
 // cmax.runs/v1). `state` is the state to show (a run whose process is gone is "abandoned").

@@ -221,7 +221,8 @@ TEST(Report, EmptyRunRendersInEveryFormat) {
   RunRecord empty;
   empty.run.id = 1;
   empty.run.command = "run";
-  for (Format f : {Format::kText, Format::kJson, Format::kJunit, Format::kHtml}) {
+  for (Format f :
+       {Format::kText, Format::kJson, Format::kJunit, Format::kHtml, Format::kMarkdown}) {
     EXPECT_FALSE(Render(f, empty, {}).empty()) << FormatName(f);
   }
   EXPECT_NE(RenderHtml(empty).find("No findings were recorded."), std::string::npos);
