@@ -77,6 +77,68 @@ Result<std::optional<double>> Amount(const YAML::Node& map, const char* key) {
   return std::optional<double>(value);
 }
 
+// The SLA's terms: a template of the rubric's by name, or written out (unit, uptime_pct and
+// credit bands, each {below_pct, credit_pct}); never both.
+Result<void> SlaTermsOf(const YAML::Node& sla, Attestation& out) {
+  const YAML::Node name = sla["template"];
+  const bool written = sla["unit"] || sla["uptime_pct"] || sla["credits"];
+  if (name && written) {
+    return Fail(ErrorCode::kInvalidArgument,
+                "attestation line {}: sla names a template and writes out terms; give one",
+                LineOf(name));
+  }
+  if (name) {
+    if (!name.IsScalar() || name.Scalar().empty()) {
+      return Fail(ErrorCode::kInvalidArgument,
+                  "attestation line {}: sla template must be a name (e.g. gold)", LineOf(name));
+    }
+    out.sla_template = SanitizeUtf8(name.Scalar());
+    return {};
+  }
+  if (!written) return {};
+  SlaTerms terms;
+  terms.name = "attested";
+  const YAML::Node unit = sla["unit"];
+  auto parsed_unit = ParseSlaUnit(unit && unit.IsScalar() ? unit.Scalar() : "");
+  if (!parsed_unit) {
+    return Fail(ErrorCode::kInvalidArgument, "attestation line {}: sla {}", LineOf(sla),
+                parsed_unit.error().message);
+  }
+  terms.unit = *parsed_unit;
+  auto uptime = Amount(sla, "uptime_pct");
+  if (!uptime) return tl::unexpected(uptime.error());
+  if (!*uptime) {
+    return Fail(ErrorCode::kInvalidArgument, "attestation line {}: sla uptime_pct is missing",
+                LineOf(sla));
+  }
+  terms.uptime_pct = **uptime;
+  const YAML::Node credits = sla["credits"];
+  if (!credits || !credits.IsSequence()) {
+    return Fail(ErrorCode::kInvalidArgument,
+                "attestation line {}: sla credits must list {{below_pct, credit_pct}} bands",
+                LineOf(sla));
+  }
+  for (const YAML::Node& band : credits) {
+    if (auto ok = OnlyKeys(band, {"below_pct", "credit_pct"}, "a credit band"); !ok) return ok;
+    auto below = Amount(band, "below_pct");
+    if (!below) return tl::unexpected(below.error());
+    auto credit = Amount(band, "credit_pct");
+    if (!credit) return tl::unexpected(credit.error());
+    if (!*below || !*credit) {
+      return Fail(ErrorCode::kInvalidArgument,
+                  "attestation line {}: a credit band needs below_pct and credit_pct",
+                  LineOf(band));
+    }
+    terms.credits.emplace_back(**below, **credit);
+  }
+  if (auto ok = ValidateSlaTerms(terms); !ok) {
+    return Fail(ErrorCode::kInvalidArgument, "attestation line {}: sla {}", LineOf(sla),
+                ok.error().message);
+  }
+  out.sla_terms = std::move(terms);
+  return {};
+}
+
 }  // namespace
 
 const std::vector<std::string>& AttestationFacts() {
@@ -192,9 +254,13 @@ Result<Attestation> ParseAttestation(std::string_view yaml, WallTime now) {
       return tl::unexpected(ok.error());
     }
     if (const YAML::Node sla = root["sla"]) {
-      if (auto ok = OnlyKeys(sla, {"partial_failures_defined"}, "sla"); !ok) {
+      if (auto ok = OnlyKeys(
+              sla, {"partial_failures_defined", "template", "unit", "uptime_pct", "credits"},
+              "sla");
+          !ok) {
         return tl::unexpected(ok.error());
       }
+      if (auto ok = SlaTermsOf(sla, out); !ok) return tl::unexpected(ok.error());
       auto partial = YesNo(sla, "partial_failures_defined");
       if (!partial) return tl::unexpected(partial.error());
       if (*partial) out.facts["reliability.sla_partial_failures"] = **partial;

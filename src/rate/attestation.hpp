@@ -7,12 +7,14 @@
 
 #include <map>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "core/clock.hpp"
 #include "core/result.hpp"
+#include "rate/sla.hpp"
 
 namespace cmax::rate {
 
@@ -24,6 +26,9 @@ struct Attestation {
   // Fact -> value (true/false or a number); a fact the file says nothing about is absent.
   std::map<std::string, nlohmann::json> facts;
   std::vector<std::string> notes;  // what the reader should know: a stale attestation, ...
+  // The SLA's terms: a rubric template by name (`sla: {template: gold}`), or written out.
+  std::string sla_template;
+  std::optional<SlaTerms> sla_terms;
 };
 
 // `now` judges staleness (an attestation over a year old is noted) and refuses a future date.

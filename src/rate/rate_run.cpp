@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "core/strings.hpp"
 #include "store/run_writer.hpp"
 #include "store/store.hpp"
 #include "sys/file_system.hpp"
@@ -39,6 +40,17 @@ Result<RatingFiles> LoadRatingFiles(const RateOptions& options, const RateIo& io
                   parsed.error().message);
     }
     files.attestation = std::move(*parsed);
+    // A template the rubric does not have is a typo to say now, not an SLA risk left blank.
+    const std::string& wanted = files.attestation->sla_template;
+    const auto& templates = files.RubricToUse().SlaTemplates();
+    if (!wanted.empty() &&
+        std::ranges::none_of(templates, [&](const SlaTerms& t) { return t.name == wanted; })) {
+      std::vector<std::string> names;
+      for (const SlaTerms& t : templates) names.push_back(t.name);
+      return Fail(ErrorCode::kInvalidArgument,
+                  "{}: sla template \"{}\" is not one of the rubric's ({})", options.attestation,
+                  wanted, names.empty() ? "it has none" : Join(names, ", "));
+    }
   }
   return files;
 }

@@ -301,6 +301,75 @@ void Goodput(const Rubric& rubric, const RatingInputs& in, Rating& rating) {
   rating.goodput = std::move(view);
 }
 
+// The SLA risk over the rubric's fleet, from the attested terms (or the rubric's template they
+// name), the rubric's MTBF, and the outage a failure causes: measured from injection to back in
+// service where a reliability run did, else the rubric's detection plus repair.
+void SlaRiskOf(const Rubric& rubric, const RatingInputs& in, Rating& rating) {
+  if (!rubric.Goodput()) {
+    rating.sla_missing = "the rubric has no goodput block (MTBF, fleet size)";
+    return;
+  }
+  if (in.attestation == nullptr) {
+    rating.sla_missing = "no attestation given (--attestation FILE) to say the SLA's terms";
+    return;
+  }
+  const Attestation& attestation = *in.attestation;
+  std::optional<SlaTerms> terms = attestation.sla_terms;
+  if (!terms && !attestation.sla_template.empty()) {
+    const auto& templates = rubric.SlaTemplates();
+    const auto found = std::ranges::find(templates, attestation.sla_template, &SlaTerms::name);
+    if (found == templates.end()) {
+      rating.sla_missing =
+          fmt::format("the rubric has no SLA template \"{}\"", attestation.sla_template);
+      return;
+    }
+    terms = *found;
+  }
+  if (!terms) {
+    rating.sla_missing =
+        "the attestation gives no SLA terms (sla: template, or unit, uptime_pct "
+        "and credits)";
+    return;
+  }
+  const GoodputAssumptions& a = *rubric.Goodput();
+  const std::string assumed = "assumed (rubric " + rubric.Name() + ")";
+  SlaView view;
+  view.terms = *terms;
+  const auto input = [&](const char* name, double value, const char* unit,
+                         const std::string& source) {
+    view.inputs.push_back({name, value, unit, source});
+    return value;
+  };
+  SlaRiskInputs risk{.terms = *terms};
+  const std::string terms_source =
+      terms->name == "attested" ? "attested by " + attestation.source
+                                : fmt::format("template {} of rubric {}, named by {}", terms->name,
+                                              rubric.Name(), attestation.source);
+  input("uptime (monthly)", terms->uptime_pct, "%", terms_source);
+  risk.mtbf_gpu_hours = input("MTBF", a.mtbf_gpu_hours, "GPU-h", assumed);
+  if (const auto back = NewestMax(in, "reliability.back_in_service")) {
+    risk.outage_h =
+        input("D (failure to back in service)", back->first / 3600, "h",
+              fmt::format("measured: reliability.back_in_service, run {}", back->second));
+  } else {
+    risk.outage_h = input("D (failure to back in service)", a.detect_h + a.repair_h, "h",
+                          assumed + ": detect_h + repair_h");
+  }
+  risk.fleet_gpus = input("fleet", a.job_gpus, "GPUs", assumed + ": job_gpus");
+  const auto price = attestation.facts.find("pricing.gpu_hour_usd");
+  if (price != attestation.facts.end() && price->second.is_number()) {
+    view.priced = true;
+    risk.gpu_hour_usd = input("price", price->second.get<double>(), "USD/GPU-h",
+                              "attested by " + attestation.source);
+  }
+  view.risk = ComputeSlaRisk(risk);
+  const auto late = attestation.facts.find("availability.delivery_late_days");
+  if (late != attestation.facts.end() && late->second.is_number()) {
+    view.delivery_late_days = late->second.get<double>();
+  }
+  rating.sla = std::move(view);
+}
+
 }  // namespace
 
 Rating RateEvidence(const Rubric& rubric, const RatingInputs& in) {
@@ -393,6 +462,7 @@ Rating RateEvidence(const Rubric& rubric, const RatingInputs& in) {
     rating.notes.push_back("provisional: a gate could not be checked");
   }
   Goodput(rubric, in, rating);
+  SlaRiskOf(rubric, in, rating);
   return rating;
 }
 
@@ -456,6 +526,32 @@ std::string RatingText(const Rating& r, int verbosity) {
   } else if (!r.goodput_missing.empty()) {
     out += "\nGoodput expense: none (" + r.goodput_missing + ")\n";
   }
+  if (r.sla) {
+    const SlaView& v = *r.sla;
+    const SlaRisk& k = v.risk;
+    out += fmt::format(
+        "\nSLA risk ({} {}, {}% monthly uptime, over {} units of {} GPUs):\n"
+        "  outages per unit-month {:.4g}, each {:.2f} h; {} in a month breach it\n"
+        "  breach probability per unit-month {:.4g}; breaches per contract-year {:.2f}\n"
+        "  expected credit {:.4g}% of the bill{}\n",
+        v.terms.name, SlaUnitName(v.terms.unit), Number(v.terms.uptime_pct), Number(k.units),
+        Number(k.unit_gpus), k.outages_per_unit_month, k.outage_h, k.breach_at,
+        k.breach_probability, k.breaches_per_year, 100 * k.expected_credit_share,
+        v.priced ? fmt::format(": {:.0f} USD per contract-year of {:.0f}", k.credit_usd_per_year,
+                               k.contract_usd_per_year)
+                 : std::string(" (no price attested)"));
+    if (v.delivery_late_days) {
+      out += fmt::format("  delivery: {} days late\n", Number(*v.delivery_late_days));
+    }
+    if (verbosity > 0) {
+      for (const GoodputInputView& input : v.inputs) {
+        out += fmt::format("  {:<38} {:>10} {:<10} {}\n", input.name, Number(input.value),
+                           input.unit, input.source);
+      }
+    }
+  } else if (!r.sla_missing.empty()) {
+    out += "\nSLA risk: none (" + r.sla_missing + ")\n";
+  }
   return out;
 }
 
@@ -504,7 +600,40 @@ json RatingJson(const Rating& r) {
                  {"hot_spare", optional(r.goodput->useful_hour_hot_usd)},
                  {"fault_tolerant", optional(r.goodput->useful_hour_tolerant_usd)}}}};
   }
+  json sla = nullptr;
+  if (r.sla) {
+    const SlaView& v = *r.sla;
+    const SlaRisk& k = v.risk;
+    json credits = json::array();
+    for (const auto& [below, credit] : v.terms.credits) credits.push_back({below, credit});
+    json inputs = json::array();
+    for (const GoodputInputView& input : v.inputs) {
+      inputs.push_back({{"name", input.name},
+                        {"value", input.value},
+                        {"unit", input.unit},
+                        {"source", input.source}});
+    }
+    sla = {{"terms",
+            {{"name", v.terms.name},
+             {"unit", SlaUnitName(v.terms.unit)},
+             {"uptime_pct", v.terms.uptime_pct},
+             {"credits", credits}}},
+           {"inputs", inputs},
+           {"unit_gpus", k.unit_gpus},
+           {"units", k.units},
+           {"outages_per_unit_month", k.outages_per_unit_month},
+           {"outage_h", k.outage_h},
+           {"breach_at", k.breach_at},
+           {"breach_probability_month", k.breach_probability},
+           {"breaches_per_year", k.breaches_per_year},
+           {"expected_credit_share", k.expected_credit_share},
+           {"credit_usd_per_year", v.priced ? json(k.credit_usd_per_year) : json(nullptr)},
+           {"contract_usd_per_year", v.priced ? json(k.contract_usd_per_year) : json(nullptr)},
+           {"delivery_late_days", optional(v.delivery_late_days)}};
+  }
   return {{"schema", "cmax.rating/v1"},
+          {"sla", sla},
+          {"sla_missing", r.sla_missing.empty() ? json(nullptr) : json(r.sla_missing)},
           {"goodput", goodput},
           {"goodput_missing", r.goodput_missing.empty() ? json(nullptr) : json(r.goodput_missing)},
           {"tier", r.tier},

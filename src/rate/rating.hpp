@@ -13,6 +13,7 @@
 #include "rate/attestation.hpp"
 #include "rate/goodput.hpp"
 #include "rate/rubric.hpp"
+#include "rate/sla.hpp"
 
 namespace cmax::rate {
 
@@ -61,6 +62,16 @@ struct GoodputView {
   std::optional<double> useful_hour_tolerant_usd;
 };
 
+// The SLA's risk for a lender or an insurer (rate/sla.hpp): the terms, the inputs with their
+// sources, and what they make of a contract-year over the rubric's fleet.
+struct SlaView {
+  SlaTerms terms;
+  std::vector<GoodputInputView> inputs;
+  SlaRisk risk;
+  bool priced = false;  // a GPU-hour price was attested: the credit and contract are in USD
+  std::optional<double> delivery_late_days;
+};
+
 struct Rating {
   std::string rubric;
   std::string rubric_sha256;
@@ -78,6 +89,8 @@ struct Rating {
   std::vector<std::string> notes;
   std::optional<GoodputView> goodput;
   std::string goodput_missing;  // why there is none, when the rubric asks for it
+  std::optional<SlaView> sla;
+  std::string sla_missing;  // why there is none
 };
 
 Rating RateEvidence(const Rubric& rubric, const RatingInputs& inputs);

@@ -50,6 +50,59 @@ Result<double> Number(const json& object, const char* key, std::string_view wher
   return it->get<double>();
 }
 
+// SLA templates: [{"name", "unit": node|rack, "uptime_pct", "credits": [[below_pct,
+// credit_pct], ...]}], each checked as the attestation's own terms are (rate/sla.hpp).
+Result<std::vector<SlaTerms>> ParseSlaTemplates(const json& templates) {
+  if (!templates.is_array()) {
+    return Fail(ErrorCode::kInvalidArgument, "rubric: \"sla_templates\" must be an array");
+  }
+  std::vector<SlaTerms> out;
+  for (const json& entry : templates) {
+    if (!entry.is_object()) {
+      return Fail(ErrorCode::kInvalidArgument, "rubric: an SLA template must be an object");
+    }
+    if (auto ok = OnlyKeys(entry, {"name", "unit", "uptime_pct", "credits"}, "sla_templates");
+        !ok) {
+      return tl::unexpected(ok.error());
+    }
+    SlaTerms terms;
+    auto name = Text(entry, "name", "sla_templates");
+    if (!name) return tl::unexpected(name.error());
+    terms.name = *name;
+    const std::string where = "sla_templates " + SanitizeUtf8(terms.name);
+    auto unit_text = Text(entry, "unit", where);
+    if (!unit_text) return tl::unexpected(unit_text.error());
+    auto unit = ParseSlaUnit(*unit_text);
+    if (!unit)
+      return Fail(ErrorCode::kInvalidArgument, "rubric: {}: {}", where, unit.error().message);
+    terms.unit = *unit;
+    auto uptime = Number(entry, "uptime_pct", where, 0, 100);
+    if (!uptime) return tl::unexpected(uptime.error());
+    terms.uptime_pct = *uptime;
+    const auto credits = entry.find("credits");
+    if (credits == entry.end() || !credits->is_array()) {
+      return Fail(ErrorCode::kInvalidArgument,
+                  "rubric: {}: \"credits\" must list [below_pct, credit_pct] bands", where);
+    }
+    for (const json& band : *credits) {
+      if (!band.is_array() || band.size() != 2 || !band[0].is_number() || !band[1].is_number()) {
+        return Fail(ErrorCode::kInvalidArgument,
+                    "rubric: {}: a credit band is [below_pct, credit_pct]", where);
+      }
+      terms.credits.emplace_back(band[0].get<double>(), band[1].get<double>());
+    }
+    if (auto ok = ValidateSlaTerms(terms); !ok) {
+      return Fail(ErrorCode::kInvalidArgument, "rubric: {}: {}", where, ok.error().message);
+    }
+    if (std::ranges::any_of(out, [&](const SlaTerms& t) { return t.name == terms.name; })) {
+      return Fail(ErrorCode::kInvalidArgument, "rubric: SLA template {} is given twice",
+                  SanitizeUtf8(terms.name));
+    }
+    out.push_back(std::move(terms));
+  }
+  return out;
+}
+
 Result<ItemSource> ParseSource(const json& from, const std::string& where) {
   if (!from.is_object() || from.size() == 0) {
     return Fail(ErrorCode::kInvalidArgument,
@@ -233,7 +286,7 @@ Result<Rubric> Rubric::Parse(std::string_view text) {
   }
   if (auto ok = OnlyKeys(doc,
                          {"schema", "name", "note", "tiers", "below", "untestable", "categories",
-                          "items", "goodput"},
+                          "items", "goodput", "sla_templates"},
                          "top level");
       !ok) {
     return tl::unexpected(ok.error());
@@ -409,6 +462,11 @@ Result<Rubric> Rubric::Parse(std::string_view text) {
                   "rubric: goodput: job_gpus, contract_hours and mtbf_gpu_hours must be above 0");
     }
     rubric.goodput_ = g;
+  }
+  if (const auto templates = doc.find("sla_templates"); templates != doc.end()) {
+    auto parsed = ParseSlaTemplates(*templates);
+    if (!parsed) return tl::unexpected(parsed.error());
+    rubric.sla_templates_ = std::move(*parsed);
   }
   for (const RubricCategory& category : rubric.categories_) {
     if (std::ranges::none_of(rubric.items_,

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "core/result.hpp"
+#include "rate/sla.hpp"
 
 namespace cmax::rate {
 
@@ -87,6 +88,9 @@ class Rubric {
   double UntestableBelowConfidence() const { return untestable_below_; }
   // None: the rubric estimates no goodput expense.
   const std::optional<GoodputAssumptions>& Goodput() const { return goodput_; }
+  // The SLA templates an attestation may name (`sla: {template: gold}`); the SLA risk uses the
+  // goodput block's MTBF, fleet size and detection and repair times.
+  const std::vector<SlaTerms>& SlaTemplates() const { return sla_templates_; }
   // Where a tier name ranks: 0 the best; the band below the last, then Untestable, last.
   int Rank(std::string_view tier) const;
 
@@ -100,6 +104,7 @@ class Rubric {
   std::string untestable_;
   double untestable_below_ = 0;
   std::optional<GoodputAssumptions> goodput_;
+  std::vector<SlaTerms> sla_templates_;
 };
 
 // The metrics cmax's phases record that a rubric may score, and the attestation facts cmax

@@ -32,6 +32,7 @@ std::string MarkdownEscape(std::string_view text) {
       case '#':  // a heading, at the start of a list item's text
       case '|':
       case '~':
+      case '$':  // GitHub reads $...$ as mathematics
         out += '\\';
         out += c;
         break;
@@ -48,13 +49,57 @@ std::string Percent(double share) {
 }
 
 std::string Usd(const std::optional<double>& v) {
-  return v ? fmt::format("${:.2f}", *v) : std::string("—");
+  return v ? fmt::format("{:.2f} USD", *v) : std::string("—");
 }
 
 std::string RunList(const std::vector<int64_t>& runs) {
   std::string out;
   for (const int64_t id : runs) out += (out.empty() ? "#" : ", #") + std::to_string(id);
   return out;
+}
+
+// What a figure was computed from: each input, its value and where it came from.
+std::string InputsMarkdown(const std::vector<GoodputRow>& inputs) {
+  std::string out = "| Input | Value | Source |\n|---|---:|---|\n";
+  for (const GoodputRow& input : inputs) {
+    out += fmt::format("| {} | {:g} {} | {} |\n", MarkdownEscape(input.name), input.value,
+                       MarkdownEscape(input.unit), MarkdownEscape(input.source));
+  }
+  return out;
+}
+
+std::string SlaMarkdown(const RatingView& view) {
+  std::string out = "\n### SLA risk\n\n";
+  if (!view.sla) {
+    return out +
+           MarkdownEscape(view.sla_missing.empty() ? "The rating has no SLA risk."
+                                                   : view.sla_missing) +
+           "\n";
+  }
+  const SlaRiskView& sla = *view.sla;
+  std::string credits;
+  for (const auto& [below, credit] : sla.credits) {
+    credits += fmt::format("{}{:g}% under {:g}%", credits.empty() ? "" : ", ", credit, below);
+  }
+  out += fmt::format(
+      "Terms: {} (credits {}), over {:g} units of {:g} GPUs for a contract-year.\n\n"
+      "| Figure | Value |\n|---|---|\n"
+      "| Outages per unit-month | {:.4g}, each {:.2f} h |\n"
+      "| Outages that breach a month | {:g} |\n"
+      "| Breach probability per unit-month | {:.4g} |\n"
+      "| Breaches per contract-year | {:.2f} |\n"
+      "| Expected credit | {:.3g}% of the bill |\n"
+      "| Credit per contract-year | {} |\n",
+      MarkdownEscape(sla.terms), MarkdownEscape(credits), sla.units, sla.unit_gpus,
+      sla.outages_per_unit_month, sla.outage_h, sla.breach_at, sla.breach_probability,
+      sla.breaches_per_year, 100 * sla.expected_credit_share,
+      sla.credit_usd_per_year
+          ? Usd(sla.credit_usd_per_year) + " of " + Usd(sla.contract_usd_per_year)
+          : std::string("no price attested"));
+  if (sla.delivery_late_days) {
+    out += fmt::format("| Delivery | {:g} days late |\n", *sla.delivery_late_days);
+  }
+  return out + "\n" + InputsMarkdown(sla.inputs);
 }
 
 }  // namespace
@@ -113,21 +158,16 @@ std::string RenderRatingMarkdown(const RatingView& view) {
     out += MarkdownEscape(view.goodput_missing.empty() ? "The rubric asks for no goodput figure."
                                                        : view.goodput_missing) +
            "\n";
-    return out;
+    return out + SlaMarkdown(view);
   }
   out += fmt::format(
       "Goodput expense over the contract, by the published formulas, for {:.2f} expected "
       "failures.\n\n| Strategy | Goodput expense | Price per useful GPU-hour |\n|---|---:|---:|\n"
-      "| Cold spare | {} | {} |\n| Hot spare | {} | {} |\n| Fault tolerant | {} | {} |\n\n"
-      "| Input | Value | Source |\n|---|---:|---|\n",
+      "| Cold spare | {} | {} |\n| Hot spare | {} | {} |\n| Fault tolerant | {} | {} |\n\n",
       view.goodput_failures, Usd(view.expense_cold_usd), Usd(view.useful_hour_cold_usd),
       Usd(view.expense_hot_usd), Usd(view.useful_hour_hot_usd), Usd(view.expense_tolerant_usd),
       Usd(view.useful_hour_tolerant_usd));
-  for (const GoodputRow& input : view.goodput_inputs) {
-    out += fmt::format("| {} | {:g} {} | {} |\n", MarkdownEscape(input.name), input.value,
-                       MarkdownEscape(input.unit), MarkdownEscape(input.source));
-  }
-  return out;
+  return out + InputsMarkdown(view.goodput_inputs) + SlaMarkdown(view);
 }
 
 std::string RenderMarkdown(const RunRecord& record) {

@@ -17,7 +17,7 @@ std::string Percent(double share) {
 }
 
 std::string Usd(const std::optional<double>& v) {
-  return v ? fmt::format("${:.2f}", *v) : std::string("—");
+  return v ? fmt::format("{:.2f} USD", *v) : std::string("—");
 }
 
 // The bar's colour says how good a score is, on the same cut-offs as the findings' badges.
@@ -203,6 +203,19 @@ std::string Items(const RatingView& view, const std::function<bool(std::string_v
   return out;
 }
 
+// What a figure was computed from: each input, its value and where it came from.
+std::string InputsTable(std::string_view css_class, const std::vector<GoodputRow>& inputs) {
+  std::string out = fmt::format(
+      "<h3>Inputs</h3>\n<table class=\"{}\">\n"
+      "<thead><tr><th>Input</th><th>Value</th><th>Source</th></tr></thead>\n<tbody>\n",
+      css_class);
+  for (const GoodputRow& input : inputs) {
+    out += fmt::format("<tr><td>{}</td><td>{:g} {}</td><td>{}</td></tr>\n", HtmlEscape(input.name),
+                       input.value, HtmlEscape(input.unit), HtmlEscape(input.source));
+  }
+  return out + "</tbody>\n</table>\n";
+}
+
 std::string Goodput(const RatingView& view) {
   std::string out = "<section id=\"goodput\">\n<h2>Cost of failures</h2>\n";
   if (!view.has_goodput) {
@@ -226,13 +239,44 @@ std::string Goodput(const RatingView& view) {
         fmt::format("<tr><td>{}</td><td>{}</td><td>{}</td></tr>\n", name, Usd(expense), Usd(hour));
   }
   out +=
-      "</tbody>\n</table>\n<h3>Inputs</h3>\n<table class=\"goodput-inputs\">\n"
-      "<thead><tr><th>Input</th><th>Value</th><th>Source</th></tr></thead>\n<tbody>\n";
-  for (const GoodputRow& input : view.goodput_inputs) {
-    out += fmt::format("<tr><td>{}</td><td>{:g} {}</td><td>{}</td></tr>\n", HtmlEscape(input.name),
-                       input.value, HtmlEscape(input.unit), HtmlEscape(input.source));
+      "</tbody>\n</table>\n" + InputsTable("goodput-inputs", view.goodput_inputs) + "</section>\n";
+  return out;
+}
+
+std::string SlaRisk(const RatingView& view) {
+  std::string out = "<section id=\"sla-risk\">\n<h2>SLA risk</h2>\n";
+  if (!view.sla) {
+    out += "<p>" +
+           HtmlEscape(view.sla_missing.empty() ? "The rating has no SLA risk." : view.sla_missing) +
+           "</p>\n</section>\n";
+    return out;
   }
-  out += "</tbody>\n</table>\n</section>\n";
+  const SlaRiskView& sla = *view.sla;
+  std::string credits;
+  for (const auto& [below, credit] : sla.credits) {
+    credits += fmt::format("{}{:g}% under {:g}%", credits.empty() ? "" : ", ", credit, below);
+  }
+  out += fmt::format(
+      "<p>Terms: {} (credits {}), over {:g} units of {:g} GPUs for a contract-year.</p>\n"
+      "<table class=\"sla\">\n<tbody>\n",
+      HtmlEscape(sla.terms), HtmlEscape(credits), sla.units, sla.unit_gpus);
+  const auto row = [&out](std::string_view name, const std::string& value) {
+    out += fmt::format("<tr><th>{}</th><td>{}</td></tr>\n", name, value);
+  };
+  row("Outages per unit-month",
+      fmt::format("{:.4g}, each {:.2f} h", sla.outages_per_unit_month, sla.outage_h));
+  row("Outages that breach a month", fmt::format("{:g}", sla.breach_at));
+  row("Breach probability per unit-month", fmt::format("{:.4g}", sla.breach_probability));
+  row("Breaches per contract-year", fmt::format("{:.2f}", sla.breaches_per_year));
+  row("Expected credit", fmt::format("{:.3g}% of the bill", 100 * sla.expected_credit_share));
+  row("Credit per contract-year",
+      sla.credit_usd_per_year
+          ? fmt::format("{} of {}", Usd(sla.credit_usd_per_year), Usd(sla.contract_usd_per_year))
+          : std::string("no price attested"));
+  if (sla.delivery_late_days) {
+    row("Delivery", fmt::format("{:g} days late", *sla.delivery_late_days));
+  }
+  out += "</tbody>\n</table>\n" + InputsTable("sla-inputs", sla.inputs) + "</section>\n";
   return out;
 }
 
@@ -240,7 +284,7 @@ std::string Goodput(const RatingView& view) {
 
 std::string RenderRatingHtml(const RatingView& view,
                              const std::function<bool(std::string_view)>& on_page) {
-  return Card(view) + Items(view, on_page) + Goodput(view);
+  return Card(view) + Items(view, on_page) + Goodput(view) + SlaRisk(view);
 }
 
 }  // namespace cmax::report

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cmath>
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 namespace cmax::report {
@@ -62,19 +63,25 @@ std::vector<int64_t> RunIds(const json& object) {
   return out;
 }
 
+std::vector<GoodputRow> Inputs(const json& object) {
+  std::vector<GoodputRow> out;
+  const json* inputs = Field(object, "inputs");
+  if (!inputs || !inputs->is_array()) return out;
+  for (const json& input : *inputs) {
+    out.push_back({.name = Text(input, "name"),
+                   .value = Number(input, "value").value_or(0),
+                   .unit = Text(input, "unit"),
+                   .source = Text(input, "source")});
+  }
+  return out;
+}
+
 void ReadGoodput(const json& rating, RatingView& view) {
   view.goodput_missing = Text(rating, "goodput_missing");
   const json* goodput = Field(rating, "goodput");
   if (!goodput || !goodput->is_object()) return;
   view.has_goodput = true;
-  if (const json* inputs = Field(*goodput, "inputs"); inputs && inputs->is_array()) {
-    for (const json& input : *inputs) {
-      view.goodput_inputs.push_back({.name = Text(input, "name"),
-                                     .value = Number(input, "value").value_or(0),
-                                     .unit = Text(input, "unit"),
-                                     .source = Text(input, "source")});
-    }
-  }
+  view.goodput_inputs = Inputs(*goodput);
   view.goodput_failures = Number(*goodput, "failures").value_or(0);
   if (const json* expense = Field(*goodput, "expense_usd")) {
     view.expense_cold_usd = Number(*expense, "cold_spare");
@@ -86,6 +93,39 @@ void ReadGoodput(const json& rating, RatingView& view) {
     view.useful_hour_hot_usd = Number(*useful, "hot_spare");
     view.useful_hour_tolerant_usd = Number(*useful, "fault_tolerant");
   }
+}
+
+void ReadSla(const json& rating, RatingView& view) {
+  view.sla_missing = Text(rating, "sla_missing");
+  const json* sla = Field(rating, "sla");
+  if (!sla || !sla->is_object()) return;
+  SlaRiskView out;
+  if (const json* terms = Field(*sla, "terms")) {
+    out.terms = Text(*terms, "name") + " " + Text(*terms, "unit");
+    if (const auto uptime = Number(*terms, "uptime_pct")) {
+      out.terms += fmt::format(", {:g}% monthly uptime", *uptime);
+    }
+    if (const json* credits = Field(*terms, "credits"); credits && credits->is_array()) {
+      for (const json& band : *credits) {
+        if (band.is_array() && band.size() == 2 && band[0].is_number() && band[1].is_number()) {
+          out.credits.emplace_back(band[0].get<double>(), band[1].get<double>());
+        }
+      }
+    }
+  }
+  out.inputs = Inputs(*sla);
+  out.units = Number(*sla, "units").value_or(0);
+  out.unit_gpus = Number(*sla, "unit_gpus").value_or(0);
+  out.outages_per_unit_month = Number(*sla, "outages_per_unit_month").value_or(0);
+  out.outage_h = Number(*sla, "outage_h").value_or(0);
+  out.breach_at = Number(*sla, "breach_at").value_or(0);
+  out.breach_probability = Bounded(*sla, "breach_probability_month", 1).value_or(0);
+  out.breaches_per_year = Number(*sla, "breaches_per_year").value_or(0);
+  out.expected_credit_share = Bounded(*sla, "expected_credit_share", 1).value_or(0);
+  out.credit_usd_per_year = Number(*sla, "credit_usd_per_year");
+  out.contract_usd_per_year = Number(*sla, "contract_usd_per_year");
+  out.delivery_late_days = Number(*sla, "delivery_late_days");
+  view.sla = std::move(out);
 }
 
 }  // namespace
@@ -143,6 +183,7 @@ std::optional<RatingView> ReadRating(const RunRecord& record) {
     }
   }
   ReadGoodput(rating, view);
+  ReadSla(rating, view);
   return view;
 }
 

@@ -9,6 +9,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "core/run_record.hpp"
@@ -45,6 +46,22 @@ struct GoodputRow {
   std::string source;
 };
 
+// The SLA's risk over a contract-year (rate/sla.hpp), as the rating stored it.
+struct SlaRiskView {
+  std::string terms;                               // "gold node, 99.9% monthly uptime"
+  std::vector<std::pair<double, double>> credits;  // (below_pct, credit_pct)
+  std::vector<GoodputRow> inputs;
+  double units = 0;
+  double unit_gpus = 0;
+  double outages_per_unit_month = 0;
+  double outage_h = 0;
+  double breach_at = 0;
+  double breach_probability = 0;
+  double breaches_per_year = 0;
+  double expected_credit_share = 0;
+  std::optional<double> credit_usd_per_year, contract_usd_per_year, delivery_late_days;
+};
+
 struct RatingView {
   std::string tier;
   std::string band;
@@ -66,6 +83,8 @@ struct RatingView {
   std::optional<double> expense_cold_usd, expense_hot_usd, expense_tolerant_usd;
   std::optional<double> useful_hour_cold_usd, useful_hour_hot_usd, useful_hour_tolerant_usd;
   std::string goodput_missing;
+  std::optional<SlaRiskView> sla;
+  std::string sla_missing;
 };
 
 // The run's rating, when it has one that reads as an object with a tier.

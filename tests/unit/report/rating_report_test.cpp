@@ -159,13 +159,46 @@ TEST(RatingReport, TamperedRatingIsReadDefensivelyAndEscaped) {
   }
 }
 
+// The SLA risk, rated with the built-in rubric's gold template and an attested price: its
+// table on the page and in the Markdown; without terms, why there is none.
+TEST(RatingReport, SlaRiskHasItsTable) {
+  RunRecord r = RatedRun();
+  r.evidence.clear();
+  rate::Attestation attested;
+  attested.provider = "P";
+  attested.source = "S <sales>";
+  attested.sla_template = "gold";
+  attested.facts["pricing.gpu_hour_usd"] = 2.0;
+  attested.facts["availability.delivery_late_days"] = 2;
+  const rate::Rating rating = rate::RateEvidence(rate::Rubric::Builtin(), {{&r}, &attested});
+  ASSERT_TRUE(rating.sla) << rating.sla_missing;
+  r.evidence.push_back({"rating", rate::RatingJson(rating).dump()});
+  const std::string html = RenderHtml(r);
+  EXPECT_NE(html.find("<section id=\"sla-risk\">"), std::string::npos);
+  EXPECT_NE(html.find("Terms: gold node, 99.9% monthly uptime (credits 10% under 99.9%, 25% "
+                      "under 99%, 100% under 95%)"),
+            std::string::npos)
+      << html;
+  EXPECT_NE(html.find("<tr><th>Delivery</th><td>2 days late</td></tr>"), std::string::npos);
+  EXPECT_NE(html.find("attested by S &lt;sales&gt;"), std::string::npos);
+  const std::string md = RenderMarkdown(r);
+  EXPECT_NE(md.find("### SLA risk"), std::string::npos);
+  EXPECT_NE(md.find("| Breaches per contract-year | "), std::string::npos);
+  EXPECT_NE(md.find(" USD of "), std::string::npos);
+
+  attested.sla_template.clear();
+  const rate::Rating none = rate::RateEvidence(rate::Rubric::Builtin(), {{&r}, &attested});
+  r.evidence = {{"rating", rate::RatingJson(none).dump()}};
+  EXPECT_NE(RenderHtml(r).find("the attestation gives no SLA terms"), std::string::npos);
+}
+
 // Every Markdown table row has as many cell separators as its header, whatever the strings.
 TEST(RatingReport, MarkdownEscapesItsSyntaxAndInlineHtml) {
   EXPECT_EQ(MarkdownEscape("a|b"), "a\\|b");
   EXPECT_EQ(MarkdownEscape("<b>x</b>"), "&lt;b&gt;x&lt;/b&gt;");
   EXPECT_EQ(MarkdownEscape("line\nnext"), "line next");
   EXPECT_EQ(MarkdownEscape("[x](javascript:y)"), "\\[x\\](javascript:y)");
-  EXPECT_EQ(MarkdownEscape("*_`#!~"), "\\*\\_\\`\\#!\\~");
+  EXPECT_EQ(MarkdownEscape("*_`#!~$"), "\\*\\_\\`\\#!\\~\\$");
   EXPECT_EQ(TierClass("Participation Ribbon"), "participation-ribbon");
   EXPECT_EQ(TierClass("<x> y"), "x-y");
   EXPECT_EQ(TierClass("!!"), "none");
