@@ -34,6 +34,7 @@ code,pre{font-family:ui-monospace,Menlo,Consolas,monospace;font-size:.85rem}pre{
 .PASS{background:#e3f5e8;color:#17663a}.WARN{background:#fff4d6;color:#8a5a00}.FAIL{background:#fde4e4;color:#a01c1c}.SKIP{background:#eef0f4;color:#6b7385}.ATTEST{background:#e2f1f8;color:#1f5f7a}.UNKNOWN{background:#f3e3f7;color:#6a1b7a}
 .state-ok{color:#17663a}.state-checks-failed,.state-error{color:#a01c1c}.state-interrupted,.state-running{color:#8a5a00}
 footer{margin-top:2rem;color:#6b7385;font-size:.8rem}
+details.passed{margin:.4rem 0 1rem}details.passed summary{cursor:pointer;color:#4a5468}
 .card{display:grid;grid-template-columns:11rem 1fr;gap:.5rem 1.5rem;align-items:start;border:1px solid #d8dce6;border-radius:.5rem;padding:1rem;margin:1rem 0}
 .card svg{grid-column:1/-1;max-width:100%;height:auto}.card dl.meta{margin-top:0}.card ul{margin:.25rem 0 .5rem 1.25rem;padding:0}
 .tier{font-size:1.35rem;font-weight:700;text-align:center;border-radius:.5rem;padding:1.4rem .5rem;background:#eef0f4;color:#1d2330}
@@ -306,31 +307,59 @@ std::string RenderHtml(const RunRecord& record) {
       categories.push_back(category);
     }
   }
+  // Per category the problems first, in full; what passed folds away under them with its
+  // result only (a pass has nothing to remediate), which keeps a fleet's page readable and
+  // small: 10,000 findings are well under 2 MB (bench/report_bench.cpp).
+  const auto anchor_of = [&anchored](const Finding& f) {
+    return anchored.erase(f.check_id) > 0 ? " id=\"f-" + HtmlEscape(f.check_id) + "\""
+                                          : std::string();
+  };
   for (std::string_view category : categories) {
-    // Fixed column widths, so the tables of every category line up.
-    out += fmt::format("<h3>{}</h3>\n<table class=\"findings\">\n", HtmlEscape(category));
-    out +=
-        "<colgroup><col style=\"width:6rem\"><col style=\"width:12rem\"><col>"
-        "<col style=\"width:10rem\"><col style=\"width:8rem\"><col style=\"width:13rem\">"
-        "</colgroup>\n"
-        "<thead><tr><th>Status</th><th>Check</th><th>Result</th><th>Observed</th>"
-        "<th>Expected</th><th>Remediation</th></tr></thead>\n<tbody>\n";
+    out += fmt::format("<h3>{}</h3>\n", HtmlEscape(category));
+    int passed = 0;
+    int problems = 0;
     for (const Finding& f : record.findings) {
       if (FindingCategory(f.check_id) != category) continue;
-      std::string remediation = HtmlEscape(f.remediation);
-      for (const std::string& link : f.links) remediation += "<br>" + RenderLink(link);
-      std::string anchor;
-      if (anchored.erase(f.check_id) > 0) anchor = " id=\"f-" + HtmlEscape(f.check_id) + "\"";
-      out += fmt::format(
-          "<tr{7}><td><span class=\"status {0}\">{0}</span><br><small>{1}</small></td>"
-          "<td><code>{2}</code></td><td>{3}</td><td>{4}</td><td>{5}</td><td>{6}</td></tr>\n",
-          StatusName(f.status), SeverityName(f.severity), HtmlEscape(f.check_id),
-          HtmlEscape(f.message),
-          // An inventory finding often says in its message what it observed: once is enough.
-          f.observed == f.message ? std::string() : HtmlEscape(f.observed), HtmlEscape(f.expected),
-          remediation, anchor);
+      ++(f.status == CheckStatus::kPass ? passed : problems);
     }
-    out += "</tbody>\n</table>\n";
+    if (problems > 0) {
+      // Fixed column widths, so the tables of every category line up.
+      out +=
+          "<table class=\"findings\">\n"
+          "<colgroup><col style=\"width:6rem\"><col style=\"width:12rem\"><col>"
+          "<col style=\"width:10rem\"><col style=\"width:8rem\"><col style=\"width:13rem\">"
+          "</colgroup>\n"
+          "<thead><tr><th>Status</th><th>Check</th><th>Result</th><th>Observed</th>"
+          "<th>Expected</th><th>Remediation</th></tr></thead>\n<tbody>\n";
+      for (const Finding& f : record.findings) {
+        if (FindingCategory(f.check_id) != category || f.status == CheckStatus::kPass) continue;
+        std::string remediation = HtmlEscape(f.remediation);
+        for (const std::string& link : f.links) remediation += "<br>" + RenderLink(link);
+        out += fmt::format(
+            "<tr{7}><td><span class=\"status {0}\">{0}</span><br><small>{1}</small></td>"
+            "<td><code>{2}</code></td><td>{3}</td><td>{4}</td><td>{5}</td><td>{6}</td></tr>\n",
+            StatusName(f.status), SeverityName(f.severity), HtmlEscape(f.check_id),
+            HtmlEscape(f.message),
+            // An inventory finding often says in its message what it observed: once is enough.
+            f.observed == f.message ? std::string() : HtmlEscape(f.observed),
+            HtmlEscape(f.expected), remediation, anchor_of(f));
+      }
+      out += "</tbody>\n</table>\n";
+    }
+    if (passed > 0) {
+      out += fmt::format(
+          "<details class=\"passed\"><summary><span class=\"status PASS\">PASS</span> {} "
+          "passed</summary>\n<table class=\"findings passed\">\n<colgroup><col "
+          "style=\"width:18rem\"><col><col style=\"width:18rem\"></colgroup>\n<tbody>\n",
+          passed);
+      for (const Finding& f : record.findings) {
+        if (FindingCategory(f.check_id) != category || f.status != CheckStatus::kPass) continue;
+        out += fmt::format("<tr{}><td><code>{}</code></td><td>{}</td><td>{}</td></tr>\n",
+                           anchor_of(f), HtmlEscape(f.check_id), HtmlEscape(f.message),
+                           f.observed == f.message ? std::string() : HtmlEscape(f.observed));
+      }
+      out += "</tbody>\n</table>\n</details>\n";
+    }
   }
   out += "</section>\n";
 

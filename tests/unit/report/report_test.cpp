@@ -217,6 +217,38 @@ TEST(Report, EndpointSweepsGetThroughputAgainstLatency) {
   EXPECT_EQ(RenderHtml(r).find("Concurrency sweep"), std::string::npos);
 }
 
+// Per category the problems come first, in full; what passed folds away under them, its
+// result only: a pass has nothing to remediate, and a fleet's page stays small.
+TEST(Report, PassesFoldAwayUnderTheProblems) {
+  RunRecord r;
+  r.run.command = "audit";
+  Finding pass;
+  pass.check_id = "versions.runc";
+  pass.status = CheckStatus::kPass;
+  pass.message = "1.3.6 on 64 nodes";
+  pass.remediation = "upgrade runc";
+  pass.links = {"https://example.com/advisory"};
+  Finding fail = pass;
+  fail.check_id = "versions.nvidia-driver";
+  fail.status = CheckStatus::kFail;
+  fail.message = "580.65 on gpu-07";
+  fail.remediation = "upgrade the driver";
+  r.findings = {pass, fail, pass};
+  const std::string html = RenderHtml(r);
+  const size_t problems = html.find("<table class=\"findings\">");
+  const size_t passed = html.find(
+      "<details class=\"passed\"><summary><span class=\"status "
+      "PASS\">PASS</span> 2 passed</summary>");
+  ASSERT_NE(problems, std::string::npos);
+  ASSERT_NE(passed, std::string::npos);
+  EXPECT_LT(problems, passed);
+  EXPECT_LT(html.find("580.65 on gpu-07"), passed);
+  EXPECT_GT(html.find("1.3.6 on 64 nodes"), passed);
+  EXPECT_EQ(html.find("upgrade runc"), std::string::npos) << "a pass has nothing to remediate";
+  EXPECT_NE(html.find("upgrade the driver"), std::string::npos);
+  EXPECT_EQ(html.find("id=\"f-versions.runc\""), html.rfind("id=\"f-versions.runc\""));
+}
+
 TEST(Report, EmptyRunRendersInEveryFormat) {
   RunRecord empty;
   empty.run.id = 1;
