@@ -392,6 +392,9 @@ std::string SideEffectsPlan(const SideEffectOptions& options) {
   if (options.checks.contains("containers.enroot-import")) {
     what.emplace_back("an enroot import of docker://hello-world on each node");
   }
+  if (options.checks.contains("access.ssh-between-nodes")) {
+    what.emplace_back("an ssh login (BatchMode, known hosts only) from each node to the next");
+  }
   if (what.empty()) return "read-only: no side effect of the checks asked for applies";
   return "with side effects: " + Join(what, "; ");
 }

@@ -274,7 +274,9 @@ TEST_F(LabTest, CliUpTwiceReportsTheRunningLab) {
 // itself; then a node whose slurmd is gone is UNKNOWN with the reason while the others answer;
 // then a controller that is down makes every check UNKNOWN and the audit still finishes.
 TEST_F(LabTest, AuditsEveryNodeAndNamesTheOneThatCannotAnswer) {
-  // A Prolog of a second: each node's task starts at least that long after its job.
+  // A Prolog of a second: each node's task starts at least that long after its job. The sleep
+  // is the slow prolog being measured (orchestration.slurm-prolog-duration), not a wait for a
+  // state: the test waits on the audit's own output.
   spec_.prolog = dir_.File("prolog.sh");
   ASSERT_TRUE(fs_.WriteFileAtomic(spec_.prolog, "#!/bin/sh\nexec sleep 1\n", 0755));
   auto up = Up(spec_, ctx_, 30s);

@@ -281,6 +281,12 @@ TEST(TakeSideEffects, OnlyForTheChecksAskedFor) {
   ASSERT_TRUE(security);
   EXPECT_EQ(SideEffectsPlan(ForChecks({.allowed = true}, *security)),
             "read-only: no side effect of the checks asked for applies");
+  // The confirmation names every side effect it will take: the ssh login too.
+  const auto access = catalogue->Select("access");
+  ASSERT_TRUE(access);
+  EXPECT_EQ(SideEffectsPlan(ForChecks({.allowed = true}, *access)),
+            "with side effects: an ssh login (BatchMode, known hosts only) from each node to "
+            "the next");
 }
 
 // Under a job step's device limits NVML sees fewer GPUs than the driver has: the others may be
