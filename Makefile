@@ -90,6 +90,7 @@ fuzz:
 bench: build
 	build/release/bin/store_bench --benchmark_min_time=1
 	build/release/bin/report_bench --benchmark_min_time=1
+	build/release/bin/rate_bench
 	build/release/bin/policy_bench --benchmark_min_time=1
 	build/release/bin/stream_bench --benchmark_min_time=1
 	bash bench/run_wall.sh

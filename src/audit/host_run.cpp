@@ -31,7 +31,8 @@ Result<HostRunReport> EvaluateHost(double probe_timeout_s, const HostRunIo& io) 
                                                        .target = target.Name(),
                                                        .host = host.hostname,
                                                        .started_at = io.clock->Now(),
-                                                       .cmax_version = io.cmax_version});
+                                                       .cmax_version = io.cmax_version,
+                                                       .provider = io.provider});
   if (!recorded) return SystemFailure(recorded.error());
   store::RunWriter& writer = recorded->writer;
   const auto fail = [&](const Error& error) -> Result<HostRunReport> {

@@ -30,6 +30,8 @@ struct HostRunIo {
   std::function<int()> interrupt_signal;
   std::string path;                                    // PATH, for the audit's programs
   std::function<std::string(const std::string&)> env;  // an environment variable, "" if unset
+  // The provider the run evaluates; empty: --provider or CMAX_PROVIDER, if any (the store's).
+  std::string provider;
 };
 
 struct HostRunReport {

@@ -1,12 +1,15 @@
 #include "cli/cli.hpp"
 
 #include <CLI/CLI.hpp>
+#include <cstdlib>
 #include <exception>
+#include <optional>
 #include <ostream>
 #include <string_view>
 #include <utility>
 
 #include "core/log.hpp"
+#include "core/strings.hpp"
 #include "sys/host.hpp"
 
 namespace cmax::cli {
@@ -40,13 +43,35 @@ constexpr std::pair<std::string_view, CommandSetup> kCommands[] = {
     {"compare", SetupCompareCommand},
 };
 
+// Sets an environment variable for a scope and puts back what was there.
+class ScopedEnv {
+ public:
+  ScopedEnv(const char* name, const std::string& value) : name_(name) {
+    if (const char* old = std::getenv(name)) old_ = old;
+    if (!value.empty()) ::setenv(name, value.c_str(), 1);
+  }
+  ~ScopedEnv() {
+    if (old_) {
+      ::setenv(name_, old_->c_str(), 1);
+    } else {
+      ::unsetenv(name_);
+    }
+  }
+  ScopedEnv(const ScopedEnv&) = delete;
+  ScopedEnv& operator=(const ScopedEnv&) = delete;
+
+ private:
+  const char* name_;
+  std::optional<std::string> old_;
+};
+
 }  // namespace
 
 TreeNeeded TreeFor(const std::vector<std::string>& args) {
   bool version = false;
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
-    if (a == "--db") {
+    if (a == "--db" || a == "--provider") {
       ++i;  // its value, whatever it looks like
       continue;
     }
@@ -77,6 +102,17 @@ std::vector<Command> SetupCli(CLI::App& app, Context& ctx, const TreeNeeded& nee
       "128+N interrupted by signal N. `cmax COMMAND --help` explains each command.");
   app.add_option("--db", ctx.global.db, "SQLite store (default $XDG_DATA_HOME/cmax/cmax.db)")
       ->envname("CMAX_DB");
+  app.add_option("--provider", ctx.global.provider,
+                 "The provider this evaluates, recorded with every run (also CMAX_PROVIDER); "
+                 "for `cmax rate`, the provider to rate")
+      ->envname("CMAX_PROVIDER")
+      ->check([](const std::string& name) -> std::string {
+        if (name.empty() || name.size() > 128 || SanitizeUtf8(name) != name ||
+            name.find_first_of("\n\t") != std::string::npos) {
+          return "a provider's name: 1 to 128 printable characters";
+        }
+        return "";
+      });
   app.add_flag("-v,--verbose", ctx.global.verbosity, "More log detail on stderr (repeat: -vv)");
   app.add_flag("-q,--quiet", ctx.global.quiet, "Errors only on stderr");
   app.add_flag("--no-color", ctx.global.no_color, "No colours even on a terminal (also NO_COLOR)");
@@ -102,6 +138,10 @@ int RunCli(const std::vector<std::string>& args, std::ostream& out, std::ostream
   }
 
   log::SetLevel(log::LevelFor(ctx.global.verbosity, ctx.global.quiet, sys::StderrIsTerminal()));
+  // The store records each run's provider from CMAX_PROVIDER (store/run_writer.cpp), so the
+  // flag is handed on that way, and taken back when the command is done (tests run many
+  // commands in one process).
+  const ScopedEnv provider("CMAX_PROVIDER", ctx.global.provider);
   for (const Command& command : commands) {
     if (!command.app->parsed()) continue;
     try {

@@ -21,6 +21,9 @@ inline constexpr int kExitError = 3;  // could not do its job: store unreadable,
 
 struct GlobalOptions {
   std::string db;  // --db or CMAX_DB; empty: the default under the data folder
+  // --provider or CMAX_PROVIDER: the provider the runs of this command evaluate (recorded with
+  // each run) or, for `cmax rate`, the provider to rate.
+  std::string provider;
   int verbosity = 0;
   bool quiet = false;
   bool no_color = false;

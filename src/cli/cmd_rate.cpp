@@ -1,9 +1,12 @@
-// `cmax rate`: the rating of stored runs (the newest of each kind by default) against the
-// rubric (data/rubric/default.json, or --rubric FILE), with the provider's attestation where
-// one is given. Reads only the store and the files named.
+// `cmax rate`: the rating of stored runs (the newest of each kind by default, or a provider's)
+// against the rubric (data/rubric/default.json, or --rubric FILE), with the provider's
+// attestation where one is given; `--providers` ranks every provider in the store. Reads only
+// the store and the files named.
 #include <CLI/CLI.hpp>
 #include <memory>
 #include <ostream>
+#include <string>
+#include <vector>
 
 #include "cli/cli.hpp"
 #include "cli/common.hpp"
@@ -16,13 +19,39 @@ namespace {
 
 struct RateFlags {
   rate::RateOptions rate;
+  std::vector<std::string> attestations;
+  bool providers = false;
   bool json = false;
 };
 
 int Rate(const RateFlags& o, Context& ctx) {
   sys::LocalFileSystem fs;
   SystemClock clock;
-  auto rating = rate::RateStoredRuns(o.rate, {.db_path = ctx.DbPath(), .fs = &fs, .clock = &clock});
+  const rate::RateIo io{.db_path = ctx.DbPath(), .fs = &fs, .clock = &clock};
+  if (o.providers) {
+    if (!o.rate.runs.empty() || !ctx.global.provider.empty()) {
+      ctx.err << "cmax rate: --providers ranks every provider's newest runs; name no RUN and "
+                 "no --provider\n";
+      return kExitUsage;
+    }
+    auto ranking =
+        rate::RankStoredProviders({.rubric = o.rate.rubric, .attestations = o.attestations}, io);
+    if (!ranking) return PrintError(ctx, "cmax rate", ranking.error());
+    ctx.out << (o.json ? rate::RankingJson(*ranking).dump(2) + "\n" : rate::RankingText(*ranking));
+    return kExitOk;
+  }
+  if (o.attestations.size() > 1) {
+    ctx.err << "cmax rate: one --attestation for one provider (several only with --providers)\n";
+    return kExitUsage;
+  }
+  if (!o.rate.runs.empty() && !ctx.global.provider.empty()) {
+    ctx.err << "cmax rate: name runs or --provider, not both\n";
+    return kExitUsage;
+  }
+  rate::RateOptions options = o.rate;
+  if (!o.attestations.empty()) options.attestation = o.attestations.front();
+  options.provider = ctx.global.provider;
+  auto rating = rate::RateStoredRuns(options, io);
   if (!rating) return PrintError(ctx, "cmax rate", rating.error());
   ctx.out << (o.json ? rate::RatingJson(*rating).dump(2) + "\n"
                      : rate::RatingText(*rating, ctx.global.verbosity));
@@ -41,14 +70,18 @@ Command SetupRateCommand(CLI::App& parent) {
       "a pass. Reads only the store and the files named");
   Opt(app, "RUN", o->rate.runs,
       "Run ids to rate together (default: the newest run, audit, reliability, endpoint and "
-      "health runs)");
+      "health runs; with --provider NAME, that provider's)");
   Opt(app, "--rubric", o->rate.rubric,
       "A rubric file (JSON, schema cmax.rubric/v1, like data/rubric/default.json) instead of "
       "the built-in one");
-  Opt(app, "--attestation", o->rate.attestation,
+  Opt(app, "--attestation", o->attestations,
       "The provider's attestation (YAML, schema cmax.attestation/v1): security reports, SLA "
-      "terms, prices, delivery dates");
-  Flag(app, "--json", o->json, "Print the rating as JSON (schema cmax.rating/v1)");
+      "terms, prices, delivery dates; with --providers, one per provider (repeat it)");
+  Flag(app, "--providers", o->providers,
+       "Rank every provider in the store (runs recorded with --provider NAME), each on its "
+       "newest runs, with its absolute tier and one relative to the field");
+  Flag(app, "--json", o->json,
+       "Print the rating as JSON (schema cmax.rating/v1; with --providers cmax.ranking/v1)");
   return {app, [o](Context& ctx) { return Rate(*o, ctx); }};
 }
 

@@ -104,7 +104,8 @@ struct RunInfo {
   RunState state = RunState::kRunning;
   std::optional<int> exit_code;
   std::string cmax_version;
-  int64_t pid = 0;  // of the process that wrote the run, to tell abandoned runs from live ones
+  int64_t pid = 0;       // of the process that wrote the run, to tell abandoned runs from live ones
+  std::string provider;  // the provider it evaluates (--provider, CMAX_PROVIDER); empty: not said
 };
 
 struct RunRecord {

@@ -10,7 +10,13 @@ Result<Evaluation> EvaluateThisHost(const EvaluationOptions& options, const audi
   auto files = rate::LoadRatingFiles({.rubric = options.rubric, .attestation = options.attestation},
                                      rate_io);
   if (!files) return tl::unexpected(files.error());
-  auto host = audit::EvaluateHost(options.probe_timeout_s, io);
+  // The provider whose attestation this is, when no --provider said otherwise: its run is
+  // then found by `cmax rate --provider` and ranked by `cmax rate --providers`.
+  audit::HostRunIo host_io = io;
+  if (files->attestation && io.env && io.env("CMAX_PROVIDER").empty()) {
+    host_io.provider = files->attestation->provider;
+  }
+  auto host = audit::EvaluateHost(options.probe_timeout_s, host_io);
   if (!host) return tl::unexpected(host.error());
   Evaluation out{.exit_code = host->exit_code,
                  .interrupted = host->interrupted,

@@ -1,6 +1,7 @@
 #include "rate/rate_run.hpp"
 
 #include <algorithm>
+#include <map>
 
 #include "core/strings.hpp"
 #include "store/run_writer.hpp"
@@ -11,6 +12,26 @@ namespace cmax::rate {
 namespace {
 
 constexpr size_t kFileLimit = size_t{4} << 20;
+
+// The kinds of run that hold evidence a rubric reads; a rating takes the newest of each.
+constexpr const char* kRatedCommands[] = {"run", "audit", "reliability", "endpoint", "health"};
+
+// The newest run of each kind recorded for `provider`; a provider with none is an error that
+// names the ones the store has.
+Result<std::vector<int64_t>> ProviderRuns(store::Store& store, const std::string& provider) {
+  std::vector<int64_t> ids;
+  for (const char* command : kRatedCommands) {
+    if (auto id = store.LatestProviderRunId(provider, command)) ids.push_back(*id);
+  }
+  if (ids.empty()) {
+    auto known = store.Providers();
+    if (!known) return tl::unexpected(known.error());
+    return Fail(ErrorCode::kInvalidArgument, "no runs of provider {} in {} (providers: {})",
+                SanitizeUtf8(provider), store.Path(),
+                known->empty() ? "none; record runs with --provider NAME" : Join(*known, ", "));
+  }
+  return ids;
+}
 
 }  // namespace
 
@@ -82,8 +103,14 @@ Result<Rating> RateStoredRuns(const RateOptions& options, const RateIo& io) {
       return Fail(ErrorCode::kUnavailable, "no store at {}: run cmax run or cmax audit first",
                   io.db_path);
     }
-    for (const char* command : {"run", "audit", "reliability", "endpoint", "health"}) {
-      if (auto id = store->LatestRunId(command)) asked.push_back(std::to_string(*id));
+    if (!options.provider.empty()) {
+      auto ids = ProviderRuns(*store, options.provider);
+      if (!ids) return tl::unexpected(ids.error());
+      for (const int64_t id : *ids) asked.push_back(std::to_string(id));
+    } else {
+      for (const char* command : kRatedCommands) {
+        if (auto id = store->LatestRunId(command)) asked.push_back(std::to_string(*id));
+      }
     }
     if (asked.empty()) {
       return Fail(ErrorCode::kUnavailable,
@@ -92,6 +119,62 @@ Result<Rating> RateStoredRuns(const RateOptions& options, const RateIo& io) {
     }
   }
   return RateRuns(asked, *files, io);
+}
+
+Result<Ranking> RankStoredProviders(const RankOptions& options, const RateIo& io) {
+  auto files = LoadRatingFiles({.rubric = options.rubric}, io);
+  if (!files) return tl::unexpected(files.error());
+  const Rubric& rubric = files->RubricToUse();
+  std::map<std::string, Attestation> attested;  // by the provider each names
+  for (const std::string& path : options.attestations) {
+    auto one = LoadRatingFiles({.rubric = options.rubric, .attestation = path}, io);
+    if (!one) return tl::unexpected(one.error());
+    const std::string provider = one->attestation->provider;
+    if (!attested.emplace(provider, std::move(*one->attestation)).second) {
+      return Fail(ErrorCode::kInvalidArgument, "{}: a second attestation for provider {}", path,
+                  provider);
+    }
+  }
+  auto store = store::Store::Open({.path = io.db_path, .create = false, .read_only = true});
+  if (!store) {
+    return Fail(ErrorCode::kUnavailable, "no store at {}: record runs with --provider NAME first",
+                io.db_path);
+  }
+  auto providers = store->Providers();
+  if (!providers) return tl::unexpected(providers.error());
+  if (providers->empty()) {
+    return Fail(ErrorCode::kUnavailable,
+                "no runs in {} name a provider: record them with --provider NAME (or "
+                "CMAX_PROVIDER)",
+                io.db_path);
+  }
+  for (const auto& [provider, attestation] : attested) {
+    if (std::ranges::find(*providers, provider) == providers->end()) {
+      return Fail(ErrorCode::kInvalidArgument,
+                  "an attestation names provider {}, which has no runs in {} (providers: {})",
+                  provider, io.db_path, Join(*providers, ", "));
+    }
+  }
+  std::vector<std::pair<std::string, Rating>> ratings;
+  for (const std::string& provider : *providers) {
+    auto ids = ProviderRuns(*store, provider);
+    if (!ids) return tl::unexpected(ids.error());
+    std::vector<RunRecord> records;
+    for (const int64_t id : *ids) {
+      auto record = store->LoadRun(id);
+      if (!record) return tl::unexpected(record.error());
+      records.push_back(std::move(*record));
+    }
+    RatingInputs inputs;
+    for (const RunRecord& record : records) inputs.runs.push_back(&record);
+    std::ranges::sort(inputs.runs, [](const RunRecord* a, const RunRecord* b) {
+      return a->run.id > b->run.id;  // newest first
+    });
+    const auto found = attested.find(provider);
+    inputs.attestation = found == attested.end() ? nullptr : &found->second;
+    ratings.emplace_back(provider, RateEvidence(rubric, inputs));
+  }
+  return RankProviders(rubric, std::move(ratings));
 }
 
 Result<Comparison> CompareStoredRuns(const std::string& before, const std::string& after,

@@ -10,6 +10,7 @@
 #include "core/clock.hpp"
 #include "core/result.hpp"
 #include "rate/compare.hpp"
+#include "rate/ranking.hpp"
 #include "rate/rating.hpp"
 
 namespace cmax::sys {
@@ -24,6 +25,16 @@ struct RateOptions {
   std::vector<std::string> runs;
   std::string rubric;       // a rubric file; empty: the built-in one
   std::string attestation;  // an attestation file; empty: none
+  // With no runs named: the newest runs of each kind recorded for this provider (--provider).
+  std::string provider;
+};
+
+// `cmax rate --providers`: every provider in the store rated with the same rubric, each on its
+// newest runs of each kind and with the attestation that names it (any number of files; one
+// that names no provider in the store is an error, a provider without one is rated without).
+struct RankOptions {
+  std::string rubric;
+  std::vector<std::string> attestations;
 };
 
 struct RateIo {
@@ -48,6 +59,8 @@ Result<Rating> RateRuns(const std::vector<std::string>& runs, const RatingFiles&
 // LoadRatingFiles, then RateRuns on options.runs or, when none is named, the newest run of
 // each kind.
 Result<Rating> RateStoredRuns(const RateOptions& options, const RateIo& io);
+
+Result<Ranking> RankStoredProviders(const RankOptions& options, const RateIo& io);
 
 // `cmax compare A B`: run A and run B rated with the same files, and what moved from A to B.
 Result<Comparison> CompareStoredRuns(const std::string& before, const std::string& after,

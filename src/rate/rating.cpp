@@ -432,15 +432,7 @@ Rating RateEvidence(const Rubric& rubric, const RatingInputs& in) {
   rating.confidence = all_weight > 0 ? known_weight / all_weight : 0;
   if (known_weight > 0) rating.score = points / known_weight;
 
-  rating.band = rubric.Below();
-  if (rating.score) {
-    for (const auto& [name, min] : rubric.Tiers()) {
-      if (*rating.score >= min) {
-        rating.band = name;
-        break;
-      }
-    }
-  }
+  rating.band = rating.score ? rubric.BandOf(*rating.score) : rubric.Below();
   rating.tier = rating.band;
   for (const ItemRating& item : rating.items) {
     if (!item.gate_cap || !item.applies) continue;

@@ -279,6 +279,13 @@ int Rubric::Rank(std::string_view tier) const {
   return static_cast<int>(tiers_.size()) + 1;  // Untestable
 }
 
+const std::string& Rubric::BandOf(double score) const {
+  for (const auto& [name, min] : tiers_) {
+    if (score >= min) return name;
+  }
+  return below_;
+}
+
 Result<Rubric> Rubric::Parse(std::string_view text) {
   const json doc = json::parse(text, nullptr, false);
   if (doc.is_discarded() || !doc.is_object()) {

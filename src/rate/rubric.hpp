@@ -93,6 +93,8 @@ class Rubric {
   const std::vector<SlaTerms>& SlaTemplates() const { return sla_templates_; }
   // Where a tier name ranks: 0 the best; the band below the last, then Untestable, last.
   int Rank(std::string_view tier) const;
+  // The best tier whose minimum `score` (0 to 100) reaches, else the band below the last.
+  const std::string& BandOf(double score) const;
 
  private:
   std::string name_;

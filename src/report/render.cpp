@@ -1,5 +1,6 @@
 #include "report/render.hpp"
 
+#include <algorithm>
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
@@ -87,6 +88,7 @@ std::string RenderRunList(const std::vector<RunListEntry>& runs, const std::stri
                       {"state", e.state},
                       {"exit_code", r.exit_code ? Json(*r.exit_code) : Json(nullptr)},
                       {"cmax_version", r.cmax_version},
+                      {"provider", r.provider.empty() ? Json(nullptr) : Json(r.provider)},
                       {"summary",
                        {{"PASS", e.counts.pass},
                         {"WARN", e.counts.warn},
@@ -99,16 +101,24 @@ std::string RenderRunList(const std::vector<RunListEntry>& runs, const std::stri
     return out.dump(2, ' ', false, Json::error_handler_t::replace) + "\n";
   }
   if (runs.empty()) return "no runs in " + store_path + "\n";
-  std::string text =
-      fmt::format("{:>5}  {:<8}  {:<13}  {:<24}  {:>8}  {:<28}  {}\n", "ID", "COMMAND", "STATE",
-                  "STARTED", "TOOK", "TARGET", "PASS/WARN/FAIL/SKIP/ATTEST/UNKNOWN");
+  // A PROVIDER column only where a run names one: a store of one provider's runs reads as before.
+  const bool providers =
+      std::ranges::any_of(runs, [](const RunListEntry& e) { return !e.run.provider.empty(); });
+  const auto provider_cell = [providers](const std::string& provider) {
+    return providers ? fmt::format("{:<16}  ", SanitizeUtf8(provider.empty() ? "-" : provider))
+                     : std::string();
+  };
+  std::string text = fmt::format("{:>5}  {:<8}  {:<13}  {:<24}  {:>8}  {:<28}  {}{}\n", "ID",
+                                 "COMMAND", "STATE", "STARTED", "TOOK", "TARGET",
+                                 provider_cell("PROVIDER"), "PASS/WARN/FAIL/SKIP/ATTEST/UNKNOWN");
   for (const RunListEntry& e : runs) {
     const RunInfo& r = e.run;
     const std::string took = r.ended_at ? FormatDuration(*r.ended_at - r.started_at) : "-";
-    text += fmt::format("{:>5}  {:<8}  {:<13}  {:<24}  {:>8}  {:<28}  {}/{}/{}/{}/{}/{}\n", r.id,
-                        SanitizeUtf8(r.command), e.state, FormatIso8601(r.started_at), took,
-                        SanitizeUtf8(r.target), e.counts.pass, e.counts.warn, e.counts.fail,
-                        e.counts.skip, e.counts.attest, e.counts.unknown);
+    text +=
+        fmt::format("{:>5}  {:<8}  {:<13}  {:<24}  {:>8}  {:<28}  {}{}/{}/{}/{}/{}/{}\n", r.id,
+                    SanitizeUtf8(r.command), e.state, FormatIso8601(r.started_at), took,
+                    SanitizeUtf8(r.target), provider_cell(r.provider), e.counts.pass, e.counts.warn,
+                    e.counts.fail, e.counts.skip, e.counts.attest, e.counts.unknown);
   }
   return text;
 }

@@ -172,6 +172,10 @@ CREATE TABLE remediation_policy (
   saved_at TEXT NOT NULL
 );
 )sql"},
+      {8, "runs: the provider each run evaluates, so a store can hold and rank several", R"sql(
+ALTER TABLE runs ADD COLUMN provider TEXT NOT NULL DEFAULT '';
+CREATE INDEX runs_by_provider ON runs(provider, command, id);
+)sql"},
   };
   return kMigrations;
 }

@@ -64,6 +64,9 @@ Result<RecordedRun> BeginRecordedRun(const std::string& db_path, const RunStart&
   RunStart filled = start;
   if (filled.host.empty()) filled.host = sys::Hostname();
   if (filled.pid == 0) filled.pid = ::getpid();
+  // Every command records the provider it evaluates the same way: the global --provider flag
+  // sets CMAX_PROVIDER for the process (cli.cpp), so no command has to pass it down.
+  if (filled.provider.empty()) filled.provider = sys::GetEnv("CMAX_PROVIDER");
   auto writer = RunWriter::Begin(*owned, filled);
   if (!writer) return tl::unexpected(writer.error());
   return RecordedRun{std::move(owned), *writer};

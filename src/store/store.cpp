@@ -97,7 +97,8 @@ Result<void> EnableWal(Database& db, int busy_timeout_ms) {
 }
 
 constexpr const char* kRunColumns =
-    "id, command, target, host, started_at, ended_at, state, exit_code, cmax_version, pid";
+    "id, command, target, host, started_at, ended_at, state, exit_code, cmax_version, pid, "
+    "provider";
 
 RunInfo ReadRunInfo(const Statement& stmt) {
   RunInfo run;
@@ -111,6 +112,7 @@ RunInfo ReadRunInfo(const Statement& stmt) {
   if (!stmt.ColumnIsNull(7)) run.exit_code = static_cast<int>(stmt.ColumnInt(7));
   run.cmax_version = stmt.ColumnText(8);
   run.pid = stmt.ColumnInt(9);
+  run.provider = stmt.ColumnText(10);
   return run;
 }
 
@@ -189,8 +191,8 @@ Result<int> Store::SchemaVersion() {
 
 Result<int64_t> Store::BeginRun(const RunStart& start) {
   auto stmt = db_->Prepare(
-      "INSERT INTO runs (command, target, host, started_at, state, cmax_version, pid) "
-      "VALUES (?, ?, ?, ?, 'running', ?, ?)");
+      "INSERT INTO runs (command, target, host, started_at, state, cmax_version, pid, provider) "
+      "VALUES (?, ?, ?, ?, 'running', ?, ?, ?)");
   if (!stmt) return tl::unexpected(stmt.error());
   stmt->Bind(1, std::string_view(start.command));
   stmt->Bind(2, std::string_view(start.target));
@@ -198,6 +200,7 @@ Result<int64_t> Store::BeginRun(const RunStart& start) {
   stmt->Bind(4, std::string_view(FormatIso8601(start.started_at)));
   stmt->Bind(5, std::string_view(start.cmax_version));
   stmt->Bind(6, start.pid);
+  stmt->Bind(7, std::string_view(start.provider));
   if (auto ok = stmt->Run(); !ok) return tl::unexpected(ok.error());
   return db_->LastInsertId();
 }
@@ -310,12 +313,12 @@ Result<std::vector<RunSummary>> Store::ListRuns(int limit) {
     if (!row) return tl::unexpected(row.error());
     if (!*row) break;
     RunSummary summary{ReadRunInfo(*stmt), {}};
-    summary.counts.pass = static_cast<int>(stmt->ColumnInt(10));
-    summary.counts.warn = static_cast<int>(stmt->ColumnInt(11));
-    summary.counts.fail = static_cast<int>(stmt->ColumnInt(12));
-    summary.counts.skip = static_cast<int>(stmt->ColumnInt(13));
-    summary.counts.attest = static_cast<int>(stmt->ColumnInt(14));
-    summary.counts.unknown = static_cast<int>(stmt->ColumnInt(15));
+    summary.counts.pass = static_cast<int>(stmt->ColumnInt(11));
+    summary.counts.warn = static_cast<int>(stmt->ColumnInt(12));
+    summary.counts.fail = static_cast<int>(stmt->ColumnInt(13));
+    summary.counts.skip = static_cast<int>(stmt->ColumnInt(14));
+    summary.counts.attest = static_cast<int>(stmt->ColumnInt(15));
+    summary.counts.unknown = static_cast<int>(stmt->ColumnInt(16));
     runs.push_back(std::move(summary));
   }
   return runs;
@@ -380,6 +383,33 @@ Result<RunRecord> Store::LoadRun(int64_t run_id) {
                               metrics->ColumnDouble(2), metrics->ColumnText(3)});
   }
   return record;
+}
+
+Result<int64_t> Store::LatestProviderRunId(const std::string& provider,
+                                           const std::string& command) {
+  auto stmt = db_->Prepare("SELECT max(id) FROM runs WHERE provider = ? AND command = ?");
+  if (!stmt) return tl::unexpected(stmt.error());
+  stmt->Bind(1, std::string_view(provider));
+  stmt->Bind(2, std::string_view(command));
+  auto row = stmt->Step();
+  if (!row) return tl::unexpected(row.error());
+  if (!*row || stmt->ColumnIsNull(0)) {
+    return Fail(ErrorCode::kNotFound, "no {} runs of provider {} in {}", command, provider, Path());
+  }
+  return stmt->ColumnInt(0);
+}
+
+Result<std::vector<std::string>> Store::Providers() {
+  auto stmt = db_->Prepare("SELECT DISTINCT provider FROM runs WHERE provider != '' ORDER BY 1");
+  if (!stmt) return tl::unexpected(stmt.error());
+  std::vector<std::string> providers;
+  while (true) {
+    auto row = stmt->Step();
+    if (!row) return tl::unexpected(row.error());
+    if (!*row) break;
+    providers.push_back(stmt->ColumnText(0));
+  }
+  return providers;
 }
 
 Result<int64_t> Store::LatestRunId(const std::string& command) {

@@ -43,6 +43,7 @@ struct RunStart {
   WallTime started_at;
   std::string cmax_version;
   int64_t pid = 0;
+  std::string provider;  // the provider the run evaluates; empty: not said
 };
 
 struct RunSummary {
@@ -74,6 +75,10 @@ class Store {
   Result<RunRecord> LoadRun(int64_t run_id);
   // The newest run, optionally of one command; NotFound when there is none.
   Result<int64_t> LatestRunId(const std::string& command = "");
+  // The newest run of `command` that evaluates `provider` (kNotFound when none).
+  Result<int64_t> LatestProviderRunId(const std::string& provider, const std::string& command);
+  // The providers runs were recorded for, sorted.
+  Result<std::vector<std::string>> Providers();
   Result<std::vector<Event>> LoadEvents(const std::string& node, int limit);
 
   // Node conditions: inserted or replaced by (node, key), in one transaction with the events

@@ -25,6 +25,7 @@ const std::string kReport = kSchemas + "cmax.report.v1.schema.json";
 const std::string kEvidence = kSchemas + "cmax.audit-evidence.v1.schema.json";
 const std::string kRating = kSchemas + "cmax.rating.v1.schema.json";
 const std::string kComparison = kSchemas + "cmax.comparison.v1.schema.json";
+const std::string kRanking = kSchemas + "cmax.ranking.v1.schema.json";
 
 class SchemaTest : public ::testing::Test {
  protected:
@@ -90,6 +91,21 @@ TEST_F(SchemaTest, ALocalAuditsReportAndEvidence) {
   const json compared = Cmax({"compare", report["run"]["id"].dump(), "latest", "--json"});
   ASSERT_TRUE(compared.is_object());
   EXPECT_EQ(Problems(kComparison, compared), "");
+
+  // Providers ranked: two runs recorded for each of three providers' names.
+  for (const char* provider : {"Alpha", "Beta", "Gamma"}) {
+    ASSERT_TRUE(Cmax({"--provider", provider, "audit", "--json"}).is_object());
+  }
+  const json ranked = Cmax({"rate", "--providers", "--json"});
+  ASSERT_TRUE(ranked.is_object());
+  EXPECT_EQ(Problems(kRanking, ranked), "");
+  ASSERT_EQ(ranked["providers"].size(), 3U);
+  for (const json& provider : ranked["providers"]) {
+    EXPECT_EQ(Problems(kRating, provider["rating"]), "") << provider["provider"];
+  }
+  json bad_ranking = ranked;
+  bad_ranking["providers"][0]["rank"] = 0;
+  EXPECT_NE(Problems(kRanking, bad_ranking), "");
 
   // Broken on purpose: each must be caught.
   json bad = report;

@@ -463,6 +463,72 @@ TEST(Cli, RateReadsTheStoreAndAnAttestation) {
   EXPECT_EQ(missing.code, kExitUsage) << missing.err;
 }
 
+// Providers: each run records the one it evaluates (--provider, or CMAX_PROVIDER, and the flag
+// does not outlive its command); `cmax rate --provider` rates one, `--providers` ranks them all
+// with the attestation that names each.
+TEST(Cli, RunsNameTheirProviderAndRateRanksThem) {
+  testing::TempDir dir;
+  const std::string db = dir.File("cmax.db");
+  const auto none = Cli({"rate", "--db", db, "--providers"});
+  EXPECT_EQ(none.code, kExitError) << none.err;
+  ASSERT_NE(Cli({"--provider", "Alpha", "audit", "--db", db, "--exit-zero"}).code, kExitError);
+  EXPECT_EQ(std::getenv("CMAX_PROVIDER"), nullptr) << "the flag outlived its command";
+  ::setenv("CMAX_PROVIDER", "Beta", 1);
+  ASSERT_NE(Cli({"audit", "--db", db, "--exit-zero"}).code, kExitError);
+  ::unsetenv("CMAX_PROVIDER");
+  ASSERT_NE(Cli({"audit", "--db", db, "--exit-zero"}).code, kExitError);  // names none
+
+  const std::string example = std::string(CMAX_TEST_DATA) + "/../../data/attestation.example.yaml";
+  const std::string beta = dir.File("beta.yaml");
+  {
+    std::ifstream in(example);
+    std::stringstream text;
+    text << in.rdbuf();
+    std::string yaml = text.str();
+    yaml.replace(yaml.find("provider: Example Cloud"), 23, "provider: Beta");
+    std::ofstream(beta) << yaml;
+  }
+  const auto ranked = Cli({"rate", "--db", db, "--providers", "--json", "--attestation", beta});
+  ASSERT_EQ(ranked.code, kExitOk) << ranked.err;
+  const auto doc = nlohmann::json::parse(ranked.out);
+  EXPECT_EQ(doc["schema"], "cmax.ranking/v1");
+  ASSERT_EQ(doc["providers"].size(), 2U) << "the run that names no provider is in no ranking";
+  EXPECT_EQ(doc["providers"][0]["provider"], "Beta") << "attested, so rated on more evidence";
+  EXPECT_EQ(doc["providers"][0]["runs"], nlohmann::json::array({2}));
+  EXPECT_EQ(doc["providers"][1]["runs"], nlohmann::json::array({1}));
+  EXPECT_EQ(doc["field"], 1);
+  EXPECT_TRUE(doc["providers"][0]["relative_tier"].is_null()) << "no field of three";
+
+  const auto one = Cli({"--provider", "Alpha", "rate", "--db", db, "--json"});
+  ASSERT_EQ(one.code, kExitOk) << one.err;
+  EXPECT_EQ(nlohmann::json::parse(one.out)["runs"], nlohmann::json::array({1}));
+  const auto unknown = Cli({"rate", "--db", db, "--provider", "Gamma"});
+  EXPECT_EQ(unknown.code, kExitUsage);
+  EXPECT_NE(unknown.err.find("no runs of provider Gamma"), std::string::npos) << unknown.err;
+  EXPECT_NE(unknown.err.find("(providers: Alpha, Beta)"), std::string::npos) << unknown.err;
+  // An attestation for a provider with no runs, two for one provider, a bad name, mixed modes.
+  EXPECT_EQ(Cli({"rate", "--db", db, "--providers", "--attestation", example}).code, kExitUsage);
+  EXPECT_EQ(
+      Cli({"rate", "--db", db, "--providers", "--attestation", beta, "--attestation", beta}).code,
+      kExitUsage);
+  EXPECT_EQ(Cli({"rate", "--db", db, "--attestation", beta, "--attestation", beta}).code,
+            kExitUsage);
+  EXPECT_EQ(Cli({"--provider", "Beta", "rate", "--db", db, "--providers"}).code, kExitUsage);
+  EXPECT_EQ(Cli({"--provider", "", "audit", "--db", db}).code, kExitUsage);
+  const auto listed = Cli({"db", "runs", "--db", db, "--json"});
+  ASSERT_EQ(listed.code, kExitOk) << listed.err;
+  EXPECT_EQ(nlohmann::json::parse(listed.out)["runs"][2]["provider"], "Alpha");
+  EXPECT_NE(Cli({"db", "runs", "--db", db}).out.find("PROVIDER"), std::string::npos);
+  // cmax run with an attestation evaluates the provider it names, unless told otherwise.
+  ASSERT_NE(Cli({"run", "--db", db, "--no-html", "--attestation", beta}).code, kExitError);
+  ASSERT_NE(
+      Cli({"--provider", "Alpha", "run", "--db", db, "--no-html", "--attestation", beta}).code,
+      kExitError);
+  const auto runs = nlohmann::json::parse(Cli({"db", "runs", "--db", db, "--json"}).out)["runs"];
+  EXPECT_EQ(runs[1]["provider"], "Beta");
+  EXPECT_EQ(runs[0]["provider"], "Alpha");
+}
+
 TEST(Cli, CmaxDbEnvironmentVariableSelectsTheStore) {
   testing::TempDir dir;
   const std::string db = dir.File("from-env.db");

@@ -166,6 +166,30 @@ TEST(Store, MigratesAnEmptyDatabaseAndAPreviousSchema) {
   ASSERT_TRUE(store->AddFindings(1, {unknown}));
   EXPECT_EQ(store->LoadRun(1)->findings[1].status, CheckStatus::kUnknown);
   EXPECT_EQ((*store->ListRuns(10))[0].counts.unknown, 1);
+  EXPECT_EQ(store->LoadRun(1)->run.provider, "") << "a run from before schema 8 names none";
+  EXPECT_TRUE(store->Providers()->empty());
+}
+
+// Schema 8: each run names the provider it evaluates; the newest of each kind per provider.
+TEST(Store, RunsNameTheirProvider) {
+  testing::TempDir dir;
+  auto store = Store::Open({.path = dir.File("cmax.db")});
+  ASSERT_TRUE(store);
+  const auto begin = [&](const char* command, const char* provider) {
+    return *store->BeginRun({.command = command, .started_at = At(1), .provider = provider});
+  };
+  const int64_t a1 = begin("audit", "Beta");
+  const int64_t a2 = begin("audit", "Alpha");
+  const int64_t a3 = begin("audit", "Beta");
+  const int64_t r1 = begin("reliability", "Beta");
+  begin("audit", "");
+  EXPECT_EQ(store->LoadRun(a2)->run.provider, "Alpha");
+  EXPECT_EQ(*store->Providers(), (std::vector<std::string>{"Alpha", "Beta"}));
+  EXPECT_EQ(store->LatestProviderRunId("Beta", "audit").value(), a3);
+  EXPECT_EQ(store->LatestProviderRunId("Beta", "reliability").value(), r1);
+  EXPECT_EQ(store->LatestProviderRunId("Alpha", "reliability").error().code, ErrorCode::kNotFound);
+  EXPECT_NE(a1, a3);
+  EXPECT_EQ((*store->ListRuns(10))[1].run.provider, "Beta");
 }
 
 TEST(Store, ProcessesOpeningANewStoreAtOnceAllSucceed) {
