@@ -22,12 +22,17 @@ Result<Evaluation> EvaluateThisHost(const EvaluationOptions& options, const audi
                  .interrupted = host->interrupted,
                  .record = std::move(host->record)};
   if (out.interrupted) return out;
-  // The record EvaluateHost read back from the store: what `cmax rate RUN` will read.
-  rate::Rating rating = rate::RateEvidence(
-      files->RubricToUse(), {{&out.record}, files->attestation ? &*files->attestation : nullptr});
-  EvidenceItem item{"rating", rate::RatingJson(rating).dump()};
+  // The record EvaluateHost read back from the store, and the store's remediation journal:
+  // what `cmax rate RUN` will read.
   auto store = store::Store::Open({.path = io.db_path});
   if (!store) return tl::unexpected(store.error());
+  auto drains = store->DrainReasons();
+  if (!drains) return tl::unexpected(drains.error());
+  rate::Rating rating = rate::RateEvidence(
+      files->RubricToUse(), {.runs = {&out.record},
+                             .attestation = files->attestation ? &*files->attestation : nullptr,
+                             .drain_reasons = std::move(*drains)});
+  EvidenceItem item{"rating", rate::RatingJson(rating).dump()};
   if (auto ok = store->AddEvidence(out.record.run.id, {item}); !ok) {
     return tl::unexpected(ok.error());
   }

@@ -5,7 +5,9 @@
 // among the providers with a rated score (not Untestable), scores are curved so the best one
 // scores 100 (relative = score / best * 100); the rubric's bands apply to the curved score, and
 // each provider's failed gates cap it as they cap its absolute tier. A field of fewer than
-// three rated providers has no relative tiers: there is no field to be relative to.
+// three rated providers has no relative tiers: there is no field to be relative to. Drains by
+// cause are left out of a ranking: a store's remediation journal is its cluster's, not each
+// provider's.
 #pragma once
 
 #include <nlohmann/json.hpp>

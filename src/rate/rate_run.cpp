@@ -90,6 +90,13 @@ Result<Rating> RateRuns(const std::vector<std::string>& runs, const RatingFiles&
   std::ranges::sort(records, std::greater<>(), [](const RunRecord& r) { return r.run.id; });
   RatingInputs inputs{.attestation = files.attestation ? &*files.attestation : nullptr};
   for (const RunRecord& record : records) inputs.runs.push_back(&record);
+  // The drains the store's remediation journal holds: the runs named were read from this
+  // store, so it exists.
+  auto store = store::Store::Open({.path = io.db_path, .create = false, .read_only = true});
+  if (!store) return tl::unexpected(store.error());
+  auto drains = store->DrainReasons();
+  if (!drains) return tl::unexpected(drains.error());
+  inputs.drain_reasons = std::move(*drains);
   return RateEvidence(files.RubricToUse(), inputs);
 }
 

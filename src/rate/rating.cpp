@@ -455,6 +455,7 @@ Rating RateEvidence(const Rubric& rubric, const RatingInputs& in) {
   }
   Goodput(rubric, in, rating);
   SlaRiskOf(rubric, in, rating);
+  if (in.drain_reasons) rating.drains = SplitDrains(*in.drain_reasons);
   return rating;
 }
 
@@ -544,6 +545,23 @@ std::string RatingText(const Rating& r, int verbosity) {
   } else if (!r.sla_missing.empty()) {
     out += "\nSLA risk: none (" + r.sla_missing + ")\n";
   }
+  if (r.drains) {
+    int total = 0;
+    std::vector<std::string> parts;
+    for (const DrainsOfCause& d : *r.drains) {
+      total += d.drains;
+      parts.push_back(fmt::format("{} {}", DrainCauseName(d.cause), d.drains));
+    }
+    out += fmt::format("\nDrains by cause (the remediation journal): {} in all: {}\n", total,
+                       Join(parts, ", "));
+    if (verbosity > 0) {
+      for (const DrainsOfCause& d : *r.drains) {
+        if (!d.examples.empty()) {
+          out += fmt::format("  {:<12} e.g. {}\n", DrainCauseName(d.cause), Join(d.examples, "; "));
+        }
+      }
+    }
+  }
   return out;
 }
 
@@ -623,7 +641,16 @@ json RatingJson(const Rating& r) {
            {"contract_usd_per_year", v.priced ? json(k.contract_usd_per_year) : json(nullptr)},
            {"delivery_late_days", optional(v.delivery_late_days)}};
   }
+  json drains = nullptr;
+  if (r.drains) {
+    drains = json::array();
+    for (const DrainsOfCause& d : *r.drains) {
+      drains.push_back(
+          {{"cause", DrainCauseName(d.cause)}, {"drains", d.drains}, {"examples", d.examples}});
+    }
+  }
   return {{"schema", "cmax.rating/v1"},
+          {"drains", drains},
           {"sla", sla},
           {"sla_missing", r.sla_missing.empty() ? json(nullptr) : json(r.sla_missing)},
           {"goodput", goodput},

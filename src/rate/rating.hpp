@@ -11,6 +11,7 @@
 
 #include "core/run_record.hpp"
 #include "rate/attestation.hpp"
+#include "rate/drains.hpp"
 #include "rate/goodput.hpp"
 #include "rate/rubric.hpp"
 #include "rate/sla.hpp"
@@ -20,6 +21,9 @@ namespace cmax::rate {
 struct RatingInputs {
   std::vector<const RunRecord*> runs;  // newest first: a check or metric is read from the newest
   const Attestation* attestation = nullptr;
+  // The remediation journal's drains (their reasons), when the store has one to read: split by
+  // cause in the rating. None: not read (a ranking of providers, whose journals are not theirs).
+  std::optional<std::vector<std::string>> drain_reasons;
 };
 
 struct ItemRating {
@@ -90,7 +94,8 @@ struct Rating {
   std::optional<GoodputView> goodput;
   std::string goodput_missing;  // why there is none, when the rubric asks for it
   std::optional<SlaView> sla;
-  std::string sla_missing;  // why there is none
+  std::string sla_missing;                           // why there is none
+  std::optional<std::vector<DrainsOfCause>> drains;  // by cause; none when not read
 };
 
 Rating RateEvidence(const Rubric& rubric, const RatingInputs& inputs);

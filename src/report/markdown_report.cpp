@@ -68,6 +68,19 @@ std::string InputsMarkdown(const std::vector<GoodputRow>& inputs) {
   return out;
 }
 
+std::string DrainsMarkdown(const RatingView& view) {
+  if (!view.drains) return "";
+  std::string out = "\n### Drains by cause\n\n| Cause | Drains | For example |\n|---|---:|---|\n";
+  for (const auto& d : *view.drains) {
+    std::string examples;
+    for (const std::string& e : d.examples) {
+      examples += (examples.empty() ? "" : "; ") + MarkdownEscape(e);
+    }
+    out += fmt::format("| {} | {:g} | {} |\n", MarkdownEscape(d.cause), d.drains, examples);
+  }
+  return out;
+}
+
 std::string SlaMarkdown(const RatingView& view) {
   std::string out = "\n### SLA risk\n\n";
   if (!view.sla) {
@@ -158,7 +171,7 @@ std::string RenderRatingMarkdown(const RatingView& view) {
     out += MarkdownEscape(view.goodput_missing.empty() ? "The rubric asks for no goodput figure."
                                                        : view.goodput_missing) +
            "\n";
-    return out + SlaMarkdown(view);
+    return out + SlaMarkdown(view) + DrainsMarkdown(view);
   }
   out += fmt::format(
       "Goodput expense over the contract, by the published formulas, for {:.2f} expected "
@@ -167,7 +180,7 @@ std::string RenderRatingMarkdown(const RatingView& view) {
       view.goodput_failures, Usd(view.expense_cold_usd), Usd(view.useful_hour_cold_usd),
       Usd(view.expense_hot_usd), Usd(view.useful_hour_hot_usd), Usd(view.expense_tolerant_usd),
       Usd(view.useful_hour_tolerant_usd));
-  return out + InputsMarkdown(view.goodput_inputs) + SlaMarkdown(view);
+  return out + InputsMarkdown(view.goodput_inputs) + SlaMarkdown(view) + DrainsMarkdown(view);
 }
 
 std::string RenderMarkdown(const RunRecord& record) {

@@ -280,11 +280,31 @@ std::string SlaRisk(const RatingView& view) {
   return out;
 }
 
+std::string DrainsByCause(const RatingView& view) {
+  if (!view.drains) return "";
+  double total = 0;
+  for (const auto& d : *view.drains) total += d.drains;
+  std::string out = fmt::format(
+      "<section id=\"drains\">\n<h2>Drains by cause</h2>\n<p>{:g} drain(s) carried out by the "
+      "remediation controller, by the cause their condition names.</p>\n<table "
+      "class=\"drains\">\n<thead><tr><th>Cause</th><th>Drains</th><th>For example</th></tr>"
+      "</thead>\n<tbody>\n",
+      total);
+  for (const auto& d : *view.drains) {
+    std::string examples;
+    for (const std::string& e : d.examples)
+      examples += (examples.empty() ? "" : "<br>") + HtmlEscape(e);
+    out += fmt::format("<tr><td>{}</td><td>{:g}</td><td>{}</td></tr>\n", HtmlEscape(d.cause),
+                       d.drains, examples);
+  }
+  return out + "</tbody>\n</table>\n</section>\n";
+}
+
 }  // namespace
 
 std::string RenderRatingHtml(const RatingView& view,
                              const std::function<bool(std::string_view)>& on_page) {
-  return Card(view) + Items(view, on_page) + Goodput(view) + SlaRisk(view);
+  return Card(view) + Items(view, on_page) + Goodput(view) + SlaRisk(view) + DrainsByCause(view);
 }
 
 }  // namespace cmax::report

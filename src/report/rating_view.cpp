@@ -184,6 +184,15 @@ std::optional<RatingView> ReadRating(const RunRecord& record) {
   }
   ReadGoodput(rating, view);
   ReadSla(rating, view);
+  if (const json* drains = Field(rating, "drains"); drains && drains->is_array()) {
+    view.drains.emplace();
+    for (const json& d : *drains) {
+      if (Text(d, "cause").empty()) continue;
+      view.drains->push_back({.cause = Text(d, "cause"),
+                              .drains = Number(d, "drains").value_or(0),
+                              .examples = Texts(d, "examples")});
+    }
+  }
   return view;
 }
 

@@ -85,6 +85,12 @@ struct RatingView {
   std::string goodput_missing;
   std::optional<SlaRiskView> sla;
   std::string sla_missing;
+  struct Drains {
+    std::string cause;
+    double drains = 0;
+    std::vector<std::string> examples;
+  };
+  std::optional<std::vector<Drains>> drains;  // by cause; none when the rating did not read them
 };
 
 // The run's rating, when it has one that reads as an object with a tier.

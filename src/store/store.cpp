@@ -100,6 +100,17 @@ constexpr const char* kRunColumns =
     "id, command, target, host, started_at, ended_at, state, exit_code, cmax_version, pid, "
     "provider";
 
+// Every row's first column, as text.
+Result<std::vector<std::string>> FirstColumn(Statement& stmt) {
+  std::vector<std::string> values;
+  while (true) {
+    auto row = stmt.Step();
+    if (!row) return tl::unexpected(row.error());
+    if (!*row) return values;
+    values.push_back(stmt.ColumnText(0));
+  }
+}
+
 RunInfo ReadRunInfo(const Statement& stmt) {
   RunInfo run;
   run.id = stmt.ColumnInt(0);
@@ -402,14 +413,15 @@ Result<int64_t> Store::LatestProviderRunId(const std::string& provider,
 Result<std::vector<std::string>> Store::Providers() {
   auto stmt = db_->Prepare("SELECT DISTINCT provider FROM runs WHERE provider != '' ORDER BY 1");
   if (!stmt) return tl::unexpected(stmt.error());
-  std::vector<std::string> providers;
-  while (true) {
-    auto row = stmt->Step();
-    if (!row) return tl::unexpected(row.error());
-    if (!*row) break;
-    providers.push_back(stmt->ColumnText(0));
-  }
-  return providers;
+  return FirstColumn(*stmt);
+}
+
+Result<std::vector<std::string>> Store::DrainReasons() {
+  auto stmt = db_->Prepare(
+      "SELECT reason FROM remediation_actions WHERE action = 'drain' AND outcome = 'done' AND "
+      "dry_run = 0 ORDER BY id");
+  if (!stmt) return tl::unexpected(stmt.error());
+  return FirstColumn(*stmt);
 }
 
 Result<int64_t> Store::LatestRunId(const std::string& command) {

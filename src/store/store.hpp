@@ -79,6 +79,9 @@ class Store {
   Result<int64_t> LatestProviderRunId(const std::string& provider, const std::string& command);
   // The providers runs were recorded for, sorted.
   Result<std::vector<std::string>> Providers();
+  // The reasons of the drains the remediation controller carried out (not dry runs), oldest
+  // first: what the rating splits by cause.
+  Result<std::vector<std::string>> DrainReasons();
   Result<std::vector<Event>> LoadEvents(const std::string& node, int limit);
 
   // Node conditions: inserted or replaced by (node, key), in one transaction with the events

@@ -1,7 +1,10 @@
 // libFuzzer target for what a rating reads from people: a rubric (--rubric) and an attestation
-// (--attestation). Neither parser may crash, hang or throw; a rubric that parses must rate an
-// empty store and a store of passes, and an attestation that parses must rate with the
-// built-in rubric, each to a tier the rubric names.
+// (--attestation), and what the report reads back from a store anyone could have edited (a
+// run's `rating` evidence). No parser may crash, hang or throw; a rubric that parses must rate
+// an empty store and a store of passes, and an attestation that parses must rate with the
+// built-in rubric, each to a tier the rubric names, with an SLA risk of finite figures; the
+// page and the Markdown of a run whose rating is the input must render with no script in it.
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
@@ -12,6 +15,7 @@
 #include "rate/attestation.hpp"
 #include "rate/rating.hpp"
 #include "rate/rubric.hpp"
+#include "report/render.hpp"
 
 namespace {
 
@@ -48,7 +52,22 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   }
   const WallTime now = *ParseIso8601("2026-12-02T00:00:00Z");
   if (auto attestation = ParseAttestation(input, now)) {
-    MustNameATier(Rubric::Builtin(), RateEvidence(Rubric::Builtin(), {{&passes}, &*attestation}));
+    const Rating rating = RateEvidence(Rubric::Builtin(), {{&passes}, &*attestation});
+    MustNameATier(Rubric::Builtin(), rating);
+    if (rating.sla) {
+      const SlaRisk& risk = rating.sla->risk;
+      if (!std::isfinite(risk.credit_usd_per_year) || !std::isfinite(risk.breaches_per_year) ||
+          risk.breach_probability < 0 || risk.breach_probability > 1 ||
+          risk.expected_credit_share < 0 || risk.expected_credit_share > 1) {
+        std::abort();
+      }
+    }
+  }
+  RunRecord stored;
+  stored.run.id = 2;
+  stored.evidence = {{"rating", input}};
+  for (const std::string& page : {report::RenderHtml(stored), report::RenderMarkdown(stored)}) {
+    if (page.find("<script") != std::string::npos) std::abort();
   }
   return 0;
 }

@@ -170,7 +170,12 @@ TEST(RatingReport, SlaRiskHasItsTable) {
   attested.sla_template = "gold";
   attested.facts["pricing.gpu_hour_usd"] = 2.0;
   attested.facts["availability.delivery_late_days"] = 2;
-  const rate::Rating rating = rate::RateEvidence(rate::Rubric::Builtin(), {{&r}, &attested});
+  const rate::Rating rating =
+      rate::RateEvidence(rate::Rubric::Builtin(),
+                         {{&r},
+                          &attested,
+                          std::vector<std::string>{"cmax: Xid 79 on <b>0000:17:00</b>",
+                                                   "cmax: soft_lockup", "cmax: Xid 48 on x"}});
   ASSERT_TRUE(rating.sla) << rating.sla_missing;
   r.evidence.push_back({"rating", rate::RatingJson(rating).dump()});
   const std::string html = RenderHtml(r);
@@ -181,7 +186,18 @@ TEST(RatingReport, SlaRiskHasItsTable) {
       << html;
   EXPECT_NE(html.find("<tr><th>Delivery</th><td>2 days late</td></tr>"), std::string::npos);
   EXPECT_NE(html.find("attested by S &lt;sales&gt;"), std::string::npos);
+  // The drains by cause, their reasons escaped.
+  EXPECT_NE(html.find("<section id=\"drains\">"), std::string::npos);
+  EXPECT_NE(html.find("<tr><td>GPU</td><td>2</td><td>cmax: Xid 79 on &lt;b&gt;0000:17:00&lt;/b&gt;"
+                      "<br>cmax: Xid 48 on x</td></tr>"),
+            std::string::npos)
+      << html;
+  EXPECT_NE(html.find("<tr><td>CPU lockup</td><td>1</td>"), std::string::npos);
   const std::string md = RenderMarkdown(r);
+  EXPECT_NE(
+      md.find("| GPU | 2 | cmax: Xid 79 on &lt;b&gt;0000:17:00&lt;/b&gt;; cmax: Xid 48 on x |"),
+      std::string::npos)
+      << md;
   EXPECT_NE(md.find("### SLA risk"), std::string::npos);
   EXPECT_NE(md.find("| Breaches per contract-year | "), std::string::npos);
   EXPECT_NE(md.find(" USD of "), std::string::npos);
