@@ -1,6 +1,7 @@
 #include "cli/cli.hpp"
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <cstdlib>
 #include <exception>
 #include <optional>
@@ -137,6 +138,8 @@ int RunCli(const std::vector<std::string>& args, std::ostream& out, std::ostream
     return code == 0 ? kExitOk : kExitUsage;
   }
 
+  ctx.global.provider_flag = std::ranges::any_of(
+      args, [](const std::string& a) { return a == "--provider" || a.starts_with("--provider="); });
   log::SetLevel(log::LevelFor(ctx.global.verbosity, ctx.global.quiet, sys::StderrIsTerminal()));
   // The store records each run's provider from CMAX_PROVIDER (store/run_writer.cpp), so the
   // flag is handed on that way, and taken back when the command is done (tests run many

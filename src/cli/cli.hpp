@@ -24,6 +24,7 @@ struct GlobalOptions {
   // --provider or CMAX_PROVIDER: the provider the runs of this command evaluate (recorded with
   // each run) or, for `cmax rate`, the provider to rate.
   std::string provider;
+  bool provider_flag = false;  // given as --provider, not only through CMAX_PROVIDER
   int verbosity = 0;
   bool quiet = false;
   bool no_color = false;

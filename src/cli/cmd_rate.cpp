@@ -28,8 +28,11 @@ int Rate(const RateFlags& o, Context& ctx) {
   sys::LocalFileSystem fs;
   SystemClock clock;
   const rate::RateIo io{.db_path = ctx.DbPath(), .fs = &fs, .clock = &clock};
+  // CMAX_PROVIDER names the provider runs are recorded for; for `cmax rate` it is only a
+  // default, for when nothing else says what to rate. --provider itself is a request.
+  const bool asked_provider = ctx.global.provider_flag && !ctx.global.provider.empty();
   if (o.providers) {
-    if (!o.rate.runs.empty() || !ctx.global.provider.empty()) {
+    if (!o.rate.runs.empty() || asked_provider) {
       ctx.err << "cmax rate: --providers ranks every provider's newest runs; name no RUN and "
                  "no --provider\n";
       return kExitUsage;
@@ -44,13 +47,13 @@ int Rate(const RateFlags& o, Context& ctx) {
     ctx.err << "cmax rate: one --attestation for one provider (several only with --providers)\n";
     return kExitUsage;
   }
-  if (!o.rate.runs.empty() && !ctx.global.provider.empty()) {
+  if (!o.rate.runs.empty() && asked_provider) {
     ctx.err << "cmax rate: name runs or --provider, not both\n";
     return kExitUsage;
   }
   rate::RateOptions options = o.rate;
   if (!o.attestations.empty()) options.attestation = o.attestations.front();
-  options.provider = ctx.global.provider;
+  if (o.rate.runs.empty()) options.provider = ctx.global.provider;
   auto rating = rate::RateStoredRuns(options, io);
   if (!rating) return PrintError(ctx, "cmax rate", rating.error());
   ctx.out << (o.json ? rate::RatingJson(*rating).dump(2) + "\n"

@@ -186,7 +186,15 @@ Result<Attestation> ParseAttestation(std::string_view yaml, WallTime now) {
                     std::string_view(key) == "provider" ? "whose it is" : "who attests and how");
       }
     }
-    out.provider = SanitizeUtf8(root["provider"].Scalar());
+    // The same names `--provider` takes: the provider is recorded with runs and shown in tables.
+    const std::string& provider = root["provider"].Scalar();
+    if (provider.size() > 128 || SanitizeUtf8(provider) != provider ||
+        provider.find_first_of("\n\t\r") != std::string::npos) {
+      return Fail(ErrorCode::kInvalidArgument,
+                  "attestation line {}: provider must be 1 to 128 printable characters on one line",
+                  LineOf(root["provider"]));
+    }
+    out.provider = provider;
     out.source = SanitizeUtf8(root["source"].Scalar());
     auto date = Date(root, "date");
     if (!date) return tl::unexpected(date.error());

@@ -43,10 +43,16 @@ Ranking RankProviders(const Rubric& rubric, std::vector<std::pair<std::string, R
   }
   int rank = 0;
   for (RankedProvider& p : out.providers) p.rank = ++rank;
-  if (out.field < kRelativeFieldMin || best <= 0) {
+  if (out.field < kRelativeFieldMin) {
     out.relative_note = fmt::format(
         "no relative tiers: {} provider(s) with a rated score, under the {} a field needs",
         out.field, kRelativeFieldMin);
+    return out;
+  }
+  if (best <= 0) {
+    out.relative_note =
+        "no relative tiers: the best rated provider scores 0, so there is no "
+        "field to curve to";
     return out;
   }
   out.relative_note = fmt::format(
@@ -58,10 +64,12 @@ Ranking RankProviders(const Rubric& rubric, std::vector<std::pair<std::string, R
     if (!rated(p)) continue;
     p.relative_score = std::min(100.0, *p.rating.score / best * 100);
     std::string tier = rubric.BandOf(*p.relative_score);
-    // The absolute tier is under the band only where a gate capped it: the same cap holds.
-    if (rubric.Rank(p.rating.tier) > rubric.Rank(p.rating.band) &&
-        rubric.Rank(p.rating.tier) > rubric.Rank(tier)) {
-      tier = p.rating.tier;
+    // Each failed gate caps the relative tier as it caps the absolute one, whether or not it
+    // lowered the absolute tier (a cap at Gold does nothing to a Silver band, but holds a curved
+    // Platinum to Gold).
+    for (const ItemRating& item : p.rating.items) {
+      if (!item.gate_cap || !item.applies || !item.score || *item.score >= 1) continue;
+      if (rubric.Rank(*item.gate_cap) > rubric.Rank(tier)) tier = *item.gate_cap;
     }
     p.relative_tier = tier;
   }

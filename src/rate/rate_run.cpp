@@ -1,6 +1,7 @@
 #include "rate/rate_run.hpp"
 
 #include <algorithm>
+#include <fmt/format.h>
 #include <map>
 
 #include "core/strings.hpp"
@@ -90,14 +91,39 @@ Result<Rating> RateRuns(const std::vector<std::string>& runs, const RatingFiles&
   std::ranges::sort(records, std::greater<>(), [](const RunRecord& r) { return r.run.id; });
   RatingInputs inputs{.attestation = files.attestation ? &*files.attestation : nullptr};
   for (const RunRecord& record : records) inputs.runs.push_back(&record);
-  // The drains the store's remediation journal holds: the runs named were read from this
-  // store, so it exists.
+  // The drains the store's remediation journal holds (the runs named were read from this
+  // store, so it exists), when they can be the rated provider's: a store that holds runs of
+  // several providers has a journal that is not any one's.
   auto store = store::Store::Open({.path = io.db_path, .create = false, .read_only = true});
   if (!store) return tl::unexpected(store.error());
-  auto drains = store->DrainReasons();
-  if (!drains) return tl::unexpected(drains.error());
-  inputs.drain_reasons = std::move(*drains);
-  return RateEvidence(files.RubricToUse(), inputs);
+  auto providers = store->Providers();
+  if (!providers) return tl::unexpected(providers.error());
+  if (providers->size() <= 1) {
+    auto drains = store->DrainReasons();
+    if (!drains) return tl::unexpected(drains.error());
+    inputs.drain_reasons = std::move(*drains);
+  }
+  Rating rating = RateEvidence(files.RubricToUse(), inputs);
+  std::vector<std::string> rated_providers;  // a run that names none counts as one more
+  for (const RunRecord& record : records) {
+    const std::string name =
+        record.run.provider.empty() ? std::string("(none named)") : record.run.provider;
+    if (std::ranges::find(rated_providers, name) == rated_providers.end()) {
+      rated_providers.push_back(name);
+    }
+  }
+  if (rated_providers.size() > 1) {
+    rating.notes.push_back(
+        fmt::format("the runs rated are of several providers ({}): rate one with --provider NAME",
+                    Join(rated_providers, ", ")));
+  }
+  if (providers->size() > 1) {
+    rating.notes.push_back(
+        fmt::format("drains by cause left out: this store holds runs of {} providers, and its "
+                    "remediation journal is not any one's",
+                    providers->size()));
+  }
+  return rating;
 }
 
 Result<Rating> RateStoredRuns(const RateOptions& options, const RateIo& io) {
@@ -106,10 +132,11 @@ Result<Rating> RateStoredRuns(const RateOptions& options, const RateIo& io) {
   std::vector<std::string> asked = options.runs;
   if (asked.empty()) {
     auto store = store::Store::Open({.path = io.db_path, .create = false, .read_only = true});
-    if (!store) {
+    if (!store && store.error().code == ErrorCode::kNotFound) {
       return Fail(ErrorCode::kUnavailable, "no store at {}: run cmax run or cmax audit first",
                   io.db_path);
     }
+    if (!store) return tl::unexpected(store.error());
     if (!options.provider.empty()) {
       auto ids = ProviderRuns(*store, options.provider);
       if (!ids) return tl::unexpected(ids.error());
@@ -143,10 +170,11 @@ Result<Ranking> RankStoredProviders(const RankOptions& options, const RateIo& io
     }
   }
   auto store = store::Store::Open({.path = io.db_path, .create = false, .read_only = true});
-  if (!store) {
+  if (!store && store.error().code == ErrorCode::kNotFound) {
     return Fail(ErrorCode::kUnavailable, "no store at {}: record runs with --provider NAME first",
                 io.db_path);
   }
+  if (!store) return tl::unexpected(store.error());
   auto providers = store->Providers();
   if (!providers) return tl::unexpected(providers.error());
   if (providers->empty()) {

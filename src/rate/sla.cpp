@@ -17,7 +17,9 @@ constexpr double kRackTrays = 18;
 int OutagesToFall(double below_pct, double outage_h) {
   if (outage_h <= 0) return std::numeric_limits<int>::max();
   const double allowed_h = (1 - below_pct / 100) * kMonthHours;
-  const double k = std::floor(allowed_h / outage_h) + 1;
+  // A month at exactly the threshold is not below it; 1 - 99.9/100 rounds low, so the ratio is
+  // nudged up before it is floored (0.73 h of 0.73 h allowed is one outage, not a breach).
+  const double k = std::floor(allowed_h / outage_h * (1 + 1e-9)) + 1;
   return k >= 1e6 ? std::numeric_limits<int>::max() : static_cast<int>(k);
 }
 
@@ -65,13 +67,23 @@ Result<void> ValidateSlaTerms(const SlaTerms& terms) {
 double PoissonTail(double mean, int k) {
   if (k <= 0) return 1;
   if (mean <= 0 || k == std::numeric_limits<int>::max()) return 0;
-  // 1 - P(N < k), summed in logs so a large mean does not underflow e^-mean term by term.
-  double below = 0;
-  for (int n = 0; n < k; ++n) {
-    const double term = std::exp(n * std::log(mean) - mean - std::lgamma(n + 1.0));
-    below += term;
-    if (n > mean && term < 1e-18) break;  // the rest of the terms add nothing a double holds
+  // Each term in logs, so a large mean does not underflow e^-mean.
+  const auto term = [&](int n) {
+    return std::exp(n * std::log(mean) - mean - std::lgamma(n + 1.0));
+  };
+  if (k > mean) {
+    // Past the mean the terms fall: the tail summed upward keeps its own precision, where
+    // 1 - P(N < k) would leave rounding noise for tails under 1e-16 (a rack's).
+    double tail = 0;
+    for (int n = k;; ++n) {
+      const double t = term(n);
+      tail += t;
+      if (t <= tail * 1e-17 || n - k > 100000) break;
+    }
+    return std::clamp(tail, 0.0, 1.0);
   }
+  double below = 0;
+  for (int n = 0; n < k; ++n) below += term(n);
   return std::clamp(1 - below, 0.0, 1.0);
 }
 

@@ -44,6 +44,21 @@ std::string MarkdownEscape(std::string_view text) {
 
 namespace {
 
+// Text that starts a line: escaped, and a leading list, quote, heading-underline or numbered
+// list marker made literal, so a value cannot reshape the page around it.
+std::string MarkdownParagraph(std::string_view text) {
+  std::string out = MarkdownEscape(text);
+  const size_t digits = out.find_first_not_of("0123456789");
+  const bool numbered =
+      digits > 0 && digits != std::string::npos && (out[digits] == '.' || out[digits] == ')');
+  if (numbered) {
+    out.insert(digits, "\\");  // "1\." is text; a backslash before the digit would not be
+  } else if (!out.empty() && out.find_first_of("-+=") == 0) {
+    out.insert(0, "\\");
+  }
+  return out;
+}
+
 std::string Percent(double share) {
   return fmt::format("{:.0f}%", 100 * share);
 }
@@ -85,8 +100,8 @@ std::string SlaMarkdown(const RatingView& view) {
   std::string out = "\n### SLA risk\n\n";
   if (!view.sla) {
     return out +
-           MarkdownEscape(view.sla_missing.empty() ? "The rating has no SLA risk."
-                                                   : view.sla_missing) +
+           MarkdownParagraph(view.sla_missing.empty() ? "The rating has no SLA risk."
+                                                      : view.sla_missing) +
            "\n";
   }
   const SlaRiskView& sla = *view.sla;
@@ -168,8 +183,8 @@ std::string RenderRatingMarkdown(const RatingView& view) {
   }
   out += "\n### Cost of failures\n\n";
   if (!view.has_goodput) {
-    out += MarkdownEscape(view.goodput_missing.empty() ? "The rubric asks for no goodput figure."
-                                                       : view.goodput_missing) +
+    out += MarkdownParagraph(view.goodput_missing.empty() ? "The rubric asks for no goodput figure."
+                                                          : view.goodput_missing) +
            "\n";
     return out + SlaMarkdown(view) + DrainsMarkdown(view);
   }

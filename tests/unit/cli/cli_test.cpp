@@ -527,6 +527,22 @@ TEST(Cli, RunsNameTheirProviderAndRateRanksThem) {
   const auto runs = nlohmann::json::parse(Cli({"db", "runs", "--db", db, "--json"}).out)["runs"];
   EXPECT_EQ(runs[1]["provider"], "Beta");
   EXPECT_EQ(runs[0]["provider"], "Alpha");
+  // Nothing named in a store of several providers: the rating says its runs are mixed, and
+  // leaves the journal's drains out.
+  const auto mixed = Cli({"rate", "--db", db, "--json"});
+  ASSERT_EQ(mixed.code, kExitOk) << mixed.err;
+  const auto mixed_doc = nlohmann::json::parse(mixed.out);
+  EXPECT_NE(mixed_doc["notes"].dump().find("of several providers"), std::string::npos)
+      << mixed_doc["notes"];
+  EXPECT_TRUE(mixed_doc["drains"].is_null());
+  // CMAX_PROVIDER is a default for `cmax rate`, not a request: named runs and --providers win.
+  ::setenv("CMAX_PROVIDER", "Beta", 1);
+  EXPECT_EQ(Cli({"rate", "--db", db, "1"}).code, kExitOk);
+  EXPECT_EQ(Cli({"rate", "--db", db, "--providers"}).code, kExitOk);
+  const auto env_default = Cli({"rate", "--db", db, "--json"});
+  ::unsetenv("CMAX_PROVIDER");
+  ASSERT_EQ(env_default.code, kExitOk) << env_default.err;
+  EXPECT_EQ(nlohmann::json::parse(env_default.out)["runs"], nlohmann::json::array({4, 2}));
 }
 
 TEST(Cli, CmaxDbEnvironmentVariableSelectsTheStore) {

@@ -94,6 +94,8 @@ TEST(Attestation, MalformedFieldsAreRefusedNamingTheLine) {
       {"date: 2026-11-30\nsecurity: yes\n", "security must be a map"},
       {"date: 2026-11-30\nvibes: good\n", "unknown key \"vibes\""},
       {"date: [2026\n", "not YAML"},
+      {"schema: cmax.attestation/v1\nprovider: \"A\\nB\"\nsource: S\ndate: 2026-11-30\n",
+       "line 2: provider must be 1 to 128 printable characters on one line"},
   };
   for (const Case& c : cases) {
     const std::string text =

@@ -24,7 +24,8 @@ const Rubric& Bands() {
   return kRubric;
 }
 
-// A rating as RateEvidence leaves it: the band from the score, the tier capped by a gate.
+// A rating as RateEvidence leaves it: the band from the score, a failed gate's item, the tier
+// capped by the gate where its cap is under the band.
 Rating Rated(double score, double confidence, const char* gate_cap = nullptr) {
   Rating r;
   r.score = score;
@@ -32,8 +33,14 @@ Rating Rated(double score, double confidence, const char* gate_cap = nullptr) {
   r.band = Bands().BandOf(score);
   r.tier = r.band;
   if (gate_cap != nullptr) {
-    r.tier = gate_cap;
+    ItemRating gate;
+    gate.id = "sec.soc2";
+    gate.score = 0;
+    gate.gate_cap = gate_cap;
+    gate.gate_why = "no SOC 2";
+    r.items.push_back(gate);
     r.gates_failed = {std::string("sec.soc2: no SOC 2 (caps the tier at ") + gate_cap + ")"};
+    if (Bands().Rank(gate_cap) > Bands().Rank(r.tier)) r.tier = gate_cap;
   }
   if (confidence < 0.4) r.tier = "Untestable";
   return r;
@@ -49,14 +56,15 @@ TEST(Ranking, CurvesTheFieldToItsBest) {
                                             {"Bravo", Rated(72, 0.8)},
                                             {"Charlie", Rated(60, 0.7)},
                                             {"Delta", Rated(85, 0.3)},  // untestable
-                                            {"Foxtrot", Rated(78, 0.9, "Underperforming")}});
+                                            {"Foxtrot", Rated(78, 0.9, "Underperforming")},
+                                            {"Golf", Rated(79, 0.9, "Gold")}});
   // The absolute tier first, then the score: the gated and the untestable go to the bottom.
   std::vector<std::string> order;
   for (const RankedProvider& p : r.providers) order.push_back(p.provider);
-  EXPECT_EQ(order,
-            (std::vector<std::string>{"Alpha", "Bravo", "Charlie", "Echo", "Foxtrot", "Delta"}));
+  EXPECT_EQ(order, (std::vector<std::string>{"Alpha", "Golf", "Bravo", "Charlie", "Echo", "Foxtrot",
+                                             "Delta"}));
   EXPECT_EQ(r.providers.front().rank, 1);
-  EXPECT_EQ(r.field, 5) << "the untestable is no part of the field";
+  EXPECT_EQ(r.field, 6) << "the untestable is no part of the field";
   // Curved to Alpha's 80: Alpha 100, Bravo 90, Charlie 75, Echo 70.
   EXPECT_DOUBLE_EQ(*Named(r, "Alpha").relative_score, 100);
   EXPECT_EQ(Named(r, "Alpha").relative_tier, "Platinum");
@@ -70,6 +78,10 @@ TEST(Ranking, CurvesTheFieldToItsBest) {
   // Foxtrot's 78 curves to 97.5, but its failed gate caps it as it caps the absolute tier.
   EXPECT_DOUBLE_EQ(*Named(r, "Foxtrot").relative_score, 97.5);
   EXPECT_EQ(Named(r, "Foxtrot").relative_tier, "Underperforming");
+  // Golf's gate caps at Gold, above its Silver band: its absolute tier stays Silver, but its
+  // 79 curves to 98.75, which the same gate holds to Gold.
+  EXPECT_EQ(Named(r, "Golf").rating.tier, "Silver");
+  EXPECT_EQ(Named(r, "Golf").relative_tier, "Gold");
   EXPECT_FALSE(Named(r, "Delta").relative_score);
   EXPECT_EQ(Named(r, "Delta").relative_tier, "");
   EXPECT_NE(r.relative_note.find("best rated provider (Alpha, 80.0)"), std::string::npos);
@@ -81,7 +93,7 @@ TEST(Ranking, CurvesTheFieldToItsBest) {
   EXPECT_EQ(json["schema"], "cmax.ranking/v1");
   EXPECT_EQ(json["providers"][0]["provider"], "Alpha");
   EXPECT_EQ(json["providers"][0]["relative_tier"], "Platinum");
-  EXPECT_TRUE(json["providers"][5]["relative_tier"].is_null());
+  EXPECT_TRUE(json["providers"][6]["relative_tier"].is_null());
 }
 
 TEST(Ranking, TooSmallAFieldHasNoRelativeTiers) {

@@ -37,6 +37,21 @@ TEST(Sla, PoissonTail) {
   EXPECT_NEAR(PoissonTail(800, 1), 1, 1e-12);  // a large mean does not underflow
   // Ramanujan: P(N < m) = 1/2 - P(N = m)/3 nearly, P(N = 800) = 1/sqrt(2 pi 800) = 0.014105.
   EXPECT_NEAR(PoissonTail(800, 800), 0.5 + 0.014105 / 3, 1e-4);
+  // Tails far under 1e-16 keep their precision (a rack's): P(N >= 2) = m^2/2 - m^3/3 + m^4/8 ...
+  const double m = 2.9e-5;
+  EXPECT_NEAR(PoissonTail(m, 2) / (m * m / 2 - m * m * m / 3 + m * m * m * m / 8), 1, 1e-9);
+  // P(N >= 30) for m = 1: e^-1 (1/30! + 1/31! + ...), 1.37e-33, not rounding noise.
+  const double first = std::exp(-1 - std::lgamma(31.0));
+  EXPECT_NEAR(
+      PoissonTail(1, 30) / (first * (1 + 1.0 / 31 + 1.0 / (31 * 32) + 1.0 / (31 * 32 * 33))), 1,
+      2e-6);
+}
+
+// A month at exactly the threshold is not below it: 0.73 h allowed at 99.9%, one outage of
+// 0.73 h is not a breach, two are.
+TEST(Sla, AMonthAtTheThresholdIsNotBelowIt) {
+  const SlaRisk r = ComputeSlaRisk({.terms = Gold(), .mtbf_gpu_hours = 25000, .outage_h = 0.73});
+  EXPECT_EQ(r.breach_at, 2);
 }
 
 // An HGX node: 8 GPUs at an MTBF of 25,000 GPU-hours fail 8 * 730 / 25,000 = 0.2336 times a

@@ -206,6 +206,17 @@ TEST(RatingReport, SlaRiskHasItsTable) {
   const rate::Rating none = rate::RateEvidence(rate::Rubric::Builtin(), {{&r}, &attested});
   r.evidence = {{"rating", rate::RatingJson(none).dump()}};
   EXPECT_NE(RenderHtml(r).find("the attestation gives no SLA terms"), std::string::npos);
+
+  // A reason that would start a Markdown list or a numbered list stays a paragraph of text.
+  nlohmann::json stored = rate::RatingJson(none);
+  stored["sla_missing"] = "- not\n1. a list";
+  r.evidence = {{"rating", stored.dump()}};
+  const std::string text = RenderMarkdown(r);
+  EXPECT_NE(text.find("\n\\- not 1. a list\n"), std::string::npos) << text;
+  stored["sla_missing"] = "12) nor this";
+  r.evidence = {{"rating", stored.dump()}};
+  const std::string numbered = RenderMarkdown(r);
+  EXPECT_NE(numbered.find("\n12\\) nor this\n"), std::string::npos) << numbered;
 }
 
 // Every Markdown table row has as many cell separators as its header, whatever the strings.
