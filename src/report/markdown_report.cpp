@@ -59,20 +59,6 @@ std::string MarkdownParagraph(std::string_view text) {
   return out;
 }
 
-std::string Percent(double share) {
-  return fmt::format("{:.0f}%", 100 * share);
-}
-
-std::string Usd(const std::optional<double>& v) {
-  return v ? fmt::format("{:.2f} USD", *v) : std::string("—");
-}
-
-std::string RunList(const std::vector<int64_t>& runs) {
-  std::string out;
-  for (const int64_t id : runs) out += (out.empty() ? "#" : ", #") + std::to_string(id);
-  return out;
-}
-
 // What a figure was computed from: each input, its value and where it came from.
 std::string InputsMarkdown(const std::vector<GoodputRow>& inputs) {
   std::string out = "| Input | Value | Source |\n|---|---:|---|\n";
@@ -105,10 +91,7 @@ std::string SlaMarkdown(const RatingView& view) {
            "\n";
   }
   const SlaRiskView& sla = *view.sla;
-  std::string credits;
-  for (const auto& [below, credit] : sla.credits) {
-    credits += fmt::format("{}{:g}% under {:g}%", credits.empty() ? "" : ", ", credit, below);
-  }
+  const std::string credits = CreditBands(sla);
   out += fmt::format(
       "Terms: {} (credits {}), over {:g} units of {:g} GPUs for a contract-year.\n\n"
       "| Figure | Value |\n|---|---|\n"
@@ -122,7 +105,7 @@ std::string SlaMarkdown(const RatingView& view) {
       sla.outages_per_unit_month, sla.outage_h, sla.breach_at, sla.breach_probability,
       sla.breaches_per_year, 100 * sla.expected_credit_share,
       sla.credit_usd_per_year
-          ? Usd(sla.credit_usd_per_year) + " of " + Usd(sla.contract_usd_per_year)
+          ? UsdOrDash(sla.credit_usd_per_year) + " of " + UsdOrDash(sla.contract_usd_per_year)
           : std::string("no price attested"));
   if (sla.delivery_late_days) {
     out += fmt::format("| Delivery | {:g} days late |\n", *sla.delivery_late_days);
@@ -139,8 +122,8 @@ std::string RenderRatingMarkdown(const RatingView& view) {
                                   MarkdownEscape(view.band.empty() ? "none" : view.band))
                     : std::string("- Score: none (no item had evidence)\n");
   out += fmt::format("- Confidence: {} of the rubric's weight had evidence\n",
-                     Percent(view.confidence));
-  if (!view.runs.empty()) out += fmt::format("- Runs rated: {}\n", RunList(view.runs));
+                     SharePercent(view.confidence));
+  if (!view.runs.empty()) out += fmt::format("- Runs rated: {}\n", RunNumbers(view.runs));
   out += fmt::format("- Rubric: {} (sha256 {})\n", MarkdownEscape(view.rubric),
                      MarkdownEscape(view.rubric_sha256));
   for (const std::string& g : view.gates_failed) {
@@ -158,7 +141,7 @@ std::string RenderRatingMarkdown(const RatingView& view) {
                     !c.applies ? "N/A"
                     : c.score  ? fmt::format("{:.0f}", *c.score)
                                : "no evidence",
-                    c.applies ? Percent(c.confidence) : "—", c.weight);
+                    c.applies ? SharePercent(c.confidence) : "—", c.weight);
   }
   for (const RatedCategory& c : view.categories) {
     out += fmt::format(
@@ -168,7 +151,7 @@ std::string RenderRatingMarkdown(const RatingView& view) {
     for (const RatedItem& item : view.items) {
       if (item.category != c.id) continue;
       std::string scored = MarkdownEscape(item.evidence);
-      if (!item.runs.empty()) scored += fmt::format(" (run {})", RunList(item.runs));
+      if (!item.runs.empty()) scored += fmt::format(" (run {})", RunNumbers(item.runs));
       if (!item.gate_cap.empty()) {
         scored += fmt::format("; gate: failing it caps the tier at {} ({})",
                               MarkdownEscape(item.gate_cap), MarkdownEscape(item.gate_why));
@@ -178,7 +161,7 @@ std::string RenderRatingMarkdown(const RatingView& view) {
                          !item.applies ? "N/A"
                          : item.score  ? fmt::format("{:.0f}", 100 * *item.score)
                                        : "—",
-                         item.applies ? Percent(item.coverage) : "—", scored);
+                         item.applies ? SharePercent(item.coverage) : "—", scored);
     }
   }
   out += "\n### Cost of failures\n\n";
@@ -192,9 +175,9 @@ std::string RenderRatingMarkdown(const RatingView& view) {
       "Goodput expense over the contract, by the published formulas, for {:.2f} expected "
       "failures.\n\n| Strategy | Goodput expense | Price per useful GPU-hour |\n|---|---:|---:|\n"
       "| Cold spare | {} | {} |\n| Hot spare | {} | {} |\n| Fault tolerant | {} | {} |\n\n",
-      view.goodput_failures, Usd(view.expense_cold_usd), Usd(view.useful_hour_cold_usd),
-      Usd(view.expense_hot_usd), Usd(view.useful_hour_hot_usd), Usd(view.expense_tolerant_usd),
-      Usd(view.useful_hour_tolerant_usd));
+      view.goodput_failures, UsdOrDash(view.expense_cold_usd), UsdOrDash(view.useful_hour_cold_usd),
+      UsdOrDash(view.expense_hot_usd), UsdOrDash(view.useful_hour_hot_usd),
+      UsdOrDash(view.expense_tolerant_usd), UsdOrDash(view.useful_hour_tolerant_usd));
   return out + InputsMarkdown(view.goodput_inputs) + SlaMarkdown(view) + DrainsMarkdown(view);
 }
 

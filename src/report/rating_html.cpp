@@ -12,14 +12,6 @@
 namespace cmax::report {
 namespace {
 
-std::string Percent(double share) {
-  return fmt::format("{:.0f}%", 100 * share);
-}
-
-std::string Usd(const std::optional<double>& v) {
-  return v ? fmt::format("{:.2f} USD", *v) : std::string("—");
-}
-
 // The bar's colour says how good a score is, on the same cut-offs as the findings' badges.
 std::string_view ScoreColour(double score) {
   if (score >= 80) return "#2e8b57";
@@ -107,8 +99,8 @@ std::string CategoryChart(const RatingView& view) {
         "</rect>\n<text x=\"{:.1f}\" y=\"{:.1f}\" fill=\"#1d2330\">{:.0f} <tspan "
         "fill=\"#6b7385\">· evidence {}</tspan></text>\n",
         kLeft, y + 4, std::max(1.0, x(*c.score) - kLeft), ScoreColour(*c.score),
-        0.35 + 0.65 * c.confidence, name, *c.score, Percent(c.confidence), x(*c.score) + 6, y + 16,
-        *c.score, Percent(c.confidence));
+        0.35 + 0.65 * c.confidence, name, *c.score, SharePercent(c.confidence), x(*c.score) + 6,
+        y + 16, *c.score, SharePercent(c.confidence));
   }
   svg += "</svg>\n";
   return svg;
@@ -129,10 +121,8 @@ std::string Card(const RatingView& view) {
   row("Confidence",
       fmt::format("<span class=\"meter\"><span style=\"width:{:.0f}%\"></span></span> {} of the "
                   "rubric's weight had evidence",
-                  100 * view.confidence, Percent(view.confidence)));
-  std::string runs;
-  for (const int64_t id : view.runs) runs += (runs.empty() ? "#" : ", #") + std::to_string(id);
-  if (!runs.empty()) row("Runs rated", runs);
+                  100 * view.confidence, SharePercent(view.confidence)));
+  if (!view.runs.empty()) row("Runs rated", RunNumbers(view.runs));
   row("Rubric", fmt::format("{} <small><code>{}</code></small>", HtmlEscape(view.rubric),
                             HtmlEscape(view.rubric_sha256.substr(
                                 0, std::min<size_t>(12, view.rubric_sha256.size())))));
@@ -164,7 +154,7 @@ std::string Items(const RatingView& view, const std::function<bool(std::string_v
     const std::string score = !c.applies ? "does not apply"
                               : c.score
                                   ? fmt::format("{:.0f} of 100, evidence for {} of its weight",
-                                                *c.score, Percent(c.confidence))
+                                                *c.score, SharePercent(c.confidence))
                                   : std::string("no evidence");
     out += fmt::format("<h3 id=\"cat-{}\">{} <small>{}</small></h3>\n", HtmlEscape(c.id),
                        HtmlEscape(c.title.empty() ? c.id : c.title), HtmlEscape(score));
@@ -177,10 +167,7 @@ std::string Items(const RatingView& view, const std::function<bool(std::string_v
       if (item.category != c.id) continue;
       std::string scored = LinkChecks(item.evidence, on_page);
       if (!item.runs.empty()) {
-        std::string runs;
-        for (const int64_t id : item.runs)
-          runs += (runs.empty() ? "#" : ", #") + std::to_string(id);
-        scored += fmt::format(" <small class=\"runs\">(run {})</small>", runs);
+        scored += fmt::format(" <small class=\"runs\">(run {})</small>", RunNumbers(item.runs));
       }
       if (!item.gate_cap.empty()) {
         scored += fmt::format(
@@ -194,7 +181,7 @@ std::string Items(const RatingView& view, const std::function<bool(std::string_v
           "<tr class=\"{}\"><td>{}<br><code>{}</code></td><td>{:g}</td><td>{}</td><td>{}</td>"
           "<td>{}</td></tr>\n",
           item.score || !item.applies ? "scored" : "missing", HtmlEscape(item.title),
-          HtmlEscape(item.id), item.weight, value, item.applies ? Percent(item.coverage) : "—",
+          HtmlEscape(item.id), item.weight, value, item.applies ? SharePercent(item.coverage) : "—",
           scored);
     }
     out += "</tbody>\n</table>\n";
@@ -235,8 +222,8 @@ std::string Goodput(const RatingView& view) {
       {"Hot spare", view.expense_hot_usd, view.useful_hour_hot_usd},
       {"Fault tolerant", view.expense_tolerant_usd, view.useful_hour_tolerant_usd}};
   for (const auto& [name, expense, hour] : rows) {
-    out +=
-        fmt::format("<tr><td>{}</td><td>{}</td><td>{}</td></tr>\n", name, Usd(expense), Usd(hour));
+    out += fmt::format("<tr><td>{}</td><td>{}</td><td>{}</td></tr>\n", name, UsdOrDash(expense),
+                       UsdOrDash(hour));
   }
   out +=
       "</tbody>\n</table>\n" + InputsTable("goodput-inputs", view.goodput_inputs) + "</section>\n";
@@ -252,10 +239,7 @@ std::string SlaRisk(const RatingView& view) {
     return out;
   }
   const SlaRiskView& sla = *view.sla;
-  std::string credits;
-  for (const auto& [below, credit] : sla.credits) {
-    credits += fmt::format("{}{:g}% under {:g}%", credits.empty() ? "" : ", ", credit, below);
-  }
+  const std::string credits = CreditBands(sla);
   out += fmt::format(
       "<p>Terms: {} (credits {}), over {:g} units of {:g} GPUs for a contract-year.</p>\n"
       "<table class=\"sla\">\n<tbody>\n",
@@ -269,10 +253,10 @@ std::string SlaRisk(const RatingView& view) {
   row("Breach probability per unit-month", fmt::format("{:.4g}", sla.breach_probability));
   row("Breaches per contract-year", fmt::format("{:.2f}", sla.breaches_per_year));
   row("Expected credit", fmt::format("{:.3g}% of the bill", 100 * sla.expected_credit_share));
-  row("Credit per contract-year",
-      sla.credit_usd_per_year
-          ? fmt::format("{} of {}", Usd(sla.credit_usd_per_year), Usd(sla.contract_usd_per_year))
-          : std::string("no price attested"));
+  row("Credit per contract-year", sla.credit_usd_per_year
+                                      ? fmt::format("{} of {}", UsdOrDash(sla.credit_usd_per_year),
+                                                    UsdOrDash(sla.contract_usd_per_year))
+                                      : std::string("no price attested"));
   if (sla.delivery_late_days) {
     row("Delivery", fmt::format("{:g} days late", *sla.delivery_late_days));
   }

@@ -196,6 +196,28 @@ std::optional<RatingView> ReadRating(const RunRecord& record) {
   return view;
 }
 
+std::string SharePercent(double share) {
+  return fmt::format("{:.0f}%", 100 * share);
+}
+
+std::string UsdOrDash(const std::optional<double>& v) {
+  return v ? fmt::format("{:.2f} USD", *v) : std::string("—");
+}
+
+std::string RunNumbers(const std::vector<int64_t>& runs) {
+  std::string out;
+  for (const int64_t id : runs) out += (out.empty() ? "#" : ", #") + std::to_string(id);
+  return out;
+}
+
+std::string CreditBands(const SlaRiskView& sla) {
+  std::string out;
+  for (const auto& [below, credit] : sla.credits) {
+    out += fmt::format("{}{:g}% under {:g}%", out.empty() ? "" : ", ", credit, below);
+  }
+  return out;
+}
+
 std::string TierClass(std::string_view tier) {
   std::string out;
   for (const char c : tier) {

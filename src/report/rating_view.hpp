@@ -99,6 +99,12 @@ std::optional<RatingView> ReadRating(const RunRecord& record);
 // A tier's name as a CSS class suffix: "Participation Ribbon" -> "participation-ribbon".
 std::string TierClass(std::string_view tier);
 
+// The figures as both renderings print them (escape the result for the format).
+std::string SharePercent(double share);                    // 0.62 -> "62%"
+std::string UsdOrDash(const std::optional<double>& v);     // "374016.09 USD", or "—"
+std::string RunNumbers(const std::vector<int64_t>& runs);  // "#14, #12"
+std::string CreditBands(const SlaRiskView& sla);           // "10% under 99.9%, 25% under 99%"
+
 // The rating's part of the HTML page: the summary card (tier, score, confidence, gates, the
 // category chart `svg#chart-categories`), each category with its items, and the goodput table.
 // An item's evidence links each check it names to that check's finding on the page
