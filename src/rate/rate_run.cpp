@@ -34,6 +34,30 @@ Result<std::vector<int64_t>> ProviderRuns(store::Store& store, const std::string
   return ids;
 }
 
+// The attestation at `path`, read and checked against `rubric` (its SLA template must be one of
+// the rubric's).
+Result<Attestation> LoadAttestation(const std::string& path, const Rubric& rubric,
+                                    const RateIo& io) {
+  auto text = io.fs->ReadFile(path, kFileLimit);
+  if (!text) {
+    return Fail(ErrorCode::kInvalidArgument, "--attestation {}: {}", path, text.error().message);
+  }
+  auto parsed = ParseAttestation(*text, io.clock->Now());
+  if (!parsed) return Fail(ErrorCode::kInvalidArgument, "{}: {}", path, parsed.error().message);
+  // A template the rubric does not have is a typo to say now, not an SLA risk left blank.
+  const std::string& wanted = parsed->sla_template;
+  const auto& templates = rubric.SlaTemplates();
+  if (!wanted.empty() &&
+      std::ranges::none_of(templates, [&](const SlaTerms& t) { return t.name == wanted; })) {
+    std::vector<std::string> names;
+    for (const SlaTerms& t : templates) names.push_back(t.name);
+    return Fail(ErrorCode::kInvalidArgument,
+                "{}: sla template \"{}\" is not one of the rubric's ({})", path, wanted,
+                names.empty() ? "it has none" : Join(names, ", "));
+  }
+  return parsed;
+}
+
 }  // namespace
 
 Result<RatingFiles> LoadRatingFiles(const RateOptions& options, const RateIo& io) {
@@ -51,28 +75,9 @@ Result<RatingFiles> LoadRatingFiles(const RateOptions& options, const RateIo& io
     files.rubric = std::move(*parsed);
   }
   if (!options.attestation.empty()) {
-    auto text = io.fs->ReadFile(options.attestation, kFileLimit);
-    if (!text) {
-      return Fail(ErrorCode::kInvalidArgument, "--attestation {}: {}", options.attestation,
-                  text.error().message);
-    }
-    auto parsed = ParseAttestation(*text, io.clock->Now());
-    if (!parsed) {
-      return Fail(ErrorCode::kInvalidArgument, "{}: {}", options.attestation,
-                  parsed.error().message);
-    }
-    files.attestation = std::move(*parsed);
-    // A template the rubric does not have is a typo to say now, not an SLA risk left blank.
-    const std::string& wanted = files.attestation->sla_template;
-    const auto& templates = files.RubricToUse().SlaTemplates();
-    if (!wanted.empty() &&
-        std::ranges::none_of(templates, [&](const SlaTerms& t) { return t.name == wanted; })) {
-      std::vector<std::string> names;
-      for (const SlaTerms& t : templates) names.push_back(t.name);
-      return Fail(ErrorCode::kInvalidArgument,
-                  "{}: sla template \"{}\" is not one of the rubric's ({})", options.attestation,
-                  wanted, names.empty() ? "it has none" : Join(names, ", "));
-    }
+    auto attestation = LoadAttestation(options.attestation, files.RubricToUse(), io);
+    if (!attestation) return tl::unexpected(attestation.error());
+    files.attestation = std::move(*attestation);
   }
   return files;
 }
@@ -161,10 +166,10 @@ Result<Ranking> RankStoredProviders(const RankOptions& options, const RateIo& io
   const Rubric& rubric = files->RubricToUse();
   std::map<std::string, Attestation> attested;  // by the provider each names
   for (const std::string& path : options.attestations) {
-    auto one = LoadRatingFiles({.rubric = options.rubric, .attestation = path}, io);
+    auto one = LoadAttestation(path, rubric, io);  // the rubric read once, above
     if (!one) return tl::unexpected(one.error());
-    const std::string provider = one->attestation->provider;
-    if (!attested.emplace(provider, std::move(*one->attestation)).second) {
+    const std::string provider = one->provider;
+    if (!attested.emplace(provider, std::move(*one)).second) {
       return Fail(ErrorCode::kInvalidArgument, "{}: a second attestation for provider {}", path,
                   provider);
     }
