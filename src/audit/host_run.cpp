@@ -14,7 +14,8 @@
 
 namespace cmax::audit {
 
-Result<HostRunReport> EvaluateHost(double probe_timeout_s, const HostRunIo& io) {
+Result<HostRunReport> EvaluateHost(double probe_timeout_s, const HostRunIo& io,
+                                   const LaterPhases& later) {
   // A range check on the command line lets NaN through, and NaN cannot become a duration.
   if (!std::isfinite(probe_timeout_s) || probe_timeout_s <= 0) {
     return Fail(ErrorCode::kInvalidArgument, "--probe-timeout must be a number of seconds");
@@ -79,6 +80,9 @@ Result<HostRunReport> EvaluateHost(double probe_timeout_s, const HostRunIo& io) 
       graded.evidence.push_back(std::move(item));
     }
     if (auto ok = writer.Add(graded.evidence, graded.findings); !ok) return fail(ok.error());
+  }
+  if (later && !interrupted()) {
+    if (auto ok = later(writer); !ok) return fail(ok.error());
   }
   const int signal = io.interrupt_signal ? io.interrupt_signal() : 0;
   auto outcome = writer.Finish(signal, io.clock->Now());

@@ -18,6 +18,10 @@ class FileSystem;
 class ProcessRunner;
 }  // namespace cmax::sys
 
+namespace cmax::store {
+class RunWriter;
+}
+
 namespace cmax::audit {
 
 struct HostRunIo {
@@ -40,7 +44,13 @@ struct HostRunReport {
   RunRecord record;  // the run as stored
 };
 
-// `probe_timeout_s`: how long a scheduler probe (sinfo, scontrol ping) may take.
-Result<HostRunReport> EvaluateHost(double probe_timeout_s, const HostRunIo& io);
+// The phases an evaluation runs after the host's own, into the same run before it is closed
+// (evaluate/): they add to `writer` what they found. An error ends the run as an error.
+using LaterPhases = std::function<Result<void>(store::RunWriter& writer)>;
+
+// `probe_timeout_s`: how long a scheduler probe (sinfo, scontrol ping) may take. `later` runs
+// after the audit unless the run was interrupted.
+Result<HostRunReport> EvaluateHost(double probe_timeout_s, const HostRunIo& io,
+                                   const LaterPhases& later = {});
 
 }  // namespace cmax::audit

@@ -39,17 +39,21 @@ int Run(const RunOptions& options, Context& ctx) {
   SystemClock clock;
   sys::LocalFileSystem fs;
   sys::PosixProcessRunner runner;
-  auto report = evaluate::EvaluateThisHost(
+  sys::RaiseOpenFileLimit();  // a plan's endpoint phases hold a socket per stream
+  auto report = evaluate::Evaluate(
       options.evaluation,
-      {.db_path = ctx.DbPath(),
-       .cmax_version = VersionString(),
-       .fs = &fs,
-       .runner = &runner,
-       .clock = &clock,
-       .interrupted = [] { return sys::Interrupted(); },
-       .interrupt_signal = [] { return sys::InterruptSignal(); },
-       .path = sys::GetEnv("PATH"),
-       .env = [](const std::string& name) { return sys::GetEnv(name.c_str()); }});
+      {.host = {.db_path = ctx.DbPath(),
+                .cmax_version = VersionString(),
+                .fs = &fs,
+                .runner = &runner,
+                .clock = &clock,
+                .interrupted = [] { return sys::Interrupted(); },
+                .interrupt_signal = [] { return sys::InterruptSignal(); },
+                .path = sys::GetEnv("PATH"),
+                .env = [](const std::string& name) { return sys::GetEnv(name.c_str()); }},
+       .progress = [&ctx](std::string_view line) {
+         if (!ctx.global.quiet) ctx.err << "cmax run: " << line << "\n";
+       }});
   if (!report) return PrintError(ctx, "cmax run", report.error());
   const RunRecord& record = report->record;
   if (report->interrupted) {
@@ -90,21 +94,32 @@ Command SetupRunCommand(CLI::App& parent) {
   auto options = std::make_shared<RunOptions>();
   CLI::App* app = parent.add_subcommand(
       "run",
-      "Evaluate this machine: detect the target (bare metal, VM or container; standalone, Slurm\n"
-      "client or Kubernetes), inventory OS, kernel, CPU, memory, NUMA, PCI, NVIDIA GPUs and\n"
-      "driver, and the scheduler, and audit it (every check of `cmax audit --local`); store one\n"
-      "run, report it and rate it (`cmax rate`). Checks that cannot run here (no GPU, no\n"
-      "scheduler) are SKIP findings that say why.");
+      "Evaluate a provider, as one run: detect this machine's target (bare metal, VM or\n"
+      "container; standalone, Slurm client or Kubernetes), inventory it and audit it (every\n"
+      "check of `cmax audit --local`), check its health from the kernel log, then run what the\n"
+      "plan (--plan) names: each endpoint's load, each reliability scenario. Each phase that\n"
+      "cannot run is UNTESTED with the reason; checks that cannot run here (no GPU, no\n"
+      "scheduler) are SKIP findings that say why. Store the run, report it and rate it\n"
+      "(`cmax rate`).");
   Flag(app, "--json", options->json, "Print the JSON report (schema cmax.report/v1) on stdout");
   Opt(app, "--html", options->html, "Write the HTML report here (default: beside the store)");
   Flag(app, "--no-html", options->no_html, "Do not write the HTML report");
   Num(app, "--probe-timeout", options->evaluation.probe_timeout_s, Real(0.1, 600.0),
       "Seconds a probe may take (sinfo, scontrol ping; the audit's nvcc, runc, docker ...)");
+  Opt(app, "--plan", options->evaluation.plan,
+      "What to evaluate (YAML, cmax.plan/v1; data/plan.example.yaml): the provider, its "
+      "attestation, endpoints with their model and load, reliability scenarios");
+  Flag(app, "--yes", options->evaluation.yes,
+       "Let the plan's reliability scenarios inject into nodes that are not a lab's");
+  Flag(app, "--force", options->evaluation.force,
+       "Let the plan's reliability scenarios inject into a busy node");
+  Flag(app, "--allow-destructive", options->evaluation.allow_destructive,
+       "Let the plan's reliability scenarios take destructive steps (a GPU reset, a reboot)");
   Opt(app, "--attestation", options->evaluation.attestation,
       "The provider's attestation (YAML, cmax.attestation/v1) the rating reads: security "
-      "reports, SLA terms, prices, delivery dates");
+      "reports, SLA terms, prices, delivery dates (instead of the plan's)");
   Opt(app, "--rubric", options->evaluation.rubric,
-      "Rate with this rubric (JSON, cmax.rubric/v1) instead of the built-in one");
+      "Rate with this rubric (JSON, cmax.rubric/v1) instead of the plan's or the built-in one");
   return {app, [options](Context& ctx) { return Run(*options, ctx); }};
 }
 

@@ -182,7 +182,8 @@ Result<store::RecordedRun> Record(const LoadRunIo& io, const std::string& target
   return store::BeginRecordedRun(io.db_path, {.command = "endpoint",
                                               .target = target,
                                               .started_at = SystemClock().Now(),
-                                              .cmax_version = io.cmax_version});
+                                              .cmax_version = io.cmax_version,
+                                              .provider = io.provider});
 }
 
 // Closes a run as an error when the work fails half-way.

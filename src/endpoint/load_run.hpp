@@ -89,6 +89,7 @@ struct ReplayOptions {
 struct LoadRunIo {
   std::string db_path;
   std::string cmax_version;
+  std::string provider;  // the provider evaluated; empty: --provider or CMAX_PROVIDER, if any
   sys::FileSystem* fs = nullptr;
   EnvLookup env;
   LoadHooks hooks;                              // interrupted, progress

@@ -232,6 +232,11 @@ std::vector<Metric> StoreMetrics(const LoadSummary& s, const RunDescription& d) 
       {"endpoint.client_cpu_us_per_token", labels, s.cpu_us_per_output_token, "us"},
   };
   if (s.cost_usd) out.push_back({"endpoint.cost", labels, *s.cost_usd, "USD"});
+  // The share of requests that failed, which the rubric scores; none when nothing was sent.
+  if (const size_t sent = m.completed + m.failed; sent > 0) {
+    out.push_back({"endpoint.error_ratio", labels,
+                   static_cast<double>(m.failed) / static_cast<double>(sent), "ratio"});
+  }
   for (const auto& [error_class, count] : m.errors) {
     auto l = labels;
     l["class"] = error_class;

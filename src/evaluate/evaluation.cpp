@@ -1,30 +1,269 @@
 #include "evaluate/evaluation.hpp"
 
+#include <fmt/format.h>
+
+#include "core/strings.hpp"
+#include "endpoint/load_run.hpp"
+#include "evaluate/plan_file.hpp"
+#include "health/passive_run.hpp"
 #include "rate/rate_run.hpp"
+#include "reliability/scenario_run.hpp"
+#include "store/run_writer.hpp"
 #include "store/store.hpp"
+#include "sys/file_system.hpp"
 
 namespace cmax::evaluate {
+namespace {
 
-Result<Evaluation> EvaluateThisHost(const EvaluationOptions& options, const audit::HostRunIo& io) {
-  const rate::RateIo rate_io{.db_path = io.db_path, .fs = io.fs, .clock = io.clock};
-  auto files = rate::LoadRatingFiles({.rubric = options.rubric, .attestation = options.attestation},
-                                     rate_io);
-  if (!files) return tl::unexpected(files.error());
-  // The provider whose attestation this is, when no --provider said otherwise: its run is
-  // then found by `cmax rate --provider` and ranked by `cmax rate --providers`.
-  audit::HostRunIo host_io = io;
-  if (files->attestation && io.env && io.env("CMAX_PROVIDER").empty()) {
-    host_io.provider = files->attestation->provider;
+constexpr size_t kMaxPlanBytes = size_t{1} << 20;
+
+std::string FolderOf(const std::string& path) {
+  const size_t slash = path.rfind('/');
+  if (slash == std::string::npos) return "";
+  return slash == 0 ? "/" : path.substr(0, slash);
+}
+
+Result<Plan> ReadPlan(const std::string& path, sys::FileSystem& fs) {
+  if (path.empty()) return Plan{};
+  auto text = fs.ReadFile(path, kMaxPlanBytes);
+  if (!text) {
+    return Fail(ErrorCode::kInvalidArgument, "cannot read the plan {}: {}", path,
+                text.error().message);
   }
-  auto host = audit::EvaluateHost(options.probe_timeout_s, host_io);
+  auto plan = ParsePlan(*text, FolderOf(path));
+  if (!plan) return Fail(ErrorCode::kInvalidArgument, "{}: {}", path, plan.error().message);
+  return plan;
+}
+
+// "endpoint chat", or "health" for the phases that are one per run.
+std::string Named(const std::string& kind, const std::string& name) {
+  return kind == name ? kind : kind + " " + name;
+}
+
+PhaseOutcome Untested(std::string kind, std::string name, std::string reason) {
+  return {.kind = std::move(kind),
+          .name = std::move(name),
+          .state = PhaseState::kUntested,
+          .reason = std::move(reason)};
+}
+
+// A phase whose engine returned an error: what the user gave (or this host lacks) leaves it
+// untested; anything else is a failure of the phase.
+PhaseOutcome FromError(std::string kind, std::string name, const Error& error) {
+  PhaseOutcome out = Untested(std::move(kind), std::move(name), error.message);
+  if (error.code != ErrorCode::kInvalidArgument && error.code != ErrorCode::kUnavailable &&
+      error.code != ErrorCode::kNotFound) {
+    out.state = PhaseState::kFailed;
+  }
+  return out;
+}
+
+// One phase's result as the evaluation keeps it: the outcome and, when it recorded one, its run.
+struct PhaseResult {
+  PhaseOutcome outcome;
+  std::optional<RunRecord> run;
+};
+
+PhaseResult FromRun(std::string kind, std::string name, RunRecord run) {
+  PhaseOutcome outcome = OutcomeOfRun(std::move(kind), std::move(name), run.run);
+  return {std::move(outcome), std::move(run)};
+}
+
+class PhaseRunner {
+ public:
+  PhaseRunner(const EvaluationOptions& options, const EvaluationIo& io, std::string provider)
+      : options_(options), io_(io), provider_(std::move(provider)) {}
+
+  PhaseResult Health(const Plan& plan) const {
+    if (!plan.health) return {Untested("health", "health", "the plan turns it off"), {}};
+    const audit::HostRunIo& h = io_.host;
+    auto report = health::RunPassiveHealth({.since = plan.health_since},
+                                           {.db_path = h.db_path,
+                                            .cmax_version = h.cmax_version,
+                                            .provider = provider_,
+                                            .interrupted = h.interrupted,
+                                            .interrupt_signal = h.interrupt_signal});
+    if (!report) return {FromError("health", "health", report.error()), {}};
+    if (!report->record) return {Untested("health", "health", "it recorded no run"), {}};
+    return FromRun("health", "health", std::move(*report->record));
+  }
+
+  PhaseResult Endpoint(const EndpointPhasePlan& phase) const {
+    const audit::HostRunIo& h = io_.host;
+    endpoint::LoadRunIo load;
+    load.db_path = h.db_path;
+    load.cmax_version = h.cmax_version;
+    load.provider = provider_;
+    load.fs = h.fs;
+    load.env = [&h](const std::string& name) { return h.env ? h.env(name) : std::string(); };
+    load.hooks.interrupted = [&h] { return h.interrupted && h.interrupted(); };
+    load.interrupt_signal = h.interrupt_signal;
+    load.note = [this](std::string_view line) { Say(line); };
+    load.table = [](std::string_view) {};
+    load.write_output = [](const std::string&, std::string_view) -> Result<void> { return {}; };
+    auto report = endpoint::RunEndpoint(phase.target, phase.workload, phase.pace, load);
+    if (!report) return {FromError("endpoint", phase.name, report.error()), {}};
+    return Stored("endpoint", phase.name, report->run_id);
+  }
+
+  PhaseResult Scenario(const ScenarioPhasePlan& phase) const {
+    const audit::HostRunIo& h = io_.host;
+    std::vector<std::string> refusals;
+    reliability::ReliabilityIo rio{
+        .db_path = h.db_path,
+        .cmax_version = h.cmax_version,
+        .provider = provider_,
+        .fs = h.fs,
+        .runner = h.runner,
+        .clock = h.clock,
+        .stop = h.interrupted,
+        .interrupt_signal = h.interrupt_signal,
+        .out = [this](std::string_view line) { Say(line); },
+        .refused = [&refusals](std::string_view line) { refusals.emplace_back(line); }};
+    auto report = reliability::RunScenarioFile({.scenario_path = phase.scenario,
+                                                .yes = options_.yes,
+                                                .force = options_.force,
+                                                .allow_destructive = options_.allow_destructive},
+                                               rio);
+    if (!report) {
+      Error error = report.error();
+      if (!refusals.empty()) error.message += ": " + Join(refusals, "; ");
+      return {FromError("reliability", phase.name, error), {}};
+    }
+    if (report->run_id == 0) {
+      return {Untested("reliability", phase.name, "the scenario recorded no run"), {}};
+    }
+    return Stored("reliability", phase.name, report->run_id);
+  }
+
+  void Say(std::string_view line) const {
+    if (io_.progress) io_.progress(line);
+  }
+
+ private:
+  PhaseResult Stored(const char* kind, const std::string& name, int64_t run_id) const {
+    auto store = store::Store::Open({.path = io_.host.db_path, .create = false});
+    auto record = store ? store->LoadRun(run_id) : tl::unexpected(store.error());
+    if (!record) {
+      PhaseOutcome outcome =
+          Untested(kind, name, "its run cannot be read back: " + record.error().message);
+      outcome.state = PhaseState::kFailed;
+      outcome.run_id = run_id;
+      return {std::move(outcome), {}};
+    }
+    return FromRun(kind, name, std::move(*record));
+  }
+
+  const EvaluationOptions& options_;
+  const EvaluationIo& io_;
+  std::string provider_;
+};
+
+// Every phase after the host's, in order, into the evaluation's run as each ends.
+Result<void> RunLaterPhases(const Plan& plan, const PhaseRunner& runner,
+                            const std::function<bool()>& interrupted, store::RunWriter& writer,
+                            std::vector<PhaseOutcome>& phases) {
+  const auto keep = [&](PhaseResult result) -> Result<void> {
+    PhaseOutcome& outcome = result.outcome;
+    runner.Say(fmt::format("phase {}: {}{}", Named(outcome.kind, outcome.name),
+                           PhaseStateName(outcome.state),
+                           outcome.reason.empty() ? "" : " (" + outcome.reason + ")"));
+    Folded folded;
+    if (result.run) folded = FoldPhaseRun(*result.run, outcome.name);
+    folded.findings.push_back(PhaseFinding(outcome));
+    phases.push_back(std::move(outcome));
+    return writer.Add(folded.evidence, folded.findings, folded.metrics);
+  };
+  const auto run = [&](const char* kind, const std::string& name,
+                       const std::function<PhaseResult()>& work) -> Result<void> {
+    if (interrupted && interrupted()) {
+      return keep({Untested(kind, name, "the evaluation was interrupted before it"), {}});
+    }
+    runner.Say(fmt::format("phase {}: starting", Named(kind, name)));
+    return keep(work());
+  };
+  if (auto ok = run("health", "health", [&] { return runner.Health(plan); }); !ok) return ok;
+  for (const EndpointPhasePlan& phase : plan.endpoints) {
+    if (auto ok = run("endpoint", phase.name, [&] { return runner.Endpoint(phase); }); !ok) {
+      return ok;
+    }
+  }
+  for (const ScenarioPhasePlan& phase : plan.reliability) {
+    if (auto ok = run("reliability", phase.name, [&] { return runner.Scenario(phase); }); !ok) {
+      return ok;
+    }
+  }
+  // What the plan does not ask for, and what cmax cannot run yet, is said, not left out.
+  const auto untested = [&](const char* kind, std::string reason) {
+    return keep({Untested(kind, kind, std::move(reason)), {}});
+  };
+  const char* const no_plan = " (cmax run --plan FILE names them)";
+  if (plan.endpoints.empty()) {
+    if (auto ok = untested("endpoint", std::string("no endpoint to load-test") + no_plan); !ok) {
+      return ok;
+    }
+  }
+  if (plan.reliability.empty()) {
+    if (auto ok = untested("reliability", std::string("no reliability scenario") + no_plan); !ok) {
+      return ok;
+    }
+  }
+  for (const auto& [kind, entries, what] :
+       {std::tuple{"network", &plan.network, "NCCL sweeps"},
+        std::tuple{"training", &plan.training, "training runs and traces"}}) {
+    const std::string reason = fmt::format("cmax does not evaluate {} yet{}", what,
+                                           entries->empty() ? "" : "; the plan's are kept unread");
+    if (entries->empty()) {
+      if (auto ok = untested(kind, reason); !ok) return ok;
+    }
+    for (const LaterPhasePlan& entry : *entries) {
+      if (auto ok = keep({Untested(kind, entry.name, reason), {}}); !ok) return ok;
+    }
+  }
+  return writer.Add({{"evaluation.phases", PhasesJson(phases).dump()}}, {});
+}
+
+}  // namespace
+
+Result<Evaluation> Evaluate(const EvaluationOptions& options, const EvaluationIo& io) {
+  const audit::HostRunIo& hio = io.host;
+  auto plan = ReadPlan(options.plan, *hio.fs);
+  if (!plan) return tl::unexpected(plan.error());
+  const rate::RateIo rate_io{.db_path = hio.db_path, .fs = hio.fs, .clock = hio.clock};
+  auto files = rate::LoadRatingFiles(
+      {.rubric = options.rubric.empty() ? plan->rubric : options.rubric,
+       .attestation = options.attestation.empty() ? plan->attestation : options.attestation},
+      rate_io);
+  if (!files) return tl::unexpected(files.error());
+  // The provider evaluated: --provider (or CMAX_PROVIDER), else the plan's, else the
+  // attestation's; then `cmax rate --provider` finds the run and `--providers` ranks it.
+  audit::HostRunIo host_io = hio;
+  if (hio.env && hio.env("CMAX_PROVIDER").empty()) {
+    if (!plan->provider.empty()) {
+      host_io.provider = plan->provider;
+    } else if (files->attestation) {
+      host_io.provider = files->attestation->provider;
+    }
+  }
+  const PhaseRunner runner(options, io, host_io.provider);
+  std::vector<PhaseOutcome> phases;
+  auto host = audit::EvaluateHost(
+      options.probe_timeout_s, host_io, [&](store::RunWriter& writer) -> Result<void> {
+        PhaseOutcome outcome{
+            .kind = "host", .name = "host", .state = PhaseState::kRan, .run_id = writer.RunId()};
+        if (auto ok = writer.Add({}, {PhaseFinding(outcome)}); !ok) return ok;
+        phases.push_back(std::move(outcome));
+        return RunLaterPhases(*plan, runner, hio.interrupted, writer, phases);
+      });
   if (!host) return tl::unexpected(host.error());
   Evaluation out{.exit_code = host->exit_code,
                  .interrupted = host->interrupted,
-                 .record = std::move(host->record)};
+                 .record = std::move(host->record),
+                 .phases = std::move(phases)};
   if (out.interrupted) return out;
   // The record EvaluateHost read back from the store, and the store's remediation journal:
   // what `cmax rate RUN` will read.
-  auto store = store::Store::Open({.path = io.db_path});
+  auto store = store::Store::Open({.path = hio.db_path});
   if (!store) return tl::unexpected(store.error());
   auto drains = store->DrainReasons();
   if (!drains) return tl::unexpected(drains.error());

@@ -1,32 +1,51 @@
-// The evaluation behind `cmax run`: every phase this host allows, recorded as one run, then
-// rated. Today's phases are the host inventory and the audit (audit/host_run); the rating
-// (rate/) reads the stored run back, so `cmax rate RUN` gives the same answer later. The
-// rating's summary is kept in the run as its `rating` evidence.
+// The evaluation behind `cmax run`: every phase the plan asks for and this host allows, in one
+// run, then rated. The host's phases (inventory and audit, audit/host_run) open the run; the
+// passive health check, each endpoint's load, each reliability scenario follow, each recorded
+// as its own run (its full detail) and folded into the evaluation's (phases.hpp); a phase that
+// cannot run, and every phase cmax does not have yet, is UNTESTED with the reason. The rating
+// (rate/) then reads the stored run back, so `cmax rate RUN` gives the same answer later, and
+// its summary is kept in the run as its `rating` evidence.
 #pragma once
 
+#include <functional>
 #include <optional>
 #include <string>
+#include <string_view>
+#include <vector>
 
 #include "audit/host_run.hpp"
 #include "core/result.hpp"
+#include "evaluate/phases.hpp"
 #include "rate/rating.hpp"
 
 namespace cmax::evaluate {
 
 struct EvaluationOptions {
   double probe_timeout_s = 2.0;
-  std::string attestation;  // the provider's attestation file; empty: none
-  std::string rubric;       // a rubric file; empty: the built-in one
+  std::string plan;         // a plan file (cmax.plan/v1); empty: this host alone
+  std::string attestation;  // the provider's attestation file; empty: the plan's, if any
+  std::string rubric;       // a rubric file; empty: the plan's, else the built-in one
+  // Handed to the plan's reliability scenarios, which inject faults: without them a scenario
+  // whose steps need them is refused, and its phase UNTESTED with the refusal.
+  bool yes = false;
+  bool force = false;
+  bool allow_destructive = false;
+};
+
+struct EvaluationIo {
+  audit::HostRunIo host;  // the store, files, programs, clock and interrupt of every phase
+  std::function<void(std::string_view)> progress;  // a line per phase as it starts and ends
 };
 
 struct Evaluation {
   int exit_code = 0;  // the run's (audit/host_run.hpp), whatever the tier
   bool interrupted = false;
-  RunRecord record;                    // the run as stored, its rating evidence included
+  RunRecord record;  // the run as stored, its rating evidence included
+  std::vector<PhaseOutcome> phases;
   std::optional<rate::Rating> rating;  // none when interrupted
 };
 
-// Bad attestation or rubric files are kInvalidArgument before anything runs.
-Result<Evaluation> EvaluateThisHost(const EvaluationOptions& options, const audit::HostRunIo& io);
+// Bad plan, attestation or rubric files are kInvalidArgument before anything runs.
+Result<Evaluation> Evaluate(const EvaluationOptions& options, const EvaluationIo& io);
 
 }  // namespace cmax::evaluate

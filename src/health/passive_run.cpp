@@ -190,12 +190,14 @@ Result<PassiveRunReport> RunPassiveHealth(const PassiveRunOptions& options,
   int64_t run_id = 0;
   int exit_code = worst != nullptr ? kChecksFailed : unknown != nullptr ? kError : 0;
   if (store) {
-    auto writer = store::RunWriter::Begin(*store, {.command = "health",
-                                                   .target = "node/" + NodeName(options),
-                                                   .host = sys::Hostname(),
-                                                   .started_at = started,
-                                                   .cmax_version = io.cmax_version,
-                                                   .pid = ::getpid()});
+    auto writer = store::RunWriter::Begin(
+        *store, {.command = "health",
+                 .target = "node/" + NodeName(options),
+                 .host = sys::Hostname(),
+                 .started_at = started,
+                 .cmax_version = io.cmax_version,
+                 .pid = ::getpid(),
+                 .provider = io.provider.empty() ? sys::GetEnv("CMAX_PROVIDER") : io.provider});
     if (!writer) return SystemFailure(writer.error());
     run_id = writer->RunId();
     std::vector<EvidenceItem> evidence = PassiveEvidence(facts);

@@ -30,6 +30,7 @@ struct PassiveRunOptions {
 struct PassiveRunIo {
   std::string db_path;
   std::string cmax_version;
+  std::string provider;  // the provider evaluated; empty: --provider or CMAX_PROVIDER, if any
   std::function<bool()> interrupted;
   std::function<int()> interrupt_signal;
   // Drains the node through Slurm with this reason, unless someone else drained it; what was

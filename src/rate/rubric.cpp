@@ -267,7 +267,7 @@ Result<ItemScoring> ParseScoring(const json& score, const ItemSource& source,
 const std::vector<std::string>& KnownMetrics() {
   static const std::vector<std::string> kMetrics = {
       "reliability.detect", "reliability.out_of_service", "reliability.replaced",
-      "reliability.back_in_service"};
+      "reliability.back_in_service", "endpoint.error_ratio"};
   return kMetrics;
 }
 

@@ -50,7 +50,8 @@ Result<store::RecordedRun> Record(const ReliabilityIo& io, const std::string& ta
   return store::BeginRecordedRun(io.db_path, {.command = "reliability",
                                               .target = target,
                                               .started_at = io.clock->Now(),
-                                              .cmax_version = io.cmax_version});
+                                              .cmax_version = io.cmax_version,
+                                              .provider = io.provider});
 }
 
 int InterruptSignal(const ReliabilityIo& io) {

@@ -26,6 +26,7 @@ namespace cmax::reliability {
 struct ReliabilityIo {
   std::string db_path;
   std::string cmax_version;
+  std::string provider;  // the provider evaluated; empty: --provider or CMAX_PROVIDER, if any
   sys::FileSystem* fs = nullptr;
   sys::ProcessRunner* runner = nullptr;
   Clock* clock = nullptr;

@@ -151,7 +151,12 @@ TEST(Cli, RunStoresARunAndEveryReadingCommandFindsIt) {
 
   auto runs = Cli({"db", "runs", "--db", db, "--json"});
   ASSERT_EQ(runs.code, kExitOk) << runs.err;
-  EXPECT_EQ(nlohmann::json::parse(runs.out)["runs"][0]["id"], id);
+  // The evaluation, and its health phase recorded as a run of its own just after it opened.
+  const auto listed = nlohmann::json::parse(runs.out)["runs"];
+  ASSERT_EQ(listed.size(), 2U) << listed;
+  EXPECT_EQ(listed[1]["id"], id);
+  EXPECT_EQ(listed[0]["command"], "health");
+  EXPECT_EQ(doc["evidence"]["evaluation.phases"][1]["run"], listed[0]["id"]);
   auto runs_text = Cli({"--db", db, "db", "runs"});
   // The table has the run's row: its id, then its command (not merely the word "run", which
   // "no runs in ..." also holds).
@@ -524,9 +529,17 @@ TEST(Cli, RunsNameTheirProviderAndRateRanksThem) {
   ASSERT_NE(
       Cli({"--provider", "Alpha", "run", "--db", db, "--no-html", "--attestation", beta}).code,
       kExitError);
+  // Newest first: each evaluation's health phase (a run of its own), then the evaluation.
   const auto runs = nlohmann::json::parse(Cli({"db", "runs", "--db", db, "--json"}).out)["runs"];
-  EXPECT_EQ(runs[1]["provider"], "Beta");
-  EXPECT_EQ(runs[0]["provider"], "Alpha");
+  ASSERT_GE(runs.size(), 4U);
+  const std::vector<std::pair<std::string, std::string>> newest = {
+      {runs[0]["command"], runs[0]["provider"]},
+      {runs[1]["command"], runs[1]["provider"]},
+      {runs[2]["command"], runs[2]["provider"]},
+      {runs[3]["command"], runs[3]["provider"]}};
+  EXPECT_EQ(newest,
+            (std::vector<std::pair<std::string, std::string>>{
+                {"health", "Alpha"}, {"run", "Alpha"}, {"health", "Beta"}, {"run", "Beta"}}));
   // Nothing named in a store of several providers: the rating says its runs are mixed, and
   // leaves the journal's drains out.
   const auto mixed = Cli({"rate", "--db", db, "--json"});
@@ -542,7 +555,8 @@ TEST(Cli, RunsNameTheirProviderAndRateRanksThem) {
   const auto env_default = Cli({"rate", "--db", db, "--json"});
   ::unsetenv("CMAX_PROVIDER");
   ASSERT_EQ(env_default.code, kExitOk) << env_default.err;
-  EXPECT_EQ(nlohmann::json::parse(env_default.out)["runs"], nlohmann::json::array({4, 2}));
+  // Beta's newest run of each kind: its evaluation's health phase, the evaluation, its audit.
+  EXPECT_EQ(nlohmann::json::parse(env_default.out)["runs"], nlohmann::json::array({5, 4, 2}));
 }
 
 TEST(Cli, CmaxDbEnvironmentVariableSelectsTheStore) {

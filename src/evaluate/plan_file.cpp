@@ -1,0 +1,258 @@
+#include "evaluate/plan_file.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <fmt/format.h>
+#include <set>
+#include <yaml-cpp/yaml.h>
+
+#include "core/keys.hpp"
+#include "core/strings.hpp"
+#include "endpoint/api.hpp"
+
+namespace cmax::evaluate {
+namespace {
+
+int LineOf(const YAML::Node& node) {
+  return node.Mark().line >= 0 ? node.Mark().line + 1 : 0;
+}
+
+Error Invalid(const YAML::Node& node, const std::string& message) {
+  return Error{ErrorCode::kInvalidArgument, fmt::format("plan line {}: {}", LineOf(node), message)};
+}
+
+Result<void> OnlyKeys(const YAML::Node& map, const std::vector<std::string_view>& known,
+                      std::string_view where) {
+  if (!map.IsMap()) return tl::unexpected(Invalid(map, fmt::format("{} must be a map", where)));
+  for (auto it = map.begin(); it != map.end(); ++it) {
+    const std::string key = it->first.IsScalar() ? it->first.Scalar() : std::string("?");
+    if (std::ranges::find(known, key) == known.end()) {
+      return tl::unexpected(UnknownKey("plan", key, LineOf(it->first), known));
+    }
+  }
+  return {};
+}
+
+// A text of one line, 1 to `max` characters; empty when the key is absent.
+Result<std::string> Text(const YAML::Node& map, const char* key, size_t max = 4096) {
+  const YAML::Node node = map[key];
+  if (!node || node.IsNull()) return std::string();
+  if (!node.IsScalar() || node.Scalar().empty() || node.Scalar().size() > max ||
+      SanitizeUtf8(node.Scalar()) != node.Scalar() ||
+      node.Scalar().find_first_of("\n\r\t") != std::string::npos) {
+    return tl::unexpected(
+        Invalid(node, fmt::format("{} must be text of 1 to {} printable characters", key, max)));
+  }
+  return node.Scalar();
+}
+
+Result<std::string> Path(const YAML::Node& map, const char* key, const std::string& base_dir) {
+  auto text = Text(map, key);
+  if (!text || text->empty() || text->front() == '/' || base_dir.empty()) return text;
+  return base_dir + "/" + *text;
+}
+
+template <typename T>
+Result<void> Number(const YAML::Node& map, const char* key, double min, double max, T& out) {
+  const YAML::Node node = map[key];
+  if (!node || node.IsNull()) return {};
+  double value = std::nan("");
+  try {
+    value = node.as<double>();
+  } catch (const YAML::Exception&) {
+  }
+  const bool whole = std::is_integral_v<T>;
+  if (!std::isfinite(value) || value < min || value > max ||
+      (whole && value != std::floor(value))) {
+    return tl::unexpected(
+        Invalid(node, fmt::format("{} must be {} from {} to {}", key,
+                                  whole ? "a whole number" : "a number", min, max)));
+  }
+  out = static_cast<T>(value);
+  return {};
+}
+
+// Phase names label evidence keys and findings: short, plain, and unique in the plan.
+Result<std::string> PhaseName(const YAML::Node& entry, std::set<std::string>& seen) {
+  const YAML::Node node = entry["name"];
+  auto name = Text(entry, "name", 64);
+  if (!name) return name;
+  if (name->empty()) return tl::unexpected(Invalid(entry, "each phase needs a name"));
+  const bool plain = std::ranges::all_of(*name, [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == '.';
+  });
+  if (!plain) {
+    return tl::unexpected(
+        Invalid(node, "a phase's name is letters, digits, '-', '_' and '.' only"));
+  }
+  if (!seen.insert(*name).second) {
+    return tl::unexpected(Invalid(node, fmt::format("a second phase named \"{}\"", *name)));
+  }
+  return name;
+}
+
+// The entries of a list section, each a map.
+Result<std::vector<YAML::Node>> Entries(const YAML::Node& root, const char* key) {
+  std::vector<YAML::Node> out;
+  const YAML::Node list = root[key];
+  if (!list || list.IsNull()) return out;
+  if (!list.IsSequence()) {
+    return tl::unexpected(Invalid(list, fmt::format("{} must be a list", key)));
+  }
+  for (const YAML::Node& entry : list) {
+    if (!entry.IsMap()) {
+      return tl::unexpected(Invalid(entry, fmt::format("each of {} must be a map", key)));
+    }
+    out.push_back(entry);
+  }
+  return out;
+}
+
+Result<EndpointPhasePlan> EndpointOf(const YAML::Node& entry, const std::string& base_dir,
+                                     std::set<std::string>& seen) {
+  if (auto ok =
+          OnlyKeys(entry,
+                   {"name", "url", "api", "model", "api_key_env", "api_key_file", "concurrency",
+                    "requests", "rate", "warmup", "input_len", "output_len", "timeout_s"},
+                   "an endpoint");
+      !ok) {
+    return tl::unexpected(ok.error());
+  }
+  EndpointPhasePlan out;
+  auto name = PhaseName(entry, seen);
+  if (!name) return tl::unexpected(name.error());
+  out.name = *name;
+  auto url = Text(entry, "url");
+  if (!url) return tl::unexpected(url.error());
+  if (url->empty() || !(url->starts_with("http://") || url->starts_with("https://"))) {
+    return tl::unexpected(
+        Invalid(entry, fmt::format("endpoint {}: url must be an http:// or https:// URL", *name)));
+  }
+  out.target.url = *url;
+  auto model = Text(entry, "model", 256);
+  if (!model) return tl::unexpected(model.error());
+  if (model->empty()) {
+    return tl::unexpected(
+        Invalid(entry, fmt::format("endpoint {}: model names the model to ask for", *name)));
+  }
+  out.target.model = *model;
+  auto api = Text(entry, "api", 32);
+  if (!api) return tl::unexpected(api.error());
+  if (!api->empty()) {
+    if (!endpoint::ParseApi(*api)) {
+      return tl::unexpected(Invalid(entry["api"], "api must be chat, completions or anthropic"));
+    }
+    out.target.api = *api;
+  }
+  // The key never sits in the plan: the plan names where it is.
+  auto key_env = Text(entry, "api_key_env", 128);
+  if (!key_env) return tl::unexpected(key_env.error());
+  out.target.api_key_env = *key_env;
+  auto key_file = Path(entry, "api_key_file", base_dir);
+  if (!key_file) return tl::unexpected(key_file.error());
+  out.target.api_key_file = *key_file;
+  out.target.label = "cmax-plan-" + out.name;
+  // The load: a short run by default, so that an evaluation with several endpoints is quick.
+  out.pace.concurrency = 8;
+  out.pace.requests = 64;
+  for (const auto& ok : {Number(entry, "concurrency", 1, 4096, out.pace.concurrency),
+                         Number(entry, "requests", 1, 1e6, out.pace.requests),
+                         Number(entry, "rate", 0, 1e6, out.pace.rate),
+                         Number(entry, "warmup", 0, 1e5, out.pace.warmup),
+                         Number(entry, "input_len", 1, 1e6, out.workload.input_len),
+                         Number(entry, "output_len", 1, 1e5, out.workload.output_len),
+                         Number(entry, "timeout_s", 0.1, 86400, out.target.timeout_s)}) {
+    if (!ok) return tl::unexpected(ok.error());
+  }
+  return out;
+}
+
+}  // namespace
+
+Result<Plan> ParsePlan(std::string_view yaml, const std::string& base_dir) {
+  YAML::Node root;
+  try {
+    root = YAML::Load(std::string(yaml));
+  } catch (const YAML::Exception& e) {
+    return Fail(ErrorCode::kInvalidArgument, "plan is not YAML: {}", e.what());
+  }
+  if (!root.IsMap()) return Fail(ErrorCode::kInvalidArgument, "plan: not a map");
+  Plan plan;
+  try {
+    if (auto ok = OnlyKeys(root,
+                           {"schema", "provider", "attestation", "rubric", "health", "endpoints",
+                            "reliability", "network", "training"},
+                           "the file");
+        !ok) {
+      return tl::unexpected(ok.error());
+    }
+    if (!root["schema"] || !root["schema"].IsScalar() ||
+        root["schema"].Scalar() != "cmax.plan/v1") {
+      return Fail(ErrorCode::kInvalidArgument, "plan: schema must be cmax.plan/v1");
+    }
+    auto provider = Text(root, "provider", 128);
+    if (!provider) return tl::unexpected(provider.error());
+    plan.provider = *provider;
+    for (auto [key, out] :
+         {std::pair{"attestation", &plan.attestation}, std::pair{"rubric", &plan.rubric}}) {
+      auto path = Path(root, key, base_dir);
+      if (!path) return tl::unexpected(path.error());
+      *out = *path;
+    }
+    if (const YAML::Node health = root["health"]; health && !health.IsNull()) {
+      if (health.IsScalar()) {
+        try {
+          plan.health = health.as<bool>();
+        } catch (const YAML::Exception&) {
+          return tl::unexpected(Invalid(health, "health must be true, false or a map"));
+        }
+      } else {
+        if (auto ok = OnlyKeys(health, {"since"}, "health"); !ok) return tl::unexpected(ok.error());
+        auto since = Text(health, "since", 64);
+        if (!since) return tl::unexpected(since.error());
+        if (!since->empty()) plan.health_since = *since;
+      }
+    }
+    std::set<std::string> names;
+    auto endpoints = Entries(root, "endpoints");
+    if (!endpoints) return tl::unexpected(endpoints.error());
+    for (const YAML::Node& entry : *endpoints) {
+      auto phase = EndpointOf(entry, base_dir, names);
+      if (!phase) return tl::unexpected(phase.error());
+      plan.endpoints.push_back(std::move(*phase));
+    }
+    auto scenarios = Entries(root, "reliability");
+    if (!scenarios) return tl::unexpected(scenarios.error());
+    for (const YAML::Node& entry : *scenarios) {
+      if (auto ok = OnlyKeys(entry, {"name", "scenario"}, "a reliability scenario"); !ok) {
+        return tl::unexpected(ok.error());
+      }
+      auto name = PhaseName(entry, names);
+      if (!name) return tl::unexpected(name.error());
+      auto scenario = Path(entry, "scenario", base_dir);
+      if (!scenario) return tl::unexpected(scenario.error());
+      if (scenario->empty()) {
+        return tl::unexpected(
+            Invalid(entry, fmt::format("reliability {}: scenario names its file", *name)));
+      }
+      plan.reliability.push_back({*name, *scenario});
+    }
+    // What the network and training phases will read is theirs to define; until they exist an
+    // entry needs only its name, and the rest of it is kept for them unread.
+    for (auto [key, out] :
+         {std::pair{"network", &plan.network}, std::pair{"training", &plan.training}}) {
+      auto entries = Entries(root, key);
+      if (!entries) return tl::unexpected(entries.error());
+      for (const YAML::Node& entry : *entries) {
+        auto name = PhaseName(entry, names);
+        if (!name) return tl::unexpected(name.error());
+        out->push_back({*name});
+      }
+    }
+  } catch (const YAML::Exception& e) {
+    return Fail(ErrorCode::kInvalidArgument, "plan: {}", e.what());
+  }
+  return plan;
+}
+
+}  // namespace cmax::evaluate

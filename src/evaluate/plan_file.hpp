@@ -1,0 +1,52 @@
+// The evaluation plan (YAML, schema cmax.plan/v1): what `cmax run --plan FILE` evaluates beyond
+// the host it runs on. It names the provider, its attestation, the rubric, and what to test:
+// inference endpoints with their model and load, reliability scenarios, and the NCCL sweeps and
+// training runs that later phases will read. Parsed strictly (an unknown key is an error that
+// names its line and the key meant); paths are taken relative to the plan's own folder, so a
+// plan and its files travel together. An example: data/plan.example.yaml.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/result.hpp"
+#include "endpoint/load_run.hpp"
+
+namespace cmax::evaluate {
+
+struct EndpointPhasePlan {
+  std::string name;  // unique among the plan's phases: it labels the phase's evidence
+  endpoint::TargetOptions target;
+  endpoint::WorkloadOptions workload;
+  endpoint::PaceOptions pace;
+};
+
+struct ScenarioPhasePlan {
+  std::string name;
+  std::string scenario;  // a reliability scenario file (cmax reliability run)
+};
+
+// A phase cmax names but does not run yet (NCCL sweeps, training logs): kept so that the
+// evaluation reports it UNTESTED with the reason instead of dropping it.
+struct LaterPhasePlan {
+  std::string name;
+};
+
+struct Plan {
+  std::string provider;     // empty: --provider, CMAX_PROVIDER or the attestation's
+  std::string attestation;  // a path; empty: none
+  std::string rubric;       // a path; empty: the built-in rubric
+  bool health = true;       // the passive health phase (kernel log, links, NVML)
+  std::string health_since = "24h";
+  std::vector<EndpointPhasePlan> endpoints;
+  std::vector<ScenarioPhasePlan> reliability;
+  std::vector<LaterPhasePlan> network;
+  std::vector<LaterPhasePlan> training;
+};
+
+// `base_dir`: the plan file's folder, for its relative paths. Errors are kInvalidArgument and
+// name the line.
+Result<Plan> ParsePlan(std::string_view yaml, const std::string& base_dir);
+
+}  // namespace cmax::evaluate

@@ -1,0 +1,192 @@
+// The evaluation behind `cmax run --plan`, as a library call against real components: this
+// host's inventory, audit and kernel log, serve-sim (a stand-in inference server) in a thread
+// as the provider's endpoint, a port nothing answers on as a dead one, and a real SQLite store.
+// Every phase the plan names is accounted for in one run: the live endpoint ran, the dead one
+// failed and the others still ran, a scenario that cannot be read and the phases cmax does not
+// have yet are UNTESTED with their reasons, and the run is rated.
+#include "evaluate/evaluation.hpp"
+
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "store/store.hpp"
+#include "support/free_port.hpp"
+#include "support/sim_fixture.hpp"
+#include "support/temp_dir.hpp"
+#include "sys/file_system.hpp"
+#include "sys/process_runner.hpp"
+
+namespace cmax::evaluate {
+namespace {
+
+using testing::SimFixture;
+using testing::TempDir;
+
+struct Shell {
+  TempDir dir;
+  sys::LocalFileSystem fs;
+  sys::PosixProcessRunner runner;
+  SystemClock clock;
+  std::vector<std::string> lines;
+
+  EvaluationIo Io() {
+    return {.host = {.db_path = dir.File("cmax.db"),
+                     .cmax_version = "test",
+                     .fs = &fs,
+                     .runner = &runner,
+                     .clock = &clock,
+                     .interrupted = [] { return false; },
+                     .interrupt_signal = [] { return 0; },
+                     .path = "/usr/sbin:/usr/bin:/sbin:/bin",
+                     .env = [](const std::string&) { return std::string(); }},
+            .progress = [this](std::string_view line) { lines.emplace_back(line); }};
+  }
+  std::string Plan(const std::string& yaml) {
+    const std::string path = dir.File("plan.yaml");
+    EXPECT_TRUE(fs.WriteFileAtomic(path, yaml, 0600));
+    return path;
+  }
+};
+
+const PhaseOutcome* Find(const std::vector<PhaseOutcome>& phases, const std::string& name) {
+  for (const PhaseOutcome& p : phases) {
+    if (p.name == name) return &p;
+  }
+  return nullptr;
+}
+
+TEST(Evaluation, EveryPhaseOfThePlanIsAccountedForInOneRun) {
+  SimFixture sim;
+  ASSERT_TRUE(sim.Up());
+  const int dead_port = testing::FreePort();
+  ASSERT_GT(dead_port, 0);
+  Shell shell;
+  const std::string plan = shell.Plan(fmt::format(
+      "schema: cmax.plan/v1\n"
+      "provider: Sim Cloud\n"
+      "health: {{since: 1h}}\n"
+      "endpoints:\n"
+      "  - {{name: live, url: '{}', model: m, concurrency: 2, requests: 6, input_len: 20,\n"
+      "     output_len: 4, timeout_s: 10}}\n"
+      "  - {{name: dead, url: 'http://127.0.0.1:{}/v1', model: m, requests: 2, timeout_s: 5}}\n"
+      "reliability:\n"
+      "  - {{name: xid, scenario: no-such-scenario.yaml}}\n"
+      "network:\n"
+      "  - {{name: all-reduce, nodes: 8}}\n",
+      sim.Url("/v1"), dead_port));
+
+  const auto evaluation = Evaluate({.probe_timeout_s = 2, .plan = plan}, shell.Io());
+  ASSERT_TRUE(evaluation) << evaluation.error().message;
+  // The dead endpoint's FAIL is the run's: it ends "checks failed", and the others still ran.
+  EXPECT_EQ(evaluation->exit_code, 1);
+  EXPECT_FALSE(evaluation->interrupted);
+  const RunRecord& record = evaluation->record;
+  EXPECT_EQ(record.run.command, "run");
+  EXPECT_EQ(record.run.provider, "Sim Cloud");
+
+  const auto& phases = evaluation->phases;
+  std::vector<std::string> names;
+  for (const PhaseOutcome& p : phases) names.push_back(p.kind + "/" + p.name);
+  EXPECT_EQ(names, (std::vector<std::string>{"host/host", "health/health", "endpoint/live",
+                                             "endpoint/dead", "reliability/xid",
+                                             "network/all-reduce", "training/training"}));
+  const PhaseOutcome* host = Find(phases, "host");
+  ASSERT_NE(host, nullptr);
+  EXPECT_EQ(host->state, PhaseState::kRan);
+  EXPECT_EQ(host->run_id, record.run.id);
+  // The kernel log's verdict is this machine's; the phase ran as a run of its own either way.
+  const PhaseOutcome* health = Find(phases, "health");
+  ASSERT_NE(health, nullptr);
+  EXPECT_GT(health->run_id, 0) << health->reason;
+  const PhaseOutcome* live = Find(phases, "live");
+  ASSERT_NE(live, nullptr);
+  EXPECT_EQ(live->state, PhaseState::kRan) << live->reason;
+  const PhaseOutcome* dead = Find(phases, "dead");
+  ASSERT_NE(dead, nullptr);
+  EXPECT_EQ(dead->state, PhaseState::kFailed);
+  EXPECT_EQ(dead->reason, "a check failed");
+  const PhaseOutcome* xid = Find(phases, "xid");
+  ASSERT_NE(xid, nullptr);
+  EXPECT_EQ(xid->state, PhaseState::kUntested);
+  EXPECT_NE(xid->reason.find("no-such-scenario.yaml"), std::string::npos) << xid->reason;
+  const PhaseOutcome* network = Find(phases, "all-reduce");
+  ASSERT_NE(network, nullptr);
+  EXPECT_EQ(network->state, PhaseState::kUntested);
+  EXPECT_NE(network->reason.find("NCCL"), std::string::npos);
+
+  // The phases' runs are folded into this one: metrics labelled by phase, findings named.
+  std::map<std::string, double> completed;
+  for (const Metric& m : record.metrics) {
+    if (m.name == "endpoint.completed") completed[m.labels.at("phase")] = m.value;
+  }
+  EXPECT_EQ(completed, (std::map<std::string, double>{{"dead", 0}, {"live", 6}}));
+  bool dead_errors = false;
+  size_t untested = 0;
+  for (const Finding& f : record.findings) {
+    if (f.check_id == "endpoint.errors" && f.observed.starts_with("dead: ")) {
+      dead_errors = f.status == CheckStatus::kFail;
+    }
+    if (f.check_id.starts_with("evaluation.") && f.message.starts_with("UNTESTED: ")) {
+      EXPECT_TRUE(f.observed.ends_with(": UNTESTED")) << f.observed;
+      EXPECT_EQ(f.status, CheckStatus::kSkip) << f.check_id;
+      ++untested;
+    }
+  }
+  EXPECT_TRUE(dead_errors);
+  EXPECT_EQ(untested, 3U);  // the scenario, the network sweep, training
+  std::map<std::string, std::string> evidence;
+  for (const EvidenceItem& e : record.evidence) evidence[e.key] = e.value_json;
+  ASSERT_TRUE(evidence.contains("evaluation.phases"));
+  EXPECT_EQ(nlohmann::json::parse(evidence["evaluation.phases"]).size(), phases.size());
+  EXPECT_TRUE(evidence.contains("phase.live.endpoint.result"));
+  EXPECT_TRUE(evidence.contains("phase.dead.endpoint.result"));
+  EXPECT_TRUE(evidence.contains("rating"));
+  ASSERT_TRUE(evaluation->rating);
+
+  // Each phase's own run is kept, for its detail, and evaluates the same provider.
+  auto store = store::Store::Open({.path = shell.dir.File("cmax.db"), .create = false});
+  ASSERT_TRUE(store);
+  for (const PhaseOutcome* p : {health, live, dead}) {
+    auto run = store->LoadRun(p->run_id);
+    ASSERT_TRUE(run) << p->name;
+    EXPECT_EQ(run->run.provider, "Sim Cloud") << p->name;
+  }
+  // And the operator saw each phase start and end.
+  bool said = false;
+  for (const std::string& line : shell.lines)
+    said = said || line == "phase endpoint dead: failed (a check failed)";
+  EXPECT_TRUE(said);
+}
+
+TEST(Evaluation, ABadPlanIsRefusedBeforeAnythingRuns) {
+  Shell shell;
+  for (const std::string& plan :
+       {shell.Plan("schema: cmax.plan/v1\nendpoints:\n  - {name: e, url: x, model: m}\n"),
+        shell.dir.File("no-such-plan.yaml")}) {
+    const auto evaluation = Evaluate({.plan = plan}, shell.Io());
+    ASSERT_FALSE(evaluation);
+    EXPECT_EQ(evaluation.error().code, ErrorCode::kInvalidArgument);
+    EXPECT_NE(evaluation.error().message.find(plan), std::string::npos)
+        << evaluation.error().message;
+  }
+  auto store = store::Store::Open({.path = shell.dir.File("cmax.db"), .create = false});
+  EXPECT_FALSE(store);  // not even a store was made
+}
+
+TEST(Evaluation, WithoutAPlanTheHostIsEvaluatedAndTheRestSaidUntested) {
+  Shell shell;
+  const auto evaluation = Evaluate({.probe_timeout_s = 2}, shell.Io());
+  ASSERT_TRUE(evaluation) << evaluation.error().message;
+  std::map<std::string, PhaseState> states;
+  for (const PhaseOutcome& p : evaluation->phases) states[p.kind] = p.state;
+  EXPECT_EQ(states.at("host"), PhaseState::kRan);
+  for (const char* kind : {"endpoint", "reliability", "network", "training"}) {
+    EXPECT_EQ(states.at(kind), PhaseState::kUntested) << kind;
+  }
+}
+
+}  // namespace
+}  // namespace cmax::evaluate
