@@ -162,23 +162,60 @@ double Banded(const ItemScoring& scoring, double value) {
 }
 
 // A metric's values in the newest run that records it, and that run; none when no run does.
+// With `at_least`, each value of that metric whose labels `name` has no value for is a lower
+// bound (a step watched for 30 s and never detected took more than 30 s).
 struct MetricValues {
   std::vector<double> values;
+  std::vector<double> bounds;
   int64_t run = 0;
 };
-std::optional<MetricValues> NewestValues(const RatingInputs& in, std::string_view name) {
+std::optional<MetricValues> NewestValues(const RatingInputs& in, std::string_view name,
+                                         std::string_view at_least = {}) {
   for (const RunRecord* record : in.runs) {
     MetricValues found{.run = record->run.id};
+    std::vector<const std::map<std::string, std::string>*> measured;
     for (const Metric& metric : record->metrics) {
-      if (metric.name == name && std::isfinite(metric.value)) found.values.push_back(metric.value);
+      if (metric.name == name && std::isfinite(metric.value)) {
+        found.values.push_back(metric.value);
+        measured.push_back(&metric.labels);
+      }
     }
-    if (!found.values.empty()) return found;
+    for (const Metric& metric : record->metrics) {
+      if (at_least.empty() || metric.name != at_least || !std::isfinite(metric.value)) continue;
+      const bool has = std::ranges::any_of(
+          measured, [&](const auto* labels) { return *labels == metric.labels; });
+      if (!has) found.bounds.push_back(metric.value);
+    }
+    if (!found.values.empty() || !found.bounds.empty()) return found;
   }
   return std::nullopt;
 }
 
+// A lower bound scores only where it decides the score: past every band's limit (lower is
+// better), the value is in no band whatever it is. A shorter watch says too little: a step not
+// detected in 30 s may have been detected in 31 s or never, so it is evidence missing.
+bool BoundDecides(const ItemScoring& scoring, double bound) {
+  if (scoring.kind != ItemScoring::Kind::kBands || !scoring.lower_is_better) return false;
+  return std::ranges::all_of(scoring.bands, [&](const auto& band) { return bound >= band.first; });
+}
+
 void ScoreMetric(const RubricItem& item, const RatingInputs& in, ItemRating& out) {
-  if (const auto newest = NewestValues(in, item.source.metric)) {
+  auto newest = NewestValues(in, item.source.metric, item.source.at_least);
+  std::string unseen;
+  if (newest && !newest->bounds.empty()) {
+    size_t decided = 0;
+    for (double bound : newest->bounds) {
+      if (!BoundDecides(item.scoring, bound)) continue;
+      newest->values.push_back(std::nextafter(bound, HUGE_VAL));  // more than watched
+      ++decided;
+    }
+    unseen = fmt::format("; {} not seen while watched (up to {} s){}", newest->bounds.size(),
+                         Number(*std::ranges::max_element(newest->bounds)),
+                         decided == newest->bounds.size() ? ", past every band"
+                         : decided == 0                   ? ", too short a watch to score"
+                                                          : ", some too short a watch to score");
+  }
+  if (newest && !newest->values.empty()) {
     const std::vector<double>& values = newest->values;
     double value = 0;
     if (item.source.aggregate == "min") {
@@ -196,9 +233,10 @@ void ScoreMetric(const RubricItem& item, const RatingInputs& in, ItemRating& out
         fmt::format("{} {}{} over {} value(s) of {} in run {}", item.source.aggregate,
                     Number(value), item.scoring.unit.empty() ? "" : " " + item.scoring.unit,
                     values.size(), item.source.metric, newest->run);
+    out.evidence += unseen;
     return;
   }
-  out.evidence = fmt::format("no run records {}", item.source.metric);
+  out.evidence = fmt::format("no run records {}{}", item.source.metric, unseen);
 }
 
 void ScoreAttestation(const RubricItem& item, const RatingInputs& in, ItemRating& out) {

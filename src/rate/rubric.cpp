@@ -111,7 +111,8 @@ Result<ItemSource> ParseSource(const json& from, const std::string& where) {
                 where);
   }
   if (auto ok = OnlyKeys(
-          from, {"audit_profile", "audit_checks", "metric", "aggregate", "attestation"}, where);
+          from, {"audit_profile", "audit_checks", "metric", "aggregate", "at_least", "attestation"},
+          where);
       !ok) {
     return tl::unexpected(ok.error());
   }
@@ -171,6 +172,16 @@ Result<ItemSource> ParseSource(const json& from, const std::string& where) {
       }
       source.aggregate = *aggregate;
     }
+    if (from.contains("at_least")) {
+      auto bound = Text(from, "at_least", where);
+      if (!bound) return tl::unexpected(bound.error());
+      if (std::ranges::find(KnownMetrics(), *bound) == KnownMetrics().end()) {
+        return Fail(ErrorCode::kInvalidArgument,
+                    "rubric: {}: no cmax phase records the metric \"{}\" (known: {})", where,
+                    SanitizeUtf8(*bound), Join(KnownMetrics(), ", "));
+      }
+      source.at_least = *bound;
+    }
   } else {
     auto fact = Text(from, "attestation", where);
     if (!fact) return tl::unexpected(fact.error());
@@ -181,8 +192,10 @@ Result<ItemSource> ParseSource(const json& from, const std::string& where) {
     }
     source.attestation = *fact;
   }
-  if (from.contains("aggregate") && source.metric.empty()) {
-    return Fail(ErrorCode::kInvalidArgument, "rubric: {}: \"aggregate\" goes with a metric", where);
+  for (const char* key : {"aggregate", "at_least"}) {
+    if (from.contains(key) && source.metric.empty()) {
+      return Fail(ErrorCode::kInvalidArgument, "rubric: {}: \"{}\" goes with a metric", where, key);
+    }
   }
   return source;
 }
@@ -266,8 +279,8 @@ Result<ItemScoring> ParseScoring(const json& score, const ItemSource& source,
 
 const std::vector<std::string>& KnownMetrics() {
   static const std::vector<std::string> kMetrics = {
-      "reliability.detect", "reliability.out_of_service", "reliability.replaced",
-      "reliability.back_in_service", "endpoint.error_ratio"};
+      "reliability.detect",          "reliability.out_of_service", "reliability.replaced",
+      "reliability.back_in_service", "reliability.watched",        "endpoint.error_ratio"};
   return kMetrics;
 }
 
@@ -277,6 +290,16 @@ int Rubric::Rank(std::string_view tier) const {
   }
   if (tier == below_) return static_cast<int>(tiers_.size());
   return static_cast<int>(tiers_.size()) + 1;  // Untestable
+}
+
+Rubric Rubric::WithTimesScaled(double factor) const {
+  Rubric out = *this;
+  for (RubricItem& item : out.items_) {
+    if (item.scoring.kind != ItemScoring::Kind::kBands || item.scoring.unit != "s") continue;
+    for (auto& [limit, score] : item.scoring.bands) limit *= factor;
+  }
+  out.name_ += fmt::format(" (every time band x{:.4g}, for a lab)", factor);
+  return out;
 }
 
 const std::string& Rubric::BandOf(double score) const {

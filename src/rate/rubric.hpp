@@ -30,7 +30,10 @@ struct ItemSource {
   std::string audit_profile;              // as given, for the report
   std::string metric;                     // a metric of a stored run ("reliability.detect")
   std::string aggregate = "max";          // of its values: max, min or mean
-  std::string attestation;                // a fact of the attestation ("security.soc2_or_iso27001")
+  // A metric that bounds `metric` from below where it is missing: a step watched for W seconds
+  // and never detected took at least W ("reliability.watched"). Matched by labels.
+  std::string at_least;
+  std::string attestation;  // a fact of the attestation ("security.soc2_or_iso27001")
 };
 
 // How an item scores. kAudit: PASS 1, WARN 0.5, FAIL 0 over the checks that apply (N/A left
@@ -95,6 +98,9 @@ class Rubric {
   int Rank(std::string_view tier) const;
   // The best tier whose minimum `score` (0 to 100) reaches, else the band below the last.
   const std::string& BandOf(double score) const;
+  // This rubric with every band in seconds multiplied by `factor`, and its name saying so: a
+  // lab that scales its pass bars down is rated on bands scaled the same way.
+  Rubric WithTimesScaled(double factor) const;
 
  private:
   std::string name_;

@@ -255,3 +255,72 @@ TEST(Rating, RendersTextAndJson) {
 
 }  // namespace
 }  // namespace cmax::rate
+
+namespace cmax::rate {
+namespace {
+
+// A step watched and never detected: the watch is a lower bound on the time, which decides the
+// score only when it lies past every band (then the provider scores `otherwise`, whatever the
+// real time); a shorter watch is evidence missing, never a pass. A lab's rubric scales the bands.
+TEST(Rating, AStepNeverDetectedScoresOnlyWhenTheWatchPassesEveryBand) {
+  const Rubric rubric = *Rubric::Parse(R"({
+    "schema": "cmax.rubric/v1", "name": "watched",
+    "tiers": [{"name": "Gold", "min": 80}], "below": "Underperforming",
+    "untestable": {"name": "Untestable", "below_confidence": 0},
+    "categories": [{"id": "reliability", "title": "Reliability", "weight": 1}],
+    "items": [
+      {"id": "rel.detect", "category": "reliability", "title": "Detect", "weight": 1,
+       "from": {"metric": "reliability.detect", "at_least": "reliability.watched"},
+       "score": {"kind": "bands", "better": "lower", "bands": [[120, 1], [600, 0.5]],
+                 "otherwise": 0, "unit": "s"}}]
+  })");
+  const auto item = [](const Rating& r) { return r.items.at(0); };
+  RunRecord run;
+  run.run.id = 5;
+  // Step a detected at 30 s; step b watched 600 s (exactly the last limit) and never detected.
+  run.metrics = {{"reliability.detect", {{"step", "a"}}, 30, "s"},
+                 {"reliability.watched", {{"step", "a"}}, 31, "s"},
+                 {"reliability.watched", {{"step", "b"}}, 600, "s"}};
+  const ItemRating never = item(RateEvidence(rubric, {{&run}, nullptr}));
+  ASSERT_TRUE(never.score);
+  EXPECT_EQ(*never.score, 0) << "more than 600 s is past every band";
+  EXPECT_NE(never.evidence.find("1 not seen while watched (up to 600 s), past every band"),
+            std::string::npos)
+      << never.evidence;
+  // Watched only 100 s: it may have been detected at 101 s, so the bound alone does not score.
+  run.metrics[2].value = 100;
+  const ItemRating short_watch = item(RateEvidence(rubric, {{&run}, nullptr}));
+  ASSERT_TRUE(short_watch.score);
+  EXPECT_EQ(*short_watch.score, 1) << "step a alone, at 30 s";
+  EXPECT_NE(short_watch.evidence.find("too short a watch to score"), std::string::npos);
+  run.metrics.erase(run.metrics.begin());  // and with no step detected at all: no evidence
+  const ItemRating none = item(RateEvidence(rubric, {{&run}, nullptr}));
+  EXPECT_FALSE(none.score);
+  EXPECT_NE(none.evidence.find("no run records reliability.detect; 2 not seen"), std::string::npos)
+      << none.evidence;
+
+  // A lab scales its bars down by 60, and the rubric's time bands with them: 100 s watched is
+  // then past every band (2 s and 10 s).
+  const Rubric lab = rubric.WithTimesScaled(1.0 / 60);
+  EXPECT_NE(lab.Name().find("watched (every time band x0.01667, for a lab)"), std::string::npos)
+      << lab.Name();
+  EXPECT_DOUBLE_EQ(lab.Items()[0].scoring.bands[0].first, 2);
+  EXPECT_DOUBLE_EQ(lab.Items()[0].scoring.bands[1].first, 10);
+  const ItemRating scaled = item(RateEvidence(lab, {{&run}, nullptr}));
+  ASSERT_TRUE(scaled.score);
+  EXPECT_EQ(*scaled.score, 0);
+  // Bands of other units stay as they are.
+  EXPECT_EQ(Rubric::Builtin().WithTimesScaled(0.5).Items().size(),
+            Rubric::Builtin().Items().size());
+  for (const RubricItem& i : Rubric::Builtin().WithTimesScaled(0.5).Items()) {
+    if (i.id == "pricing.egress") {
+      EXPECT_DOUBLE_EQ(i.scoring.bands[1].first, 0.02);
+    }
+    if (i.id == "reliability.time-to-detect") {
+      EXPECT_DOUBLE_EQ(i.scoring.bands[0].first, 60);
+    }
+  }
+}
+
+}  // namespace
+}  // namespace cmax::rate

@@ -76,6 +76,19 @@ TEST(Rubric, EveryMistakeIsRefusedNamingWhere) {
          r["items"][0]["score"] = {{"kind", "bands"}, {"better", "lower"}, {"bands", {{1, 1}}}};
        },
        "no cmax phase records the metric \"reliability.vibes\""},
+      {"unknown bound",
+       [](json& r) {
+         r["items"][0]["from"] = {{"metric", "reliability.detect"}, {"at_least", "vibes"}};
+         r["items"][0]["score"] = {{"kind", "bands"}, {"better", "lower"}, {"bands", {{1, 1}}}};
+       },
+       "no cmax phase records the metric \"vibes\""},
+      {"bound without a metric",
+       [](json& r) {
+         r["items"][0]["from"] = {{"attestation", "security.soc2_or_iso27001"},
+                                  {"at_least", "reliability.watched"}};
+         r["items"][0]["score"] = {{"kind", "pass_fail"}};
+       },
+       "\"at_least\" goes with a metric"},
       {"unknown fact",
        [](json& r) {
          r["items"][0]["from"] = {{"attestation", "security.vibes"}};
