@@ -24,8 +24,22 @@ build: setup
 
 # cmax run exits 1 when a check failed and 3 when one could not be read: the evaluation ran,
 # and its report says which; any other failure is make's too.
+# Where there is a cluster (a Slurm controller that answers, NVIDIA GPUs, Kubernetes), cmax run
+# evaluates it; elsewhere cmax run --lab evaluates a simulated provider (it needs root: without
+# it, it says what it needs, and this machine alone is evaluated). Either way the last lines
+# are the tier and where the report is.
 run: build
-	@$(BIN) run; rc=$$?; case $$rc in \
+	@if [ -e /dev/nvidiactl ] || [ -n "$$KUBERNETES_SERVICE_HOST" ] || \
+	    { command -v scontrol >/dev/null 2>&1 && timeout 5 scontrol ping >/dev/null 2>&1; }; then \
+	  $(BIN) run; rc=$$?; \
+	elif [ "$$(id -u)" -ne 0 ]; then \
+	  $(BIN) run --lab; \
+	  echo "make run: no lab without root (above: what it needs); evaluating this machine alone" >&2; \
+	  $(BIN) run; rc=$$?; \
+	else \
+	  $(BIN) run --lab; rc=$$?; \
+	fi; \
+	case $$rc in \
 	  0) ;; \
 	  1|3) echo "make run: cmax run exited $$rc (1: a check failed, 3: a check could not be read or the run could not finish; see above)" >&2 ;; \
 	  *) exit $$rc ;; \
@@ -64,10 +78,11 @@ test-asan:
 fuzz:
 	cmake --preset fuzz
 	cmake --build --preset fuzz --target version_fuzz text_fuzz kmsg_fuzz sse_fuzz chunk_fuzz \
-	  http_response_fuzz http_request_fuzz audit_json_fuzz rate_fuzz
+	  http_response_fuzz http_request_fuzz audit_json_fuzz rate_fuzz plan_fuzz
 	mkdir -p build/fuzz/corpus/version build/fuzz/corpus/text build/fuzz/corpus/kmsg \
 	  build/fuzz/corpus/sse build/fuzz/corpus/chunk build/fuzz/corpus/http_response \
-	  build/fuzz/corpus/http_request build/fuzz/corpus/audit_json build/fuzz/corpus/rate
+	  build/fuzz/corpus/http_request build/fuzz/corpus/audit_json build/fuzz/corpus/rate \
+	  build/fuzz/corpus/plan
 	build/fuzz/bin/version_fuzz -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 \
 	  build/fuzz/corpus/version tests/fuzz/seeds/version
 	build/fuzz/bin/text_fuzz -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 \
@@ -86,6 +101,8 @@ fuzz:
 	  -print_final_stats=1 build/fuzz/corpus/audit_json tests/fuzz/seeds/audit_json
 	build/fuzz/bin/rate_fuzz -dict=tests/fuzz/json.dict -max_total_time=$(FUZZ_SECONDS) \
 	  -print_final_stats=1 build/fuzz/corpus/rate tests/fuzz/seeds/rate
+	build/fuzz/bin/plan_fuzz -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 \
+	  build/fuzz/corpus/plan tests/fuzz/seeds/plan
 
 bench: build
 	build/release/bin/store_bench --benchmark_min_time=1
@@ -95,6 +112,7 @@ bench: build
 	build/release/bin/stream_bench --benchmark_min_time=1
 	bash bench/run_wall.sh
 	bash bench/lab_up.sh
+	bash bench/lab_run.sh
 	bash bench/agent.sh
 	bash bench/remediate_lab.sh
 	bash bench/reliability_lab.sh

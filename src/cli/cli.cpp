@@ -44,28 +44,6 @@ constexpr std::pair<std::string_view, CommandSetup> kCommands[] = {
     {"compare", SetupCompareCommand},
 };
 
-// Sets an environment variable for a scope and puts back what was there.
-class ScopedEnv {
- public:
-  ScopedEnv(const char* name, const std::string& value) : name_(name) {
-    if (const char* old = std::getenv(name)) old_ = old;
-    if (!value.empty()) ::setenv(name, value.c_str(), 1);
-  }
-  ~ScopedEnv() {
-    if (old_) {
-      ::setenv(name_, old_->c_str(), 1);
-    } else {
-      ::unsetenv(name_);
-    }
-  }
-  ScopedEnv(const ScopedEnv&) = delete;
-  ScopedEnv& operator=(const ScopedEnv&) = delete;
-
- private:
-  const char* name_;
-  std::optional<std::string> old_;
-};
-
 }  // namespace
 
 TreeNeeded TreeFor(const std::vector<std::string>& args) {
@@ -144,7 +122,7 @@ int RunCli(const std::vector<std::string>& args, std::ostream& out, std::ostream
   // The store records each run's provider from CMAX_PROVIDER (store/run_writer.cpp), so the
   // flag is handed on that way, and taken back when the command is done (tests run many
   // commands in one process).
-  const ScopedEnv provider("CMAX_PROVIDER", ctx.global.provider);
+  const sys::ScopedEnv provider("CMAX_PROVIDER", ctx.global.provider);
   for (const Command& command : commands) {
     if (!command.app->parsed()) continue;
     try {

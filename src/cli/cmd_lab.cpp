@@ -31,11 +31,6 @@ struct LabOptions {
   bool json = false;
 };
 
-std::string CurrentDir() {
-  char cwd[4096];
-  return ::getcwd(cwd, sizeof(cwd)) != nullptr ? std::string(cwd) : std::string();
-}
-
 lab::LabView Up(const LabOptions& options, lab::LabContext& lab_ctx, const std::string& dir) {
   lab::LabSpec spec;
   spec.dir = dir;
@@ -60,7 +55,7 @@ int RunLab(const LabOptions& options, Context& ctx) {
   sys::LocalFileSystem fs;
   sys::PosixProcessRunner runner;
   lab::LabContext lab_ctx{fs, runner, clock, [](std::string_view line) { log::Info("{}", line); }};
-  const std::string dir = lab::LabDir(options.dir, CurrentDir(), sys::DataDir());
+  const std::string dir = lab::LabDir(options.dir, sys::CurrentDirectory(), sys::DataDir());
   lab::LabView view;
   if (options.up->parsed()) {
     view = Up(options, lab_ctx, dir);

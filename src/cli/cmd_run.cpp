@@ -12,6 +12,7 @@
 #include "cli/numbers.hpp"
 #include "core/log.hpp"
 #include "evaluate/evaluation.hpp"
+#include "evaluate/lab_evaluation.hpp"
 #include "report/render.hpp"
 #include "sys/file_system.hpp"
 #include "sys/host.hpp"
@@ -25,14 +26,30 @@ struct RunOptions {
   bool json = false;
   std::string html;  // empty: <data dir>/reports/run-<id>.html
   bool no_html = false;
+  bool lab = false;
+  evaluate::LabEvaluationOptions lab_options;  // its evaluation options are `evaluation`
   evaluate::EvaluationOptions evaluation;
 };
 
-std::string DefaultHtmlPath(const Context& ctx, int64_t run_id) {
+// The store's folder: reports and the lab's folder go beside it.
+std::string StoreFolder(const Context& ctx) {
   const std::string db = ctx.DbPath();
   const size_t slash = db.rfind('/');
-  const std::string dir = slash == std::string::npos ? "." : db.substr(0, slash);
-  return fmt::format("{}/reports/run-{}.html", dir, run_id);
+  if (slash == std::string::npos) return sys::CurrentDirectory();
+  if (db.front() != '/') return sys::CurrentDirectory() + "/" + db.substr(0, slash);
+  return db.substr(0, slash);
+}
+
+std::string DefaultHtmlPath(const Context& ctx, int64_t run_id) {
+  return fmt::format("{}/reports/run-{}.html", StoreFolder(ctx), run_id);
+}
+
+// libnvml-sim.so where the build puts it, beside the binary's folder; empty when absent.
+std::string NvmlSimBesideBinary(const std::string& binary, const sys::FileSystem& fs) {
+  const size_t slash = binary.rfind('/');
+  if (slash == std::string::npos) return "";
+  const std::string lib = binary.substr(0, slash) + "/../lib/libnvml-sim.so";
+  return fs.Exists(lib) ? lib : "";
 }
 
 int Run(const RunOptions& options, Context& ctx) {
@@ -40,20 +57,29 @@ int Run(const RunOptions& options, Context& ctx) {
   sys::LocalFileSystem fs;
   sys::PosixProcessRunner runner;
   sys::RaiseOpenFileLimit();  // a plan's endpoint phases hold a socket per stream
-  auto report = evaluate::Evaluate(
-      options.evaluation,
-      {.host = {.db_path = ctx.DbPath(),
-                .cmax_version = VersionString(),
-                .fs = &fs,
-                .runner = &runner,
-                .clock = &clock,
-                .interrupted = [] { return sys::Interrupted(); },
-                .interrupt_signal = [] { return sys::InterruptSignal(); },
-                .path = sys::GetEnv("PATH"),
-                .env = [](const std::string& name) { return sys::GetEnv(name.c_str()); }},
-       .progress = [&ctx](std::string_view line) {
-         if (!ctx.global.quiet) ctx.err << "cmax run: " << line << "\n";
-       }});
+  const evaluate::EvaluationIo io{
+      .host = {.db_path = ctx.DbPath(),
+               .cmax_version = VersionString(),
+               .fs = &fs,
+               .runner = &runner,
+               .clock = &clock,
+               .interrupted = [] { return sys::Interrupted(); },
+               .interrupt_signal = [] { return sys::InterruptSignal(); },
+               .path = sys::GetEnv("PATH"),
+               .env = [](const std::string& name) { return sys::GetEnv(name.c_str()); }},
+      .progress = [&ctx](std::string_view line) {
+        if (!ctx.global.quiet) ctx.err << "cmax run: " << line << std::endl;
+      }};
+  Result<evaluate::Evaluation> report = [&] {
+    if (!options.lab) return evaluate::Evaluate(options.evaluation, io);
+    evaluate::LabEvaluationOptions lab = options.lab_options;
+    lab.evaluation = options.evaluation;
+    if (lab.dir.empty()) lab.dir = StoreFolder(ctx) + "/lab-run";
+    const std::string binary = sys::SelfExecutable();
+    return evaluate::EvaluateLab(
+        lab,
+        {.evaluation = io, .cmax_binary = binary, .nvml_sim_lib = NvmlSimBesideBinary(binary, fs)});
+  }();
   if (!report) return PrintError(ctx, "cmax run", report.error());
   const RunRecord& record = report->record;
   if (report->interrupted) {
@@ -100,24 +126,42 @@ Command SetupRunCommand(CLI::App& parent) {
       "plan (--plan) names: each endpoint's load, each reliability scenario. Each phase that\n"
       "cannot run is UNTESTED with the reason; checks that cannot run here (no GPU, no\n"
       "scheduler) are SKIP findings that say why. Store the run, report it and rate it\n"
-      "(`cmax rate`).");
+      "(`cmax rate`). With --lab: a simulated provider (the lab's Slurm, cmax's agents as its\n"
+      "health checks, serve-sim as its endpoint, a GPU fault injected and timed), end to end.");
   Flag(app, "--json", options->json, "Print the JSON report (schema cmax.report/v1) on stdout");
   Opt(app, "--html", options->html, "Write the HTML report here (default: beside the store)");
   Flag(app, "--no-html", options->no_html, "Do not write the HTML report");
   Num(app, "--probe-timeout", options->evaluation.probe_timeout_s, Real(0.1, 600.0),
       "Seconds a probe may take (sinfo, scontrol ping; the audit's nvcc, runc, docker ...)");
-  Opt(app, "--plan", options->evaluation.plan,
-      "What to evaluate (YAML, cmax.plan/v1; data/plan.example.yaml): the provider, its "
-      "attestation, endpoints with their model and load, reliability scenarios");
+  CLI::Option* lab = Flag(
+      app, "--lab", options->lab,
+      "Evaluate a simulated provider on this machine (needs root and Slurm's programs): the lab "
+      "up, the provider's agents and endpoint, every phase, a GPU fault timed, the lab down");
+  Opt(app, "--provider-profile", options->lab_options.profile,
+      "With --lab: how the simulated provider behaves: good, slow or negligent (default good)")
+      ->needs(lab);
+  Opt(app, "--lab-dir", options->lab_options.dir,
+      "With --lab: its folder (default: lab-run beside the store); the plan, logs and state")
+      ->needs(lab);
+  Num(app, "--lab-port", options->lab_options.port_base, Whole(1024, 65000),
+      "With --lab: Slurm's controller port; its nodes take the next ones (default 28817)")
+      ->needs(lab);
+  CLI::Option* plan =
+      Opt(app, "--plan", options->evaluation.plan,
+          "What to evaluate (YAML, cmax.plan/v1; data/plan.example.yaml): the provider, its "
+          "attestation, endpoints with their model and load, reliability scenarios");
+  plan->excludes(lab);
   Flag(app, "--yes", options->evaluation.yes,
        "Let the plan's reliability scenarios inject into nodes that are not a lab's");
   Flag(app, "--force", options->evaluation.force,
        "Let the plan's reliability scenarios inject into a busy node");
   Flag(app, "--allow-destructive", options->evaluation.allow_destructive,
        "Let the plan's reliability scenarios take destructive steps (a GPU reset, a reboot)");
-  Opt(app, "--attestation", options->evaluation.attestation,
-      "The provider's attestation (YAML, cmax.attestation/v1) the rating reads: security "
-      "reports, SLA terms, prices, delivery dates (instead of the plan's)");
+  CLI::Option* attestation =
+      Opt(app, "--attestation", options->evaluation.attestation,
+          "The provider's attestation (YAML, cmax.attestation/v1) the rating reads: security "
+          "reports, SLA terms, prices, delivery dates (instead of the plan's)");
+  attestation->excludes(lab);
   Opt(app, "--rubric", options->evaluation.rubric,
       "Rate with this rubric (JSON, cmax.rubric/v1) instead of the plan's or the built-in one");
   return {app, [options](Context& ctx) { return Run(*options, ctx); }};

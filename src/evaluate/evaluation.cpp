@@ -139,6 +139,9 @@ class PhaseRunner {
   void Say(std::string_view line) const {
     if (io_.progress) io_.progress(line);
   }
+  void Before(const std::string& kind, const std::string& name) const {
+    if (io_.before_phase) io_.before_phase(kind, name);
+  }
 
  private:
   PhaseResult Stored(const char* kind, const std::string& name, int64_t run_id) const {
@@ -180,6 +183,7 @@ Result<void> RunLaterPhases(const Plan& plan, const PhaseRunner& runner,
       return keep({Untested(kind, name, "the evaluation was interrupted before it"), {}});
     }
     runner.Say(fmt::format("phase {}: starting", Named(kind, name)));
+    runner.Before(kind, name);
     return keep(work());
   };
   if (auto ok = run("health", "health", [&] { return runner.Health(plan); }); !ok) return ok;
@@ -223,17 +227,28 @@ Result<void> RunLaterPhases(const Plan& plan, const PhaseRunner& runner,
   return writer.Add({{"evaluation.phases", PhasesJson(phases).dump()}}, {});
 }
 
+// A lab's scaled pass bars, recorded so that the rating (now and re-rated) scales its bands.
+Result<void> RecordTimeScale(double scale, store::RunWriter& writer) {
+  if (scale == 1) return {};
+  return writer.Add({{rate::kTimeScaleEvidence, nlohmann::json(scale).dump()}}, {});
+}
+
 }  // namespace
 
 Result<Evaluation> Evaluate(const EvaluationOptions& options, const EvaluationIo& io) {
   const audit::HostRunIo& hio = io.host;
+  if (!(options.time_scale > 0 && options.time_scale <= 1)) {
+    return Fail(ErrorCode::kInvalidArgument, "a lab's time scale is in (0, 1]");
+  }
   auto plan = ReadPlan(options.plan, *hio.fs);
   if (!plan) return tl::unexpected(plan.error());
   const rate::RateIo rate_io{.db_path = hio.db_path, .fs = hio.fs, .clock = hio.clock};
-  auto files = rate::LoadRatingFiles(
-      {.rubric = options.rubric.empty() ? plan->rubric : options.rubric,
-       .attestation = options.attestation.empty() ? plan->attestation : options.attestation},
-      rate_io);
+  const std::string attestation_path =
+      options.attestation.empty() ? plan->attestation : options.attestation;
+  auto files =
+      rate::LoadRatingFiles({.rubric = options.rubric.empty() ? plan->rubric : options.rubric,
+                             .attestation = attestation_path},
+                            rate_io);
   if (!files) return tl::unexpected(files.error());
   // The provider evaluated: --provider (or CMAX_PROVIDER), else the plan's, else the
   // attestation's; then `cmax rate --provider` finds the run and `--providers` ranks it.
@@ -252,6 +267,15 @@ Result<Evaluation> Evaluate(const EvaluationOptions& options, const EvaluationIo
         PhaseOutcome outcome{
             .kind = "host", .name = "host", .state = PhaseState::kRan, .run_id = writer.RunId()};
         if (auto ok = writer.Add({}, {PhaseFinding(outcome)}); !ok) return ok;
+        if (auto ok = RecordTimeScale(options.time_scale, writer); !ok) return ok;
+        if (const auto& attested = files->attestation) {
+          // Kept with the run, so that `cmax rate RUN` rates it with what it was rated with.
+          const nlohmann::json kept = {
+              {"path", attestation_path}, {"sha256", attested->sha256}, {"yaml", attested->yaml}};
+          if (auto ok = writer.Add({{rate::kAttestationEvidence, kept.dump()}}, {}); !ok) {
+            return ok;
+          }
+        }
         phases.push_back(std::move(outcome));
         return RunLaterPhases(*plan, runner, hio.interrupted, writer, phases);
       });
@@ -267,10 +291,15 @@ Result<Evaluation> Evaluate(const EvaluationOptions& options, const EvaluationIo
   if (!store) return tl::unexpected(store.error());
   auto drains = store->DrainReasons();
   if (!drains) return tl::unexpected(drains.error());
-  rate::Rating rating = rate::RateEvidence(
-      files->RubricToUse(), {.runs = {&out.record},
-                             .attestation = files->attestation ? &*files->attestation : nullptr,
-                             .drain_reasons = std::move(*drains)});
+  // Rated as `cmax rate RUN` will rate it: the run records its lab's time scale.
+  const std::optional<double> scale = rate::TimeScaleOf({&out.record});
+  const std::optional<rate::Rubric> scaled =
+      scale ? std::optional(files->RubricToUse().WithTimesScaled(*scale)) : std::nullopt;
+  rate::Rating rating =
+      rate::RateEvidence(scaled ? *scaled : files->RubricToUse(),
+                         {.runs = {&out.record},
+                          .attestation = files->attestation ? &*files->attestation : nullptr,
+                          .drain_reasons = std::move(*drains)});
   EvidenceItem item{"rating", rate::RatingJson(rating).dump()};
   if (auto ok = store->AddEvidence(out.record.run.id, {item}); !ok) {
     return tl::unexpected(ok.error());

@@ -30,11 +30,16 @@ struct EvaluationOptions {
   bool yes = false;
   bool force = false;
   bool allow_destructive = false;
+  // A lab's pass bars are its scenarios' own, scaled down to finish in minutes: the rubric's
+  // time bands are scaled the same way (Rubric::WithTimesScaled), and its name says so.
+  double time_scale = 1;
 };
 
 struct EvaluationIo {
   audit::HostRunIo host;  // the store, files, programs, clock and interrupt of every phase
   std::function<void(std::string_view)> progress;  // a line per phase as it starts and ends
+  // Called just before a phase runs (kind, name): a lab starts what that phase needs.
+  std::function<void(const std::string& kind, const std::string& name)> before_phase;
 };
 
 struct Evaluation {

@@ -168,6 +168,7 @@ Result<Attestation> ParseAttestation(std::string_view yaml, WallTime now) {
   if (!root.IsMap()) return Fail(ErrorCode::kInvalidArgument, "attestation: not a map");
   Attestation out;
   out.sha256 = Sha256Hex(yaml);
+  out.yaml = std::string(yaml);
   try {
     if (auto ok = OnlyKeys(root,
                            {"schema", "provider", "source", "date", "security", "isolation", "sla",

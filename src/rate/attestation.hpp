@@ -23,6 +23,8 @@ struct Attestation {
   std::string source;  // who attests, and how ("security team, email of 2026-11-30")
   WallTime date{};     // when it was attested
   std::string sha256;
+  std::string
+      yaml;  // the file as given: an evaluation keeps it with its run (kAttestationEvidence)
   // Fact -> value (true/false or a number); a fact the file says nothing about is absent.
   std::map<std::string, nlohmann::json> facts;
   std::vector<std::string> notes;  // what the reader should know: a stale attestation, ...
@@ -30,6 +32,10 @@ struct Attestation {
   std::string sla_template;
   std::optional<SlaTerms> sla_terms;
 };
+
+// The evidence an evaluation keeps its attestation in, so that its run re-rates alike:
+// {"path": ..., "sha256": ..., "yaml": ...}.
+inline constexpr const char* kAttestationEvidence = "evaluation.attestation";
 
 // `now` judges staleness (an attestation over a year old is noted) and refuses a future date.
 Result<Attestation> ParseAttestation(std::string_view yaml, WallTime now);

@@ -96,6 +96,29 @@ Result<Rating> RateRuns(const std::vector<std::string>& runs, const RatingFiles&
   std::ranges::sort(records, std::greater<>(), [](const RunRecord& r) { return r.run.id; });
   RatingInputs inputs{.attestation = files.attestation ? &*files.attestation : nullptr};
   for (const RunRecord& record : records) inputs.runs.push_back(&record);
+  // None named: the attestation an evaluation kept with its run, judged today as a file would be.
+  std::optional<Attestation> kept;
+  std::string kept_note;
+  if (!files.attestation) {
+    for (const RunRecord& record : records) {
+      const auto item =
+          std::ranges::find(record.evidence, std::string(kAttestationEvidence), &EvidenceItem::key);
+      if (item == record.evidence.end()) continue;
+      const nlohmann::json doc = nlohmann::json::parse(item->value_json, nullptr, false);
+      const std::string yaml =
+          doc.is_object() && doc.contains("yaml") && doc["yaml"].is_string() ? doc["yaml"] : "";
+      if (auto parsed = ParseAttestation(yaml, io.clock->Now())) {
+        kept = std::move(*parsed);
+        inputs.attestation = &*kept;
+        kept_note = fmt::format("the attestation kept with run {} ({}), judged today",
+                                record.run.id, kept->source);
+      } else {
+        kept_note = fmt::format("the attestation kept with run {} cannot be read: {}",
+                                record.run.id, parsed.error().message);
+      }
+      break;
+    }
+  }
   // The drains the store's remediation journal holds (the runs named were read from this
   // store, so it exists), when they can be the rated provider's: a store that holds runs of
   // several providers has a journal that is not any one's.
@@ -108,7 +131,12 @@ Result<Rating> RateRuns(const std::vector<std::string>& runs, const RatingFiles&
     if (!drains) return tl::unexpected(drains.error());
     inputs.drain_reasons = std::move(*drains);
   }
-  Rating rating = RateEvidence(files.RubricToUse(), inputs);
+  // A lab's run says how its pass bars were scaled: re-rated, it is rated as it was.
+  const std::optional<double> scale = TimeScaleOf(inputs.runs);
+  const std::optional<Rubric> scaled =
+      scale ? std::optional(files.RubricToUse().WithTimesScaled(*scale)) : std::nullopt;
+  Rating rating = RateEvidence(scaled ? *scaled : files.RubricToUse(), inputs);
+  if (!kept_note.empty()) rating.notes.push_back(kept_note);
   std::vector<std::string> rated_providers;  // a run that names none counts as one more
   for (const RunRecord& record : records) {
     const std::string name =

@@ -497,6 +497,19 @@ Rating RateEvidence(const Rubric& rubric, const RatingInputs& in) {
   return rating;
 }
 
+std::optional<double> TimeScaleOf(const std::vector<const RunRecord*>& runs) {
+  for (const RunRecord* run : runs) {
+    for (const EvidenceItem& item : run->evidence) {
+      if (item.key != kTimeScaleEvidence) continue;
+      const json value = json::parse(item.value_json, nullptr, false);
+      if (value.is_number() && value.get<double>() > 0 && value.get<double>() < 1) {
+        return value.get<double>();
+      }
+    }
+  }
+  return std::nullopt;
+}
+
 std::string RatingText(const Rating& r, int verbosity) {
   std::string out = fmt::format("Tier: {}", r.tier);
   if (r.tier != r.band) out += fmt::format(" (the score alone: {})", r.band);

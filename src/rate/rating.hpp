@@ -100,6 +100,11 @@ struct Rating {
 
 Rating RateEvidence(const Rubric& rubric, const RatingInputs& inputs);
 
+// The `evaluation.time_scale` a lab's run records (its pass bars scaled down, in (0, 1)), from
+// the newest run that has one; none for a run of a real provider.
+std::optional<double> TimeScaleOf(const std::vector<const RunRecord*>& runs);
+inline constexpr const char* kTimeScaleEvidence = "evaluation.time_scale";
+
 std::string RatingText(const Rating& rating, int verbosity = 0);
 nlohmann::json RatingJson(const Rating& rating);  // schema cmax.rating/v1
 

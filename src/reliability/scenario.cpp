@@ -105,7 +105,8 @@ Result<Scenario> ParseScenario(std::string_view text) {
     if (root["bars"]) {
       const YAML::Node b = root["bars"];
       if (!b.IsMap()) return Fail(ErrorCode::kInvalidArgument, "scenario: bars is a map");
-      if (auto ok = OnlyKeys(b, {"detect_s", "out_of_service_s", "replace_s"}, "scenario bars");
+      if (auto ok =
+              OnlyKeys(b, {"detect_s", "out_of_service_s", "replace_s", "back_s"}, "scenario bars");
           !ok) {
         return tl::unexpected(ok.error());
       }
@@ -120,6 +121,11 @@ Result<Scenario> ParseScenario(std::string_view text) {
         auto replace = SecondsField(b, "replace_s", -1);
         if (!replace) return tl::unexpected(replace.error());
         s.bars.replace = *replace;
+      }
+      if (b["back_s"]) {
+        auto back = SecondsField(b, "back_s", -1);
+        if (!back) return tl::unexpected(back.error());
+        s.bars.back = *back;
       }
     } else {
       const std::string arch =
@@ -137,7 +143,8 @@ Result<Scenario> ParseScenario(std::string_view text) {
     if (!poll) return tl::unexpected(poll.error());
     s.poll = *poll;
     const Duration largest =
-        std::max({s.bars.detect, s.bars.out_of_service, s.bars.replace.value_or(Duration{})});
+        std::max({s.bars.detect, s.bars.out_of_service, s.bars.replace.value_or(Duration{}),
+                  s.bars.back.value_or(Duration{})});
     auto timeout = SecondsField(root, "timeout_s", Secs(largest));
     if (!timeout) return tl::unexpected(timeout.error());
     s.timeout = *timeout;

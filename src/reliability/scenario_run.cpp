@@ -106,12 +106,15 @@ Result<ReliabilityReport> RunScenarioFile(const ScenarioRunOptions& o, const Rel
       ++refused;
     }
   }
-  Out(io, fmt::format("pass bars: detected within {}, out of service within {}{}; watched up "
+  Out(io, fmt::format("pass bars: detected within {}, out of service within {}{}{}; watched up "
                       "to {} per step, looked at every {}",
                       FormatDuration(scenario->bars.detect),
                       FormatDuration(scenario->bars.out_of_service),
                       scenario->bars.replace
                           ? ", a spare in service within " + FormatDuration(*scenario->bars.replace)
+                          : "",
+                      scenario->bars.back
+                          ? ", back in service within " + FormatDuration(*scenario->bars.back)
                           : "",
                       FormatDuration(scenario->timeout), FormatDuration(scenario->poll)));
   if (refused > 0) {

@@ -173,6 +173,9 @@ Judgement Judge(const Timeline& t, const PassBars& bars) {
     JudgeBar("spare in service", "no spare in service", t.replaced, *bars.replace, t, j.verdict,
              j.reasons, t.spare);
   }
+  if (bars.back) {
+    JudgeBar("back in service", "not back in service", t.back, *bars.back, t, j.verdict, j.reasons);
+  }
   return j;
 }
 
@@ -183,7 +186,8 @@ bool Decided(const Timeline& t, const PassBars& bars) {
                t.injected + std::chrono::duration_cast<std::chrono::milliseconds>(bar);
   };
   return settled(t.detected, bars.detect) && settled(t.out_of_service, bars.out_of_service) &&
-         (!bars.replace || settled(t.replaced, *bars.replace));
+         (!bars.replace || settled(t.replaced, *bars.replace)) &&
+         (!bars.back || settled(t.back, *bars.back));
 }
 
 }  // namespace cmax::reliability

@@ -41,6 +41,7 @@ struct PassBars {
   Duration detect{};                // first sign of detection (drain/cordon/taint/alert)
   Duration out_of_service{};        // no longer scheduled (drain/cordon/taint)
   std::optional<Duration> replace;  // HGX: a spare in service within this
+  std::optional<Duration> back;     // the node itself back in service within this (a scenario's)
 };
 // {"schema": "cmax.reliability-bars/v1", "architectures": {"hgx": {"detect_s": 120, ...}}}
 Result<std::map<std::string, PassBars>> ParsePassBars(std::string_view json);

@@ -30,6 +30,7 @@ std::string RenderJson(const RunRecord& record) {
       {"state", RunStateName(run.state)},
       {"exit_code", run.exit_code ? Json(*run.exit_code) : Json(nullptr)},
       {"cmax_version", run.cmax_version},
+      {"provider", run.provider.empty() ? Json(nullptr) : Json(run.provider)},
   };
   const StatusCounts c = CountStatuses(record.findings);
   out["summary"] = {{"total", c.Total()},  {"PASS", c.pass}, {"WARN", c.warn},

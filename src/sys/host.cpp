@@ -40,6 +40,24 @@ bool StdinIsTerminal() {
   return ::isatty(STDIN_FILENO) == 1;
 }
 
+std::string CurrentDirectory() {
+  char cwd[4096];
+  return ::getcwd(cwd, sizeof(cwd)) != nullptr ? std::string(cwd) : std::string();
+}
+
+ScopedEnv::ScopedEnv(const char* name, const std::string& value) : name_(name) {
+  if (const char* old = std::getenv(name)) old_ = old;
+  if (!value.empty()) ::setenv(name, value.c_str(), 1);
+}
+
+ScopedEnv::~ScopedEnv() {
+  if (old_) {
+    ::setenv(name_, old_->c_str(), 1);
+  } else {
+    ::unsetenv(name_);
+  }
+}
+
 std::string SelfExecutable() {
   std::error_code error;
   const std::filesystem::path path = std::filesystem::read_symlink("/proc/self/exe", error);

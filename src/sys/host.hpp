@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 
 namespace cmax::sys {
@@ -17,6 +18,22 @@ bool StderrIsTerminal();
 bool StdinIsTerminal();
 // The absolute path of this process's own program (/proc/self/exe), or empty.
 std::string SelfExecutable();
+// This process's working folder, or empty when it cannot be read.
+std::string CurrentDirectory();
+
+// Sets an environment variable for a scope (an empty value leaves it as it is) and puts back
+// what was there. Not for threads that read the environment meanwhile.
+class ScopedEnv {
+ public:
+  ScopedEnv(const char* name, const std::string& value);
+  ~ScopedEnv();
+  ScopedEnv(const ScopedEnv&) = delete;
+  ScopedEnv& operator=(const ScopedEnv&) = delete;
+
+ private:
+  const char* name_;
+  std::optional<std::string> old_;
+};
 // Raises the soft limit on open files to the hard one: a load run holds a socket per stream, and
 // the usual soft limit (1024) would cap its concurrency.
 void RaiseOpenFileLimit();

@@ -95,6 +95,15 @@ TEST(Cli, UsageErrorsExitTwo) {
   EXPECT_EQ(Cli({"lab", "up", "--nodes", "0", "--dir", "/tmp/cmax-no-lab-here"}).code, kExitUsage);
   EXPECT_EQ(Cli({"db"}).code, kExitUsage);
   EXPECT_EQ(Cli({"run", "--probe-timeout", "nan", "--no-html"}).code, kExitUsage);
+  // The lab's options go with --lab, and --lab writes its own plan and attestation.
+  EXPECT_EQ(Cli({"run", "--provider-profile", "slow"}).code, kExitUsage);
+  EXPECT_EQ(Cli({"run", "--lab", "--plan", "p.yaml"}).code, kExitUsage);
+  EXPECT_EQ(Cli({"run", "--lab", "--attestation", "a.yaml"}).code, kExitUsage);
+  const auto profile = Cli({"run", "--lab", "--provider-profile", "sloppy", "--no-html"});
+  EXPECT_EQ(profile.code, kExitUsage);
+  EXPECT_NE(profile.err.find("no provider profile \"sloppy\" (profiles: good, slow, negligent)"),
+            std::string::npos)
+      << profile.err;
   // A folder of its own, so that no mistake can start or stop the user's default lab.
   EXPECT_EQ(Cli({"lab", "up", "--timeout", "nan", "--dir", "/tmp/cmax-no-lab-here"}).code,
             kExitUsage);

@@ -111,3 +111,35 @@ TEST(Timeline, BarsAreData) {
 
 }  // namespace
 }  // namespace cmax::reliability
+
+namespace cmax::reliability {
+namespace {
+
+using namespace std::chrono_literals;
+
+// A scenario's own bar for the node coming back: the watch goes on until it is met or missed.
+TEST(Timeline, ABackInServiceBarKeepsTheWatchUntilTheNodeIsBack) {
+  const WallTime t0{std::chrono::milliseconds(1'800'000'000'000)};
+  const auto at = [&](Duration d) {
+    return t0 + std::chrono::duration_cast<std::chrono::milliseconds>(d);
+  };
+  const PassBars bars{"custom", 2s, 2s, std::nullopt, Duration(60s)};
+  std::vector<Observation> seen = {{at(1s), "gpu1", ObservationKind::kDrained, "cmax: Xid 48"}};
+  EXPECT_FALSE(Decided(BuildTimeline("gpu1", t0, seen, at(10s)), bars)) << "not back yet";
+  seen.push_back({at(12s), "gpu1", ObservationKind::kResumed, ""});
+  const Timeline back = BuildTimeline("gpu1", t0, seen, at(12s));
+  EXPECT_TRUE(Decided(back, bars));
+  const Judgement passed = Judge(back, bars);
+  EXPECT_EQ(passed.verdict, Verdict::kPass);
+  ASSERT_EQ(passed.reasons.size(), 3U);
+  EXPECT_EQ(passed.reasons[2], "back in service in 12.00s (bar 1m00s)");
+  seen.pop_back();
+  const Timeline never = BuildTimeline("gpu1", t0, seen, at(61s));
+  EXPECT_TRUE(Decided(never, bars));
+  const Judgement failed = Judge(never, bars);
+  EXPECT_EQ(failed.verdict, Verdict::kFail);
+  EXPECT_EQ(failed.reasons[2], "not back in service within 1m00s");
+}
+
+}  // namespace
+}  // namespace cmax::reliability

@@ -1,0 +1,370 @@
+#include "evaluate/lab_evaluation.hpp"
+
+#include <signal.h>
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <fmt/format.h>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <thread>
+
+#include "core/strings.hpp"
+#include "endpoint/sim_server.hpp"
+#include "lab/lab.hpp"
+#include "remediate/settings.hpp"
+#include "sys/file_system.hpp"
+#include "sys/host.hpp"
+#include "sys/process_runner.hpp"
+
+namespace cmax::evaluate {
+namespace {
+
+using namespace std::chrono_literals;
+
+constexpr int kNodes = 2;
+// The GPU of each node the fault goes to; each node's agent watches its own (the lab's nodes
+// share this host's kernel log).
+constexpr const char* kGpus[kNodes] = {"0000:17:00.0", "0000:3b:00.0"};
+
+std::string Day(WallTime time) {
+  return FormatIso8601(time).substr(0, 10);
+}
+
+// What the simulated provider attests: a stand-in written by cmax, said to be one.
+std::string AttestationYaml(const std::string& provider, WallTime now) {
+  constexpr auto kDay = std::chrono::hours(24);
+  return fmt::format(
+      "# The simulated provider's attestation, written by cmax run --lab (a stand-in).\n"
+      "schema: cmax.attestation/v1\n"
+      "provider: {}\n"
+      "source: cmax run --lab, the simulated provider's own word (a stand-in)\n"
+      "date: {}\n"
+      "security: {{soc2_type2_report: {}, iso27001_certificate: null, "
+      "pentest_covers_fabric: true}}\n"
+      "isolation: {{nvlink_domain_exclusive: true, pcie_isolation: true, ufm_secured: true, "
+      "ib_sm_key: true, ib_sa_key: true}}\n"
+      "sla: {{partial_failures_defined: true, template: gold}}\n"
+      "pricing: {{gpu_hour_usd: 2.49, storage_gb_month_usd: 0.06, egress_gb_usd: 0}}\n"
+      "delivery: {{promised: {}, delivered: {}}}\n"
+      "partnerships: {{nvidia_ncp: true}}\n",
+      provider, Day(now), Day(now - 90 * kDay), Day(now - 30 * kDay), Day(now - 30 * kDay));
+}
+
+// One fault, an uncorrectable ECC error on gpu1's GPU (Xid 48: reset, validate, back), with
+// the published bars divided by 60; watched past the last scaled band of every time item, so
+// that a provider who never reacts scores what it earned.
+std::string ScenarioYaml() {
+  return fmt::format(
+      "name: lab double-bit ECC error\n"
+      "bars: {{detect_s: 2, out_of_service_s: 2, back_s: 60}}  # 2 min, 2 min, 1 h over 60\n"
+      "poll_s: 0.2\n"
+      "timeout_s: 62\n"
+      "steps:\n"
+      "  - {{name: xid-48-gpu1, inject: xid, code: 48, node: gpu1, gpu: \"{}\"}}\n",
+      kGpus[0]);
+}
+
+std::string PlanYaml(const ProviderProfile& profile, const std::string& provider, WallTime since,
+                     int sim_port) {
+  return fmt::format(
+      "# The plan cmax run --lab wrote for the simulated provider ({}).\n"
+      "schema: cmax.plan/v1\n"
+      "provider: {}\n"
+      "{}"
+      "health: {{since: \"{}\"}}  # the kernel log since the lab came up\n"
+      "endpoints:\n"
+      "  - {{name: serve-sim, url: \"http://127.0.0.1:{}/v1\", model: lab-model, concurrency: 8,\n"
+      "     requests: 200, input_len: 256, output_len: 16, timeout_s: 30}}\n"
+      "reliability:\n"
+      "  - {{name: xid-48, scenario: scenario.yaml}}\n",
+      profile.name, provider, profile.attestation ? "attestation: attestation.yaml\n" : "",
+      FormatIso8601(since), sim_port);
+}
+
+// Waits until a daemon's log holds `text` (its ready line), or it died, or `limit` passed.
+bool LogSays(sys::FileSystem& fs, const std::string& log, const std::string& text, int pid,
+             Duration limit) {
+  const auto deadline = std::chrono::steady_clock::now() + limit;
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (auto body = fs.ReadFile(log, size_t{1} << 20);
+        body && body->find(text) != std::string::npos) {
+      return true;
+    }
+    if (!sys::ProcessAlive(pid)) return false;
+    std::this_thread::sleep_for(50ms);
+  }
+  return false;
+}
+
+void Stop(int pid) {
+  if (pid <= 0 || !sys::ProcessAlive(pid)) return;
+  ::kill(pid, SIGTERM);
+  const auto deadline = std::chrono::steady_clock::now() + 5s;
+  while (sys::ProcessAlive(pid) && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(20ms);
+  }
+  if (sys::ProcessAlive(pid)) ::kill(pid, SIGKILL);
+}
+
+// Everything the simulated provider runs, stopped in reverse order however the evaluation
+// ends: its controller, its agents, its endpoint, and the lab itself.
+class SimulatedProvider {
+ public:
+  SimulatedProvider(const LabEvaluationOptions& options, const LabEvaluationIo& io,
+                    const ProviderProfile& profile)
+      : options_(options), io_(io), profile_(profile), fs_(*io.evaluation.host.fs) {}
+  ~SimulatedProvider() { TakeDown(); }
+  SimulatedProvider(const SimulatedProvider&) = delete;
+  SimulatedProvider& operator=(const SimulatedProvider&) = delete;
+
+  Result<void> BringUp(lab::LabSpec& spec) {
+    Say(fmt::format("lab: starting Slurm ({} nodes) in {}", kNodes, spec.dir));
+    lab::LabContext ctx{fs_, runner_, *io_.evaluation.host.clock,
+                        [this](std::string_view line) { Say(fmt::format("lab: {}", line)); }};
+    auto up = lab::Up(spec, ctx, 60s);
+    if (!up) return tl::unexpected(up.error());
+    lab_dir_ = spec.dir;
+    slurm_conf_.emplace("SLURM_CONF", lab::PathsFor(spec.dir).slurm_conf);
+    if (auto ok = StartEndpoint(); !ok) return ok;
+    if (profile_.checks != ProviderProfile::Checks::kNone) {
+      for (int i = 0; i < kNodes; ++i) {
+        if (auto ok = StartAgent(i); !ok) return ok;
+      }
+    }
+    return {};
+  }
+
+  int SimPort() const { return sim_ ? sim_->Port() : 0; }
+
+  // The slow provider's controller starts with the phase that injects: its first pass is done
+  // before the fault, so the fault waits for the next one, `interval_s` later.
+  void BeforePhase(const std::string& kind) {
+    if (kind != "reliability" || profile_.checks != ProviderProfile::Checks::kSlowController ||
+        controller_.joinable()) {
+      return;
+    }
+    ControllerPass();
+    controller_ = std::thread([this] {
+      std::unique_lock lock(mutex_);
+      while (!stop_controller_) {
+        wake_.wait_for(lock, std::chrono::duration<double>(profile_.interval_s));
+        if (stop_controller_) break;
+        lock.unlock();
+        ControllerPass();
+        lock.lock();
+      }
+    });
+  }
+
+  void TakeDown() {
+    {
+      std::lock_guard lock(mutex_);
+      stop_controller_ = true;
+    }
+    wake_.notify_all();
+    if (controller_.joinable()) controller_.join();
+    for (int pid : agents_) Stop(pid);
+    agents_.clear();
+    sim_stop_ = true;
+    if (sim_thread_.joinable()) sim_thread_.join();
+    slurm_conf_.reset();
+    if (!lab_dir_.empty()) {
+      lab::LabContext ctx{fs_, runner_, *io_.evaluation.host.clock, {}};
+      if (auto down = lab::Down(lab_dir_, ctx); down) {
+        Say(fmt::format("lab: down ({} daemons stopped)", down->stopped.size()));
+      } else {
+        Say("lab: could not take the lab down: " + down.error().message +
+            fmt::format(" (cmax lab down --dir {})", lab_dir_));
+      }
+      lab_dir_.clear();
+    }
+  }
+
+ private:
+  void Say(std::string_view line) const {
+    if (io_.evaluation.progress) io_.evaluation.progress(line);
+  }
+
+  Result<void> StartEndpoint() {
+    endpoint::SimConfig config;
+    config.decode_ms = 1;
+    config.rate_500 = profile_.endpoint_error_share;
+    auto server = endpoint::SimServer::Listen("127.0.0.1:0", config);
+    if (!server) return tl::unexpected(server.error());
+    sim_ = std::move(*server);
+    sim_thread_ = std::thread([this] { (void)sim_->Run([this] { return sim_stop_.load(); }); });
+    Say(fmt::format("lab: the provider's endpoint (serve-sim) on 127.0.0.1:{}", sim_->Port()));
+    return {};
+  }
+
+  Result<void> StartAgent(int index) {
+    const std::string node = lab::NodeName(index + 1);
+    const bool acts = profile_.checks == ProviderProfile::Checks::kAgents;
+    // Agents that act keep their own store; agents that only report share the controller's.
+    const std::string db = options_.dir + "/" + (acts ? node + ".db" : std::string("provider.db"));
+    std::vector<std::string> argv = {
+        io_.cmax_binary,    "--db", db,          "agent",     "--node", node,
+        "--metrics-listen", "none", "--devices", kGpus[index]};
+    std::vector<std::string> env = {"SLURM_CONF=" + lab::PathsFor(lab_dir_).slurm_conf};
+    if (io_.nvml_sim_lib.empty()) {
+      argv.emplace_back("--no-nvml");
+    } else {
+      // The node's eight GPUs, healthy, through the simulated NVML (a stand-in).
+      const std::string state = options_.dir + "/" + node + "-nvml.json";
+      std::string gpus;
+      for (int g = 0; g < 8; ++g) {
+        gpus += fmt::format("{}{{\"bus_id\": \"0000:{:02x}:00.0\"}}", g ? ", " : "",
+                            index == 0 && g == 0 ? 0x17 : 0x40 + 8 * index + g);
+      }
+      if (auto ok = fs_.WriteFileAtomic(state, fmt::format("{{\"gpus\": [{}]}}\n", gpus), 0644);
+          !ok) {
+        return ok;
+      }
+      env.push_back("CMAX_NVML_LIB=" + io_.nvml_sim_lib);
+      env.push_back("CMAX_NVML_SIM_STATE=" + state);
+    }
+    if (acts) {
+      for (const char* arg : {"--remediate", "--validation-command", "true", "--reset-command",
+                              "true", "--breaker-percent", "100"}) {
+        argv.emplace_back(arg);
+      }
+    }
+    const std::string log = options_.dir + "/agent-" + node + ".log";
+    auto pid = sys::SpawnDaemon({.argv = argv, .env_add = env, .log_path = log});
+    if (!pid) return tl::unexpected(pid.error());
+    agents_.push_back(*pid);
+    if (!LogSays(fs_, log, "agent ready: kernel log open", *pid, 30s)) {
+      return Fail(ErrorCode::kUnavailable, "the agent of {} did not start; its log: {}", node, log);
+    }
+    Say(fmt::format("lab: agent of {} ready{}", node, acts ? " (remediates)" : " (reports)"));
+    return {};
+  }
+
+  void ControllerPass() {
+    remediate::ControllerSettings settings;
+    settings.act = true;
+    settings.validation_command = "true";
+    settings.reset_command = "true";
+    settings.breaker_percent = 100;
+    settings.no_spares = true;
+    auto pass = remediate::RunControllerLoop(
+        settings, {.once = true},
+        {.db_path = options_.dir + "/provider.db",
+         .fs = &fs_,
+         .runner = &runner_,
+         .clock = io_.evaluation.host.clock,
+         .stop = [] { return false; },
+         .error = [this](std::string_view why) { Say(fmt::format("lab: controller: {}", why)); }});
+    if (!pass) Say("lab: controller: " + pass.error().message);
+  }
+
+  const LabEvaluationOptions& options_;
+  const LabEvaluationIo& io_;
+  const ProviderProfile& profile_;
+  sys::FileSystem& fs_;
+  sys::PosixProcessRunner runner_;
+  std::string lab_dir_;
+  // The phases run Slurm's commands, which find the lab's controller through SLURM_CONF.
+  std::optional<sys::ScopedEnv> slurm_conf_;
+  std::vector<int> agents_;
+  std::unique_ptr<endpoint::SimServer> sim_;
+  std::atomic<bool> sim_stop_{false};
+  std::thread sim_thread_;
+  std::thread controller_;
+  std::mutex mutex_;
+  std::condition_variable wake_;
+  bool stop_controller_ = false;
+};
+
+}  // namespace
+
+const std::vector<ProviderProfile>& ProviderProfiles() {
+  static const std::vector<ProviderProfile> kProfiles = {
+      {.name = "good",
+       .summary = "an agent on every node drains, resets and validates a faulty GPU at once; "
+                  "attested; its endpoint answers every request",
+       .checks = ProviderProfile::Checks::kAgents},
+      {.name = "slow",
+       .summary = "agents report faults, but the provider acts on them only every 6 s (6 min "
+                  "at the real scale); attested; its endpoint answers every request",
+       .checks = ProviderProfile::Checks::kSlowController,
+       .interval_s = 6},
+      {.name = "negligent",
+       .summary = "no health checks: nothing drains a faulty node; no attestation; 5% of its "
+                  "endpoint's requests fail",
+       .checks = ProviderProfile::Checks::kNone,
+       .attestation = false,
+       .endpoint_error_share = 0.05},
+  };
+  return kProfiles;
+}
+
+const ProviderProfile* FindProviderProfile(std::string_view name) {
+  for (const ProviderProfile& p : ProviderProfiles()) {
+    if (p.name == name) return &p;
+  }
+  return nullptr;
+}
+
+Result<Evaluation> EvaluateLab(const LabEvaluationOptions& options, const LabEvaluationIo& io) {
+  const ProviderProfile* profile = FindProviderProfile(options.profile);
+  if (profile == nullptr) {
+    std::vector<std::string> names;
+    for (const ProviderProfile& p : ProviderProfiles()) names.push_back(p.name);
+    return Fail(ErrorCode::kInvalidArgument, "no provider profile \"{}\" (profiles: {})",
+                SanitizeUtf8(options.profile), Join(names, ", "));
+  }
+  if (options.dir.empty() || options.dir.front() != '/') {
+    return Fail(ErrorCode::kInvalidArgument, "the lab's folder must be an absolute path");
+  }
+  lab::LabSpec spec;
+  spec.dir = options.dir + "/lab";
+  spec.nodes = kNodes;
+  spec.controller_port = options.port_base;
+  spec.first_node_port = options.port_base + 1;
+  if (const std::vector<std::string> lacks = lab::Preflight(spec); !lacks.empty()) {
+    return Fail(ErrorCode::kUnavailable, "the lab needs what this machine lacks: {}",
+                Join(lacks, "; "));
+  }
+  sys::FileSystem& fs = *io.evaluation.host.fs;
+  if (auto ok = fs.CreateDirs(options.dir, 0700); !ok) return tl::unexpected(ok.error());
+
+  const std::string provider = fmt::format("cmax lab ({})", profile->name);
+  SimulatedProvider simulated(options, io, *profile);
+  const WallTime since = io.evaluation.host.clock->Now();
+  if (auto ok = simulated.BringUp(spec); !ok) return tl::unexpected(ok.error());
+
+  const WallTime now = io.evaluation.host.clock->Now();
+  const std::string plan = options.dir + "/plan.yaml";
+  for (const auto& [path, text] :
+       {std::pair{options.dir + "/scenario.yaml", ScenarioYaml()},
+        std::pair{plan, PlanYaml(*profile, provider, since, simulated.SimPort())},
+        std::pair{options.dir + "/attestation.yaml",
+                  profile->attestation ? AttestationYaml(provider, now) : std::string()}}) {
+    if (text.empty()) continue;
+    if (auto ok = fs.WriteFileAtomic(path, text, 0600); !ok) return tl::unexpected(ok.error());
+  }
+
+  EvaluationOptions evaluation = options.evaluation;
+  evaluation.plan = plan;
+  evaluation.attestation.clear();
+  evaluation.time_scale = kLabTimeScale;
+  EvaluationIo eio = io.evaluation;
+  eio.before_phase = [&simulated, outer = io.evaluation.before_phase](const std::string& kind,
+                                                                      const std::string& name) {
+    simulated.BeforePhase(kind);
+    if (outer) outer(kind, name);
+  };
+  // The lab's provider name is the plan's, whatever --provider says: its runs are a lab's.
+  eio.host.env = [outer = io.evaluation.host.env](const std::string& name) {
+    return name == "CMAX_PROVIDER" || !outer ? std::string() : outer(name);
+  };
+  auto result = Evaluate(evaluation, eio);
+  simulated.TakeDown();
+  return result;
+}
+
+}  // namespace cmax::evaluate

@@ -1,0 +1,152 @@
+// `cmax run --lab`, the real binary end to end on this machine (root): the lab's real Slurm
+// daemons, cmax's agents as the simulated provider's health checks, serve-sim (a stand-in) as
+// its endpoint, a real Xid written to /dev/kmsg and timed. The three provider profiles land in
+// three different tiers for the reasons the rating gives, and neither a finished nor an
+// interrupted evaluation leaves a daemon behind.
+#include <signal.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <gtest/gtest.h>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+
+#include "support/temp_dir.hpp"
+#include "support/wait.hpp"
+#include "sys/process_runner.hpp"
+
+namespace cmax {
+namespace {
+
+using namespace std::chrono_literals;
+using nlohmann::json;
+
+// Processes whose command line mentions `dir`: the lab's daemons and the provider's agents.
+std::vector<std::string> ProcessesMentioning(const std::string& dir) {
+  std::vector<std::string> found;
+  for (const auto& entry : std::filesystem::directory_iterator("/proc")) {
+    const std::string name = entry.path().filename();
+    if (name.empty() || !std::isdigit(static_cast<unsigned char>(name[0]))) continue;
+    if (std::stoi(name) == ::getpid()) continue;
+    std::ifstream in(entry.path() / "cmdline");
+    std::string cmdline((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    std::replace(cmdline.begin(), cmdline.end(), '\0', ' ');
+    if (cmdline.find(dir) != std::string::npos) found.push_back(name + ": " + cmdline);
+  }
+  return found;
+}
+
+class LabEvaluationTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (::geteuid() != 0) GTEST_SKIP() << "the lab needs root";
+  }
+  // One evaluation of a profile: the JSON report, and the rating it carries.
+  json Evaluate(const std::string& profile) {
+    const std::string lab = dir_.File("lab-" + profile);
+    sys::PosixProcessRunner runner;
+    sys::ProcessSpec spec{.argv = {CMAX_BINARY, "--db", dir_.File(profile + ".db"), "run", "--lab",
+                                   "--provider-profile", profile, "--lab-dir", lab, "--lab-port",
+                                   "28917", "--json", "--html", dir_.File(profile + ".html")}};
+    spec.timeout = 170s;  // the bar is 3 minutes
+    auto r = runner.Run(spec);
+    EXPECT_TRUE(r) << r.error().message;
+    if (!r) return json();
+    // 0 or 1: this host's own audit may find faults; never 2 (usage) or 3 (could not finish).
+    EXPECT_TRUE(r->exit_code == 0 || r->exit_code == 1) << r->exit_code << r->stderr_text;
+    EXPECT_NE(r->stderr_text.find("lab: down"), std::string::npos) << r->stderr_text;
+    EXPECT_EQ(ProcessesMentioning(lab), std::vector<std::string>()) << "left behind";
+    EXPECT_FALSE(std::filesystem::exists(lab + "/lab/lab.json"));
+    const json doc = json::parse(r->stdout_text, nullptr, false);
+    EXPECT_TRUE(doc.is_object()) << r->stdout_text.substr(0, 500);
+    return doc;
+  }
+  static json Item(const json& rating, const std::string& id) {
+    for (const json& item : rating["items"]) {
+      if (item["id"] == id) return item;
+    }
+    return json();
+  }
+
+  testing::TempDir dir_;
+};
+
+TEST_F(LabEvaluationTest, TheThreeProfilesLandInThreeTiersForTheirReasons) {
+  std::map<std::string, json> ratings;
+  for (const char* profile : {"good", "slow", "negligent"}) {
+    const json doc = Evaluate(profile);
+    ASSERT_TRUE(doc.contains("evidence")) << profile;
+    ratings[profile] = doc["evidence"]["rating"];
+    EXPECT_EQ(doc["run"]["provider"], std::string("cmax lab (") + profile + ")");
+    // The lab's bars are the published ones over 60, and the rating's rubric says so.
+    EXPECT_NE(ratings[profile]["rubric"]["name"].get<std::string>().find("x0.01667, for a lab"),
+              std::string::npos)
+        << ratings[profile]["rubric"];
+    // Every phase is accounted for; the endpoint and the fault ran.
+    std::map<std::string, std::string> phases;
+    for (const json& p : doc["evidence"]["evaluation.phases"]) phases[p["name"]] = p["state"];
+    EXPECT_EQ(phases["serve-sim"], "ran") << profile;
+    EXPECT_NE(phases["xid-48"], "untested") << profile;
+    EXPECT_EQ(phases["network"], "untested") << profile;
+    // Re-rated from the store later, the run is rated as it was: on the lab's scaled bands.
+    sys::PosixProcessRunner runner;
+    auto rerated =
+        runner.Run({.argv = {CMAX_BINARY, "--db", dir_.File(std::string(profile) + ".db"), "rate",
+                             std::to_string(doc["run"]["id"].get<int64_t>()), "--json"}});
+    ASSERT_TRUE(rerated && rerated->exit_code == 0) << profile;
+    const json again = json::parse(rerated->stdout_text);
+    EXPECT_EQ(again["tier"], ratings[profile]["tier"]) << profile;
+    EXPECT_EQ(again["score"], ratings[profile]["score"]) << profile;
+  }
+  const json& good = ratings["good"];
+  const json& slow = ratings["slow"];
+  const json& negligent = ratings["negligent"];
+  // Three tiers, in order.
+  EXPECT_EQ(good["tier"], "Gold") << good["score"];
+  EXPECT_EQ(slow["tier"], "Silver") << slow["score"];
+  EXPECT_EQ(negligent["tier"], "Untestable") << negligent["score"];
+  EXPECT_GT(good["score"].get<double>(), slow["score"].get<double>());
+  EXPECT_GT(slow["score"].get<double>(), negligent["score"].get<double>());
+  // Why: the good provider drains at once; the slow one at its next pass, 6 s (6 minutes at the
+  // real scale) after; the negligent one never, watched past every band.
+  EXPECT_EQ(Item(good, "reliability.time-to-detect")["score"], 1.0)
+      << Item(good, "reliability.time-to-detect");
+  EXPECT_EQ(Item(good, "reliability.time-to-service")["score"], 1.0)
+      << Item(good, "reliability.time-to-service");
+  EXPECT_EQ(Item(slow, "reliability.time-to-detect")["score"], 0.5)
+      << Item(slow, "reliability.time-to-detect");
+  EXPECT_EQ(Item(negligent, "reliability.time-to-detect")["score"], 0.0)
+      << Item(negligent, "reliability.time-to-detect");
+  EXPECT_NE(Item(negligent, "reliability.time-to-detect")["evidence"].get<std::string>().find(
+                "past every band"),
+            std::string::npos);
+  // And the negligent provider attests nothing, and its endpoint drops requests.
+  EXPECT_TRUE(Item(negligent, "security.soc2-iso27001")["score"].is_null());
+  EXPECT_LT(Item(negligent, "availability.endpoint-errors")["score"].get<double>(), 1.0);
+  EXPECT_EQ(Item(good, "availability.endpoint-errors")["score"], 1.0);
+  EXPECT_EQ(Item(good, "security.soc2-iso27001")["score"], 1.0);
+}
+
+TEST_F(LabEvaluationTest, AnInterruptedEvaluationLeavesNoDaemonBehind) {
+  const std::string lab = dir_.File("lab-interrupted");
+  const std::string log = dir_.File("interrupted.log");
+  auto pid = sys::SpawnDaemon({.argv = {CMAX_BINARY, "--db", dir_.File("interrupted.db"), "run",
+                                        "--lab", "--provider-profile", "negligent", "--lab-dir",
+                                        lab, "--lab-port", "28917", "--no-html"},
+                               .log_path = log});
+  ASSERT_TRUE(pid) << pid.error().message;
+  // Interrupted while it watches the fault, with every daemon up.
+  ASSERT_TRUE(testing::WaitForText(log, "injected xid 48 on gpu1", 120s)) << testing::FileText(log);
+  ASSERT_FALSE(ProcessesMentioning(lab).empty());
+  ::kill(*pid, SIGINT);
+  ASSERT_TRUE(testing::WaitUntil([&] { return !sys::ProcessAlive(*pid); }, 60s))
+      << testing::FileText(log);
+  EXPECT_NE(testing::FileText(log).find("lab: down"), std::string::npos) << testing::FileText(log);
+  EXPECT_EQ(ProcessesMentioning(lab), std::vector<std::string>());
+}
+
+}  // namespace
+}  // namespace cmax
