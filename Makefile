@@ -25,16 +25,16 @@ build: setup
 # cmax run exits 1 when a check failed and 3 when one could not be read: the evaluation ran,
 # and its report says which; any other failure is make's too.
 # Where there is a cluster (a Slurm controller that answers, NVIDIA GPUs, Kubernetes), cmax run
-# evaluates it; elsewhere cmax run --lab evaluates a simulated provider (it needs root: without
-# it, it says what it needs, and this machine alone is evaluated). Either way the last lines
-# are the tier and where the report is.
+# evaluates it; elsewhere cmax run --lab evaluates a simulated provider (it needs root and
+# Slurm's daemons: without them, it says what it needs, and this machine alone is evaluated).
+# Either way the last lines are the tier and where the report is.
 run: build
 	@if [ -e /dev/nvidiactl ] || [ -n "$$KUBERNETES_SERVICE_HOST" ] || \
 	    { command -v scontrol >/dev/null 2>&1 && timeout 5 scontrol ping >/dev/null 2>&1; }; then \
 	  $(BIN) run; rc=$$?; \
-	elif [ "$$(id -u)" -ne 0 ]; then \
+	elif [ "$$(id -u)" -ne 0 ] || ! command -v slurmctld >/dev/null 2>&1; then \
 	  $(BIN) run --lab; \
-	  echo "make run: no lab without root (above: what it needs); evaluating this machine alone" >&2; \
+	  echo "make run: no lab here (above: what it needs); evaluating this machine alone" >&2; \
 	  $(BIN) run; rc=$$?; \
 	else \
 	  $(BIN) run --lab; rc=$$?; \

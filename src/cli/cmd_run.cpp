@@ -75,6 +75,7 @@ int Run(const RunOptions& options, Context& ctx) {
     evaluate::LabEvaluationOptions lab = options.lab_options;
     lab.evaluation = options.evaluation;
     if (lab.dir.empty()) lab.dir = StoreFolder(ctx) + "/lab-run";
+    if (lab.dir.front() != '/') lab.dir = sys::CurrentDirectory() + "/" + lab.dir;
     const std::string binary = sys::SelfExecutable();
     return evaluate::EvaluateLab(
         lab,

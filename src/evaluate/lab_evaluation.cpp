@@ -6,6 +6,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <fmt/format.h>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -54,8 +55,10 @@ std::string AttestationYaml(const std::string& provider, WallTime now) {
 }
 
 // One fault, an uncorrectable ECC error on gpu1's GPU (Xid 48: reset, validate, back), with
-// the published bars divided by 60; watched past the last scaled band of every time item, so
-// that a provider who never reacts scores what it earned.
+// the published bars divided by 60; a node never drained is watched for the 60 s of the back
+// bar, past the last scaled band of detection (60 s) and drain (60 s), so a provider who never
+// reacts scores 0 on both. Time to service has bands up to 1,440 s: a node never out is never
+// back, and that item stays evidence missing.
 std::string ScenarioYaml() {
   return fmt::format(
       "name: lab double-bit ECC error\n"
@@ -84,11 +87,12 @@ std::string PlanYaml(const ProviderProfile& profile, const std::string& provider
       FormatIso8601(since), sim_port);
 }
 
-// Waits until a daemon's log holds `text` (its ready line), or it died, or `limit` passed.
+// Waits until a daemon's log holds `text` (its ready line), or it died, or `limit` passed, or
+// the evaluation was interrupted. The log is new: the folder's old logs were removed.
 bool LogSays(sys::FileSystem& fs, const std::string& log, const std::string& text, int pid,
-             Duration limit) {
+             Duration limit, const std::function<bool()>& interrupted) {
   const auto deadline = std::chrono::steady_clock::now() + limit;
-  while (std::chrono::steady_clock::now() < deadline) {
+  while (std::chrono::steady_clock::now() < deadline && !(interrupted && interrupted())) {
     if (auto body = fs.ReadFile(log, size_t{1} << 20);
         body && body->find(text) != std::string::npos) {
       return true;
@@ -97,6 +101,14 @@ bool LogSays(sys::FileSystem& fs, const std::string& log, const std::string& tex
     std::this_thread::sleep_for(50ms);
   }
   return false;
+}
+
+bool IsLabProviderFile(const std::string& name) {
+  for (const char* suffix : {".db", ".db-wal", ".db-shm", "-nvml.json", ".lock"}) {
+    if (name.ends_with(suffix)) return true;
+  }
+  return (name.starts_with("agent-") && name.ends_with(".log")) || name == "plan.yaml" ||
+         name == "scenario.yaml" || name == "attestation.yaml";
 }
 
 void Stop(int pid) {
@@ -126,6 +138,12 @@ class SimulatedProvider {
                         [this](std::string_view line) { Say(fmt::format("lab: {}", line)); }};
     auto up = lab::Up(spec, ctx, 60s);
     if (!up) return tl::unexpected(up.error());
+    if (up->already_running) {
+      // Its nodes may still be drained from an evaluation that was killed: not a clean start.
+      return Fail(ErrorCode::kUnavailable,
+                  "a lab is already running in {} (cmax lab down --dir {}, then again)", spec.dir,
+                  spec.dir);
+    }
     lab_dir_ = spec.dir;
     slurm_conf_.emplace("SLURM_CONF", lab::PathsFor(spec.dir).slurm_conf);
     if (auto ok = StartEndpoint(); !ok) return ok;
@@ -148,13 +166,15 @@ class SimulatedProvider {
     }
     ControllerPass();
     controller_ = std::thread([this] {
+      const auto every = std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+          std::chrono::duration<double>(profile_.interval_s));
+      auto next = std::chrono::steady_clock::now() + every;
       std::unique_lock lock(mutex_);
-      while (!stop_controller_) {
-        wake_.wait_for(lock, std::chrono::duration<double>(profile_.interval_s));
-        if (stop_controller_) break;
+      while (!wake_.wait_until(lock, next, [this] { return stop_controller_; })) {
         lock.unlock();
         ControllerPass();
         lock.lock();
+        next += every;
       }
     });
   }
@@ -166,6 +186,9 @@ class SimulatedProvider {
     }
     wake_.notify_all();
     if (controller_.joinable()) controller_.join();
+    // The controller's complaints, said here on this thread: its own shares no stream.
+    for (const std::string& line : controller_said_) Say(line);
+    controller_said_.clear();
     for (int pid : agents_) Stop(pid);
     agents_.clear();
     sim_stop_ = true;
@@ -216,8 +239,10 @@ class SimulatedProvider {
       const std::string state = options_.dir + "/" + node + "-nvml.json";
       std::string gpus;
       for (int g = 0; g < 8; ++g) {
-        gpus += fmt::format("{}{{\"bus_id\": \"0000:{:02x}:00.0\"}}", g ? ", " : "",
-                            index == 0 && g == 0 ? 0x17 : 0x40 + 8 * index + g);
+        // The first is the GPU its fault goes to and its agent watches.
+        gpus += g == 0
+                    ? fmt::format("{{\"bus_id\": \"{}\"}}", kGpus[index])
+                    : fmt::format(", {{\"bus_id\": \"0000:{:02x}:00.0\"}}", 0x40 + 8 * index + g);
       }
       if (auto ok = fs_.WriteFileAtomic(state, fmt::format("{{\"gpus\": [{}]}}\n", gpus), 0644);
           !ok) {
@@ -236,7 +261,8 @@ class SimulatedProvider {
     auto pid = sys::SpawnDaemon({.argv = argv, .env_add = env, .log_path = log});
     if (!pid) return tl::unexpected(pid.error());
     agents_.push_back(*pid);
-    if (!LogSays(fs_, log, "agent ready: kernel log open", *pid, 30s)) {
+    if (!LogSays(fs_, log, "agent ready: kernel log open", *pid, 30s,
+                 io_.evaluation.host.interrupted)) {
       return Fail(ErrorCode::kUnavailable, "the agent of {} did not start; its log: {}", node, log);
     }
     Say(fmt::format("lab: agent of {} ready{}", node, acts ? " (remediates)" : " (reports)"));
@@ -257,8 +283,13 @@ class SimulatedProvider {
          .runner = &runner_,
          .clock = io_.evaluation.host.clock,
          .stop = [] { return false; },
-         .error = [this](std::string_view why) { Say(fmt::format("lab: controller: {}", why)); }});
-    if (!pass) Say("lab: controller: " + pass.error().message);
+         .error = [this](std::string_view why) { Keep(fmt::format("lab: controller: {}", why)); }});
+    if (!pass) Keep("lab: controller: " + pass.error().message);
+  }
+
+  void Keep(std::string line) {
+    std::lock_guard lock(said_mutex_);
+    controller_said_.push_back(std::move(line));
   }
 
   const LabEvaluationOptions& options_;
@@ -277,6 +308,8 @@ class SimulatedProvider {
   std::mutex mutex_;
   std::condition_variable wake_;
   bool stop_controller_ = false;
+  std::mutex said_mutex_;
+  std::vector<std::string> controller_said_;
 };
 
 }  // namespace
@@ -288,10 +321,10 @@ const std::vector<ProviderProfile>& ProviderProfiles() {
                   "attested; its endpoint answers every request",
        .checks = ProviderProfile::Checks::kAgents},
       {.name = "slow",
-       .summary = "agents report faults, but the provider acts on them only every 6 s (6 min "
-                  "at the real scale); attested; its endpoint answers every request",
+       .summary = "agents report faults, but the provider acts on them only every 7.5 s (7.5 "
+                  "min at the real scale); attested; its endpoint answers every request",
        .checks = ProviderProfile::Checks::kSlowController,
-       .interval_s = 6},
+       .interval_s = 7.5},
       {.name = "negligent",
        .summary = "no health checks: nothing drains a faulty node; no attestation; 5% of its "
                   "endpoint's requests fail",
@@ -331,6 +364,14 @@ Result<Evaluation> EvaluateLab(const LabEvaluationOptions& options, const LabEva
   }
   sys::FileSystem& fs = *io.evaluation.host.fs;
   if (auto ok = fs.CreateDirs(options.dir, 0700); !ok) return tl::unexpected(ok.error());
+  // A folder used before holds the last provider's stores (a journal that remembers gpu1's
+  // last fault would send it to repair this time), logs and files: each evaluation starts
+  // clean. Only what this code writes there is removed.
+  if (auto names = fs.ListDir(options.dir)) {
+    for (const std::string& name : *names) {
+      if (IsLabProviderFile(name)) (void)fs.RemoveFile(options.dir + "/" + name);
+    }
+  }
 
   const std::string provider = fmt::format("cmax lab ({})", profile->name);
   SimulatedProvider simulated(options, io, *profile);

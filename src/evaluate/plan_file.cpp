@@ -24,10 +24,15 @@ Error Invalid(const YAML::Node& node, const std::string& message) {
 Result<void> OnlyKeys(const YAML::Node& map, const std::vector<std::string_view>& known,
                       std::string_view where) {
   if (!map.IsMap()) return tl::unexpected(Invalid(map, fmt::format("{} must be a map", where)));
+  std::set<std::string> seen;
   for (auto it = map.begin(); it != map.end(); ++it) {
     const std::string key = it->first.IsScalar() ? it->first.Scalar() : std::string("?");
     if (std::ranges::find(known, key) == known.end()) {
       return tl::unexpected(UnknownKey("plan", key, LineOf(it->first), known));
+    }
+    // YAML reads the first of two equal keys: the second's phases would be dropped unsaid.
+    if (!seen.insert(key).second) {
+      return tl::unexpected(Invalid(it->first, fmt::format("{} appears twice in {}", key, where)));
     }
   }
   return {};

@@ -242,7 +242,7 @@ std::vector<std::string> Preflight(const LabSpec& spec) {
     if (!PortFree(port)) {
       problems.push_back(fmt::format(
           "port {} is taken (another lab, a system slurmctld/slurmd, or another service); "
-          "choose others with --port-base",
+          "choose other ports (cmax lab up --port-base, cmax run --lab --lab-port)",
           port));
     }
   }

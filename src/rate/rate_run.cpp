@@ -58,6 +58,42 @@ Result<Attestation> LoadAttestation(const std::string& path, const Rubric& rubri
   return parsed;
 }
 
+// What an evaluation keeps with its run for its rating: the attestation it was rated with
+// (judged today, as the same file given now would be) and a lab's time scale (the rubric's time
+// bands scaled as its pass bars were). Each from the newest run that has it.
+struct KeptWithRuns {
+  std::optional<Attestation> attestation;
+  std::string note;  // where the attestation came from, or why it could not be read
+  std::optional<Rubric> scaled;
+  const Rubric& RubricOr(const Rubric& rubric) const { return scaled ? *scaled : rubric; }
+};
+
+KeptWithRuns KeptWith(const std::vector<const RunRecord*>& runs, const Rubric& rubric,
+                      WallTime now) {
+  KeptWithRuns out;
+  if (const std::optional<double> scale = TimeScaleOf(runs)) {
+    out.scaled = rubric.WithTimesScaled(*scale);
+  }
+  for (const RunRecord* record : runs) {
+    const auto item =
+        std::ranges::find(record->evidence, std::string(kAttestationEvidence), &EvidenceItem::key);
+    if (item == record->evidence.end()) continue;
+    const nlohmann::json doc = nlohmann::json::parse(item->value_json, nullptr, false);
+    const std::string yaml =
+        doc.is_object() && doc.contains("yaml") && doc["yaml"].is_string() ? doc["yaml"] : "";
+    if (auto parsed = ParseAttestation(yaml, now)) {
+      out.attestation = std::move(*parsed);
+      out.note = fmt::format("the attestation kept with run {} ({}), judged today", record->run.id,
+                             out.attestation->source);
+    } else {
+      out.note = fmt::format("the attestation kept with run {} cannot be read: {}", record->run.id,
+                             parsed.error().message);
+    }
+    break;
+  }
+  return out;
+}
+
 }  // namespace
 
 Result<RatingFiles> LoadRatingFiles(const RateOptions& options, const RateIo& io) {
@@ -96,29 +132,9 @@ Result<Rating> RateRuns(const std::vector<std::string>& runs, const RatingFiles&
   std::ranges::sort(records, std::greater<>(), [](const RunRecord& r) { return r.run.id; });
   RatingInputs inputs{.attestation = files.attestation ? &*files.attestation : nullptr};
   for (const RunRecord& record : records) inputs.runs.push_back(&record);
-  // None named: the attestation an evaluation kept with its run, judged today as a file would be.
-  std::optional<Attestation> kept;
-  std::string kept_note;
-  if (!files.attestation) {
-    for (const RunRecord& record : records) {
-      const auto item =
-          std::ranges::find(record.evidence, std::string(kAttestationEvidence), &EvidenceItem::key);
-      if (item == record.evidence.end()) continue;
-      const nlohmann::json doc = nlohmann::json::parse(item->value_json, nullptr, false);
-      const std::string yaml =
-          doc.is_object() && doc.contains("yaml") && doc["yaml"].is_string() ? doc["yaml"] : "";
-      if (auto parsed = ParseAttestation(yaml, io.clock->Now())) {
-        kept = std::move(*parsed);
-        inputs.attestation = &*kept;
-        kept_note = fmt::format("the attestation kept with run {} ({}), judged today",
-                                record.run.id, kept->source);
-      } else {
-        kept_note = fmt::format("the attestation kept with run {} cannot be read: {}",
-                                record.run.id, parsed.error().message);
-      }
-      break;
-    }
-  }
+  // None named: the attestation an evaluation kept with its run; and a lab's scaled bands.
+  const KeptWithRuns kept = KeptWith(inputs.runs, files.RubricToUse(), io.clock->Now());
+  if (!files.attestation && kept.attestation) inputs.attestation = &*kept.attestation;
   // The drains the store's remediation journal holds (the runs named were read from this
   // store, so it exists), when they can be the rated provider's: a store that holds runs of
   // several providers has a journal that is not any one's.
@@ -131,12 +147,8 @@ Result<Rating> RateRuns(const std::vector<std::string>& runs, const RatingFiles&
     if (!drains) return tl::unexpected(drains.error());
     inputs.drain_reasons = std::move(*drains);
   }
-  // A lab's run says how its pass bars were scaled: re-rated, it is rated as it was.
-  const std::optional<double> scale = TimeScaleOf(inputs.runs);
-  const std::optional<Rubric> scaled =
-      scale ? std::optional(files.RubricToUse().WithTimesScaled(*scale)) : std::nullopt;
-  Rating rating = RateEvidence(scaled ? *scaled : files.RubricToUse(), inputs);
-  if (!kept_note.empty()) rating.notes.push_back(kept_note);
+  Rating rating = RateEvidence(kept.RubricOr(files.RubricToUse()), inputs);
+  if (!files.attestation && !kept.note.empty()) rating.notes.push_back(kept.note);
   std::vector<std::string> rated_providers;  // a run that names none counts as one more
   for (const RunRecord& record : records) {
     const std::string name =
@@ -240,7 +252,10 @@ Result<Ranking> RankStoredProviders(const RankOptions& options, const RateIo& io
     });
     const auto found = attested.find(provider);
     inputs.attestation = found == attested.end() ? nullptr : &found->second;
-    ratings.emplace_back(provider, RateEvidence(rubric, inputs));
+    // Rated as `cmax rate --provider` rates it: a lab's scale, an evaluation's kept attestation.
+    const KeptWithRuns kept = KeptWith(inputs.runs, rubric, io.clock->Now());
+    if (inputs.attestation == nullptr && kept.attestation) inputs.attestation = &*kept.attestation;
+    ratings.emplace_back(provider, RateEvidence(kept.RubricOr(rubric), inputs));
   }
   return RankProviders(rubric, std::move(ratings));
 }

@@ -202,6 +202,7 @@ bool BoundDecides(const ItemScoring& scoring, double bound) {
 void ScoreMetric(const RubricItem& item, const RatingInputs& in, ItemRating& out) {
   auto newest = NewestValues(in, item.source.metric, item.source.at_least);
   std::string unseen;
+  size_t undecided = 0;
   if (newest && !newest->bounds.empty()) {
     size_t decided = 0;
     for (double bound : newest->bounds) {
@@ -214,6 +215,7 @@ void ScoreMetric(const RubricItem& item, const RatingInputs& in, ItemRating& out
                          decided == newest->bounds.size() ? ", past every band"
                          : decided == 0                   ? ", too short a watch to score"
                                                           : ", some too short a watch to score");
+    undecided = newest->bounds.size() - decided;
   }
   if (newest && !newest->values.empty()) {
     const std::vector<double>& values = newest->values;
@@ -227,7 +229,9 @@ void ScoreMetric(const RubricItem& item, const RatingInputs& in, ItemRating& out
       value = *std::ranges::max_element(values);
     }
     out.score = Banded(item.scoring, value);
-    out.coverage = 1;
+    // A step watched too briefly to score is evidence missing: the item's confidence says so.
+    out.coverage =
+        static_cast<double>(values.size()) / static_cast<double>(values.size() + undecided);
     out.runs = {newest->run};
     out.evidence =
         fmt::format("{} {}{} over {} value(s) of {} in run {}", item.source.aggregate,

@@ -45,8 +45,8 @@ class LabEvaluationTest : public ::testing::Test {
     if (::geteuid() != 0) GTEST_SKIP() << "the lab needs root";
   }
   // One evaluation of a profile: the JSON report, and the rating it carries.
-  json Evaluate(const std::string& profile) {
-    const std::string lab = dir_.File("lab-" + profile);
+  json Evaluate(const std::string& profile, const std::string& folder = "") {
+    const std::string lab = dir_.File(folder.empty() ? "lab-" + profile : folder);
     sys::PosixProcessRunner runner;
     sys::ProcessSpec spec{.argv = {CMAX_BINARY, "--db", dir_.File(profile + ".db"), "run", "--lab",
                                    "--provider-profile", profile, "--lab-dir", lab, "--lab-port",
@@ -110,7 +110,7 @@ TEST_F(LabEvaluationTest, TheThreeProfilesLandInThreeTiersForTheirReasons) {
   EXPECT_EQ(negligent["tier"], "Untestable") << negligent["score"];
   EXPECT_GT(good["score"].get<double>(), slow["score"].get<double>());
   EXPECT_GT(slow["score"].get<double>(), negligent["score"].get<double>());
-  // Why: the good provider drains at once; the slow one at its next pass, 6 s (6 minutes at the
+  // Why: the good provider drains at once; the slow one at its next pass, 7.5 s (7.5 min at the
   // real scale) after; the negligent one never, watched past every band.
   EXPECT_EQ(Item(good, "reliability.time-to-detect")["score"], 1.0)
       << Item(good, "reliability.time-to-detect");
@@ -128,6 +128,17 @@ TEST_F(LabEvaluationTest, TheThreeProfilesLandInThreeTiersForTheirReasons) {
   EXPECT_LT(Item(negligent, "availability.endpoint-errors")["score"].get<double>(), 1.0);
   EXPECT_EQ(Item(good, "availability.endpoint-errors")["score"], 1.0);
   EXPECT_EQ(Item(good, "security.soc2-iso27001")["score"], 1.0);
+}
+
+// The folder keeps the last evaluation's stores and logs; the next one there starts clean (a
+// journal that remembered gpu1's fault would send it to repair instead of back to service).
+TEST_F(LabEvaluationTest, ASecondEvaluationInTheSameFolderStartsClean) {
+  for (int i = 0; i < 2; ++i) {
+    const json doc = Evaluate("good", "lab-again");
+    ASSERT_TRUE(doc.contains("evidence")) << i;
+    EXPECT_EQ(doc["evidence"]["rating"]["tier"], "Gold") << i;
+    EXPECT_EQ(Item(doc["evidence"]["rating"], "reliability.time-to-service")["score"], 1.0) << i;
+  }
 }
 
 TEST_F(LabEvaluationTest, AnInterruptedEvaluationLeavesNoDaemonBehind) {

@@ -104,6 +104,9 @@ TEST(PlanFile, BadPlansAreRefusedWithTheirLine) {
       {head + "provider: \"a\\nb\"\n", "provider must be text"},
       {head + "provider: " + std::string(129, 'p') + "\n", "provider must be text of 1 to 128"},
       {head + "attestation: [a]\n", "attestation must be text"},
+      {head + endpoint + "endpoints:\n  - {name: f, url: http://h/, model: m}\n",
+       "line 6: endpoints appears twice in the file"},
+      {head + endpoint + "    model: n\n", "line 6: model appears twice in an endpoint"},
   };
   for (const auto& c : cases) {
     const auto plan = ParsePlan(c.yaml, "/p");

@@ -284,6 +284,7 @@ TEST(Rating, AStepNeverDetectedScoresOnlyWhenTheWatchPassesEveryBand) {
   const ItemRating never = item(RateEvidence(rubric, {{&run}, nullptr}));
   ASSERT_TRUE(never.score);
   EXPECT_EQ(*never.score, 0) << "more than 600 s is past every band";
+  EXPECT_EQ(never.coverage, 1);
   EXPECT_NE(never.evidence.find("1 not seen while watched (up to 600 s), past every band"),
             std::string::npos)
       << never.evidence;
@@ -292,6 +293,7 @@ TEST(Rating, AStepNeverDetectedScoresOnlyWhenTheWatchPassesEveryBand) {
   const ItemRating short_watch = item(RateEvidence(rubric, {{&run}, nullptr}));
   ASSERT_TRUE(short_watch.score);
   EXPECT_EQ(*short_watch.score, 1) << "step a alone, at 30 s";
+  EXPECT_EQ(short_watch.coverage, 0.5) << "step b is evidence missing";
   EXPECT_NE(short_watch.evidence.find("too short a watch to score"), std::string::npos);
   run.metrics.erase(run.metrics.begin());  // and with no step detected at all: no evidence
   const ItemRating none = item(RateEvidence(rubric, {{&run}, nullptr}));
@@ -310,9 +312,9 @@ TEST(Rating, AStepNeverDetectedScoresOnlyWhenTheWatchPassesEveryBand) {
   ASSERT_TRUE(scaled.score);
   EXPECT_EQ(*scaled.score, 0);
   // Bands of other units stay as they are.
-  EXPECT_EQ(Rubric::Builtin().WithTimesScaled(0.5).Items().size(),
-            Rubric::Builtin().Items().size());
-  for (const RubricItem& i : Rubric::Builtin().WithTimesScaled(0.5).Items()) {
+  const Rubric halved = Rubric::Builtin().WithTimesScaled(0.5);  // named: the loop reads it
+  EXPECT_EQ(halved.Items().size(), Rubric::Builtin().Items().size());
+  for (const RubricItem& i : halved.Items()) {
     if (i.id == "pricing.egress") {
       EXPECT_DOUBLE_EQ(i.scoring.bands[1].first, 0.02);
     }
