@@ -103,6 +103,18 @@ Result<std::vector<SlaTerms>> ParseSlaTemplates(const json& templates) {
   return out;
 }
 
+// A metric a cmax phase records, named under `key`.
+Result<std::string> MetricName(const json& from, const char* key, const std::string& where) {
+  auto metric = Text(from, key, where);
+  if (!metric) return metric;
+  if (std::ranges::find(KnownMetrics(), *metric) == KnownMetrics().end()) {
+    return Fail(ErrorCode::kInvalidArgument,
+                "rubric: {}: no cmax phase records the metric \"{}\" (known: {})", where,
+                SanitizeUtf8(*metric), Join(KnownMetrics(), ", "));
+  }
+  return metric;
+}
+
 Result<ItemSource> ParseSource(const json& from, const std::string& where) {
   if (!from.is_object() || from.size() == 0) {
     return Fail(ErrorCode::kInvalidArgument,
@@ -156,13 +168,8 @@ Result<ItemSource> ParseSource(const json& from, const std::string& where) {
       source.audit_checks.push_back(id.get<std::string>());
     }
   } else if (from.contains("metric")) {
-    auto metric = Text(from, "metric", where);
+    auto metric = MetricName(from, "metric", where);
     if (!metric) return tl::unexpected(metric.error());
-    if (std::ranges::find(KnownMetrics(), *metric) == KnownMetrics().end()) {
-      return Fail(ErrorCode::kInvalidArgument,
-                  "rubric: {}: no cmax phase records the metric \"{}\" (known: {})", where,
-                  SanitizeUtf8(*metric), Join(KnownMetrics(), ", "));
-    }
     source.metric = *metric;
     if (from.contains("aggregate")) {
       auto aggregate = Text(from, "aggregate", where);
@@ -173,13 +180,8 @@ Result<ItemSource> ParseSource(const json& from, const std::string& where) {
       source.aggregate = *aggregate;
     }
     if (from.contains("at_least")) {
-      auto bound = Text(from, "at_least", where);
+      auto bound = MetricName(from, "at_least", where);
       if (!bound) return tl::unexpected(bound.error());
-      if (std::ranges::find(KnownMetrics(), *bound) == KnownMetrics().end()) {
-        return Fail(ErrorCode::kInvalidArgument,
-                    "rubric: {}: no cmax phase records the metric \"{}\" (known: {})", where,
-                    SanitizeUtf8(*bound), Join(KnownMetrics(), ", "));
-      }
       source.at_least = *bound;
     }
   } else {
