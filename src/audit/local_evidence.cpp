@@ -77,14 +77,24 @@ void ProgramVersion(AuditEvidence& out, const std::string& key,
   if (std::string version = parse(*text); !version.empty()) out[key] = version;
 }
 
-void Driver(const sys::FileSystem& fs, AuditEvidence& out) {
+// The driver as /proc/driver/nvidia says; where that is not there (a container that does not
+// mount it; the lab, whose GPUs are simulated) NVML still names the driver, and then its
+// version is graded while what only /proc says stays unread.
+void Driver(const sys::FileSystem& fs, const std::optional<Result<sys::NvmlSnapshot>>& nvml,
+            AuditEvidence& out) {
   const auto version = Read(fs, "/proc/driver/nvidia/version");
   const auto driver = version ? ParseNvidiaVersion(*version) : std::nullopt;
   if (!driver || driver->version.empty()) {
+    if (nvml && *nvml && !(*nvml)->driver_version.empty()) {
+      out["gpu.driver.version"] = SanitizeUtf8((*nvml)->driver_version);
+      out["gpu.driver.source"] = "nvml";
+      return;
+    }
     out["gpu.driver.version"] = nullptr;
     return;
   }
   out["gpu.driver.version"] = driver->version;
+  out["gpu.driver.source"] = "/proc/driver/nvidia/version";
   out["gpu.driver.open_kernel"] = driver->open_kernel_module;
   // DMA-BUF: the module exports it (the public audit looks for dma_buf* below the module).
   bool dma_buf = false;
@@ -483,7 +493,7 @@ void KernelXids(const sys::FileSystem& fs, sys::ProcessRunner& runner, const std
 
 // Each GPU's temperature and power with whether it is idle (no compute process, utilisation
 // 0): the readings the idle checks judge. Only where a driver is; null where none is.
-void IdleGpus(const LocalProbeOptions& options, AuditEvidence& out) {
+void IdleGpus(const std::optional<Result<sys::NvmlSnapshot>>& nvml, AuditEvidence& out) {
   const auto driver = out.find("gpu.driver.version");
   if (driver == out.end()) return;
   if (driver->second.is_null()) {
@@ -491,8 +501,8 @@ void IdleGpus(const LocalProbeOptions& options, AuditEvidence& out) {
     out["gpu.idle.power_w"] = nullptr;
     return;
   }
-  if (!options.nvml) return;
-  auto snapshot = options.nvml();
+  if (!nvml) return;
+  const Result<sys::NvmlSnapshot>& snapshot = *nvml;
   if (!snapshot) {
     out["gpu.nvml.error"] = SanitizeUtf8(snapshot.error().message);
     return;
@@ -759,7 +769,10 @@ AuditEvidence CollectLocalEvidence(const sys::FileSystem& fs, sys::ProcessRunner
   AuditEvidence out;
   const std::string& path = options.path;
   const std::vector<std::string> sbin = {"/usr/sbin", "/sbin"};
-  Driver(fs, out);
+  // NVML asked once: the driver's version where /proc has none, and the idle readings.
+  std::optional<Result<sys::NvmlSnapshot>> nvml;
+  if (options.nvml) nvml = options.nvml();
+  Driver(fs, nvml, out);
   Modules(fs, out);
   const std::optional<std::string> loader_cache = LoaderCache(fs, out);
   Governors(fs, out);
@@ -845,7 +858,7 @@ AuditEvidence CollectLocalEvidence(const sys::FileSystem& fs, sys::ProcessRunner
   DockerServer(fs, runner, path, options.timeout, out);
   SlurmClient(fs, runner, path, options.timeout, options.ask_accounting, options.slurm_conf, out);
   KernelXids(fs, runner, path, options, out);
-  IdleGpus(options, out);
+  IdleGpus(nvml, out);
   DcgmExporter(fs, out);
   IbPkeys(fs, out);
   RdmaStack(fs, runner, path, loader_cache, options.timeout, out);

@@ -12,6 +12,7 @@
 #include <optional>
 #include <thread>
 
+#include "audit/minimums.hpp"
 #include "core/strings.hpp"
 #include "endpoint/sim_server.hpp"
 #include "lab/lab.hpp"
@@ -111,6 +112,22 @@ bool IsLabProviderFile(const std::string& name) {
          name == "scenario.yaml" || name == "attestation.yaml";
 }
 
+// The driver the provider's GPUs run: a stale one (below the minimum of its branch in the
+// built-in table, so security fixes are missing) or the newest minimum that table knows.
+std::string DriverVersion(const ProviderProfile& profile) {
+  if (profile.stale_driver) return "535.54.03";  // June 2023; the 535 branch's fixes came later
+  std::string newest;
+  if (const audit::ComponentMinimums* driver =
+          audit::MinimumTable::Builtin().Find("nvidia-driver")) {
+    for (const auto& [branch, minimum] : driver->minimums) {
+      if (newest.empty() || audit::CompareTableVersions(minimum, newest).value_or(0) > 0) {
+        newest = minimum;
+      }
+    }
+  }
+  return newest.empty() ? "580.159.03" : newest;
+}
+
 void Stop(int pid) {
   if (pid <= 0 || !sys::ProcessAlive(pid)) return;
   ::kill(pid, SIGTERM);
@@ -146,6 +163,15 @@ class SimulatedProvider {
     }
     lab_dir_ = spec.dir;
     slurm_conf_.emplace("SLURM_CONF", lab::PathsFor(spec.dir).slurm_conf);
+    if (!io_.nvml_sim_lib.empty()) {
+      for (int i = 0; i < kNodes; ++i) {
+        if (auto ok = WriteGpus(i); !ok) return ok;
+      }
+      // The evaluation runs as on the provider's first node: its audit reads that node's GPUs
+      // (their driver) through the simulated NVML. Set before any thread starts.
+      nvml_lib_.emplace("CMAX_NVML_LIB", io_.nvml_sim_lib);
+      nvml_state_.emplace("CMAX_NVML_SIM_STATE", GpuState(0));
+    }
     if (auto ok = StartEndpoint(); !ok) return ok;
     if (profile_.checks != ProviderProfile::Checks::kNone) {
       for (int i = 0; i < kNodes; ++i) {
@@ -194,6 +220,8 @@ class SimulatedProvider {
     sim_stop_ = true;
     if (sim_thread_.joinable()) sim_thread_.join();
     slurm_conf_.reset();
+    nvml_state_.reset();
+    nvml_lib_.reset();
     if (!lab_dir_.empty()) {
       lab::LabContext ctx{fs_, runner_, *io_.evaluation.host.clock, {}};
       if (auto down = lab::Down(lab_dir_, ctx); down) {
@@ -235,21 +263,8 @@ class SimulatedProvider {
     if (io_.nvml_sim_lib.empty()) {
       argv.emplace_back("--no-nvml");
     } else {
-      // The node's eight GPUs, healthy, through the simulated NVML (a stand-in).
-      const std::string state = options_.dir + "/" + node + "-nvml.json";
-      std::string gpus;
-      for (int g = 0; g < 8; ++g) {
-        // The first is the GPU its fault goes to and its agent watches.
-        gpus += g == 0
-                    ? fmt::format("{{\"bus_id\": \"{}\"}}", kGpus[index])
-                    : fmt::format(", {{\"bus_id\": \"0000:{:02x}:00.0\"}}", 0x40 + 8 * index + g);
-      }
-      if (auto ok = fs_.WriteFileAtomic(state, fmt::format("{{\"gpus\": [{}]}}\n", gpus), 0644);
-          !ok) {
-        return ok;
-      }
       env.push_back("CMAX_NVML_LIB=" + io_.nvml_sim_lib);
-      env.push_back("CMAX_NVML_SIM_STATE=" + state);
+      env.push_back("CMAX_NVML_SIM_STATE=" + GpuState(index));
     }
     if (acts) {
       for (const char* arg : {"--remediate", "--validation-command", "true", "--reset-command",
@@ -267,6 +282,26 @@ class SimulatedProvider {
     }
     Say(fmt::format("lab: agent of {} ready{}", node, acts ? " (remediates)" : " (reports)"));
     return {};
+  }
+
+  std::string GpuState(int index) const {
+    return options_.dir + "/" + lab::NodeName(index + 1) + "-nvml.json";
+  }
+
+  // The node's eight GPUs, healthy, with the profile's driver, through the simulated NVML (a
+  // stand-in). The first is the GPU its fault goes to and its agent watches.
+  Result<void> WriteGpus(int index) {
+    std::string gpus;
+    for (int g = 0; g < 8; ++g) {
+      const std::string bus = g == 0 ? std::string(kGpus[index])
+                                     : fmt::format("0000:{:02x}:00.0", 0x40 + 8 * index + g);
+      gpus += fmt::format("{}{{\"bus_id\": \"{}\", \"name\": \"NVIDIA H100 80GB HBM3\"}}",
+                          g == 0 ? "" : ", ", bus);
+    }
+    return fs_.WriteFileAtomic(GpuState(index),
+                               fmt::format("{{\"driver_version\": \"{}\", \"gpus\": [{}]}}\n",
+                                           DriverVersion(profile_), gpus),
+                               0644);
   }
 
   void ControllerPass() {
@@ -300,6 +335,8 @@ class SimulatedProvider {
   std::string lab_dir_;
   // The phases run Slurm's commands, which find the lab's controller through SLURM_CONF.
   std::optional<sys::ScopedEnv> slurm_conf_;
+  std::optional<sys::ScopedEnv> nvml_lib_;
+  std::optional<sys::ScopedEnv> nvml_state_;
   std::vector<int> agents_;
   std::unique_ptr<endpoint::SimServer> sim_;
   std::atomic<bool> sim_stop_{false};
@@ -326,11 +363,13 @@ const std::vector<ProviderProfile>& ProviderProfiles() {
        .checks = ProviderProfile::Checks::kSlowController,
        .interval_s = 7.5},
       {.name = "negligent",
-       .summary = "no health checks: nothing drains a faulty node; no attestation; 5% of its "
-                  "endpoint's requests fail",
+       .summary = "no health checks: nothing drains a faulty node; a GPU driver from 2023, "
+                  "without its branch's security fixes; no attestation; 5% of its endpoint's "
+                  "requests fail",
        .checks = ProviderProfile::Checks::kNone,
        .attestation = false,
-       .endpoint_error_share = 0.05},
+       .endpoint_error_share = 0.05,
+       .stale_driver = true},
   };
   return kProfiles;
 }

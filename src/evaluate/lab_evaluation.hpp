@@ -32,6 +32,7 @@ struct ProviderProfile {
   double interval_s = 0;  // kSlowController: seconds between the controller's passes
   bool attestation = true;
   double endpoint_error_share = 0;  // the share of requests serve-sim answers with HTTP 500
+  bool stale_driver = false;        // its GPUs' driver misses the security fixes of its branch
 };
 const std::vector<ProviderProfile>& ProviderProfiles();  // good, slow, negligent
 const ProviderProfile* FindProviderProfile(std::string_view name);

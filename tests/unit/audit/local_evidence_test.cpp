@@ -335,6 +335,28 @@ TEST(CollectLocalEvidence, ReadsEachGpusIdleTemperatureAndPowerFromNvml) {
   const sys::MemoryFileSystem empty;
   EXPECT_EQ(CollectLocalEvidence(empty, runner, {.path = "/usr/bin"}).at("gpu.idle.power_w"),
             nullptr);
+  EXPECT_EQ(e.at("gpu.driver.source"), "/proc/driver/nvidia/version");
+
+  // No /proc/driver/nvidia (a container that does not mount it, the lab's simulated GPUs):
+  // NVML names the driver, and its GPUs are read; what only /proc says stays unread.
+  sys::NvmlSnapshot named = snapshot;
+  named.driver_version = "535.54.03";
+  const AuditEvidence from_nvml = CollectLocalEvidence(
+      empty, runner,
+      {.path = "/usr/bin", .nvml = [&] { return Result<sys::NvmlSnapshot>(named); }});
+  EXPECT_EQ(from_nvml.at("gpu.driver.version"), "535.54.03");
+  EXPECT_EQ(from_nvml.at("gpu.driver.source"), "nvml");
+  EXPECT_EQ(from_nvml.at("gpu.idle.power_w").size(), 3U);
+  EXPECT_FALSE(from_nvml.contains("gpu.driver.open_kernel"));
+  // NVML that names no driver, or does not load, on a host without one: no driver here.
+  for (const Result<sys::NvmlSnapshot>& answer :
+       {Result<sys::NvmlSnapshot>(snapshot),
+        Result<sys::NvmlSnapshot>(Fail(ErrorCode::kUnavailable, "NVML library not found"))}) {
+    const AuditEvidence absent =
+        CollectLocalEvidence(empty, runner, {.path = "/usr/bin", .nvml = [&] { return answer; }});
+    EXPECT_EQ(absent.at("gpu.driver.version"), nullptr);
+    EXPECT_FALSE(absent.contains("gpu.nvml.error"));
+  }
 }
 
 // What the host is (OS, architecture, VM), what a guest could do with nested KVM, a Grace
