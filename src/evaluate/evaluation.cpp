@@ -289,7 +289,7 @@ Result<Evaluation> Evaluate(const EvaluationOptions& options, const EvaluationIo
   // what `cmax rate RUN` will read.
   auto store = store::Store::Open({.path = hio.db_path});
   if (!store) return tl::unexpected(store.error());
-  auto drains = store->DrainReasons();
+  auto drains = rate::JournalDrains(*store);
   if (!drains) return tl::unexpected(drains.error());
   // Rated as `cmax rate RUN` will rate it: the run records its lab's time scale.
   const std::optional<double> scale = rate::TimeScaleOf({&out.record});

@@ -3,6 +3,10 @@
 #include <algorithm>
 #include <array>
 #include <cctype>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <tuple>
 
 #include "core/strings.hpp"
 
@@ -87,6 +91,62 @@ std::vector<DrainsOfCause> SplitDrains(const std::vector<std::string>& reasons) 
         std::ranges::find(entry.examples, clean) == entry.examples.end()) {
       entry.examples.push_back(clean);
     }
+  }
+  return out;
+}
+
+std::vector<std::string> DrainsSeenInTimelines(const std::vector<const RunRecord*>& runs) {
+  std::vector<std::string> reasons;
+  std::set<std::tuple<std::string, std::string, std::string>> counted;  // node, at, reason
+  for (const RunRecord* run : runs) {
+    for (const EvidenceItem& item : run->evidence) {
+      const bool timeline =
+          item.key.ends_with(".timeline") &&
+          (item.key.starts_with("reliability.") ||
+           (item.key.starts_with("phase.") && item.key.find(".reliability.") != std::string::npos));
+      if (!timeline) continue;
+      const nlohmann::json doc = nlohmann::json::parse(item.value_json, nullptr, false);
+      if (!doc.is_object() || !doc.contains("observations") || !doc["observations"].is_array()) {
+        continue;
+      }
+      for (const nlohmann::json& seen : doc["observations"]) {
+        if (!seen.is_object() || seen.value("kind", nlohmann::json()) != "drained") continue;
+        const auto text = [&](const char* key) {
+          const auto it = seen.find(key);
+          return it != seen.end() && it->is_string() ? it->get<std::string>() : std::string();
+        };
+        // Where the scheduler gave no reason of its own (none, or only the maintenance
+        // reservation a node is validated in: remediate::SchedulerNode::ServiceReason), the
+        // drain followed the fault the run injected, and that is its cause.
+        std::string reason = text("detail");
+        const auto record = doc.find("record");
+        if (const std::string injected =
+                record != doc.end() && record->is_string() ? record->get<std::string>() : "";
+            (reason.empty() || reason == "in a maintenance reservation") && !injected.empty()) {
+          reason = "after the injected " + injected;
+        }
+        if (reason.empty()) reason = "(the scheduler gave no reason)";
+        if (counted.emplace(text("node"), text("at"), reason).second) {
+          reasons.push_back(std::move(reason));
+        }
+      }
+    }
+  }
+  return reasons;
+}
+
+std::vector<std::string> MergeDrainReasons(const std::vector<std::string>& journal,
+                                           const std::vector<std::string>& seen) {
+  std::map<std::string, int> in_journal;
+  for (const std::string& reason : journal) ++in_journal[reason];
+  std::vector<std::string> out = journal;
+  for (const std::string& reason : seen) {
+    // One the journal holds too is the same drain, told twice.
+    if (auto it = in_journal.find(reason); it != in_journal.end() && it->second > 0) {
+      --it->second;
+      continue;
+    }
+    out.push_back(reason);
   }
   return out;
 }

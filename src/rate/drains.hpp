@@ -9,6 +9,8 @@
 #include <string_view>
 #include <vector>
 
+#include "core/run_record.hpp"
+
 namespace cmax::rate {
 
 enum class DrainCause { kGpu, kCpuLockup, kFilesystem, kNetwork, kOther };
@@ -29,5 +31,16 @@ struct DrainsOfCause {
 
 // Every cause, in the order above, with its count (zero included).
 std::vector<DrainsOfCause> SplitDrains(const std::vector<std::string>& reasons);
+
+// The drains reliability runs saw on the provider's scheduler, with the reason it gave: the
+// "drained" observations of each `reliability.STEP.timeline` (or, folded into an evaluation,
+// `phase.NAME.reliability.STEP.timeline`). A drain seen by two of the runs (a phase's run and
+// the evaluation it was folded into) is one: the same node at the same moment.
+std::vector<std::string> DrainsSeenInTimelines(const std::vector<const RunRecord*>& runs);
+
+// The journal's drains and those seen, as one list: a drain in both (the same reason: cmax's
+// controller wrote it, the scheduler said it back) counts once.
+std::vector<std::string> MergeDrainReasons(const std::vector<std::string>& journal,
+                                           const std::vector<std::string>& seen);
 
 }  // namespace cmax::rate

@@ -96,6 +96,15 @@ KeptWithRuns KeptWith(const std::vector<const RunRecord*>& runs, const Rubric& r
 
 }  // namespace
 
+Result<std::optional<std::vector<std::string>>> JournalDrains(store::Store& store) {
+  auto providers = store.Providers();
+  if (!providers) return tl::unexpected(providers.error());
+  if (providers->size() > 1) return std::nullopt;
+  auto drains = store.DrainReasons();
+  if (!drains) return tl::unexpected(drains.error());
+  return std::optional(std::move(*drains));
+}
+
 Result<RatingFiles> LoadRatingFiles(const RateOptions& options, const RateIo& io) {
   RatingFiles files;
   if (!options.rubric.empty()) {
@@ -136,17 +145,12 @@ Result<Rating> RateRuns(const std::vector<std::string>& runs, const RatingFiles&
   const KeptWithRuns kept = KeptWith(inputs.runs, files.RubricToUse(), io.clock->Now());
   if (!files.attestation && kept.attestation) inputs.attestation = &*kept.attestation;
   // The drains the store's remediation journal holds (the runs named were read from this
-  // store, so it exists), when they can be the rated provider's: a store that holds runs of
-  // several providers has a journal that is not any one's.
+  // store, so it exists).
   auto store = store::Store::Open({.path = io.db_path, .create = false, .read_only = true});
   if (!store) return tl::unexpected(store.error());
-  auto providers = store->Providers();
-  if (!providers) return tl::unexpected(providers.error());
-  if (providers->size() <= 1) {
-    auto drains = store->DrainReasons();
-    if (!drains) return tl::unexpected(drains.error());
-    inputs.drain_reasons = std::move(*drains);
-  }
+  auto drains = JournalDrains(*store);
+  if (!drains) return tl::unexpected(drains.error());
+  inputs.drain_reasons = std::move(*drains);
   Rating rating = RateEvidence(kept.RubricOr(files.RubricToUse()), inputs);
   if (!files.attestation && !kept.note.empty()) rating.notes.push_back(kept.note);
   std::vector<std::string> rated_providers;  // a run that names none counts as one more
@@ -162,11 +166,10 @@ Result<Rating> RateRuns(const std::vector<std::string>& runs, const RatingFiles&
         fmt::format("the runs rated are of several providers ({}): rate one with --provider NAME",
                     Join(rated_providers, ", ")));
   }
-  if (providers->size() > 1) {
+  if (!inputs.drain_reasons) {
     rating.notes.push_back(
-        fmt::format("drains by cause left out: this store holds runs of {} providers, and its "
-                    "remediation journal is not any one's",
-                    providers->size()));
+        "the remediation journal's drains left out of drains by cause: this store holds runs of "
+        "several providers, and its journal is not any one's");
   }
   return rating;
 }

@@ -284,6 +284,19 @@ std::optional<std::pair<double, int64_t>> NewestMax(const RatingInputs& in, std:
   return std::pair{*std::ranges::max_element(newest->values), newest->run};
 }
 
+// A measured time in hours at the real scale: a lab's times are at its scale (its bars divided
+// by 60), and a contract's hours are not, so they are read back multiplied; the source says so.
+struct MeasuredHours {
+  double hours = 0;
+  std::string source;
+};
+MeasuredHours RealHours(const Rubric& rubric, double seconds, std::string source) {
+  const double scale = rubric.TimeScale();
+  if (scale <= 0 || scale == 1) return {seconds / 3600, std::move(source)};
+  return {seconds / scale / 3600,
+          fmt::format("{} ({:.4g} s at the lab's scale, x{:.4g})", source, seconds, 1 / scale)};
+}
+
 void Goodput(const Rubric& rubric, const RatingInputs& in, Rating& rating) {
   if (!rubric.Goodput()) return;
   const GoodputAssumptions& a = *rubric.Goodput();
@@ -307,15 +320,21 @@ void Goodput(const Rubric& rubric, const RatingInputs& in, Rating& rating) {
   std::string detect_source = assumed;
   const auto detected = NewestMax(in, "reliability.detect");
   if (detected) {
-    detect_h = detected->first / 3600;
-    detect_source = fmt::format("measured: reliability.detect, run {}", detected->second);
+    MeasuredHours m =
+        RealHours(rubric, detected->first,
+                  fmt::format("measured: reliability.detect, run {}", detected->second));
+    detect_h = m.hours;
+    detect_source = std::move(m.source);
   }
   double repair_h = a.repair_h;
   std::string repair_source = assumed;
   // Repair: from detection to capacity back in service, as measured.
   if (const auto back = NewestMax(in, "reliability.back_in_service"); back && detected) {
-    repair_h = std::max(0.0, back->first - detected->first) / 3600;
-    repair_source = fmt::format("measured: back in service less detected, run {}", back->second);
+    MeasuredHours m =
+        RealHours(rubric, std::max(0.0, back->first - detected->first),
+                  fmt::format("measured: back in service less detected, run {}", back->second));
+    repair_h = m.hours;
+    repair_source = std::move(m.source);
   }
   GoodputInputs g;
   g.detect_h = input("t_id (detect)", detect_h, "h", detect_source);
@@ -390,9 +409,10 @@ void SlaRiskOf(const Rubric& rubric, const RatingInputs& in, Rating& rating) {
   input("uptime (monthly)", terms->uptime_pct, "%", terms_source);
   risk.mtbf_gpu_hours = input("MTBF", a.mtbf_gpu_hours, "GPU-h", assumed);
   if (const auto back = NewestMax(in, "reliability.back_in_service")) {
-    risk.outage_h =
-        input("D (failure to back in service)", back->first / 3600, "h",
-              fmt::format("measured: reliability.back_in_service, run {}", back->second));
+    const MeasuredHours m =
+        RealHours(rubric, back->first,
+                  fmt::format("measured: reliability.back_in_service, run {}", back->second));
+    risk.outage_h = input("D (failure to back in service)", m.hours, "h", m.source);
   } else {
     risk.outage_h = input("D (failure to back in service)", a.detect_h + a.repair_h, "h",
                           assumed + ": detect_h + repair_h");
@@ -497,7 +517,13 @@ Rating RateEvidence(const Rubric& rubric, const RatingInputs& in) {
   }
   Goodput(rubric, in, rating);
   SlaRiskOf(rubric, in, rating);
-  if (in.drain_reasons) rating.drains = SplitDrains(*in.drain_reasons);
+  const std::vector<std::string> seen = DrainsSeenInTimelines(in.runs);
+  if (in.drain_reasons || !seen.empty()) {
+    const std::vector<std::string> journal = in.drain_reasons.value_or(std::vector<std::string>{});
+    rating.drains = SplitDrains(MergeDrainReasons(journal, seen));
+    if (in.drain_reasons) rating.drains_journal = static_cast<int>(journal.size());
+    rating.drains_seen = static_cast<int>(seen.size());
+  }
   return rating;
 }
 
@@ -513,6 +539,21 @@ std::optional<double> TimeScaleOf(const std::vector<const RunRecord*>& runs) {
   }
   return std::nullopt;
 }
+
+namespace {
+
+// Where the drains came from, in words.
+std::string DrainSources(const Rating& r) {
+  std::vector<std::string> parts;
+  if (r.drains_journal)
+    parts.push_back(fmt::format("the remediation journal: {}", *r.drains_journal));
+  if (r.drains_seen > 0 || !r.drains_journal) {
+    parts.push_back(fmt::format("seen on the scheduler in the rated runs: {}", r.drains_seen));
+  }
+  return Join(parts, "; ");
+}
+
+}  // namespace
 
 std::string RatingText(const Rating& r, int verbosity) {
   std::string out = fmt::format("Tier: {}", r.tier);
@@ -607,7 +648,7 @@ std::string RatingText(const Rating& r, int verbosity) {
       total += d.drains;
       parts.push_back(fmt::format("{} {}", DrainCauseName(d.cause), d.drains));
     }
-    out += fmt::format("\nDrains by cause (the remediation journal): {} in all: {}\n", total,
+    out += fmt::format("\nDrains by cause ({}): {} in all: {}\n", DrainSources(r), total,
                        Join(parts, ", "));
     if (verbosity > 0) {
       for (const DrainsOfCause& d : *r.drains) {
@@ -706,6 +747,10 @@ json RatingJson(const Rating& r) {
   }
   return {{"schema", "cmax.rating/v1"},
           {"drains", drains},
+          {"drains_from",
+           r.drains ? json{{"journal", r.drains_journal ? json(*r.drains_journal) : json(nullptr)},
+                           {"seen", r.drains_seen}}
+                    : json(nullptr)},
           {"sla", sla},
           {"sla_missing", r.sla_missing.empty() ? json(nullptr) : json(r.sla_missing)},
           {"goodput", goodput},

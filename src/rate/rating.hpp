@@ -96,6 +96,8 @@ struct Rating {
   std::optional<SlaView> sla;
   std::string sla_missing;                           // why there is none
   std::optional<std::vector<DrainsOfCause>> drains;  // by cause; none when not read
+  std::optional<int> drains_journal;  // of them, the journal's (none: the journal was not read)
+  int drains_seen = 0;                // seen on the scheduler by the rated reliability runs
 };
 
 Rating RateEvidence(const Rubric& rubric, const RatingInputs& inputs);

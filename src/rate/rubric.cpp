@@ -301,6 +301,7 @@ Rubric Rubric::WithTimesScaled(double factor) const {
     for (auto& [limit, score] : item.scoring.bands) limit *= factor;
   }
   out.name_ += fmt::format(" (every time band x{:.4g}, for a lab)", factor);
+  out.time_scale_ *= factor;
   return out;
 }
 

@@ -101,6 +101,9 @@ class Rubric {
   // This rubric with every band in seconds multiplied by `factor`, and its name saying so: a
   // lab that scales its pass bars down is rated on bands scaled the same way.
   Rubric WithTimesScaled(double factor) const;
+  // 1, or the product of the factors it was scaled by: a lab's measured times over this are
+  // times at the real scale, where the goodput's and the SLA's hours are.
+  double TimeScale() const { return time_scale_; }
 
  private:
   std::string name_;
@@ -111,6 +114,7 @@ class Rubric {
   std::string below_;
   std::string untestable_;
   double untestable_below_ = 0;
+  double time_scale_ = 1;
   std::optional<GoodputAssumptions> goodput_;
   std::vector<SlaTerms> sla_templates_;
 };

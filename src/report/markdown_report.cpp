@@ -71,7 +71,11 @@ std::string InputsMarkdown(const std::vector<GoodputRow>& inputs) {
 
 std::string DrainsMarkdown(const RatingView& view) {
   if (!view.drains) return "";
-  std::string out = "\n### Drains by cause\n\n| Cause | Drains | For example |\n|---|---:|---|\n";
+  std::string out = "\n### Drains by cause\n\n";
+  if (!view.drains_from.empty()) {
+    out += MarkdownEscape(view.drains_from) + " (a drain in both counts once).\n\n";
+  }
+  out += "| Cause | Drains | For example |\n|---|---:|---|\n";
   for (const auto& d : *view.drains) {
     std::string examples;
     for (const std::string& e : d.examples) {

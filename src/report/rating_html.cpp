@@ -268,12 +268,15 @@ std::string DrainsByCause(const RatingView& view) {
   if (!view.drains) return "";
   double total = 0;
   for (const auto& d : *view.drains) total += d.drains;
+  const std::string from = view.drains_from.empty()
+                               ? "carried out by the remediation controller"
+                               : HtmlEscape(view.drains_from) + " (a drain in both counts once)";
   std::string out = fmt::format(
-      "<section id=\"drains\">\n<h2>Drains by cause</h2>\n<p>{:g} drain(s) carried out by the "
-      "remediation controller, by the cause their condition names.</p>\n<table "
+      "<section id=\"drains\">\n<h2>Drains by cause</h2>\n<p>{:g} drain(s) by the cause their "
+      "reason names: {}.</p>\n<table "
       "class=\"drains\">\n<thead><tr><th>Cause</th><th>Drains</th><th>For example</th></tr>"
       "</thead>\n<tbody>\n",
-      total);
+      total, from);
   for (const auto& d : *view.drains) {
     std::string examples;
     for (const std::string& e : d.examples)

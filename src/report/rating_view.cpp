@@ -6,6 +6,8 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "core/strings.hpp"
+
 namespace cmax::report {
 namespace {
 
@@ -191,6 +193,15 @@ std::optional<RatingView> ReadRating(const RunRecord& record) {
       view.drains->push_back({.cause = Text(d, "cause"),
                               .drains = Number(d, "drains").value_or(0),
                               .examples = Texts(d, "examples")});
+    }
+    if (const json* from = Field(rating, "drains_from"); from && from->is_object()) {
+      std::vector<std::string> parts;
+      if (const auto journal = Number(*from, "journal")) {
+        parts.push_back(fmt::format("{:g} in the remediation journal", *journal));
+      }
+      parts.push_back(fmt::format("{:g} seen on the provider's scheduler during the rated runs",
+                                  Number(*from, "seen").value_or(0)));
+      view.drains_from = Join(parts, ", ");
     }
   }
   return view;

@@ -91,6 +91,9 @@ struct RatingView {
     std::vector<std::string> examples;
   };
   std::optional<std::vector<Drains>> drains;  // by cause; none when the rating did not read them
+  // Where they came from, in words ("2 in the remediation journal, 1 seen on the scheduler
+  // during the rated runs"); empty for a rating stored before it said.
+  std::string drains_from;
 };
 
 // The run's rating, when it has one that reads as an object with a tier.

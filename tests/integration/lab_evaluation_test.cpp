@@ -151,6 +151,26 @@ TEST_F(LabEvaluationTest, TheThreeProfilesLandInThreeTiersForTheirReasons) {
       << current;
   EXPECT_LT(stale["score"].get<double>(), current["score"].get<double>());
 
+  // The drain the good provider's agent made was seen on the lab's Slurm (gpu1 in the
+  // maintenance reservation it is validated in), after the Xid: a GPU's. The negligent provider
+  // drained nothing.
+  EXPECT_EQ(good["drains_from"]["seen"], 1) << good["drains_from"];
+  EXPECT_EQ(good["drains"][0]["cause"], "GPU");
+  EXPECT_EQ(good["drains"][0]["drains"], 1) << good["drains"];
+  // (None at all: the store holds three providers' runs, so its journal is not read, and no
+  // run saw a drain.)
+  EXPECT_EQ(negligent["drains"], nullptr) << negligent["drains"];
+  // Goodput and SLA risk read the lab's measured times back at the real scale (x60).
+  int detect_inputs = 0;
+  for (const json& input : slow["goodput"]["inputs"]) {
+    if (input["name"] != "t_id (detect)") continue;
+    ++detect_inputs;
+    EXPECT_GT(input["value"].get<double>(), 6.0 * 60 / 3600) << input;  // ~7.5 s x60
+    EXPECT_NE(input["source"].get<std::string>().find("at the lab's scale, x60"), std::string::npos)
+        << input;
+  }
+  EXPECT_EQ(detect_inputs, 1) << slow["goodput"];
+
   // `cmax compare` says what moved from the good provider to the negligent one, and why.
   const json moved = CmaxJson("lab.db", {"compare", run_ids["good"], run_ids["negligent"]});
   EXPECT_EQ(moved["tier"]["before"], good["tier"]);

@@ -4,8 +4,10 @@
 #include "rate/drains.hpp"
 
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 #include "rate/rate_run.hpp"
+#include "rate/rating.hpp"
 #include "store/sqlite.hpp"
 #include "store/store.hpp"
 #include "support/temp_dir.hpp"
@@ -56,6 +58,70 @@ TEST(Drains, SplitCountsEveryCauseAndKeepsExamples) {
   EXPECT_EQ(split[4].cause, DrainCause::kOther);
 }
 
+// A reliability run's timeline as it stores it: one "drained" observation per drain seen.
+EvidenceItem Timeline(const std::string& key, const std::string& node, const std::string& at,
+                      const std::string& reason, const nlohmann::json& record = nullptr) {
+  const nlohmann::json doc = {
+      {"step", "s"},
+      {"record", record},
+      {"observations",
+       {{{"at", at}, {"kind", "detected"}, {"node", node}, {"detail", "x"}},
+        {{"at", at}, {"kind", "drained"}, {"node", node}, {"detail", reason}}}}};
+  return {key, doc.dump()};
+}
+
+// The drains the provider's scheduler showed while a reliability run watched: counted once
+// though the phase's run and the evaluation it was folded into both hold the timeline, and
+// once though cmax's own controller (the journal) did it; anything that is not a timeline or
+// not a drain is not one.
+TEST(Drains, SeenInTheRatedRunsTimelines) {
+  RunRecord phase;
+  phase.evidence = {Timeline("reliability.xid.timeline", "gpu1", "t1", "cmax: Xid 48 on a"),
+                    Timeline("reliability.fs.timeline", "gpu2", "t2", "nfs timeout"),
+                    Timeline("reliability.empty.timeline", "gpu3", "t3", ""),
+                    // A node validated in a maintenance reservation, with no reason of the
+                    // scheduler's: the fault the step injected is the cause.
+                    Timeline("reliability.maint.timeline", "gpu4", "t4",
+                             "in a maintenance reservation", "NVRM: Xid (PCI:0000:17:00): 48"),
+                    Timeline("reliability.odd.timeline", "gpu5", "t5", "", 48),
+                    Timeline("audit.node.gpu1", "gpu1", "t1", "not a timeline"),
+                    {"reliability.bad.timeline", "{not json"},
+                    {"reliability.list.timeline", R"({"observations": [1, "x", {"kind": 2}]})"}};
+  RunRecord evaluation;
+  evaluation.evidence = {
+      Timeline("phase.xid.reliability.xid.timeline", "gpu1", "t1", "cmax: Xid 48 on a"),
+      Timeline("phase.xid.reliability.again.timeline", "gpu1", "t9", "cmax: Xid 48 on a")};
+  const std::vector<std::string> seen = DrainsSeenInTimelines({&evaluation, &phase});
+  EXPECT_EQ(seen, (std::vector<std::string>{"cmax: Xid 48 on a", "cmax: Xid 48 on a", "nfs timeout",
+                                            "(the scheduler gave no reason)",
+                                            "after the injected NVRM: Xid (PCI:0000:17:00): 48",
+                                            "(the scheduler gave no reason)"}));
+  // The journal drained gpu1 once with that reason: one of the two seen is that drain.
+  EXPECT_EQ(MergeDrainReasons({"cmax: Xid 48 on a", "cmax: soft_lockup"}, seen),
+            (std::vector<std::string>{"cmax: Xid 48 on a", "cmax: soft_lockup", "cmax: Xid 48 on a",
+                                      "nfs timeout", "(the scheduler gave no reason)",
+                                      "after the injected NVRM: Xid (PCI:0000:17:00): 48",
+                                      "(the scheduler gave no reason)"}));
+
+  // In a rating: split by cause, with where they came from, even without the journal (a
+  // ranking of providers, whose journals are not theirs).
+  const Rating rating = RateEvidence(Rubric::Builtin(), {.runs = {&evaluation, &phase}});
+  ASSERT_TRUE(rating.drains);
+  EXPECT_EQ((*rating.drains)[0].drains, 3);  // GPU
+  EXPECT_EQ((*rating.drains)[2].drains, 1);  // filesystem
+  EXPECT_EQ((*rating.drains)[4].drains, 2);  // other: no reason
+  EXPECT_FALSE(rating.drains_journal);
+  EXPECT_EQ(rating.drains_seen, 6);
+  EXPECT_EQ(RatingJson(rating)["drains_from"], nlohmann::json({{"journal", nullptr}, {"seen", 6}}));
+  EXPECT_NE(RatingText(rating).find(
+                "Drains by cause (seen on the scheduler in the rated runs: 6): 6 in all: GPU 3"),
+            std::string::npos)
+      << RatingText(rating);
+  // No timeline and no journal: none, not zero.
+  RunRecord bare;
+  EXPECT_FALSE(RateEvidence(Rubric::Builtin(), {.runs = {&bare}}).drains);
+}
+
 TEST(Drains, RatedFromTheStoresRemediationJournal) {
   testing::TempDir dir;
   const std::string path = dir.File("cmax.db");
@@ -86,8 +152,8 @@ TEST(Drains, RatedFromTheStoresRemediationJournal) {
   const nlohmann::json json = RatingJson(*rating);
   EXPECT_EQ(json["drains"][0]["cause"], "GPU");
   EXPECT_EQ(json["drains"][2]["examples"][0], "cmax: fs_timeout on nfs:/home");
-  EXPECT_NE(RatingText(*rating).find("Drains by cause (the remediation journal): 2 in all: GPU 1, "
-                                     "CPU lockup 0, filesystem 1, network 0, other 0"),
+  EXPECT_NE(RatingText(*rating).find("Drains by cause (the remediation journal: 2): 2 in all: GPU "
+                                     "1, CPU lockup 0, filesystem 1, network 0, other 0"),
             std::string::npos)
       << RatingText(*rating);
 }

@@ -94,6 +94,18 @@ TEST(Goodput, TheRatingUsesMeasuredTimesAndTheAttestedPrice) {
                               .failures = a.job_gpus * a.contract_hours / a.mtbf_gpu_hours,
                               .gpu_hour_usd = 2};
   EXPECT_NEAR(r.goodput->expense.cold_usd, ComputeGoodputExpense(by_hand).cold_usd, 1e-6);
+  // A lab's times are at its scale (its bars over 60): the contract's hours are at the real one.
+  const Rating lab = RateEvidence(rubric.WithTimesScaled(1.0 / 60), {{&reliability}, &priced});
+  ASSERT_TRUE(lab.goodput);
+  const auto lab_input = [&](std::string_view prefix) {
+    return *std::ranges::find_if(lab.goodput->inputs,
+                                 [&](const auto& i) { return i.name.starts_with(prefix); });
+  };
+  EXPECT_DOUBLE_EQ(lab_input("t_id").value, 180.0 * 60 / 3600);
+  EXPECT_EQ(lab_input("t_id").source,
+            "measured: reliability.detect, run 9 (180 s at the lab's scale, x60)");
+  EXPECT_DOUBLE_EQ(lab_input("t_repair").value, (1980.0 - 180) * 60 / 3600);
+  EXPECT_DOUBLE_EQ(lab_input("t_chkpt").value, a.checkpoint_interval_h);  // assumed: as it is
   // No price: none, and why.
   const Rating unpriced = RateEvidence(rubric, {{&reliability}, nullptr});
   EXPECT_FALSE(unpriced.goodput);

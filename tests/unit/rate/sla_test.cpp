@@ -159,6 +159,13 @@ TEST(Sla, InARating) {
       r.sla->inputs, std::string("D (failure to back in service)"), &GoodputInputView::name);
   ASSERT_NE(outage, r.sla->inputs.end());
   EXPECT_EQ(outage->source, "measured: reliability.back_in_service, run 4");
+  // A lab's 120 s at a scale of 1/60 are the same 2 h.
+  RunRecord lab_run = run;
+  lab_run.metrics = {{"reliability.back_in_service", {{"step", "a"}}, 120, "s"}};
+  const Rating lab = RateEvidence(rubric.WithTimesScaled(1.0 / 60), {{&lab_run}, &attested});
+  ASSERT_TRUE(lab.sla);
+  EXPECT_NEAR(lab.sla->risk.outage_h, 2, 1e-9);
+  EXPECT_NEAR(lab.sla->risk.credit_usd_per_year, 374'016, 1);
   const nlohmann::json json = RatingJson(r);
   EXPECT_EQ(json["sla"]["breach_at"], 1);
   EXPECT_EQ(json["sla"]["terms"]["credits"][1][1], 25);

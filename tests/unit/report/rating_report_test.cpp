@@ -193,6 +193,10 @@ TEST(RatingReport, SlaRiskHasItsTable) {
             std::string::npos)
       << html;
   EXPECT_NE(html.find("<tr><td>CPU lockup</td><td>1</td>"), std::string::npos);
+  EXPECT_NE(html.find("3 drain(s) by the cause their reason names: 3 in the remediation journal, "
+                      "0 seen on the provider&#39;s scheduler during the rated runs"),
+            std::string::npos)
+      << html;
   const std::string md = RenderMarkdown(r);
   EXPECT_NE(
       md.find("| GPU | 2 | cmax: Xid 79 on &lt;b&gt;0000:17:00&lt;/b&gt;; cmax: Xid 48 on x |"),
