@@ -232,6 +232,12 @@ std::vector<Metric> StoreMetrics(const LoadSummary& s, const RunDescription& d) 
       {"endpoint.client_cpu_us_per_token", labels, s.cpu_us_per_output_token, "us"},
   };
   if (s.cost_usd) out.push_back({"endpoint.cost", labels, *s.cost_usd, "USD"});
+  // How much of what a prefix cache could have reused for this workload it did, which the
+  // rubric scores; none when the workload repeats no prefix (nothing to reuse, nothing shown).
+  if (s.ideal_hit_rate > 0) {
+    out.push_back({"endpoint.cache_hit_of_ideal", labels,
+                   std::min(1.0, s.measured_hit_rate / s.ideal_hit_rate), "ratio"});
+  }
   // The share of requests that failed, which the rubric scores; none when nothing was sent.
   if (const size_t sent = m.completed + m.failed; sent > 0) {
     out.push_back({"endpoint.error_ratio", labels,

@@ -16,6 +16,7 @@
 #include "core/strings.hpp"
 #include "endpoint/sim_server.hpp"
 #include "lab/lab.hpp"
+#include "rate/rubric.hpp"
 #include "remediate/settings.hpp"
 #include "sys/file_system.hpp"
 #include "sys/host.hpp"
@@ -81,7 +82,7 @@ std::string PlanYaml(const ProviderProfile& profile, const std::string& provider
       "health: {{since: \"{}\"}}  # the kernel log since the lab came up\n"
       "endpoints:\n"
       "  - {{name: serve-sim, url: \"http://127.0.0.1:{}/v1\", model: lab-model, concurrency: 8,\n"
-      "     requests: 200, input_len: 256, output_len: 16, timeout_s: 30}}\n"
+      "     requests: 200, input_len: 256, prefix_len: 128, output_len: 16, timeout_s: 30}}\n"
       "reliability:\n"
       "  - {{name: xid-48, scenario: scenario.yaml}}\n",
       profile.name, provider, profile.attestation ? "attestation: attestation.yaml\n" : "",
@@ -243,6 +244,7 @@ class SimulatedProvider {
     endpoint::SimConfig config;
     config.decode_ms = 1;
     config.rate_500 = profile_.endpoint_error_share;
+    if (!profile_.prefix_cache) config.cache_blocks = 0;
     auto server = endpoint::SimServer::Listen("127.0.0.1:0", config);
     if (!server) return tl::unexpected(server.error());
     sim_ = std::move(*server);
@@ -365,11 +367,12 @@ const std::vector<ProviderProfile>& ProviderProfiles() {
       {.name = "negligent",
        .summary = "no health checks: nothing drains a faulty node; a GPU driver from 2023, "
                   "without its branch's security fixes; no attestation; 5% of its endpoint's "
-                  "requests fail",
+                  "requests fail and it caches no prompt prefix",
        .checks = ProviderProfile::Checks::kNone,
        .attestation = false,
        .endpoint_error_share = 0.05,
-       .stale_driver = true},
+       .stale_driver = true,
+       .prefix_cache = false},
   };
   return kProfiles;
 }
@@ -413,6 +416,9 @@ Result<Evaluation> EvaluateLab(const LabEvaluationOptions& options, const LabEva
   }
 
   const std::string provider = fmt::format("cmax lab ({})", profile->name);
+  // A build whose built-in rubric is broken stops at its first use: here, before any daemon
+  // starts, rather than with the lab up.
+  (void)rate::Rubric::Builtin();
   SimulatedProvider simulated(options, io, *profile);
   const WallTime since = io.evaluation.host.clock->Now();
   if (auto ok = simulated.BringUp(spec); !ok) return tl::unexpected(ok.error());

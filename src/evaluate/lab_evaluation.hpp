@@ -33,6 +33,7 @@ struct ProviderProfile {
   bool attestation = true;
   double endpoint_error_share = 0;  // the share of requests serve-sim answers with HTTP 500
   bool stale_driver = false;        // its GPUs' driver misses the security fixes of its branch
+  bool prefix_cache = true;         // its endpoint reuses cached prompt prefixes
 };
 const std::vector<ProviderProfile>& ProviderProfiles();  // good, slow, negligent
 const ProviderProfile* FindProviderProfile(std::string_view name);

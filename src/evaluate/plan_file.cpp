@@ -115,11 +115,11 @@ Result<std::vector<YAML::Node>> Entries(const YAML::Node& root, const char* key)
 
 Result<EndpointPhasePlan> EndpointOf(const YAML::Node& entry, const std::string& base_dir,
                                      std::set<std::string>& seen) {
-  if (auto ok =
-          OnlyKeys(entry,
-                   {"name", "url", "api", "model", "api_key_env", "api_key_file", "concurrency",
-                    "requests", "rate", "warmup", "input_len", "output_len", "timeout_s"},
-                   "an endpoint");
+  if (auto ok = OnlyKeys(
+          entry,
+          {"name", "url", "api", "model", "api_key_env", "api_key_file", "concurrency", "requests",
+           "rate", "warmup", "input_len", "output_len", "prefix_len", "timeout_s"},
+          "an endpoint");
       !ok) {
     return tl::unexpected(ok.error());
   }
@@ -166,6 +166,7 @@ Result<EndpointPhasePlan> EndpointOf(const YAML::Node& entry, const std::string&
                          Number(entry, "warmup", 0, 1e5, out.pace.warmup),
                          Number(entry, "input_len", 1, 1e6, out.workload.input_len),
                          Number(entry, "output_len", 1, 1e5, out.workload.output_len),
+                         Number(entry, "prefix_len", 0, 1e6, out.workload.prefix_len),
                          Number(entry, "timeout_s", 0.1, 86400, out.target.timeout_s)}) {
     if (!ok) return tl::unexpected(ok.error());
   }

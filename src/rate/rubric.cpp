@@ -282,7 +282,8 @@ Result<ItemScoring> ParseScoring(const json& score, const ItemSource& source,
 const std::vector<std::string>& KnownMetrics() {
   static const std::vector<std::string> kMetrics = {
       "reliability.detect",          "reliability.out_of_service", "reliability.replaced",
-      "reliability.back_in_service", "reliability.watched",        "endpoint.error_ratio"};
+      "reliability.back_in_service", "reliability.watched",        "endpoint.error_ratio",
+      "endpoint.cache_hit_of_ideal"};
   return kMetrics;
 }
 

@@ -204,6 +204,31 @@ TEST_F(EndpointCli, SweepAndReplay) {
   EXPECT_DOUBLE_EQ(replay["cmax"]["cache_hit_rate"].get<double>(), 32.0 / 96.0);
 }
 
+// The share of the ideal cache hit rate reached, which the rubric scores, is stored when the
+// workload repeats a prefix, and only then.
+TEST_F(EndpointCli, TheCacheHitAgainstTheIdealIsStoredWhenThereIsAPrefixToReuse) {
+  for (const char* prefix : {"64", "0"}) {
+    const auto r = Cmax({"endpoint", "run", "--url", Url(), "--model", "m", "--requests", "16",
+                         "--concurrency", "2", "--input-len", "32", "--output-len", "4",
+                         "--prefix-len", prefix});
+    ASSERT_EQ(r.exit_code, 0) << r.stderr_text;
+    const auto report = Cmax({"report", "--format", "json"});  // the newest run
+    ASSERT_EQ(report.exit_code, 0) << report.stderr_text;
+    const json doc = json::parse(report.stdout_text);
+    std::vector<double> shares;
+    for (const json& m : doc["metrics"]) {
+      if (m["name"] == "endpoint.cache_hit_of_ideal") shares.push_back(m["value"].get<double>());
+    }
+    if (std::string(prefix) == "0") {
+      EXPECT_TRUE(shares.empty()) << prefix;
+    } else {
+      ASSERT_EQ(shares.size(), 1U) << doc["metrics"];
+      EXPECT_GT(shares[0], 0.9);  // serve-sim's cache keeps every block
+      EXPECT_LE(shares[0], 1.0);
+    }
+  }
+}
+
 TEST_F(EndpointCli, BadInputIsRefusedWithAReason) {
   const auto refused = [&](std::vector<std::string> args, const std::string& why) {
     const auto r = Cmax(std::move(args));

@@ -140,6 +140,11 @@ TEST_F(LabEvaluationTest, TheThreeProfilesLandInThreeTiersForTheirReasons) {
   EXPECT_LT(Item(negligent, "availability.endpoint-errors")["score"].get<double>(), 1.0);
   EXPECT_EQ(Item(good, "availability.endpoint-errors")["score"], 1.0);
   EXPECT_EQ(Item(good, "security.soc2-iso27001")["score"], 1.0);
+  // Its endpoint caches no prompt prefix; the good one's reuses all it could.
+  EXPECT_EQ(Item(negligent, "availability.endpoint-prefix-cache")["score"], 0.0)
+      << Item(negligent, "availability.endpoint-prefix-cache");
+  EXPECT_EQ(Item(good, "availability.endpoint-prefix-cache")["score"], 1.0)
+      << Item(good, "availability.endpoint-prefix-cache");
   // Its GPUs' driver (through the simulated NVML) is from 2023, below its branch's fixes; the
   // others' is current.
   const json stale = Item(negligent, "security.minimum-versions");

@@ -37,6 +37,7 @@ TEST(PlanFile, TheExampleNamesEveryPhase) {
   EXPECT_EQ(chat.pace.concurrency, 8U);
   EXPECT_EQ(chat.pace.requests, 64U);
   EXPECT_EQ(chat.workload.input_len, 1024U);
+  EXPECT_EQ(chat.workload.prefix_len, 512U);
   ASSERT_EQ(plan->reliability.size(), 1U);
   EXPECT_EQ(plan->reliability[0].scenario, "/plans/scenarios/xid79.yaml");
   ASSERT_EQ(plan->network.size(), 1U);
@@ -58,6 +59,7 @@ TEST(PlanFile, ASmallPlanTakesTheDefaults) {
   EXPECT_EQ(plan->endpoints[0].pace.concurrency, 8U);
   EXPECT_EQ(plan->endpoints[0].pace.requests, 64U);
   EXPECT_EQ(plan->endpoints[0].target.label, "cmax-plan-e");
+  EXPECT_EQ(plan->endpoints[0].workload.prefix_len, 0U);  // no shared prefix unless asked
   // Relative paths stay relative to where cmax runs when the plan has no folder.
   const auto relative = ParsePlan("schema: cmax.plan/v1\nattestation: a.yaml\n", "");
   ASSERT_TRUE(relative);
@@ -86,6 +88,8 @@ TEST(PlanFile, BadPlansAreRefusedWithTheirLine) {
       {head + endpoint + "    concurrency: 2.5\n", "concurrency must be a whole number"},
       {head + endpoint + "    requests: .nan\n", "requests must be a whole number"},
       {head + endpoint + "    timeout_s: -1\n", "timeout_s must be a number"},
+      {head + endpoint + "    prefix_len: -8\n", "prefix_len must be a whole number"},
+      {head + endpoint + "    prefix_len: 2000000\n", "prefix_len must be a whole number"},
       {head + endpoint + "    api: grpc\n", "api must be chat, completions or anthropic"},
       {head + "endpoints:\n  - name: e\n    model: m\n", "url must be an http"},
       {head + "endpoints:\n  - name: e\n    url: ftp://h/\n    model: m\n", "url must be an http"},
