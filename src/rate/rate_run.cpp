@@ -139,7 +139,8 @@ Result<Rating> RateRuns(const std::vector<std::string>& runs, const RatingFiles&
     }
   }
   std::ranges::sort(records, std::greater<>(), [](const RunRecord& r) { return r.run.id; });
-  RatingInputs inputs{.attestation = files.attestation ? &*files.attestation : nullptr};
+  RatingInputs inputs{.attestation = files.attestation ? &*files.attestation : nullptr,
+                      .now = io.clock->Now()};
   for (const RunRecord& record : records) inputs.runs.push_back(&record);
   // None named: the attestation an evaluation kept with its run; and a lab's scaled bands.
   const KeptWithRuns kept = KeptWith(inputs.runs, files.RubricToUse(), io.clock->Now());
@@ -248,7 +249,7 @@ Result<Ranking> RankStoredProviders(const RankOptions& options, const RateIo& io
       if (!record) return tl::unexpected(record.error());
       records.push_back(std::move(*record));
     }
-    RatingInputs inputs;
+    RatingInputs inputs{.now = io.clock->Now()};
     for (const RunRecord& record : records) inputs.runs.push_back(&record);
     std::ranges::sort(inputs.runs, [](const RunRecord* a, const RunRecord* b) {
       return a->run.id > b->run.id;  // newest first

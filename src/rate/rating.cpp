@@ -515,6 +515,19 @@ Rating RateEvidence(const Rubric& rubric, const RatingInputs& in) {
   } else if (!rating.gates_unverified.empty()) {
     rating.notes.push_back("provisional: a gate could not be checked");
   }
+  if (in.now && rubric.StaleAfterDays() > 0) {
+    for (const RunRecord* record : in.runs) {
+      const double days =
+          std::chrono::duration<double>(*in.now - record->run.started_at).count() / 86400;
+      if (days <= rubric.StaleAfterDays()) continue;
+      rating.stale_runs.push_back(record->run.id);
+      rating.notes.push_back(
+          fmt::format("stale evidence: run {} ({}, {}) is {:.0f} days old, past the rubric's {:g}",
+                      record->run.id, SanitizeUtf8(record->run.command),
+                      FormatIso8601(record->run.started_at).substr(0, 10), std::floor(days),
+                      rubric.StaleAfterDays()));
+    }
+  }
   Goodput(rubric, in, rating);
   SlaRiskOf(rubric, in, rating);
   const std::vector<std::string> seen = DrainsSeenInTimelines(in.runs);
@@ -767,6 +780,7 @@ json RatingJson(const Rating& r) {
           {"gates_failed", r.gates_failed},
           {"gates_unverified", r.gates_unverified},
           {"notes", r.notes},
+          {"stale_runs", r.stale_runs},
           {"categories", categories},
           {"items", items}};
 }

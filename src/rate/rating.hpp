@@ -24,6 +24,9 @@ struct RatingInputs {
   // The remediation journal's drains (their reasons), when the store has one to read: split by
   // cause in the rating. None: not read (a ranking of providers, whose journals are not theirs).
   std::optional<std::vector<std::string>> drain_reasons;
+  // When the rating is made: runs older than the rubric's stale_after_days are flagged. None:
+  // no run is judged by its age.
+  std::optional<WallTime> now;
 };
 
 struct ItemRating {
@@ -96,6 +99,7 @@ struct Rating {
   std::optional<SlaView> sla;
   std::string sla_missing;                           // why there is none
   std::optional<std::vector<DrainsOfCause>> drains;  // by cause; none when not read
+  std::vector<int64_t> stale_runs;    // rated runs older than the rubric's stale_after_days
   std::optional<int> drains_journal;  // of them, the journal's (none: the journal was not read)
   int drains_seen = 0;                // seen on the scheduler by the rated reliability runs
 };

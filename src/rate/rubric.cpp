@@ -320,7 +320,7 @@ Result<Rubric> Rubric::Parse(std::string_view text) {
   }
   if (auto ok = OnlyKeys(doc,
                          {"schema", "name", "note", "tiers", "below", "untestable", "categories",
-                          "items", "goodput", "sla_templates"},
+                          "items", "goodput", "sla_templates", "stale_after_days"},
                          "top level");
       !ok) {
     return tl::unexpected(ok.error());
@@ -376,6 +376,11 @@ Result<Rubric> Rubric::Parse(std::string_view text) {
   if (!threshold) return tl::unexpected(threshold.error());
   rubric.untestable_ = *untestable_name;
   rubric.untestable_below_ = *threshold;
+  if (doc.contains("stale_after_days")) {
+    auto days = Number(doc, "stale_after_days", "top level", 1, 3650);
+    if (!days) return tl::unexpected(days.error());
+    rubric.stale_after_days_ = *days;
+  }
   if (!tier_names.insert(rubric.below_).second || !tier_names.insert(rubric.untestable_).second) {
     return Fail(ErrorCode::kInvalidArgument,
                 "rubric: \"below\" and \"untestable\" must be tiers of their own");

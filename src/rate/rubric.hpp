@@ -89,6 +89,8 @@ class Rubric {
   const std::string& Below() const { return below_; }  // under the last band
   const std::string& Untestable() const { return untestable_; }
   double UntestableBelowConfidence() const { return untestable_below_; }
+  // Evidence from a run older than this many days is flagged as stale; 0: never.
+  double StaleAfterDays() const { return stale_after_days_; }
   // None: the rubric estimates no goodput expense.
   const std::optional<GoodputAssumptions>& Goodput() const { return goodput_; }
   // The SLA templates an attestation may name (`sla: {template: gold}`); the SLA risk uses the
@@ -114,6 +116,7 @@ class Rubric {
   std::string below_;
   std::string untestable_;
   double untestable_below_ = 0;
+  double stale_after_days_ = 0;
   double time_scale_ = 1;
   std::optional<GoodputAssumptions> goodput_;
   std::vector<SlaTerms> sla_templates_;

@@ -100,6 +100,36 @@ TEST(Rating, WorkedExample) {
   EXPECT_EQ(r.runs, (std::vector<int64_t>{2, 1}));
 }
 
+// Evidence older than the rubric's stale_after_days is flagged, run by run, in the notes and
+// the JSON; the score is what the evidence says. Without a time to judge by, nothing is.
+TEST(Rating, RunsPastTheRubricsAgeAreFlaggedStale) {
+  Runs runs;
+  const WallTime now = *ParseIso8601("2026-12-01T00:00:00Z");
+  runs.newer.run.command = "audit";
+  runs.newer.run.started_at = now - std::chrono::hours(24 * 10);
+  runs.older.run.command = "reliability";
+  runs.older.run.started_at = now - std::chrono::hours(24 * 120);
+  const Attestation attested = Soc2(true);
+  const Rubric& builtin = Rubric::Builtin();
+  ASSERT_EQ(builtin.StaleAfterDays(), 90);
+  const Rating r = RateEvidence(builtin, {{&runs.newer, &runs.older}, &attested, {}, now});
+  EXPECT_EQ(r.stale_runs, (std::vector<int64_t>{1}));
+  EXPECT_NE(std::ranges::find(r.notes,
+                              "stale evidence: run 1 (reliability, 2026-08-03) is 120 "
+                              "days old, past the rubric's 90"),
+            r.notes.end())
+      << nlohmann::json(r.notes);
+  EXPECT_EQ(RatingJson(r)["stale_runs"], nlohmann::json({1}));
+  const Rating fresh =
+      RateEvidence(builtin, {{&runs.newer, &runs.older}, &attested, {}, runs.older.run.started_at});
+  EXPECT_TRUE(fresh.stale_runs.empty());
+  EXPECT_EQ(fresh.score, r.score);
+  EXPECT_TRUE(RateEvidence(builtin, {{&runs.newer, &runs.older}, &attested}).stale_runs.empty());
+  // A rubric without the key judges no run by its age.
+  EXPECT_TRUE(
+      RateEvidence(Small(), {{&runs.newer, &runs.older}, &attested, {}, now}).stale_runs.empty());
+}
+
 TEST(Rating, AFailedGateCapsTheTier) {
   const Runs runs;
   const Attestation lapsed = Soc2(false);

@@ -56,6 +56,8 @@ TEST(Rubric, EveryMistakeIsRefusedNamingWhere) {
       {"not json", [](json& r) { r = "x"; }, "not a JSON object"},
       {"schema", [](json& r) { r["schema"] = "cmax.rubric/v2"; }, "schema"},
       {"unknown key", [](json& r) { r["weights"] = 1; }, "unknown key \"weights\""},
+      {"stale days", [](json& r) { r["stale_after_days"] = 0; }, "stale_after_days"},
+      {"stale text", [](json& r) { r["stale_after_days"] = "90d"; }, "stale_after_days"},
       {"item key", [](json& r) { r["items"][0]["weigth"] = 1; },
        "item security.versions: unknown key"},
       {"no category", [](json& r) { r["items"][0]["category"] = "vibes"; },
