@@ -297,6 +297,34 @@ MeasuredHours RealHours(const Rubric& rubric, double seconds, std::string source
           fmt::format("{} ({:.4g} s at the lab's scale, x{:.4g})", source, seconds, 1 / scale)};
 }
 
+// The published goodput formulas, as the rating prints them beside its inputs.
+std::vector<std::string> GoodputFormulas() {
+  return {"G_cold = [(t_id + t_chkpt/2) + t_init + t_repair] * j_size * failures * price",
+          "G_hot  = {[(t_id + t_chkpt/2) + t_init] * j_size + t_repair * b_radius} * failures "
+          "* price",
+          "G_tol  = [(t_id + t_failover) * j_size + t_repair * b_radius] * failures * price",
+          "failures = j_size * contract / MTBF",
+          "useful GPU-hour price = price * j_size * contract / (j_size * contract - G / price)"};
+}
+
+// The SLA model for a unit (rate/sla.cpp), in the words of its inputs.
+std::vector<std::string> SlaFormulas(SlaTerms::Unit unit) {
+  std::vector<std::string> out;
+  if (unit == SlaTerms::Unit::kNode) {
+    out = {"outages per node-month N ~ Poisson(8 * 730 / MTBF), each D hours"};
+  } else {
+    out = {"tray down share p = (4 / MTBF) * D",
+           "rack outages per month N ~ Poisson(16 * (4 / MTBF) * C(18,2) * p^2 * (1-p)^16 * 730), "
+           "each D/3 hours (down at >= 3 of 18 trays)"};
+  }
+  out.insert(out.end(),
+             {"a month falls under a band at k = floor((1 - below/100) * 730 / outage) + 1 outages",
+              "breaches per contract-year = units * 12 * P(N >= k at the uptime)",
+              "E[credit share] = sum over bands, best first, (credit_i - credit_i-1) * "
+              "P(N >= k_i); credit = contract * E[credit share]"});
+  return out;
+}
+
 void Goodput(const Rubric& rubric, const RatingInputs& in, Rating& rating) {
   if (!rubric.Goodput()) return;
   const GoodputAssumptions& a = *rubric.Goodput();
@@ -309,7 +337,7 @@ void Goodput(const Rubric& rubric, const RatingInputs& in, Rating& rating) {
     rating.goodput_missing = "no GPU-hour price attested (pricing.gpu_hour_usd)";
     return;
   }
-  GoodputView view;
+  GoodputView view{.formulas = GoodputFormulas()};
   const std::string assumed = "assumed (rubric " + rubric.Name() + ")";
   const auto input = [&](const char* name, double value, const char* unit,
                          const std::string& source) {
@@ -396,6 +424,7 @@ void SlaRiskOf(const Rubric& rubric, const RatingInputs& in, Rating& rating) {
   const std::string assumed = "assumed (rubric " + rubric.Name() + ")";
   SlaView view;
   view.terms = *terms;
+  view.formulas = SlaFormulas(terms->unit);
   const auto input = [&](const char* name, double value, const char* unit,
                          const std::string& source) {
     view.inputs.push_back({name, value, unit, source});
@@ -614,12 +643,7 @@ std::string RatingText(const Rating& r, int verbosity) {
         g.failures, g.expense.cold_usd, useful(g.useful_hour_cold_usd), g.expense.hot_usd,
         useful(g.useful_hour_hot_usd), g.expense.tolerant_usd, useful(g.useful_hour_tolerant_usd));
     if (verbosity > 0) {
-      out +=
-          "  G_cold = [(t_id + t_chkpt/2) + t_init + t_repair] * j_size * failures * price\n"
-          "  G_hot  = {[(t_id + t_chkpt/2) + t_init] * j_size + t_repair * b_radius} * failures "
-          "* price\n"
-          "  G_tol  = [(t_id + t_failover) * j_size + t_repair * b_radius] * failures * price\n"
-          "  failures = j_size * contract / MTBF\n";
+      for (const std::string& formula : g.formulas) out += "  " + formula + "\n";
       for (const GoodputInputView& input : g.inputs) {
         out += fmt::format("  {:<38} {:>10} {:<10} {}\n", input.name, Number(input.value),
                            input.unit, input.source);
@@ -646,6 +670,7 @@ std::string RatingText(const Rating& r, int verbosity) {
       out += fmt::format("  delivery: {} days late\n", Number(*v.delivery_late_days));
     }
     if (verbosity > 0) {
+      for (const std::string& formula : v.formulas) out += "  " + formula + "\n";
       for (const GoodputInputView& input : v.inputs) {
         out += fmt::format("  {:<38} {:>10} {:<10} {}\n", input.name, Number(input.value),
                            input.unit, input.source);
@@ -709,6 +734,7 @@ json RatingJson(const Rating& r) {
                         {"source", input.source}});
     }
     goodput = {{"inputs", inputs},
+               {"formulas", r.goodput->formulas},
                {"failures", r.goodput->failures},
                {"expense_usd",
                 {{"cold_spare", r.goodput->expense.cold_usd},
@@ -738,6 +764,7 @@ json RatingJson(const Rating& r) {
              {"uptime_pct", v.terms.uptime_pct},
              {"credits", credits}}},
            {"inputs", inputs},
+           {"formulas", v.formulas},
            {"unit_gpus", k.unit_gpus},
            {"units", k.units},
            {"outages_per_unit_month", k.outages_per_unit_month},

@@ -62,6 +62,7 @@ struct GoodputInputView {
 };
 struct GoodputView {
   std::vector<GoodputInputView> inputs;
+  std::vector<std::string> formulas;  // how the figures follow from the inputs, one per line
   double failures = 0;
   GoodputExpense expense;
   std::optional<double> useful_hour_cold_usd;
@@ -74,6 +75,7 @@ struct GoodputView {
 struct SlaView {
   SlaTerms terms;
   std::vector<GoodputInputView> inputs;
+  std::vector<std::string> formulas;  // the model for the terms' unit, one per line
   SlaRisk risk;
   bool priced = false;  // a GPU-hour price was attested: the credit and contract are in USD
   std::optional<double> delivery_late_days;

@@ -59,9 +59,20 @@ std::string MarkdownParagraph(std::string_view text) {
   return out;
 }
 
-// What a figure was computed from: each input, its value and where it came from.
-std::string InputsMarkdown(const std::vector<GoodputRow>& inputs) {
-  std::string out = "| Input | Value | Source |\n|---|---:|---|\n";
+// What a figure was computed from: the formulas (in a fence no backtick of theirs can close),
+// then each input, its value and where it came from.
+std::string InputsMarkdown(const std::vector<GoodputRow>& inputs,
+                           const std::vector<std::string>& formulas) {
+  std::string out;
+  if (!formulas.empty()) {
+    out += "```text\n";
+    for (std::string formula : formulas) {
+      std::erase(formula, '`');
+      out += formula + "\n";
+    }
+    out += "```\n\n";
+  }
+  out += "| Input | Value | Source |\n|---|---:|---|\n";
   for (const GoodputRow& input : inputs) {
     out += fmt::format("| {} | {:g} {} | {} |\n", MarkdownEscape(input.name), input.value,
                        MarkdownEscape(input.unit), MarkdownEscape(input.source));
@@ -114,7 +125,7 @@ std::string SlaMarkdown(const RatingView& view) {
   if (sla.delivery_late_days) {
     out += fmt::format("| Delivery | {:g} days late |\n", *sla.delivery_late_days);
   }
-  return out + "\n" + InputsMarkdown(sla.inputs);
+  return out + "\n" + InputsMarkdown(sla.inputs, sla.formulas);
 }
 
 }  // namespace
@@ -182,7 +193,8 @@ std::string RenderRatingMarkdown(const RatingView& view) {
       view.goodput_failures, UsdOrDash(view.expense_cold_usd), UsdOrDash(view.useful_hour_cold_usd),
       UsdOrDash(view.expense_hot_usd), UsdOrDash(view.useful_hour_hot_usd),
       UsdOrDash(view.expense_tolerant_usd), UsdOrDash(view.useful_hour_tolerant_usd));
-  return out + InputsMarkdown(view.goodput_inputs) + SlaMarkdown(view) + DrainsMarkdown(view);
+  return out + InputsMarkdown(view.goodput_inputs, view.goodput_formulas) + SlaMarkdown(view) +
+         DrainsMarkdown(view);
 }
 
 std::string RenderMarkdown(const RunRecord& record) {

@@ -190,9 +190,17 @@ std::string Items(const RatingView& view, const std::function<bool(std::string_v
   return out;
 }
 
-// What a figure was computed from: each input, its value and where it came from.
-std::string InputsTable(std::string_view css_class, const std::vector<GoodputRow>& inputs) {
-  std::string out = fmt::format(
+// What a figure was computed from: the formulas, then each input, its value and where it came
+// from.
+std::string InputsTable(std::string_view css_class, const std::vector<GoodputRow>& inputs,
+                        const std::vector<std::string>& formulas) {
+  std::string out;
+  if (!formulas.empty()) {
+    out += "<h3>Formulas</h3>\n<pre class=\"formulas\">";
+    for (const std::string& formula : formulas) out += HtmlEscape(formula) + "\n";
+    out += "</pre>\n";
+  }
+  out += fmt::format(
       "<h3>Inputs</h3>\n<table class=\"{}\">\n"
       "<thead><tr><th>Input</th><th>Value</th><th>Source</th></tr></thead>\n<tbody>\n",
       css_class);
@@ -225,8 +233,8 @@ std::string Goodput(const RatingView& view) {
     out += fmt::format("<tr><td>{}</td><td>{}</td><td>{}</td></tr>\n", name, UsdOrDash(expense),
                        UsdOrDash(hour));
   }
-  out +=
-      "</tbody>\n</table>\n" + InputsTable("goodput-inputs", view.goodput_inputs) + "</section>\n";
+  out += "</tbody>\n</table>\n" +
+         InputsTable("goodput-inputs", view.goodput_inputs, view.goodput_formulas) + "</section>\n";
   return out;
 }
 
@@ -260,7 +268,8 @@ std::string SlaRisk(const RatingView& view) {
   if (sla.delivery_late_days) {
     row("Delivery", fmt::format("{:g} days late", *sla.delivery_late_days));
   }
-  out += "</tbody>\n</table>\n" + InputsTable("sla-inputs", sla.inputs) + "</section>\n";
+  out +=
+      "</tbody>\n</table>\n" + InputsTable("sla-inputs", sla.inputs, sla.formulas) + "</section>\n";
   return out;
 }
 

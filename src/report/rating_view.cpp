@@ -84,6 +84,7 @@ void ReadGoodput(const json& rating, RatingView& view) {
   if (!goodput || !goodput->is_object()) return;
   view.has_goodput = true;
   view.goodput_inputs = Inputs(*goodput);
+  view.goodput_formulas = Texts(*goodput, "formulas");
   view.goodput_failures = Number(*goodput, "failures").value_or(0);
   if (const json* expense = Field(*goodput, "expense_usd")) {
     view.expense_cold_usd = Number(*expense, "cold_spare");
@@ -116,6 +117,7 @@ void ReadSla(const json& rating, RatingView& view) {
     }
   }
   out.inputs = Inputs(*sla);
+  out.formulas = Texts(*sla, "formulas");
   out.units = Number(*sla, "units").value_or(0);
   out.unit_gpus = Number(*sla, "unit_gpus").value_or(0);
   out.outages_per_unit_month = Number(*sla, "outages_per_unit_month").value_or(0);

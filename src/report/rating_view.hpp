@@ -51,6 +51,7 @@ struct SlaRiskView {
   std::string terms;                               // "gold node, 99.9% monthly uptime"
   std::vector<std::pair<double, double>> credits;  // (below_pct, credit_pct)
   std::vector<GoodputRow> inputs;
+  std::vector<std::string> formulas;
   double units = 0;
   double unit_gpus = 0;
   double outages_per_unit_month = 0;
@@ -79,6 +80,7 @@ struct RatingView {
   // The goodput expense: its inputs, failures over the contract and the three strategies.
   bool has_goodput = false;
   std::vector<GoodputRow> goodput_inputs;
+  std::vector<std::string> goodput_formulas;
   double goodput_failures = 0;
   std::optional<double> expense_cold_usd, expense_hot_usd, expense_tolerant_usd;
   std::optional<double> useful_hour_cold_usd, useful_hour_hot_usd, useful_hour_tolerant_usd;

@@ -3,6 +3,7 @@
 // renames. The programs cmax starts must be the read-only queries below, exactly; nothing in the
 // whole process tree may write anywhere but the run's own store (and a node's part of a Slurm
 // audit not even there: it opens no store).
+#include <cctype>
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <map>
@@ -109,6 +110,12 @@ Traced ReadTrace(const std::string& dir) {
       const auto call = ParseCall(line);
       if (!call || call->result.starts_with("-1")) continue;  // failed calls changed nothing
       if (kForks.contains(call->name)) {
+        // "= ?" when the process was killed inside the call (a probe past its deadline, on a
+        // loaded machine): no child came of it.
+        if (call->result.empty() ||
+            std::isdigit(static_cast<unsigned char>(call->result[0])) == 0) {
+          continue;
+        }
         parent[std::stoi(call->result)] = pid;
       } else if (call->name == "execve") {
         std::string argv = call->path.substr(call->path.rfind('/') + 1);

@@ -171,6 +171,24 @@ TEST(Sla, InARating) {
   EXPECT_EQ(json["sla"]["terms"]["credits"][1][1], 25);
   EXPECT_NE(RatingText(r).find("SLA risk (gold node, 99.9% monthly uptime"), std::string::npos)
       << RatingText(r);
+  // The model is printed with its inputs (-v), and carried in the JSON: a node's, or a rack's.
+  EXPECT_NE(RatingText(r, 1).find("  outages per node-month N ~ Poisson(8 * 730 / MTBF), each D "
+                                  "hours\n"),
+            std::string::npos)
+      << RatingText(r, 1);
+  EXPECT_EQ(RatingText(r).find("Poisson"), std::string::npos);  // not without -v
+  EXPECT_EQ(json["sla"]["formulas"].size(), 4U);
+  EXPECT_NE(RatingText(r, 1).find("G_cold = "), std::string::npos);
+  EXPECT_EQ(json["goodput"]["formulas"].size(), 5U);
+  Attestation rack = attested;
+  rack.sla_template.clear();
+  rack.sla_terms = SlaTerms{.name = "attested",
+                            .unit = SlaTerms::Unit::kRack,
+                            .uptime_pct = 99.9,
+                            .credits = {{99.9, 10}}};
+  const Rating racked = RateEvidence(rubric, {{&run}, &rack});
+  ASSERT_TRUE(racked.sla) << racked.sla_missing;
+  EXPECT_EQ(racked.sla->formulas.at(0), "tray down share p = (4 / MTBF) * D");
 
   // Without the measurement: the rubric's detect_h + repair_h (2 h as well).
   RunRecord bare;

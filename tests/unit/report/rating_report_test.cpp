@@ -186,6 +186,10 @@ TEST(RatingReport, SlaRiskHasItsTable) {
       << html;
   EXPECT_NE(html.find("<tr><th>Delivery</th><td>2 days late</td></tr>"), std::string::npos);
   EXPECT_NE(html.find("attested by S &lt;sales&gt;"), std::string::npos);
+  EXPECT_NE(html.find("<h3>Formulas</h3>\n<pre class=\"formulas\">outages per node-month N ~ "
+                      "Poisson(8 * 730 / MTBF), each D hours\n"),
+            std::string::npos)
+      << html;
   // The drains by cause, their reasons escaped.
   EXPECT_NE(html.find("<section id=\"drains\">"), std::string::npos);
   EXPECT_NE(html.find("<tr><td>GPU</td><td>2</td><td>cmax: Xid 79 on &lt;b&gt;0000:17:00&lt;/b&gt;"
@@ -198,6 +202,9 @@ TEST(RatingReport, SlaRiskHasItsTable) {
             std::string::npos)
       << html;
   const std::string md = RenderMarkdown(r);
+  EXPECT_NE(md.find("```text\noutages per node-month N ~ Poisson(8 * 730 / MTBF), each D hours\n"),
+            std::string::npos)
+      << md;
   EXPECT_NE(
       md.find("| GPU | 2 | cmax: Xid 79 on &lt;b&gt;0000:17:00&lt;/b&gt;; cmax: Xid 48 on x |"),
       std::string::npos)
