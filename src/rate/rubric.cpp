@@ -107,10 +107,12 @@ Result<std::vector<SlaTerms>> ParseSlaTemplates(const json& templates) {
 Result<std::string> MetricName(const json& from, const char* key, const std::string& where) {
   auto metric = Text(from, key, where);
   if (!metric) return metric;
-  if (std::ranges::find(KnownMetrics(), *metric) == KnownMetrics().end()) {
+  if (FindKnownMetric(*metric) == nullptr) {
+    std::vector<std::string> names;
+    for (const KnownMetric& known : KnownMetrics()) names.push_back(known.name);
     return Fail(ErrorCode::kInvalidArgument,
                 "rubric: {}: no cmax phase records the metric \"{}\" (known: {})", where,
-                SanitizeUtf8(*metric), Join(KnownMetrics(), ", "));
+                SanitizeUtf8(*metric), Join(names, ", "));
   }
   return metric;
 }
@@ -274,17 +276,50 @@ Result<ItemScoring> ParseScoring(const json& score, const ItemSource& source,
     if (!unit) return tl::unexpected(unit.error());
     scoring.unit = *unit;
   }
+  // Bands in another unit than the metric's would score it a thousand times off (ms against s).
+  if (const KnownMetric* metric = FindKnownMetric(source.metric);
+      metric != nullptr && scoring.kind == ItemScoring::Kind::kBands &&
+      scoring.unit != metric->unit) {
+    return Fail(ErrorCode::kInvalidArgument,
+                "rubric: {}: {} is recorded in {}, so its bands need \"unit\": \"{}\"", where,
+                metric->name, metric->unit, metric->unit);
+  }
   return scoring;
 }
 
 }  // namespace
 
-const std::vector<std::string>& KnownMetrics() {
-  static const std::vector<std::string> kMetrics = {
-      "reliability.detect",          "reliability.out_of_service", "reliability.replaced",
-      "reliability.back_in_service", "reliability.watched",        "endpoint.error_ratio",
-      "endpoint.cache_hit_of_ideal"};
+const std::vector<KnownMetric>& KnownMetrics() {
+  // As the phases record them (reliability/timeline, endpoint/results): name and unit.
+  static const std::vector<KnownMetric> kMetrics = {
+      {"reliability.detect", "s"},
+      {"reliability.out_of_service", "s"},
+      {"reliability.replaced", "s"},
+      {"reliability.back_in_service", "s"},
+      {"reliability.watched", "s"},
+      {"endpoint.error_ratio", "ratio"},
+      {"endpoint.cache_hit_of_ideal", "ratio"},
+      {"endpoint.cache_hit_rate", "ratio"},
+      {"endpoint.ttft_p50", "ms"},
+      {"endpoint.ttft_p99", "ms"},
+      {"endpoint.tpot_p50", "ms"},
+      {"endpoint.tpot_p99", "ms"},
+      {"endpoint.itl_p99", "ms"},
+      {"endpoint.e2e_p50", "ms"},
+      {"endpoint.e2e_p99", "ms"},
+      {"endpoint.request_throughput", "req/s"},
+      {"endpoint.output_throughput", "tok/s"},
+      {"endpoint.total_token_throughput", "tok/s"},
+      {"endpoint.goodput", "req/s"},
+      {"endpoint.cost", "USD"},
+  };
   return kMetrics;
+}
+
+const KnownMetric* FindKnownMetric(std::string_view name) {
+  const auto& known = KnownMetrics();
+  const auto it = std::ranges::find(known, name, &KnownMetric::name);
+  return it == known.end() ? nullptr : &*it;
 }
 
 int Rubric::Rank(std::string_view tier) const {

@@ -124,6 +124,11 @@ class Rubric {
 
 // The metrics cmax's phases record that a rubric may score, and the attestation facts cmax
 // derives (attestation.hpp).
-const std::vector<std::string>& KnownMetrics();
+struct KnownMetric {
+  std::string name;
+  std::string unit;  // what a metric item's bands must be in
+};
+const std::vector<KnownMetric>& KnownMetrics();
+const KnownMetric* FindKnownMetric(std::string_view name);  // nullptr when cmax records no such
 
 }  // namespace cmax::rate

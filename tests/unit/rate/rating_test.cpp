@@ -130,6 +130,28 @@ TEST(Rating, RunsPastTheRubricsAgeAreFlaggedStale) {
       RateEvidence(Small(), {{&runs.newer, &runs.older}, &attested, {}, now}).stale_runs.empty());
 }
 
+// A user's rubric may score an endpoint's latency against their own SLO: in ms, as it is
+// recorded, and never scaled with a lab's reliability bars.
+TEST(Rating, AUsersRubricScoresEndpointLatencyInItsOwnUnit) {
+  const Rubric rubric = *Rubric::Parse(R"({
+    "schema": "cmax.rubric/v1", "name": "slo",
+    "tiers": [{"name": "Gold", "min": 80}], "below": "Bronze",
+    "untestable": {"name": "Untestable", "below_confidence": 0},
+    "categories": [{"id": "availability", "title": "Availability", "weight": 1}],
+    "items": [{"id": "slo.ttft", "category": "availability", "title": "TTFT p99", "weight": 1,
+               "from": {"metric": "endpoint.ttft_p99", "aggregate": "max"},
+               "score": {"kind": "bands", "better": "lower", "bands": [[500, 1], [2000, 0.5]],
+                         "otherwise": 0, "unit": "ms"}}]
+  })");
+  RunRecord run;
+  run.run.id = 3;
+  run.metrics = {{"endpoint.ttft_p99", {{"concurrency", "8"}}, 420, "ms"},
+                 {"endpoint.ttft_p99", {{"concurrency", "64"}}, 800, "ms"}};
+  EXPECT_EQ(RateEvidence(rubric, {{&run}, nullptr}).items.at(0).score, 0.5);  // the worst, 800
+  EXPECT_EQ(RateEvidence(rubric.WithTimesScaled(1.0 / 60), {{&run}, nullptr}).items.at(0).score,
+            0.5);
+}
+
 TEST(Rating, AFailedGateCapsTheTier) {
   const Runs runs;
   const Attestation lapsed = Soc2(false);

@@ -97,6 +97,19 @@ TEST(Rubric, EveryMistakeIsRefusedNamingWhere) {
          r["items"][0]["score"] = {{"kind", "pass_fail"}};
        },
        "derives no attestation fact \"security.vibes\""},
+      {"bands in another unit",
+       [](json& r) {
+         r["items"][0]["from"] = {{"metric", "endpoint.ttft_p99"}};
+         r["items"][0]["score"] = {
+             {"kind", "bands"}, {"better", "lower"}, {"bands", {{1, 1}}}, {"unit", "s"}};
+       },
+       "endpoint.ttft_p99 is recorded in ms, so its bands need \"unit\": \"ms\""},
+      {"bands without a unit",
+       [](json& r) {
+         r["items"][0]["from"] = {{"metric", "endpoint.error_ratio"}};
+         r["items"][0]["score"] = {{"kind", "bands"}, {"better", "lower"}, {"bands", {{1, 1}}}};
+       },
+       "endpoint.error_ratio is recorded in ratio"},
       {"two sources", [](json& r) { r["items"][0]["from"]["metric"] = "reliability.detect"; },
        "exactly one of"},
       {"pass_fail on audit",
