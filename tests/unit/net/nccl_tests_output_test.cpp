@@ -1,0 +1,133 @@
+// nccl-tests' output in its versions and wrappings: each NAME.txt in tests/data/nccl (written
+// from nccl-tests' printf formats and the public samples the reference describes) gives
+// NAME.expected.json; and the figures that matter, asserted by hand.
+#include "net/nccl_tests_output.hpp"
+
+#include <gtest/gtest.h>
+#include <string>
+
+#include "support/corpus.hpp"
+#include "support/golden.hpp"
+
+namespace cmax::net {
+namespace {
+
+std::string Read(const std::string& stem) {
+  return testing::SlurpFile(std::string(CMAX_TEST_DATA) + "/nccl/" + stem + ".txt");
+}
+
+class NcclTestsGolden : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(NcclTestsGolden, MatchesExpectedTables) {
+  const NcclTestsOutput parsed = ParseNcclTestsOutput(Read(GetParam()));
+  testing::ExpectGolden("nccl/" + GetParam() + ".expected.json",
+                        NcclTestsOutputJson(parsed).dump(1) + "\n");
+}
+
+INSTANTIATE_TEST_SUITE_P(Cases, NcclTestsGolden,
+                         ::testing::ValuesIn(testing::GoldenStems("nccl", ".txt")),
+                         [](const auto& test) { return test.param; });
+
+TEST(NcclTestsGoldenFolder, EveryExpectationHasItsOutput) {
+  testing::ExpectNoOrphanGoldens("nccl", ".txt", ".expected.json");
+  EXPECT_GE(testing::GoldenStems("nccl", ".txt").size(), 9U);
+}
+
+// The figures are the peak and the largest size's bus bandwidth, never the footer's average
+// (116 GB/s here, dragged down by the small sizes); %.1e and N/A are read.
+TEST(NcclTestsOutput, PeakAndLargestSizeNotTheFootersAverage) {
+  const NcclTestsOutput out = ParseNcclTestsOutput(Read("modern_all_reduce"));
+  ASSERT_EQ(out.tables.size(), 1U);
+  const NcclTable& t = out.tables[0];
+  EXPECT_EQ(t.collective, "all_reduce_perf");
+  EXPECT_EQ(t.tests_version, "2.19.6");
+  EXPECT_EQ(t.ranks, 4);
+  EXPECT_EQ(t.hosts, (std::vector<std::string>{"gpu-a-001", "gpu-a-002"}));
+  ASSERT_EQ(t.rows.size(), 6U);
+  EXPECT_EQ(t.rows.back().size_bytes, 17179869184U);
+  EXPECT_EQ(t.rows.back().out_of_place.time_us, 1.0e5);
+  EXPECT_FALSE(t.rows.back().in_place->wrong);  // N/A
+  EXPECT_EQ(t.peak_busbw_gbs, 257.82);
+  EXPECT_EQ(t.peak_size_bytes, 17179869184U);
+  EXPECT_EQ(t.largest_size_busbw_gbs, 257.82);
+  EXPECT_EQ(t.reported_avg_busbw, 116.0367);
+  EXPECT_TRUE(t.concluded);
+  EXPECT_EQ(t.out_of_bounds_ok, true);
+  EXPECT_TRUE(out.problems.empty());
+}
+
+// Launchers' prefixes come off; NCCL's lines in between are read for its version and warnings,
+// and are never rows; each process's table stays its own.
+TEST(NcclTestsOutput, PrefixesAndNcclLinesAndTablesPerProcess) {
+  const NcclTestsOutput srun = ParseNcclTestsOutput(Read("srun_prefixed_with_nccl_lines"));
+  ASSERT_EQ(srun.tables.size(), 1U);
+  EXPECT_EQ(srun.tables[0].source, "rank 0");
+  EXPECT_EQ(srun.tables[0].nccl_version, "2.20.5+cuda12.4");
+  EXPECT_EQ(srun.tables[0].rows.size(), 4U);
+  EXPECT_EQ(srun.tables[0].peak_busbw_gbs, 487.26);
+  ASSERT_EQ(srun.warnings.size(), 1U);
+  EXPECT_NE(srun.warnings[0].find("Unable to find a libfabric provider"), std::string::npos);
+
+  const NcclTestsOutput mpi = ParseNcclTestsOutput(Read("openmpi_tagged_and_timestamped"));
+  ASSERT_EQ(mpi.tables.size(), 1U);
+  EXPECT_EQ(mpi.tables[0].rows.size(), 3U);  // the timestamped rows too
+  EXPECT_EQ(mpi.tables[0].rows[0].redop, "none");
+  EXPECT_EQ(mpi.warnings.size(), 1U);
+
+  const NcclTestsOutput each = ParseNcclTestsOutput(Read("per_process_tables"));
+  ASSERT_EQ(each.tables.size(), 2U);
+  EXPECT_EQ(each.tables[0].source, "rank 0");
+  EXPECT_EQ(each.tables[1].source, "rank 1");
+  EXPECT_EQ(each.tables[0].peak_busbw_gbs, 415.71);
+  EXPECT_EQ(each.tables[1].peak_busbw_gbs, 417.08);
+  EXPECT_TRUE(each.tables[0].concluded && each.tables[1].concluded);
+}
+
+// Older and newer columns: the `error` column without redop's neighbour root; per-iteration
+// columns and a timestamp after each row.
+TEST(NcclTestsOutput, OlderAndNewerColumns) {
+  const NcclTestsOutput old = ParseNcclTestsOutput(Read("old_error_column"));
+  ASSERT_EQ(old.tables.size(), 1U);
+  const NcclRow& row = old.tables[0].rows.at(1);
+  EXPECT_EQ(row.root, "");
+  EXPECT_EQ(row.out_of_place.busbw_gbs, 30.37);
+  EXPECT_EQ(row.out_of_place.wrong, 2e-07);
+  EXPECT_EQ(row.in_place->busbw_gbs, 30.58);
+  EXPECT_FALSE(old.tables[0].concluded);  // this version printed no closing line
+
+  const NcclTestsOutput wide = ParseNcclTestsOutput(Read("per_iteration_and_timestamps"));
+  ASSERT_EQ(wide.tables.size(), 1U);
+  ASSERT_EQ(wide.tables[0].rows.size(), 2U);
+  EXPECT_EQ(wide.tables[0].rows[1].in_place->busbw_gbs, 49.11);
+  EXPECT_EQ(wide.tables[0].rows[1].in_place->time_us, 21866);
+  EXPECT_TRUE(wide.problems.empty()) << wide.problems.front();
+}
+
+// What went wrong is said, and nothing read before it is lost.
+TEST(NcclTestsOutput, CutShortAndGarbageAreSaidAndTheRestKept) {
+  const NcclTestsOutput cut = ParseNcclTestsOutput(Read("truncated"));
+  ASSERT_EQ(cut.tables.size(), 1U);
+  EXPECT_EQ(cut.tables[0].rows.size(), 3U);
+  EXPECT_FALSE(cut.tables[0].rows.back().in_place);
+  EXPECT_EQ(cut.tables[0].peak_busbw_gbs, 31.85);
+  ASSERT_EQ(cut.problems.size(), 2U);
+  EXPECT_NE(cut.problems[0].find("in-place half is missing"), std::string::npos);
+  EXPECT_NE(cut.problems[1].find("has no footer: cut short after 268435456 bytes"),
+            std::string::npos);
+
+  const NcclTestsOutput runs = ParseNcclTestsOutput(Read("two_runs_in_one_file"));
+  ASSERT_EQ(runs.tables.size(), 2U);
+  EXPECT_EQ(runs.tables[1].collective, "reduce_scatter_perf");
+  EXPECT_EQ(runs.tables[1].rows[0].type, "bfloat16");
+
+  const NcclTestsOutput garbage = ParseNcclTestsOutput(Read("garbage_between_rows"));
+  ASSERT_EQ(garbage.tables.size(), 1U);
+  EXPECT_EQ(garbage.tables[0].rows.size(), 2U);  // 1024 and 8192
+  EXPECT_EQ(garbage.problems.size(), 3U) << NcclTestsOutputJson(garbage).dump(1);
+
+  EXPECT_TRUE(ParseNcclTestsOutput("").tables.empty());
+  EXPECT_TRUE(ParseNcclTestsOutput("hello\n\n#\n").tables.empty());
+}
+
+}  // namespace
+}  // namespace cmax::net
