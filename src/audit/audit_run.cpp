@@ -92,6 +92,7 @@ GradedAudit AuditThisHost(const AuditOptions& options, const PreparedAudit& prep
                             .now = io.clock->Now(),
                             .slurm_conf = io.env ? io.env("SLURM_CONF") : "",
                             .nvml = SnapshotNvml,
+                            .nvml_named = io.env && !io.env("CMAX_NVML_LIB").empty(),
                             .environment = AuditEnvironment(io),
                             .host = &host,
                             .side_effects = ForChecks(options.side_effects, prepared.checks),

@@ -769,9 +769,12 @@ AuditEvidence CollectLocalEvidence(const sys::FileSystem& fs, sys::ProcessRunner
   AuditEvidence out;
   const std::string& path = options.path;
   const std::vector<std::string> sbin = {"/usr/sbin", "/sbin"};
-  // NVML asked once: the driver's version where /proc has none, and the idle readings.
+  // NVML asked once: the driver's version where /proc has none (a container given the device
+  // but not /proc/driver/nvidia), and the idle readings; never where no driver is loaded.
   std::optional<Result<sys::NvmlSnapshot>> nvml;
-  if (options.nvml) nvml = options.nvml();
+  const bool driver_here =
+      fs.Exists("/proc/driver/nvidia/version") || fs.Exists("/dev/nvidiactl") || options.nvml_named;
+  if (options.nvml && driver_here) nvml = options.nvml();
   Driver(fs, nvml, out);
   Modules(fs, out);
   const std::optional<std::string> loader_cache = LoaderCache(fs, out);

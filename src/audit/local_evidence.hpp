@@ -38,6 +38,11 @@ struct LocalProbeOptions {
   // NVML's readings (temperature, power, utilisation, processes), asked only where a driver is;
   // null: not collected.
   std::function<Result<sys::NvmlSnapshot>()> nvml;
+  // An NVML library was named ($CMAX_NVML_LIB: the simulated one, a stand-in): asked even where
+  // neither /proc/driver/nvidia nor /dev/nvidiactl is there. Otherwise NVML is not started on a
+  // host with no driver loaded, where it could load the kernel module (nvidia-modprobe): the
+  // audit only reads.
+  bool nvml_named = false;
   // The process's variables the audit reads (CUDA_VISIBLE_DEVICES, NVIDIA_VISIBLE_DEVICES, the
   // SLURM_*GPUS* of a job step, NCCL_IB_QPS_PER_CONNECTION); empty: none set.
   std::map<std::string, std::string> environment;

@@ -233,8 +233,10 @@ std::vector<Metric> StoreMetrics(const LoadSummary& s, const RunDescription& d) 
   };
   if (s.cost_usd) out.push_back({"endpoint.cost", labels, *s.cost_usd, "USD"});
   // How much of what a prefix cache could have reused for this workload it did, which the
-  // rubric scores; none when the workload repeats no prefix (nothing to reuse, nothing shown).
-  if (s.ideal_hit_rate > 0) {
+  // rubric scores; none when the workload repeats no prefix (nothing to reuse, nothing shown),
+  // or when no answer said what its cache did (no request completed, or a server that gives
+  // no cache counter): unknown, never "caches nothing".
+  if (s.ideal_hit_rate > 0 && s.usage.input > 0 && s.usage.cache_reported) {
     out.push_back({"endpoint.cache_hit_of_ideal", labels,
                    std::min(1.0, s.measured_hit_rate / s.ideal_hit_rate), "ratio"});
   }

@@ -28,6 +28,7 @@ TokenUsage& TokenUsage::operator+=(const TokenUsage& other) {
   cache_read += other.cache_read;
   cache_write += other.cache_write;
   output += other.output;
+  cache_reported = cache_reported || other.cache_reported;
   return *this;
 }
 
@@ -39,6 +40,7 @@ std::optional<TokenUsage> UsageFromCounts(const UsageCounts& c) {
     u.cache_write = c.cache_creation_input_tokens.value_or(0);
     u.input = *c.input_tokens + u.cache_read + u.cache_write;
     u.output = c.output_tokens.value_or(0);
+    u.cache_reported = c.cache_read_input_tokens.has_value();
     return u;
   }
   if (!c.prompt_tokens) return std::nullopt;
@@ -47,6 +49,7 @@ std::optional<TokenUsage> UsageFromCounts(const UsageCounts& c) {
   // DeepSeek's count, else OpenAI's (and its followers')
   u.cache_read = c.prompt_cache_hit_tokens.value_or(c.cached_tokens.value_or(0));
   u.cache_read = std::min(u.cache_read, u.input);  // a server that says more is not believed
+  u.cache_reported = c.prompt_cache_hit_tokens.has_value() || c.cached_tokens.has_value();
   return u;
 }
 

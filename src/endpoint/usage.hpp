@@ -26,6 +26,7 @@ struct TokenUsage {
   uint64_t cache_read = 0;   // of those, read from the prompt cache
   uint64_t cache_write = 0;  // of those, written to it (Anthropic bills these apart)
   uint64_t output = 0;
+  bool cache_reported = false;  // the server gave a cache counter at all (0 then means none hit)
   uint64_t Uncached() const { return input - cache_read - cache_write; }
   TokenUsage& operator+=(const TokenUsage& other);
 };

@@ -299,7 +299,7 @@ Result<Evaluation> Evaluate(const EvaluationOptions& options, const EvaluationIo
       rate::RateEvidence(scaled ? *scaled : files->RubricToUse(),
                          {.runs = {&out.record},
                           .attestation = files->attestation ? &*files->attestation : nullptr,
-                          .drain_reasons = std::move(*drains),
+                          .journal_drains = std::move(*drains),
                           .now = hio.clock->Now()});
   EvidenceItem item{"rating", rate::RatingJson(rating).dump()};
   if (auto ok = store->AddEvidence(out.record.run.id, {item}); !ok) {

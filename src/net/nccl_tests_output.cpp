@@ -208,8 +208,24 @@ struct Parser {
     }
     if (text.starts_with("Avg bus bandwidth")) {
       const std::vector<std::string_view> words = Words(text.substr(text.find(':') + 1));
-      if (!words.empty()) TableOf(source).reported_avg_busbw = Real(words[0]);
+      NcclTable& table = TableOf(source);
+      if (!words.empty()) {
+        table.reported_avg_busbw = Real(words[0]);
+        if (table.reported_avg_busbw && !std::isfinite(*table.reported_avg_busbw)) {
+          table.reported_avg_busbw.reset();
+        }
+      }
+      // Versions that print no start line print no closing one either: this footer ends them.
+      if (table.collective.empty()) table.concluded = true;
       return;
+    }
+    // A run's first lines (its parameters, its ranks) after a table with rows: the next run,
+    // in versions that print no start line.
+    if (text.starts_with("nThread ") || text.starts_with("Rank ")) {
+      if (const auto it = current.find(source);
+          it != current.end() && !out.tables[it->second.table].rows.empty()) {
+        NewTable(source);
+      }
     }
     if (text.starts_with("Rank ")) {
       NcclTable& table = TableOf(source);
@@ -413,7 +429,7 @@ json NcclTestsOutputJson(const NcclTestsOutput& output) {
          {"out_of_bounds_ok", t.out_of_bounds_ok ? json(*t.out_of_bounds_ok) : json(nullptr)},
          {"reported_avg_busbw_gbs", optional(t.reported_avg_busbw)},
          {"peak_busbw_gbs", optional(t.peak_busbw_gbs)},
-         {"peak_size_bytes", t.peak_size_bytes},
+         {"peak_size_bytes", t.peak_busbw_gbs ? json(t.peak_size_bytes) : json(nullptr)},
          {"largest_size_busbw_gbs", optional(t.largest_size_busbw_gbs)},
          {"rows", rows}});
   }

@@ -3,7 +3,8 @@
 // not run, numbers in %.2f, %.1f, %.0f or %.1e, launcher prefixes (`mpirun --tag-output`'s
 // `[1,0]<stdout>:`, with `--timestamp-output` a date before it, `srun -l`'s `0: `), NCCL's own
 // INFO and WARN lines in between, one table per process when the binary was built without MPI,
-// several runs in one file, and a run cut short. Pure: text in, tables out.
+// several runs in one file, and a run cut short. Pure: text in, tables out. Tables of several
+// processes printed with no launcher prefix cannot be told apart and read as one.
 //
 // cmax's figures for a table are its peak bus bandwidth and the bus bandwidth at its largest
 // size, never the footer's average, which every small size drags down.
@@ -47,7 +48,9 @@ struct NcclTable {
   std::vector<NcclRow> rows;
   std::optional<double> reported_avg_busbw;  // the footer's, for comparison only
   std::optional<bool> out_of_bounds_ok;
-  bool concluded = false;  // the footer's last line was seen: the run was not cut short
+  // The footer's last line was seen (or, in versions with no start line, its average): the run
+  // was not cut short.
+  bool concluded = false;
   // cmax's figures: the best bus bandwidth of any size (and that size), and at the largest size.
   std::optional<double> peak_busbw_gbs;
   uint64_t peak_size_bytes = 0;

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 #include <cctype>
+#include <chrono>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <set>
@@ -95,8 +96,8 @@ std::vector<DrainsOfCause> SplitDrains(const std::vector<std::string>& reasons) 
   return out;
 }
 
-std::vector<std::string> DrainsSeenInTimelines(const std::vector<const RunRecord*>& runs) {
-  std::vector<std::string> reasons;
+std::vector<DrainRecord> DrainsSeenInTimelines(const std::vector<const RunRecord*>& runs) {
+  std::vector<DrainRecord> drains;
   std::set<std::tuple<std::string, std::string, std::string>> counted;  // node, at, reason
   for (const RunRecord* run : runs) {
     for (const EvidenceItem& item : run->evidence) {
@@ -109,44 +110,49 @@ std::vector<std::string> DrainsSeenInTimelines(const std::vector<const RunRecord
       if (!doc.is_object() || !doc.contains("observations") || !doc["observations"].is_array()) {
         continue;
       }
+      const auto text = [](const nlohmann::json& object, const char* key) {
+        const auto it = object.find(key);
+        return it != object.end() && it->is_string() ? it->get<std::string>() : std::string();
+      };
+      const std::string step_node = text(doc, "node");
+      const std::string injected = text(doc, "record");
       for (const nlohmann::json& seen : doc["observations"]) {
         if (!seen.is_object() || seen.value("kind", nlohmann::json()) != "drained") continue;
-        const auto text = [&](const char* key) {
-          const auto it = seen.find(key);
-          return it != seen.end() && it->is_string() ? it->get<std::string>() : std::string();
-        };
+        const std::string node = text(seen, "node");
+        const std::string at = text(seen, "at");
         // Where the scheduler gave no reason of its own (none, or only the maintenance
-        // reservation a node is validated in: remediate::SchedulerNode::ServiceReason), the
-        // drain followed the fault the run injected, and that is its cause.
-        std::string reason = text("detail");
-        const auto record = doc.find("record");
-        if (const std::string injected =
-                record != doc.end() && record->is_string() ? record->get<std::string>() : "";
-            (reason.empty() || reason == "in a maintenance reservation") && !injected.empty()) {
+        // reservation a node is validated in: remediate::SchedulerNode::ServiceReason) for the
+        // node the step injected into, the drain followed that fault, and that is its cause.
+        std::string reason = text(seen, "detail");
+        if ((reason.empty() || reason == "in a maintenance reservation") && !injected.empty() &&
+            !node.empty() && node == step_node) {
           reason = "after the injected " + injected;
         }
         if (reason.empty()) reason = "(the scheduler gave no reason)";
-        if (counted.emplace(text("node"), text("at"), reason).second) {
-          reasons.push_back(std::move(reason));
-        }
+        if (!counted.emplace(node, at, reason).second) continue;
+        const auto when = ParseIso8601(at);
+        drains.push_back({node, when ? std::optional(*when) : std::nullopt, std::move(reason)});
       }
     }
   }
-  return reasons;
+  return drains;
 }
 
-std::vector<std::string> MergeDrainReasons(const std::vector<std::string>& journal,
-                                           const std::vector<std::string>& seen) {
-  std::map<std::string, int> in_journal;
-  for (const std::string& reason : journal) ++in_journal[reason];
-  std::vector<std::string> out = journal;
-  for (const std::string& reason : seen) {
-    // One the journal holds too is the same drain, told twice.
-    if (auto it = in_journal.find(reason); it != in_journal.end() && it->second > 0) {
-      --it->second;
-      continue;
+std::vector<std::string> MergeDrains(const std::vector<DrainRecord>& journal,
+                                     const std::vector<DrainRecord>& seen) {
+  constexpr auto kSameDrain = std::chrono::minutes(15);
+  std::vector<std::string> out;
+  std::vector<bool> matched(journal.size(), false);
+  for (const DrainRecord& drain : journal) out.push_back(drain.reason);
+  for (const DrainRecord& drain : seen) {
+    bool same = false;
+    for (size_t i = 0; i < journal.size() && !same; ++i) {
+      const DrainRecord& j = journal[i];
+      if (matched[i] || j.node != drain.node || !j.at || !drain.at) continue;
+      const auto apart = *j.at > *drain.at ? *j.at - *drain.at : *drain.at - *j.at;
+      if (apart <= kSameDrain) same = matched[i] = true;
     }
-    out.push_back(reason);
+    if (!same) out.push_back(drain.reason);
   }
   return out;
 }

@@ -5,10 +5,12 @@
 // cause. Pure.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "core/clock.hpp"
 #include "core/run_record.hpp"
 
 namespace cmax::rate {
@@ -32,15 +34,24 @@ struct DrainsOfCause {
 // Every cause, in the order above, with its count (zero included).
 std::vector<DrainsOfCause> SplitDrains(const std::vector<std::string>& reasons);
 
+// One drain: its node, when (none when unknown) and its reason.
+struct DrainRecord {
+  std::string node;
+  std::optional<WallTime> at;
+  std::string reason;
+};
+
 // The drains reliability runs saw on the provider's scheduler, with the reason it gave: the
 // "drained" observations of each `reliability.STEP.timeline` (or, folded into an evaluation,
 // `phase.NAME.reliability.STEP.timeline`). A drain seen by two of the runs (a phase's run and
-// the evaluation it was folded into) is one: the same node at the same moment.
-std::vector<std::string> DrainsSeenInTimelines(const std::vector<const RunRecord*>& runs);
+// the evaluation it was folded into) is one: the same node at the same moment. Where the
+// scheduler gave no reason of its own for the step's node, the fault the step injected is it.
+std::vector<DrainRecord> DrainsSeenInTimelines(const std::vector<const RunRecord*>& runs);
 
-// The journal's drains and those seen, as one list: a drain in both (the same reason: cmax's
-// controller wrote it, the scheduler said it back) counts once.
-std::vector<std::string> MergeDrainReasons(const std::vector<std::string>& journal,
-                                           const std::vector<std::string>& seen);
+// The journal's drains and those seen, as one list of reasons: a drain seen on a node the
+// journal drained within 15 minutes of it (cmax's own controller did it, and the scheduler
+// showed it) counts once, with the journal's reason.
+std::vector<std::string> MergeDrains(const std::vector<DrainRecord>& journal,
+                                     const std::vector<DrainRecord>& seen);
 
 }  // namespace cmax::rate

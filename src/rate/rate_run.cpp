@@ -96,13 +96,18 @@ KeptWithRuns KeptWith(const std::vector<const RunRecord*>& runs, const Rubric& r
 
 }  // namespace
 
-Result<std::optional<std::vector<std::string>>> JournalDrains(store::Store& store) {
+Result<std::optional<std::vector<DrainRecord>>> JournalDrains(store::Store& store) {
   auto providers = store.Providers();
   if (!providers) return tl::unexpected(providers.error());
   if (providers->size() > 1) return std::nullopt;
-  auto drains = store.DrainReasons();
+  auto drains = store.JournalDrains();
   if (!drains) return tl::unexpected(drains.error());
-  return std::optional(std::move(*drains));
+  std::vector<DrainRecord> out;
+  for (store::Store::JournalDrain& d : *drains) {
+    const auto at = ParseIso8601(d.planned_at);
+    out.push_back({std::move(d.node), at ? std::optional(*at) : std::nullopt, std::move(d.reason)});
+  }
+  return std::optional(std::move(out));
 }
 
 Result<RatingFiles> LoadRatingFiles(const RateOptions& options, const RateIo& io) {
@@ -151,7 +156,7 @@ Result<Rating> RateRuns(const std::vector<std::string>& runs, const RatingFiles&
   if (!store) return tl::unexpected(store.error());
   auto drains = JournalDrains(*store);
   if (!drains) return tl::unexpected(drains.error());
-  inputs.drain_reasons = std::move(*drains);
+  inputs.journal_drains = std::move(*drains);
   Rating rating = RateEvidence(kept.RubricOr(files.RubricToUse()), inputs);
   if (!files.attestation && !kept.note.empty()) rating.notes.push_back(kept.note);
   std::vector<std::string> rated_providers;  // a run that names none counts as one more
@@ -167,7 +172,7 @@ Result<Rating> RateRuns(const std::vector<std::string>& runs, const RatingFiles&
         fmt::format("the runs rated are of several providers ({}): rate one with --provider NAME",
                     Join(rated_providers, ", ")));
   }
-  if (!inputs.drain_reasons) {
+  if (!inputs.journal_drains) {
     rating.notes.push_back(
         "the remediation journal's drains left out of drains by cause: this store holds runs of "
         "several providers, and its journal is not any one's");

@@ -59,7 +59,7 @@ Result<RatingFiles> LoadRatingFiles(const RateOptions& options, const RateIo& io
 // The store's remediation journal's drains (their reasons), when they can be the rated
 // provider's: a store that holds runs of several providers has a journal that is not any one's
 // (nullopt then).
-Result<std::optional<std::vector<std::string>>> JournalDrains(store::Store& store);
+Result<std::optional<std::vector<DrainRecord>>> JournalDrains(store::Store& store);
 
 // The stored runs named (ids or "latest"), rated with `files`.
 Result<Rating> RateRuns(const std::vector<std::string>& runs, const RatingFiles& files,

@@ -559,11 +559,11 @@ Rating RateEvidence(const Rubric& rubric, const RatingInputs& in) {
   }
   Goodput(rubric, in, rating);
   SlaRiskOf(rubric, in, rating);
-  const std::vector<std::string> seen = DrainsSeenInTimelines(in.runs);
-  if (in.drain_reasons || !seen.empty()) {
-    const std::vector<std::string> journal = in.drain_reasons.value_or(std::vector<std::string>{});
-    rating.drains = SplitDrains(MergeDrainReasons(journal, seen));
-    if (in.drain_reasons) rating.drains_journal = static_cast<int>(journal.size());
+  const std::vector<DrainRecord> seen = DrainsSeenInTimelines(in.runs);
+  if (in.journal_drains || !seen.empty()) {
+    const std::vector<DrainRecord> journal = in.journal_drains.value_or(std::vector<DrainRecord>{});
+    rating.drains = SplitDrains(MergeDrains(journal, seen));
+    if (in.journal_drains) rating.drains_journal = static_cast<int>(journal.size());
     rating.drains_seen = static_cast<int>(seen.size());
   }
   return rating;

@@ -23,7 +23,7 @@ struct RatingInputs {
   const Attestation* attestation = nullptr;
   // The remediation journal's drains (their reasons), when the store has one to read: split by
   // cause in the rating. None: not read (a ranking of providers, whose journals are not theirs).
-  std::optional<std::vector<std::string>> drain_reasons;
+  std::optional<std::vector<DrainRecord>> journal_drains;
   // When the rating is made: runs older than the rubric's stale_after_days are flagged. None:
   // no run is judged by its age.
   std::optional<WallTime> now;

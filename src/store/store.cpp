@@ -416,12 +416,19 @@ Result<std::vector<std::string>> Store::Providers() {
   return FirstColumn(*stmt);
 }
 
-Result<std::vector<std::string>> Store::DrainReasons() {
+Result<std::vector<Store::JournalDrain>> Store::JournalDrains() {
   auto stmt = db_->Prepare(
-      "SELECT reason FROM remediation_actions WHERE action = 'drain' AND outcome = 'done' AND "
-      "dry_run = 0 ORDER BY id");
+      "SELECT node, planned_at, reason FROM remediation_actions WHERE action = 'drain' AND "
+      "outcome = 'done' AND dry_run = 0 ORDER BY id");
   if (!stmt) return tl::unexpected(stmt.error());
-  return FirstColumn(*stmt);
+  std::vector<JournalDrain> out;
+  while (true) {
+    auto row = stmt->Step();
+    if (!row) return tl::unexpected(row.error());
+    if (!*row) break;
+    out.push_back({stmt->ColumnText(0), stmt->ColumnText(1), stmt->ColumnText(2)});
+  }
+  return out;
 }
 
 Result<int64_t> Store::LatestRunId(const std::string& command) {

@@ -79,9 +79,14 @@ class Store {
   Result<int64_t> LatestProviderRunId(const std::string& provider, const std::string& command);
   // The providers runs were recorded for, sorted.
   Result<std::vector<std::string>> Providers();
-  // The reasons of the drains the remediation controller carried out (not dry runs), oldest
-  // first: what the rating splits by cause.
-  Result<std::vector<std::string>> DrainReasons();
+  // The drains the remediation controller carried out (not dry runs), oldest first: what the
+  // rating splits by cause.
+  struct JournalDrain {
+    std::string node;
+    std::string planned_at;  // ISO 8601, as the journal keeps it
+    std::string reason;
+  };
+  Result<std::vector<JournalDrain>> JournalDrains();
   Result<std::vector<Event>> LoadEvents(const std::string& node, int limit);
 
   // Node conditions: inserted or replaced by (node, key), in one transaction with the events

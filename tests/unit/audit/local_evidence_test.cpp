@@ -341,19 +341,37 @@ TEST(CollectLocalEvidence, ReadsEachGpusIdleTemperatureAndPowerFromNvml) {
   // NVML names the driver, and its GPUs are read; what only /proc says stays unread.
   sys::NvmlSnapshot named = snapshot;
   named.driver_version = "535.54.03";
+  sys::MemoryFileSystem device_only;
+  device_only.AddFile("/dev/nvidiactl", "");
   const AuditEvidence from_nvml = CollectLocalEvidence(
-      empty, runner,
+      device_only, runner,
       {.path = "/usr/bin", .nvml = [&] { return Result<sys::NvmlSnapshot>(named); }});
   EXPECT_EQ(from_nvml.at("gpu.driver.version"), "535.54.03");
   EXPECT_EQ(from_nvml.at("gpu.driver.source"), "nvml");
   EXPECT_EQ(from_nvml.at("gpu.idle.power_w").size(), 3U);
   EXPECT_FALSE(from_nvml.contains("gpu.driver.open_kernel"));
+  // A named library (the lab's simulated NVML) is asked with no device either; with neither,
+  // NVML is not started at all (it could load the kernel module).
+  int asked = 0;
+  const auto counted = [&] {
+    ++asked;
+    return Result<sys::NvmlSnapshot>(named);
+  };
+  EXPECT_EQ(
+      CollectLocalEvidence(empty, runner, {.path = "/usr/bin", .nvml = counted, .nvml_named = true})
+          .at("gpu.driver.version"),
+      "535.54.03");
+  EXPECT_EQ(asked, 1);
+  EXPECT_EQ(CollectLocalEvidence(empty, runner, {.path = "/usr/bin", .nvml = counted})
+                .at("gpu.driver.version"),
+            nullptr);
+  EXPECT_EQ(asked, 1);
   // NVML that names no driver, or does not load, on a host without one: no driver here.
   for (const Result<sys::NvmlSnapshot>& answer :
        {Result<sys::NvmlSnapshot>(snapshot),
         Result<sys::NvmlSnapshot>(Fail(ErrorCode::kUnavailable, "NVML library not found"))}) {
-    const AuditEvidence absent =
-        CollectLocalEvidence(empty, runner, {.path = "/usr/bin", .nvml = [&] { return answer; }});
+    const AuditEvidence absent = CollectLocalEvidence(
+        device_only, runner, {.path = "/usr/bin", .nvml = [&] { return answer; }});
     EXPECT_EQ(absent.at("gpu.driver.version"), nullptr);
     EXPECT_FALSE(absent.contains("gpu.nvml.error"));
   }

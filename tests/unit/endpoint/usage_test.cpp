@@ -18,11 +18,19 @@ TEST(Usage, OpenAiCachedTokensArePartOfThePrompt) {
   EXPECT_EQ(u->cache_read, 1024U);
   EXPECT_EQ(u->Uncached(), 176U);
   EXPECT_EQ(u->output, 80U);
-  // vLLM without --enable-prompt-tokens-details: null details, no cache reads.
-  EXPECT_EQ(ParseUsage(json::parse(R"({"prompt_tokens": 5, "completion_tokens": 1,
-    "prompt_tokens_details": null})"))
-                ->cache_read,
-            0U);
+  EXPECT_TRUE(u->cache_reported);
+  // vLLM without --enable-prompt-tokens-details: null details, no cache reads, and no word on
+  // the cache at all (a rating must not read that as "caches nothing").
+  const auto silent = ParseUsage(json::parse(R"({"prompt_tokens": 5, "completion_tokens": 1,
+    "prompt_tokens_details": null})"));
+  EXPECT_EQ(silent->cache_read, 0U);
+  EXPECT_FALSE(silent->cache_reported);
+  TokenUsage sum = *silent;
+  sum += *u;
+  EXPECT_TRUE(sum.cache_reported);
+  EXPECT_TRUE(ParseUsage(json::parse(R"({"prompt_tokens": 5, "completion_tokens": 1,
+    "prompt_tokens_details": {"cached_tokens": 0}})"))
+                  ->cache_reported);
 }
 
 TEST(Usage, AnthropicInputTokensAreOnlyTheUncachedPart) {
@@ -34,6 +42,9 @@ TEST(Usage, AnthropicInputTokensAreOnlyTheUncachedPart) {
   EXPECT_EQ(u->cache_write, 12U);
   EXPECT_EQ(u->Uncached(), 1U);
   EXPECT_NEAR(CacheHitRate(*u), 30433.0 / 30446.0, 1e-12);
+  EXPECT_TRUE(u->cache_reported);
+  EXPECT_FALSE(
+      ParseUsage(json::parse(R"({"input_tokens": 1, "output_tokens": 3})"))->cache_reported);
 }
 
 TEST(Usage, DeepSeekHitsAndMisses) {

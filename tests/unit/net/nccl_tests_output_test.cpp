@@ -93,7 +93,8 @@ TEST(NcclTestsOutput, OlderAndNewerColumns) {
   EXPECT_EQ(row.out_of_place.busbw_gbs, 30.37);
   EXPECT_EQ(row.out_of_place.wrong, 2e-07);
   EXPECT_EQ(row.in_place->busbw_gbs, 30.58);
-  EXPECT_FALSE(old.tables[0].concluded);  // this version printed no closing line
+  EXPECT_TRUE(old.tables[0].concluded);  // no start line, no closing one: the footer ends it
+  EXPECT_TRUE(old.problems.empty()) << old.problems.front();
 
   const NcclTestsOutput wide = ParseNcclTestsOutput(Read("per_iteration_and_timestamps"));
   ASSERT_EQ(wide.tables.size(), 1U);
@@ -124,6 +125,26 @@ TEST(NcclTestsOutput, CutShortAndGarbageAreSaidAndTheRestKept) {
   ASSERT_EQ(garbage.tables.size(), 1U);
   EXPECT_EQ(garbage.tables[0].rows.size(), 2U);  // 1024 and 8192
   EXPECT_EQ(garbage.problems.size(), 3U) << NcclTestsOutputJson(garbage).dump(1);
+
+  // Two runs of a version with no start line: each its own table, with its own ranks.
+  const std::string run =
+      "# nThread 1 nGpus 1 minBytes 8 maxBytes 8 step: 2(factor) warmup iters: 5 iters: 20\n"
+      "#   Rank  0 Pid  10001 on     dgx-0{} device  0 [0x07] Tesla V100-SXM2-32GB\n"
+      "#       size         count    type   redop     time   algbw   busbw  error     time   algbw"
+      "   busbw  error\n"
+      "           8             2   float     sum    42.35    0.00    0.00  0e+00    41.50    0.00"
+      "    0.00  0e+00\n"
+      "# Avg bus bandwidth    : nan \n";
+  std::string twice = run + run;
+  twice.replace(twice.find("{}"), 2, "1");
+  twice.replace(twice.find("{}"), 2, "2");
+  const NcclTestsOutput two = ParseNcclTestsOutput(twice);
+  ASSERT_EQ(two.tables.size(), 2U);
+  EXPECT_EQ(two.tables[0].hosts, std::vector<std::string>{"dgx-01"});
+  EXPECT_EQ(two.tables[1].hosts, std::vector<std::string>{"dgx-02"});
+  EXPECT_EQ(two.tables[1].ranks, 1);
+  EXPECT_FALSE(two.tables[0].reported_avg_busbw);  // nan: no figure
+  EXPECT_TRUE(two.problems.empty()) << two.problems.front();
 
   EXPECT_TRUE(ParseNcclTestsOutput("").tables.empty());
   EXPECT_TRUE(ParseNcclTestsOutput("hello\n\n#\n").tables.empty());

@@ -58,50 +58,81 @@ TEST(Drains, SplitCountsEveryCauseAndKeepsExamples) {
   EXPECT_EQ(split[4].cause, DrainCause::kOther);
 }
 
-// A reliability run's timeline as it stores it: one "drained" observation per drain seen.
+// A reliability run's timeline as it stores it: the step's node and what it injected, one
+// "drained" observation per drain seen (on `seen_node`, by default the step's).
 EvidenceItem Timeline(const std::string& key, const std::string& node, const std::string& at,
-                      const std::string& reason, const nlohmann::json& record = nullptr) {
+                      const std::string& reason, const nlohmann::json& record = nullptr,
+                      const std::string& seen_node = "") {
+  const std::string drained = seen_node.empty() ? node : seen_node;
   const nlohmann::json doc = {
       {"step", "s"},
+      {"node", node},
       {"record", record},
       {"observations",
-       {{{"at", at}, {"kind", "detected"}, {"node", node}, {"detail", "x"}},
-        {{"at", at}, {"kind", "drained"}, {"node", node}, {"detail", reason}}}}};
+       {{{"at", at}, {"kind", "detected"}, {"node", drained}, {"detail", "x"}},
+        {{"at", at}, {"kind", "drained"}, {"node", drained}, {"detail", reason}}}}};
   return {key, doc.dump()};
 }
 
+std::vector<std::string> Reasons(const std::vector<DrainRecord>& drains) {
+  std::vector<std::string> out;
+  for (const DrainRecord& d : drains) out.push_back(d.reason);
+  return out;
+}
+
+WallTime At(const char* text) {
+  return *ParseIso8601(text);
+}
+
 // The drains the provider's scheduler showed while a reliability run watched: counted once
-// though the phase's run and the evaluation it was folded into both hold the timeline, and
-// once though cmax's own controller (the journal) did it; anything that is not a timeline or
-// not a drain is not one.
+// though the phase's run and the evaluation it was folded into both hold the timeline; the
+// injected fault is the cause only of its own node's unexplained drain; anything that is not a
+// timeline or not a drain is not one.
 TEST(Drains, SeenInTheRatedRunsTimelines) {
+  const char* kXid = "NVRM: Xid (PCI:0000:17:00): 48";
   RunRecord phase;
-  phase.evidence = {Timeline("reliability.xid.timeline", "gpu1", "t1", "cmax: Xid 48 on a"),
-                    Timeline("reliability.fs.timeline", "gpu2", "t2", "nfs timeout"),
-                    Timeline("reliability.empty.timeline", "gpu3", "t3", ""),
-                    // A node validated in a maintenance reservation, with no reason of the
-                    // scheduler's: the fault the step injected is the cause.
-                    Timeline("reliability.maint.timeline", "gpu4", "t4",
-                             "in a maintenance reservation", "NVRM: Xid (PCI:0000:17:00): 48"),
-                    Timeline("reliability.odd.timeline", "gpu5", "t5", "", 48),
-                    Timeline("audit.node.gpu1", "gpu1", "t1", "not a timeline"),
-                    {"reliability.bad.timeline", "{not json"},
-                    {"reliability.list.timeline", R"({"observations": [1, "x", {"kind": 2}]})"}};
+  phase.evidence = {
+      Timeline("reliability.xid.timeline", "gpu1", "2026-12-01T10:00:00Z", "cmax: Xid 48 on a"),
+      Timeline("reliability.fs.timeline", "gpu2", "2026-12-01T10:05:00Z", "nfs timeout"),
+      Timeline("reliability.empty.timeline", "gpu3", "2026-12-01T10:06:00Z", ""),
+      // Validated in a maintenance reservation, with no reason of the scheduler's: the fault
+      // the step injected is the cause; on another node it is not.
+      Timeline("reliability.maint.timeline", "gpu4", "2026-12-01T10:07:00Z",
+               "in a maintenance reservation", kXid),
+      Timeline("reliability.other.timeline", "gpu4", "2026-12-01T10:08:00Z", "", kXid, "gpu6"),
+      Timeline("reliability.odd.timeline", "gpu5", "not a time", "", 48),
+      Timeline("audit.node.gpu1", "gpu1", "2026-12-01T10:00:00Z", "not a timeline"),
+      {"reliability.bad.timeline", "{not json"},
+      {"reliability.list.timeline", R"({"observations": [1, "x", {"kind": 2}]})"}};
   RunRecord evaluation;
-  evaluation.evidence = {
-      Timeline("phase.xid.reliability.xid.timeline", "gpu1", "t1", "cmax: Xid 48 on a"),
-      Timeline("phase.xid.reliability.again.timeline", "gpu1", "t9", "cmax: Xid 48 on a")};
-  const std::vector<std::string> seen = DrainsSeenInTimelines({&evaluation, &phase});
-  EXPECT_EQ(seen, (std::vector<std::string>{"cmax: Xid 48 on a", "cmax: Xid 48 on a", "nfs timeout",
-                                            "(the scheduler gave no reason)",
-                                            "after the injected NVRM: Xid (PCI:0000:17:00): 48",
-                                            "(the scheduler gave no reason)"}));
-  // The journal drained gpu1 once with that reason: one of the two seen is that drain.
-  EXPECT_EQ(MergeDrainReasons({"cmax: Xid 48 on a", "cmax: soft_lockup"}, seen),
-            (std::vector<std::string>{"cmax: Xid 48 on a", "cmax: soft_lockup", "cmax: Xid 48 on a",
-                                      "nfs timeout", "(the scheduler gave no reason)",
-                                      "after the injected NVRM: Xid (PCI:0000:17:00): 48",
-                                      "(the scheduler gave no reason)"}));
+  evaluation.evidence = {Timeline("phase.xid.reliability.xid.timeline", "gpu1",
+                                  "2026-12-01T10:00:00Z", "cmax: Xid 48 on a"),
+                         Timeline("phase.xid.reliability.again.timeline", "gpu1",
+                                  "2026-12-01T11:00:00Z", "cmax: Xid 48 on a")};
+  const std::vector<DrainRecord> seen = DrainsSeenInTimelines({&evaluation, &phase});
+  EXPECT_EQ(Reasons(seen),
+            (std::vector<std::string>{
+                "cmax: Xid 48 on a", "cmax: Xid 48 on a", "nfs timeout",
+                "(the scheduler gave no reason)", std::string("after the injected ") + kXid,
+                "(the scheduler gave no reason)", "(the scheduler gave no reason)"}));
+  ASSERT_TRUE(seen[0].at);
+  EXPECT_EQ(*seen[0].at, At("2026-12-01T10:00:00Z"));
+  EXPECT_FALSE(seen.back().at);  // "not a time"
+
+  // The journal drained gpu1 at 10:02 (its own words): the drain seen at 10:00 is that one;
+  // the one at 11:00 is another. One on gpu4 at 10:07 is the reservation's drain, though the
+  // words differ; an old journal drain of the same words elsewhere matches nothing.
+  const std::vector<DrainRecord> journal = {
+      {"gpu1", At("2026-12-01T10:02:00Z"), "cmax: xid_48 on 0000:17:00"},
+      {"gpu4", At("2026-12-01T10:07:30Z"), "cmax: xid_48 on 0000:17:00"},
+      {"gpu2", At("2026-11-01T10:05:00Z"), "nfs timeout"},
+      {"gpu9", std::nullopt, "cmax: soft_lockup"}};
+  EXPECT_EQ(
+      MergeDrains(journal, seen),
+      (std::vector<std::string>{
+          "cmax: xid_48 on 0000:17:00", "cmax: xid_48 on 0000:17:00", "nfs timeout",
+          "cmax: soft_lockup", "cmax: Xid 48 on a", "nfs timeout", "(the scheduler gave no reason)",
+          "(the scheduler gave no reason)", "(the scheduler gave no reason)"}));
 
   // In a rating: split by cause, with where they came from, even without the journal (a
   // ranking of providers, whose journals are not theirs).
@@ -109,12 +140,12 @@ TEST(Drains, SeenInTheRatedRunsTimelines) {
   ASSERT_TRUE(rating.drains);
   EXPECT_EQ((*rating.drains)[0].drains, 3);  // GPU
   EXPECT_EQ((*rating.drains)[2].drains, 1);  // filesystem
-  EXPECT_EQ((*rating.drains)[4].drains, 2);  // other: no reason
+  EXPECT_EQ((*rating.drains)[4].drains, 3);  // other: no reason
   EXPECT_FALSE(rating.drains_journal);
-  EXPECT_EQ(rating.drains_seen, 6);
-  EXPECT_EQ(RatingJson(rating)["drains_from"], nlohmann::json({{"journal", nullptr}, {"seen", 6}}));
+  EXPECT_EQ(rating.drains_seen, 7);
+  EXPECT_EQ(RatingJson(rating)["drains_from"], nlohmann::json({{"journal", nullptr}, {"seen", 7}}));
   EXPECT_NE(RatingText(rating).find(
-                "Drains by cause (seen on the scheduler in the rated runs: 6): 6 in all: GPU 3"),
+                "Drains by cause (seen on the scheduler in the rated runs: 7): 7 in all: GPU 3"),
             std::string::npos)
       << RatingText(rating);
   // No timeline and no journal: none, not zero.

@@ -170,12 +170,13 @@ TEST(RatingReport, SlaRiskHasItsTable) {
   attested.sla_template = "gold";
   attested.facts["pricing.gpu_hour_usd"] = 2.0;
   attested.facts["availability.delivery_late_days"] = 2;
-  const rate::Rating rating =
-      rate::RateEvidence(rate::Rubric::Builtin(),
-                         {{&r},
-                          &attested,
-                          std::vector<std::string>{"cmax: Xid 79 on <b>0000:17:00</b>",
-                                                   "cmax: soft_lockup", "cmax: Xid 48 on x"}});
+  const rate::Rating rating = rate::RateEvidence(
+      rate::Rubric::Builtin(),
+      {{&r},
+       &attested,
+       std::vector<rate::DrainRecord>{{"n1", std::nullopt, "cmax: Xid 79 on <b>0000:17:00</b>"},
+                                      {"n2", std::nullopt, "cmax: soft_lockup"},
+                                      {"n3", std::nullopt, "cmax: Xid 48 on x"}}});
   ASSERT_TRUE(rating.sla) << rating.sla_missing;
   r.evidence.push_back({"rating", rate::RatingJson(rating).dump()});
   const std::string html = RenderHtml(r);
