@@ -77,19 +77,11 @@ void ProgramVersion(AuditEvidence& out, const std::string& key,
   if (std::string version = parse(*text); !version.empty()) out[key] = version;
 }
 
-// The driver as /proc/driver/nvidia says; where that is not there (a container that does not
-// mount it; the lab, whose GPUs are simulated) NVML still names the driver, and then its
-// version is graded while what only /proc says stays unread.
-void Driver(const sys::FileSystem& fs, const std::optional<Result<sys::NvmlSnapshot>>& nvml,
-            AuditEvidence& out) {
+// The driver as /proc/driver/nvidia says; null when it says nothing (see DriverFromNvml).
+void Driver(const sys::FileSystem& fs, AuditEvidence& out) {
   const auto version = Read(fs, "/proc/driver/nvidia/version");
   const auto driver = version ? ParseNvidiaVersion(*version) : std::nullopt;
   if (!driver || driver->version.empty()) {
-    if (nvml && *nvml && !(*nvml)->driver_version.empty()) {
-      out["gpu.driver.version"] = SanitizeUtf8((*nvml)->driver_version);
-      out["gpu.driver.source"] = "nvml";
-      return;
-    }
     out["gpu.driver.version"] = nullptr;
     return;
   }
@@ -140,6 +132,18 @@ void Driver(const sys::FileSystem& fs, const std::optional<Result<sys::NvmlSnaps
   } else if (params || fs.Exists("/sys/module/nvidia/parameters")) {
     out["gpu.driver.params.peer_mapping_override"] = 0;
   }
+}
+
+// Where /proc has no driver (a container that does not mount it; the lab, whose GPUs are
+// simulated) NVML may still name it: then its version is graded, and what only /proc says
+// stays unread.
+void DriverFromNvml(const std::optional<Result<sys::NvmlSnapshot>>& nvml, AuditEvidence& out) {
+  if (!out.at("gpu.driver.version").is_null() || !nvml || !*nvml ||
+      (*nvml)->driver_version.empty()) {
+    return;
+  }
+  out["gpu.driver.version"] = SanitizeUtf8((*nvml)->driver_version);
+  out["gpu.driver.source"] = "nvml";
 }
 
 void Modules(const sys::FileSystem& fs, AuditEvidence& out) {
@@ -771,11 +775,12 @@ AuditEvidence CollectLocalEvidence(const sys::FileSystem& fs, sys::ProcessRunner
   const std::vector<std::string> sbin = {"/usr/sbin", "/sbin"};
   // NVML asked once: the driver's version where /proc has none (a container given the device
   // but not /proc/driver/nvidia), and the idle readings; never where no driver is loaded.
+  Driver(fs, out);
   std::optional<Result<sys::NvmlSnapshot>> nvml;
   const bool driver_here =
-      fs.Exists("/proc/driver/nvidia/version") || fs.Exists("/dev/nvidiactl") || options.nvml_named;
+      !out.at("gpu.driver.version").is_null() || fs.Exists("/dev/nvidiactl") || options.nvml_named;
   if (options.nvml && driver_here) nvml = options.nvml();
-  Driver(fs, nvml, out);
+  DriverFromNvml(nvml, out);
   Modules(fs, out);
   const std::optional<std::string> loader_cache = LoaderCache(fs, out);
   Governors(fs, out);
