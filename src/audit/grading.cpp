@@ -15,6 +15,7 @@
 #include "core/strings.hpp"
 #include "core/version.hpp"
 #include "health/xid_catalog.hpp"
+#include "net/nccl_recipe.hpp"
 
 namespace cmax::audit {
 namespace {
@@ -511,11 +512,12 @@ const std::map<std::string, Rule, std::less<>>& Rules() {
          if (conf == nullptr) return NotCollected("network.nccl.conf");
          if (conf->is_null()) return Pass("no /etc/nccl.conf");
          if (!conf->is_object()) return Unknown("network.nccl.conf is not a map of settings");
+         // The rule `cmax nccl recipe` applies, on the file's settings.
+         std::map<std::string, std::string> settings;
+         for (const auto& [name, value] : conf->items()) settings[name] = Shown(value);
          std::string set;
-         for (const char* name : {"NCCL_ALGO", "NCCL_PROTO", "NCCL_MIN_NCHANNELS"}) {
-           if (conf->contains(name)) {
-             set += fmt::format("{}{}={}", set.empty() ? "" : ", ", name, Shown((*conf)[name]));
-           }
+         for (const std::string& name : net::TuningOverrides(settings)) {
+           set += fmt::format("{}{}={}", set.empty() ? "" : ", ", name, settings[name]);
          }
          if (set.empty()) return Pass("leaves NCCL's tuning alone");
          return Found(set, "none of NCCL_ALGO, NCCL_PROTO, NCCL_MIN_NCHANNELS",
@@ -1231,6 +1233,45 @@ const std::map<std::string, Rule, std::less<>>& Rules() {
            return verdict;
          }
          return VersionRule(in, "software.nvhpc.release", "nvhpc", "HPC SDK");
+       }},
+      {"networking.nccl-topo-file",
+       [](const Inputs& in) -> Verdict {
+         const json* file = Get(in, "network.nccl.topo_file");
+         if (file == nullptr) return NotCollected("network.nccl.topo_file");
+         if (file->is_null()) {
+           return NotApplicable(
+               "no topology file: NCCL_TOPO_FILE is not set (environment, /etc/nccl.conf) and "
+               "NCCL's default /var/run/nvidia-topologyd/virtualTopology.xml is not there");
+         }
+         const json& found = JsonAt(*file, {"found"});
+         const json& problem = JsonAt(*file, {"problem"});
+         if (!found.is_boolean() || !(problem.is_null() || problem.is_string())) {
+           return Unknown("the topology file's evidence has an unexpected shape");
+         }
+         const std::string named =
+             fmt::format("{} (from {})", TextAt(*file, {"path"}), TextAt(*file, {"source"}));
+         const char* expected =
+             "a topology file NCCL's reader loads (<system version=\"1\">), at an "
+             "absolute path";
+         std::string broken;
+         if (problem.is_string()) {
+           broken = named + ": " + Shown(problem);
+         } else if (!found.get<bool>()) {
+           broken = named + ": not there (NCCL warns and detects the topology itself)";
+         }
+         if (!broken.empty()) {
+           Verdict verdict = Found(broken, expected, broken + "; NCCL cannot use it");
+           verdict.kind = Verdict::Kind::kFail;
+           return verdict;
+         }
+         const json* digest = Get(in, "network.nccl.topo_file_sha256");
+         const std::string sha = digest != nullptr && digest->is_string()
+                                     ? digest->get<std::string>().substr(0, 16)
+                                     : std::string("?");
+         return Unknown(fmt::format(
+             "{} is a topology file NCCL's reader loads (sha256 {}...); whether containers see it "
+             "needs one started, which cmax does not do",
+             named, sha));
        }},
       {"hardware.pcie-acs",
        [](const Inputs& in) -> Verdict {

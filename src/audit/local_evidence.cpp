@@ -9,10 +9,12 @@
 #include "audit/host_inventory.hpp"
 #include "audit/hpc_sdk.hpp"
 #include "audit/inventory_checks.hpp"
+#include "audit/nccl_topology.hpp"
 #include "audit/pci_evidence.hpp"
 #include "core/strings.hpp"
 #include "health/kernel_events.hpp"
 #include "health/kernel_record.hpp"
+#include "net/nccl_recipe.hpp"
 #include "sys/file_system.hpp"
 #include "sys/process_runner.hpp"
 
@@ -825,10 +827,13 @@ AuditEvidence CollectLocalEvidence(const sys::FileSystem& fs, sys::ProcessRunner
     }
   }
   if (const auto conf = Read(fs, "/etc/nccl.conf")) {
-    out["network.nccl.conf"] = ParseKeyValues(*conf);
+    out["network.nccl.conf"] = net::ParseNcclConf(*conf);  // as `cmax nccl recipe` reads it
   } else if (!fs.Exists("/etc/nccl.conf")) {
     out["network.nccl.conf"] = nullptr;
   }
+  const auto conf = out.find("network.nccl.conf");
+  CollectNcclTopologyFile(fs, options.environment, conf == out.end() ? nullptr : &conf->second,
+                          out);
   out["software.perf.path"] = PathOrNull(FindProgram(fs, path, "perf"));
   out["software.ncu.path"] = PathOrNull(
       FindProgram(fs, path, "ncu", {"/usr/local/cuda/bin", "/usr/local/cuda/nsight-compute"}));

@@ -42,6 +42,7 @@ constexpr std::pair<std::string_view, CommandSetup> kCommands[] = {
     {"endpoint", SetupEndpointCommand},
     {"rate", SetupRateCommand},
     {"compare", SetupCompareCommand},
+    {"nccl", SetupNcclCommand},
 };
 
 }  // namespace

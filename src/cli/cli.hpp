@@ -59,6 +59,7 @@ Command SetupReliabilityCommand(CLI::App& parent);
 Command SetupEndpointCommand(CLI::App& parent);
 Command SetupRateCommand(CLI::App& parent);
 Command SetupCompareCommand(CLI::App& parent);
+Command SetupNcclCommand(CLI::App& parent);
 
 // What of the tree a command line needs: every command (help, an unknown word, no arguments),
 // the one it names, or none (--version alone).

@@ -13,6 +13,7 @@
 #include "core/log.hpp"
 #include "evaluate/evaluation.hpp"
 #include "evaluate/lab_evaluation.hpp"
+#include "net/nccl_sweep.hpp"
 #include "report/render.hpp"
 #include "sys/file_system.hpp"
 #include "sys/host.hpp"
@@ -67,9 +68,12 @@ int Run(const RunOptions& options, Context& ctx) {
                .interrupt_signal = [] { return sys::InterruptSignal(); },
                .path = sys::GetEnv("PATH"),
                .env = [](const std::string& name) { return sys::GetEnv(name.c_str()); }},
-      .progress = [&ctx](std::string_view line) {
-        if (!ctx.global.quiet) ctx.err << "cmax run: " << line << std::endl;
-      }};
+      .progress =
+          [&ctx](std::string_view line) {
+            if (!ctx.global.quiet) ctx.err << "cmax run: " << line << std::endl;
+          },
+      // The CPU stand-in for a plan's network sweep without nccl-tests, built beside cmax.
+      .cpu_perf = net::CpuStandInBeside(sys::SelfExecutable())};
   Result<evaluate::Evaluation> report = [&] {
     if (!options.lab) return evaluate::Evaluate(options.evaluation, io);
     evaluate::LabEvaluationOptions lab = options.lab_options;

@@ -6,6 +6,8 @@
 #include "endpoint/load_run.hpp"
 #include "evaluate/plan_file.hpp"
 #include "health/passive_run.hpp"
+#include "net/nccl_analyze_run.hpp"
+#include "net/nccl_sweep.hpp"
 #include "rate/rate_run.hpp"
 #include "reliability/scenario_run.hpp"
 #include "store/run_writer.hpp"
@@ -136,6 +138,48 @@ class PhaseRunner {
     return Stored("reliability", phase.name, report->run_id);
   }
 
+  // The plan's sweep run and its logs analysed, or the plan's nccl-tests logs analysed; with
+  // neither, UNTESTED.
+  PhaseResult Network(const NetworkPhasePlan& phase) const {
+    const audit::HostRunIo& h = io_.host;
+    if (phase.sweep) {
+      net::NcclSweepRequest request = *phase.sweep;
+      request.analysis = {.platform = phase.platform, .tolerance_pct = phase.tolerance_pct};
+      if (request.nccl_tests_dir.empty()) request.sweep.cpu_perf = io_.cpu_perf;
+      // The logs beside the store, a folder per phase and evaluation.
+      request.out_dir = net::NcclLogFolder(h.db_path, "nccl-sweep-" + phase.name, h.clock->Now());
+      auto report = net::SweepNccl(std::move(request),
+                                   {.analyze = {.db_path = h.db_path,
+                                                .cmax_version = h.cmax_version,
+                                                .provider = provider_,
+                                                .fs = h.fs,
+                                                .clock = h.clock},
+                                    .fs = h.fs,
+                                    .runner = h.runner,
+                                    .interrupted = h.interrupted,
+                                    .progress = [this, &phase](std::string_view line) {
+                                      Say(fmt::format("network {}: {}", phase.name, line));
+                                    }});
+      if (!report) return {FromError("network", phase.name, report.error()), {}};
+      return FromRun("network", phase.name, std::move(report->analyzed.record));
+    }
+    if (phase.logs.empty()) {
+      return {Untested("network", phase.name,
+                       "neither logs of a sweep (logs: [FILE]) nor a sweep to run (sweep: "
+                       "{hosts: [...]})"),
+              {}};
+    }
+    auto report = net::AnalyzeNcclFiles(
+        {.files = phase.logs, .platform = phase.platform, .tolerance_pct = phase.tolerance_pct},
+        {.db_path = h.db_path,
+         .cmax_version = h.cmax_version,
+         .provider = provider_,
+         .fs = h.fs,
+         .clock = h.clock});
+    if (!report) return {FromError("network", phase.name, report.error()), {}};
+    return FromRun("network", phase.name, std::move(report->record));
+  }
+
   void Say(std::string_view line) const {
     if (io_.progress) io_.progress(line);
   }
@@ -212,17 +256,27 @@ Result<void> RunLaterPhases(const Plan& plan, const PhaseRunner& runner,
       return ok;
     }
   }
-  for (const auto& [kind, entries, what] :
-       {std::tuple{"network", &plan.network, "NCCL sweeps"},
-        std::tuple{"training", &plan.training, "training runs and traces"}}) {
-    const std::string reason = fmt::format("cmax does not evaluate {} yet{}", what,
-                                           entries->empty() ? "" : "; the plan's are kept unread");
-    if (entries->empty()) {
-      if (auto ok = untested(kind, reason); !ok) return ok;
+  for (const NetworkPhasePlan& phase : plan.network) {
+    if (auto ok = run("network", phase.name, [&] { return runner.Network(phase); }); !ok) {
+      return ok;
     }
-    for (const LaterPhasePlan& entry : *entries) {
-      if (auto ok = keep({Untested(kind, entry.name, reason), {}}); !ok) return ok;
+  }
+  if (plan.network.empty()) {
+    if (auto ok = untested("network", std::string("no NCCL sweep: cmax does not run one yet, and "
+                                                  "no nccl-tests logs to analyse") +
+                                          no_plan);
+        !ok) {
+      return ok;
     }
+  }
+  const std::string reason =
+      fmt::format("cmax does not evaluate training runs and traces yet{}",
+                  plan.training.empty() ? "" : "; the plan's are kept unread");
+  if (plan.training.empty()) {
+    if (auto ok = untested("training", reason); !ok) return ok;
+  }
+  for (const LaterPhasePlan& entry : plan.training) {
+    if (auto ok = keep({Untested("training", entry.name, reason), {}}); !ok) return ok;
   }
   return writer.Add({{"evaluation.phases", PhasesJson(phases).dump()}}, {});
 }

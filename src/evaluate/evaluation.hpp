@@ -40,6 +40,9 @@ struct EvaluationIo {
   std::function<void(std::string_view)> progress;  // a line per phase as it starts and ends
   // Called just before a phase runs (kind, name): a lab starts what that phase needs.
   std::function<void(const std::string& kind, const std::string& name)> before_phase;
+  // cmax-mpi-perf, for a network sweep without nccl-tests (the CPU stand-in); empty: such a
+  // sweep is refused.
+  std::string cpu_perf;
 };
 
 struct Evaluation {

@@ -9,6 +9,7 @@
 #include "core/keys.hpp"
 #include "core/strings.hpp"
 #include "endpoint/api.hpp"
+#include "net/nccl_platforms.hpp"
 
 namespace cmax::evaluate {
 namespace {
@@ -173,6 +174,152 @@ Result<EndpointPhasePlan> EndpointOf(const YAML::Node& entry, const std::string&
   return out;
 }
 
+// A list of one-line texts; empty when the key is absent.
+Result<std::vector<std::string>> Texts(const YAML::Node& map, const char* key,
+                                       const std::string& where) {
+  std::vector<std::string> out;
+  const YAML::Node list = map[key];
+  if (!list || list.IsNull()) return out;
+  if (!list.IsSequence()) {
+    return tl::unexpected(Invalid(list, fmt::format("{}: {} must be a list", where, key)));
+  }
+  for (const YAML::Node& item : list) {
+    const bool text = item.IsScalar() && !item.Scalar().empty() && item.Scalar().size() <= 4096 &&
+                      SanitizeUtf8(item.Scalar()) == item.Scalar() &&
+                      item.Scalar().find_first_of("\n\r\t") == std::string::npos;
+    if (!text) {
+      return tl::unexpected(
+          Invalid(item, fmt::format("{}: each of {} is one line of text", where, key)));
+    }
+    out.push_back(item.Scalar());
+  }
+  return out;
+}
+
+// A network entry's `sweep`: `cmax nccl sweep`'s options, by their long names.
+Result<net::NcclSweepRequest> SweepOf(const YAML::Node& node, const std::string& base_dir,
+                                      const std::string& where) {
+  if (auto ok =
+          OnlyKeys(node,
+                   {"hosts", "hostfile", "nccl_tests", "launcher", "collectives", "variants",
+                    "nodes", "min_bytes", "max_bytes", "factor", "iters", "warmup", "gpus_per_node",
+                    "step_timeout_s", "env", "netns_lab", "slow_links", "srun_mpi"},
+                   where + " sweep");
+      !ok) {
+    return tl::unexpected(ok.error());
+  }
+  net::NcclSweepRequest r;
+  net::NcclSweepOptions& o = r.sweep;
+  for (auto [key, into] : {std::pair{"hosts", &o.hosts},
+                           {"collectives", &o.collectives},
+                           {"env", &o.env},
+                           {"slow_links", &r.slow_links}}) {
+    auto list = Texts(node, key, where);
+    if (!list) return tl::unexpected(list.error());
+    *into = std::move(*list);
+  }
+  if (auto variants = Texts(node, "variants", where); !variants) {
+    return tl::unexpected(variants.error());
+  } else if (!variants->empty()) {
+    o.variants = std::move(*variants);
+  }
+  auto nodes = Texts(node, "nodes", where);
+  if (!nodes) return tl::unexpected(nodes.error());
+  for (const std::string& n : *nodes) {
+    if (n.empty() || n.size() > 6 ||
+        !std::ranges::all_of(n, [](char c) { return c >= '0' && c <= '9'; }) || std::stoi(n) < 1) {
+      return tl::unexpected(
+          Invalid(node["nodes"], fmt::format("{}: nodes are whole numbers of nodes", where)));
+    }
+    o.node_counts.push_back(std::stoi(n));
+  }
+  auto hostfile = Path(node, "hostfile", base_dir);
+  auto tests = Path(node, "nccl_tests", base_dir);
+  auto launcher = Text(node, "launcher", 16);
+  auto min_bytes = Text(node, "min_bytes", 32);
+  auto max_bytes = Text(node, "max_bytes", 32);
+  auto srun_mpi = Text(node, "srun_mpi", 32);
+  for (const auto* t : {&hostfile, &tests, &launcher, &min_bytes, &max_bytes, &srun_mpi}) {
+    if (!*t) return tl::unexpected(t->error());
+  }
+  r.hostfile = *hostfile;
+  r.nccl_tests_dir = *tests;
+  if (!launcher->empty() && *launcher != "mpirun" && *launcher != "srun") {
+    return tl::unexpected(
+        Invalid(node["launcher"], fmt::format("{}: launcher is mpirun or srun", where)));
+  }
+  o.launcher = *launcher == "srun" ? net::NcclLauncher::kSrun : net::NcclLauncher::kMpirun;
+  if (!min_bytes->empty()) o.min_bytes = *min_bytes;
+  if (!max_bytes->empty()) o.max_bytes = *max_bytes;
+  if (!srun_mpi->empty()) o.srun_mpi = *srun_mpi;
+  double step_timeout_s = 600;
+  for (auto ok : {Number(node, "factor", 2, 1024, o.factor), Number(node, "iters", 1, 1e6, o.iters),
+                  Number(node, "warmup", 0, 1e6, o.warmup),
+                  Number(node, "gpus_per_node", 1, 72, o.gpus_per_node),
+                  Number(node, "netns_lab", 2, 200, r.lab_hosts),
+                  Number(node, "step_timeout_s", 0.1, 86400, step_timeout_s)}) {
+    if (!ok) return tl::unexpected(ok.error());
+  }
+  o.step_timeout =
+      std::chrono::duration_cast<Duration>(std::chrono::duration<double>(step_timeout_s));
+  if (r.lab_hosts == 0 && o.hosts.empty() && r.hostfile.empty()) {
+    return tl::unexpected(
+        Invalid(node, fmt::format("{}: a sweep needs hosts, a hostfile or a netns_lab", where)));
+  }
+  return r;
+}
+
+Result<NetworkPhasePlan> NetworkOf(const YAML::Node& entry, const std::string& base_dir,
+                                   std::set<std::string>& seen) {
+  if (auto ok = OnlyKeys(entry, {"name", "logs", "sweep", "platform", "tolerance_pct"},
+                         "a network phase");
+      !ok) {
+    return tl::unexpected(ok.error());
+  }
+  NetworkPhasePlan out;
+  auto name = PhaseName(entry, seen);
+  if (!name) return tl::unexpected(name.error());
+  out.name = *name;
+  if (const YAML::Node logs = entry["logs"]; logs && !logs.IsNull()) {
+    if (!logs.IsSequence() || logs.size() == 0) {
+      return tl::unexpected(
+          Invalid(logs, fmt::format("network {}: logs must be a list of files", *name)));
+    }
+    for (const YAML::Node& log : logs) {
+      const bool text = log.IsScalar() && !log.Scalar().empty() && log.Scalar().size() <= 4096 &&
+                        SanitizeUtf8(log.Scalar()) == log.Scalar() &&
+                        log.Scalar().find_first_of("\n\r\t") == std::string::npos;
+      if (!text) {
+        return tl::unexpected(
+            Invalid(log, fmt::format("network {}: each log is a file's path", *name)));
+      }
+      const std::string& path = log.Scalar();
+      out.logs.push_back(path.front() == '/' || base_dir.empty() ? path : base_dir + "/" + path);
+    }
+  }
+  if (const YAML::Node sweep = entry["sweep"]; sweep && !sweep.IsNull()) {
+    if (!out.logs.empty()) {
+      return tl::unexpected(Invalid(
+          sweep, fmt::format("network {}: logs or a sweep, not both (two phases can)", *name)));
+    }
+    auto request = SweepOf(sweep, base_dir, "network " + *name);
+    if (!request) return tl::unexpected(request.error());
+    out.sweep = std::move(*request);
+  }
+  auto platform = Text(entry, "platform", 64);
+  if (!platform) return tl::unexpected(platform.error());
+  if (!platform->empty() && net::NcclPlatforms::Builtin().Find(*platform) == nullptr) {
+    return tl::unexpected(
+        Invalid(entry["platform"], fmt::format("network {}: no platform \"{}\" (known: {})", *name,
+                                               *platform, net::NcclPlatforms::Builtin().Names())));
+  }
+  out.platform = *platform;
+  if (auto ok = Number(entry, "tolerance_pct", 0.1, 90, out.tolerance_pct); !ok) {
+    return tl::unexpected(ok.error());
+  }
+  return out;
+}
+
 }  // namespace
 
 Result<Plan> ParsePlan(std::string_view yaml, const std::string& base_dir) {
@@ -243,17 +390,21 @@ Result<Plan> ParsePlan(std::string_view yaml, const std::string& base_dir) {
       }
       plan.reliability.push_back({*name, *scenario});
     }
-    // What the network and training phases will read is theirs to define; until they exist an
-    // entry needs only its name, and the rest of it is kept for them unread.
-    for (auto [key, out] :
-         {std::pair{"network", &plan.network}, std::pair{"training", &plan.training}}) {
-      auto entries = Entries(root, key);
-      if (!entries) return tl::unexpected(entries.error());
-      for (const YAML::Node& entry : *entries) {
-        auto name = PhaseName(entry, names);
-        if (!name) return tl::unexpected(name.error());
-        out->push_back({*name});
-      }
+    auto network = Entries(root, "network");
+    if (!network) return tl::unexpected(network.error());
+    for (const YAML::Node& entry : *network) {
+      auto phase = NetworkOf(entry, base_dir, names);
+      if (!phase) return tl::unexpected(phase.error());
+      plan.network.push_back(std::move(*phase));
+    }
+    // What the training phase will read is its to define; until it exists an entry needs only
+    // its name, and the rest of it is kept for it unread.
+    auto training = Entries(root, "training");
+    if (!training) return tl::unexpected(training.error());
+    for (const YAML::Node& entry : *training) {
+      auto name = PhaseName(entry, names);
+      if (!name) return tl::unexpected(name.error());
+      plan.training.push_back({*name});
     }
   } catch (const YAML::Exception& e) {
     return Fail(ErrorCode::kInvalidArgument, "plan: {}", e.what());

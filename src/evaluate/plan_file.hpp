@@ -6,12 +6,14 @@
 // plan and its files travel together. An example: data/plan.example.yaml.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "core/result.hpp"
 #include "endpoint/load_run.hpp"
+#include "net/nccl_sweep.hpp"
 
 namespace cmax::evaluate {
 
@@ -27,10 +29,22 @@ struct ScenarioPhasePlan {
   std::string scenario;  // a reliability scenario file (cmax reliability run)
 };
 
-// A phase cmax names but does not run yet (NCCL sweeps, training logs): kept so that the
-// evaluation reports it UNTESTED with the reason instead of dropping it.
+// A phase cmax names but does not run yet (training logs): kept so that the evaluation reports
+// it UNTESTED with the reason instead of dropping it.
 struct LaterPhasePlan {
   std::string name;
+};
+
+// The network: nccl-tests logs analysed (cmax nccl analyze), or a sweep run and analysed (cmax
+// nccl sweep); an entry with neither is UNTESTED.
+struct NetworkPhasePlan {
+  std::string name;
+  std::vector<std::string> logs;  // paths (relative to the plan's folder)
+  // What `cmax nccl sweep` would be given (its out_dir and the stand-in's path are the
+  // evaluation's to choose).
+  std::optional<net::NcclSweepRequest> sweep;
+  std::string platform;  // a built-in platform's name; empty: none
+  double tolerance_pct = 10;
 };
 
 struct Plan {
@@ -41,7 +55,7 @@ struct Plan {
   std::string health_since = "24h";
   std::vector<EndpointPhasePlan> endpoints;
   std::vector<ScenarioPhasePlan> reliability;
-  std::vector<LaterPhasePlan> network;
+  std::vector<NetworkPhasePlan> network;
   std::vector<LaterPhasePlan> training;
 };
 

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <fmt/format.h>
 #include <map>
+#include <set>
 
 #include "core/strings.hpp"
 
@@ -114,6 +115,9 @@ struct Layout {
   std::vector<std::vector<Column>> placements = {
       {Column::kTime, Column::kAlgbw, Column::kBusbw, Column::kWrong},
       {Column::kTime, Column::kAlgbw, Column::kBusbw, Column::kWrong}};
+  // The older `error` column holds the largest deviation found (2e-07 is a float sum's
+  // rounding), not a count of wrong values.
+  bool error_column = false;
 };
 
 std::optional<Layout> HeaderLayout(std::string_view body) {
@@ -138,6 +142,7 @@ std::optional<Layout> HeaderLayout(std::string_view body) {
                                                                  : Column::kOther);
       continue;
     }
+    if (word == "error" || word == "res") layout.error_column = true;
     // i_min, i_max, cputime ...: printed, not read.
     layout.placements.back().push_back(
         word == "time"                                                            ? Column::kTime
@@ -160,9 +165,11 @@ struct Parser {
   std::string pending_nccl_version;
   std::vector<std::string_view> row_words;  // a row's, reused
   std::string line_source;                  // a line's launcher prefix, reused
+  std::set<std::pair<std::string, uint64_t>> tuning_seen;
 
   NcclTable& NewTable(const std::string& source) {
-    out.tables.push_back({.source = source});
+    // A launcher's prefix is whatever bytes the log holds: made valid text once, per table.
+    out.tables.push_back({.source = SanitizeUtf8(source)});
     NcclTable& table = out.tables.back();
     table.nccl_version = pending_nccl_version;
     current[source] = {.table = out.tables.size() - 1};
@@ -187,6 +194,7 @@ struct Parser {
       NcclTable& table = NewTable(source);
       const std::vector<std::string_view> words = Words(text);
       if (words.size() > 2) table.tests_version = SanitizeUtf8(words[2]);
+      table.cpu_stand_in = text.find("CPU stand-in") != std::string_view::npos;
       return;
     }
     if (text.starts_with("Collective test starting:")) {
@@ -241,6 +249,7 @@ struct Parser {
     if (auto layout = HeaderLayout(text)) {
       const auto it = current.find(source);
       if (it == current.end() || !out.tables[it->second.table].rows.empty()) NewTable(source);
+      out.tables[current[source].table].wrong_is_count = !layout->error_column;
       current[source].layout = std::move(*layout);
     }
   }
@@ -338,6 +347,34 @@ struct Parser {
       }
       return;
     }
+    if (const size_t at = line.find("NCCL INFO "); at != std::string_view::npos) {
+      Tuning(line.substr(at + 10));
+    }
+  }
+
+  // "AllReduce: 1048576 Bytes -> Algo RING proto LL128 channel{Lo..Hi}={0..31}"
+  void Tuning(std::string_view text) {
+    const size_t colon = text.find(": ");
+    if (colon == std::string_view::npos || colon == 0 || out.tuning.size() >= kMaxNcclTunings) {
+      return;
+    }
+    const std::string_view function = text.substr(0, colon);
+    if (!std::ranges::all_of(
+            function, [](char c) { return std::isalpha(static_cast<unsigned char>(c)) != 0; })) {
+      return;
+    }
+    WordsInto(text.substr(colon + 2), row_words);
+    const std::vector<std::string_view>& w = row_words;
+    if (w.size() < 7 || w[1] != "Bytes" || w[2] != "->" || w[3] != "Algo" || w[5] != "proto") {
+      return;
+    }
+    const auto bytes = Whole(w[0]);
+    if (!bytes) return;
+    if (!tuning_seen.emplace(std::string(function), *bytes).second) return;
+    out.tuning.push_back({.function = SanitizeUtf8(function),
+                          .bytes = *bytes,
+                          .algo = SanitizeUtf8(w[4].substr(0, 32)),
+                          .proto = SanitizeUtf8(w[6].substr(0, 32))});
   }
 
   void Problem(std::string what) {
@@ -391,7 +428,131 @@ std::optional<double> NcclRow::BestBusbw() const {
   return best;
 }
 
+namespace {
+
+// A number of nccl-tests' JSON: a number, or "nan"/"N/A" written as a string (none).
+std::optional<double> JsonReal(const json& object, const char* key) {
+  const auto it = object.find(key);
+  if (it == object.end() || !it->is_number()) return std::nullopt;
+  const double v = it->get<double>();
+  return std::isfinite(v) ? std::optional(v) : std::nullopt;
+}
+
+std::string JsonText(const json& object, const char* key) {
+  const auto it = object.find(key);
+  if (it == object.end()) return "";
+  return SanitizeUtf8((it->is_string() ? it->get<std::string>() : it->dump()).substr(0, 64));
+}
+
+std::optional<NcclPlacement> JsonPlacement(const json& result, const char* key) {
+  const auto it = result.find(key);
+  if (it == result.end() || !it->is_object()) return std::nullopt;
+  NcclPlacement p{.time_us = JsonReal(*it, "time"),
+                  .algbw_gbs = JsonReal(*it, "alg_bw"),
+                  .busbw_gbs = JsonReal(*it, "bus_bw"),
+                  .wrong = JsonReal(*it, "nwrong")};
+  if (!p.time_us) p.time_us = JsonReal(*it, "cpu_time");  // -C: the CPU's time instead
+  return p;
+}
+
+// A DOM parser that keeps what it built when the text ends early: a file that a killed run
+// left half written still yields the sizes it finished.
+class KeepingSaxParser : public nlohmann::detail::json_sax_dom_parser<json> {
+ public:
+  explicit KeepingSaxParser(json& into) : json_sax_dom_parser(into, false) {}
+  bool parse_error(std::size_t position, const std::string& /*token*/,
+                   const nlohmann::detail::exception& /*error*/) {
+    error_at = position;
+    return false;
+  }
+  std::optional<size_t> error_at;
+};
+
+// nccl-tests' -J file (JSON_FILE_VERSION 3, nccl-tests 2.17.3 and later): one table.
+NcclTestsOutput ParseNcclTestsJson(std::string_view text) {
+  NcclTestsOutput out;
+  json doc;
+  KeepingSaxParser sax(doc);
+  json::sax_parse(text.begin(), text.end(), &sax, nlohmann::detail::input_format_t::json, false);
+  if (!doc.is_object()) {
+    out.problems.push_back("not nccl-tests JSON: no object at the top");
+    return out;
+  }
+  NcclTable table;
+  if (const auto args = doc.find("args");
+      args != doc.end() && args->is_array() && !args->empty() && (*args)[0].is_string()) {
+    const std::string binary = (*args)[0].get<std::string>();
+    table.collective = SanitizeUtf8(binary.substr(binary.rfind('/') + 1).substr(0, 64));
+  }
+  table.nccl_version = JsonText(doc, "nccl_version");
+  if (const auto devices = doc.find("devices"); devices != doc.end() && devices->is_array()) {
+    for (const json& d : *devices) {
+      if (!d.is_object()) continue;
+      ++table.ranks;
+      const std::string host = JsonText(d, "hostname");
+      if (!host.empty() && std::ranges::find(table.hosts, host) == table.hosts.end()) {
+        table.hosts.push_back(host);
+      }
+    }
+  }
+  if (const auto results = doc.find("results"); results != doc.end() && results->is_array()) {
+    for (const json& r : *results) {
+      if (!r.is_object()) continue;
+      const auto size = r.find("size");
+      auto out_of_place = JsonPlacement(r, "out_of_place");
+      if (size == r.end() || !size->is_number_unsigned() || !out_of_place) continue;
+      NcclRow row{.size_bytes = size->get<uint64_t>(),
+                  .type = JsonText(r, "type"),
+                  .redop = JsonText(r, "redop"),
+                  .root = JsonText(r, "root"),
+                  .out_of_place = *out_of_place,
+                  .in_place = JsonPlacement(r, "in_place")};
+      if (const auto count = r.find("count"); count != r.end() && count->is_number_unsigned()) {
+        row.count = count->get<uint64_t>();
+      }
+      table.rows.push_back(std::move(row));
+    }
+  }
+  if (const auto bounds = doc.find("out_of_bounds"); bounds != doc.end() && bounds->is_object()) {
+    if (const auto okay = bounds->find("okay"); okay != bounds->end() && okay->is_boolean()) {
+      table.out_of_bounds_ok = okay->get<bool>();
+    }
+  }
+  if (const auto avg = doc.find("average_bus_bandwidth"); avg != doc.end() && avg->is_object()) {
+    table.reported_avg_busbw = JsonReal(*avg, "bandwidth");
+  }
+  if (const auto errors = doc.find("errors"); errors != doc.end() && errors->is_array()) {
+    for (const json& e : *errors) {
+      if (out.warnings.size() < 20 && e.is_string()) {
+        out.warnings.push_back(SanitizeUtf8(e.get<std::string>().substr(0, 300)));
+      }
+    }
+  }
+  table.concluded = doc.contains("end_time") && !sax.error_at;
+  // A result the cut ran through has no figure yet: not a size the run finished.
+  while (sax.error_at && !table.rows.empty() && !table.rows.back().BestBusbw()) {
+    table.rows.pop_back();
+  }
+  if (sax.error_at) {
+    out.problems.push_back(
+        fmt::format("the JSON ends early (byte {}): what it finished is kept", *sax.error_at));
+  }
+  out.tables.push_back(std::move(table));
+  return out;
+}
+
+}  // namespace
+
 NcclTestsOutput ParseNcclTestsOutput(std::string_view text) {
+  // nccl-tests' -J file is a JSON object; its stdout never starts with '{'.
+  if (const size_t first = text.find_first_not_of(" \t\r\n");
+      first != std::string_view::npos && text[first] == '{') {
+    NcclTestsOutput out = ParseNcclTestsJson(text);
+    Parser figures;  // the same figures and problems as for a printed table
+    figures.out = std::move(out);
+    figures.Finish();
+    return std::move(figures.out);
+  }
   Parser parser;
   size_t start = 0;
   while (start < text.size()) {
@@ -422,10 +583,12 @@ json NcclTestsOutputJson(const NcclTestsOutput& output) {
         {{"source", t.source},
          {"collective", t.collective},
          {"tests_version", t.tests_version},
+         {"cpu_stand_in", t.cpu_stand_in},
          {"nccl_version", t.nccl_version},
          {"ranks", t.ranks},
          {"hosts", t.hosts},
          {"concluded", t.concluded},
+         {"wrong_is_count", t.wrong_is_count},
          {"out_of_bounds_ok", t.out_of_bounds_ok ? json(*t.out_of_bounds_ok) : json(nullptr)},
          {"reported_avg_busbw_gbs", optional(t.reported_avg_busbw)},
          {"peak_busbw_gbs", optional(t.peak_busbw_gbs)},
@@ -433,8 +596,14 @@ json NcclTestsOutputJson(const NcclTestsOutput& output) {
          {"largest_size_busbw_gbs", optional(t.largest_size_busbw_gbs)},
          {"rows", rows}});
   }
+  json tuning = json::array();
+  for (const NcclTuning& t : output.tuning) {
+    tuning.push_back(
+        {{"function", t.function}, {"bytes", t.bytes}, {"algo", t.algo}, {"proto", t.proto}});
+  }
   return {{"schema", "cmax.nccl-tests/v1"},
           {"tables", tables},
+          {"tuning", tuning},
           {"warnings", output.warnings},
           {"problems", output.problems}};
 }

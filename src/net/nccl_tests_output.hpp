@@ -42,10 +42,14 @@ struct NcclTable {
   std::string source;      // the launcher's prefix the table came through ("rank 3"), or ""
   std::string collective;  // "all_reduce_perf", from the start line, when there is one
   std::string tests_version;
+  bool cpu_stand_in = false;       // cmax-mpi-perf's (its version line says so): MPI, not NCCL
   std::string nccl_version;        // "2.21.5+cuda12.4", from NCCL's own banner
   int ranks = 0;                   // "Rank N" lines
   std::vector<std::string> hosts;  // distinct, as listed
   std::vector<NcclRow> rows;
+  // The rows' `wrong` counts wrong values (#wrong); false for the older `error` column, which
+  // holds the largest deviation (its verdict is the footer's out-of-bounds count).
+  bool wrong_is_count = true;
   std::optional<double> reported_avg_busbw;  // the footer's, for comparison only
   std::optional<bool> out_of_bounds_ok;
   // The footer's last line was seen (or, in versions with no start line, its average): the run
@@ -57,11 +61,27 @@ struct NcclTable {
   std::optional<double> largest_size_busbw_gbs;
 };
 
+// What NCCL chose for one call, from its tuning debug line (NCCL_DEBUG=INFO
+// NCCL_DEBUG_SUBSYS=TUNING): "AllReduce: 1048576 Bytes -> Algo RING proto LL128 ...". The bytes
+// are the call's count times its type's size: per rank for AllGather and ReduceScatter, whose
+// nccl-tests size is the total.
+struct NcclTuning {
+  std::string function;  // AllReduce, AllGather, ReduceScatter, Broadcast, Reduce, SendRecv ...
+  uint64_t bytes = 0;
+  std::string algo;   // RING, TREE, NVLS, NVLS_TREE, COLLNET_DIRECT, PAT ...
+  std::string proto;  // LL, LL128, SIMPLE
+  bool operator==(const NcclTuning&) const = default;
+};
+
 struct NcclTestsOutput {
   std::vector<NcclTable> tables;
+  // Each (function, bytes) once, the first choice seen, at most kMaxNcclTunings.
+  std::vector<NcclTuning> tuning;
   std::vector<std::string> warnings;  // NCCL WARN lines (the first 20, each at most 300 bytes)
   std::vector<std::string> problems;  // rows that could not be read, runs cut short
 };
+
+inline constexpr size_t kMaxNcclTunings = 4096;
 
 NcclTestsOutput ParseNcclTestsOutput(std::string_view text);
 

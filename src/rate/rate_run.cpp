@@ -15,7 +15,8 @@ namespace {
 constexpr size_t kFileLimit = size_t{4} << 20;
 
 // The kinds of run that hold evidence a rubric reads; a rating takes the newest of each.
-constexpr const char* kRatedCommands[] = {"run", "audit", "reliability", "endpoint", "health"};
+constexpr const char* kRatedCommands[] = {"run",      "audit",  "reliability",
+                                          "endpoint", "health", "nccl"};
 
 // The newest run of each kind recorded for `provider`; a provider with none is an error that
 // names the ones the store has.

@@ -290,13 +290,21 @@ Result<ItemScoring> ParseScoring(const json& score, const ItemSource& source,
 }  // namespace
 
 const std::vector<KnownMetric>& KnownMetrics() {
-  // As the phases record them (reliability/timeline, endpoint/results): name and unit.
+  // As the phases record them (reliability/timeline, net/nccl_analyze_run, net/nccl_sweep,
+  // net/nccl_recipe, endpoint/results):
+  // name and unit.
   static const std::vector<KnownMetric> kMetrics = {
       {"reliability.detect", "s"},
       {"reliability.out_of_service", "s"},
       {"reliability.replaced", "s"},
       {"reliability.back_in_service", "s"},
       {"reliability.watched", "s"},
+      {"nccl.worst_fall_pct", "%"},
+      {"nccl.share_of_platform", "ratio"},
+      {"nccl.busbw_peak", "GB/s"},
+      {"nccl.busbw_largest", "GB/s"},
+      {"nccl.slow_nodes", "nodes"},
+      {"nccl.recipe_changes", "changes"},
       {"endpoint.error_ratio", "ratio"},
       {"endpoint.cache_hit_of_ideal", "ratio"},
       {"endpoint.cache_hit_rate", "ratio"},

@@ -7,6 +7,7 @@
 #include <set>
 #include <vector>
 
+#include "report/nccl_html.hpp"
 #include "report/rating_view.hpp"
 #include "report/render.hpp"
 
@@ -297,6 +298,8 @@ std::string RenderHtml(const RunRecord& record) {
     out += RenderSweep(points, "tpot_p50", "TPOT p50");
     out += "</section>\n";
   }
+
+  out += RenderNcclHtml(record);
 
   out += "<section>\n<h2>Findings</h2>\n";
   if (record.findings.empty()) out += "<p>No findings were recorded.</p>\n";

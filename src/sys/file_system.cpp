@@ -103,6 +103,11 @@ bool LocalFileSystem::IsDirectory(const std::string& path) const {
   return ::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
 }
 
+bool LocalFileSystem::IsRegularFile(const std::string& path) const {
+  struct stat st {};
+  return ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode);
+}
+
 Result<std::vector<std::string>> LocalFileSystem::ListDir(const std::string& path) const {
   DIR* dir = ::opendir(path.c_str());
   if (dir == nullptr) return ErrnoError("cannot list", path);
@@ -243,6 +248,10 @@ Result<std::string> MemoryFileSystem::ReadFile(const std::string& path, size_t m
 
 bool MemoryFileSystem::Exists(const std::string& path) const {
   return files_.count(path) > 0 || links_.count(path) > 0 || IsDirectory(path);
+}
+
+bool MemoryFileSystem::IsRegularFile(const std::string& path) const {
+  return files_.contains(path);
 }
 
 bool MemoryFileSystem::IsDirectory(const std::string& path) const {

@@ -23,6 +23,9 @@ class FileSystem {
                                        size_t max_bytes = kDefaultReadLimit) const = 0;
   virtual bool Exists(const std::string& path) const = 0;
   virtual bool IsDirectory(const std::string& path) const = 0;
+  // A regular file (after links): what may be opened without side effects. A device, a FIFO or
+  // a socket is not: opening one can block, or act (a watchdog starts counting).
+  virtual bool IsRegularFile(const std::string& path) const = 0;
   // Entry names, sorted, without "." and "..".
   virtual Result<std::vector<std::string>> ListDir(const std::string& path) const = 0;
   virtual Result<std::string> ReadLink(const std::string& path) const = 0;
@@ -47,6 +50,7 @@ class LocalFileSystem final : public FileSystem {
   Result<std::string> ReadFile(const std::string& path, size_t max_bytes) const override;
   bool Exists(const std::string& path) const override;
   bool IsDirectory(const std::string& path) const override;
+  bool IsRegularFile(const std::string& path) const override;
   Result<std::vector<std::string>> ListDir(const std::string& path) const override;
   Result<std::string> ReadLink(const std::string& path) const override;
   Result<void> WriteFileAtomic(const std::string& path, std::string_view data,
@@ -67,6 +71,7 @@ class MemoryFileSystem final : public FileSystem {
   Result<std::string> ReadFile(const std::string& path, size_t max_bytes) const override;
   bool Exists(const std::string& path) const override;
   bool IsDirectory(const std::string& path) const override;
+  bool IsRegularFile(const std::string& path) const override;  // a file added, not a folder
   Result<std::vector<std::string>> ListDir(const std::string& path) const override;
   Result<std::string> ReadLink(const std::string& path) const override;
   Result<void> WriteFileAtomic(const std::string& path, std::string_view data,

@@ -1,7 +1,8 @@
 // libFuzzer target for what the audit reads from other machines and other people: evidence
 // (from nodes, stored runs, other cmax versions) graded by every rule of the catalogue, a
-// minimum table, advisories for `minimums build`, dcgmi's diagnostic document and an egress
-// target. None may crash, hang or throw past its caller; a built table must parse back.
+// minimum table, advisories for `minimums build`, dcgmi's diagnostic document, an NCCL topology
+// file and an egress target. None may crash, hang or throw past its caller; a built table must
+// parse back.
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
@@ -12,6 +13,7 @@
 #include "audit/grading.hpp"
 #include "audit/minimums.hpp"
 #include "audit/minimums_build.hpp"
+#include "audit/nccl_topology.hpp"
 #include "audit/side_effects.hpp"
 #include "core/clock.hpp"
 
@@ -22,6 +24,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string input(reinterpret_cast<const char*>(data), size);
   (void)ParseEgressTarget(input);
   (void)ParseDcgmDiag(input);
+  (void)NcclTopologyXmlProblem(input);
   (void)MinimumTable::Parse(input);
   const WallTime now = *ParseIso8601("2026-12-01T00:00:00Z");
   if (auto built = BuildMinimums({{.name = "fuzz.json", .text = input}}, now); built) {

@@ -1,9 +1,11 @@
 // The audit's side effects through the real binary (issue 15): none without
 // --allow-side-effects; with it, networking.outbound-internet opens exactly one real TCP
 // connection to the host named (here a listening socket of the test's own on loopback), reports
-// it for the provider to answer for, and the run records what it did and how to undo it.
+// it for the provider to answer for, and the run records what it did and how to undo it. The
+// NCCL topology file, once a side-effect check, is read without one.
 #include <unistd.h>
 
+#include <fstream>
 #include <gtest/gtest.h>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -23,10 +25,11 @@ using namespace std::chrono_literals;
 
 class AuditSideEffectsTest : public ::testing::Test {
  protected:
-  sys::ProcessResult Cmax(const std::vector<std::string>& args) {
+  sys::ProcessResult Cmax(const std::vector<std::string>& args,
+                          std::vector<std::string> env_add = {}) {
     std::vector<std::string> argv{CMAX_BINARY, "--db", dir_.File("cmax.db"), "audit"};
     argv.insert(argv.end(), args.begin(), args.end());
-    auto r = runner_.Run({.argv = argv, .timeout = 60s});
+    auto r = runner_.Run({.argv = argv, .env_add = std::move(env_add), .timeout = 60s});
     EXPECT_TRUE(r) << r.error().message;
     return r ? *r : sys::ProcessResult{};
   }
@@ -90,6 +93,39 @@ TEST_F(AuditSideEffectsTest, OneConnectionToTheNamedHostOnlyWhenAllowed) {
   // A malformed target is refused before anything runs.
   auto bad = Cmax({"--allow-side-effects", "--egress-target", "2001:db8::1"});
   EXPECT_EQ(bad.exit_code, 2) << bad.stderr_text;
+}
+
+// The NCCL topology file is read, never looked at inside a container: no flag needed, no side
+// effect taken. A broken file fails naming its line; a good one is UNKNOWN with its digest.
+TEST_F(AuditSideEffectsTest, TheTopologyFileIsReadWithoutSideEffects) {
+  const std::string good = dir_.File("topo.xml");
+  const std::string broken = dir_.File("broken.xml");
+  {
+    std::ofstream(good) << "<system version=\"1\">\n  <cpu numaid=\"0\"/>\n</system>\n";
+    std::ofstream(broken) << "<system version=\"1\">\n  <cpu numaid=0/>\n</system>\n";
+  }
+  const auto topo = [&](const std::string& path) {
+    auto r = Cmax({"--json", "--exit-zero", "networking"}, {"NCCL_TOPO_FILE=" + path});
+    EXPECT_EQ(r.exit_code, 0) << r.stderr_text;
+    const json doc = json::parse(r.stdout_text);
+    EXPECT_FALSE(doc.at("evidence").contains("audit.side_effects"));
+    return std::pair{ByCheck(doc)["networking.nccl-topo-file"], doc.at("evidence")};
+  };
+  const auto [failed, failed_evidence] = topo(broken);
+  EXPECT_EQ(failed["status"], "FAIL") << failed.dump();
+  EXPECT_EQ(failed["observed"],
+            broken +
+                " (from NCCL_TOPO_FILE): line 2: attribute numaid's value is not in double "
+                "quotes");
+  // A device is not opened at all (the audit reads as root).
+  const auto [device, device_evidence] = topo("/dev/null");
+  EXPECT_EQ(device["status"], "FAIL") << device.dump();
+  EXPECT_NE(device["observed"].get<std::string>().find("not a regular file"), std::string::npos);
+  const auto [good_file, evidence] = topo(good);
+  EXPECT_EQ(good_file["status"], "UNKNOWN") << good_file.dump();
+  EXPECT_NE(good_file["message"].get<std::string>().find("containers"), std::string::npos);
+  EXPECT_EQ(evidence.at("network.nccl.topo_file").at("source"), "NCCL_TOPO_FILE");
+  EXPECT_EQ(evidence.at("network.nccl.topo_file_sha256").get<std::string>().size(), 64U);
 }
 
 }  // namespace

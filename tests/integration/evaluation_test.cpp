@@ -58,6 +58,59 @@ const PhaseOutcome* Find(const std::vector<PhaseOutcome>& phases, const std::str
   return nullptr;
 }
 
+// A plan's network entry with a sweep: `cmax nccl sweep` run as a phase, under the real mpirun on
+// this machine ("localhost" and "127.0.0.1" are two hosts to it), with stand-in nccl-tests
+// binaries (shell scripts, named as such): all_reduce prints a table, alltoall fails.
+TEST(Evaluation, ANetworkSweepRunsAsAPhaseAndKeepsItsLogs) {
+  Shell shell;
+  const std::string tests = shell.dir.File("nccl-tests");
+  ASSERT_TRUE(shell.fs.CreateDirs(tests, 0755));
+  ASSERT_TRUE(
+      shell.fs.WriteFileAtomic(tests + "/all_reduce_perf",
+                               "#!/bin/sh\n# A stand-in for nccl-tests' all_reduce_perf.\ncat " +
+                                   std::string(CMAX_TEST_DATA) + "/nccl/modern_all_reduce.txt\n",
+                               0755));
+  ASSERT_TRUE(shell.fs.WriteFileAtomic(
+      tests + "/alltoall_perf",
+      "#!/bin/sh\n# A stand-in for nccl-tests' alltoall_perf, failing.\necho 'Test NCCL failure "
+      "common.cu:1' >&2\nexit 3\n",
+      0755));
+  const std::string plan = shell.Plan(fmt::format(
+      "schema: cmax.plan/v1\n"
+      "health: false\n"
+      "network:\n"
+      "  - name: fabric\n"
+      "    sweep: {{hosts: [localhost, 127.0.0.1], nccl_tests: '{}', gpus_per_node: 1,\n"
+      "            step_timeout_s: 60, nodes: [2]}}\n",
+      tests));
+  const auto evaluation = Evaluate({.probe_timeout_s = 2, .plan = plan}, shell.Io());
+  ASSERT_TRUE(evaluation) << evaluation.error().message;
+  const PhaseOutcome* fabric = Find(evaluation->phases, "fabric");
+  ASSERT_NE(fabric, nullptr);
+  EXPECT_EQ(fabric->state, PhaseState::kFailed) << fabric->reason;  // the failed step
+  EXPECT_GT(fabric->run_id, 0);
+  bool busbw = false;
+  bool step_failed = false;
+  for (const Metric& m : evaluation->record.metrics) {
+    if (m.name == "nccl.busbw_peak") busbw = m.labels.at("phase") == "fabric";
+  }
+  for (const Finding& f : evaluation->record.findings) {
+    if (f.check_id == "network.nccl-step") step_failed = f.status == CheckStatus::kFail;
+  }
+  EXPECT_TRUE(busbw);
+  EXPECT_TRUE(step_failed);
+  // The logs kept beside the store, a folder for the phase.
+  const auto folders = shell.fs.ListDir(shell.dir.Path());
+  ASSERT_TRUE(folders);
+  const auto logs = std::ranges::find_if(
+      *folders, [](const std::string& f) { return f.starts_with("nccl-sweep-fabric-"); });
+  ASSERT_NE(logs, folders->end());
+  EXPECT_TRUE(shell.fs.Exists(shell.dir.File(*logs + "/all_reduce-default-2n.log")));
+  EXPECT_TRUE(std::ranges::any_of(shell.lines, [](const std::string& l) {
+    return l.starts_with("network fabric: step 2/2: alltoall over 2 nodes");
+  }));
+}
+
 TEST(Evaluation, EveryPhaseOfThePlanIsAccountedForInOneRun) {
   SimFixture sim;
   ASSERT_TRUE(sim.Up());
@@ -75,8 +128,10 @@ TEST(Evaluation, EveryPhaseOfThePlanIsAccountedForInOneRun) {
       "reliability:\n"
       "  - {{name: xid, scenario: no-such-scenario.yaml}}\n"
       "network:\n"
-      "  - {{name: all-reduce, nodes: 8}}\n",
-      sim.Url("/v1"), dead_port));
+      "  - {{name: all-reduce, logs: ['{}'], platform: h100-nvlink}}\n"
+      "  - {{name: sweep}}\n",
+      sim.Url("/v1"), dead_port,
+      std::string(CMAX_TEST_DATA) + "/nccl/tuning_lines_with_a_switch.txt"));
 
   const auto evaluation = Evaluate({.probe_timeout_s = 2, .plan = plan}, shell.Io());
   ASSERT_TRUE(evaluation) << evaluation.error().message;
@@ -90,9 +145,10 @@ TEST(Evaluation, EveryPhaseOfThePlanIsAccountedForInOneRun) {
   const auto& phases = evaluation->phases;
   std::vector<std::string> names;
   for (const PhaseOutcome& p : phases) names.push_back(p.kind + "/" + p.name);
-  EXPECT_EQ(names, (std::vector<std::string>{"host/host", "health/health", "endpoint/live",
-                                             "endpoint/dead", "reliability/xid",
-                                             "network/all-reduce", "training/training"}));
+  EXPECT_EQ(names,
+            (std::vector<std::string>{"host/host", "health/health", "endpoint/live",
+                                      "endpoint/dead", "reliability/xid", "network/all-reduce",
+                                      "network/sweep", "training/training"}));
   const PhaseOutcome* host = Find(phases, "host");
   ASSERT_NE(host, nullptr);
   EXPECT_EQ(host->state, PhaseState::kRan);
@@ -112,10 +168,20 @@ TEST(Evaluation, EveryPhaseOfThePlanIsAccountedForInOneRun) {
   ASSERT_NE(xid, nullptr);
   EXPECT_EQ(xid->state, PhaseState::kUntested);
   EXPECT_NE(xid->reason.find("no-such-scenario.yaml"), std::string::npos) << xid->reason;
+  // The logs analysed as a run of their own (a switch-point kink, no fault); no logs: UNTESTED.
   const PhaseOutcome* network = Find(phases, "all-reduce");
   ASSERT_NE(network, nullptr);
-  EXPECT_EQ(network->state, PhaseState::kUntested);
-  EXPECT_NE(network->reason.find("NCCL"), std::string::npos);
+  EXPECT_EQ(network->state, PhaseState::kRan) << network->reason;
+  EXPECT_GT(network->run_id, 0);
+  const PhaseOutcome* sweep = Find(phases, "sweep");
+  ASSERT_NE(sweep, nullptr);
+  EXPECT_EQ(sweep->state, PhaseState::kUntested);
+  EXPECT_NE(sweep->reason.find("neither logs of a sweep"), std::string::npos) << sweep->reason;
+  bool busbw = false;
+  for (const Metric& m : record.metrics) {
+    if (m.name == "nccl.busbw_peak") busbw = m.labels.at("phase") == "all-reduce";
+  }
+  EXPECT_TRUE(busbw);
 
   // The phases' runs are folded into this one: metrics labelled by phase, findings named.
   std::map<std::string, double> completed;

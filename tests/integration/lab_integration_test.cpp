@@ -7,6 +7,7 @@
 #include <csignal>
 #include <cstdio>
 #include <filesystem>
+#include <fmt/format.h>
 #include <fstream>
 #include <gtest/gtest.h>
 #include <map>
@@ -19,6 +20,7 @@
 
 #include "cli/cli.hpp"
 #include "lab/lab.hpp"
+#include "net/nccl_sweep.hpp"
 #include "support/free_port.hpp"
 #include "support/temp_dir.hpp"
 #include "support/wait.hpp"
@@ -268,6 +270,57 @@ TEST_F(LabTest, CliUpTwiceReportsTheRunningLab) {
   std::ostringstream out4, err4;
   EXPECT_EQ(cli::RunCli({"lab", "down", "--dir", spec_.dir}, out4, err4), cli::kExitOk);
   EXPECT_NE(out4.str().find("stopped"), std::string::npos);
+}
+
+// The network sweep through the real srun (issue 17): `srun --mpi=... --nodes=N --nodelist=...
+// --ntasks-per-node=G --gpus-per-node=G --kill-on-bad-exit=1 --export=ALL` must be what this
+// Slurm accepts. The nccl-tests binary is a stand-in (a shell script, named as such) that prints
+// a table from its first task only, as an MPI build does, and names the node it ran on.
+TEST_F(LabTest, TheNcclSweepRunsThroughSrun) {
+  auto up = Up(spec_, ctx_, 30s);
+  ASSERT_TRUE(up) << up.error().message;
+  const std::string tests = dir_.File("nccl-tests");
+  ASSERT_TRUE(fs_.CreateDirs(tests, 0755));
+  ASSERT_TRUE(fs_.WriteFileAtomic(
+      tests + "/all_reduce_perf",
+      "#!/bin/sh\n# A stand-in for nccl-tests' all_reduce_perf, under srun.\n"
+      "[ \"$SLURM_PROCID\" = 0 ] || exit 0\n"
+      "echo \"# ran on $SLURMD_NODENAME with $SLURM_NTASKS tasks, $SLURM_GPUS_ON_NODE GPUs\"\n"
+      "cat " +
+          std::string(CMAX_TEST_DATA) + "/nccl/modern_all_reduce.txt\n",
+      0755));
+  net::NcclSweepRequest request;
+  request.sweep.hosts = {"gpu1", "gpu2"};
+  request.sweep.launcher = net::NcclLauncher::kSrun;
+  // The lab's nodes share this one host, and two slurmstepds' PMIx servers on it collide now
+  // and then ("task launch failed"): no MPI plugin, which the stand-in does not need anyway.
+  request.sweep.srun_mpi = "none";
+  request.sweep.gpus_per_node = 2;
+  request.sweep.step_timeout = 60s;
+  request.sweep.env = SlurmEnv(spec_.dir);  // srun hands it on
+  request.nccl_tests_dir = tests;
+  request.out_dir = dir_.File("sweep");
+  auto report = net::SweepNccl(request, {.analyze = {.db_path = dir_.File("cmax.db"),
+                                                     .cmax_version = "test",
+                                                     .fs = &fs_,
+                                                     .clock = &clock_},
+                                         .fs = &fs_,
+                                         .runner = &runner_});
+  ASSERT_TRUE(report) << report.error().message;
+  ASSERT_EQ(report->steps.size(), 2U);  // 1 and 2 nodes
+  for (const net::NcclStepOutcome& s : report->steps) {
+    auto err = fs_.ReadFile(s.log_path + ".err", 1 << 20);
+    EXPECT_EQ(s.problem, "") << s.step.nodes.size() << ": " << s.problem << "\n"
+                             << (err ? *err : std::string("(no error output)"));
+    auto log = fs_.ReadFile(s.log_path, 1 << 20);
+    ASSERT_TRUE(log);
+    EXPECT_NE(
+        log->find(fmt::format("# ran on gpu1 with {} tasks, 2 GPUs", 2 * s.step.nodes.size())),
+        std::string::npos)
+        << *log;
+  }
+  EXPECT_EQ(report->analyzed.analysis.curves.size(), 2U);
+  EXPECT_EQ(report->analyzed.exit_code, 0);
 }
 
 // The audit of every node through one srun step (issue 15): each lab node runs the cmax binary

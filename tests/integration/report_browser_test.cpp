@@ -12,6 +12,7 @@
 #include "rate/rating.hpp"
 #include "report/render.hpp"
 #include "support/fake_kube_api.hpp"
+#include "support/golden.hpp"
 #include "support/rated_run.hpp"
 #include "support/temp_dir.hpp"
 #include "sys/file_system.hpp"
@@ -201,6 +202,30 @@ TEST_F(ReportBrowserTest, CmaxRunReportLoadsCleanly) {
   EXPECT_TRUE(loaded.console.empty()) << loaded.console.front();
   EXPECT_EQ(MissingCharts(loaded.dom, {"chart-categories"}), std::vector<std::string>{});
   EXPECT_NE(loaded.dom.find("<section id=\"rating\" class=\"card\">"), std::string::npos);
+  Capture(page);
+}
+
+// `cmax nccl analyze`'s page: every nccl-tests variant of the golden folder, a chart per
+// collective drawn, the kink's circle on it.
+TEST_F(ReportBrowserTest, NcclAnalysisPageDrawsItsCurves) {
+  std::vector<std::string> args = {"nccl", "analyze", "--exit-zero"};
+  for (const std::string& stem : testing::GoldenStems("nccl", ".txt")) {
+    args.push_back(std::string(CMAX_TEST_DATA) + "/nccl/" + stem + ".txt");
+  }
+  const sys::ProcessResult analysed =
+      testing::RunCmaxWithoutMachineKubeconfig(runner_, dir_.Path(), args);
+  ASSERT_EQ(analysed.exit_code, 0) << analysed.stderr_text;
+  const std::string page = kOutput + "/nccl-analysis.html";
+  const sys::ProcessResult rendered = testing::RunCmaxWithoutMachineKubeconfig(
+      runner_, dir_.Path(), {"report", "latest", "--format", "html", "-o", page});
+  ASSERT_EQ(rendered.exit_code, 0) << rendered.stderr_text;
+  const Loaded loaded = Load(page);
+  ASSERT_TRUE(loaded.failure.empty()) << loaded.failure;
+  EXPECT_TRUE(loaded.console.empty()) << loaded.console.front();
+  EXPECT_EQ(MissingCharts(loaded.dom, {"chart-nccl-all_reduce", "chart-nccl-all_gather",
+                                       "chart-nccl-alltoall"}),
+            std::vector<std::string>{});
+  EXPECT_NE(loaded.dom.find("<circle class=\"kink\""), std::string::npos);
   Capture(page);
 }
 

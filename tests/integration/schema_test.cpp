@@ -26,6 +26,10 @@ const std::string kEvidence = kSchemas + "cmax.audit-evidence.v1.schema.json";
 const std::string kRating = kSchemas + "cmax.rating.v1.schema.json";
 const std::string kComparison = kSchemas + "cmax.comparison.v1.schema.json";
 const std::string kRanking = kSchemas + "cmax.ranking.v1.schema.json";
+const std::string kNcclAnalysis = kSchemas + "cmax.nccl-analysis.v1.schema.json";
+const std::string kNcclSweep = kSchemas + "cmax.nccl-sweep.v1.schema.json";
+const std::string kNcclBadNodes = kSchemas + "cmax.nccl-bad-nodes.v1.schema.json";
+const std::string kNcclRecipe = kSchemas + "cmax.nccl-recipe.v1.schema.json";
 
 class SchemaTest : public ::testing::Test {
  protected:
@@ -61,6 +65,79 @@ class SchemaTest : public ::testing::Test {
   sys::PosixProcessRunner runner_;
   int documents_ = 0;
 };
+
+// Every nccl-tests variant of the golden folder analysed at once (a kink, cut-short runs,
+// curves of unknown nodes), against a platform.
+TEST_F(SchemaTest, AnNcclAnalysis) {
+  std::vector<std::string> args = {"nccl", "analyze", "--json", "--platform", "h100-nvlink"};
+  for (const std::string& stem : testing::GoldenStems("nccl", ".txt")) {
+    args.push_back(std::string(CMAX_TEST_DATA) + "/nccl/" + stem + ".txt");
+  }
+  const json analysis = Cmax(args);
+  ASSERT_TRUE(analysis.is_object());
+  ASSERT_FALSE(analysis["dips"].empty());
+  EXPECT_EQ(Problems(kNcclAnalysis, analysis), "");
+  json bad = analysis;
+  bad["dips"][0]["kind"] = "wobble";
+  EXPECT_NE(Problems(kNcclAnalysis, bad), "");
+}
+
+// `cmax nccl sweep` and `find-bad-node` under the real mpirun on this machine ("localhost" and
+// "127.0.0.1" are two hosts to it), with stand-in nccl-tests binaries (shell scripts, named as
+// such): one prints a table, one fails as nccl-tests does.
+TEST_F(SchemaTest, AnNcclSweepAndABadNodeSearch) {
+  const std::string tests = dir_.File("nccl-tests");
+  ASSERT_TRUE(fs_.CreateDirs(tests, 0755));
+  ASSERT_TRUE(fs_.WriteFileAtomic(tests + "/all_reduce_perf",
+                                  "#!/bin/sh\n# A stand-in for nccl-tests' all_reduce_perf.\ncat " +
+                                      std::string(CMAX_TEST_DATA) + "/nccl/modern_all_reduce.txt\n",
+                                  0755));
+  ASSERT_TRUE(fs_.WriteFileAtomic(
+      tests + "/alltoall_perf",
+      "#!/bin/sh\n# A stand-in for nccl-tests' alltoall_perf, failing.\necho 'Test NCCL failure "
+      "common.cu:1' >&2\nexit 3\n",
+      0755));
+  const std::vector<std::string> where = {"--hosts",         "localhost,127.0.0.1",
+                                          "--nccl-tests",    tests,
+                                          "--gpus-per-node", "1",
+                                          "--step-timeout",  "60"};
+  std::vector<std::string> args = {"nccl", "sweep", "--json", "--out", dir_.File("sweep")};
+  args.insert(args.end(), where.begin(), where.end());
+  const json sweep = Cmax(args);
+  ASSERT_TRUE(sweep.is_object());
+  ASSERT_EQ(sweep["steps"].size(), 4U) << sweep.dump();
+  EXPECT_TRUE(sweep["steps"][2]["problem"].is_string()) << sweep["steps"][2].dump();
+  EXPECT_EQ(Problems(kNcclSweep, sweep), "");
+  EXPECT_EQ(Problems(kNcclAnalysis, sweep["analysis"]), "");
+  json bad = sweep;
+  bad["steps"][0]["variant"] = "fast";
+  EXPECT_NE(Problems(kNcclSweep, bad), "");
+
+  args = {"nccl", "find-bad-node", "--json", "--out", dir_.File("find")};
+  args.insert(args.end(), where.begin(), where.end());
+  const json search = Cmax(args);
+  ASSERT_TRUE(search.is_object());
+  ASSERT_FALSE(search["measurements"].empty()) << search.dump();
+  EXPECT_EQ(Problems(kNcclBadNodes, search), "");
+  bad = search;
+  bad["measurements"][0]["busbw_gbs"] = "fast";
+  EXPECT_NE(Problems(kNcclBadNodes, bad), "");
+}
+
+// `cmax nccl recipe` on this machine, with a tuning override and a selection of no device in
+// its environment.
+TEST_F(SchemaTest, AnNcclRecipeVerdict) {
+  const json verdict = Cmax({"nccl", "recipe", "--json", "--recipe", "azure-nd-v5"},
+                            {"NCCL_ALGO=Ring", "NCCL_SOCKET_IFNAME==no-such-interface"});
+  ASSERT_TRUE(verdict.is_object());
+  ASSERT_GE(verdict["items"].size(), 3U) << verdict.dump();
+  EXPECT_EQ(verdict["items"][0]["status"], "defeats");
+  EXPECT_EQ(verdict["environment"]["NCCL_ALGO"], "Ring");
+  EXPECT_EQ(Problems(kNcclRecipe, verdict), "");
+  json bad = verdict;
+  bad["items"][0]["status"] = "fine";
+  EXPECT_NE(Problems(kNcclRecipe, bad), "");
+}
 
 TEST_F(SchemaTest, ALocalAuditsReportAndEvidence) {
   const json report = Cmax({"audit", "--json"});

@@ -63,9 +63,9 @@ TEST(AuditCatalogue, SideEffectsAreDeclared) {
   }
   // storage.rwx is read from the API (classes and Bound volumes), not by creating a claim.
   // access.ssh-between-nodes logs in to another node: a login is not read-only.
-  const std::set<std::string> want = {
-      "hardware.vboost",  "containers.enroot-import",     "networking.nccl-topo-file",
-      "health.dcgm-diag", "networking.outbound-internet", "access.ssh-between-nodes"};
+  const std::set<std::string> want = {"hardware.vboost", "containers.enroot-import",
+                                      "health.dcgm-diag", "networking.outbound-internet",
+                                      "access.ssh-between-nodes"};
   EXPECT_EQ(with, want);
 }
 

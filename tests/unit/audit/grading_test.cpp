@@ -55,6 +55,15 @@ AuditEvidence NvhpcEvidence(const char* release, const json& nvfortran, const js
             {"missing", missing}}}};
 }
 
+// The topology file /etc/nccl.conf names: there or not, and what is wrong with it.
+json TopoFile(const json& found, const json& problem) {
+  return {{"path", "/etc/nccl/topo.xml"},
+          {"source", "/etc/nccl.conf"},
+          {"found", found},
+          {"bytes", 512},
+          {"problem", problem}};
+}
+
 // One GPU-NIC pair under a switch whose downstream port has this ACS control (null: unread).
 json AcsPair(const json& acsctl, bool redirects) {
   json bridge = {{"bridge", "0000:17:08.0"}, {"acsctl", acsctl}};
@@ -531,6 +540,26 @@ TEST(GradeChecks, JudgesEachCheckOnItsEvidence) {
       {"software.nvhpc", NvhpcEvidence("26.9", nullptr, {"math_libs"}), CheckStatus::kFail,
        "26.9: no nvfortran, no math_libs"},
       {"software.nvhpc", {{"software.nvhpc.release", "26.9"}}, CheckStatus::kUnknown},
+      // The NCCL topology file: broken on the node fails; good on the node is not yet proof
+      // that containers see it.
+      {"networking.nccl-topo-file", {{"network.nccl.topo_file", nullptr}}, CheckStatus::kSkip},
+      {"networking.nccl-topo-file",
+       {{"network.nccl.topo_file",
+         TopoFile(true, "line 3: attribute busid's value is not quoted")}},
+       CheckStatus::kFail,
+       "/etc/nccl/topo.xml (from /etc/nccl.conf): line 3: attribute busid's value is not quoted"},
+      {"networking.nccl-topo-file",
+       {{"network.nccl.topo_file", TopoFile(false, nullptr)}},
+       CheckStatus::kFail,
+       "/etc/nccl/topo.xml (from /etc/nccl.conf): not there"},
+      {"networking.nccl-topo-file",
+       {{"network.nccl.topo_file", TopoFile(true, nullptr)},
+        {"network.nccl.topo_file_sha256", std::string(64, 'a')}},
+       CheckStatus::kUnknown},
+      {"networking.nccl-topo-file",
+       {{"network.nccl.topo_file", TopoFile(json("yes"), nullptr)}},
+       CheckStatus::kUnknown},
+      {"networking.nccl-topo-file", {}, CheckStatus::kUnknown},
       // Environment modules.
       {"software.lmod-modules",
        {{"software.modules.available",
@@ -912,7 +941,7 @@ TEST(GradeChecks, JudgesTheSideEffectChecksWhenAllowed) {
   EXPECT_EQ(grade("health.dcgm-diag", {{"health.dcgm.diag_r1", skipped}}).status,
             CheckStatus::kUnknown);
   // Allowed, but not taken by this version: N/A saying so, never UNKNOWN.
-  for (const char* id : {"hardware.vboost", "networking.nccl-topo-file"}) {
+  for (const char* id : {"hardware.vboost"}) {
     const Finding untaken = GradeChecks({&Check(id)}, {}, slurm).front();
     EXPECT_EQ(untaken.status, CheckStatus::kSkip) << id;
     EXPECT_NE(untaken.message.find("does not take yet"), std::string::npos) << untaken.message;

@@ -266,8 +266,7 @@ TEST(TakeSideEffects, OnlyForTheChecksAskedFor) {
   ASSERT_TRUE(networking);
   const SideEffectOptions options =
       ForChecks({.allowed = true, .egress_target = "example.com"}, *networking);
-  EXPECT_EQ(options.checks, (std::set<std::string, std::less<>>{"networking.nccl-topo-file",
-                                                                "networking.outbound-internet"}));
+  EXPECT_EQ(options.checks, (std::set<std::string, std::less<>>{"networking.outbound-internet"}));
   Node node;
   TakeSideEffects(options, node.Io(), node.evidence);
   EXPECT_TRUE(node.runner.calls.empty());  // no diagnostic for the networking profile

@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <filesystem>
 #include <fstream>
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -12,6 +13,7 @@
 #include <sys/wait.h>
 
 #include "cli/common.hpp"
+#include "core/strings.hpp"
 #include "store/store.hpp"
 #include "support/temp_dir.hpp"
 #include "sys/host.hpp"
@@ -475,6 +477,152 @@ TEST(Cli, RateReadsTheStoreAndAnAttestation) {
   EXPECT_EQ(nlohmann::json::parse(compared_json.out)["schema"], "cmax.comparison/v1");
   const auto missing = Cli({"compare", "1", "99", "--db", db});
   EXPECT_EQ(missing.code, kExitUsage) << missing.err;
+}
+
+// `cmax nccl analyze`: logs in, the judgement out and in the store; exit 1 for a fault, 2 for
+// what the user gave wrong, 3 for nothing to analyse.
+// What the sweep refuses before any step runs or any lab is made: usage errors, exit 2.
+TEST(Cli, NcclSweepRefusesWhatItCannotRun) {
+  testing::TempDir dir;
+  const std::string db = dir.File("cmax.db");
+  const std::pair<std::vector<std::string>, std::string> refused[] = {
+      {{"--slow-link", "h2:1mbit", "--hosts", "a,b"}, "--slow-link requires --netns-lab"},
+      {{"--netns-lab", "4", "--hosts", "a,b"}, "excludes"},
+      {{"--netns-lab", "1"}, "--netns-lab"},
+      {{"--hosts", "a,b", "--variants", "nvls"}, "unknown variant 'nvls'"},
+      {{"--hosts", "a,b", "--variants", "network"}, "variant network needs nccl-tests"},
+      {{"--hosts", "a"}, "two nodes or more"},
+      {{"--hosts", "a,b", "--nodes", "3"}, "3 nodes: the sweep has 2 to 2"},
+      {{"--hosts", "a,b", "--launcher", "pbs"}, "--launcher"},
+      {{"--hosts", "a,b", "--nccl-tests", dir.File("none")}, "not a folder"},
+      {{"--hostfile", dir.File("none")}, "none"},
+      {{"--hosts", "a,b", "--platform", "nosuch"}, "no platform 'nosuch'"},
+      {{"--netns-lab", "2", "--slow-link", "h9:1mbit"}, "slowed link 'h9:1mbit'"},
+      {{"--hosts", "a,b", "--step-timeout", "0"}, "--step-timeout"},
+      {{"--hosts", "a,a"}, "host a is listed twice"},
+      {{"--hosts", "a,b;reboot"}, "a host name is letters, digits"},
+      {{"--netns-lab", "2", "--launcher", "srun"}, "through mpirun, not srun"}};
+  for (const auto& [flags, says] : refused) {
+    std::vector<std::string> args = {"nccl", "sweep", "--db", db, "--out", dir.File("logs")};
+    args.insert(args.end(), flags.begin(), flags.end());
+    const auto r = Cli(args);
+    EXPECT_EQ(r.code, kExitUsage) << Join(flags, " ") << ": " << r.err;
+    EXPECT_NE(r.err.find(says), std::string::npos) << Join(flags, " ") << ": " << r.err;
+  }
+  const std::pair<std::vector<std::string>, std::string> find_refused[] = {
+      {{"--hosts", "a"}, "two hosts or more"},
+      {{"--hosts", "a,b", "--tolerance", "0"}, "--tolerance"},
+      {{"--netns-lab", "3", "--slow-link", "h3"}, "slowed link 'h3'"}};
+  for (const auto& [flags, says] : find_refused) {
+    std::vector<std::string> args = {"nccl", "find-bad-node", "--db", db, "--out", dir.File("f")};
+    args.insert(args.end(), flags.begin(), flags.end());
+    const auto r = Cli(args);
+    EXPECT_EQ(r.code, kExitUsage) << Join(flags, " ") << ": " << r.err;
+    EXPECT_NE(r.err.find(says), std::string::npos) << Join(flags, " ") << ": " << r.err;
+  }
+  EXPECT_FALSE(std::filesystem::exists(db));  // nothing was run, so nothing was recorded
+}
+
+TEST(Cli, NcclRecipeListsAndRefusesAnUnknownRecipe) {
+  testing::TempDir dir;
+  const std::string db = dir.File("cmax.db");
+  const auto listed = Cli({"nccl", "recipe", "--db", db, "--list"});
+  EXPECT_EQ(listed.code, kExitOk) << listed.err;
+  EXPECT_TRUE(listed.out.starts_with("generic  ")) << listed.out;
+  EXPECT_NE(listed.out.find("\nazure-nd-v5  "), std::string::npos) << listed.out;
+  const auto unknown = Cli({"nccl", "recipe", "--db", db, "--recipe", "h100"});
+  EXPECT_EQ(unknown.code, kExitUsage);
+  EXPECT_NE(unknown.err.find("no recipe 'h100' (known: generic, h100-ib"), std::string::npos)
+      << unknown.err;
+  const auto missing = Cli({"nccl", "recipe", "--db", db, "--recipes", dir.File("none.json")});
+  EXPECT_EQ(missing.code, kExitUsage) << missing.err;
+  EXPECT_FALSE(std::filesystem::exists(db));
+}
+
+TEST(Cli, NcclAnalyzeJudgesLogsAndRecordsTheRun) {
+  testing::TempDir dir;
+  const std::string db = dir.File("cmax.db");
+  // Two nodes, 16 ranks: busbw falls 41% at 64 MiB and comes back.
+  std::string log =
+      "# Collective test starting: all_reduce_perf_mpi\n"
+      "#  Rank  0 Group  0 Pid   1001 on     node-a device  0 [0000:18:00] NVIDIA H100 80GB HBM3\n"
+      "#  Rank  8 Group  0 Pid   2001 on     node-b device  0 [0000:18:00] NVIDIA H100 80GB HBM3\n"
+      "#       size         count      type   redop    root     time   algbw   busbw #wrong     "
+      "time   algbw   busbw #wrong\n";
+  const std::pair<uint64_t, double> rows[] = {{8388608, 20.0},   {16777216, 28.0},
+                                              {33554432, 32.57}, {67108864, 19.10},
+                                              {134217728, 31.0}, {268435456, 33.0}};
+  for (const auto& [size, bw] : rows) {
+    log += std::to_string(size) + " " + std::to_string(size / 4) + " float sum -1 100.0 1.0 " +
+           std::to_string(bw) + " 0 100.0 1.0 " + std::to_string(bw) + " 0\n";
+  }
+  log +=
+      "# Out of bounds values : 0 OK\n# Avg bus bandwidth    : 27.2\n#\n"
+      "# Collective test concluded: all_reduce_perf_mpi\n";
+  const std::string file = dir.File("nccl.log");
+  std::ofstream(file) << log;
+
+  const auto judged = Cli({"nccl", "analyze", "--db", db, file});
+  EXPECT_EQ(judged.code, kExitChecksFailed) << judged.err;
+  EXPECT_NE(judged.out.find("DIP    64 MiB: down to 19.10 GB/s at 64 MiB, 41% below 32.57 GB/s at "
+                            "32 MiB"),
+            std::string::npos)
+      << judged.out;
+  EXPECT_NE(judged.err.find("recorded as run 1"), std::string::npos) << judged.err;
+  auto store = store::Store::Open({.path = db});
+  ASSERT_TRUE(store) << store.error().message;
+  const auto run = store->LoadRun(1);
+  ASSERT_TRUE(run);
+  EXPECT_EQ(run->run.command, "nccl");
+  ASSERT_EQ(run->findings.size(), 1U);
+  EXPECT_EQ(run->findings[0].check_id, "network.nccl-dip");
+  EXPECT_EQ(run->findings[0].status, CheckStatus::kWarn);
+  std::map<std::string, Metric> metrics;
+  for (const Metric& m : run->metrics) metrics[m.name] = m;
+  ASSERT_EQ(metrics.size(), 3U);
+  EXPECT_EQ(metrics["nccl.busbw_peak"].value, 33.0);
+  EXPECT_EQ(metrics["nccl.busbw_peak"].labels.at("nodes"), "2");
+  EXPECT_EQ(metrics["nccl.busbw_largest"].value, 33.0);
+  EXPECT_NEAR(metrics["nccl.worst_fall_pct"].value, 41.36, 0.01);
+  // The rating scores the fall: deeper than 40% is the last band's "otherwise".
+  const auto rated = Cli({"rate", "--db", db, "--json"});
+  ASSERT_EQ(rated.code, kExitOk) << rated.err;
+  const nlohmann::json rating = nlohmann::json::parse(rated.out);  // outlives the loop
+  bool scored = false;
+  for (const auto& item : rating["items"]) {
+    if (item["id"] == "networking.nccl-curves") {
+      scored = true;
+      EXPECT_EQ(item["score"], 0.0) << item;
+    }
+    if (item["id"] == "networking.nccl-platform") {
+      EXPECT_TRUE(item["score"].is_null()) << item;  // no platform named: no evidence
+    }
+  }
+  EXPECT_TRUE(scored);
+
+  const auto json = Cli({"nccl", "analyze", "--db", db, "--json", "--exit-zero", file});
+  EXPECT_EQ(json.code, kExitOk) << json.err;
+  const auto doc = nlohmann::json::parse(json.out);
+  EXPECT_EQ(doc["schema"], "cmax.nccl-analysis/v1");
+  EXPECT_EQ(doc["dips"][0]["kind"], "dip");
+  EXPECT_EQ(doc["faulty"], true);
+  // A looser tolerance lets the same fall pass; -v prints each size.
+  const auto loose = Cli({"nccl", "analyze", "--db", db, "-v", "--tolerance", "50", file});
+  EXPECT_EQ(loose.code, kExitOk) << loose.out;
+  EXPECT_NE(loose.out.find("    64 MiB         19.10"), std::string::npos) << loose.out;
+
+  const auto missing = Cli({"nccl", "analyze", "--db", db, dir.File("nope.log")});
+  EXPECT_EQ(missing.code, kExitUsage);
+  EXPECT_NE(missing.err.find("nope.log"), std::string::npos) << missing.err;
+  const auto platform = Cli({"nccl", "analyze", "--db", db, "--platform", "h1OO", file});
+  EXPECT_EQ(platform.code, kExitUsage);
+  EXPECT_NE(platform.err.find("known: h100-nvlink"), std::string::npos) << platform.err;
+  const std::string empty = dir.File("empty.log");
+  std::ofstream(empty) << "no table here\n";
+  EXPECT_EQ(Cli({"nccl", "analyze", "--db", db, empty}).code, kExitError);
+  const auto listed = Cli({"nccl", "platforms"});
+  EXPECT_EQ(listed.code, kExitOk);
+  EXPECT_NE(listed.out.find("gb200-nvl72"), std::string::npos) << listed.out;
 }
 
 // Providers: each run records the one it evaluates (--provider, or CMAX_PROVIDER, and the flag

@@ -18,6 +18,33 @@ std::string Example() {
   return text.str();
 }
 
+TEST(PlanFile, ANetworkSweepTakesTheSweepsOptions) {
+  const auto plan = ParsePlan(
+      "schema: cmax.plan/v1\n"
+      "network:\n"
+      "  - name: fabric\n"
+      "    platform: h100-nvlink\n"
+      "    sweep: {hostfile: hosts.txt, nccl_tests: nt/build, launcher: srun, collectives:\n"
+      "            [all_reduce], variants: [default, network], nodes: [1, 2], min_bytes: 1M,\n"
+      "            max_bytes: 1G, factor: 4, iters: 5, warmup: 1, gpus_per_node: 4,\n"
+      "            step_timeout_s: 90, env: [NCCL_DEBUG=INFO]}\n",
+      "/plans");
+  ASSERT_TRUE(plan) << plan.error().message;
+  ASSERT_EQ(plan->network.size(), 1U);
+  ASSERT_TRUE(plan->network[0].sweep);
+  const net::NcclSweepRequest& r = *plan->network[0].sweep;
+  EXPECT_EQ(r.hostfile, "/plans/hosts.txt");
+  EXPECT_EQ(r.nccl_tests_dir, "/plans/nt/build");
+  EXPECT_EQ(r.sweep.launcher, net::NcclLauncher::kSrun);
+  EXPECT_EQ(r.sweep.variants, (std::vector<std::string>{"default", "network"}));
+  EXPECT_EQ(r.sweep.node_counts, (std::vector<int>{1, 2}));
+  EXPECT_EQ(r.sweep.max_bytes, "1G");
+  EXPECT_EQ(r.sweep.factor, 4);
+  EXPECT_EQ(r.sweep.gpus_per_node, 4);
+  EXPECT_EQ(r.sweep.step_timeout, std::chrono::seconds(90));
+  EXPECT_EQ(r.sweep.env, std::vector<std::string>{"NCCL_DEBUG=INFO"});
+}
+
 TEST(PlanFile, TheExampleNamesEveryPhase) {
   const auto plan = ParsePlan(Example(), "/plans");
   ASSERT_TRUE(plan) << plan.error().message;
@@ -42,6 +69,10 @@ TEST(PlanFile, TheExampleNamesEveryPhase) {
   EXPECT_EQ(plan->reliability[0].scenario, "/plans/scenarios/xid79.yaml");
   ASSERT_EQ(plan->network.size(), 1U);
   EXPECT_EQ(plan->network[0].name, "all-reduce-8-nodes");
+  ASSERT_EQ(plan->network[0].logs.size(), 1U);
+  EXPECT_TRUE(plan->network[0].logs[0].ends_with("/nccl/all_reduce_8n.log"))
+      << plan->network[0].logs[0];
+  EXPECT_EQ(plan->network[0].platform, "ib-ndr-400g-8rail");
   ASSERT_EQ(plan->training.size(), 1U);
 }
 
@@ -102,7 +133,24 @@ TEST(PlanFile, BadPlansAreRefusedWithTheirLine) {
        "a second phase named \"e\""},
       {head + "reliability:\n  - {name: r}\n", "scenario names its file"},
       {head + "reliability:\n  - {name: r, scenario: s.yaml, yes: true}\n", "unknown key 'yes'"},
-      {head + "network:\n  - {size: 8}\n", "each phase needs a name"},
+      {head + "network:\n  - {size: 8}\n", "unknown key 'size'"},
+      {head + "network:\n  - {logs: [a.log]}\n", "each phase needs a name"},
+      {head + "network:\n  - {name: n, logs: a.log}\n", "logs must be a list of files"},
+      {head + "network:\n  - {name: n, logs: []}\n", "logs must be a list of files"},
+      {head + "network:\n  - {name: n, logs: [[a]]}\n", "each log is a file's path"},
+      {head + "network:\n  - {name: n, platform: h1OO}\n", "no platform \"h1OO\" (known: h100"},
+      {head + "network:\n  - {name: n, tolerance_pct: 0}\n", "tolerance_pct must be a number"},
+      {head + "network:\n  - {name: n, logs: [a], sweep: {hosts: [a]}}\n", "logs or a sweep"},
+      {head + "network:\n  - {name: n, sweep: {hosts: [a], rate: 2}}\n", "unknown key 'rate'"},
+      {head + "network:\n  - {name: n, sweep: {iters: 2}}\n", "needs hosts, a hostfile or a"},
+      {head + "network:\n  - {name: n, sweep: {hosts: a}}\n", "hosts must be a list"},
+      {head + "network:\n  - {name: n, sweep: {hosts: [a], launcher: pbs}}\n",
+       "launcher is mpirun or srun"},
+      {head + "network:\n  - {name: n, sweep: {hosts: [a], nodes: [two]}}\n",
+       "nodes are whole numbers"},
+      {head + "network:\n  - {name: n, sweep: {netns_lab: 1}}\n", "netns_lab must be a whole"},
+      {head + "network:\n  - {name: n, sweep: {hosts: [a], step_timeout_s: 0}}\n",
+       "step_timeout_s must be a number"},
       {head + "health: sometimes\n", "health must be true, false or a map"},
       {head + "health: {since: 1h, every: 2}\n", "unknown key 'every'"},
       {head + "provider: \"a\\nb\"\n", "provider must be text"},

@@ -217,6 +217,55 @@ TEST(Report, EndpointSweepsGetThroughputAgainstLatency) {
   EXPECT_EQ(RenderHtml(r).find("Concurrency sweep"), std::string::npos);
 }
 
+// An NCCL analysis: a chart per collective, a line per node count, the dip marked red and the
+// kink grey; what came from the logs (file names, collectives) escaped; a bad shape skipped.
+TEST(Report, NcclCurvesGetAChartPerCollectiveWithTheDipsMarked) {
+  const nlohmann::json curve = {{"origin", "<b>run</b>.log table 1"},
+                                {"collective", "all_reduce"},
+                                {"nodes", 2},
+                                {"ranks", 16},
+                                {"points",
+                                 {{{"size_bytes", 33554432}, {"busbw_gbs", 32.57}},
+                                  {{"size_bytes", 67108864}, {"busbw_gbs", 19.1}},
+                                  {{"size_bytes", 134217728}, {"busbw_gbs", 33.0}}}}};
+  nlohmann::json other = curve;
+  other["collective"] = "all<gather>";
+  other["nodes"] = nullptr;
+  const nlohmann::json analysis = {
+      {"schema", "cmax.nccl-analysis/v1"},
+      {"curves", {curve, other, {{"collective", 7}}, "not a curve"}},
+      {"dips",
+       {{{"curve", 0},
+         {"kind", "dip"},
+         {"at_size_bytes", 67108864},
+         {"at_busbw_gbs", 19.1},
+         {"depth_pct", 41.4}},
+        {{"curve", 1},
+         {"kind", "kink"},
+         {"at_size_bytes", 67108864},
+         {"at_busbw_gbs", 19.1},
+         {"depth_pct", 41.4}},
+        {{"curve", 99}, {"kind", "dip"}, {"at_size_bytes", 1}, {"at_busbw_gbs", 1}}}}};
+  RunRecord r;
+  r.run.command = "nccl";
+  r.evidence.push_back({"nccl.analysis", analysis.dump()});
+  const std::string html = RenderHtml(r);
+  EXPECT_NE(html.find("<h2>NCCL bus bandwidth</h2>"), std::string::npos);
+  EXPECT_NE(html.find("<svg id=\"chart-nccl-all_reduce\""), std::string::npos) << html;
+  EXPECT_NE(html.find("<svg id=\"chart-nccl-all-gather-\""), std::string::npos) << html;
+  EXPECT_NE(html.find("<circle class=\"dip\""), std::string::npos);
+  EXPECT_NE(html.find("<circle class=\"kink\""), std::string::npos);
+  EXPECT_NE(html.find("2 nodes, 16 ranks (&lt;b&gt;run&lt;/b&gt;.log table 1): dip: 19.10 GB/s at "
+                      "64M, 41% below the best smaller size"),
+            std::string::npos)
+      << html;
+  EXPECT_EQ(html.find("<b>run</b>"), std::string::npos);
+  EXPECT_EQ(html.find("all<gather>"), std::string::npos);
+  // No analysis, or one of another shape: no section.
+  r.evidence = {{"nccl.analysis", "[1, 2]"}};
+  EXPECT_EQ(RenderHtml(r).find("NCCL bus bandwidth"), std::string::npos);
+}
+
 // Per category the problems come first, in full; what passed folds away under them, its
 // result only: a pass has nothing to remediate, and a fleet's page stays small.
 TEST(Report, PassesFoldAwayUnderTheProblems) {

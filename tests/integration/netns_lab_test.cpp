@@ -1,0 +1,239 @@
+// The namespace lab for real (root): hosts as network namespaces on a bridge, one host's link
+// slowed by tc's token bucket, cmax-mpi-perf run across them by the real mpirun through the
+// lab's rsh agent. The bad-node finder must name the slowed host, a sweep over 2 and 4 hosts
+// must show the drop the slow link causes, and nothing may outlive the lab.
+#include "net/netns_lab.hpp"
+
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+#include <string>
+#include <vector>
+
+#include "core/clock.hpp"
+#include "net/bad_node_finder.hpp"
+#include "net/mpi_launch.hpp"
+#include "net/nccl_analysis.hpp"
+#include "net/nccl_sweep.hpp"
+#include "support/temp_dir.hpp"
+#include "sys/file_system.hpp"
+#include "sys/process_runner.hpp"
+
+namespace cmax::net {
+namespace {
+
+using namespace std::chrono_literals;
+
+class NetnsLabTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (geteuid() != 0) GTEST_SKIP() << "network namespaces need root";
+    auto plan = PlanNetnsLab("t" + std::to_string(getpid() % 1000), 4);
+    ASSERT_TRUE(plan) << plan.error().message;
+    lab_.emplace(*plan, runner_);
+    auto up = lab_->Up(fs_, dir_.File("agent.sh"));
+    ASSERT_TRUE(up) << up.error().message;
+    const NetnsLabPlan& placed = lab_->Plan();  // in the first free block: Up moves it there
+    launch_ = {.perf = CMAX_MPI_PERF,
+               .agent = dir_.File("agent.sh"),
+               .subnet = placed.subnet,
+               .min_bytes = "64K",
+               .max_bytes = "256K",
+               .iters = 3,
+               .warmup = 1,
+               .timeout = 60s};
+    for (const NetnsHost& h : placed.hosts) addresses_[h.name] = h.address;
+  }
+  void TearDown() override {
+    if (!lab_) return;
+    lab_->Down();
+    // Nothing of the lab is left: no namespace, no interface of its tag.
+    const auto netns = runner_.Run({.argv = {"ip", "netns", "list"}});
+    ASSERT_TRUE(netns);
+    EXPECT_EQ(netns->stdout_text.find("cmax-" + lab_->Plan().tag + "-"), std::string::npos)
+        << netns->stdout_text;
+    const auto links = runner_.Run({.argv = {"ip", "-o", "link", "show"}});
+    ASSERT_TRUE(links);
+    EXPECT_EQ(links->stdout_text.find("cx" + lab_->Plan().tag), std::string::npos);
+  }
+  std::vector<std::string> Addresses(const std::vector<std::string>& hosts) {
+    std::vector<std::string> out;
+    for (const std::string& h : hosts) out.push_back(addresses_.at(h));
+    return out;
+  }
+
+  testing::TempDir dir_;
+  sys::LocalFileSystem fs_;
+  sys::PosixProcessRunner runner_;
+  std::optional<NetnsLab> lab_;
+  MpiLaunch launch_;
+  std::map<std::string, std::string> addresses_;
+};
+
+TEST_F(NetnsLabTest, TheSlowedLinkIsFoundAndNamed) {
+  // 20 Mbit/s: a hundred times below what a healthy pair carries here, so that the verdict does
+  // not rest on this machine's noise.
+  ASSERT_TRUE(lab_->SlowLink("h3", "20mbit"));
+  // The sweep: two hosts, then four with the slowed one among them.
+  NcclInput sweep{.name = "netns"};
+  for (const std::vector<std::string>& hosts :
+       {std::vector<std::string>{"h1", "h2"}, {"h1", "h2", "h3", "h4"}}) {
+    const MpiPerfRun run = RunMpiPerf(launch_, Addresses(hosts), runner_);
+    ASSERT_EQ(run.problem, "") << hosts.size();
+    ASSERT_EQ(run.output.tables.size(), 1U);
+    EXPECT_EQ(static_cast<size_t>(run.output.tables[0].ranks), hosts.size());
+    EXPECT_EQ(run.output.tables[0].hosts, hosts);  // each rank names its namespace host
+    sweep.output.tables.push_back(run.output.tables[0]);
+  }
+  const NcclAnalysis analysis = AnalyzeNccl({sweep}, {.tolerance = 0.8});
+  ASSERT_EQ(analysis.scaling.size(), 1U) << NcclAnalysisText(analysis, true);
+  EXPECT_EQ(analysis.scaling[0].from_nodes, 2);
+  EXPECT_EQ(analysis.scaling[0].to_nodes, 4);
+
+  // Which host it is: the group, its halves, then pairs. Healthy pairs here read 1.5 to 4 GB/s
+  // from one run to the next (TCP over veth on 2 shared cores) and the slowed link 0.01: the
+  // tolerance must be wider than the healthy noise, or an unlucky pair is convicted.
+  const BadNodeVerdict verdict = FindBadNodes(
+      {"h1", "h2", "h3", "h4"}, MpiMeasure(launch_, addresses_, runner_), {.tolerance = 0.8});
+  ASSERT_EQ(verdict.slow.size(), 1U) << BadNodeVerdictText(verdict);
+  EXPECT_EQ(verdict.slow[0].node, "h3") << BadNodeVerdictText(verdict);
+  EXPECT_LE(verdict.measurements.size(), 8U) << BadNodeVerdictText(verdict);
+}
+
+TEST_F(NetnsLabTest, AHostThatIsGoneFailsItsGroupAndIsNamed) {
+  // h2's namespace deleted under the lab: mpirun cannot start its rank there.
+  ASSERT_TRUE(runner_.Run({.argv = {"ip", "netns", "delete", lab_->Plan().hosts[1].netns}}));
+  const MpiPerfRun run = RunMpiPerf(launch_, Addresses({"h1", "h2"}), runner_);
+  EXPECT_NE(run.problem, "");
+  const BadNodeVerdict verdict = FindBadNodes(
+      {"h1", "h2", "h3", "h4"}, MpiMeasure(launch_, addresses_, runner_), {.tolerance = 0.8});
+  ASSERT_EQ(verdict.slow.size(), 1U) << BadNodeVerdictText(verdict);
+  EXPECT_EQ(verdict.slow[0].node, "h2");
+  EXPECT_FALSE(verdict.slow[0].busbw_gbs);
+}
+
+// A lab of 4 hosts with one link slowed ("" none), the stand-in from `min_bytes` to 256 KiB.
+NcclSweepRequest LabRequest(const std::string& tag, const std::string& slow,
+                            const std::string& min_bytes, const std::string& out_dir) {
+  NcclSweepRequest request;
+  request.sweep.cpu_perf = CMAX_MPI_PERF;
+  request.sweep.min_bytes = min_bytes;
+  request.sweep.max_bytes = "256K";
+  request.sweep.iters = 3;
+  request.sweep.warmup = 1;
+  request.sweep.step_timeout = 60s;
+  request.lab_hosts = 4;
+  request.lab_tag = tag + std::to_string(getpid() % 1000);
+  if (!slow.empty()) request.slow_links = {slow};
+  request.out_dir = out_dir;
+  return request;
+}
+
+// `cmax nccl sweep --netns-lab 4 --slow-link h3:20mbit`, as a library call: the sweep makes its
+// own lab, shows the drop from 2 to 4 hosts, keeps its logs, and leaves nothing behind.
+TEST(NetnsLabSweep, TheSweepMakesItsLabShowsTheDropAndTakesItDown) {
+  if (geteuid() != 0) GTEST_SKIP() << "network namespaces need root";
+  testing::TempDir dir;
+  sys::LocalFileSystem fs;
+  sys::PosixProcessRunner runner;
+  SystemClock clock;
+  NcclSweepRequest request = LabRequest("w", "h3:20mbit", "64K", dir.File("logs"));
+  request.sweep.collectives = {"all_reduce"};
+  request.analysis.tolerance_pct = 80;  // healthy pairs here vary 2x; the slowed link is 100x
+  std::vector<std::string> progress;
+  auto report =
+      SweepNccl(request, {.analyze = {.db_path = dir.File("cmax.db"),
+                                      .cmax_version = "test",
+                                      .fs = &fs,
+                                      .clock = &clock},
+                          .fs = &fs,
+                          .runner = &runner,
+                          .progress = [&](std::string_view line) { progress.emplace_back(line); }});
+  ASSERT_TRUE(report) << report.error().message;
+  ASSERT_EQ(report->steps.size(), 2U);
+  for (const NcclStepOutcome& s : report->steps) {
+    EXPECT_EQ(s.problem, "") << s.step.nodes.size();
+    EXPECT_TRUE(fs.Exists(s.log_path));
+  }
+  const NcclAnalysis& analysis = report->analyzed.analysis;
+  ASSERT_EQ(analysis.curves.size(), 2U);
+  EXPECT_EQ(analysis.curves[1].nodes, 4);  // each rank named its namespace host
+  ASSERT_EQ(analysis.scaling.size(), 1U) << NcclAnalysisText(analysis, true);
+  EXPECT_EQ(analysis.scaling[0].to_nodes, 4);
+  EXPECT_EQ(report->analyzed.exit_code, 1);
+  ASSERT_FALSE(progress.empty());
+  EXPECT_TRUE(progress[0].starts_with("namespace lab up: 4 hosts in 198.")) << progress[0];
+  const auto netns = runner.Run({.argv = {"ip", "netns", "list"}});
+  ASSERT_TRUE(netns);
+  EXPECT_EQ(netns->stdout_text.find("cmax-" + request.lab_tag + "-"), std::string::npos)
+      << netns->stdout_text;
+}
+
+// A namespace host that dies mid-sweep (its namespace deleted after the first step): the step
+// over it fails with the cause and the sweep goes on to the next collective.
+TEST(NetnsLabSweep, AHostThatDiesMidSweepFailsItsStepsAndTheSweepGoesOn) {
+  if (geteuid() != 0) GTEST_SKIP() << "network namespaces need root";
+  testing::TempDir dir;
+  sys::LocalFileSystem fs;
+  sys::PosixProcessRunner runner;
+  SystemClock clock;
+  NcclSweepRequest request = LabRequest("d", "", "64K", dir.File("logs"));
+  request.sweep.collectives = {"all_reduce", "alltoall"};
+  request.sweep.step_timeout = 20s;
+  auto report = SweepNccl(
+      request,
+      {.analyze =
+           {.db_path = dir.File("cmax.db"), .cmax_version = "test", .fs = &fs, .clock = &clock},
+       .fs = &fs,
+       .runner = &runner,
+       .progress = [&](std::string_view line) {
+         // After the first step (2 hosts), h4 dies: the 4-host steps cannot reach it.
+         if (line.starts_with("step 1/")) {
+           (void)runner.Run({.argv = {"ip", "netns", "delete", "cmax-" + request.lab_tag + "-h4"}});
+         }
+       }});
+  ASSERT_TRUE(report) << report.error().message;
+  // Every step ran: the sweep went on past the dead host. The steps over it fail with a cause;
+  // the 2-host steps usually pass, but after a failed launch OpenMPI 4.1.4 here sometimes hangs
+  // the next one (killed at its deadline) or crashes (SIGSEGV): not asserted.
+  ASSERT_EQ(report->steps.size(), 4U);  // all_reduce and alltoall over 2 and 4 hosts
+  EXPECT_NE(report->steps[1].problem, "") << "the 4-host all_reduce reached a dead host";
+  EXPECT_NE(report->steps[3].problem, "") << "the 4-host alltoall reached a dead host";
+  EXPECT_EQ(report->analyzed.exit_code, 1);
+  // The lab is gone, its dead host too.
+  const auto netns = runner.Run({.argv = {"ip", "netns", "list"}});
+  ASSERT_TRUE(netns);
+  EXPECT_EQ(netns->stdout_text.find("cmax-" + request.lab_tag + "-"), std::string::npos)
+      << netns->stdout_text;
+}
+
+// `cmax nccl find-bad-node --netns-lab 4 --slow-link h2:20mbit`, as a library call: the node is
+// named with its figures, recorded as a FAIL, and every run's log kept.
+TEST(NetnsLabSweep, FindBadNodeNamesTheSlowedHostAndRecordsIt) {
+  if (geteuid() != 0) GTEST_SKIP() << "network namespaces need root";
+  testing::TempDir dir;
+  sys::LocalFileSystem fs;
+  sys::PosixProcessRunner runner;
+  SystemClock clock;
+  const NcclSweepRequest request = LabRequest("f", "h2:20mbit", "256K", dir.File("logs"));
+  auto report = FindNcclBadNodes(request, {.tolerance = 0.8},
+                                 {.analyze = {.db_path = dir.File("cmax.db"),
+                                              .cmax_version = "test",
+                                              .fs = &fs,
+                                              .clock = &clock},
+                                  .fs = &fs,
+                                  .runner = &runner});
+  ASSERT_TRUE(report) << report.error().message;
+  ASSERT_EQ(report->verdict.slow.size(), 1U) << NcclBadNodeText(*report);
+  EXPECT_EQ(report->verdict.slow[0].node, "h2");
+  EXPECT_EQ(report->exit_code, 1);
+  const auto failed = std::ranges::find_if(report->record.findings, [](const Finding& f) {
+    return f.check_id == "network.nccl-bad-node" && f.status == CheckStatus::kFail;
+  });
+  ASSERT_NE(failed, report->record.findings.end());
+  EXPECT_TRUE(failed->message.starts_with("h2: ")) << failed->message;
+  EXPECT_TRUE(fs.Exists(dir.File("logs/find-01-4n.log")));
+}
+
+}  // namespace
+}  // namespace cmax::net

@@ -1,0 +1,119 @@
+// The namespace lab's plan and mpirun's command line, as values: names within Linux's 15
+// characters, addresses from 198.18.0.0/15 only, the commands in order, the agent's mapping.
+#include "net/netns_lab.hpp"
+
+#include <gtest/gtest.h>
+
+#include "core/strings.hpp"
+#include "net/mpi_launch.hpp"
+
+namespace cmax::net {
+namespace {
+
+TEST(NetnsLabPlan, NamesAndAddresses) {
+  const auto plan = PlanNetnsLab("t42", 200);
+  ASSERT_TRUE(plan) << plan.error().message;
+  EXPECT_EQ(plan->bridge, "cxt42br");
+  EXPECT_EQ(plan->hosts.size(), 200U);
+  const NetnsHost& last = plan->hosts.back();
+  EXPECT_EQ(last.name, "h200");
+  EXPECT_EQ(last.netns, "cmax-t42-h200");
+  EXPECT_EQ(last.address, "198.18.0.200");
+  EXPECT_EQ(last.host_veth, "cxt42v200");
+  EXPECT_LE(last.host_veth.size(), 15U);  // IFNAMSIZ less its terminator
+  const auto longest = PlanNetnsLab("s99999", 200);
+  ASSERT_TRUE(longest);
+  EXPECT_LE(longest->hosts.back().host_veth.size(), 15U);
+  EXPECT_LE(longest->bridge.size(), 15U);
+  for (const auto& [tag, hosts] :
+       {std::pair{"", 2}, {"abcdefg", 2}, {"A1", 2}, {"a-b", 2}, {"ok", 0}, {"ok", 201}}) {
+    EXPECT_FALSE(PlanNetnsLab(tag, hosts)) << tag << " " << hosts;
+  }
+}
+
+TEST(NetnsLabPlan, ABlockMovesEveryAddress) {
+  const auto plan = PlanNetnsLab("x", 2, 257);
+  ASSERT_TRUE(plan) << plan.error().message;
+  EXPECT_EQ(plan->subnet, "198.19.1.0/24");
+  EXPECT_EQ(plan->bridge_address, "198.19.1.254");
+  EXPECT_EQ(plan->hosts[1].address, "198.19.1.2");
+  EXPECT_EQ(PlanNetnsLab("x", 2, 0)->subnet, "198.18.0.0/24");
+  EXPECT_EQ(PlanNetnsLab("x", 2, 511)->subnet, "198.19.255.0/24");
+  EXPECT_FALSE(PlanNetnsLab("x", 2, -1));
+  EXPECT_FALSE(PlanNetnsLab("x", 2, 512));
+}
+
+// What `ip -o -4 addr show` and `ip -4 route show table all` print takes blocks: the CI
+// sandbox's own bridge on 198.18.0.0/24, a leftover lab, wider prefixes, host routes.
+TEST(NetnsLabPlan, TheFirstFreeBlockIsTaken) {
+  EXPECT_EQ(FreeNetnsLabBlock(""), 0);
+  EXPECT_EQ(FreeNetnsLabBlock("default via 192.0.2.1 dev eth0\n"
+                              "192.0.2.0/24 dev eth0 proto kernel scope link src 192.0.2.2\n"
+                              "198.17.255.0/24 dev x\n198.20.0.0/16 dev y\n"),
+            0);
+  // The sandbox of the CI run that this fixes: its bridge holds 198.18.0.0/24.
+  EXPECT_EQ(FreeNetnsLabBlock("386: cxt733br    inet 198.18.0.254/24 scope global cxt733br\n"
+                              "198.18.0.0/24 dev cxt733br proto kernel scope link src "
+                              "198.18.0.254\n"),
+            1);
+  EXPECT_EQ(FreeNetnsLabBlock("local 198.18.1.7 dev lo table local\n198.18.0.0/24 dev a\n"), 2);
+  EXPECT_EQ(FreeNetnsLabBlock("198.18.0.0/23 dev a\n"), 2);
+  EXPECT_EQ(FreeNetnsLabBlock("198.18.0.0/16 dev a\n"), 256);
+  EXPECT_EQ(FreeNetnsLabBlock("198.18.5.0/24 dev a\n"), 0);
+  // Words that only look like addresses take nothing.
+  EXPECT_EQ(FreeNetnsLabBlock("198.18.0 198.18.0.0.1 198.18.0.256 198.18.0.0/33 1.2.3.4/\n"), 0);
+  for (const char* all :
+       {"198.18.0.0/15 dev a\n", "198.0.0.0/8 via 10.0.0.1\n", "0.0.0.0/0 dev b\n"}) {
+    const auto none = FreeNetnsLabBlock(all);
+    ASSERT_FALSE(none) << all;
+    EXPECT_NE(none.error().message.find("in use here already"), std::string::npos);
+  }
+}
+
+TEST(NetnsLabPlan, CommandsUpDownAndTheSlowLink) {
+  const auto plan = PlanNetnsLab("x", 2);
+  ASSERT_TRUE(plan);
+  const auto up = NetnsUpCommands(*plan);
+  ASSERT_EQ(up.size(), 3U + 2 * 6);
+  EXPECT_EQ(Join(up[0], " "), "ip link add cxxbr type bridge");
+  EXPECT_EQ(Join(up[1], " "), "ip addr add 198.18.0.254/24 dev cxxbr");
+  EXPECT_EQ(Join(up[4], " "), "ip link add cxxv1 type veth peer name eth0 netns cmax-x-h1");
+  EXPECT_EQ(Join(up[6], " "), "ip -n cmax-x-h1 addr add 198.18.0.1/24 dev eth0");
+  const auto down = NetnsDownCommands(*plan);
+  ASSERT_EQ(down.size(), 5U);
+  EXPECT_EQ(Join(down[0], " "), "ip link delete cxxv1");
+  EXPECT_EQ(Join(down[2], " "), "ip netns delete cmax-x-h1");
+  EXPECT_EQ(Join(down.back(), " "), "ip link delete cxxbr");
+  const auto slow = SlowLinkCommands(plan->hosts[1], "200mbit");
+  ASSERT_EQ(slow.size(), 2U);
+  EXPECT_EQ(Join(slow[0], " "),
+            "tc qdisc replace dev cxxv2 root tbf rate 200mbit burst 64kb latency 100ms");
+  EXPECT_EQ(Join(slow[1], " "),
+            "ip netns exec cmax-x-h2 tc qdisc replace dev eth0 root tbf rate "
+            "200mbit burst 64kb latency 100ms");
+}
+
+TEST(NetnsLabPlan, TheAgentMapsEachAddressToItsNamespace) {
+  const auto plan = PlanNetnsLab("x", 2);
+  ASSERT_TRUE(plan);
+  const std::string script = RshAgentScript(*plan);
+  EXPECT_TRUE(script.starts_with("#!/bin/sh\n"));
+  EXPECT_NE(script.find("  198.18.0.2) ns=cmax-x-h2; name=h2 ;;\n"), std::string::npos) << script;
+  EXPECT_NE(script.find("exec ip netns exec \"$ns\" env CMAX_MPI_PERF_HOST=\"$name\""),
+            std::string::npos);
+  EXPECT_NE(script.find("no host $host"), std::string::npos);
+}
+
+TEST(MpiLaunch, OneRankPerHostUnboundOverTheLabsNetwork) {
+  const MpiLaunch launch{
+      .perf = "/b/cmax-mpi-perf", .agent = "/l/agent.sh", .subnet = "198.18.0.0/24"};
+  EXPECT_EQ(Join(MpiRunArgv(launch, {"198.18.0.1", "198.18.0.3"}), " "),
+            "mpirun --host 198.18.0.1,198.18.0.3 -np 2 --bind-to none --mca plm_rsh_agent "
+            "/l/agent.sh --mca oob_tcp_if_include 198.18.0.0/24 --mca btl tcp,self --mca "
+            "btl_tcp_if_include 198.18.0.0/24 /b/cmax-mpi-perf all_reduce -b 1M -e 16M -n 5 -w 1");
+  EXPECT_EQ(Join(MpiRunArgv({.perf = "p"}, {"a"}), " "),
+            "mpirun --host a -np 1 --bind-to none p all_reduce -b 1M -e 16M -n 5 -w 1");
+}
+
+}  // namespace
+}  // namespace cmax::net
