@@ -523,6 +523,53 @@ const std::map<std::string, Rule, std::less<>>& Rules() {
          return Found(set, "none of NCCL_ALGO, NCCL_PROTO, NCCL_MIN_NCHANNELS",
                       "/etc/nccl.conf overrides NCCL's own choice");
        }},
+      {"networking.nccl-devices",
+       [](const Inputs& in) -> Verdict {
+         const json* selection = Get(in, "network.nccl.device_selection");
+         const json* hcas = Get(in, "network.ib.device_names");
+         const json* interfaces = Get(in, "network.interfaces");
+         if (selection == nullptr) return NotCollected("network.nccl.device_selection");
+         if (hcas == nullptr) return NotCollected("network.ib.device_names");
+         if (interfaces == nullptr) return NotCollected("network.interfaces");
+         if (!selection->is_object() || !hcas->is_array() || !interfaces->is_array()) {
+           return Unknown("the NCCL device selection's evidence has an unexpected shape");
+         }
+         const auto names = [](const json& list) {
+           std::vector<std::string> out;
+           for (const json& n : list)
+             out.push_back(n.is_string() ? n.get<std::string>() : n.dump());
+           return out;
+         };
+         const std::pair<const char*, std::vector<std::string>> kinds[] = {
+             {"NCCL_IB_HCA", names(*hcas)}, {"NCCL_SOCKET_IFNAME", names(*interfaces)}};
+         std::vector<std::string> set;
+         std::vector<std::string> problems;
+         for (const auto& [name, present] : kinds) {
+           const json& entry = JsonAt(*selection, {name});
+           if (entry.is_null()) continue;
+           const json& value = JsonAt(entry, {"value"});
+           if (!value.is_string()) return Unknown(fmt::format("{} is not a string", name));
+           const std::string text = SanitizeUtf8(value.get<std::string>());
+           set.push_back(fmt::format("{}={}", name, text));
+           // The rule `cmax nccl recipe` applies.
+           for (std::string& p : net::DeviceSelectionProblems(
+                    name, text, TextAt(entry, {"source"}), present,
+                    std::string_view(name) == "NCCL_IB_HCA" ? "RDMA device"
+                                                            : "network interface")) {
+             problems.push_back(std::move(p));
+           }
+         }
+         if (set.empty()) {
+           return NotApplicable(
+               "neither NCCL_IB_HCA nor NCCL_SOCKET_IFNAME is set (environment, /etc/nccl.conf): "
+               "NCCL chooses its devices itself");
+         }
+         if (problems.empty()) return Pass(Join(set, ", "));
+         Verdict verdict =
+             Found(Join(set, ", "), "selections of devices this node has", Join(problems, "; "));
+         verdict.kind = Verdict::Kind::kFail;
+         return verdict;
+       }},
       {"networking.hca-naming",
        [](const Inputs& in) -> Verdict {
          const json* names = Get(in, "network.ib.device_names");

@@ -208,6 +208,12 @@ void Rdma(const sys::FileSystem& fs, AuditEvidence& out) {
     }
   }
   out["network.ib.device_names"] = names;
+  json interfaces = json::array();
+  if (auto listed = fs.ListDir("/sys/class/net")) {
+    std::ranges::sort(*listed);
+    for (const std::string& name : *listed) interfaces.push_back(SanitizeUtf8(name));
+  }
+  out["network.interfaces"] = interfaces;
   out["network.ib.devices[].fw_ver"] = firmware;
   out["network.rdma.type"] = fabric;
 }
@@ -761,6 +767,21 @@ void StepEnvironment(const LocalProbeOptions& options, const AuditEvidence& so_f
       source = "/etc/nccl.conf";
     }
   }
+  // The devices NCCL is told to use, where the environment (first) or /etc/nccl.conf says.
+  json selection = json::object();
+  for (const char* name : {"NCCL_IB_HCA", "NCCL_SOCKET_IFNAME"}) {
+    json value = var(name);
+    std::string from = "environment";
+    const auto conf = so_far.find("network.nccl.conf");
+    if (value.is_null() && conf != so_far.end() && conf->second.is_object() &&
+        conf->second.contains(name)) {
+      value = conf->second[name];
+      from = "/etc/nccl.conf";
+    }
+    selection[name] =
+        value.is_null() ? json(nullptr) : json{{"value", std::move(value)}, {"source", from}};
+  }
+  out["network.nccl.device_selection"] = selection;
   if (qps.is_null()) {
     out["network.nccl.ib_qps_per_connection"] = {{"value", 1}, {"source", "NCCL's default"}};
   } else if (const auto n = Integer(qps.get<std::string>())) {

@@ -44,7 +44,8 @@ struct LocalProbeOptions {
   // audit only reads.
   bool nvml_named = false;
   // The process's variables the audit reads (CUDA_VISIBLE_DEVICES, NVIDIA_VISIBLE_DEVICES, the
-  // SLURM_*GPUS* of a job step, NCCL_IB_QPS_PER_CONNECTION, NCCL_TOPO_FILE); empty: none set.
+  // SLURM_*GPUS* of a job step, NCCL_IB_QPS_PER_CONNECTION, NCCL_TOPO_FILE, NCCL_IB_HCA,
+  // NCCL_SOCKET_IFNAME); empty: none set.
   std::map<std::string, std::string> environment;
   // This host's facts (host_inventory.hpp), where the caller has collected them already; null:
   // collected here.
@@ -65,6 +66,8 @@ inline constexpr const char* kAuditEnvironment[] = {"CUDA_VISIBLE_DEVICES",
                                                     "SLURM_GPUS_ON_NODE",
                                                     "NCCL_IB_QPS_PER_CONNECTION",
                                                     "NCCL_TOPO_FILE",
+                                                    "NCCL_IB_HCA",
+                                                    "NCCL_SOCKET_IFNAME",
                                                     "MODULEPATH",
                                                     "LMOD_CMD",
                                                     "MODULESHOME"};

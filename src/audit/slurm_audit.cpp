@@ -249,7 +249,7 @@ std::vector<std::string> SrunCommand(const std::string& partition,
       // the node's and the step's own (Slurm sets CUDA_VISIBLE_DEVICES for a step with GPUs),
       // not the auditor's shell's.
       "--export=ALL,CUDA_VISIBLE_DEVICES=,NVIDIA_VISIBLE_DEVICES=,NCCL_IB_QPS_PER_CONNECTION=,"
-      "NCCL_TOPO_FILE=",
+      "NCCL_TOPO_FILE=,NCCL_IB_HCA=,NCCL_SOCKET_IFNAME=",
   };
   if (!partition.empty()) argv.push_back("--partition=" + partition);
   argv.insert(argv.end(), slurm.srun_args.begin(), slurm.srun_args.end());

@@ -254,6 +254,37 @@ NcclNodeSettings CollectNcclSettings(const sys::FileSystem& fs,
   return out;
 }
 
+std::vector<std::string> DeviceSelectionProblems(std::string_view name, std::string_view value,
+                                                 std::string_view where,
+                                                 const std::vector<std::string>& present,
+                                                 std::string_view kind) {
+  if (present.empty()) {
+    return {fmt::format("{}={} (from {}), but this node has no {}", name, value, where, kind)};
+  }
+  if (NcclSelects(value, present).empty()) {
+    return {fmt::format("{}={} (from {}) selects none of this node's {}s ({})", name, value, where,
+                        kind, Join(present, ", "))};
+  }
+  // An entry of an include list that matches nothing: a device renamed or gone.
+  std::vector<std::string> problems;
+  std::string_view list = Trim(value);
+  if (list.starts_with('^')) return problems;
+  const bool exact = list.starts_with('=');
+  if (exact) list.remove_prefix(1);
+  for (std::string_view e : Split(list, ',')) {
+    const std::string_view entry = EntryName(Trim(e));
+    if (entry.empty()) continue;
+    const bool matched = std::ranges::any_of(present, [&](const std::string& p) {
+      return exact ? p == entry : std::string_view(p).starts_with(entry);
+    });
+    if (!matched) {
+      problems.push_back(fmt::format("{}: '{}' matches no {} here (present: {})", name, entry, kind,
+                                     Join(present, ", ")));
+    }
+  }
+  return problems;
+}
+
 bool RecipeVerdict::Faulty() const {
   return std::ranges::any_of(items,
                              [](const RecipeItem& i) { return i.status != RecipeStatus::kOk; });
@@ -306,36 +337,9 @@ RecipeVerdict JudgeNcclSettings(const NcclNodeSettings& node, const NcclRecipe& 
     const std::string value = node.Effective(name);
     if (value.empty()) continue;
     const std::string_view kind = present == &hcas ? "RDMA device" : "network interface";
-    if (present->empty()) {
-      add(name, RecipeStatus::kNoDevice,
-          fmt::format("{}={} (from {}), but this node has no {}", name, value, node.Where(name),
-                      kind));
-      continue;
-    }
-    const std::vector<std::string> chosen = NcclSelects(value, *present);
-    if (chosen.empty()) {
-      add(name, RecipeStatus::kNoDevice,
-          fmt::format("{}={} (from {}) selects none of this node's {}s ({})", name, value,
-                      node.Where(name), kind, Join(*present, ", ")));
-      continue;
-    }
-    // An entry of an include list that matches nothing: a device renamed or gone.
-    std::string_view list = Trim(value);
-    if (!list.starts_with('^')) {
-      const bool exact = list.starts_with('=');
-      if (exact) list.remove_prefix(1);
-      for (std::string_view e : Split(list, ',')) {
-        const std::string_view entry = EntryName(Trim(e));
-        if (entry.empty()) continue;
-        const bool matched = std::ranges::any_of(*present, [&](const std::string& p) {
-          return exact ? p == entry : std::string_view(p).starts_with(entry);
-        });
-        if (!matched) {
-          add(name, RecipeStatus::kNoDevice,
-              fmt::format("{}: '{}' matches no {} here (present: {})", name, entry, kind,
-                          Join(*present, ", ")));
-        }
-      }
+    for (std::string& problem :
+         DeviceSelectionProblems(name, value, node.Where(name), *present, kind)) {
+      add(name, RecipeStatus::kNoDevice, std::move(problem));
     }
   }
   // RoCE: the GID index; mixed link layers: which HCAs carry the jobs.

@@ -76,6 +76,16 @@ std::vector<std::string> TuningOverrides(const std::map<std::string, std::string
 std::vector<std::string> NcclSelects(std::string_view value,
                                      const std::vector<std::string>& present);
 
+// What is wrong with a device selection (`name`=`value`, NCCL_IB_HCA or NCCL_SOCKET_IFNAME, set
+// in `where`) on a node whose devices of `kind` ("RDMA device", "network interface") are
+// `present`: no device at all, none selected, or an entry of an include list that matches
+// nothing (a device renamed or gone). Empty: NCCL would use devices that are here. `cmax nccl
+// recipe` and the audit's networking.nccl-devices both judge by it.
+std::vector<std::string> DeviceSelectionProblems(std::string_view name, std::string_view value,
+                                                 std::string_view where,
+                                                 const std::vector<std::string>& present,
+                                                 std::string_view kind);
+
 struct RdmaDevice {
   std::string name;        // mlx5_0
   std::string link_layer;  // InfiniBand, Ethernet (RoCE), or what the kernel says

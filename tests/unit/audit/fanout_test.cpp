@@ -200,7 +200,7 @@ TEST(SlurmPlan, OneStepOneTaskPerNodeRunningCmaxItself) {
       "srun --job-name=cmax-audit --nodes=2 --ntasks=2 --ntasks-per-node=1 "
       "--nodelist=gpu1,gpu2 --immediate=15 --kill-on-bad-exit=0 --quiet "
       "--export=ALL,CUDA_VISIBLE_DEVICES=,NVIDIA_VISIBLE_DEVICES=,NCCL_IB_QPS_PER_CONNECTION=,"
-      "NCCL_TOPO_FILE= "
+      "NCCL_TOPO_FILE=,NCCL_IB_HCA=,NCCL_SOCKET_IFNAME= "
       "--partition=gpu "
       "--account=ops -- /opt/cmax/bin/cmax audit --node-evidence --node-timeout=20 "
       "--probe-timeout=2");

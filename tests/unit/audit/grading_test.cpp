@@ -560,6 +560,52 @@ TEST(GradeChecks, JudgesEachCheckOnItsEvidence) {
        {{"network.nccl.topo_file", TopoFile(json("yes"), nullptr)}},
        CheckStatus::kUnknown},
       {"networking.nccl-topo-file", {}, CheckStatus::kUnknown},
+      // NCCL's device selections, read as NCCL reads them, against the devices present.
+      {"networking.nccl-devices",
+       {{"network.nccl.device_selection",
+         {{"NCCL_IB_HCA", nullptr}, {"NCCL_SOCKET_IFNAME", nullptr}}},
+        {"network.ib.device_names", {"mlx5_0"}},
+        {"network.interfaces", {"eth0", "lo"}}},
+       CheckStatus::kSkip},
+      {"networking.nccl-devices",
+       {{"network.nccl.device_selection",
+         {{"NCCL_IB_HCA", {{"value", "=mlx5_0:1,mlx5_1:1"}, {"source", "/etc/nccl.conf"}}},
+          {"NCCL_SOCKET_IFNAME", {{"value", "^lo,docker"}, {"source", "environment"}}}}},
+        {"network.ib.device_names", {"mlx5_0", "mlx5_1"}},
+        {"network.interfaces", {"eth0", "lo"}}},
+       CheckStatus::kPass,
+       "NCCL_IB_HCA==mlx5_0:1,mlx5_1:1, NCCL_SOCKET_IFNAME=^lo,docker"},
+      {"networking.nccl-devices",
+       {{"network.nccl.device_selection",
+         {{"NCCL_IB_HCA", {{"value", "ibp"}, {"source", "/etc/nccl.conf"}}},
+          {"NCCL_SOCKET_IFNAME", nullptr}}},
+        {"network.ib.device_names", {"mlx5_0", "mlx5_1"}},
+        {"network.interfaces", {"eth0", "lo"}}},
+       CheckStatus::kFail,
+       "NCCL_IB_HCA=ibp"},
+      // One entry of two gone: NCCL runs on the other, at half the rails.
+      {"networking.nccl-devices",
+       {{"network.nccl.device_selection",
+         {{"NCCL_IB_HCA", {{"value", "mlx5_0,mlx5_9"}, {"source", "environment"}}},
+          {"NCCL_SOCKET_IFNAME", {{"value", "bond0"}, {"source", "environment"}}}}},
+        {"network.ib.device_names", {"mlx5_0", "mlx5_1"}},
+        {"network.interfaces", {"bond0", "lo"}}},
+       CheckStatus::kFail,
+       "NCCL_IB_HCA=mlx5_0,mlx5_9, NCCL_SOCKET_IFNAME=bond0"},
+      {"networking.nccl-devices",
+       {{"network.nccl.device_selection",
+         {{"NCCL_IB_HCA", {{"value", "mlx5"}, {"source", "environment"}}},
+          {"NCCL_SOCKET_IFNAME", nullptr}}},
+        {"network.ib.device_names", json::array()},
+        {"network.interfaces", {"eth0", "lo"}}},
+       CheckStatus::kFail,
+       "NCCL_IB_HCA=mlx5"},
+      {"networking.nccl-devices",
+       {{"network.nccl.device_selection", {{"NCCL_IB_HCA", {{"value", 3}}}}},
+        {"network.ib.device_names", {"mlx5_0"}},
+        {"network.interfaces", {"eth0"}}},
+       CheckStatus::kUnknown},
+      {"networking.nccl-devices", {}, CheckStatus::kUnknown},
       // Environment modules.
       {"software.lmod-modules",
        {{"software.modules.available",
@@ -843,6 +889,26 @@ TEST(GradeChecks, EveryCheckGetsOneFindingAndNoneOnNothingPasses) {
   EXPECT_EQ(GradeChecks({diag}, {}, Context(AuditTarget::kKubernetes)).front().status,
             CheckStatus::kSkip);
   EXPECT_EQ(GradeChecks({diag}, {}, allowed).front().status, CheckStatus::kUnknown);
+}
+
+// The audit judges NCCL's device selections by `cmax nccl recipe`'s rule, so both say the same.
+TEST(GradeChecks, NcclDeviceSelectionsSayWhatIsMissing) {
+  const AuditEvidence evidence = {
+      {"network.nccl.device_selection",
+       {{"NCCL_IB_HCA", {{"value", "mlx5_0,mlx5_9"}, {"source", "/etc/nccl.conf"}}},
+        {"NCCL_SOCKET_IFNAME", {{"value", "ib"}, {"source", "environment"}}}}},
+      {"network.ib.device_names", {"mlx5_0", "mlx5_1"}},
+      {"network.interfaces", {"eth0", "lo"}}};
+  const Finding f = Grade("networking.nccl-devices", evidence, AuditTarget::kSlurm);
+  EXPECT_EQ(f.status, CheckStatus::kFail);
+  EXPECT_NE(f.message.find("NCCL_IB_HCA: 'mlx5_9' matches no RDMA device here (present: mlx5_0, "
+                           "mlx5_1)"),
+            std::string::npos)
+      << f.message;
+  EXPECT_NE(f.message.find("NCCL_SOCKET_IFNAME=ib (from environment) selects none of this node's "
+                           "network interfaces (eth0, lo)"),
+            std::string::npos)
+      << f.message;
 }
 
 // Where the target says why it could not read a key (a Kubernetes node), an UNKNOWN for want of

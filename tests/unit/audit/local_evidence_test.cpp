@@ -93,6 +93,8 @@ sys::MemoryFileSystem GpuNode() {
              "Max open files            1048576              1048576              files\n");
   fs.AddFile("/proc/self/status", "Name:\tcmax\nUid:\t0\t0\t0\t0\n");
   fs.AddFile("/etc/nccl.conf", "NCCL_IB_HCA=mlx5\n");
+  fs.AddFile("/sys/class/net/lo/operstate", "unknown\n");
+  fs.AddFile("/sys/class/net/eth0/operstate", "up\n");
   fs.AddFile("/etc/pam.d/common-auth", "auth [success=1] pam_sss.so use_first_pass\n");
   fs.AddFile("/proc/cmdline", "BOOT_IMAGE=/vmlinuz ro iommu=pt\n");
   fs.AddFile("/sys/kernel/iommu_groups/0/type", "identity\n");
@@ -130,6 +132,10 @@ TEST(CollectLocalEvidence, ReadsAGpuNode) {
   EXPECT_EQ(e.at("host.limits.nofile"), 1048576);
   EXPECT_EQ(e.at("access.sudo_noninteractive"), true);  // root
   EXPECT_EQ(e.at("network.nccl.conf"), json({{"NCCL_IB_HCA", "mlx5"}}));
+  EXPECT_EQ(e.at("network.nccl.device_selection"),
+            json({{"NCCL_IB_HCA", {{"value", "mlx5"}, {"source", "/etc/nccl.conf"}}},
+                  {"NCCL_SOCKET_IFNAME", nullptr}}));
+  EXPECT_EQ(e.at("network.interfaces"), json({"eth0", "lo"}));
   EXPECT_EQ(e.at("software.perf.path"), "/usr/bin/perf");
   EXPECT_EQ(e.at("access.pam_modules"), json({"pam_sss"}));
   EXPECT_EQ(e.at("access.sssd"), false);
@@ -405,8 +411,12 @@ TEST(CollectLocalEvidence, ReadsTheHostsKindAndAJobStepsVariables) {
             json({{"value", 4}, {"source", "/etc/nccl.conf"}}));
   // The variable wins over the file; outside a job step there is no step to judge.
   e = CollectLocalEvidence(
-      fs, runner, {.path = "/usr/bin", .environment = {{"NCCL_IB_QPS_PER_CONNECTION", "2"}}});
+      fs, runner,
+      {.path = "/usr/bin",
+       .environment = {{"NCCL_IB_QPS_PER_CONNECTION", "2"}, {"NCCL_SOCKET_IFNAME", "=eth0"}}});
   EXPECT_EQ(e.at("network.nccl.ib_qps_per_connection")["value"], 2);
+  EXPECT_EQ(e.at("network.nccl.device_selection")["NCCL_SOCKET_IFNAME"],
+            json({{"value", "=eth0"}, {"source", "environment"}}));
   EXPECT_FALSE(e.contains("scheduler.step.cuda_visible_devices"));
   // A Grace guest: the SMMU and whether CMDQV is there.
   fs.AddFile("/proc/sys/kernel/arch", "aarch64\n");
