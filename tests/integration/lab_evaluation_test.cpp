@@ -1,7 +1,7 @@
 // `cmax run --lab`, the real binary end to end on this machine (root): the lab's real Slurm
 // daemons, cmax's agents as the simulated provider's health checks, serve-sim (a stand-in) as
-// its endpoint, a real Xid written to /dev/kmsg and timed. The three provider profiles land in
-// three different tiers for the reasons the rating gives, and neither a finished nor an
+// its endpoint, a real Xid written to /dev/kmsg and timed. The three provider profiles are rated
+// in order, well apart, for the reasons the rating gives, and neither a finished nor an
 // interrupted evaluation leaves a daemon behind.
 #include <signal.h>
 #include <unistd.h>
@@ -37,6 +37,18 @@ std::vector<std::string> ProcessesMentioning(const std::string& dir) {
     if (cmdline.find(dir) != std::string::npos) found.push_back(name + ": " + cmdline);
   }
   return found;
+}
+
+// A tier's place in the built-in rubric's order (Platinum 0); past the last, the ones below.
+size_t TierRank(const json& rating) {
+  static const char* kOrder[] = {
+      "Platinum",        "Gold",      "Silver", "Bronze", "Participation Ribbon",
+      "Underperforming", "Untestable"};
+  const std::string tier = rating["tier"].get<std::string>();
+  for (size_t i = 0; i < std::size(kOrder); ++i) {
+    if (tier == kOrder[i]) return i;
+  }
+  return std::size(kOrder);
 }
 
 class LabEvaluationTest : public ::testing::Test {
@@ -85,7 +97,7 @@ class LabEvaluationTest : public ::testing::Test {
   testing::TempDir dir_;
 };
 
-TEST_F(LabEvaluationTest, TheThreeProfilesLandInThreeTiersForTheirReasons) {
+TEST_F(LabEvaluationTest, TheThreeProfilesAreRatedInOrderForTheirReasons) {
   std::map<std::string, json> ratings;
   std::map<std::string, std::string> run_ids;
   for (const char* profile : {"good", "slow", "negligent"}) {
@@ -112,9 +124,16 @@ TEST_F(LabEvaluationTest, TheThreeProfilesLandInThreeTiersForTheirReasons) {
   const json& good = ratings["good"];
   const json& slow = ratings["slow"];
   const json& negligent = ratings["negligent"];
-  // Three tiers, in order.
-  EXPECT_EQ(good["tier"], "Gold") << good["score"];
-  EXPECT_EQ(slow["tier"], "Silver") << slow["score"];
+  // In order, well apart. Which tiers depends on this host's kernel log, which the lab's audit
+  // reads as its nodes' (health.xid-7d): with the fake Xids other tests write to /dev/kmsg still
+  // in the ring buffer (a test that overruns it pushes them out), good is Gold (86) and slow
+  // Silver (79.5); without them Platinum (93.6) and Gold (80.3). Slow sits on the Gold bar, so
+  // the tiers themselves are not asserted apart; its score is, and the items below say why.
+  EXPECT_GE(good["score"].get<double>() - slow["score"].get<double>(), 5.0)
+      << good["score"] << " " << slow["score"];
+  EXPECT_TRUE(good["tier"] == "Platinum" || good["tier"] == "Gold") << good["score"];
+  EXPECT_TRUE(slow["tier"] == "Gold" || slow["tier"] == "Silver") << slow["score"];
+  EXPECT_LE(TierRank(good), TierRank(slow));
   // The negligent provider attests nothing, so about half of what is rated is unknown: a
   // Participation Ribbon on what was measured, or Untestable when confidence falls under 40%.
   EXPECT_TRUE(negligent["tier"] == "Participation Ribbon" || negligent["tier"] == "Untestable")
@@ -202,7 +221,9 @@ TEST_F(LabEvaluationTest, ASecondEvaluationInTheSameFolderStartsClean) {
   for (int i = 0; i < 2; ++i) {
     const json doc = Evaluate("good", "lab-again");
     ASSERT_TRUE(doc.contains("evidence")) << i;
-    EXPECT_EQ(doc["evidence"]["rating"]["tier"], "Gold") << i;
+    // Gold, or Platinum on a host with no Xid in its kernel week (above).
+    const json& tier = doc["evidence"]["rating"]["tier"];
+    EXPECT_TRUE(tier == "Gold" || tier == "Platinum") << i << " " << tier;
     EXPECT_EQ(Item(doc["evidence"]["rating"], "reliability.time-to-service")["score"], 1.0) << i;
   }
 }
