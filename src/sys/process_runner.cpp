@@ -96,6 +96,9 @@ struct Capture {
   std::string* text = nullptr;
   bool* truncated = nullptr;
   size_t cap = 0;
+  int stream = 1;
+  const std::function<bool(int, std::string_view)>* on_output = nullptr;
+  bool* stop = nullptr;  // set when on_output asks for a stop
 };
 
 // Reads what is available, at most max_reads times so that a writer as fast as we read cannot
@@ -109,6 +112,10 @@ bool Drain(Capture& capture, int max_reads = 16) {
       const size_t keep = std::min(room, static_cast<size_t>(n));
       capture.text->append(buffer, keep);
       if (keep < static_cast<size_t>(n)) *capture.truncated = true;
+      if (capture.on_output != nullptr && *capture.on_output &&
+          !(*capture.on_output)(capture.stream, std::string_view(buffer, static_cast<size_t>(n)))) {
+        *capture.stop = true;
+      }
       continue;
     }
     if (n < 0 && errno == EINTR) continue;
@@ -133,6 +140,7 @@ std::string ProcessResult::Describe() const {
   if (abandoned) return "stuck even after SIGKILL, left behind after " + FormatDuration(duration);
   if (timed_out) return "timed out after " + FormatDuration(duration);
   if (interrupted) return "interrupted";
+  if (stopped) return "stopped as asked after " + FormatDuration(duration);
   if (signal != 0) return "killed by signal " + std::to_string(signal);
   return "exit " + std::to_string(exit_code);
 }
@@ -194,9 +202,12 @@ Result<ProcessResult> PosixProcessRunner::Run(const ProcessSpec& spec) {
   }
 
   ProcessResult result;
+  bool stop_asked = false;
   Capture captures[2] = {
-      {out.Read(), &result.stdout_text, &result.stdout_truncated, spec.output_cap},
-      {err.Read(), &result.stderr_text, &result.stderr_truncated, spec.output_cap},
+      {out.Read(), &result.stdout_text, &result.stdout_truncated, spec.output_cap, 1,
+       &spec.on_output, &stop_asked},
+      {err.Read(), &result.stderr_text, &result.stderr_truncated, spec.output_cap, 2,
+       &spec.on_output, &stop_asked},
   };
   SetNonBlocking(out.Read());
   SetNonBlocking(err.Read());
@@ -228,7 +239,10 @@ Result<ProcessResult> PosixProcessRunner::Run(const ProcessSpec& spec) {
     const SteadyTime now = std::chrono::steady_clock::now();
     if (!term_sent_at && now >= deadline) result.timed_out = true;
     if (!term_sent_at && Interrupted()) result.interrupted = true;
-    if (!term_sent_at && (result.timed_out || result.interrupted)) {
+    if (!term_sent_at && stop_asked && !result.timed_out && !result.interrupted) {
+      result.stopped = true;
+    }
+    if (!term_sent_at && (result.timed_out || result.interrupted || result.stopped)) {
       ::kill(-pid, SIGTERM);
       term_sent_at = now;
     }
@@ -290,7 +304,9 @@ Result<ProcessResult> PosixProcessRunner::Run(const ProcessSpec& spec) {
       }
     }
   }
-  if (result.timed_out || result.interrupted) ::kill(-pid, SIGKILL);  // stragglers in the group
+  if (result.timed_out || result.interrupted || result.stopped) {
+    ::kill(-pid, SIGKILL);  // stragglers in the group
+  }
   result.duration = std::chrono::steady_clock::now() - start;
   if (reaped && WIFEXITED(status)) {
     result.exit_code = WEXITSTATUS(status);

@@ -5,8 +5,10 @@
 
 #include <chrono>
 #include <cstddef>
+#include <functional>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "core/clock.hpp"
@@ -25,6 +27,10 @@ struct ProcessSpec {
   // Time between SIGTERM and SIGKILL to the group when the timeout strikes.
   Duration kill_grace = std::chrono::milliseconds(500);
   size_t output_cap = size_t{1} << 20;  // per stream; the rest is read and dropped
+  // Each piece of output as it arrives (stream 1: stdout, 2: stderr), besides the capture, so
+  // that a caller can follow a long job; returning false asks the program to stop: SIGTERM to
+  // its group, SIGKILL after kill_grace, and ProcessResult::stopped.
+  std::function<bool(int stream, std::string_view data)> on_output;
 };
 
 struct ProcessResult {
@@ -32,6 +38,7 @@ struct ProcessResult {
   int signal = 0;      // the signal that ended it, or 0
   bool timed_out = false;
   bool interrupted = false;  // we were asked to stop (SIGINT/SIGTERM) and killed it
+  bool stopped = false;      // on_output asked it to stop, and it was
   // It did not die even after SIGKILL (a process stuck in the kernel, as on a hung NFS or
   // Lustre mount, cannot) and was left behind so that the caller is not stuck too.
   bool abandoned = false;

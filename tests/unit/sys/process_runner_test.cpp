@@ -86,6 +86,32 @@ TEST(ProcessRunner, TimeoutKillsTheWholeProcessGroup) {
   EXPECT_FALSE(ProcessAlive(grandchild)) << "grandchild " << grandchild << " survived";
 }
 
+// Output is handed over as it comes, from both streams; asked to stop, the runner sends
+// SIGTERM to the group (here answered with a last word and exit 0), and says it stopped it.
+TEST(ProcessRunner, OutputFollowedAsItComesAndAStopOnRequest) {
+  PosixProcessRunner runner;
+  auto spec = Shell(
+      "trap 'echo bye; exit 0' TERM; echo to-stderr >&2; i=0; while :; do i=$((i+1)); "
+      "echo line $i; done",
+      30s);
+  std::string seen_out;
+  std::string seen_err;
+  spec.on_output = [&](int stream, std::string_view data) {
+    (stream == 1 ? seen_out : seen_err).append(data);
+    return seen_out.find("line 100\n") == std::string::npos;
+  };
+  auto r = runner.Run(spec);
+  ASSERT_TRUE(r);
+  EXPECT_TRUE(r->stopped);
+  EXPECT_FALSE(r->timed_out);
+  EXPECT_EQ(r->exit_code, 0);  // its TERM trap ended it
+  EXPECT_NE(seen_out.find("line 100\n"), std::string::npos);
+  EXPECT_NE(seen_out.find("bye\n"), std::string::npos);  // what it said after the stop, too
+  EXPECT_EQ(seen_err, "to-stderr\n");
+  EXPECT_EQ(r->stdout_text.substr(0, 14), "line 1\nline 2\n");
+  EXPECT_NE(r->Describe().find("stopped as asked"), std::string::npos) << r->Describe();
+}
+
 TEST(ProcessRunner, DoesNotWaitForABackgroundChildThatKeepsThePipes) {
   PosixProcessRunner runner;
   const auto start = std::chrono::steady_clock::now();
