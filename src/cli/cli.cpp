@@ -43,6 +43,7 @@ constexpr std::pair<std::string_view, CommandSetup> kCommands[] = {
     {"rate", SetupRateCommand},
     {"compare", SetupCompareCommand},
     {"nccl", SetupNcclCommand},
+    {"train", SetupTrainCommand},
 };
 
 }  // namespace

@@ -60,6 +60,7 @@ Command SetupEndpointCommand(CLI::App& parent);
 Command SetupRateCommand(CLI::App& parent);
 Command SetupCompareCommand(CLI::App& parent);
 Command SetupNcclCommand(CLI::App& parent);
+Command SetupTrainCommand(CLI::App& parent);
 
 // What of the tree a command line needs: every command (help, an unknown word, no arguments),
 // the one it names, or none (--version alone).

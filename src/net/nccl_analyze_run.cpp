@@ -196,23 +196,17 @@ std::vector<Metric> NcclMetrics(const NcclAnalysis& analysis) {
 }
 
 Result<NcclRecorded> RecordNcclRun(const NcclAnalyzeIo& io, const NcclRunParts& parts) {
-  auto recorded = store::BeginRecordedRun(io.db_path, {.command = "nccl",
-                                                       .target = parts.target,
-                                                       .host = sys::Hostname(),
-                                                       .started_at = parts.started_at,
-                                                       .cmax_version = io.cmax_version,
-                                                       .provider = io.provider});
+  auto recorded =
+      store::RecordWholeRun(io.db_path,
+                            {.command = "nccl",
+                             .target = parts.target,
+                             .host = sys::Hostname(),
+                             .started_at = parts.started_at,
+                             .cmax_version = io.cmax_version,
+                             .provider = io.provider},
+                            parts.evidence, parts.findings, parts.metrics, io.clock->Now());
   if (!recorded) return tl::unexpected(recorded.error());
-  store::RunWriter& writer = recorded->writer;
-  if (auto ok = writer.Add(parts.evidence, parts.findings, parts.metrics); !ok) {
-    (void)writer.FinishWithError(store::kRunError, io.clock->Now());
-    return tl::unexpected(ok.error());
-  }
-  auto outcome = writer.Finish(0, io.clock->Now());
-  if (!outcome) return tl::unexpected(outcome.error());
-  auto record = recorded->store->LoadRun(writer.RunId());
-  if (!record) return tl::unexpected(record.error());
-  return NcclRecorded{.record = std::move(*record), .exit_code = outcome->exit_code};
+  return NcclRecorded{.record = std::move(recorded->record), .exit_code = recorded->exit_code};
 }
 
 Result<const NcclPlatform*> FindNcclPlatform(const NcclAnalyzeOptions& options,

@@ -291,7 +291,7 @@ Result<ItemScoring> ParseScoring(const json& score, const ItemSource& source,
 
 const std::vector<KnownMetric>& KnownMetrics() {
   // As the phases record them (reliability/timeline, net/nccl_analyze_run, net/nccl_sweep,
-  // net/nccl_recipe, endpoint/results):
+  // net/nccl_recipe, train/train_log_run, endpoint/results):
   // name and unit.
   static const std::vector<KnownMetric> kMetrics = {
       {"reliability.detect", "s"},
@@ -305,6 +305,12 @@ const std::vector<KnownMetric>& KnownMetrics() {
       {"nccl.busbw_largest", "GB/s"},
       {"nccl.slow_nodes", "nodes"},
       {"nccl.recipe_changes", "changes"},
+      {"train.tokens_per_s_per_gpu", "tokens/s"},
+      {"train.tflops_per_gpu", "TFLOPS"},
+      {"train.mfu_pct", "%"},
+      {"train.peak_memory_gib", "GiB"},
+      {"train.step_time_s", "s"},
+      {"train.jitter_pct", "%"},
       {"endpoint.error_ratio", "ratio"},
       {"endpoint.cache_hit_of_ideal", "ratio"},
       {"endpoint.cache_hit_rate", "ratio"},

@@ -72,6 +72,24 @@ Result<RecordedRun> BeginRecordedRun(const std::string& db_path, const RunStart&
   return RecordedRun{std::move(owned), *writer};
 }
 
+Result<RecordedWhole> RecordWholeRun(const std::string& db_path, const RunStart& start,
+                                     const std::vector<EvidenceItem>& evidence,
+                                     const std::vector<Finding>& findings,
+                                     const std::vector<Metric>& metrics, WallTime ended_at) {
+  auto recorded = BeginRecordedRun(db_path, start);
+  if (!recorded) return tl::unexpected(recorded.error());
+  RunWriter& writer = recorded->writer;
+  if (auto ok = writer.Add(evidence, findings, metrics); !ok) {
+    (void)writer.FinishWithError(kRunError, ended_at);
+    return tl::unexpected(ok.error());
+  }
+  auto outcome = writer.Finish(0, ended_at);
+  if (!outcome) return tl::unexpected(outcome.error());
+  auto record = recorded->store->LoadRun(writer.RunId());
+  if (!record) return tl::unexpected(record.error());
+  return RecordedWhole{.record = std::move(*record), .exit_code = outcome->exit_code};
+}
+
 Result<int64_t> ResolveRunId(Store& store, const std::string& text, const std::string& command) {
   if (text.empty() || text == "latest") return store.LatestRunId(command);
   int64_t id = 0;

@@ -57,6 +57,18 @@ struct RecordedRun {
 };
 Result<RecordedRun> BeginRecordedRun(const std::string& db_path, const RunStart& start);
 
+// A run whose evidence, findings and metrics are all known at once (an analysis of files, a
+// finished job): begun, written, finished at `ended_at` and read back as stored, with the exit
+// code its findings give (RunWriter::Decide). A write that fails ends the run as an error.
+struct RecordedWhole {
+  RunRecord record;
+  int exit_code = 0;
+};
+Result<RecordedWhole> RecordWholeRun(const std::string& db_path, const RunStart& start,
+                                     const std::vector<EvidenceItem>& evidence,
+                                     const std::vector<Finding>& findings,
+                                     const std::vector<Metric>& metrics, WallTime ended_at);
+
 // A run named by a person: "latest" (or empty) for the newest, of `command` when one is given,
 // or its id. kInvalidArgument when the text is neither.
 Result<int64_t> ResolveRunId(Store& store, const std::string& text,

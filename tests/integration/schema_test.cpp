@@ -30,6 +30,7 @@ const std::string kNcclAnalysis = kSchemas + "cmax.nccl-analysis.v1.schema.json"
 const std::string kNcclSweep = kSchemas + "cmax.nccl-sweep.v1.schema.json";
 const std::string kNcclBadNodes = kSchemas + "cmax.nccl-bad-nodes.v1.schema.json";
 const std::string kNcclRecipe = kSchemas + "cmax.nccl-recipe.v1.schema.json";
+const std::string kTrainLogs = kSchemas + "cmax.train-logs.v1.schema.json";
 
 class SchemaTest : public ::testing::Test {
  protected:
@@ -137,6 +138,25 @@ TEST_F(SchemaTest, AnNcclRecipeVerdict) {
   json bad = verdict;
   bad["items"][0]["status"] = "fine";
   EXPECT_NE(Problems(kNcclRecipe, bad), "");
+}
+
+// `cmax train log` over every TorchTitan log of the golden folder: steady, failed, hung, NaN,
+// warm-up only, resumed.
+TEST_F(SchemaTest, TrainingLogFigures) {
+  std::vector<std::string> args = {"train", "log", "--json", "--exit-zero"};
+  for (const char* stem :
+       {"run_train_rank0_coloured", "older_wps_release", "fp8_mfu_not_available",
+        "oom_on_rank3_torchrun_report", "nccl_watchdog_hang_srun", "loss_becomes_nan",
+        "warmup_only_then_killed", "resumed_from_checkpoint"}) {
+    args.push_back(std::string(CMAX_TEST_DATA) + "/train/" + stem + ".log");
+  }
+  const json figures = Cmax(args);
+  ASSERT_TRUE(figures.is_object());
+  ASSERT_EQ(figures["files"].size(), 8U) << figures.dump();
+  EXPECT_EQ(Problems(kTrainLogs, figures), "");
+  json bad = figures;
+  bad["files"][3]["first_error"]["kind"] = "bad luck";
+  EXPECT_NE(Problems(kTrainLogs, bad), "");
 }
 
 TEST_F(SchemaTest, ALocalAuditsReportAndEvidence) {

@@ -539,6 +539,79 @@ TEST(Cli, NcclRecipeListsAndRefusesAnUnknownRecipe) {
   EXPECT_FALSE(std::filesystem::exists(db));
 }
 
+// TorchTitan logs read and recorded: a steady run exits 0 with its figures as metrics; a run
+// that failed exits 1 naming the rank; a file that is not there is a usage error before any
+// run is recorded.
+TEST(Cli, TrainLogReadsTorchTitanLogsAndRecordsTheRun) {
+  testing::TempDir dir;
+  const std::string db = dir.File("cmax.db");
+  const std::string data = std::string(CMAX_TEST_DATA) + "/train/";
+  const auto missing = Cli({"train", "log", "--db", db, dir.File("none.log")});
+  EXPECT_EQ(missing.code, kExitUsage) << missing.err;
+  EXPECT_FALSE(std::filesystem::exists(db));
+
+  const auto steady = Cli({"train", "log", "--db", db, data + "run_train_rank0_coloured.log"});
+  EXPECT_EQ(steady.code, kExitOk) << steady.err;
+  EXPECT_NE(steady.out.find("steady: 5,846 tokens/s/GPU, MFU 34.2% in steady state (steps "
+                            "10-100); loss decreasing"),
+            std::string::npos)
+      << steady.out;
+  EXPECT_NE(steady.err.find("recorded as run 1"), std::string::npos) << steady.err;
+  auto store = store::Store::Open({.path = db});
+  ASSERT_TRUE(store) << store.error().message;
+  const auto run = store->LoadRun(1);
+  ASSERT_TRUE(run);
+  EXPECT_EQ(run->run.command, "train");
+  std::map<std::string, Metric> metrics;
+  for (const Metric& m : run->metrics) metrics[m.name] = m;
+  EXPECT_EQ(metrics["train.tokens_per_s_per_gpu"].value, 5846);
+  EXPECT_EQ(metrics["train.tokens_per_s_per_gpu"].unit, "tokens/s");
+  EXPECT_EQ(metrics["train.mfu_pct"].unit, "%");
+
+  const auto failed =
+      Cli({"train", "log", "--db", db, "--json", data + "oom_on_rank3_torchrun_report.log"});
+  EXPECT_EQ(failed.code, kExitChecksFailed) << failed.err;
+  const nlohmann::json figures = nlohmann::json::parse(failed.out);
+  EXPECT_EQ(figures["files"][0]["first_error"]["rank"], 3);
+  EXPECT_EQ(figures["files"][0]["first_error"]["kind"], "oom");
+  EXPECT_EQ(figures["run_id"], 2);
+  const auto zero =
+      Cli({"train", "log", "--db", db, "--exit-zero", data + "oom_on_rank3_torchrun_report.log"});
+  EXPECT_EQ(zero.code, kExitOk);
+  const auto warm = Cli({"train", "log", "--db", db, data + "warmup_only_then_killed.log"});
+  EXPECT_EQ(warm.code, kExitChecksFailed) << warm.out;
+  EXPECT_NE(warm.out.find("never got past warm-up"), std::string::npos) << warm.out;
+}
+
+// `cmax train run` over the stand-in training job: stopped at its budget, recorded with how it
+// ended; a malformed --env is refused before anything runs.
+TEST(Cli, TrainRunStopsAtTheBudgetAndRecordsTheEnding) {
+  testing::TempDir dir;
+  const std::string db = dir.File("cmax.db");
+  const std::string standin = std::string(CMAX_TEST_DATA) + "/train/standin_train.sh";
+  const auto bad = Cli({"train", "run", "--db", db, "--env", "NOEQUALS", "--", "/bin/true"});
+  EXPECT_EQ(bad.code, kExitUsage) << bad.err;
+  const auto ran = Cli({"train", "run", "--db", db, "--steps", "30", "--log", dir.File("t.log"),
+                        "--", "/bin/sh", standin, "forever"});
+  EXPECT_EQ(ran.code, kExitOk) << ran.err;
+  EXPECT_TRUE(ran.out.starts_with("stopped at the step budget (30)")) << ran.out;
+  EXPECT_NE(ran.err.find("cmax train run: step 10 (rank 0): 5800 tokens/s/GPU"), std::string::npos)
+      << ran.err;
+  auto store = store::Store::Open({.path = db});
+  ASSERT_TRUE(store) << store.error().message;
+  const auto run = store->LoadRun(1);
+  ASSERT_TRUE(run);
+  EXPECT_EQ(run->run.target, "training command");
+  bool ending = false;
+  for (const Finding& f : run->findings) {
+    if (f.check_id == "train.ending") {
+      ending = true;
+      EXPECT_EQ(f.status, CheckStatus::kPass);
+    }
+  }
+  EXPECT_TRUE(ending);
+}
+
 TEST(Cli, NcclAnalyzeJudgesLogsAndRecordsTheRun) {
   testing::TempDir dir;
   const std::string db = dir.File("cmax.db");

@@ -1,0 +1,159 @@
+// `cmax train`: training runs turned into figures and a diagnosis.
+//   run   a training command run with a step budget and a deadline, its log kept and read as
+//         it comes; then as `log`
+//   log   TorchTitan logs a user already has: tokens/s per GPU and MFU in steady state (the
+//         warm-up steps named), the loss trend, peak memory, step-time jitter, and the first
+//         error with the rank it came from; recorded as a run
+#include <CLI/CLI.hpp>
+#include <iostream>
+#include <iterator>
+#include <memory>
+#include <ostream>
+
+#include "cli/cli.hpp"
+#include "cli/common.hpp"
+#include "cli/flags.hpp"
+#include "cli/numbers.hpp"
+#include "core/strings.hpp"
+#include "sys/file_system.hpp"
+#include "sys/interrupt.hpp"
+#include "sys/process_runner.hpp"
+#include "train/train_log_run.hpp"
+#include "train/train_runner.hpp"
+
+namespace cmax::cli {
+namespace {
+
+struct TrainFlags {
+  CLI::App* log = nullptr;
+  CLI::App* run = nullptr;
+  train::TrainLogOptions options;
+  train::TrainRunOptions run_options;
+  int64_t step_budget = 0;  // 0: none
+  double deadline_s = 7200;
+  double stop_grace_s = 30;
+  bool shell = false;
+  int64_t warmup_steps = -1;  // -1: found from the curve
+  bool json = false;
+};
+
+int Log(const TrainFlags& o, Context& ctx) {
+  sys::LocalFileSystem fs;
+  SystemClock clock;
+  train::TrainLogIo io{
+      .db_path = ctx.DbPath(), .cmax_version = VersionString(), .fs = &fs, .clock = &clock};
+  if (std::ranges::find(o.options.files, "-") != o.options.files.end()) {
+    io.stdin_text.assign(std::istreambuf_iterator<char>(std::cin), {});
+  }
+  train::TrainLogOptions options = o.options;
+  if (o.warmup_steps >= 0) options.figures.warmup_steps = o.warmup_steps;
+  auto report = train::AnalyzeTrainLogFiles(options, io);
+  if (!report) return PrintError(ctx, "cmax train log", report.error());
+  ctx.out << (o.json ? train::TrainLogReportJson(*report).dump(
+                           2, ' ', false, nlohmann::json::error_handler_t::replace) +
+                           "\n"
+                     : train::TrainLogReportText(*report));
+  if (!ctx.global.quiet) {
+    ctx.err << "cmax train log: recorded as run " << report->record.run.id << "\n";
+  }
+  return report->exit_code;
+}
+
+int Run(const TrainFlags& o, Context& ctx) {
+  sys::LocalFileSystem fs;
+  sys::PosixProcessRunner runner;
+  SystemClock clock;
+  train::TrainRunOptions options = o.run_options;
+  if (o.step_budget > 0) options.step_budget = o.step_budget;
+  if (o.warmup_steps >= 0) options.figures.warmup_steps = o.warmup_steps;
+  options.deadline =
+      std::chrono::duration_cast<Duration>(std::chrono::duration<double>(o.deadline_s));
+  options.stop_grace =
+      std::chrono::duration_cast<Duration>(std::chrono::duration<double>(o.stop_grace_s));
+  if (o.shell) options.command = {Join(options.command, " ")};
+  options.use_shell = o.shell;
+  if (options.log_path.empty())
+    options.log_path = train::DefaultTrainLogPath(ctx.DbPath(), clock.Now());
+  const train::TrainRunIo io{
+      .runner = &runner, .fs = &fs, .progress = [&ctx](std::string_view line) {
+        if (!ctx.global.quiet) ctx.err << "cmax train run: " << line << std::endl;
+      }};
+  auto report = train::RunAndRecordTraining(
+      options, io,
+      {.db_path = ctx.DbPath(), .cmax_version = VersionString(), .fs = &fs, .clock = &clock});
+  if (!report) return PrintError(ctx, "cmax train run", report.error());
+  ctx.out << (o.json
+                  ? train::TrainLogReportJson(report->recorded)
+                            .dump(2, ' ', false, nlohmann::json::error_handler_t::replace) +
+                        "\n"
+                  : report->run.ending_words + "\n" + train::TrainLogReportText(report->recorded));
+  if (!ctx.global.quiet) {
+    ctx.err << "cmax train run: log in " << options.log_path << "; recorded as run "
+            << report->recorded.record.run.id << "\n";
+  }
+  if (report->run.ending == train::TrainEnding::kInterrupted) return 128 + sys::InterruptSignal();
+  return o.options.exit_zero ? 0 : report->recorded.exit_code;
+}
+
+}  // namespace
+
+Command SetupTrainCommand(CLI::App& parent) {
+  auto o = std::make_shared<TrainFlags>();
+  CLI::App* app = parent.add_subcommand(
+      "train", "Training runs turned into figures and a diagnosis (TorchTitan's logs)");
+  app->require_subcommand(1);
+  o->log = app->add_subcommand(
+      "log",
+      "Read TorchTitan logs you already have (run_train.sh's, torchrun's or srun's, any release:\n"
+      "wps or tps, with or without grad_norm and tflops, mfu N/A under FP8, colours and rank\n"
+      "prefixes) and give tokens/s per GPU, TFLOPS and MFU in steady state (the median of the\n"
+      "steps after warm-up; the warm-up steps are named), the loss trend (decreasing, flat,\n"
+      "diverged, nan), peak memory, step-time jitter, and the first error with the rank it came\n"
+      "from (a Python exception, NCCL's watchdog timeout, torchrun's root cause). Recorded as a\n"
+      "run (cmax report). Exit 0 steady, 1 a failure, NaN or diverged loss, or no step past\n"
+      "warm-up, 3 no metric line at all");
+  Opt(o->log, "FILE", o->options.files, "TorchTitan log files ('-': standard input)")->required();
+  Num(o->log, "--warmup", o->warmup_steps, Whole(0, int64_t{1} << 40),
+      "Count the logged steps up to this one as warm-up (default: the first logged step, and "
+      "the leading ones more than 10% below the steady throughput)");
+  Flag(o->log, "--json", o->json, "Print the figures as JSON (schema cmax.train-logs/v1)");
+  Flag(o->log, "--exit-zero", o->options.exit_zero, "Exit 0 even when the run failed");
+  o->run = app->add_subcommand(
+      "run",
+      "Run a training command (TorchTitan's run_train.sh or torchrun; under srun, write srun\n"
+      "first) with the environment given, keep its output in a log file as it comes, and read\n"
+      "it line by line: progress per logged step, a clean stop (SIGTERM, then SIGKILL after\n"
+      "--stop-grace) once --steps is logged, a kill at --deadline (a hang: the last step seen\n"
+      "is said). Then its figures as `cmax train log` gives them, recorded as a run with how it\n"
+      "ended. Exit 0 finished or stopped at the budget with a steady run, 1 a failure, a\n"
+      "deadline, a NaN or diverged loss, or no step past warm-up, 2 usage, 3 no metric line");
+  train::TrainRunOptions& r = o->run_options;
+  Opt(o->run, "COMMAND", r.command, "The training command and its arguments (after --)")
+      ->required();
+  Num(o->run, "--steps", o->step_budget, Whole(0, int64_t{1} << 40),
+      "Stop cleanly once a metric line of this step (or later) is logged; 0: let it end itself");
+  Num(o->run, "--deadline", o->deadline_s, Positive(31622400),
+      "Seconds the run may take in all; it is killed then and reported as such");
+  Num(o->run, "--stop-grace", o->stop_grace_s, Positive(3600),
+      "Seconds between SIGTERM and SIGKILL when stopping it (torchrun passes SIGTERM on to "
+      "its ranks)");
+  Opt(o->run, "--env", r.env, "KEY=VALUE added to the command's environment (repeatable)")
+      ->check(CLI::Validator(
+          [](std::string& value) -> std::string {
+            const size_t eq = value.find('=');
+            return eq == std::string::npos || eq == 0 ? "not KEY=VALUE: '" + value + "'"
+                                                      : std::string();
+          },
+          "KEY=VALUE"));
+  Opt(o->run, "--cwd", r.cwd, "Folder to run the command in");
+  Opt(o->run, "--log", r.log_path,
+      "The log file (appended to); default: train-<time>.log beside the store");
+  Flag(o->run, "--shell", o->shell, "Run COMMAND's words joined, through /bin/sh -c");
+  Num(o->run, "--warmup", o->warmup_steps, Whole(0, int64_t{1} << 40),
+      "As for `log`: the logged steps up to this one are warm-up");
+  Flag(o->run, "--json", o->json, "Print the figures as JSON (schema cmax.train-logs/v1)");
+  Flag(o->run, "--exit-zero", o->options.exit_zero, "Exit 0 even when the run failed");
+  return {app, [o](Context& ctx) { return o->run->parsed() ? Run(*o, ctx) : Log(*o, ctx); }};
+}
+
+}  // namespace cmax::cli

@@ -1,0 +1,29 @@
+// A file written as it grows (a job's log while the job prints): each piece appended at once,
+// so that whatever was written before a crash, ours or the job's, is on disk.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <sys/types.h>
+
+#include "core/result.hpp"
+
+namespace cmax::sys {
+
+class AppendFile {
+ public:
+  // Creates the file (or appends to the one there).
+  static Result<AppendFile> Open(const std::string& path, mode_t mode = 0600);
+  AppendFile(AppendFile&& other) noexcept : fd_(other.fd_) { other.fd_ = -1; }
+  AppendFile& operator=(AppendFile&& other) noexcept;
+  AppendFile(const AppendFile&) = delete;
+  AppendFile& operator=(const AppendFile&) = delete;
+  ~AppendFile();
+  Result<void> Append(std::string_view data);
+
+ private:
+  explicit AppendFile(int fd) : fd_(fd) {}
+  int fd_ = -1;
+};
+
+}  // namespace cmax::sys

@@ -1,0 +1,85 @@
+// `cmax train run`: a training command (TorchTitan's run_train.sh, torchrun, or the same under
+// srun) run with the environment given, its output kept in a file as it comes and read line by
+// line (torchtitan_log.hpp) while it runs; stopped cleanly once the step budget is logged,
+// killed at its wall-clock deadline (a hang, reported with the last step seen), and its figures
+// found (train_figures.hpp) whatever way it ended.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/clock.hpp"
+#include "core/result.hpp"
+#include "sys/file_system.hpp"
+#include "sys/process_runner.hpp"
+#include "train/train_figures.hpp"
+#include "train/train_log_run.hpp"
+
+namespace cmax::train {
+
+struct TrainRunOptions {
+  std::vector<std::string> command;  // argv; with use_shell one string for /bin/sh -c
+  bool use_shell = false;
+  std::vector<std::string> env;  // KEY=VALUE, added to cmax's own environment
+  std::string cwd;               // empty: cmax's
+  // Stop once a metric line of this step or later is logged (SIGTERM, then SIGKILL after
+  // stop_grace): the run ends as "budget", not as a failure. None: the run ends itself.
+  std::optional<int64_t> step_budget;
+  Duration deadline = std::chrono::hours(2);  // wall clock; the job is killed then
+  Duration stop_grace = std::chrono::seconds(30);
+  std::string log_path;  // the whole output as it came, stdout and stderr interleaved
+  TrainFiguresOptions figures;
+};
+
+enum class TrainEnding {
+  kFinished,     // exited 0 on its own
+  kBudget,       // stopped at the step budget, as asked
+  kDeadline,     // killed at the deadline
+  kFailed,       // exited non-zero or by a signal on its own
+  kInterrupted,  // cmax was interrupted (Ctrl-C, SIGTERM) and stopped it
+};
+
+struct TrainRunResult {
+  TrainLog log;
+  TrainFigures figures;
+  TrainEnding ending = TrainEnding::kFinished;
+  std::string
+      ending_words;  // "stopped at the budget: step 50 logged", "killed at the deadline ..."
+  sys::ProcessResult process;
+  bool log_incomplete = false;  // writing the log file failed part-way (said in a note)
+};
+
+struct TrainRunIo {
+  sys::ProcessRunner* runner = nullptr;
+  sys::FileSystem* fs = nullptr;  // the log's folder made where it is missing
+  // Each metric line as it is read ("step 20: 5,821 tokens/s/GPU, loss 12.14"), for progress.
+  std::function<void(std::string_view)> progress;
+};
+
+std::string_view TrainEndingName(TrainEnding ending);  // "finished", "budget", "deadline" ...
+
+// Where a run's log goes when none is named: beside the store, train-<UTC time>.log. Pure.
+std::string DefaultTrainLogPath(const std::string& db_path, WallTime now);
+
+// Errors: no command, a log file that cannot be created, a command that cannot be started.
+Result<TrainRunResult> RunTraining(const TrainRunOptions& options, const TrainRunIo& io);
+
+// How the run ended, as a finding (train.ending): PASS finished or stopped at the budget; FAIL
+// killed at the deadline or ended by itself with an error; UNKNOWN interrupted. Pure.
+Finding TrainEndingFinding(const TrainRunResult& result);
+
+struct TrainRunReport {
+  TrainRunResult run;
+  TrainLogReport recorded;  // the run as stored, and the command's exit code
+};
+// `cmax train run`: RunTraining, then the log recorded as a run (command "train") with its
+// ending. The log file is required here: it is what the run's figures can be read again from.
+Result<TrainRunReport> RunAndRecordTraining(const TrainRunOptions& options, const TrainRunIo& io,
+                                            const TrainLogIo& store_io);
+
+}  // namespace cmax::train

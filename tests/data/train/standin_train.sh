@@ -1,0 +1,48 @@
+#!/bin/sh
+# A stand-in for a TorchTitan training job (named as one: it trains nothing). It prints
+# TorchTitan's log lines as torchrun --role rank --tee 3 shows them, then behaves as its first
+# argument says:
+#   finish N     steps 1, 10 ... N, "Training completed", exit 0
+#   forever      steps 1, 10, 20 ... until SIGTERM, which it answers like TorchTitan's
+#                signal handler: a last line, exit 0
+#   hang N       steps up to N, then waits in a "collective" that never returns
+#   crash N      steps up to N, then rank 3's out-of-memory traceback and torchrun's report,
+#                exit 1
+mode=$1
+last=${2:-50}
+line() {
+  printf '[rank0]:[titan] 2025-06-16 22:%02d:%02d,000 - root - INFO - %s\n' \
+    $(( $1 / 60 % 60 )) $(( $1 % 60 )) "$2"
+}
+step() {
+  tps=5800
+  [ "$1" -eq 1 ] && tps=1200
+  line "$1" "step: $1  loss: $(( 12 - $1 / 20 )).1000  grad_norm:  1.0000  memory: 49.66GiB(52.28%)  tps: $tps  tflops: 335.00  mfu: 33.87%"
+}
+trap 'line 0 "Received SIGTERM: saving and stopping"; exit 0' TERM
+line 0 "Training starts at step 1"
+s=1
+if [ "$mode" = forever ]; then
+  while :; do step $s; s=$(( s == 1 ? 10 : s + 10 )); done
+fi
+while [ "$s" -le "$last" ]; do
+  step $s
+  s=$(( s == 1 ? 10 : s + 10 ))
+done
+case $mode in
+  finish) line 99 "Training completed"; exit 0 ;;
+  hang) sleep 3600 & wait ;;
+  crash)
+    {
+      echo "[rank3]:[rank3]: Traceback (most recent call last):"
+      echo '[rank3]:[rank3]:   File "train.py", line 612, in <module>'
+      echo "[rank3]:[rank3]: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB."
+      echo "Root Cause (first observed failure):"
+      echo "[0]:"
+      echo "  host      : stand-in"
+      echo "  rank      : 3 (local_rank: 3)"
+      echo "  exitcode  : 1 (pid: 4242)"
+      echo "============================================================"
+    } >&2
+    exit 1 ;;
+esac

@@ -1,0 +1,119 @@
+// `cmax train run`'s runner against a stand-in training job (tests/data/train/standin_train.sh,
+// a shell script that prints TorchTitan's lines and trains nothing) under the real process
+// runner: a run that finishes, one stopped at its step budget, one that hangs until its
+// deadline, one that crashes mid-run. Each waits on the job's end, never on a sleep.
+#include "train/train_runner.hpp"
+
+#include <chrono>
+#include <gtest/gtest.h>
+#include <string>
+#include <vector>
+
+#include "core/strings.hpp"
+#include "support/corpus.hpp"
+#include "support/temp_dir.hpp"
+#include "sys/file_system.hpp"
+#include "sys/process_runner.hpp"
+
+namespace cmax::train {
+namespace {
+
+using namespace std::chrono_literals;
+
+const std::string kStandIn = std::string(CMAX_TEST_DATA) + "/train/standin_train.sh";
+
+class TrainRunnerTest : public ::testing::Test {
+ protected:
+  TrainRunResult Run(std::vector<std::string> args, TrainRunOptions options = {}) {
+    options.command = {"/bin/sh", kStandIn};
+    options.command.insert(options.command.end(), args.begin(), args.end());
+    options.log_path = dir_.File("logs/train.log");  // its folder is made
+    const TrainRunIo io{.runner = &runner_, .fs = &fs_, .progress = [this](std::string_view line) {
+                          progress_.emplace_back(line);
+                        }};
+    auto result = RunTraining(options, io);
+    EXPECT_TRUE(result) << result.error().message;
+    return result ? std::move(*result) : TrainRunResult{};
+  }
+  std::string Log() { return testing::SlurpFile(dir_.File("logs/train.log")); }
+
+  testing::TempDir dir_;
+  sys::LocalFileSystem fs_;
+  sys::PosixProcessRunner runner_;
+  std::vector<std::string> progress_;
+};
+
+TEST_F(TrainRunnerTest, ARunThatFinishesIsReadAsItPrints) {
+  const TrainRunResult r = Run({"finish", "50"});
+  EXPECT_EQ(r.ending, TrainEnding::kFinished) << r.ending_words;
+  EXPECT_EQ(r.figures.state, TrainState::kSteady);
+  EXPECT_EQ(r.figures.steps_logged, 6U);
+  EXPECT_EQ(r.figures.warmup, (std::vector<int64_t>{1}));
+  EXPECT_DOUBLE_EQ(*r.figures.tokens_per_s_per_gpu, 5800);
+  EXPECT_TRUE(r.log.info.completed);
+  ASSERT_EQ(progress_.size(), 6U);
+  EXPECT_EQ(progress_[1], "step 10 (rank 0): 5800 tokens/s/GPU, loss 12.1");
+  // The log file holds what the job printed, as it printed it.
+  EXPECT_NE(Log().find("- step: 50  loss:"), std::string::npos);
+  EXPECT_NE(Log().find("Training completed\n"), std::string::npos);
+}
+
+// The budget reached, the job is asked to stop (SIGTERM): it says so in its log and exits on
+// its own terms; the run ends as "budget", not as a failure.
+TEST_F(TrainRunnerTest, TheStepBudgetStopsItCleanly) {
+  TrainRunOptions options;
+  options.step_budget = 40;
+  options.deadline = 60s;
+  const TrainRunResult r = Run({"forever"}, options);
+  EXPECT_EQ(r.ending, TrainEnding::kBudget) << r.ending_words;
+  EXPECT_TRUE(r.process.stopped);
+  EXPECT_FALSE(r.process.timed_out);
+  EXPECT_GE(*r.figures.last_step, 40);
+  EXPECT_NE(r.ending_words.find("stopped at the step budget (40)"), std::string::npos)
+      << r.ending_words;
+  EXPECT_NE(Log().find("Received SIGTERM: saving and stopping"), std::string::npos);
+  EXPECT_FALSE(r.figures.first_error);
+}
+
+// A job that hangs after step 20 is killed at its deadline, and the last step seen is said.
+TEST_F(TrainRunnerTest, AHangIsKilledAtItsDeadline) {
+  TrainRunOptions options;
+  options.deadline = 2s;
+  options.stop_grace = 1s;
+  const auto start = std::chrono::steady_clock::now();
+  const TrainRunResult r = Run({"hang", "20"}, options);
+  EXPECT_LT(std::chrono::steady_clock::now() - start, 30s);
+  EXPECT_EQ(r.ending, TrainEnding::kDeadline) << r.ending_words;
+  EXPECT_EQ(r.figures.last_step, 20);
+  EXPECT_NE(r.ending_words.find("the last step logged was 20"), std::string::npos)
+      << r.ending_words;
+  const Finding f = TrainEndingFinding(r);
+  EXPECT_EQ(f.status, CheckStatus::kFail);
+}
+
+// A crash mid-run: its exit, and the first error from the job's stderr, with its rank.
+TEST_F(TrainRunnerTest, ACrashMidRunIsFoundWithItsRank) {
+  const TrainRunResult r = Run({"crash", "30"});
+  EXPECT_EQ(r.ending, TrainEnding::kFailed) << r.ending_words;
+  EXPECT_EQ(r.process.exit_code, 1);
+  EXPECT_EQ(r.figures.state, TrainState::kFailed);
+  ASSERT_TRUE(r.figures.first_error);
+  EXPECT_EQ(r.figures.first_error->kind, FailureKind::kOutOfMemory);
+  EXPECT_EQ(r.figures.first_error->rank, 3);
+  EXPECT_EQ(r.figures.first_error->host, "stand-in");
+  EXPECT_EQ(r.figures.error_after_step, 30);
+  EXPECT_NE(Log().find("torch.OutOfMemoryError"), std::string::npos);  // stderr kept too
+}
+
+TEST_F(TrainRunnerTest, ACommandThatCannotStartIsAnError) {
+  const TrainRunIo io{.runner = &runner_, .fs = &fs_};
+  auto missing = RunTraining({.command = {dir_.File("no-such-program")}}, io);
+  EXPECT_FALSE(missing);
+  EXPECT_FALSE(RunTraining({}, io));
+  auto unwritable = RunTraining(
+      {.command = {"/bin/true"}, .log_path = "/proc/cmax-no-such-folder/train.log"}, io);
+  EXPECT_FALSE(unwritable);
+}
+
+}  // namespace
+}  // namespace cmax::train

@@ -1,0 +1,139 @@
+// The figures of a training log on synthetic step series whose warm-up, loss trend, jitter and
+// failures are known by construction.
+#include "train/train_figures.hpp"
+
+#include <cmath>
+#include <gtest/gtest.h>
+#include <limits>
+
+namespace cmax::train {
+namespace {
+
+TrainStep Step(int64_t n, double tps, double loss = 5, std::optional<double> time = {}) {
+  return {.step = n, .loss = loss, .tps = tps, .time_s = time};
+}
+
+TrainLog Log(std::vector<TrainStep> steps) {
+  TrainLog log;
+  size_t line = 0;
+  for (TrainStep& s : steps) s.line = ++line;
+  log.steps = std::move(steps);
+  return log;
+}
+
+// The first logged step carries the start-up; the slow ones after it too; then steady.
+TEST(AnalyzeTrainLog, WarmUpIsTheFirstStepAndTheSlowOnesAfterIt) {
+  const TrainLog log = Log({Step(1, 900), Step(10, 3000), Step(20, 4800), Step(30, 5000),
+                            Step(40, 5100), Step(50, 4950), Step(60, 5050)});
+  const TrainFigures f = AnalyzeTrainLog(log);
+  EXPECT_EQ(f.state, TrainState::kSteady);
+  EXPECT_EQ(f.warmup, (std::vector<int64_t>{1, 10}));  // 3000 is far below ~5000; 4800 is not
+  EXPECT_EQ(f.steady, (std::vector<int64_t>{20, 30, 40, 50, 60}));
+  EXPECT_DOUBLE_EQ(*f.tokens_per_s_per_gpu, 5000);  // the median, not the mean
+  // Said by the user instead: everything up to step 30.
+  const TrainFigures told = AnalyzeTrainLog(log, {.warmup_steps = 30});
+  EXPECT_EQ(told.warmup, (std::vector<int64_t>{1, 10, 20, 30}));
+  EXPECT_DOUBLE_EQ(*told.tokens_per_s_per_gpu, 5050);
+}
+
+TEST(AnalyzeTrainLog, OneStepOrOnlySlowStepsNeverGetPastWarmUp) {
+  EXPECT_EQ(AnalyzeTrainLog(Log({Step(1, 300)})).state, TrainState::kWarmUpOnly);
+  const TrainFigures f = AnalyzeTrainLog(Log({Step(1, 300), Step(10, 900)}), {.warmup_steps = 10});
+  EXPECT_EQ(f.state, TrainState::kWarmUpOnly);
+  EXPECT_FALSE(f.tokens_per_s_per_gpu);
+  EXPECT_NE(f.verdict.find("never got past warm-up"), std::string::npos) << f.verdict;
+  EXPECT_EQ(AnalyzeTrainLog(TrainLog{}).state, TrainState::kNoSteps);
+}
+
+struct TrendCase {
+  std::vector<double> losses;
+  LossTrend want;
+};
+
+TEST(AnalyzeTrainLog, LossTrends) {
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  const TrendCase cases[] = {
+      {{10, 9, 8, 7, 6, 5, 4, 3}, LossTrend::kDecreasing},
+      {{5, 5.01, 4.99, 5, 5.02, 4.98, 5, 5}, LossTrend::kFlat},
+      {{5, 5.5, 6, 7, 8, 9, 10, 12}, LossTrend::kDiverged},  // above where it started
+      {{10, 6, 3, 2, 2, 3, 6, 9}, LossTrend::kDiverged},     // back up 50% over its low
+      {{10, 9, nan, 8}, LossTrend::kNotANumber},
+      {{10, 9}, LossTrend::kUnknown},
+  };
+  for (const TrendCase& c : cases) {
+    std::vector<TrainStep> steps;
+    for (size_t i = 0; i < c.losses.size(); ++i) {
+      steps.push_back(Step(static_cast<int64_t>(i * 10 + 1), 1000, c.losses[i]));
+    }
+    const TrainFigures f = AnalyzeTrainLog(Log(steps));
+    EXPECT_EQ(LossTrendName(f.loss_trend), LossTrendName(c.want)) << f.loss_detail;
+  }
+  std::vector<TrainStep> steps = {Step(1, 1, 3), Step(10, 1, 2),
+                                  Step(20, 1, std::numeric_limits<double>::infinity())};
+  EXPECT_EQ(AnalyzeTrainLog(Log(steps)).loss_detail, "inf at step 20");
+}
+
+// Time per step from the log's dates (10 steps per line): 10 s, 10 s, 12 s, 10 s per line, so
+// 1.0, 1.0, 1.2, 1.0 s per step; without dates, from 1/tps.
+TEST(AnalyzeTrainLog, StepTimeAndJitter) {
+  const TrainFigures dated =
+      AnalyzeTrainLog(Log({Step(1, 100, 5, 0), Step(10, 1000, 5, 30), Step(20, 1000, 5, 40),
+                           Step(30, 1000, 5, 50), Step(40, 1000, 5, 62), Step(50, 1000, 5, 72)}));
+  ASSERT_TRUE(dated.step_time_s);
+  EXPECT_DOUBLE_EQ(*dated.step_time_s, 1.0);
+  EXPECT_EQ(dated.jitter_source, "dates");
+  EXPECT_NEAR(*dated.jitter_pct, 100 * 0.1 / 1.05, 1e-9);  // stddev 0.1 of 1, 1, 1.2, 1
+  const TrainFigures undated =
+      AnalyzeTrainLog(Log({Step(1, 100), Step(10, 1000), Step(20, 1000), Step(30, 500)}));
+  EXPECT_FALSE(undated.step_time_s);
+  EXPECT_EQ(undated.jitter_source, "tps");
+  EXPECT_GT(*undated.jitter_pct, 30);
+}
+
+// TorchTitan takes an unknown GPU for an A100: the MFU it prints then passes 100%, said in a note.
+TEST(AnalyzeTrainLog, AnMfuAboveOneHundredPercentIsCalledOut) {
+  TrainLog log = Log({Step(1, 100), Step(10, 1000), Step(20, 1000)});
+  for (TrainStep& s : log.steps) s.mfu_pct = 212.5;
+  const TrainFigures f = AnalyzeTrainLog(log);
+  ASSERT_EQ(f.notes.size(), 1U);
+  EXPECT_NE(f.notes[0].find("MFU 212.5% is above 100%"), std::string::npos) << f.notes[0];
+  for (TrainStep& s : log.steps) s.mfu_pct = 40;
+  EXPECT_TRUE(AnalyzeTrainLog(log).notes.empty());
+}
+
+// The root cause names rank 5: its exception wins over rank 2's earlier one (rank 2 failed
+// because rank 5 had). Without a report, the first failure seen.
+TEST(AnalyzeTrainLog, TheFirstErrorIsTheRootCauseRanks) {
+  TrainLog log = Log({Step(1, 100), Step(10, 1000)});
+  log.failures = {
+      {.kind = FailureKind::kNccl, .message = "rank 2's", .rank = 2, .line = 5},
+      {.kind = FailureKind::kCuda, .message = "rank 5's", .rank = 5, .line = 6},
+      {.kind = FailureKind::kProcessExit,
+       .message = "torchrun",
+       .rank = 5,
+       .host = "n5",
+       .exit_code = 1,
+       .line = 9},
+  };
+  TrainFigures f = AnalyzeTrainLog(log);
+  ASSERT_TRUE(f.first_error);
+  EXPECT_EQ(f.first_error->message, "rank 5's");
+  EXPECT_EQ(f.first_error->host, "n5");
+  EXPECT_EQ(f.error_after_step, 10);
+  log.failures.pop_back();
+  f = AnalyzeTrainLog(log);
+  EXPECT_EQ(f.first_error->message, "rank 2's");
+  // Only the report: it is the error.
+  log.failures = {{.kind = FailureKind::kProcessExit,
+                   .message = "torchrun: rank 1 failed",
+                   .rank = 1,
+                   .line = 3}};
+  f = AnalyzeTrainLog(log);
+  EXPECT_EQ(f.first_error->kind, FailureKind::kProcessExit);
+  EXPECT_TRUE(f.verdict.starts_with(
+      "failed after step 10: torchrun: rank 1 failed; before it 1,000 tokens/s/GPU"))
+      << f.verdict;
+}
+
+}  // namespace
+}  // namespace cmax::train
