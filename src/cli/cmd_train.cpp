@@ -4,6 +4,9 @@
 //   log   TorchTitan logs a user already has: tokens/s per GPU and MFU in steady state (the
 //         warm-up steps named), the loss trend, peak memory, step-time jitter, and the first
 //         error with the rank it came from; recorded as a run
+//   trace PyTorch profiler traces, one per rank: compute, communication, exposed
+//         communication and idle time, collectives' bandwidth, stragglers, a per-step
+//         timeline and what limits the job; recorded as a run
 #include <CLI/CLI.hpp>
 #include <iostream>
 #include <iterator>
@@ -18,6 +21,7 @@
 #include "sys/file_system.hpp"
 #include "sys/interrupt.hpp"
 #include "sys/process_runner.hpp"
+#include "train/trace_run.hpp"
 #include "train/train_log_run.hpp"
 #include "train/train_runner.hpp"
 
@@ -27,7 +31,9 @@ namespace {
 struct TrainFlags {
   CLI::App* log = nullptr;
   CLI::App* run = nullptr;
+  CLI::App* trace = nullptr;
   train::TrainLogOptions options;
+  train::TraceRunOptions trace_options;
   train::TrainRunOptions run_options;
   int64_t step_budget = 0;  // 0: none
   double deadline_s = 7200;
@@ -55,6 +61,21 @@ int Log(const TrainFlags& o, Context& ctx) {
                      : train::TrainLogReportText(*report));
   if (!ctx.global.quiet) {
     ctx.err << "cmax train log: recorded as run " << report->record.run.id << "\n";
+  }
+  return report->exit_code;
+}
+
+int Trace(const TrainFlags& o, Context& ctx) {
+  SystemClock clock;
+  train::TrainLogIo io{.db_path = ctx.DbPath(), .cmax_version = VersionString(), .clock = &clock};
+  auto report = train::AnalyzeTraceFiles(o.trace_options, io);
+  if (!report) return PrintError(ctx, "cmax train trace", report.error());
+  ctx.out << (o.json ? train::TraceRunReportJson(*report).dump(
+                           2, ' ', false, nlohmann::json::error_handler_t::replace) +
+                           "\n"
+                     : train::TraceRunReportText(*report));
+  if (!ctx.global.quiet) {
+    ctx.err << "cmax train trace: recorded as run " << report->record.run.id << "\n";
   }
   return report->exit_code;
 }
@@ -100,7 +121,8 @@ int Run(const TrainFlags& o, Context& ctx) {
 Command SetupTrainCommand(CLI::App& parent) {
   auto o = std::make_shared<TrainFlags>();
   CLI::App* app = parent.add_subcommand(
-      "train", "Training runs turned into figures and a diagnosis (TorchTitan's logs)");
+      "train",
+      "Training runs turned into figures and a diagnosis (TorchTitan's logs, profiler traces)");
   app->require_subcommand(1);
   o->log = app->add_subcommand(
       "log",
@@ -153,7 +175,35 @@ Command SetupTrainCommand(CLI::App& parent) {
       "As for `log`: the logged steps up to this one are warm-up");
   Flag(o->run, "--json", o->json, "Print the figures as JSON (schema cmax.train-logs/v1)");
   Flag(o->run, "--exit-zero", o->options.exit_zero, "Exit 0 even when the run failed");
-  return {app, [o](Context& ctx) { return o->run->parsed() ? Run(*o, ctx) : Log(*o, ctx); }};
+  o->trace = app->add_subcommand(
+      "trace",
+      "Read PyTorch profiler (Kineto) traces, one per rank (TorchTitan's\n"
+      "profiling/traces/iteration_N/rankR_trace.json.gz; plain or gzip, of any size: read as a\n"
+      "stream, a worker per core), and give per rank the GPU's compute, communication, exposed\n"
+      "communication (not overlapped by compute, as Holistic Trace Analysis defines it) and idle\n"
+      "time; per collective its calls, bytes and bus bandwidth from the trace's own arguments;\n"
+      "the straggler ranks (the rank the others wait for, found from kernel durations, not\n"
+      "clocks); a per-step timeline; and what limits the job, in words. A trace cut short is\n"
+      "used up to where it stops, and said so. Recorded as a run (cmax report). Exit 0\n"
+      "compute-bound, 1 something limits the job or a file is not a trace, 2 usage");
+  Opt(o->trace, "FILE", o->trace_options.files, "Trace files, one per rank (.json or .json.gz)")
+      ->required();
+  Num(o->trace, "--jobs", o->trace_options.jobs, Whole(0, 1024),
+      "Traces read at once (0: one per core)");
+  Num(o->trace, "--exposed-limit", o->trace_options.report.exposed_limit_pct, Positive(100),
+      "Exposed communication above this % of the span limits the job");
+  Num(o->trace, "--idle-limit", o->trace_options.report.idle_limit_pct, Positive(100),
+      "Idle GPU time above this % of the span limits the job");
+  Flag(o->trace, "--include-last-step", o->trace_options.report.rank.include_last_step,
+       "Keep the trace's last profiler step (left out by default, as HTA leaves it: the "
+       "profiler stops inside it)");
+  Flag(o->trace, "--json", o->json, "Print the figures as JSON (schema cmax.train-trace/v1)");
+  Flag(o->trace, "--exit-zero", o->trace_options.exit_zero,
+       "Exit 0 even when something limits the job");
+  return {app, [o](Context& ctx) {
+            if (o->trace->parsed()) return Trace(*o, ctx);
+            return o->run->parsed() ? Run(*o, ctx) : Log(*o, ctx);
+          }};
 }
 
 }  // namespace cmax::cli

@@ -13,6 +13,8 @@
 #include "store/run_writer.hpp"
 #include "store/store.hpp"
 #include "sys/file_system.hpp"
+#include "train/trace_run.hpp"
+#include "train/train_runner.hpp"
 
 namespace cmax::evaluate {
 namespace {
@@ -180,6 +182,52 @@ class PhaseRunner {
     return FromRun("network", phase.name, std::move(report->record));
   }
 
+  // The plan's TorchTitan logs read, its traces analysed, or its training command run; with
+  // none of them, UNTESTED.
+  PhaseResult Training(const TrainingPhasePlan& phase) const {
+    const audit::HostRunIo& h = io_.host;
+    const train::TrainLogIo store_io{.db_path = h.db_path,
+                                     .cmax_version = h.cmax_version,
+                                     .provider = provider_,
+                                     .fs = h.fs,
+                                     .clock = h.clock};
+    if (!phase.logs.empty()) {
+      auto report = train::AnalyzeTrainLogFiles({.files = phase.logs}, store_io);
+      if (!report) return {FromError("training", phase.name, report.error()), {}};
+      return FromRun("training", phase.name, std::move(report->record));
+    }
+    if (!phase.traces.empty()) {
+      auto report = train::AnalyzeTraceFiles({.files = phase.traces}, store_io);
+      if (!report) return {FromError("training", phase.name, report.error()), {}};
+      return FromRun("training", phase.name, std::move(report->record));
+    }
+    if (phase.command.empty()) {
+      return {Untested("training", phase.name,
+                       "neither logs (logs: [FILE]), profiler traces (traces: [FILE]) nor a "
+                       "command to run (command: [...])"),
+              {}};
+    }
+    train::TrainRunOptions options{
+        .command = phase.command,
+        .env = phase.env,
+        .cwd = phase.cwd,
+        .step_budget = phase.steps,
+        .deadline =
+            std::chrono::duration_cast<Duration>(std::chrono::duration<double>(phase.deadline_s)),
+        .log_path = train::DefaultTrainLogPath(h.db_path, h.clock->Now())};
+    auto report =
+        train::RunAndRecordTraining(options,
+                                    {.runner = h.runner,
+                                     .fs = h.fs,
+                                     .progress =
+                                         [this, &phase](std::string_view line) {
+                                           Say(fmt::format("training {}: {}", phase.name, line));
+                                         }},
+                                    store_io);
+    if (!report) return {FromError("training", phase.name, report.error()), {}};
+    return FromRun("training", phase.name, std::move(report->recorded.record));
+  }
+
   void Say(std::string_view line) const {
     if (io_.progress) io_.progress(line);
   }
@@ -269,14 +317,16 @@ Result<void> RunLaterPhases(const Plan& plan, const PhaseRunner& runner,
       return ok;
     }
   }
-  const std::string reason =
-      fmt::format("cmax does not evaluate training runs and traces yet{}",
-                  plan.training.empty() ? "" : "; the plan's are kept unread");
-  if (plan.training.empty()) {
-    if (auto ok = untested("training", reason); !ok) return ok;
+  for (const TrainingPhasePlan& phase : plan.training) {
+    if (auto ok = run("training", phase.name, [&] { return runner.Training(phase); }); !ok) {
+      return ok;
+    }
   }
-  for (const LaterPhasePlan& entry : plan.training) {
-    if (auto ok = keep({Untested("training", entry.name, reason), {}}); !ok) return ok;
+  if (plan.training.empty()) {
+    if (auto ok = untested("training", std::string("no training logs, traces or run") + no_plan);
+        !ok) {
+      return ok;
+    }
   }
   return writer.Add({{"evaluation.phases", PhasesJson(phases).dump()}}, {});
 }

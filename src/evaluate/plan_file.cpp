@@ -175,6 +175,13 @@ Result<EndpointPhasePlan> EndpointOf(const YAML::Node& entry, const std::string&
 }
 
 // A list of one-line texts; empty when the key is absent.
+// A scalar of one printable line, 1 to 4096 characters.
+bool OneLine(const YAML::Node& item) {
+  return item.IsScalar() && !item.Scalar().empty() && item.Scalar().size() <= 4096 &&
+         SanitizeUtf8(item.Scalar()) == item.Scalar() &&
+         item.Scalar().find_first_of("\n\r\t") == std::string::npos;
+}
+
 Result<std::vector<std::string>> Texts(const YAML::Node& map, const char* key,
                                        const std::string& where) {
   std::vector<std::string> out;
@@ -184,10 +191,7 @@ Result<std::vector<std::string>> Texts(const YAML::Node& map, const char* key,
     return tl::unexpected(Invalid(list, fmt::format("{}: {} must be a list", where, key)));
   }
   for (const YAML::Node& item : list) {
-    const bool text = item.IsScalar() && !item.Scalar().empty() && item.Scalar().size() <= 4096 &&
-                      SanitizeUtf8(item.Scalar()) == item.Scalar() &&
-                      item.Scalar().find_first_of("\n\r\t") == std::string::npos;
-    if (!text) {
+    if (!OneLine(item)) {
       return tl::unexpected(
           Invalid(item, fmt::format("{}: each of {} is one line of text", where, key)));
     }
@@ -269,6 +273,26 @@ Result<net::NcclSweepRequest> SweepOf(const YAML::Node& node, const std::string&
   return r;
 }
 
+// A list of files (`logs: [a.log]`), each taken relative to the plan's folder; absent: none.
+Result<std::vector<std::string>> Files(const YAML::Node& entry, const char* key,
+                                       const std::string& where, const std::string& base_dir) {
+  std::vector<std::string> out;
+  const YAML::Node list = entry[key];
+  if (!list || list.IsNull()) return out;
+  if (!list.IsSequence() || list.size() == 0) {
+    return tl::unexpected(Invalid(list, fmt::format("{}: {} must be a list of files", where, key)));
+  }
+  for (const YAML::Node& item : list) {
+    if (!OneLine(item)) {
+      return tl::unexpected(
+          Invalid(item, fmt::format("{}: each of {} is a file's path", where, key)));
+    }
+    const std::string& path = item.Scalar();
+    out.push_back(path.front() == '/' || base_dir.empty() ? path : base_dir + "/" + path);
+  }
+  return out;
+}
+
 Result<NetworkPhasePlan> NetworkOf(const YAML::Node& entry, const std::string& base_dir,
                                    std::set<std::string>& seen) {
   if (auto ok = OnlyKeys(entry, {"name", "logs", "sweep", "platform", "tolerance_pct"},
@@ -280,23 +304,9 @@ Result<NetworkPhasePlan> NetworkOf(const YAML::Node& entry, const std::string& b
   auto name = PhaseName(entry, seen);
   if (!name) return tl::unexpected(name.error());
   out.name = *name;
-  if (const YAML::Node logs = entry["logs"]; logs && !logs.IsNull()) {
-    if (!logs.IsSequence() || logs.size() == 0) {
-      return tl::unexpected(
-          Invalid(logs, fmt::format("network {}: logs must be a list of files", *name)));
-    }
-    for (const YAML::Node& log : logs) {
-      const bool text = log.IsScalar() && !log.Scalar().empty() && log.Scalar().size() <= 4096 &&
-                        SanitizeUtf8(log.Scalar()) == log.Scalar() &&
-                        log.Scalar().find_first_of("\n\r\t") == std::string::npos;
-      if (!text) {
-        return tl::unexpected(
-            Invalid(log, fmt::format("network {}: each log is a file's path", *name)));
-      }
-      const std::string& path = log.Scalar();
-      out.logs.push_back(path.front() == '/' || base_dir.empty() ? path : base_dir + "/" + path);
-    }
-  }
+  auto logs = Files(entry, "logs", "network " + *name, base_dir);
+  if (!logs) return tl::unexpected(logs.error());
+  out.logs = std::move(*logs);
   if (const YAML::Node sweep = entry["sweep"]; sweep && !sweep.IsNull()) {
     if (!out.logs.empty()) {
       return tl::unexpected(Invalid(
@@ -315,6 +325,61 @@ Result<NetworkPhasePlan> NetworkOf(const YAML::Node& entry, const std::string& b
   }
   out.platform = *platform;
   if (auto ok = Number(entry, "tolerance_pct", 0.1, 90, out.tolerance_pct); !ok) {
+    return tl::unexpected(ok.error());
+  }
+  return out;
+}
+
+Result<TrainingPhasePlan> TrainingOf(const YAML::Node& entry, const std::string& base_dir,
+                                     std::set<std::string>& seen) {
+  if (auto ok = OnlyKeys(entry,
+                         {"name", "logs", "traces", "command", "env", "cwd", "steps", "deadline_s"},
+                         "a training phase");
+      !ok) {
+    return tl::unexpected(ok.error());
+  }
+  TrainingPhasePlan out;
+  auto name = PhaseName(entry, seen);
+  if (!name) return tl::unexpected(name.error());
+  out.name = *name;
+  const std::string where = "training " + *name;
+  auto logs = Files(entry, "logs", where, base_dir);
+  if (!logs) return tl::unexpected(logs.error());
+  out.logs = std::move(*logs);
+  auto traces = Files(entry, "traces", where, base_dir);
+  if (!traces) return tl::unexpected(traces.error());
+  out.traces = std::move(*traces);
+  for (auto [key, into] : {std::pair{"command", &out.command}, {"env", &out.env}}) {
+    auto list = Texts(entry, key, where);
+    if (!list) return tl::unexpected(list.error());
+    *into = std::move(*list);
+  }
+  for (const std::string& kv : out.env) {
+    if (kv.find('=') == std::string::npos || kv.front() == '=') {
+      return tl::unexpected(
+          Invalid(entry["env"], fmt::format("{}: env is a list of KEY=VALUE", where)));
+    }
+  }
+  const int given = static_cast<int>(!out.logs.empty()) + static_cast<int>(!out.traces.empty()) +
+                    static_cast<int>(!out.command.empty());
+  if (given > 1) {
+    return tl::unexpected(Invalid(
+        entry, fmt::format("{}: logs, traces or a command, one of them (two phases can)", where)));
+  }
+  const bool runs = !out.command.empty();
+  for (const char* key : {"env", "cwd", "steps", "deadline_s"}) {
+    if (!runs && entry[key] && !entry[key].IsNull()) {
+      return tl::unexpected(
+          Invalid(entry[key], fmt::format("{}: {} is for a command to run", where, key)));
+    }
+  }
+  auto cwd = Path(entry, "cwd", base_dir);
+  if (!cwd) return tl::unexpected(cwd.error());
+  out.cwd = *cwd;
+  int64_t steps = 0;
+  if (auto ok = Number(entry, "steps", 1, 1e12, steps); !ok) return tl::unexpected(ok.error());
+  if (steps > 0) out.steps = steps;
+  if (auto ok = Number(entry, "deadline_s", 1, 31622400, out.deadline_s); !ok) {
     return tl::unexpected(ok.error());
   }
   return out;
@@ -397,14 +462,12 @@ Result<Plan> ParsePlan(std::string_view yaml, const std::string& base_dir) {
       if (!phase) return tl::unexpected(phase.error());
       plan.network.push_back(std::move(*phase));
     }
-    // What the training phase will read is its to define; until it exists an entry needs only
-    // its name, and the rest of it is kept for it unread.
     auto training = Entries(root, "training");
     if (!training) return tl::unexpected(training.error());
     for (const YAML::Node& entry : *training) {
-      auto name = PhaseName(entry, names);
-      if (!name) return tl::unexpected(name.error());
-      plan.training.push_back({*name});
+      auto phase = TrainingOf(entry, base_dir, names);
+      if (!phase) return tl::unexpected(phase.error());
+      plan.training.push_back(std::move(*phase));
     }
   } catch (const YAML::Exception& e) {
     return Fail(ErrorCode::kInvalidArgument, "plan: {}", e.what());

@@ -1,8 +1,8 @@
 // The evaluation plan (YAML, schema cmax.plan/v1): what `cmax run --plan FILE` evaluates beyond
 // the host it runs on. It names the provider, its attestation, the rubric, and what to test:
-// inference endpoints with their model and load, reliability scenarios, and the NCCL sweeps and
-// training runs that later phases will read. Parsed strictly (an unknown key is an error that
-// names its line and the key meant); paths are taken relative to the plan's own folder, so a
+// inference endpoints with their model and load, reliability scenarios, NCCL sweeps or their
+// logs, and training runs, logs or profiler traces. Parsed strictly (an unknown key is an error
+// that names its line and the key meant); paths are taken relative to the plan's own folder, so a
 // plan and its files travel together. An example: data/plan.example.yaml.
 #pragma once
 
@@ -29,10 +29,18 @@ struct ScenarioPhasePlan {
   std::string scenario;  // a reliability scenario file (cmax reliability run)
 };
 
-// A phase cmax names but does not run yet (training logs): kept so that the evaluation reports
-// it UNTESTED with the reason instead of dropping it.
-struct LaterPhasePlan {
+// Training: TorchTitan logs read (cmax train log), profiler traces analysed (cmax train trace),
+// or a training command run with a step budget and a deadline (cmax train run): one of the
+// three per entry; an entry with none is UNTESTED.
+struct TrainingPhasePlan {
   std::string name;
+  std::vector<std::string> logs;     // paths (relative to the plan's folder)
+  std::vector<std::string> traces;   // likewise
+  std::vector<std::string> command;  // argv
+  std::vector<std::string> env;      // KEY=VALUE added to its environment
+  std::string cwd;                   // relative to the plan's folder; empty: cmax's
+  std::optional<int64_t> steps;      // the step budget; none: it ends itself
+  double deadline_s = 7200;
 };
 
 // The network: nccl-tests logs analysed (cmax nccl analyze), or a sweep run and analysed (cmax
@@ -56,7 +64,7 @@ struct Plan {
   std::vector<EndpointPhasePlan> endpoints;
   std::vector<ScenarioPhasePlan> reliability;
   std::vector<NetworkPhasePlan> network;
-  std::vector<LaterPhasePlan> training;
+  std::vector<TrainingPhasePlan> training;
 };
 
 // `base_dir`: the plan file's folder, for its relative paths. Errors are kInvalidArgument and

@@ -129,9 +129,17 @@ TEST(Evaluation, EveryPhaseOfThePlanIsAccountedForInOneRun) {
       "  - {{name: xid, scenario: no-such-scenario.yaml}}\n"
       "network:\n"
       "  - {{name: all-reduce, logs: ['{}'], platform: h100-nvlink}}\n"
-      "  - {{name: sweep}}\n",
+      "  - {{name: sweep}}\n"
+      "training:\n"
+      "  - {{name: titan-log, logs: ['{}']}}\n"
+      "  - {{name: titan-trace, traces: ['{}']}}\n"
+      "  - {{name: titan-run, command: [/bin/sh, '{}', forever], steps: 20, deadline_s: 120}}\n"
+      "  - {{name: nothing}}\n",
       sim.Url("/v1"), dead_port,
-      std::string(CMAX_TEST_DATA) + "/nccl/tuning_lines_with_a_switch.txt"));
+      std::string(CMAX_TEST_DATA) + "/nccl/tuning_lines_with_a_switch.txt",
+      std::string(CMAX_TEST_DATA) + "/train/run_train_rank0_coloured.log",
+      std::string(CMAX_TEST_DATA) + "/train/trace/h100_moe_all_to_all_exposed.trace.json",
+      std::string(CMAX_TEST_DATA) + "/train/standin_train.sh"));
 
   const auto evaluation = Evaluate({.probe_timeout_s = 2, .plan = plan}, shell.Io());
   ASSERT_TRUE(evaluation) << evaluation.error().message;
@@ -148,7 +156,8 @@ TEST(Evaluation, EveryPhaseOfThePlanIsAccountedForInOneRun) {
   EXPECT_EQ(names,
             (std::vector<std::string>{"host/host", "health/health", "endpoint/live",
                                       "endpoint/dead", "reliability/xid", "network/all-reduce",
-                                      "network/sweep", "training/training"}));
+                                      "network/sweep", "training/titan-log", "training/titan-trace",
+                                      "training/titan-run", "training/nothing"}));
   const PhaseOutcome* host = Find(phases, "host");
   ASSERT_NE(host, nullptr);
   EXPECT_EQ(host->state, PhaseState::kRan);
@@ -182,6 +191,29 @@ TEST(Evaluation, EveryPhaseOfThePlanIsAccountedForInOneRun) {
     if (m.name == "nccl.busbw_peak") busbw = m.labels.at("phase") == "all-reduce";
   }
   EXPECT_TRUE(busbw);
+  // Training: a log read, a trace analysed (its exposed all-to-all a WARN, not a failure), the
+  // stand-in training job run to its step budget; an entry with nothing: UNTESTED.
+  for (const char* name : {"titan-log", "titan-trace", "titan-run"}) {
+    const PhaseOutcome* t = Find(phases, name);
+    ASSERT_NE(t, nullptr) << name;
+    EXPECT_EQ(t->state, PhaseState::kRan) << name << ": " << t->reason;
+    EXPECT_GT(t->run_id, 0) << name;
+  }
+  const PhaseOutcome* nothing = Find(phases, "nothing");
+  ASSERT_NE(nothing, nullptr);
+  EXPECT_EQ(nothing->state, PhaseState::kUntested);
+  EXPECT_NE(nothing->reason.find("neither logs"), std::string::npos) << nothing->reason;
+  std::map<std::string, double> tokens;
+  double exposed = -1;
+  for (const Metric& m : record.metrics) {
+    if (m.name == "train.tokens_per_s_per_gpu") tokens[m.labels.at("phase")] = m.value;
+    if (m.name == "train.exposed_comm_pct" && m.labels.at("phase") == "titan-trace") {
+      exposed = m.value;
+    }
+  }
+  EXPECT_EQ(tokens.at("titan-log"), 5846);
+  EXPECT_TRUE(tokens.contains("titan-run"));
+  EXPECT_NEAR(exposed, 23.5, 0.5);
 
   // The phases' runs are folded into this one: metrics labelled by phase, findings named.
   std::map<std::string, double> completed;
@@ -202,7 +234,7 @@ TEST(Evaluation, EveryPhaseOfThePlanIsAccountedForInOneRun) {
     }
   }
   EXPECT_TRUE(dead_errors);
-  EXPECT_EQ(untested, 3U);  // the scenario, the network sweep, training
+  EXPECT_EQ(untested, 3U);  // the scenario, the network sweep, the training entry with nothing
   std::map<std::string, std::string> evidence;
   for (const EvidenceItem& e : record.evidence) evidence[e.key] = e.value_json;
   ASSERT_TRUE(evidence.contains("evaluation.phases"));

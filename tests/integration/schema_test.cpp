@@ -31,6 +31,7 @@ const std::string kNcclSweep = kSchemas + "cmax.nccl-sweep.v1.schema.json";
 const std::string kNcclBadNodes = kSchemas + "cmax.nccl-bad-nodes.v1.schema.json";
 const std::string kNcclRecipe = kSchemas + "cmax.nccl-recipe.v1.schema.json";
 const std::string kTrainLogs = kSchemas + "cmax.train-logs.v1.schema.json";
+const std::string kTrainTrace = kSchemas + "cmax.train-trace.v1.schema.json";
 
 class SchemaTest : public ::testing::Test {
  protected:
@@ -157,6 +158,24 @@ TEST_F(SchemaTest, TrainingLogFigures) {
   json bad = figures;
   bad["files"][3]["first_error"]["kind"] = "bad luck";
   EXPECT_NE(Problems(kTrainLogs, bad), "");
+}
+
+// Every golden trace at once (ranks by order where they name none), one not a trace among them.
+TEST_F(SchemaTest, ProfilerTraceFigures) {
+  std::vector<std::string> args = {"train", "trace", "--json", "--exit-zero"};
+  for (const char* stem :
+       {"a100_ddp_nccl_2_17_rank0", "h100_moe_all_to_all_exposed", "cut_off_mid_event"}) {
+    args.push_back(std::string(CMAX_TEST_DATA) + "/train/trace/" + stem + ".trace.json");
+  }
+  args.push_back(std::string(CMAX_TEST_DATA) + "/train/run_train_rank0_coloured.log");
+  const json figures = Cmax(args);
+  ASSERT_TRUE(figures.is_object());
+  ASSERT_EQ(figures["ranks"].size(), 2U) << figures.dump();  // rank 0 twice: one left out
+  ASSERT_EQ(figures["unreadable"].size(), 1U) << figures.dump();
+  EXPECT_EQ(Problems(kTrainTrace, figures), "");
+  json bad = figures;
+  bad["collectives"][0]["kind"] = "gossip";
+  EXPECT_NE(Problems(kTrainTrace, bad), "");
 }
 
 TEST_F(SchemaTest, ALocalAuditsReportAndEvidence) {

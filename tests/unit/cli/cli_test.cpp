@@ -539,6 +539,19 @@ TEST(Cli, NcclRecipeListsAndRefusesAnUnknownRecipe) {
   EXPECT_FALSE(std::filesystem::exists(db));
 }
 
+// The metrics of a recorded `cmax train` run, by name (empty, and a test failure, otherwise).
+std::map<std::string, Metric> TrainRunMetrics(const std::string& db, int64_t id) {
+  std::map<std::string, Metric> metrics;
+  auto store = store::Store::Open({.path = db});
+  EXPECT_TRUE(store);
+  const auto run = store ? store->LoadRun(id) : tl::unexpected(store.error());
+  EXPECT_TRUE(run && run->run.command == "train");
+  if (run) {
+    for (const Metric& m : run->metrics) metrics[m.name] = m;
+  }
+  return metrics;
+}
+
 // TorchTitan logs read and recorded: a steady run exits 0 with its figures as metrics; a run
 // that failed exits 1 naming the rank; a file that is not there is a usage error before any
 // run is recorded.
@@ -557,13 +570,7 @@ TEST(Cli, TrainLogReadsTorchTitanLogsAndRecordsTheRun) {
             std::string::npos)
       << steady.out;
   EXPECT_NE(steady.err.find("recorded as run 1"), std::string::npos) << steady.err;
-  auto store = store::Store::Open({.path = db});
-  ASSERT_TRUE(store) << store.error().message;
-  const auto run = store->LoadRun(1);
-  ASSERT_TRUE(run);
-  EXPECT_EQ(run->run.command, "train");
-  std::map<std::string, Metric> metrics;
-  for (const Metric& m : run->metrics) metrics[m.name] = m;
+  std::map<std::string, Metric> metrics = TrainRunMetrics(db, 1);
   EXPECT_EQ(metrics["train.tokens_per_s_per_gpu"].value, 5846);
   EXPECT_EQ(metrics["train.tokens_per_s_per_gpu"].unit, "tokens/s");
   EXPECT_EQ(metrics["train.mfu_pct"].unit, "%");
@@ -581,6 +588,39 @@ TEST(Cli, TrainLogReadsTorchTitanLogsAndRecordsTheRun) {
   const auto warm = Cli({"train", "log", "--db", db, data + "warmup_only_then_killed.log"});
   EXPECT_EQ(warm.code, kExitChecksFailed) << warm.out;
   EXPECT_NE(warm.out.find("never got past warm-up"), std::string::npos) << warm.out;
+}
+
+// Profiler traces: the exposed all-to-all named, recorded with its metrics; a trace cut short is
+// used and said; a missing file is a usage error before anything is recorded; a file that is
+// not a trace is left out, and with nothing else given is an error.
+TEST(Cli, TrainTraceNamesWhatLimitsTheJobAndRecordsIt) {
+  testing::TempDir dir;
+  const std::string db = dir.File("cmax.db");
+  const std::string data = std::string(CMAX_TEST_DATA) + "/train/";
+  const auto missing = Cli({"train", "trace", "--db", db, dir.File("none.json.gz")});
+  EXPECT_EQ(missing.code, kExitUsage) << missing.err;
+  EXPECT_FALSE(std::filesystem::exists(db));
+  const auto not_trace = Cli({"train", "trace", "--db", db, data + "older_wps_release.log"});
+  EXPECT_EQ(not_trace.code, kExitUsage) << not_trace.err;
+  EXPECT_NE(not_trace.err.find("no readable trace"), std::string::npos) << not_trace.err;
+
+  const auto moe =
+      Cli({"train", "trace", "--db", db, data + "trace/h100_moe_all_to_all_exposed.trace.json"});
+  EXPECT_EQ(moe.code, kExitChecksFailed) << moe.err;
+  EXPECT_TRUE(moe.out.starts_with("24% of step time is exposed all_to_all on rank 0\n")) << moe.out;
+  EXPECT_NE(moe.out.find("all_to_all"), std::string::npos);
+  EXPECT_NE(moe.err.find("recorded as run 1"), std::string::npos) << moe.err;
+  std::map<std::string, Metric> metrics = TrainRunMetrics(db, 1);
+  EXPECT_NEAR(metrics["train.exposed_comm_pct"].value, 23.5, 0.5);
+  EXPECT_EQ(metrics["train.exposed_comm_pct"].unit, "%");
+  EXPECT_TRUE(metrics.contains("train.collective_busbw_gbs"));
+
+  const auto cut = Cli({"train", "trace", "--db", db, "--json", "--exit-zero",
+                        data + "trace/cut_off_mid_event.trace.json"});
+  EXPECT_EQ(cut.code, kExitOk) << cut.err;
+  const nlohmann::json figures = nlohmann::json::parse(cut.out);
+  EXPECT_EQ(figures["ranks"][0]["ended_early"], true);
+  EXPECT_EQ(figures["run_id"], 2);
 }
 
 // `cmax train run` over the stand-in training job: stopped at its budget, recorded with how it

@@ -73,7 +73,16 @@ TEST(PlanFile, TheExampleNamesEveryPhase) {
   EXPECT_TRUE(plan->network[0].logs[0].ends_with("/nccl/all_reduce_8n.log"))
       << plan->network[0].logs[0];
   EXPECT_EQ(plan->network[0].platform, "ib-ndr-400g-8rail");
-  ASSERT_EQ(plan->training.size(), 1U);
+  ASSERT_EQ(plan->training.size(), 3U);
+  EXPECT_TRUE(plan->training[0].logs.at(0).ends_with("/titan/llama3_8b_rank0.log"));
+  EXPECT_EQ(plan->training[1].traces.size(), 2U);
+  const TrainingPhasePlan& run = plan->training[2];
+  EXPECT_EQ(run.command, (std::vector<std::string>{"srun", "-N", "2", "--gpus-per-node", "8",
+                                                   "./run_train.sh"}));
+  EXPECT_EQ(run.env.size(), 1U);
+  EXPECT_TRUE(run.cwd.ends_with("/titan")) << run.cwd;
+  EXPECT_EQ(run.steps, 100);
+  EXPECT_EQ(run.deadline_s, 3600);
 }
 
 TEST(PlanFile, ASmallPlanTakesTheDefaults) {
@@ -137,10 +146,17 @@ TEST(PlanFile, BadPlansAreRefusedWithTheirLine) {
       {head + "network:\n  - {logs: [a.log]}\n", "each phase needs a name"},
       {head + "network:\n  - {name: n, logs: a.log}\n", "logs must be a list of files"},
       {head + "network:\n  - {name: n, logs: []}\n", "logs must be a list of files"},
-      {head + "network:\n  - {name: n, logs: [[a]]}\n", "each log is a file's path"},
+      {head + "network:\n  - {name: n, logs: [[a]]}\n", "each of logs is a file's path"},
       {head + "network:\n  - {name: n, platform: h1OO}\n", "no platform \"h1OO\" (known: h100"},
       {head + "network:\n  - {name: n, tolerance_pct: 0}\n", "tolerance_pct must be a number"},
       {head + "network:\n  - {name: n, logs: [a], sweep: {hosts: [a]}}\n", "logs or a sweep"},
+      {head + "training:\n  - {name: t, logs: [a], traces: [b]}\n", "logs, traces or a command"},
+      {head + "training:\n  - {name: t, traces: []}\n", "traces must be a list of files"},
+      {head + "training:\n  - {name: t, logs: [a], steps: 10}\n", "steps is for a command"},
+      {head + "training:\n  - {name: t, command: [x], steps: 0}\n", "steps must be a whole number"},
+      {head + "training:\n  - {name: t, command: [x], env: [NOEQ]}\n",
+       "env is a list of KEY=VALUE"},
+      {head + "training:\n  - {name: t, comand: [x]}\n", "unknown key 'comand'"},
       {head + "network:\n  - {name: n, sweep: {hosts: [a], rate: 2}}\n", "unknown key 'rate'"},
       {head + "network:\n  - {name: n, sweep: {iters: 2}}\n", "needs hosts, a hostfile or a"},
       {head + "network:\n  - {name: n, sweep: {hosts: a}}\n", "hosts must be a list"},
