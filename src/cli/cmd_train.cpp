@@ -32,6 +32,8 @@ struct TrainFlags {
   CLI::App* log = nullptr;
   CLI::App* run = nullptr;
   CLI::App* trace = nullptr;
+  CLI::App* references = nullptr;
+  std::vector<std::string> reference_filter;
   train::TrainLogOptions options;
   train::TraceRunOptions trace_options;
   train::TrainRunOptions run_options;
@@ -63,6 +65,38 @@ int Log(const TrainFlags& o, Context& ctx) {
     ctx.err << "cmax train log: recorded as run " << report->record.run.id << "\n";
   }
   return report->exit_code;
+}
+
+int References(const TrainFlags& o, Context& ctx) {
+  const train::TrainReferences& all = train::TrainReferences::Builtin();
+  const std::string filter = Join(o.reference_filter, " ");
+  if (o.json) {
+    nlohmann::json list = nlohmann::json::array();
+    for (const train::TrainReference& r : all.All()) {
+      const bool match = std::ranges::all_of(o.reference_filter, [&](const std::string& w) {
+        return r.id.find(w) != std::string::npos;
+      });
+      if (!match) continue;
+      list.push_back({{"id", r.id},
+                      {"model", r.model},
+                      {"platform", r.platform},
+                      {"gpus", r.gpus},
+                      {"parallelism", r.parallelism},
+                      {"dtype", r.dtype},
+                      {"tokens_per_s_per_gpu", r.tokens_per_s_per_gpu},
+                      {"date", r.date},
+                      {"source", r.source}});
+    }
+    ctx.out << list.dump(2) << "\n";
+    return kExitOk;
+  }
+  const std::string text = all.Text(filter);
+  if (text.empty()) {
+    ctx.err << "cmax train references: none holds \"" << filter << "\"\n";
+    return kExitUsage;
+  }
+  ctx.out << text;
+  return kExitOk;
 }
 
 int Trace(const TrainFlags& o, Context& ctx) {
@@ -138,6 +172,9 @@ Command SetupTrainCommand(CLI::App& parent) {
   Num(o->log, "--warmup", o->warmup_steps, Whole(0, int64_t{1} << 40),
       "Count the logged steps up to this one as warm-up (default: the first logged step, and "
       "the leading ones more than 10% below the steady throughput)");
+  Opt(o->log, "--reference", o->options.reference,
+      "Hold each log's steady tokens/s per GPU against this published figure (an id from `cmax "
+      "train references`): its share, PASS at 90% or more, WARN from 70%, FAIL below");
   Flag(o->log, "--json", o->json, "Print the figures as JSON (schema cmax.train-logs/v1)");
   Flag(o->log, "--exit-zero", o->options.exit_zero, "Exit 0 even when the run failed");
   o->run = app->add_subcommand(
@@ -173,6 +210,8 @@ Command SetupTrainCommand(CLI::App& parent) {
   Flag(o->run, "--shell", o->shell, "Run COMMAND's words joined, through /bin/sh -c");
   Num(o->run, "--warmup", o->warmup_steps, Whole(0, int64_t{1} << 40),
       "As for `log`: the logged steps up to this one are warm-up");
+  Opt(o->run, "--reference", r.reference,
+      "As for `log`: a published figure to hold the run against (checked before it starts)");
   Flag(o->run, "--json", o->json, "Print the figures as JSON (schema cmax.train-logs/v1)");
   Flag(o->run, "--exit-zero", o->options.exit_zero, "Exit 0 even when the run failed");
   o->trace = app->add_subcommand(
@@ -200,7 +239,15 @@ Command SetupTrainCommand(CLI::App& parent) {
   Flag(o->trace, "--json", o->json, "Print the figures as JSON (schema cmax.train-trace/v1)");
   Flag(o->trace, "--exit-zero", o->trace_options.exit_zero,
        "Exit 0 even when something limits the job");
+  o->references = app->add_subcommand(
+      "references",
+      "List the published training throughput cmax holds runs against (TorchTitan's own\n"
+      "benchmarks and its users': tokens/s per GPU per model, platform, GPU count and\n"
+      "parallelism, each with the file it is copied from). WORDs filter the ids");
+  Opt(o->references, "WORD", o->reference_filter, "Words every listed id holds (llama3_8b h100)");
+  Flag(o->references, "--json", o->json, "Print them as JSON");
   return {app, [o](Context& ctx) {
+            if (o->references->parsed()) return References(*o, ctx);
             if (o->trace->parsed()) return Trace(*o, ctx);
             return o->run->parsed() ? Run(*o, ctx) : Log(*o, ctx);
           }};

@@ -192,7 +192,8 @@ class PhaseRunner {
                                      .fs = h.fs,
                                      .clock = h.clock};
     if (!phase.logs.empty()) {
-      auto report = train::AnalyzeTrainLogFiles({.files = phase.logs}, store_io);
+      auto report = train::AnalyzeTrainLogFiles({.files = phase.logs, .reference = phase.reference},
+                                                store_io);
       if (!report) return {FromError("training", phase.name, report.error()), {}};
       return FromRun("training", phase.name, std::move(report->record));
     }
@@ -214,7 +215,8 @@ class PhaseRunner {
         .step_budget = phase.steps,
         .deadline =
             std::chrono::duration_cast<Duration>(std::chrono::duration<double>(phase.deadline_s)),
-        .log_path = train::DefaultTrainLogPath(h.db_path, h.clock->Now())};
+        .log_path = train::DefaultTrainLogPath(h.db_path, h.clock->Now()),
+        .reference = phase.reference};
     auto report =
         train::RunAndRecordTraining(options,
                                     {.runner = h.runner,

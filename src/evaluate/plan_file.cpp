@@ -10,6 +10,7 @@
 #include "core/strings.hpp"
 #include "endpoint/api.hpp"
 #include "net/nccl_platforms.hpp"
+#include "train/train_log_run.hpp"
 
 namespace cmax::evaluate {
 namespace {
@@ -332,9 +333,10 @@ Result<NetworkPhasePlan> NetworkOf(const YAML::Node& entry, const std::string& b
 
 Result<TrainingPhasePlan> TrainingOf(const YAML::Node& entry, const std::string& base_dir,
                                      std::set<std::string>& seen) {
-  if (auto ok = OnlyKeys(entry,
-                         {"name", "logs", "traces", "command", "env", "cwd", "steps", "deadline_s"},
-                         "a training phase");
+  if (auto ok = OnlyKeys(
+          entry,
+          {"name", "logs", "traces", "command", "env", "cwd", "steps", "deadline_s", "reference"},
+          "a training phase");
       !ok) {
     return tl::unexpected(ok.error());
   }
@@ -382,6 +384,18 @@ Result<TrainingPhasePlan> TrainingOf(const YAML::Node& entry, const std::string&
   if (auto ok = Number(entry, "deadline_s", 1, 31622400, out.deadline_s); !ok) {
     return tl::unexpected(ok.error());
   }
+  auto reference = Text(entry, "reference", 256);
+  if (!reference) return tl::unexpected(reference.error());
+  if (!reference->empty()) {
+    if (!out.traces.empty()) {
+      return tl::unexpected(Invalid(
+          entry["reference"], fmt::format("{}: a reference is for logs or a command", where)));
+    }
+    if (auto found = train::FindReference(*reference); !found) {
+      return tl::unexpected(Invalid(entry["reference"], where + ": " + found.error().message));
+    }
+  }
+  out.reference = *reference;
   return out;
 }
 

@@ -41,6 +41,7 @@ struct TrainingPhasePlan {
   std::string cwd;                   // relative to the plan's folder; empty: cmax's
   std::optional<int64_t> steps;      // the step budget; none: it ends itself
   double deadline_s = 7200;
+  std::string reference;  // a published figure's id (cmax train references); "": none
 };
 
 // The network: nccl-tests logs analysed (cmax nccl analyze), or a sweep run and analysed (cmax

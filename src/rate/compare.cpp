@@ -4,6 +4,7 @@
 #include <cctype>
 #include <cmath>
 #include <fmt/format.h>
+#include <map>
 
 #include "core/strings.hpp"
 
@@ -96,6 +97,64 @@ Comparison CompareRatings(const Rating& before, const Rating& after) {
   return out;
 }
 
+namespace {
+
+std::string LabelsText(const std::map<std::string, std::string>& labels) {
+  std::string out;
+  for (const auto& [key, value] : labels) {
+    if (!out.empty()) out += ", ";
+    out += key + "=" + value;
+  }
+  return out;
+}
+
+}  // namespace
+
+std::vector<MetricMove> CompareMetrics(const std::vector<Metric>& before,
+                                       const std::vector<Metric>& after, double threshold_pct) {
+  std::vector<bool> used(before.size(), false);
+  std::vector<std::pair<const Metric*, const Metric*>> pairs;
+  std::vector<const Metric*> left;
+  for (const Metric& a : after) {
+    bool matched = false;
+    for (size_t i = 0; i < before.size() && !matched; ++i) {
+      if (!used[i] && before[i].name == a.name && before[i].labels == a.labels) {
+        used[i] = true;
+        pairs.emplace_back(&before[i], &a);
+        matched = true;
+      }
+    }
+    if (!matched) left.push_back(&a);
+  }
+  for (const Metric* a : left) {
+    const auto same_name = [&](const Metric& m) { return m.name == a->name; };
+    const auto after_count =
+        std::ranges::count_if(left, [&](const Metric* m) { return m->name == a->name; });
+    std::vector<size_t> candidates;
+    for (size_t i = 0; i < before.size(); ++i) {
+      if (!used[i] && same_name(before[i])) candidates.push_back(i);
+    }
+    if (after_count == 1 && candidates.size() == 1) {
+      used[candidates.front()] = true;
+      pairs.emplace_back(&before[candidates.front()], a);
+    }
+  }
+  std::vector<MetricMove> out;
+  for (const auto& [b, a] : pairs) {
+    MetricMove move{.name = a->name,
+                    .labels = LabelsText(a->labels),
+                    .unit = a->unit,
+                    .before = b->value,
+                    .after = a->value};
+    if (b->value != 0) move.change_pct = 100 * (a->value - b->value) / std::fabs(b->value);
+    const bool moved =
+        move.change_pct ? std::fabs(*move.change_pct) >= threshold_pct : a->value != b->value;
+    if (moved) out.push_back(std::move(move));
+  }
+  std::ranges::sort(out, {}, [](const MetricMove& m) { return m.name + "\n" + m.labels; });
+  return out;
+}
+
 std::string ComparisonText(const Comparison& c) {
   std::string out = c.tier_before == c.tier_after
                         ? fmt::format("Tier: {} (unchanged)\n", c.tier_after)
@@ -115,8 +174,17 @@ std::string ComparisonText(const Comparison& c) {
       out += "GATE FAILED    " + gate + "\n";
     }
   }
+  std::string measured;
+  if (!c.metrics.empty()) {
+    measured = fmt::format("\nMeasurements that moved {:.0f}% or more:\n", c.metric_threshold_pct);
+    for (const MetricMove& m : c.metrics) {
+      measured += fmt::format(
+          "  {}{}: {:.4g} -> {:.4g} {}{}\n", m.name, m.labels.empty() ? "" : " {" + m.labels + "}",
+          m.before, m.after, m.unit, m.change_pct ? fmt::format(" ({:+.1f}%)", *m.change_pct) : "");
+    }
+  }
   if (c.categories.empty() && c.items.empty()) {
-    out += "\nNothing moved.\n";
+    out += c.metrics.empty() ? "\nNothing moved.\n" : measured;
     return out;
   }
   out += "\n";
@@ -131,7 +199,7 @@ std::string ComparisonText(const Comparison& c) {
                        m.evidence_before.empty() ? "not in that rating" : m.evidence_before,
                        m.evidence_after);
   }
-  return out;
+  return out + measured;
 }
 
 json ComparisonJson(const Comparison& c) {
@@ -152,6 +220,15 @@ json ComparisonJson(const Comparison& c) {
                      {"evidence_before", m.evidence_before},
                      {"evidence_after", m.evidence_after}});
   }
+  json metrics = json::array();
+  for (const MetricMove& m : c.metrics) {
+    metrics.push_back({{"name", m.name},
+                       {"labels", m.labels},
+                       {"unit", m.unit},
+                       {"before", m.before},
+                       {"after", m.after},
+                       {"change_pct", Optional(m.change_pct)}});
+  }
   return {{"schema", "cmax.comparison/v1"},
           {"tier", {{"before", c.tier_before}, {"after", c.tier_after}}},
           {"score", {{"before", Optional(c.score_before)}, {"after", Optional(c.score_after)}}},
@@ -160,7 +237,9 @@ json ComparisonJson(const Comparison& c) {
           {"gates_failed", {{"before", c.gates_before}, {"after", c.gates_after}}},
           {"same_rubric", c.same_rubric},
           {"categories", categories},
-          {"items", items}};
+          {"items", items},
+          {"metrics", metrics},
+          {"metric_threshold_pct", c.metric_threshold_pct}};
 }
 
 }  // namespace cmax::rate

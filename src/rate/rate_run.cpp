@@ -15,8 +15,8 @@ namespace {
 constexpr size_t kFileLimit = size_t{4} << 20;
 
 // The kinds of run that hold evidence a rubric reads; a rating takes the newest of each.
-constexpr const char* kRatedCommands[] = {"run",      "audit",  "reliability",
-                                          "endpoint", "health", "nccl"};
+constexpr const char* kRatedCommands[] = {"run",    "audit", "reliability", "endpoint",
+                                          "health", "nccl",  "train"};
 
 // The newest run of each kind recorded for `provider`; a provider with none is an error that
 // names the ones the store has.
@@ -278,7 +278,20 @@ Result<Comparison> CompareStoredRuns(const std::string& before, const std::strin
   if (!a) return tl::unexpected(a.error());
   auto b = RateRuns({after}, *files, io);
   if (!b) return tl::unexpected(b.error());
-  return CompareRatings(*a, *b);
+  Comparison comparison = CompareRatings(*a, *b);
+  // The measurements of the runs rated, side by side.
+  auto store = store::Store::Open({.path = io.db_path, .create = false, .read_only = true});
+  if (!store) return tl::unexpected(store.error());
+  std::vector<Metric> metrics[2];
+  for (int side = 0; side < 2; ++side) {
+    for (int64_t id : (side == 0 ? a : b)->runs) {
+      auto record = store->LoadRun(id);
+      if (!record) return tl::unexpected(record.error());
+      metrics[side].insert(metrics[side].end(), record->metrics.begin(), record->metrics.end());
+    }
+  }
+  comparison.metrics = CompareMetrics(metrics[0], metrics[1], comparison.metric_threshold_pct);
+  return comparison;
 }
 
 }  // namespace cmax::rate

@@ -316,6 +316,7 @@ const std::vector<KnownMetric>& KnownMetrics() {
       {"train.idle_pct", "%"},
       {"train.comm_overlap_pct", "%"},
       {"train.collective_busbw_gbs", "GB/s"},
+      {"train.share_of_reference", "ratio"},
       {"endpoint.error_ratio", "ratio"},
       {"endpoint.cache_hit_of_ideal", "ratio"},
       {"endpoint.cache_hit_rate", "ratio"},

@@ -10,6 +10,7 @@
 #include "report/nccl_html.hpp"
 #include "report/rating_view.hpp"
 #include "report/render.hpp"
+#include "report/train_html.hpp"
 
 namespace cmax::report {
 namespace {
@@ -300,6 +301,7 @@ std::string RenderHtml(const RunRecord& record) {
   }
 
   out += RenderNcclHtml(record);
+  out += RenderTrainHtml(record);
 
   out += "<section>\n<h2>Findings</h2>\n";
   if (record.findings.empty()) out += "<p>No findings were recorded.</p>\n";

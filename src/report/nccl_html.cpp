@@ -149,13 +149,7 @@ std::string RenderChart(const std::string& collective, const Chart& chart) {
       "height=\"{2}\" viewBox=\"0 0 {1} {2}\" font-size=\"12\" "
       "font-family=\"system-ui,sans-serif\">\n",
       HtmlEscape(id), kLeft + kWidth + 30, kTop + kHeight + kBottom, HtmlEscape(collective));
-  for (int i = 0; i <= 4; ++i) {
-    const double v = max_bw * i / 4;
-    svg += fmt::format(
-        "<line x1=\"{0}\" y1=\"{1:.1f}\" x2=\"{2}\" y2=\"{1:.1f}\" stroke=\"#e6e9f0\"/>"
-        "<text x=\"{3}\" y=\"{4:.1f}\" text-anchor=\"end\" fill=\"#4a5468\">{5:.3g}</text>\n",
-        kLeft, y(v), kLeft + kWidth, kLeft - 6, y(v) + 4, v);
-  }
+  svg += SvgValueGrid(kLeft, kLeft + kWidth, max_bw, y);
   // A size label every few doublings, so that at most about eight show.
   const int step = std::max(1, static_cast<int>(std::ceil(span / 8)));
   for (int k = 0; k <= static_cast<int>(span); k += step) {

@@ -45,6 +45,10 @@ std::string XmlEscape(std::string_view text);
 // For Markdown text and table cells: its syntax and inline HTML both become text, one line.
 std::string MarkdownEscape(std::string_view text);
 
+// A chart's value axis: five gridlines from 0 to `top` across [left, right], each labelled at
+// its left; `y` maps a value to its height in the chart.
+std::string SvgValueGrid(int left, int right, double top, const std::function<double(double)>& y);
+
 // `cmax db runs`: runs newest first with their finding counts, as a table or JSON (schema
 // cmax.runs/v1). `state` is the state to show (a run whose process is gone is "abandoned").
 struct RunListEntry {

@@ -120,8 +120,23 @@ std::vector<Metric> TrainMetrics(const std::string& name, const TrainFigures& f)
   return out;
 }
 
+Result<const TrainReference*> FindReference(const std::string& id) {
+  const TrainReference* found = TrainReferences::Builtin().Find(id);
+  if (found == nullptr) {
+    return Fail(ErrorCode::kInvalidArgument,
+                "no reference \"{}\" (cmax train references lists them)", SanitizeUtf8(id));
+  }
+  return found;
+}
+
 Result<TrainLogReport> AnalyzeTrainLogFiles(const TrainLogOptions& options, const TrainLogIo& io) {
   if (options.files.empty()) return Fail(ErrorCode::kInvalidArgument, "no file given");
+  const TrainReference* reference = nullptr;
+  if (!options.reference.empty()) {
+    auto found = FindReference(options.reference);
+    if (!found) return tl::unexpected(found.error());
+    reference = *found;
+  }
   TrainLogReport report;
   for (const std::string& file : options.files) {
     TrainLogFile one{.name = file == "-" ? "stdin" : file};
@@ -139,7 +154,8 @@ Result<TrainLogReport> AnalyzeTrainLogFiles(const TrainLogOptions& options, cons
     one.figures = AnalyzeTrainLog(one.log, options.figures);
     report.files.push_back(std::move(one));
   }
-  return RecordTrainLogs(std::move(report.files), io, {.exit_zero = options.exit_zero});
+  return RecordTrainLogs(std::move(report.files), io,
+                         {.reference = reference, .exit_zero = options.exit_zero});
 }
 
 Result<TrainLogReport> RecordTrainLogs(std::vector<TrainLogFile> files, const TrainLogIo& io,
@@ -149,9 +165,20 @@ Result<TrainLogReport> RecordTrainLogs(std::vector<TrainLogFile> files, const Tr
   std::vector<Finding> findings;
   std::vector<Metric> metrics;
   std::vector<EvidenceItem> evidence = extras.evidence;
-  for (const TrainLogFile& one : report.files) {
+  for (TrainLogFile& one : report.files) {
     for (Finding& f : TrainFindings(one.name, one.figures)) findings.push_back(std::move(f));
     for (Metric& m : TrainMetrics(one.name, one.figures)) metrics.push_back(std::move(m));
+    if (extras.reference == nullptr || !one.figures.tokens_per_s_per_gpu) continue;
+    one.reference = ReferenceShare{
+        .reference = extras.reference,
+        .measured = *one.figures.tokens_per_s_per_gpu,
+        .share = *one.figures.tokens_per_s_per_gpu / extras.reference->tokens_per_s_per_gpu};
+    findings.push_back(ReferenceFinding(SanitizeUtf8(one.name), *one.reference));
+    metrics.push_back(
+        {.name = "train.share_of_reference",
+         .labels = {{"log", SanitizeUtf8(one.name)}, {"reference", extras.reference->id}},
+         .value = one.reference->share,
+         .unit = "ratio"});
   }
   findings.insert(findings.end(), extras.findings.begin(), extras.findings.end());
   evidence.push_back(
@@ -183,6 +210,15 @@ nlohmann::json TrainLogReportJson(const TrainLogReport& report) {
   for (const TrainLogFile& one : report.files) {
     nlohmann::json j = TrainFiguresJson(one.figures, one.log);
     j["file"] = one.name;
+    j["reference"] = nullptr;
+    if (one.reference) {
+      const TrainReference& r = *one.reference->reference;
+      j["reference"] = {{"id", r.id},
+                        {"tokens_per_s_per_gpu", r.tokens_per_s_per_gpu},
+                        {"share", one.reference->share},
+                        {"words", r.Words()},
+                        {"source", r.source}};
+    }
     files.push_back(std::move(j));
   }
   return {{"schema", "cmax.train-logs/v1"},
@@ -196,6 +232,11 @@ std::string TrainLogReportText(const TrainLogReport& report) {
   for (const TrainLogFile& one : report.files) {
     out += SanitizeUtf8(one.name) + "\n";
     out += TrainFiguresText(one.figures, one.log);
+    if (one.reference) {
+      out += fmt::format("  against the reference: {:.0f}% of {}\n    {}\n",
+                         100 * one.reference->share, one.reference->reference->Words(),
+                         one.reference->reference->source);
+    }
   }
   return out;
 }

@@ -13,6 +13,7 @@
 #include "core/result.hpp"
 #include "core/run_record.hpp"
 #include "train/train_figures.hpp"
+#include "train/train_references.hpp"
 
 namespace cmax::sys {
 class FileSystem;
@@ -26,6 +27,7 @@ inline constexpr size_t kMaxTrainLogBytes = size_t{1} << 30;
 struct TrainLogOptions {
   std::vector<std::string> files;  // "-": standard input, read by the caller into `stdin_text`
   TrainFiguresOptions figures;
+  std::string reference;  // a published figure's id (train_references.hpp); "": none
   bool exit_zero = false;
 };
 
@@ -42,6 +44,7 @@ struct TrainLogFile {
   std::string name;
   TrainLog log;
   TrainFigures figures;
+  std::optional<ReferenceShare> reference;  // the steady throughput against the reference
 };
 
 struct TrainLogReport {
@@ -62,9 +65,13 @@ struct TrainRunExtras {
   std::string target = "TorchTitan logs";
   std::vector<Finding> findings;
   std::vector<EvidenceItem> evidence;
-  std::optional<WallTime> started_at;  // none: now
+  std::optional<WallTime> started_at;         // none: now
+  const TrainReference* reference = nullptr;  // each log's steady throughput held against it
   bool exit_zero = false;
 };
+
+// The built-in reference of that id; kInvalidArgument naming where to look when there is none.
+Result<const TrainReference*> FindReference(const std::string& id);
 // Logs already read, recorded as one run (command "train"): their findings and metrics, the
 // extras', and the analysis as evidence.
 Result<TrainLogReport> RecordTrainLogs(std::vector<TrainLogFile> files, const TrainLogIo& io,

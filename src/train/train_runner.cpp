@@ -190,6 +190,12 @@ Result<TrainRunReport> RunAndRecordTraining(const TrainRunOptions& options, cons
   if (options.log_path.empty()) {
     return Fail(ErrorCode::kInvalidArgument, "no log file for the training run");
   }
+  const TrainReference* reference = nullptr;
+  if (!options.reference.empty()) {  // before the job starts, not after it ran for hours
+    auto found = FindReference(options.reference);
+    if (!found) return tl::unexpected(found.error());
+    reference = *found;
+  }
   const WallTime started = store_io.clock->Now();
   auto ran = RunTraining(options, io);
   if (!ran) return tl::unexpected(ran.error());
@@ -206,7 +212,8 @@ Result<TrainRunReport> RunAndRecordTraining(const TrainRunOptions& options, cons
                    {"train.log_path",
                     nlohmann::json(options.log_path)
                         .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)}},
-      .started_at = started};
+      .started_at = started,
+      .reference = reference};
   auto recorded = RecordTrainLogs(std::move(files), store_io, extras);
   if (!recorded) return tl::unexpected(recorded.error());
   report.recorded = std::move(*recorded);

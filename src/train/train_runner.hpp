@@ -34,6 +34,7 @@ struct TrainRunOptions {
   Duration stop_grace = std::chrono::seconds(30);
   std::string log_path;  // the whole output as it came, stdout and stderr interleaved
   TrainFiguresOptions figures;
+  std::string reference;  // a published figure's id to hold the run against; "": none
 };
 
 enum class TrainEnding {

@@ -131,7 +131,7 @@ TEST(Evaluation, EveryPhaseOfThePlanIsAccountedForInOneRun) {
       "  - {{name: all-reduce, logs: ['{}'], platform: h100-nvlink}}\n"
       "  - {{name: sweep}}\n"
       "training:\n"
-      "  - {{name: titan-log, logs: ['{}']}}\n"
+      "  - {{name: titan-log, logs: ['{}'], reference: llama3_8b-h100-8gpu-fsdp-ac-selective}}\n"
       "  - {{name: titan-trace, traces: ['{}']}}\n"
       "  - {{name: titan-run, command: [/bin/sh, '{}', forever], steps: 20, deadline_s: 120}}\n"
       "  - {{name: nothing}}\n",
@@ -212,6 +212,11 @@ TEST(Evaluation, EveryPhaseOfThePlanIsAccountedForInOneRun) {
     }
   }
   EXPECT_EQ(tokens.at("titan-log"), 5846);
+  bool share = false;
+  for (const Metric& m : record.metrics) {
+    share = share || (m.name == "train.share_of_reference" && m.labels.at("phase") == "titan-log");
+  }
+  EXPECT_TRUE(share);
   EXPECT_TRUE(tokens.contains("titan-run"));
   EXPECT_NEAR(exposed, 23.5, 0.5);
 

@@ -229,5 +229,33 @@ TEST_F(ReportBrowserTest, NcclAnalysisPageDrawsItsCurves) {
   Capture(page);
 }
 
+// A training run's page: the throughput of a TorchTitan log and the breakdown of every golden
+// profiler trace, drawn.
+TEST_F(ReportBrowserTest, TrainingPagesDrawThroughputAndBreakdown) {
+  const std::string data = std::string(CMAX_TEST_DATA) + "/train/";
+  const sys::ProcessResult logged = testing::RunCmaxWithoutMachineKubeconfig(
+      runner_, dir_.Path(), {"train", "log", data + "run_train_rank0_coloured.log"});
+  ASSERT_EQ(logged.exit_code, 0) << logged.stderr_text;
+  std::vector<std::string> args = {"train", "trace", "--exit-zero"};
+  for (const std::string& stem : testing::GoldenStems("train/trace", ".trace.json")) {
+    args.push_back(data + "trace/" + stem + ".trace.json");
+  }
+  const sys::ProcessResult traced =
+      testing::RunCmaxWithoutMachineKubeconfig(runner_, dir_.Path(), args);
+  ASSERT_EQ(traced.exit_code, 0) << traced.stderr_text;
+  for (const auto& [run, chart] :
+       {std::pair{"1", "chart-train-throughput-1"}, {"2", "chart-train-breakdown-1"}}) {
+    const std::string page = kOutput + "/train-" + run + ".html";
+    const sys::ProcessResult rendered = testing::RunCmaxWithoutMachineKubeconfig(
+        runner_, dir_.Path(), {"report", run, "--format", "html", "-o", page});
+    ASSERT_EQ(rendered.exit_code, 0) << rendered.stderr_text;
+    const Loaded loaded = Load(page);
+    ASSERT_TRUE(loaded.failure.empty()) << loaded.failure;
+    EXPECT_TRUE(loaded.console.empty()) << loaded.console.front();
+    EXPECT_EQ(MissingCharts(loaded.dom, {chart}), std::vector<std::string>{});
+    Capture(page);
+  }
+}
+
 }  // namespace
 }  // namespace cmax

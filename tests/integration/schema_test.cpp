@@ -144,7 +144,9 @@ TEST_F(SchemaTest, AnNcclRecipeVerdict) {
 // `cmax train log` over every TorchTitan log of the golden folder: steady, failed, hung, NaN,
 // warm-up only, resumed.
 TEST_F(SchemaTest, TrainingLogFigures) {
-  std::vector<std::string> args = {"train", "log", "--json", "--exit-zero"};
+  std::vector<std::string> args = {"train",       "log",
+                                   "--json",      "--exit-zero",
+                                   "--reference", "llama3_8b-h100-8gpu-fsdp-ac-selective"};
   for (const char* stem :
        {"run_train_rank0_coloured", "older_wps_release", "fp8_mfu_not_available",
         "oom_on_rank3_torchrun_report", "nccl_watchdog_hang_srun", "loss_becomes_nan",
@@ -155,6 +157,7 @@ TEST_F(SchemaTest, TrainingLogFigures) {
   ASSERT_TRUE(figures.is_object());
   ASSERT_EQ(figures["files"].size(), 8U) << figures.dump();
   EXPECT_EQ(Problems(kTrainLogs, figures), "");
+  EXPECT_TRUE(figures["files"][0]["reference"].is_object()) << figures["files"][0].dump();
   json bad = figures;
   bad["files"][3]["first_error"]["kind"] = "bad luck";
   EXPECT_NE(Problems(kTrainLogs, bad), "");

@@ -585,6 +585,24 @@ TEST(Cli, TrainLogReadsTorchTitanLogsAndRecordsTheRun) {
   const auto zero =
       Cli({"train", "log", "--db", db, "--exit-zero", data + "oom_on_rank3_torchrun_report.log"});
   EXPECT_EQ(zero.code, kExitOk);
+  // Held against a published figure: its share, a finding and a metric; an id that is not
+  // there is a usage error naming where to look.
+  const auto refd =
+      Cli({"train", "log", "--db", db, "--reference", "llama3_8b-h100-8gpu-fsdp-ac-selective",
+           data + "run_train_rank0_coloured.log"});
+  EXPECT_EQ(refd.code, kExitOk) << refd.err;
+  EXPECT_NE(refd.out.find("against the reference: 101% of 5,762 tokens/s/GPU"), std::string::npos)
+      << refd.out;
+  std::map<std::string, Metric> shared = TrainRunMetrics(db, 4);
+  EXPECT_NEAR(shared["train.share_of_reference"].value, 5846.0 / 5762, 1e-9);
+  const auto unknown = Cli(
+      {"train", "log", "--db", db, "--reference", "llama9", data + "run_train_rank0_coloured.log"});
+  EXPECT_EQ(unknown.code, kExitUsage);
+  EXPECT_NE(unknown.err.find("cmax train references lists them"), std::string::npos);
+  const auto listed = Cli({"train", "references", "llama3_8b", "h200"});
+  EXPECT_EQ(listed.code, kExitOk);
+  EXPECT_NE(listed.out.find("llama3_8b-h200-32gpu"), std::string::npos) << listed.out;
+  EXPECT_EQ(Cli({"train", "references", "nothing-like-this"}).code, kExitUsage);
   const auto warm = Cli({"train", "log", "--db", db, data + "warmup_only_then_killed.log"});
   EXPECT_EQ(warm.code, kExitChecksFailed) << warm.out;
   EXPECT_NE(warm.out.find("never got past warm-up"), std::string::npos) << warm.out;
@@ -621,6 +639,28 @@ TEST(Cli, TrainTraceNamesWhatLimitsTheJobAndRecordsIt) {
   const nlohmann::json figures = nlohmann::json::parse(cut.out);
   EXPECT_EQ(figures["ranks"][0]["ended_early"], true);
   EXPECT_EQ(figures["run_id"], 2);
+}
+
+// Two training runs compared: the measurements that moved are named, with both values.
+TEST(Cli, CompareNamesTheTrainingMeasurementsThatMoved) {
+  testing::TempDir dir;
+  const std::string db = dir.File("cmax.db");
+  const std::string data = std::string(CMAX_TEST_DATA) + "/train/";
+  ASSERT_EQ(Cli({"train", "log", "--db", db, data + "run_train_rank0_coloured.log"}).code, kExitOk);
+  ASSERT_EQ(Cli({"train", "log", "--db", db, data + "older_wps_release.log"}).code, kExitOk);
+  const auto compared = Cli({"compare", "1", "2", "--db", db});
+  EXPECT_EQ(compared.code, kExitOk) << compared.err;
+  EXPECT_NE(compared.out.find("Measurements that moved 5% or more:"), std::string::npos)
+      << compared.out;
+  EXPECT_NE(compared.out.find("train.tokens_per_s_per_gpu {log="), std::string::npos)
+      << compared.out;
+  const nlohmann::json json =
+      nlohmann::json::parse(Cli({"compare", "1", "2", "--db", db, "--json"}).out);
+  bool tokens = false;
+  for (const auto& m : json["metrics"]) {
+    if (m["name"] == "train.tokens_per_s_per_gpu") tokens = m["before"] == 5846;
+  }
+  EXPECT_TRUE(tokens) << json["metrics"].dump();
 }
 
 // `cmax train run` over the stand-in training job: stopped at its budget, recorded with how it

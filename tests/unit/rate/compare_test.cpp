@@ -90,3 +90,49 @@ TEST(Compare, TheSameEvidenceMovesNothingAndAnotherRubricIsSaid) {
 
 }  // namespace
 }  // namespace cmax::rate
+
+namespace cmax::rate {
+namespace {
+
+// Two training runs of different log files: matched by name (the only one on each side), the
+// throughput's fall and the exposed time's rise named; a small move and a metric on one side
+// only are not.
+TEST(CompareMetricsTest, NamesWhatMovedInATrainingRun) {
+  const std::vector<Metric> before = {
+      {.name = "train.tokens_per_s_per_gpu",
+       .labels = {{"log", "a.log"}},
+       .value = 3500,
+       .unit = "tokens/s"},
+      {.name = "train.mfu_pct", .labels = {{"log", "a.log"}}, .value = 40, .unit = "%"},
+      {.name = "train.exposed_comm_pct", .value = 5, .unit = "%"},
+      {.name = "train.idle_pct", .value = 0, .unit = "%"},
+  };
+  const std::vector<Metric> after = {
+      {.name = "train.tokens_per_s_per_gpu",
+       .labels = {{"log", "b.log"}},
+       .value = 1455,
+       .unit = "tokens/s"},
+      {.name = "train.mfu_pct", .labels = {{"log", "b.log"}}, .value = 39, .unit = "%"},
+      {.name = "train.exposed_comm_pct", .value = 38, .unit = "%"},
+      {.name = "train.idle_pct", .value = 2, .unit = "%"},
+      {.name = "train.peak_memory_gib", .value = 70, .unit = "GiB"},
+  };
+  const std::vector<MetricMove> moved = CompareMetrics(before, after, 5);
+  ASSERT_EQ(moved.size(), 3U);
+  EXPECT_EQ(moved[0].name, "train.exposed_comm_pct");
+  EXPECT_NEAR(*moved[0].change_pct, 660, 1e-9);
+  EXPECT_EQ(moved[1].name, "train.idle_pct");
+  EXPECT_FALSE(moved[1].change_pct);  // from 0
+  EXPECT_EQ(moved[2].name, "train.tokens_per_s_per_gpu");
+  EXPECT_EQ(moved[2].labels, "log=b.log");
+  EXPECT_NEAR(*moved[2].change_pct, 100.0 * (1455 - 3500) / 3500, 1e-9);
+  // Two of a name on one side: not matched by name alone.
+  std::vector<Metric> two = after;
+  two.push_back({.name = "train.tokens_per_s_per_gpu", .labels = {{"log", "c.log"}}, .value = 1});
+  for (const MetricMove& m : CompareMetrics(before, two, 5)) {
+    EXPECT_NE(m.name, "train.tokens_per_s_per_gpu");
+  }
+}
+
+}  // namespace
+}  // namespace cmax::rate

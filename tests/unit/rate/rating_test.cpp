@@ -152,6 +152,30 @@ TEST(Rating, AUsersRubricScoresEndpointLatencyInItsOwnUnit) {
             0.5);
 }
 
+// The built-in rubric's training items: the worst rank set's exposed communication (23.5%:
+// within 35, 0.3) and the smallest share of a published figure (0.5 and 0.95: the 0.5, below
+// 0.6, 0); a run without them leaves both evidence missing.
+TEST(Rating, TheBuiltInRubricScoresATrainingJob) {
+  RunRecord run;
+  run.run.id = 4;
+  run.metrics = {{"train.exposed_comm_pct", {{"phase", "moe"}}, 23.5, "%"},
+                 {"train.exposed_comm_pct", {{"phase", "dense"}}, 4, "%"},
+                 {"train.share_of_reference", {{"log", "a.log"}}, 0.5, "ratio"},
+                 {"train.share_of_reference", {{"log", "b.log"}}, 0.95, "ratio"}};
+  const Rating rated = RateEvidence(Rubric::Builtin(), {{&run}, nullptr});
+  std::map<std::string, std::optional<double>> scores;
+  for (const ItemRating& item : rated.items) scores[item.id] = item.score;
+  EXPECT_EQ(scores.at("networking.training-exposed-comm"), 0.3);
+  EXPECT_EQ(scores.at("networking.training-throughput"), 0.0);
+  RunRecord none;
+  const Rating empty = RateEvidence(Rubric::Builtin(), {{&none}, nullptr});
+  for (const ItemRating& item : empty.items) {
+    if (item.id.starts_with("networking.training")) {
+      EXPECT_FALSE(item.score) << item.id;
+    }
+  }
+}
+
 TEST(Rating, AFailedGateCapsTheTier) {
   const Runs runs;
   const Attestation lapsed = Soc2(false);

@@ -268,6 +268,47 @@ TEST(Report, NcclCurvesGetAChartPerCollectiveWithTheDipsMarked) {
 
 // Per category the problems come first, in full; what passed folds away under them, its
 // result only: a pass has nothing to remediate, and a fleet's page stays small.
+// A training run's charts from its evidence, a phase's copy too; a file's name is escaped;
+// evidence of the wrong shape draws nothing.
+TEST(Report, TrainingChartsFromTheirEvidence) {
+  const nlohmann::json logs = {{"schema", "cmax.train-logs/v1"},
+                               {"files",
+                                {{{"file", "<b>run</b>.log"},
+                                  {"tokens_per_s_per_gpu", 5846},
+                                  {"warmup_steps", {1}},
+                                  {"steps",
+                                   {{{"step", 1}, {"tps", 1210}},
+                                    {{"step", 10}, {"tps", 5800}},
+                                    {{"step", 20}, {"tps", 5846}},
+                                    {{"step", "x"}, {"tps", 1}}}}}}}};
+  const nlohmann::json trace = {
+      {"schema", "cmax.train-trace/v1"},
+      {"verdict", "33% of step time is exposed all_to_all on ranks 8-15"},
+      {"ranks",
+       {{{"rank", 0}, {"compute_pct", 60}, {"exposed_communication_pct", 30}, {"idle_pct", 5}},
+        {{"rank", 1}, {"compute_pct", "bad"}}}}};
+  RunRecord r;
+  r.run.command = "run";
+  r.evidence.push_back({"phase.titan.train.analysis", logs.dump()});
+  r.evidence.push_back({"train.trace", trace.dump()});
+  r.evidence.push_back({"train.trace", "not json"});
+  const std::string html = RenderHtml(r);
+  EXPECT_NE(html.find("<h2>Training</h2>"), std::string::npos);
+  EXPECT_NE(html.find("<svg id=\"chart-train-throughput-1\""), std::string::npos) << html;
+  EXPECT_NE(html.find("<svg id=\"chart-train-breakdown-1\""), std::string::npos) << html;
+  EXPECT_EQ(html.find("chart-train-breakdown-2"), std::string::npos);
+  EXPECT_NE(html.find("<circle class=\"warmup\""), std::string::npos);
+  EXPECT_NE(html.find("&lt;b&gt;run&lt;/b&gt;.log: 5846 tokens/s/GPU in steady state"),
+            std::string::npos)
+      << html;
+  EXPECT_EQ(html.find("<b>run</b>"), std::string::npos);
+  EXPECT_NE(html.find("rank 0: 30.0% exposed communication"), std::string::npos) << html;
+  EXPECT_EQ(html.find("rank 1:"), std::string::npos);  // its figures were not numbers
+  RunRecord none;
+  none.evidence.push_back({"train.analysis", R"({"files": 3})"});
+  EXPECT_EQ(RenderHtml(none).find("<h2>Training</h2>"), std::string::npos);
+}
+
 TEST(Report, PassesFoldAwayUnderTheProblems) {
   RunRecord r;
   r.run.command = "audit";
