@@ -11,6 +11,8 @@
 namespace cmax::train {
 namespace {
 
+using namespace std::string_view_literals;  // NOLINT(google-build-using-namespace): "x"sv
+
 bool StartsWith(std::string_view s, std::string_view prefix) {
   return s.starts_with(prefix);
 }
@@ -100,14 +102,7 @@ class Scanner {
   bool Skip() {
     const int c = Peek();
     if (c == '"') return String(nullptr);
-    if (c != '{' && c != '[') {
-      std::string& text = scratch_;
-      if (!Scalar(text)) return false;
-      // A number or a literal; a bare word is not JSON (a log line starting with '[').
-      const char first = text.front();
-      const bool number = first == '-' || (first >= '0' && first <= '9');
-      return number || text == "true" || text == "false" || text == "null" || Fail(Stop::kSyntax);
-    }
+    if (c != '{' && c != '[') return SkipScalar(c);
     int64_t depth = 0;
     for (;;) {
       const int d = Peek();
@@ -122,6 +117,34 @@ class Scanner {
       } else if (d == '}' || d == ']') {
         if (--depth == 0) return true;
       }
+    }
+  }
+
+  // A number scanned in place (most of a trace's skipped values), or a literal read whole; a
+  // bare word is not JSON (a log line starting with '[').
+  bool SkipScalar(int first) {
+    if (first < 0) return Fail(Stop::kEnd);
+    if (first == 't' || first == 'f' || first == 'n') {
+      std::string& text = scratch_;
+      if (!Scalar(text)) return false;
+      return text == "true" || text == "false" || text == "null" || Fail(Stop::kSyntax);
+    }
+    if (first != '-' && (first < '0' || first > '9')) return Fail(Stop::kSyntax);
+    for (;;) {
+      while (pos_ < end_) {
+        const char ch = buffer_[pos_];
+        if ((ch >= '0' && ch <= '9') || ch == '.' || ch == '-' || ch == '+' || ch == 'e' ||
+            ch == 'E') {
+          ++pos_;
+          continue;
+        }
+        if (ch == ',' || ch == '}' || ch == ']' || ch == ' ' || ch == '\n' || ch == '\r' ||
+            ch == '\t') {
+          return true;
+        }
+        return Fail(Stop::kSyntax);
+      }
+      if (!Fill()) return true;  // the input ends after a number: the caller meets the end
     }
   }
 
@@ -372,14 +395,14 @@ class TraceParser {
 
   void TopLevel() {
     Object([&] {
-      if (key_ == "traceEvents") {
+      if (Key() == "traceEvents"sv) {
         if (scan_.Peek() != '[') return scan_.Fail(Stop::kSyntax);
         in_events_ = true;
         if (!Events()) return false;
         in_events_ = false;
         return true;
       }
-      if (key_ == "distributedInfo" && scan_.Peek() == '{') return DistributedInfo();
+      if (Key() == "distributedInfo"sv && scan_.Peek() == '{') return DistributedInfo();
       return scan_.Skip();
     });
   }
@@ -399,13 +422,13 @@ class TraceParser {
   bool DistributedInfo() {
     return Object([&] {
       const int c = scan_.Peek();
-      if ((key_ != "rank" && key_ != "world_size") || c == '"' || c == '{' || c == '[') {
+      if ((Key() != "rank"sv && Key() != "world_size"sv) || c == '"' || c == '{' || c == '[') {
         return scan_.Skip();
       }
       if (!scan_.Scalar(text_)) return false;
       const std::optional<int64_t> v = Integer(text_);
       if (v && *v >= 0 && *v < (int64_t{1} << 30)) {
-        (key_ == "rank" ? trace_.rank : trace_.world_size) = static_cast<int>(*v);
+        (Key() == "rank"sv ? trace_.rank : trace_.world_size) = static_cast<int>(*v);
       }
       return true;
     });
@@ -433,12 +456,12 @@ class TraceParser {
   bool Event() {
     e_.Clear();
     const bool read = Object([&] {
-      if (key_ == "ph") return StringField(e_.ph);
-      if (key_ == "cat") return StringField(e_.cat);
-      if (key_ == "name") return StringField(e_.name);
-      if (key_ == "ts") return TimeField(e_.ts_ns);
-      if (key_ == "dur") return TimeField(e_.dur_ns);
-      if (key_ == "args" && scan_.Peek() == '{') return Args();
+      if (Key() == "ph"sv) return StringField(e_.ph);
+      if (Key() == "cat"sv) return StringField(e_.cat);
+      if (Key() == "name"sv) return StringField(e_.name);
+      if (Key() == "ts"sv) return TimeField(e_.ts_ns);
+      if (Key() == "dur"sv) return TimeField(e_.dur_ns);
+      if (Key() == "args"sv && scan_.Peek() == '{') return Args();
       return scan_.Skip();
     });
     if (read) Keep();
@@ -447,14 +470,14 @@ class TraceParser {
 
   bool Args() {
     return Object([&] {
-      if (key_ == "stream") return IntegerField(e_.stream);
-      if (key_ == "correlation") return IntegerField(e_.correlation);
-      if (key_ == "Group size") return IntegerField(e_.group_size);
-      if (key_ == "In msg nelems") return NumberField(e_.in_nelems);
-      if (key_ == "Out msg nelems") return NumberField(e_.out_nelems);
-      if (key_ == "Collective name") return StringField(e_.collective);
-      if (key_ == "dtype") return StringField(e_.dtype);
-      if (key_ == "Process Group Name") return StringField(e_.group);
+      if (Key() == "stream"sv) return IntegerField(e_.stream);
+      if (Key() == "correlation"sv) return IntegerField(e_.correlation);
+      if (Key() == "Group size"sv) return IntegerField(e_.group_size);
+      if (Key() == "In msg nelems"sv) return NumberField(e_.in_nelems);
+      if (Key() == "Out msg nelems"sv) return NumberField(e_.out_nelems);
+      if (Key() == "Collective name"sv) return StringField(e_.collective);
+      if (Key() == "dtype"sv) return StringField(e_.dtype);
+      if (Key() == "Process Group Name"sv) return StringField(e_.group);
       return scan_.Skip();
     });
   }
@@ -492,7 +515,7 @@ class TraceParser {
 
   void Keep() {
     ++trace_.events;
-    if (e_.ph != "X" || !e_.ts_ns) return;
+    if (std::string_view(e_.ph) != "X"sv || !e_.ts_ns) return;
     // HTA's GPU kernels: categories kernel, gpu_memcpy, gpu_memset (not cuda_sync's waits).
     const bool gpu_category = e_.cat.empty() || StartsWith(e_.cat, "kernel") ||
                               (StartsWith(e_.cat, "gpu_mem") && e_.cat.size() > 7);
@@ -519,7 +542,8 @@ class TraceParser {
       }
       return;
     }
-    if (e_.correlation && (e_.cat == "cuda_runtime" || e_.cat == "cuda_driver")) {
+    const std::string_view cat = e_.cat;
+    if (e_.correlation && (cat == "cuda_runtime"sv || cat == "cuda_driver"sv)) {
       trace_.launches.push_back({*e_.correlation, *e_.ts_ns});
     }
   }
@@ -535,6 +559,8 @@ class TraceParser {
     call.group = e_.group;
     trace_.collectives.push_back(std::move(call));
   }
+
+  std::string_view Key() const { return key_; }
 
   Scanner scan_;
   KinetoTrace trace_;
