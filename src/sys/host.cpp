@@ -1,7 +1,9 @@
 #include "sys/host.hpp"
 
+#include <sched.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <sys/resource.h>
@@ -25,6 +27,13 @@ std::string DataDir() {
   }
   if (std::string home = GetEnv("HOME"); !home.empty()) return home + "/.local/share/cmax";
   return "/var/lib/cmax";
+}
+
+unsigned UsableCores() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof set, &set) != 0) return 1;
+  return static_cast<unsigned>(std::max(1, CPU_COUNT(&set)));
 }
 
 bool IsRoot() {

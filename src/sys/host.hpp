@@ -13,6 +13,8 @@ std::string DataDir();
 // The value of an environment variable, or empty.
 std::string GetEnv(const char* name);
 bool IsRoot();
+// The cores this process may run on (its affinity: `taskset -c 0` makes it 1), at least 1.
+unsigned UsableCores();
 bool StdoutIsTerminal();
 bool StderrIsTerminal();
 bool StdinIsTerminal();

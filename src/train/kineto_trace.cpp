@@ -4,7 +4,9 @@
 #include <array>
 #include <charconv>
 #include <cmath>
+#include <cstdint>
 #include <cstdlib>
+#include <cstring>
 #include <string>
 #include <utility>
 
@@ -18,6 +20,35 @@ bool StartsWith(std::string_view s, std::string_view prefix) {
 }
 bool Contains(std::string_view s, std::string_view part) {
   return s.find(part) != std::string_view::npos;
+}
+
+// The first '"' or '\\' in [p, stop), or stop. Kernel names run to hundreds of bytes in real
+// traces (templates): eight bytes are tested at a time (a zero byte of word ^ pattern is a
+// match; the classic has-a-zero-byte test, nonzero exactly when some byte matches).
+const char* QuoteOrBackslash(const char* p, const char* stop) {
+  constexpr uint64_t kOnes = 0x0101010101010101ULL;
+  constexpr uint64_t kHighs = 0x8080808080808080ULL;
+  while (stop - p >= 8) {
+    uint64_t word = 0;
+    std::memcpy(&word, p, sizeof word);
+    const uint64_t quote = word ^ (kOnes * '"');
+    const uint64_t backslash = word ^ (kOnes * '\\');
+    const uint64_t found =
+        ((quote - kOnes) & ~quote & kHighs) | ((backslash - kOnes) & ~backslash & kHighs);
+    if (found != 0) break;  // the exact byte is found by the loop below
+    p += 8;
+  }
+  while (p < stop && *p != '"' && *p != '\\') ++p;
+  return p;
+}
+
+// What a number or a literal is made of, and what may follow one.
+bool ScalarByte(char c) {
+  return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || c == '.' || c == '-' || c == '+' ||
+         c == 'E';
+}
+bool EndsScalar(char c) {
+  return c == ',' || c == '}' || c == ']' || c == ' ' || c == '\n' || c == '\r' || c == '\t';
 }
 
 // Why a parse stopped before its end.
@@ -61,12 +92,17 @@ class Scanner {
   bool String(std::string* out) {
     if (Peek() != '"') return Fail(Stop::kSyntax);
     Advance();
+    return StringBody(out);
+  }
+
+  // After the opening quote: the rest of the string, its closing quote included.
+  bool StringBody(std::string* out) {
     if (out != nullptr) out->clear();
     for (;;) {
       const char* start = buffer_.data() + pos_;
       const char* p = start;
       const char* stop = buffer_.data() + end_;
-      while (p < stop && *p != '"' && *p != '\\') ++p;
+      p = QuoteOrBackslash(p, stop);
       if (out != nullptr) {
         out->append(start, p);
         if (out->size() > limits_.max_token_bytes) return Fail(Stop::kLimit);
@@ -85,6 +121,16 @@ class Scanner {
   // A number's text (or true/false/null's) into `text`.
   bool Scalar(std::string& text) {
     text.clear();
+    // Most scalars lie whole in the buffer: taken in one piece.
+    const char* start = buffer_.data() + pos_;
+    const char* stop = buffer_.data() + end_;
+    const char* p = start;
+    while (p < stop && p - start <= 64 && ScalarByte(*p)) ++p;
+    if (p < stop && p > start && p - start <= 64 && EndsScalar(*p)) {
+      text.assign(start, p);
+      pos_ = static_cast<size_t>(p - buffer_.data());
+      return true;
+    }
     for (;;) {
       const int c = Peek();
       if (c < 0) return text.empty() ? Fail(Stop::kEnd) : true;
@@ -103,20 +149,35 @@ class Scanner {
     const int c = Peek();
     if (c == '"') return String(nullptr);
     if (c != '{' && c != '[') return SkipScalar(c);
-    int64_t depth = 0;
+    Advance();
+    return SkipOpen(1);
+  }
+
+  // Past the bracket that closes `depth` open objects or arrays (their opening brackets read):
+  // strings by their quotes, the rest byte by byte in one tight loop over the buffer (most of a
+  // trace's bytes are skipped here: the host-side events' arguments).
+  bool SkipOpen(int64_t depth) {
     for (;;) {
-      const int d = Peek();
-      if (d < 0) return Fail(Stop::kEnd);
-      if (d == '"') {
-        if (!String(nullptr)) return false;
-        continue;
+      const char* data = buffer_.data();
+      const char* p = data + pos_;
+      const char* stop = data + end_;
+      while (p < stop) {
+        const char c = *p++;
+        if (c == '"') {
+          pos_ = static_cast<size_t>(p - data);
+          if (!StringBody(nullptr)) return false;
+          data = buffer_.data();
+          p = data + pos_;
+          stop = data + end_;
+        } else if (c == '{' || c == '[') {
+          ++depth;
+        } else if ((c == '}' || c == ']') && --depth == 0) {
+          pos_ = static_cast<size_t>(p - data);
+          return true;
+        }
       }
-      Advance();
-      if (d == '{' || d == '[') {
-        ++depth;
-      } else if (d == '}' || d == ']') {
-        if (--depth == 0) return true;
-      }
+      pos_ = end_;
+      if (!Fill()) return Fail(Stop::kEnd);
     }
   }
 
@@ -455,17 +516,56 @@ class TraceParser {
 
   bool Event() {
     e_.Clear();
-    const bool read = Object([&] {
-      if (Key() == "ph"sv) return StringField(e_.ph);
-      if (Key() == "cat"sv) return StringField(e_.cat);
-      if (Key() == "name"sv) return StringField(e_.name);
-      if (Key() == "ts"sv) return TimeField(e_.ts_ns);
-      if (Key() == "dur"sv) return TimeField(e_.dur_ns);
-      if (Key() == "args"sv && scan_.Peek() == '{') return Args();
-      return scan_.Skip();
-    });
-    if (read) Keep();
-    return read;
+    scan_.Advance();
+    bool ph = false;
+    bool cat = false;
+    bool name = false;
+    for (;;) {
+      scan_.SkipSpace();
+      if (scan_.Peek() == '}') {
+        scan_.Advance();
+        break;
+      }
+      if (!scan_.String(&key_) || !scan_.Expect(':')) return false;
+      scan_.SkipSpace();
+      bool read = false;
+      if (Key() == "ph"sv) {
+        read = StringField(e_.ph);
+        ph = true;
+      } else if (Key() == "cat"sv) {
+        read = StringField(e_.cat);
+        cat = true;
+      } else if (Key() == "name"sv) {
+        read = StringField(e_.name);
+        name = true;
+      } else if (Key() == "ts"sv) {
+        read = TimeField(e_.ts_ns);
+      } else if (Key() == "dur"sv) {
+        read = TimeField(e_.dur_ns);
+      } else if (Key() == "args"sv && scan_.Peek() == '{') {
+        read = Args();
+      } else {
+        read = scan_.Skip();
+      }
+      if (!read || !Next('}')) return false;
+      // Most events are the host's (operators, Python functions) and count only as events:
+      // once that is certain, the rest of the object is skipped without reading its keys.
+      if (ph && cat && name && !Wanted()) {
+        if (!scan_.SkipOpen(1)) return false;
+        break;
+      }
+    }
+    Keep();
+    return true;
+  }
+
+  // Whether the event read so far (its ph, cat and name known) may be one Keep() keeps.
+  bool Wanted() const {
+    if (std::string_view(e_.ph) != "X"sv) return false;
+    const std::string_view cat = e_.cat;
+    return cat.empty() || StartsWith(cat, "kernel") || StartsWith(cat, "gpu_mem") ||
+           cat == "cuda_runtime"sv || cat == "cuda_driver"sv ||
+           StartsWith(e_.name, "ProfilerStep#");
   }
 
   bool Args() {

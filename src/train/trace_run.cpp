@@ -101,7 +101,7 @@ Result<TraceFigures> ReadAndAnalyzeTraces(const TraceRunOptions& options,
       analysed[i] = AnalyzeRank(file, *trace, options.report.rank);
     }
   };
-  const unsigned cores = std::max(1U, std::thread::hardware_concurrency());
+  const unsigned cores = sys::UsableCores();  // `taskset -c 0`: one worker
   const size_t workers = std::min<size_t>(
       n, options.jobs > 0 ? static_cast<size_t>(options.jobs) : static_cast<size_t>(cores));
   std::vector<std::thread> threads;

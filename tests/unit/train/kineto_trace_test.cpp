@@ -106,6 +106,36 @@ TEST(KinetoTrace, ReadInPiecesOfAnySizeGivesTheSameTrace) {
   }
 }
 
+// A host event is skipped whole once its ph, cat and name show it is only counted: its
+// arguments (brackets and quotes inside strings) are passed over, whatever comes after is read,
+// and the fields that make an event matter are found in any order.
+TEST(KinetoTrace, HostEventsAreSkippedWholeAndAnyKeyOrderIsRead) {
+  constexpr std::string_view kText = R"json({"traceEvents": [
+  {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "ts": 10.0, "dur": 5.0,
+   "args": {"Input Dims": [[1, 2], []], "odd": "}]{[\"", "stream": 7, "nested": {"a": [{"b": "]"}]}}},
+  {"name": "ProfilerStep#3", "ts": 100.0, "dur": 900.0, "cat": "user_annotation", "ph": "X"},
+  {"args": {"stream": 7, "correlation": 5}, "dur": 2.5, "ts": 200.0, "name": "void gemm_kernel<128>()", "ph": "X", "cat": "kernel"},
+  {"cat": "cuda_runtime", "name": "cudaLaunchKernel", "ph": "X", "ts": 150.0, "dur": 1.0, "args": {"correlation": 5}},
+  {"ph": "s", "cat": "ac2g", "name": "ac2g", "id": 5, "ts": 150.0},
+  {"ph": "X", "cat": "python_function", "name": "train.py(12): step", "ts": 1.0, "dur": 2.0, "args": {"Python id": 4}}
+  ]})json";
+  for (size_t piece : {0U, 1U, 3U, 16U}) {
+    StringByteSource input(kText, piece);
+    auto trace = ReadKinetoTrace(input);
+    ASSERT_TRUE(trace) << piece << ": " << trace.error().message;
+    EXPECT_FALSE(trace->ended_early) << piece << ": " << trace->end_reason;
+    EXPECT_EQ(trace->events, 6U) << piece;
+    ASSERT_EQ(trace->gpu.size(), 1U) << piece;
+    EXPECT_EQ(trace->gpu[0].start_ns, 200'000) << piece;
+    EXPECT_EQ(trace->gpu[0].end_ns, 202'500) << piece;
+    EXPECT_EQ(trace->gpu[0].kind, KernelKind::kCompute) << piece;
+    ASSERT_EQ(trace->steps.size(), 1U) << piece;
+    EXPECT_EQ(trace->steps[0].step, 3) << piece;
+    ASSERT_EQ(trace->launches.size(), 1U) << piece;
+    EXPECT_EQ(trace->launches[0].correlation, 5) << piece;
+  }
+}
+
 TEST(KinetoTrace, ClassifiesKernelsByHtaRule) {
   const std::vector<std::pair<std::string_view, KernelKind>> cases = {
       {"ncclDevKernel_AllReduce_Sum_bf16_RING_LL(ncclDevKernelArgsStorage<4096ul>)",
