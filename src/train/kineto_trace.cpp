@@ -548,9 +548,10 @@ class TraceParser {
         read = scan_.Skip();
       }
       if (!read || !Next('}')) return false;
-      // Most events are the host's (operators, Python functions) and count only as events:
-      // once that is certain, the rest of the object is skipped without reading its keys.
-      if (ph && cat && name && !Wanted()) {
+      // Most events are the host's (operators, Python functions) or flows and count only as
+      // events: once that is certain (a ph other than "X"; or ph, cat and name read), the rest
+      // of the object is skipped without reading its keys.
+      if (ph && (std::string_view(e_.ph) != "X"sv || (cat && name && !Wanted()))) {
         if (!scan_.SkipOpen(1)) return false;
         break;
       }

@@ -1,0 +1,121 @@
+// `dcgmi diag -j` read into tests and per-GPU results: the documents of tests/data/dcgm_diag
+// (DCGM 3 and 4 shapes, written by hand from DCGM's key names) against golden files, and the
+// shapes it refuses or reads around.
+#include "active/dcgm_diag.hpp"
+
+#include <algorithm>
+#include <filesystem>
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "support/corpus.hpp"
+#include "support/golden.hpp"
+
+namespace cmax::active {
+namespace {
+
+std::string Input(const std::string& stem) {
+  return testing::SlurpFile(std::string(CMAX_TEST_DATA) + "/dcgm_diag/" + stem + ".json");
+}
+
+// Every document of the folder: its report, or the error, against
+// active/dcgm_diag/NAME.expected.json.
+class DcgmDiagGolden : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(DcgmDiagGolden, MatchesExpectedReport) {
+  const auto report = ParseDcgmDiagJson(Input(GetParam()));
+  const nlohmann::json out = report
+                                 ? DiagReportJson(*report)
+                                 : nlohmann::json{{"error", report.error().message},
+                                                  {"code", static_cast<int>(report.error().code)}};
+  testing::ExpectGolden("active/dcgm_diag/" + GetParam() + ".expected.json", out.dump(1) + "\n");
+}
+
+INSTANTIATE_TEST_SUITE_P(Cases, DcgmDiagGolden,
+                         ::testing::ValuesIn(testing::GoldenStems("dcgm_diag", ".json")),
+                         [](const auto& test) {
+                           std::string name = test.param;  // gtest names take no '-'
+                           std::ranges::replace(name, '-', '_');
+                           return name;
+                         });
+
+TEST(DcgmDiagGoldenFolder, EveryExpectationHasItsDocument) {
+  const auto inputs = testing::GoldenStems("dcgm_diag", ".json");
+  ASSERT_GE(inputs.size(), 4U);
+  for (const std::string& stem : testing::GoldenStems("active/dcgm_diag", ".expected.json")) {
+    EXPECT_TRUE(std::ranges::binary_search(inputs, stem)) << stem << " has no document";
+  }
+}
+
+TEST(DcgmDiag, ResultsPerGpuInBothShapes) {
+  const auto four = ParseDcgmDiagJson(Input("dcgm4-level1-fail"));
+  ASSERT_TRUE(four) << four.error().message;
+  EXPECT_EQ(four->version, "4.2.3");
+  EXPECT_EQ(four->worst, DiagStatus::kFail);
+  ASSERT_EQ(four->tests.size(), 2U);
+  const DiagTest& memory = four->tests[1];
+  EXPECT_EQ(memory.category, "Hardware");
+  EXPECT_EQ(memory.status, DiagStatus::kFail);
+  ASSERT_EQ(memory.results.size(), 2U);
+  EXPECT_EQ(memory.results[1].gpus, std::vector<int>{3});
+  ASSERT_EQ(four->problems.size(), 2U);
+  EXPECT_EQ(four->problems[1],
+            "memory: GPU 3: Pending page retirements together with a DBE were detected on GPU 3.");
+
+  const auto three = ParseDcgmDiagJson(Input("dcgm3-level1-fail"));
+  ASSERT_TRUE(three) << three.error().message;
+  EXPECT_EQ(three->version, "3.3.5");
+  EXPECT_EQ(three->worst, DiagStatus::kFail);
+  ASSERT_EQ(three->problems.size(), 1U);
+  EXPECT_TRUE(three->problems[0].starts_with("Page Retirement/Row Remap: GPU 5: "))
+      << three->problems[0];
+}
+
+TEST(DcgmDiag, OddShapesAreReadAroundOrRefusedInWords) {
+  // gpu_ids as a list or "0,1", an entity that is not a GPU, a summary-less test, a status
+  // word this reader does not know, warnings as plain strings, info as a list.
+  const auto odd = ParseDcgmDiagJson(R"({"DCGM GPU Diagnostic": {"test_categories": [
+    {"category": "Hardware", "tests": [
+      {"name": "pcie", "results": [{"gpu_ids": "0,1", "status": "Pass"},
+                                   {"gpu_ids": [2, 3], "status": "Warn", "warnings": ["PCIe replays"]}]},
+      {"name": "nvlink", "results": [{"entity_group": "LINK", "entity_id": 7, "status": "Fail",
+                                      "info": ["link 7 down", "check the cable"]}]},
+      {"name": "odd", "results": [{"status": "Quantum"}]},
+      {"name": "empty"}, 17, "x"]},
+    {"category": "no tests here"}]}})");
+  ASSERT_TRUE(odd) << odd.error().message;
+  ASSERT_EQ(odd->tests.size(), 4U);
+  EXPECT_EQ(odd->tests[0].results[0].gpus, (std::vector<int>{0, 1}));
+  EXPECT_EQ(odd->tests[0].results[1].gpus, (std::vector<int>{2, 3}));
+  EXPECT_EQ(odd->tests[0].status, DiagStatus::kWarn);
+  EXPECT_TRUE(odd->tests[1].results[0].gpus.empty());  // a link is not a GPU
+  EXPECT_EQ(odd->tests[2].status, DiagStatus::kOther);
+  EXPECT_EQ(odd->worst, DiagStatus::kFail);
+  ASSERT_EQ(odd->problems.size(), 2U);
+  EXPECT_EQ(odd->problems[0], "pcie: GPU 2,3: PCIe replays");
+  EXPECT_EQ(odd->problems[1], "nvlink: link 7 down; check the cable");
+
+  const struct {
+    const char* text;
+    ErrorCode code;
+    const char* says;
+  } refused[] = {
+      {"", ErrorCode::kCorrupt, "not a JSON document"},
+      {"[1, 2]", ErrorCode::kCorrupt, "not a JSON document"},
+      {R"({"other": {}})", ErrorCode::kCorrupt, "no \"DCGM Diagnostic\""},
+      {R"({"DCGM Diagnostic": {"test_categories": 3}})", ErrorCode::kCorrupt, "no test_categories"},
+      {R"({"DCGM Diagnostic": {"test_categories": []}})", ErrorCode::kCorrupt, "no test in"},
+      {R"({"DCGM Diagnostic": {"runtime_error": "GPU 2 is running a compute process"}})",
+       ErrorCode::kUnavailable, "could not run: GPU 2 is running a compute process"},
+  };
+  for (const auto& c : refused) {
+    const auto r = ParseDcgmDiagJson(c.text);
+    ASSERT_FALSE(r) << c.text;
+    EXPECT_EQ(r.error().code, c.code) << c.text;
+    EXPECT_NE(r.error().message.find(c.says), std::string::npos) << r.error().message;
+  }
+}
+
+}  // namespace
+}  // namespace cmax::active
