@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <charconv>
-#include <cmath>
 #include <nlohmann/json.hpp>
 #include <optional>
 
@@ -10,16 +9,6 @@
 
 namespace cmax::active {
 namespace {
-
-std::optional<double> Decimal(std::string_view text) {
-  double value = 0;
-  const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
-  if (error != std::errc{} || end != text.data() + text.size() || !std::isfinite(value) ||
-      value < 0) {
-    return std::nullopt;
-  }
-  return value;
-}
 
 std::optional<uint64_t> Whole(std::string_view text) {
   uint64_t value = 0;
@@ -81,13 +70,7 @@ Result<IbWriteBwReport> ParseIbWriteBw(std::string_view text) {
   double factor = 0;
   bool in_table = false;
   std::string first_error;
-  size_t at = 0;
-  while (at <= text.size()) {
-    const size_t newline = text.find('\n', at);
-    std::string_view line =
-        text.substr(at, newline == std::string_view::npos ? text.npos : newline - at);
-    at = newline == std::string_view::npos ? text.size() + 1 : newline + 1;
-    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+  for (const std::string_view line : SplitLines(text)) {
     const std::string_view trimmed = Trim(line);
     if (trimmed.empty()) continue;
     if (trimmed.starts_with("---")) {
@@ -115,10 +98,10 @@ Result<IbWriteBwReport> ParseIbWriteBw(std::string_view text) {
       const std::vector<std::string_view> fields = SplitFields(trimmed);
       const auto bytes = fields.size() >= 4 ? Whole(fields[0]) : std::nullopt;
       const auto iterations = fields.size() >= 4 ? Whole(fields[1]) : std::nullopt;
-      const auto peak = fields.size() >= 4 ? Decimal(fields[2]) : std::nullopt;
-      const auto average = fields.size() >= 4 ? Decimal(fields[3]) : std::nullopt;
+      const auto peak = fields.size() >= 4 ? ParseNonNegative(fields[2]) : std::nullopt;
+      const auto average = fields.size() >= 4 ? ParseNonNegative(fields[3]) : std::nullopt;
       if (bytes && iterations && peak && average) {
-        const auto rate = fields.size() >= 5 ? Decimal(fields[4]) : std::nullopt;
+        const auto rate = fields.size() >= 5 ? ParseNonNegative(fields[4]) : std::nullopt;
         out.rows.push_back({.bytes = *bytes,
                             .iterations = *iterations,
                             .peak_gbits = *peak * factor,

@@ -41,6 +41,21 @@ std::vector<std::string_view> SplitFields(std::string_view text) {
   return fields;
 }
 
+std::vector<std::string_view> SplitLines(std::string_view text) {
+  std::vector<std::string_view> lines;
+  size_t at = 0;
+  while (at < text.size()) {
+    size_t end = text.find('\n', at);
+    const size_t next = end == std::string_view::npos ? text.size() : end + 1;
+    if (end == std::string_view::npos) end = text.size();
+    std::string_view line = text.substr(at, end - at);
+    if (line.ends_with('\r')) line.remove_suffix(1);
+    lines.push_back(line);
+    at = next;
+  }
+  return lines;
+}
+
 std::string Join(const std::vector<std::string>& parts, std::string_view separator) {
   std::string out;
   for (size_t i = 0; i < parts.size(); ++i) {

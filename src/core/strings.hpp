@@ -12,6 +12,8 @@ std::string_view Trim(std::string_view text);
 std::vector<std::string_view> Split(std::string_view text, char separator);
 // Splits on runs of whitespace (spaces, tabs, line ends), dropping empty fields.
 std::vector<std::string_view> SplitFields(std::string_view text);
+// The lines of `text`, without their '\n' (or "\r\n"); a last line without one is a line too.
+std::vector<std::string_view> SplitLines(std::string_view text);
 std::string Join(const std::vector<std::string>& parts, std::string_view separator);
 std::string ToLower(std::string_view text);
 // A plain decimal number >= 0 that is all of `text` ("1.5", "30"); nullopt for anything else,

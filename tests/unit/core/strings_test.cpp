@@ -27,6 +27,15 @@ TEST(Strings, TrimSplitJoin) {
   EXPECT_EQ(ToLower("0000:AB:00.0"), "0000:ab:00.0");
 }
 
+TEST(Strings, SplitLinesKeepsEmptyLinesAndDropsCarriageReturns) {
+  using V = std::vector<std::string_view>;
+  EXPECT_EQ(SplitLines(""), V{});
+  EXPECT_EQ(SplitLines("a"), V{"a"});
+  EXPECT_EQ(SplitLines("a\n"), V{"a"});
+  EXPECT_EQ(SplitLines("a\r\n\nb"), (V{"a", "", "b"}));
+  EXPECT_EQ(SplitLines("\n\n"), (V{"", ""}));
+}
+
 TEST(Strings, ParseNonNegativeTakesPlainNumbersOnly) {
   EXPECT_EQ(ParseNonNegative("30"), 30.0);
   EXPECT_EQ(ParseNonNegative("1.5"), 1.5);

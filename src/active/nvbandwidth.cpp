@@ -1,0 +1,228 @@
+#include "active/nvbandwidth.hpp"
+
+#include <charconv>
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "core/strings.hpp"
+
+namespace cmax::active {
+namespace {
+
+std::optional<int> Index(std::string_view text) {
+  int value = 0;
+  const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (error != std::errc{} || end != text.data() + text.size() || value < 0) return std::nullopt;
+  return value;
+}
+
+// "name: value" lines of the header; "" when `line` is not one.
+std::string_view After(std::string_view line, std::string_view name) {
+  if (!line.starts_with(name)) return {};
+  return Trim(line.substr(name.size()));
+}
+
+std::string Number(double value) {
+  std::string out = fmt::format("{:.1f}", value);
+  if (out.ends_with(".0")) out.resize(out.size() - 2);
+  return out;
+}
+
+}  // namespace
+
+Result<NvbandwidthReport> ParseNvbandwidthText(std::string_view text) {
+  NvbandwidthReport out;
+  BandwidthTest* test = nullptr;
+  size_t columns = 0;  // of the matrix being read, from its header
+  for (std::string_view line : SplitLines(text)) {
+    line = Trim(line);
+    if (line.empty()) continue;
+    if (const auto v = After(line, "nvbandwidth Version:"); !v.empty()) {
+      out.version = SanitizeUtf8(v);
+      continue;
+    }
+    if (const auto v = After(line, "Driver Version:"); !v.empty()) {
+      out.driver_version = SanitizeUtf8(v);
+      continue;
+    }
+    if (line.starts_with("Device ") && test == nullptr) {
+      // "Device 0: NVIDIA H100 80GB HBM3 (00000000:18:00)"
+      const size_t colon = line.find(':');
+      const auto index =
+          colon == std::string_view::npos ? std::nullopt : Index(line.substr(7, colon - 7));
+      if (index && *index < 1024) {
+        if (out.devices.size() <= static_cast<size_t>(*index)) {
+          out.devices.resize(static_cast<size_t>(*index) + 1);
+        }
+        out.devices[static_cast<size_t>(*index)] = SanitizeUtf8(Trim(line.substr(colon + 1)));
+      }
+      continue;
+    }
+    if (line.starts_with("Running ")) {
+      std::string_view name = Trim(line.substr(8));
+      while (name.ends_with('.')) name.remove_suffix(1);
+      out.tests.push_back({.name = SanitizeUtf8(name)});
+      test = &out.tests.back();
+      columns = 0;
+      continue;
+    }
+    if (test == nullptr) continue;
+    if (line.starts_with("SUM ")) {
+      const std::vector<std::string_view> fields = SplitFields(line);
+      if (fields.size() >= 3) test->sum = ParseNonNegative(fields.back());
+      continue;
+    }
+    if (line.starts_with("Waived")) {
+      test->waived = true;
+      continue;
+    }
+    if (line.find("bandwidth") != std::string_view::npos && line.find("(GB/s)") != line.npos) {
+      test->description = SanitizeUtf8(line);
+      continue;
+    }
+    const std::vector<std::string_view> fields = SplitFields(line);
+    bool all_indices = true;
+    for (std::string_view f : fields) all_indices = all_indices && Index(f).has_value();
+    if (all_indices) {  // the column header: "0 1 2 ... 7"
+      columns = fields.size();
+      continue;
+    }
+    if (Index(fields.front()) && fields.size() >= 2) {
+      std::vector<std::optional<double>> row;
+      bool numbers = true;
+      for (size_t i = 1; i < fields.size(); ++i) {
+        if (fields[i] == "N/A") {
+          row.emplace_back(std::nullopt);
+        } else if (const auto v = ParseNonNegative(fields[i])) {
+          row.emplace_back(*v);
+        } else {
+          numbers = false;
+        }
+      }
+      // A row shorter than the header is an output cut inside it: its last figure may be cut
+      // too ("3" of "389.12"), so none of the row is taken.
+      if (numbers && columns > 0 && row.size() < columns) {
+        test->error = "the output stops inside its matrix";
+        continue;
+      }
+      if (numbers) {
+        test->matrix.push_back(std::move(row));
+        continue;
+      }
+    }
+    if (test->matrix.empty() && test->error.empty()) test->error = SanitizeUtf8(line);
+  }
+  if (out.tests.empty()) {
+    return Fail(ErrorCode::kCorrupt,
+                "nvbandwidth: no test in the output (no \"Running ...\" line)");
+  }
+  return out;
+}
+
+nlohmann::json NvbandwidthJson(const NvbandwidthReport& report) {
+  nlohmann::json tests = nlohmann::json::array();
+  for (const BandwidthTest& t : report.tests) {
+    nlohmann::json matrix = nlohmann::json::array();
+    for (const auto& row : t.matrix) {
+      nlohmann::json cells = nlohmann::json::array();
+      for (const auto& cell : row) cells.push_back(cell ? nlohmann::json(*cell) : nullptr);
+      matrix.push_back(std::move(cells));
+    }
+    tests.push_back({{"name", t.name},
+                     {"description", t.description},
+                     {"waived", t.waived},
+                     {"error", t.error},
+                     {"matrix", std::move(matrix)},
+                     {"sum", t.sum ? nlohmann::json(*t.sum) : nullptr}});
+  }
+  return {{"version", report.version},
+          {"driver_version", report.driver_version},
+          {"devices", report.devices},
+          {"tests", std::move(tests)}};
+}
+
+const std::vector<BandwidthTestUse>& HealthBandwidthTests() {
+  static const std::vector<BandwidthTestUse> kUses = {
+      {"host_to_device_memcpy_ce", "nvbandwidth.host_to_device_gbs", "host to device", false},
+      {"device_to_host_memcpy_ce", "nvbandwidth.device_to_host_gbs", "device to host", false},
+      {"device_to_device_memcpy_read_ce", "nvbandwidth.device_to_device_read_gbs",
+       "device to device read", true},
+  };
+  return kUses;
+}
+
+std::vector<Finding> JudgeBandwidth(const NvbandwidthReport& report, const GpuClass* gpu_class,
+                                    const ActiveThresholds& thresholds) {
+  std::vector<Finding> out;
+  for (const BandwidthTestUse& use : HealthBandwidthTests()) {
+    const std::string check_id = fmt::format("active.nvbandwidth.{}", use.test);
+    const std::optional<Threshold> threshold =
+        gpu_class != nullptr ? thresholds.For(*gpu_class, use.metric) : std::nullopt;
+    const BandwidthTest* test = nullptr;
+    for (const BandwidthTest& t : report.tests) {
+      if (t.name == use.test) test = &t;
+    }
+    const auto unknown = [&](std::string why) {
+      out.push_back({.check_id = check_id,
+                     .status = CheckStatus::kUnknown,
+                     .severity = Severity::kLow,
+                     .observed = "no figure",
+                     .expected = threshold ? threshold->words + " GB/s" : "a bandwidth matrix",
+                     .message = fmt::format("{}: {}", use.words, why)});
+    };
+    if (test == nullptr) {
+      // Asked of a class with a limit for it (or of a GPU not in the table): said; a test the
+      // class has no limit for (P2P on a part without NVLink) is not asked.
+      if (gpu_class == nullptr || threshold) unknown("not in nvbandwidth's output");
+      continue;
+    }
+    if (test->waived) {
+      unknown("waived by nvbandwidth (not supported on this system)");
+      continue;
+    }
+    // The worst cell, and every cell below the limit.
+    std::optional<double> worst;
+    std::string worst_label;
+    std::vector<std::string> below;
+    for (size_t r = 0; r < test->matrix.size(); ++r) {
+      for (size_t c = 0; c < test->matrix[r].size(); ++c) {
+        const auto& cell = test->matrix[r][c];
+        if (!cell) continue;
+        const std::string label =
+            use.pairs ? fmt::format("GPU {} <- GPU {}", r, c)
+                      : (test->matrix.size() == 1 ? fmt::format("GPU {}", c)
+                                                  : fmt::format("row {} GPU {}", r, c));
+        if (!worst || *cell < *worst) {
+          worst = *cell;
+          worst_label = label;
+        }
+        if (threshold && *cell < threshold->min) {
+          below.push_back(fmt::format("{} ({})", label, Number(*cell)));
+        }
+      }
+    }
+    if (!worst) {
+      unknown(test->error.empty() ? "no figure in its matrix" : test->error);
+      continue;
+    }
+    Finding f = JudgeFigure({.check_id = check_id,
+                             .label = fmt::format("{} {}", worst_label, use.words),
+                             .observed = *worst,
+                             .unit = "GB/s"},
+                            gpu_class, threshold);
+    if (below.size() > 1) {
+      f.message += fmt::format("; {} below it: {}", below.size(), Join(below, ", "));
+    }
+    // A matrix read only in part: a figure below the limit stands; a pass does not (what is
+    // missing was not measured).
+    if (!test->error.empty() && f.status != CheckStatus::kFail) {
+      f.status = CheckStatus::kUnknown;
+      f.severity = Severity::kLow;
+      f.message += fmt::format("; {}", test->error);
+    }
+    out.push_back(std::move(f));
+  }
+  return out;
+}
+
+}  // namespace cmax::active
