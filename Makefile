@@ -79,12 +79,12 @@ fuzz:
 	cmake --preset fuzz
 	cmake --build --preset fuzz --target version_fuzz text_fuzz kmsg_fuzz sse_fuzz chunk_fuzz \
 	  http_response_fuzz http_request_fuzz audit_json_fuzz rate_fuzz plan_fuzz nccl_tests_fuzz \
-	  train_log_fuzz kineto_trace_fuzz
+	  train_log_fuzz kineto_trace_fuzz active_fuzz
 	mkdir -p build/fuzz/corpus/version build/fuzz/corpus/text build/fuzz/corpus/kmsg \
 	  build/fuzz/corpus/sse build/fuzz/corpus/chunk build/fuzz/corpus/http_response \
 	  build/fuzz/corpus/http_request build/fuzz/corpus/audit_json build/fuzz/corpus/rate \
 	  build/fuzz/corpus/plan build/fuzz/corpus/nccl_tests build/fuzz/corpus/train_log \
-	  build/fuzz/corpus/kineto_trace
+	  build/fuzz/corpus/kineto_trace build/fuzz/corpus/active
 	build/fuzz/bin/version_fuzz -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 \
 	  build/fuzz/corpus/version tests/fuzz/seeds/version
 	build/fuzz/bin/text_fuzz -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 \
@@ -111,6 +111,8 @@ fuzz:
 	  build/fuzz/corpus/train_log tests/fuzz/seeds/train_log
 	build/fuzz/bin/kineto_trace_fuzz -dict=tests/fuzz/json.dict -max_total_time=$(FUZZ_SECONDS) \
 	  -print_final_stats=1 build/fuzz/corpus/kineto_trace tests/fuzz/seeds/kineto_trace
+	build/fuzz/bin/active_fuzz -dict=tests/fuzz/json.dict -max_total_time=$(FUZZ_SECONDS) \
+	  -print_final_stats=1 build/fuzz/corpus/active tests/fuzz/seeds/active
 
 bench: build
 	build/release/bin/store_bench --benchmark_min_time=1

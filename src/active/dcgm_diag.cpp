@@ -27,7 +27,7 @@ DiagStatus StatusOf(std::string_view word) {
 std::vector<int> GpusOf(const json& value) {
   std::vector<int> out;
   const auto add = [&](std::string_view text) {
-    for (std::string_view part : SplitFields(std::string(text))) {
+    for (std::string_view part : SplitFields(text)) {
       for (size_t start = 0; start <= part.size();) {
         const size_t comma = std::min(part.find(',', start), part.size());
         const std::string_view id = Trim(part.substr(start, comma - start));
