@@ -1,0 +1,174 @@
+#include "active/tool_checks.hpp"
+
+#include <fmt/format.h>
+
+#include "active/dcgm_diag.hpp"
+#include "active/nvbandwidth.hpp"
+#include "core/strings.hpp"
+
+namespace cmax::active {
+namespace {
+
+double Seconds(Duration d) {
+  return std::chrono::duration<double>(d).count();
+}
+
+// The first line of what a program said, for a message: stderr first, else stdout.
+std::string FirstWords(const sys::ProcessResult& r) {
+  const std::string& said = Trim(r.stderr_text).empty() ? r.stdout_text : r.stderr_text;
+  std::string_view first = Trim(std::string_view(said).substr(0, said.find('\n')));
+  constexpr size_t kMost = 200;
+  if (first.size() > kMost) first = first.substr(0, kMost);
+  return SanitizeUtf8(first);
+}
+
+Finding Unknown(const std::string& check_id, std::string message) {
+  return {.check_id = check_id,
+          .status = CheckStatus::kUnknown,
+          .severity = Severity::kMedium,
+          .observed = "no result",
+          .message = std::move(message)};
+}
+
+}  // namespace
+
+ToolOutcome RunTool(const ToolRun& run, const ToolIo& io) {
+  ToolOutcome out;
+  const std::string path = io.find_program ? io.find_program(run.tool) : sys::FindProgram(run.tool);
+  if (path.empty()) {
+    out.instead = Finding{.check_id = run.check_id,
+                          .status = CheckStatus::kSkip,
+                          .observed = "not installed",
+                          .expected = run.tool + " on PATH",
+                          .message = fmt::format("{} is not on PATH: not run", run.tool)};
+    return out;
+  }
+  sys::ProcessSpec spec{.argv = {path}};
+  spec.argv.insert(spec.argv.end(), run.args.begin(), run.args.end());
+  spec.timeout = run.deadline;
+  spec.kill_grace = std::chrono::seconds(2);
+  spec.output_cap = size_t{8} << 20;
+  spec.env_add = {"LC_ALL=C"};
+  const std::string command = Join(spec.argv, " ");
+  auto ran = io.runner->Run(spec);
+  if (!ran) {
+    out.instead = Unknown(run.check_id,
+                          fmt::format("{} could not be started: {}", command, ran.error().message));
+    return out;
+  }
+  if (ran->timed_out) {
+    out.second_look = true;
+    out.instead = Unknown(
+        run.check_id,
+        fmt::format("{} gave no result within {:g} s and was killed{}; not a failure on its "
+                    "own: look at this node again before acting on it",
+                    command, Seconds(run.deadline),
+                    ran->abandoned ? " (it would not die: stuck in the kernel)" : ""));
+    return out;
+  }
+  if (ran->interrupted) {
+    out.instead =
+        Unknown(run.check_id, fmt::format("{} was stopped (cmax was interrupted)", command));
+    return out;
+  }
+  if (ran->signal != 0) {
+    out.instead = Unknown(run.check_id, fmt::format("{} died of signal {}: {}", command,
+                                                    ran->signal, FirstWords(*ran)));
+    return out;
+  }
+  out.result = std::move(*ran);
+  return out;
+}
+
+Duration DefaultDiagDeadline(int level) {
+  switch (level) {
+    case 1: return std::chrono::minutes(2);
+    case 2: return std::chrono::minutes(10);
+    case 3: return std::chrono::minutes(30);
+    default: return std::chrono::minutes(60);
+  }
+}
+
+std::vector<Finding> RunDcgmDiag(int level, Duration deadline, const ToolIo& io) {
+  const std::string check_id = "active.dcgm-diag";
+  const ToolOutcome ran = RunTool({.check_id = check_id,
+                                   .tool = "dcgmi",
+                                   .args = {"diag", "-r", std::to_string(level), "-j"},
+                                   .deadline = deadline},
+                                  io);
+  if (ran.instead) return {*ran.instead};
+  // dcgmi exits non-zero when a test fails: the document says which.
+  const auto report = ParseDcgmDiagJson(ran.result->stdout_text);
+  if (!report) {
+    return {Unknown(check_id, fmt::format("dcgmi diag -r {} (exit {}): {}; it said: {}", level,
+                                          ran.result->exit_code, report.error().message,
+                                          FirstWords(*ran.result)))};
+  }
+  std::vector<Finding> out;
+  size_t passed = 0;
+  size_t skipped = 0;
+  for (const DiagTest& t : report->tests) {
+    if (t.status == DiagStatus::kPass) ++passed;
+    if (t.status == DiagStatus::kSkip || t.status == DiagStatus::kNotRun) ++skipped;
+  }
+  // report->problems holds one line per test that failed or warned, in the tests' order.
+  size_t problem = 0;
+  for (const DiagTest& t : report->tests) {
+    if (t.status != DiagStatus::kFail && t.status != DiagStatus::kWarn) continue;
+    if (problem >= report->problems.size()) break;
+    const bool failed = t.status == DiagStatus::kFail;
+    const std::string& said = report->problems[problem++];
+    out.push_back(
+        {.check_id = check_id,
+         .status = failed ? CheckStatus::kFail : CheckStatus::kWarn,
+         .severity = failed ? Severity::kHigh : Severity::kMedium,
+         .observed = said,
+         .expected = fmt::format("every test of dcgmi diag -r {} passes", level),
+         .message = fmt::format("DCGM {} diagnostic level {}: {}", report->version, level, said),
+         .remediation = "Read the test's message in DCGM's diagnostic guide; a failed "
+                        "memory, PCIe or NVLink test is the GPU's or its board's: "
+                        "drain the node and open a hardware case",
+         .links = {"https://docs.nvidia.com/datacenter/dcgm/latest/user-guide/"
+                   "dcgm-diagnostics.html"}});
+  }
+  if (out.empty()) {
+    for (const DiagTest& t : report->tests) {
+      if (t.status == DiagStatus::kOther) {
+        return {Unknown(check_id, fmt::format("dcgmi diag -r {}: test {} ended in a word this "
+                                              "reader does not know",
+                                              level, t.name))};
+      }
+    }
+    if (passed == 0) {
+      return {Unknown(check_id, fmt::format("dcgmi diag -r {}: no test passed ({} skipped or "
+                                            "not run)",
+                                            level, skipped))};
+    }
+    out.push_back({.check_id = check_id,
+                   .status = CheckStatus::kPass,
+                   .observed = fmt::format("{} of {} tests passed, {} skipped", passed,
+                                           report->tests.size(), skipped),
+                   .expected = fmt::format("every test of dcgmi diag -r {} passes", level),
+                   .message = fmt::format("DCGM {} diagnostic level {}: {} passed, {} skipped",
+                                          report->version, level, passed, skipped)});
+  }
+  return out;
+}
+
+std::vector<Finding> RunNvbandwidth(const GpuClass* gpu_class, const ActiveThresholds& thresholds,
+                                    Duration deadline, const ToolIo& io) {
+  const std::string check_id = "active.nvbandwidth";
+  ToolRun run{.check_id = check_id, .tool = "nvbandwidth", .args = {"-t"}, .deadline = deadline};
+  for (const BandwidthTestUse& use : HealthBandwidthTests()) run.args.emplace_back(use.test);
+  const ToolOutcome ran = RunTool(run, io);
+  if (ran.instead) return {*ran.instead};
+  const auto report = ParseNvbandwidthText(ran.result->stdout_text);
+  if (!report) {
+    return {Unknown(check_id,
+                    fmt::format("nvbandwidth (exit {}): {}; it said: {}", ran.result->exit_code,
+                                report.error().message, FirstWords(*ran.result)))};
+  }
+  return JudgeBandwidth(*report, gpu_class, thresholds);
+}
+
+}  // namespace cmax::active
