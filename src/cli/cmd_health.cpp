@@ -1,10 +1,13 @@
 // `cmax health --passive`: a one-shot node check from what the node already says - the kernel
 // log (or a saved one), PCIe link widths, InfiniBand ports, network filesystems - recorded in
 // the store. `--slurm-healthcheck` makes it Slurm's HealthCheckProgram.
+// `cmax health --active`: the node exercised (DCGM's diagnostic, nvbandwidth) under cmax's
+// deadlines, judged against the GPU class's published limits, recorded likewise.
 #include <CLI/CLI.hpp>
 #include <memory>
 #include <ostream>
 
+#include "active/active_run.hpp"
 #include "cli/cli.hpp"
 #include "cli/common.hpp"
 #include "cli/flags.hpp"
@@ -12,7 +15,9 @@
 #include "health/passive_run.hpp"
 #include "remediate/slurm.hpp"
 #include "report/render.hpp"
+#include "sys/host.hpp"
 #include "sys/interrupt.hpp"
+#include "sys/nvml.hpp"
 #include "sys/process_runner.hpp"
 
 namespace cmax::cli {
@@ -20,11 +25,52 @@ namespace {
 
 struct HealthFlags {
   bool passive = false;
+  bool active = false;
   bool json = false;
+  std::string level = "quick";
   health::PassiveRunOptions run;
+  active::ActiveRunOptions active_run;
 };
 
+void PrintRecord(const HealthFlags& o, Context& ctx, const RunRecord& record) {
+  ctx.out << (o.json ? report::RenderJson(record)
+                     : report::RenderText(record, {.color = ctx.Color()}));
+}
+
+int RunActive(HealthFlags o, Context& ctx) {
+  o.active_run.level = o.level == "full" ? active::ActiveLevel::kFull : active::ActiveLevel::kQuick;
+  sys::PosixProcessRunner runner;
+  SystemClock clock;
+  const std::string nvml_lib = o.run.nvml_lib;
+  const active::ActiveRunIo io{.db_path = ctx.DbPath(),
+                               .cmax_version = VersionString(),
+                               .host = sys::Hostname(),
+                               .clock = &clock,
+                               .tools = {.runner = &runner, .find_program = sys::FindProgram},
+                               .snapshot = [&nvml_lib]() -> Result<sys::NvmlSnapshot> {
+                                 auto nvml = sys::Nvml::Load(nvml_lib);
+                                 if (!nvml) return tl::unexpected(nvml.error());
+                                 return (*nvml)->Snapshot();
+                               }};
+  auto report = active::RunActiveHealth(o.active_run, io);
+  if (!report) return PrintError(ctx, "cmax health --active", report.error());
+  for (const std::string& note : report->notes) ctx.err << "cmax health: " << note << "\n";
+  if (report->second_look) {
+    ctx.err << "cmax health: a tool hung and was killed at cmax's deadline: look at this node "
+               "again before acting on it\n";
+  }
+  PrintRecord(o, ctx, report->record);
+  return report->exit_code;
+}
+
 int RunHealth(const HealthFlags& o, Context& ctx) {
+  if (o.passive == o.active) {
+    return PrintError(ctx, "cmax health",
+                      Error{ErrorCode::kInvalidArgument,
+                            "say --passive (what the node already reports) or --active (the "
+                            "node exercised: DCGM's diagnostic, nvbandwidth), one of them"});
+  }
+  if (o.active) return RunActive(o, ctx);
   sys::PosixProcessRunner runner;
   health::PassiveRunIo io{
       .db_path = ctx.DbPath(),
@@ -40,10 +86,7 @@ int RunHealth(const HealthFlags& o, Context& ctx) {
   if (!report) return PrintError(ctx, "cmax health", report.error());
   for (const std::string& note : report->notes) ctx.err << note << "\n";
   ctx.out << report->line;
-  if (report->record) {
-    ctx.out << (o.json ? report::RenderJson(*report->record)
-                       : report::RenderText(*report->record, {.color = ctx.Color()}));
-  }
+  if (report->record) PrintRecord(o, ctx, *report->record);
   return report->exit_code;
 }
 
@@ -56,9 +99,24 @@ Command SetupHealthCommand(CLI::App& parent) {
       "Check this node's health from what it already reports: kernel log (NVIDIA Xid and\n"
       "NVSwitch SXid errors, GPUs fallen off the bus, lockups, hung tasks, PCIe AER, NIC and\n"
       "filesystem faults, OOM kills, machine checks), PCIe link widths, InfiniBand ports and\n"
-      "network filesystems. Records one run in the store.");
-  Flag(app, "--passive", options->passive, "Passive checks only (nothing is exercised)")
-      ->required();
+      "network filesystems (--passive); or exercise it (--active): DCGM's diagnostic and\n"
+      "nvbandwidth's copy bandwidths, each under cmax's own deadline, judged against the GPU\n"
+      "model's published limits (data/active_thresholds.json), only when its GPUs are idle.\n"
+      "Records one run in the store.");
+  Flag(app, "--passive", options->passive, "Passive checks only (nothing is exercised)");
+  Flag(app, "--active", options->active,
+       "Active checks: exercise the GPUs (dcgmi diag, nvbandwidth); refused on GPUs in use");
+  Choice(app, "--level", options->level, {"quick", "full"},
+         "With --active: quick (dcgmi diag -r 1, nvbandwidth) or full (dcgmi diag -r 3, "
+         "nvbandwidth)");
+  Flag(app, "--force", options->active_run.force,
+       "With --active: exercise GPUs that are in use, or whose use NVML cannot tell");
+  Opt(app, "--gpu-class", options->active_run.gpu_class,
+      "With --active: judge as this class of the thresholds table (h100-sxm, h200, gb200, "
+      "a100-sxm) instead of the one NVML's GPU name gives");
+  Num(app, "--deadline", options->active_run.deadline_s, SecondsIn(24 * 3600),
+      "With --active: seconds each tool may run before cmax kills it (default per check: "
+      "dcgmi diag -r 1 120, -r 3 1800, nvbandwidth 300)");
   Opt(app, "--from-file", options->run.from_file,
       "Replay a saved kernel log (raw kmsg, dmesg [-T], journalctl -k, syslog)");
   Opt(app, "--since", options->run.since,

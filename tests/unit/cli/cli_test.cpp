@@ -360,8 +360,34 @@ TEST(Cli, HealthAsSlurmHealthCheckIsSilentOnSuccessAndOneLineOnFailure) {
   EXPECT_TRUE(std::ifstream(db).good()) << "a failing one keeps its evidence";
 }
 
+// Without a GPU (no NVML library here) the active checks run nothing and say why, in a
+// recorded run: the run, not an error.
+TEST(Cli, HealthActiveWithoutAGpuRecordsWhyNothingRan) {
+  testing::TempDir dir;
+  const std::string db = dir.File("cmax.db");
+  auto r = Cli(
+      {"health", "--active", "--nvml-lib", dir.File("no-libnvidia-ml.so"), "--db", db, "--json"});
+  EXPECT_EQ(r.code, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out, nullptr, false);
+  ASSERT_FALSE(j.is_discarded()) << r.out;
+  ASSERT_EQ(j["findings"].size(), 2U) << r.out;
+  EXPECT_EQ(j["findings"][0]["check_id"], "active.dcgm-diag");
+  EXPECT_EQ(j["findings"][0]["status"], "SKIP");
+  EXPECT_NE(j["findings"][0]["message"].get<std::string>().find("no NVIDIA GPU to exercise"),
+            std::string::npos);
+  EXPECT_EQ(j["run"]["target"], "active checks (quick)");
+}
+
 TEST(Cli, HealthUsageErrors) {
-  EXPECT_EQ(Cli({"health"}).code, kExitUsage) << "--passive is required";
+  const auto neither = Cli({"health"});
+  EXPECT_EQ(neither.code, kExitUsage) << "--passive or --active is required";
+  EXPECT_NE(neither.err.find("say --passive"), std::string::npos) << neither.err;
+  EXPECT_EQ(Cli({"health", "--passive", "--active"}).code, kExitUsage);
+  EXPECT_EQ(Cli({"health", "--active", "--level", "slow"}).code, kExitUsage);
+  EXPECT_EQ(Cli({"health", "--active", "--deadline", "-1"}).code, kExitUsage);
+  const auto wrong_class = Cli({"health", "--active", "--gpu-class", "h1000"});
+  EXPECT_EQ(wrong_class.code, kExitUsage);
+  EXPECT_NE(wrong_class.err.find("not a class of the table"), std::string::npos) << wrong_class.err;
   EXPECT_EQ(Cli({"health", "--passive", "--since", "soon"}).code, kExitUsage);
   EXPECT_EQ(Cli({"health", "--passive", "--drain"}).code, kExitUsage);
   EXPECT_EQ(Cli({"health", "--passive", "--mount-timeout", "nan"}).code, kExitUsage);

@@ -1,0 +1,123 @@
+#include "active/active_run.hpp"
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "core/strings.hpp"
+#include "store/run_writer.hpp"
+
+namespace cmax::active {
+namespace {
+
+constexpr Duration kNvbandwidthDeadline = std::chrono::minutes(5);
+
+Finding Skip(const std::string& check_id, std::string message) {
+  return {.check_id = check_id,
+          .status = CheckStatus::kSkip,
+          .observed = "not run",
+          .message = std::move(message)};
+}
+
+}  // namespace
+
+std::string BusyGpus(const sys::NvmlSnapshot& snapshot) {
+  std::vector<std::string> busy;
+  for (const sys::GpuReading& g : snapshot.gpus) {
+    if (!g.compute_processes || !g.utilization_percent) {
+      busy.push_back(fmt::format("GPU {} (use unknown)", g.index));
+    } else if (*g.compute_processes > 0 || *g.utilization_percent > 0) {
+      busy.push_back(fmt::format("GPU {} ({} process{}, {} % busy)", g.index, *g.compute_processes,
+                                 *g.compute_processes == 1 ? "" : "es", *g.utilization_percent));
+    }
+  }
+  return Join(busy, ", ");
+}
+
+Result<ActiveRunReport> RunActiveHealth(const ActiveRunOptions& options, const ActiveRunIo& io) {
+  const ActiveThresholds& thresholds = ActiveThresholds::Builtin();
+  const GpuClass* forced_class = nullptr;
+  if (!options.gpu_class.empty()) {
+    forced_class = thresholds.Find(options.gpu_class);
+    if (forced_class == nullptr) {
+      std::vector<std::string> ids;
+      for (const GpuClass& c : thresholds.Classes()) ids.push_back(c.id);
+      return Fail(ErrorCode::kInvalidArgument, "--gpu-class {}: not a class of the table ({})",
+                  SanitizeUtf8(options.gpu_class), Join(ids, ", "));
+    }
+  }
+  const WallTime started = io.clock->Now();
+  const int level = options.level == ActiveLevel::kQuick ? 1 : 3;
+  const std::string level_name = options.level == ActiveLevel::kQuick ? "quick" : "full";
+  const auto deadline = [&](Duration fallback) {
+    return options.deadline_s > 0 ? SecondsAsDuration(options.deadline_s) : fallback;
+  };
+
+  ActiveRunReport report;
+  std::vector<Finding> findings;
+  nlohmann::json gpus = nlohmann::json::array();
+  const GpuClass* gpu_class = forced_class;
+  std::string not_run;  // why the node is not exercised, "" when it is
+  auto snapshot = io.snapshot ? io.snapshot()
+                              : Result<sys::NvmlSnapshot>(tl::unexpected(
+                                    Error{ErrorCode::kUnavailable, "no NVML reader"}));
+  if (!snapshot || snapshot->gpus.empty()) {
+    not_run = snapshot
+                  ? "NVML lists no GPU on this node"
+                  : fmt::format("no NVIDIA GPU to exercise (NVML: {})", snapshot.error().message);
+  } else {
+    for (const sys::GpuReading& g : snapshot->gpus) {
+      gpus.push_back({{"index", g.index}, {"name", SanitizeUtf8(g.name)}});
+    }
+    if (gpu_class == nullptr) gpu_class = thresholds.ClassOf(snapshot->gpus.front().name);
+    for (const sys::GpuReading& g : snapshot->gpus) {
+      if (g.name != snapshot->gpus.front().name) {
+        report.notes.push_back(fmt::format("GPUs of more than one model ({} and {}): judged as {}",
+                                           SanitizeUtf8(g.name),
+                                           SanitizeUtf8(snapshot->gpus.front().name),
+                                           gpu_class != nullptr ? gpu_class->id : "no class"));
+        break;
+      }
+    }
+    if (const std::string busy = BusyGpus(*snapshot); !busy.empty() && !options.force) {
+      not_run = fmt::format("GPUs in use or of unknown use: {}; --force exercises them", busy);
+    }
+  }
+
+  if (!not_run.empty()) {
+    findings.push_back(Skip("active.dcgm-diag", not_run));
+    findings.push_back(Skip("active.nvbandwidth", not_run));
+  } else {
+    for (Finding& f : RunDcgmDiag(level, deadline(DefaultDiagDeadline(level)), io.tools)) {
+      findings.push_back(std::move(f));
+    }
+    for (Finding& f :
+         RunNvbandwidth(gpu_class, thresholds, deadline(kNvbandwidthDeadline), io.tools)) {
+      findings.push_back(std::move(f));
+    }
+  }
+  for (const Finding& f : findings) {
+    if (f.status == CheckStatus::kUnknown &&
+        f.message.find("look at this node again") != std::string::npos) {
+      report.second_look = true;
+    }
+  }
+  const std::vector<EvidenceItem> evidence = {
+      {"active.level", nlohmann::json(level_name).dump()},
+      {"active.gpus", gpus.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)},
+      {"active.gpu_class", gpu_class != nullptr ? nlohmann::json(gpu_class->id).dump() : "null"},
+      {"active.second_look", nlohmann::json(report.second_look).dump()}};
+  auto recorded = store::RecordWholeRun(io.db_path,
+                                        {.command = "health",
+                                         .target = fmt::format("active checks ({})", level_name),
+                                         .host = io.host,
+                                         .started_at = started,
+                                         .cmax_version = io.cmax_version,
+                                         .provider = io.provider},
+                                        evidence, findings, {}, io.clock->Now());
+  if (!recorded) return tl::unexpected(recorded.error());
+  report.record = std::move(recorded->record);
+  report.exit_code = recorded->exit_code;
+  return report;
+}
+
+}  // namespace cmax::active

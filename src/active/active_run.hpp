@@ -1,0 +1,55 @@
+// `cmax health --active`'s whole work on this node, behind its thin command: the GPUs read
+// through NVML (their class picks the thresholds; their use decides whether the node may be
+// exercised), the checks of the level run under cmax's deadlines, and one run recorded.
+// A node whose GPUs are in use, or whose use cannot be read, is not exercised unless forced:
+// a diagnostic beside a tenant's job slows it and reads wrong (the field's false drains).
+#pragma once
+
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "active/tool_checks.hpp"
+#include "core/clock.hpp"
+#include "core/result.hpp"
+#include "core/run_record.hpp"
+#include "sys/nvml.hpp"
+
+namespace cmax::active {
+
+enum class ActiveLevel { kQuick, kFull };
+
+struct ActiveRunOptions {
+  ActiveLevel level = ActiveLevel::kQuick;
+  bool force = false;     // exercise GPUs that are in use, or whose use is unknown
+  std::string gpu_class;  // a class id of the table, for a GPU NVML names differently
+  double deadline_s = 0;  // each check's deadline; 0: the check's own default
+};
+
+struct ActiveRunIo {
+  std::string db_path;
+  std::string cmax_version;
+  std::string provider;
+  std::string host;
+  const Clock* clock = nullptr;
+  ToolIo tools;
+  // NVML's view of this node's GPUs (an error: no driver, no library, no GPU).
+  std::function<Result<sys::NvmlSnapshot>()> snapshot;
+};
+
+struct ActiveRunReport {
+  int exit_code = 0;  // the recorded run's: 0, 1 a check failed, 3 a check could not be read
+  RunRecord record;
+  bool second_look = false;        // a tool hung: look at this node again before acting
+  std::vector<std::string> notes;  // for stderr
+};
+
+// Errors: a --gpu-class the table does not have (kInvalidArgument), a store that cannot record.
+Result<ActiveRunReport> RunActiveHealth(const ActiveRunOptions& options, const ActiveRunIo& io);
+
+// Which GPUs are in use (a compute process, or any utilisation) or of unknown use; "" when all
+// are idle. Pure.
+std::string BusyGpus(const sys::NvmlSnapshot& snapshot);
+
+}  // namespace cmax::active

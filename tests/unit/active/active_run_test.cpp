@@ -1,0 +1,170 @@
+// `cmax health --active`'s work on a node: stand-in dcgmi and nvbandwidth (shell scripts in a
+// test folder, not NVIDIA's tools) run for real, NVML's view given as a snapshot, the run
+// recorded in a real SQLite store. A node without a GPU or with GPUs in use is not exercised
+// (the stand-ins leave a mark when they run: none may be left).
+#include "active/active_run.hpp"
+
+#include <filesystem>
+#include <fstream>
+#include <gtest/gtest.h>
+#include <string>
+#include <sys/stat.h>
+
+#include "support/temp_dir.hpp"
+
+namespace cmax::active {
+namespace {
+
+class ActiveRun : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    StandIn("dcgmi", "touch '" + dir_.File("ran-dcgmi") + "'\ncat '" +
+                         Data("dcgm_diag/dcgm4-level1-fail.json") + "'\nexit 226");
+    StandIn("nvbandwidth", "touch '" + dir_.File("ran-nvbandwidth") + "'\ncat '" +
+                               Data("active/nvbandwidth/h100-healthy.txt") + "'");
+  }
+  void StandIn(const std::string& name, const std::string& body) {
+    const std::string path = dir_.File(name);
+    std::ofstream(path) << "#!/bin/sh\n" << body << "\n";
+    ::chmod(path.c_str(), 0755);
+  }
+  static std::string Data(const std::string& relative) {
+    return std::string(CMAX_TEST_DATA) + "/" + relative;
+  }
+  bool Ran(const std::string& tool) { return std::filesystem::exists(dir_.File("ran-" + tool)); }
+
+  // Eight idle H100s, unless changed.
+  static sys::NvmlSnapshot Gpus(int busy_index = -1) {
+    sys::NvmlSnapshot s;
+    for (unsigned i = 0; i < 8; ++i) {
+      sys::GpuReading g{.index = i, .name = "NVIDIA H100 80GB HBM3"};
+      g.compute_processes = static_cast<int>(i) == busy_index ? 1U : 0U;
+      g.utilization_percent = static_cast<int>(i) == busy_index ? 35U : 0U;
+      s.gpus.push_back(g);
+    }
+    return s;
+  }
+  ActiveRunIo Io(std::function<Result<sys::NvmlSnapshot>()> snapshot) {
+    return {.db_path = dir_.File("cmax.db"),
+            .cmax_version = "test",
+            .host = "gpu1",
+            .clock = &clock_,
+            .tools = {.runner = &runner_,
+                      .find_program =
+                          [this](const std::string& name) {
+                            struct stat st {};
+                            const std::string path = dir_.File(name);
+                            return ::stat(path.c_str(), &st) == 0 ? path : std::string();
+                          }},
+            .snapshot = std::move(snapshot)};
+  }
+  static const Finding* Find(const RunRecord& r, const std::string& check_id) {
+    for (const Finding& f : r.findings) {
+      if (f.check_id.starts_with(check_id)) return &f;
+    }
+    return nullptr;
+  }
+
+  testing::TempDir dir_;
+  sys::PosixProcessRunner runner_;
+  ManualClock clock_{WallTime{} + std::chrono::hours(24 * 365 * 56)};
+};
+
+TEST_F(ActiveRun, AnIdleNodeIsExercisedJudgedAndRecorded) {
+  auto report = RunActiveHealth({}, Io([] { return Result<sys::NvmlSnapshot>(Gpus()); }));
+  ASSERT_TRUE(report) << report.error().message;
+  EXPECT_TRUE(Ran("dcgmi"));
+  EXPECT_TRUE(Ran("nvbandwidth"));
+  EXPECT_EQ(report->exit_code, 1);  // the diagnostic's memory test failed on GPU 3
+  EXPECT_EQ(report->record.run.command, "health");
+  EXPECT_EQ(report->record.run.target, "active checks (quick)");
+  const Finding* diag = nullptr;
+  for (const Finding& f : report->record.findings) {
+    if (f.check_id == "active.dcgm-diag" && f.status == CheckStatus::kFail) diag = &f;
+  }
+  ASSERT_NE(diag, nullptr);
+  EXPECT_NE(diag->message.find("GPU 3"), std::string::npos);
+  const Finding* p2p = Find(report->record, "active.nvbandwidth.device_to_device");
+  ASSERT_NE(p2p, nullptr);
+  EXPECT_EQ(p2p->status, CheckStatus::kPass);
+  EXPECT_EQ(p2p->expected, "at least 335 GB/s (h100-sxm)");
+  bool class_recorded = false;
+  for (const EvidenceItem& e : report->record.evidence) {
+    if (e.key == "active.gpu_class") class_recorded = e.value_json == "\"h100-sxm\"";
+  }
+  EXPECT_TRUE(class_recorded);
+  EXPECT_FALSE(report->second_look);
+}
+
+TEST_F(ActiveRun, ANodeWithAGpuInUseIsNotExercisedUnlessForced) {
+  auto report = RunActiveHealth({}, Io([] { return Result<sys::NvmlSnapshot>(Gpus(2)); }));
+  ASSERT_TRUE(report) << report.error().message;
+  EXPECT_FALSE(Ran("dcgmi"));
+  EXPECT_FALSE(Ran("nvbandwidth"));
+  ASSERT_EQ(report->record.findings.size(), 2U);
+  for (const Finding& f : report->record.findings) {
+    EXPECT_EQ(f.status, CheckStatus::kSkip);
+    EXPECT_EQ(f.message,
+              "GPUs in use or of unknown use: GPU 2 (1 process, 35 % busy); --force "
+              "exercises them");
+  }
+  EXPECT_EQ(report->exit_code, 0);
+
+  // Use that cannot be read counts as use.
+  auto unknown = RunActiveHealth({}, Io([] {
+                                   sys::NvmlSnapshot s = Gpus();
+                                   s.gpus[5].compute_processes.reset();
+                                   return Result<sys::NvmlSnapshot>(s);
+                                 }));
+  ASSERT_TRUE(unknown);
+  EXPECT_FALSE(Ran("dcgmi"));
+  EXPECT_NE(unknown->record.findings[0].message.find("GPU 5 (use unknown)"), std::string::npos);
+
+  auto forced =
+      RunActiveHealth({.force = true}, Io([] { return Result<sys::NvmlSnapshot>(Gpus(2)); }));
+  ASSERT_TRUE(forced);
+  EXPECT_TRUE(Ran("dcgmi"));
+}
+
+TEST_F(ActiveRun, ANodeWithoutAGpuSaysSoAndRunsNothing) {
+  auto report = RunActiveHealth({}, Io([] {
+                                  return Result<sys::NvmlSnapshot>(tl::unexpected(Error{
+                                      ErrorCode::kUnavailable, "libnvidia-ml.so.1: not found"}));
+                                }));
+  ASSERT_TRUE(report) << report.error().message;
+  EXPECT_FALSE(Ran("dcgmi"));
+  ASSERT_EQ(report->record.findings.size(), 2U);
+  EXPECT_EQ(report->record.findings[0].status, CheckStatus::kSkip);
+  EXPECT_EQ(report->record.findings[0].message,
+            "no NVIDIA GPU to exercise (NVML: libnvidia-ml.so.1: not found)");
+}
+
+TEST_F(ActiveRun, AGpuClassCanBeNamedAndAWrongOneIsRefused) {
+  auto other = RunActiveHealth({.gpu_class = "h200"}, Io([] {
+                                 sys::NvmlSnapshot s = Gpus();
+                                 for (auto& g : s.gpus) g.name = "NVIDIA H200 (engineering sample)";
+                                 return Result<sys::NvmlSnapshot>(s);
+                               }));
+  ASSERT_TRUE(other) << other.error().message;
+  const Finding* h2d = Find(other->record, "active.nvbandwidth.host_to_device");
+  ASSERT_NE(h2d, nullptr);
+  EXPECT_EQ(h2d->expected, "at least 48 GB/s (h200)");
+
+  auto wrong = RunActiveHealth({.gpu_class = "h1000"}, Io(nullptr));
+  ASSERT_FALSE(wrong);
+  EXPECT_EQ(wrong.error().code, ErrorCode::kInvalidArgument);
+  EXPECT_NE(wrong.error().message.find("h100-sxm, h200"), std::string::npos)
+      << wrong.error().message;
+}
+
+TEST_F(ActiveRun, AHungToolAsksForASecondLook) {
+  StandIn("dcgmi", "exec sleep 60");
+  auto report =
+      RunActiveHealth({.deadline_s = 0.3}, Io([] { return Result<sys::NvmlSnapshot>(Gpus()); }));
+  ASSERT_TRUE(report) << report.error().message;
+  EXPECT_TRUE(report->second_look);
+  EXPECT_EQ(report->exit_code, 3);  // a check that could not be read
+}
+
+}  // namespace
+}  // namespace cmax::active
