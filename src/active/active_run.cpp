@@ -10,6 +10,7 @@ namespace cmax::active {
 namespace {
 
 constexpr Duration kNvbandwidthDeadline = std::chrono::minutes(5);
+constexpr Duration kAllReduceDeadline = std::chrono::minutes(5);
 
 Finding Skip(const std::string& check_id, std::string message) {
   return {.check_id = check_id,
@@ -86,6 +87,7 @@ Result<ActiveRunReport> RunActiveHealth(const ActiveRunOptions& options, const A
   if (!not_run.empty()) {
     findings.push_back(Skip("active.dcgm-diag", not_run));
     findings.push_back(Skip("active.nvbandwidth", not_run));
+    findings.push_back(Skip("active.nccl.local-all-reduce", not_run));
   } else {
     for (Finding& f : RunDcgmDiag(level, deadline(DefaultDiagDeadline(level)), io.tools)) {
       findings.push_back(std::move(f));
@@ -93,6 +95,20 @@ Result<ActiveRunReport> RunActiveHealth(const ActiveRunOptions& options, const A
     for (Finding& f :
          RunNvbandwidth(gpu_class, thresholds, deadline(kNvbandwidthDeadline), io.tools)) {
       findings.push_back(std::move(f));
+    }
+    const auto gpu_count = static_cast<unsigned>(snapshot->gpus.size());
+    for (const bool ib_only : {false, true}) {
+      if (ib_only && options.level == ActiveLevel::kQuick) continue;
+      // Through the adapters only where the class has a published limit for it (or the class
+      // is unknown): a figure nothing judges would only say "unknown" on every full pass.
+      if (ib_only && gpu_class != nullptr &&
+          !thresholds.For(*gpu_class, "nccl.ib_loopback_all_reduce_busbw_gbs")) {
+        continue;
+      }
+      for (Finding& f : RunLocalAllReduce(gpu_count, ib_only, gpu_class, thresholds,
+                                          deadline(kAllReduceDeadline), io.tools)) {
+        findings.push_back(std::move(f));
+      }
     }
   }
   for (const Finding& f : findings) {

@@ -5,6 +5,7 @@
 #include "active/dcgm_diag.hpp"
 #include "active/nvbandwidth.hpp"
 #include "core/strings.hpp"
+#include "net/nccl_tests_output.hpp"
 
 namespace cmax::active {
 namespace {
@@ -49,6 +50,7 @@ ToolOutcome RunTool(const ToolRun& run, const ToolIo& io) {
   spec.kill_grace = std::chrono::seconds(2);
   spec.output_cap = size_t{8} << 20;
   spec.env_add = {"LC_ALL=C"};
+  spec.env_add.insert(spec.env_add.end(), run.env.begin(), run.env.end());
   const std::string command = Join(spec.argv, " ");
   auto ran = io.runner->Run(spec);
   if (!ran) {
@@ -169,6 +171,64 @@ std::vector<Finding> RunNvbandwidth(const GpuClass* gpu_class, const ActiveThres
                                 report.error().message, FirstWords(*ran.result)))};
   }
   return JudgeBandwidth(*report, gpu_class, thresholds);
+}
+
+std::vector<Finding> RunLocalAllReduce(unsigned gpus, bool ib_only, const GpuClass* gpu_class,
+                                       const ActiveThresholds& thresholds, Duration deadline,
+                                       const ToolIo& io) {
+  const std::string check_id =
+      ib_only ? "active.nccl.ib-loopback-all-reduce" : "active.nccl.local-all-reduce";
+  const std::string metric =
+      ib_only ? "nccl.ib_loopback_all_reduce_busbw_gbs" : "nccl.local_all_reduce_busbw_gbs";
+  ToolRun run{.check_id = check_id,
+              .tool = "all_reduce_perf",
+              .args = {"-b", "16G", "-e", "16G", "-f", "2", "-g", std::to_string(gpus), "-c", "1"},
+              .deadline = deadline};
+  // Without shared memory too: with P2P alone disabled, NCCL would carry the data through host
+  // memory instead of the network adapters.
+  if (ib_only) run.env = {"NCCL_P2P_DISABLE=1", "NCCL_SHM_DISABLE=1"};
+  const ToolOutcome ran = RunTool(run, io);
+  if (ran.instead) return {*ran.instead};
+  const net::NcclTestsOutput output = net::ParseNcclTestsOutput(ran.result->stdout_text);
+  const net::NcclTable* table = output.tables.empty() ? nullptr : &output.tables.front();
+  if (table == nullptr || table->rows.empty() || !table->largest_size_busbw_gbs) {
+    return {Unknown(check_id, fmt::format("all_reduce_perf (exit {}): no result table; it "
+                                          "said: {}",
+                                          ran.result->exit_code, FirstWords(*ran.result)))};
+  }
+  bool wrong = table->out_of_bounds_ok == false;
+  for (const net::NcclRow& r : table->rows) {
+    for (const auto& placement : {std::optional(r.out_of_place), r.in_place}) {
+      if (placement && placement->wrong && *placement->wrong > 0 && table->wrong_is_count) {
+        wrong = true;
+      }
+    }
+  }
+  const std::string words =
+      ib_only ? "all-reduce through the network adapters (NCCL_P2P_DISABLE)" : "local all-reduce";
+  if (wrong) {
+    return {{.check_id = check_id,
+             .status = CheckStatus::kFail,
+             .severity = Severity::kCritical,
+             .observed = "wrong values",
+             .expected = "every value right",
+             .message = fmt::format("{} of {} GPUs: NCCL's results were wrong (nccl-tests' "
+                                    "out-of-bounds check): a GPU, NVLink or memory corrupts data",
+                                    words, gpus),
+             .remediation = "Drain the node; run dcgmi diag -r 3 and nvbandwidth to find the GPU "
+                            "or link"}};
+  }
+  Finding f = JudgeFigure({.check_id = check_id,
+                           .label = fmt::format("{} of {} GPUs at 16 GiB", words, gpus),
+                           .observed = *table->largest_size_busbw_gbs,
+                           .unit = "GB/s"},
+                          gpu_class,
+                          gpu_class != nullptr ? thresholds.For(*gpu_class, metric) : std::nullopt);
+  if (!table->concluded && f.status != CheckStatus::kFail) {
+    f.status = CheckStatus::kUnknown;
+    f.message += "; the output stops before nccl-tests concluded";
+  }
+  return {std::move(f)};
 }
 
 }  // namespace cmax::active

@@ -28,6 +28,7 @@ struct ToolRun {
   std::string check_id;  // "active.dcgm-diag"
   std::string tool;      // "dcgmi"
   std::vector<std::string> args;
+  std::vector<std::string> env;  // "KEY=VALUE", added to ours
   Duration deadline = std::chrono::seconds(120);
 };
 
@@ -50,5 +51,14 @@ std::vector<Finding> RunDcgmDiag(int level, Duration deadline, const ToolIo& io)
 // against `gpu_class`'s limits (nullptr: a GPU the table does not know).
 std::vector<Finding> RunNvbandwidth(const GpuClass* gpu_class, const ActiveThresholds& thresholds,
                                     Duration deadline, const ToolIo& io);
+
+// A local all-reduce through nccl-tests (`all_reduce_perf -b 16G -e 16G -g GPUS`, one process,
+// the size Azure's check uses), its bus bandwidth at that size judged against the class's
+// limit; wrong values (#wrong, the out-of-bounds count) are a FAIL whatever the speed.
+// `ib_only`: NCCL kept off NVLink and shared memory (NCCL_P2P_DISABLE=1, NCCL_SHM_DISABLE=1), so
+// the GPUs talk through the node's own network adapters: the rails judged without the fabric.
+std::vector<Finding> RunLocalAllReduce(unsigned gpus, bool ib_only, const GpuClass* gpu_class,
+                                       const ActiveThresholds& thresholds, Duration deadline,
+                                       const ToolIo& io);
 
 }  // namespace cmax::active

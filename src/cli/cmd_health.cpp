@@ -99,16 +99,17 @@ Command SetupHealthCommand(CLI::App& parent) {
       "Check this node's health from what it already reports: kernel log (NVIDIA Xid and\n"
       "NVSwitch SXid errors, GPUs fallen off the bus, lockups, hung tasks, PCIe AER, NIC and\n"
       "filesystem faults, OOM kills, machine checks), PCIe link widths, InfiniBand ports and\n"
-      "network filesystems (--passive); or exercise it (--active): DCGM's diagnostic and\n"
-      "nvbandwidth's copy bandwidths, each under cmax's own deadline, judged against the GPU\n"
-      "model's published limits (data/active_thresholds.json), only when its GPUs are idle.\n"
+      "network filesystems (--passive); or exercise it (--active): DCGM's diagnostic,\n"
+      "nvbandwidth's copy bandwidths and a local NCCL all-reduce, each under cmax's own\n"
+      "deadline, judged against the GPU model's published limits\n"
+      "(data/active_thresholds.json), only when its GPUs are idle.\n"
       "Records one run in the store.");
   Flag(app, "--passive", options->passive, "Passive checks only (nothing is exercised)");
   Flag(app, "--active", options->active,
        "Active checks: exercise the GPUs (dcgmi diag, nvbandwidth); refused on GPUs in use");
   Choice(app, "--level", options->level, {"quick", "full"},
-         "With --active: quick (dcgmi diag -r 1, nvbandwidth) or full (dcgmi diag -r 3, "
-         "nvbandwidth)");
+         "With --active: quick (dcgmi diag -r 1, nvbandwidth, a local all-reduce) or full "
+         "(dcgmi diag -r 3, and the all-reduce through the network adapters too)");
   Flag(app, "--force", options->active_run.force,
        "With --active: exercise GPUs that are in use, or whose use NVML cannot tell");
   Opt(app, "--gpu-class", options->active_run.gpu_class,
@@ -116,7 +117,7 @@ Command SetupHealthCommand(CLI::App& parent) {
       "a100-sxm) instead of the one NVML's GPU name gives");
   Num(app, "--deadline", options->active_run.deadline_s, SecondsIn(24 * 3600),
       "With --active: seconds each tool may run before cmax kills it (default per check: "
-      "dcgmi diag -r 1 120, -r 3 1800, nvbandwidth 300)");
+      "dcgmi diag -r 1 120, -r 3 1800, nvbandwidth and all_reduce_perf 300)");
   Opt(app, "--from-file", options->run.from_file,
       "Replay a saved kernel log (raw kmsg, dmesg [-T], journalctl -k, syslog)");
   Opt(app, "--since", options->run.since,

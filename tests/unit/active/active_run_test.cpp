@@ -10,6 +10,7 @@
 #include <string>
 #include <sys/stat.h>
 
+#include "support/corpus.hpp"
 #include "support/temp_dir.hpp"
 
 namespace cmax::active {
@@ -22,6 +23,9 @@ class ActiveRun : public ::testing::Test {
                          Data("dcgm_diag/dcgm4-level1-fail.json") + "'\nexit 226");
     StandIn("nvbandwidth", "touch '" + dir_.File("ran-nvbandwidth") + "'\ncat '" +
                                Data("active/nvbandwidth/h100-healthy.txt") + "'");
+    StandIn("all_reduce_perf", "echo \"$NCCL_P2P_DISABLE $@\" >> '" +
+                                   dir_.File("ran-all_reduce_perf") + "'\ncat '" +
+                                   Data("active/nccl/h100-local-16g.txt") + "'");
   }
   void StandIn(const std::string& name, const std::string& body) {
     const std::string path = dir_.File(name);
@@ -94,6 +98,39 @@ TEST_F(ActiveRun, AnIdleNodeIsExercisedJudgedAndRecorded) {
   }
   EXPECT_TRUE(class_recorded);
   EXPECT_FALSE(report->second_look);
+  const Finding* all_reduce = Find(report->record, "active.nccl.local-all-reduce");
+  ASSERT_NE(all_reduce, nullptr);
+  EXPECT_EQ(all_reduce->status, CheckStatus::kPass);
+  // Quick: one all-reduce, over NVLink, of the eight GPUs NVML lists.
+  EXPECT_EQ(testing::SlurpFile(dir_.File("ran-all_reduce_perf")),
+            " -b 16G -e 16G -f 2 -g 8 -c 1\n");
+  EXPECT_EQ(Find(report->record, "active.nccl.ib-loopback"), nullptr);
+}
+
+TEST_F(ActiveRun, TheFullLevelRunsTheLongDiagnosticAndTheAdaptersToo) {
+  StandIn("dcgmi", "echo \"$@\" > '" + dir_.File("ran-dcgmi") + "'\ncat '" +
+                       Data("dcgm_diag/dcgm4-level1-pass.json") + "'");
+  auto report = RunActiveHealth({.level = ActiveLevel::kFull},
+                                Io([] { return Result<sys::NvmlSnapshot>(Gpus()); }));
+  ASSERT_TRUE(report) << report.error().message;
+  EXPECT_EQ(testing::SlurpFile(dir_.File("ran-dcgmi")), "diag -r 3 -j\n");
+  EXPECT_EQ(report->record.run.target, "active checks (full)");
+  // H100 has no published limit for an all-reduce through its adapters: not run.
+  EXPECT_EQ(testing::SlurpFile(dir_.File("ran-all_reduce_perf")),
+            " -b 16G -e 16G -f 2 -g 8 -c 1\n");
+  EXPECT_EQ(Find(report->record, "active.nccl.ib-loopback"), nullptr);
+  EXPECT_EQ(report->exit_code, 0);
+
+  // GB200 has one (Azure's 48 GB/s): run with NVLink and shared memory off, and judged.
+  std::filesystem::remove(dir_.File("ran-all_reduce_perf"));
+  auto gb200 = RunActiveHealth({.level = ActiveLevel::kFull, .gpu_class = "gb200"},
+                               Io([] { return Result<sys::NvmlSnapshot>(Gpus()); }));
+  ASSERT_TRUE(gb200) << gb200.error().message;
+  EXPECT_EQ(testing::SlurpFile(dir_.File("ran-all_reduce_perf")),
+            " -b 16G -e 16G -f 2 -g 8 -c 1\n1 -b 16G -e 16G -f 2 -g 8 -c 1\n");
+  const Finding* ib = Find(gb200->record, "active.nccl.ib-loopback-all-reduce");
+  ASSERT_NE(ib, nullptr);
+  EXPECT_EQ(ib->status, CheckStatus::kPass);
 }
 
 TEST_F(ActiveRun, ANodeWithAGpuInUseIsNotExercisedUnlessForced) {
@@ -101,7 +138,7 @@ TEST_F(ActiveRun, ANodeWithAGpuInUseIsNotExercisedUnlessForced) {
   ASSERT_TRUE(report) << report.error().message;
   EXPECT_FALSE(Ran("dcgmi"));
   EXPECT_FALSE(Ran("nvbandwidth"));
-  ASSERT_EQ(report->record.findings.size(), 2U);
+  ASSERT_EQ(report->record.findings.size(), 3U);
   for (const Finding& f : report->record.findings) {
     EXPECT_EQ(f.status, CheckStatus::kSkip);
     EXPECT_EQ(f.message,
@@ -133,7 +170,7 @@ TEST_F(ActiveRun, ANodeWithoutAGpuSaysSoAndRunsNothing) {
                                 }));
   ASSERT_TRUE(report) << report.error().message;
   EXPECT_FALSE(Ran("dcgmi"));
-  ASSERT_EQ(report->record.findings.size(), 2U);
+  ASSERT_EQ(report->record.findings.size(), 3U);
   EXPECT_EQ(report->record.findings[0].status, CheckStatus::kSkip);
   EXPECT_EQ(report->record.findings[0].message,
             "no NVIDIA GPU to exercise (NVML: libnvidia-ml.so.1: not found)");

@@ -132,6 +132,47 @@ TEST_F(ToolChecks, NvbandwidthIsRunWithTheThreeTestsAndJudged) {
   EXPECT_EQ(bw[2].status, CheckStatus::kFail);
 }
 
+TEST_F(ToolChecks, TheLocalAllReduceIsJudgedAtSixteenGiB) {
+  const GpuClass* h100 = ActiveThresholds::Builtin().Find("h100-sxm");
+  const auto run = [&](const std::string& fixture, bool ib_only) {
+    StandIn("all_reduce_perf", "echo \"$@\" > '" + dir_.File("args") + "'\nenv > '" +
+                                   dir_.File("env") + "'\ncat '" +
+                                   Data("active/nccl/" + fixture + ".txt") + "'");
+    return RunLocalAllReduce(8, ib_only, h100, ActiveThresholds::Builtin(),
+                             std::chrono::seconds(30), Io());
+  };
+  auto good = run("h100-local-16g", false);
+  ASSERT_EQ(good.size(), 1U);
+  EXPECT_EQ(good[0].status, CheckStatus::kPass) << good[0].message;
+  EXPECT_EQ(good[0].observed, "479.3 GB/s");  // the better of out-of-place and in-place
+  EXPECT_EQ(testing::SlurpFile(dir_.File("args")), "-b 16G -e 16G -f 2 -g 8 -c 1\n");
+  EXPECT_EQ(testing::SlurpFile(dir_.File("env")).find("NCCL_P2P_DISABLE"), std::string::npos);
+
+  auto slow = run("h100-local-16g-slow", false);
+  ASSERT_EQ(slow.size(), 1U);
+  EXPECT_EQ(slow[0].status, CheckStatus::kFail);
+  EXPECT_EQ(slow[0].message, "local all-reduce of 8 GPUs at 16 GiB: 315.2 GB/s, below 460 GB/s");
+
+  auto wrong = run("h100-local-16g-wrong-values", false);
+  ASSERT_EQ(wrong.size(), 1U);
+  EXPECT_EQ(wrong[0].status, CheckStatus::kFail);
+  EXPECT_EQ(wrong[0].severity, Severity::kCritical);
+  EXPECT_NE(wrong[0].message.find("results were wrong"), std::string::npos);
+
+  // Through the adapters: NVLink and shared memory off; H100 has no published limit for it.
+  auto ib = run("h100-local-16g-slow", true);
+  const std::string env = testing::SlurpFile(dir_.File("env"));
+  EXPECT_NE(env.find("NCCL_P2P_DISABLE=1"), std::string::npos);
+  EXPECT_NE(env.find("NCCL_SHM_DISABLE=1"), std::string::npos);
+  ASSERT_EQ(ib.size(), 1U);
+  EXPECT_EQ(ib[0].check_id, "active.nccl.ib-loopback-all-reduce");
+  EXPECT_EQ(ib[0].status, CheckStatus::kUnknown);
+  const auto gb200 = RunLocalAllReduce(4, true, ActiveThresholds::Builtin().Find("gb200"),
+                                       ActiveThresholds::Builtin(), std::chrono::seconds(30), Io());
+  ASSERT_EQ(gb200.size(), 1U);
+  EXPECT_EQ(gb200[0].status, CheckStatus::kPass);  // 315 GB/s against GB200's 48
+}
+
 TEST(DiagDeadline, LongerLevelsGetLongerDeadlines) {
   EXPECT_EQ(DefaultDiagDeadline(1), std::chrono::minutes(2));
   EXPECT_LT(DefaultDiagDeadline(2), DefaultDiagDeadline(3));
