@@ -67,6 +67,8 @@ DiagResult ResultOf(const json& r) {
   if (const json* warnings = Member(r, "warnings"); warnings != nullptr && warnings->is_array()) {
     for (const json& w : *warnings) {
       std::string said = w.is_string() ? w.get<std::string>() : TextOf(w, "warning");
+      // DCGM 3's deployment checks write their message under "warnings" inside each warning.
+      if (said.empty()) said = TextOf(w, "warnings");
       if (said.empty()) said = TextOf(w, "message");
       if (!said.empty()) out.warnings.push_back(SanitizeUtf8(said));
     }
@@ -129,7 +131,9 @@ Result<DiagReport> ParseDcgmDiagJson(std::string_view text) {
                 "dcgmi diag: no \"DCGM Diagnostic\" (or DCGM 3's \"DCGM GPU Diagnostic\") object");
   }
   DiagReport out;
+  // DCGM 4 under "metadata"; DCGM 3 beside the root object (or, with a runtime error, in it).
   out.version = TextAt(doc, {"metadata", "version"});
+  if (out.version.empty()) out.version = TextOf(doc, "version");
   if (out.version.empty()) out.version = TextOf(*root, "version");
   out.version = SanitizeUtf8(out.version);
   if (const std::string error = TextOf(*root, "runtime_error"); !error.empty()) {

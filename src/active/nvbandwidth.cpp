@@ -119,6 +119,90 @@ Result<NvbandwidthReport> ParseNvbandwidthText(std::string_view text) {
   return out;
 }
 
+Result<NvbandwidthReport> ParseNvbandwidthJson(std::string_view text) {
+  const nlohmann::json doc = nlohmann::json::parse(text, nullptr, false);
+  const nlohmann::json* root =
+      doc.is_object() && doc.contains("nvbandwidth") ? &doc["nvbandwidth"] : nullptr;
+  if (root == nullptr || !root->is_object()) {
+    return Fail(ErrorCode::kCorrupt, "nvbandwidth: not its JSON document (no \"nvbandwidth\")");
+  }
+  NvbandwidthReport out;
+  out.version = SanitizeUtf8(root->value("version", ""));
+  out.driver_version =
+      SanitizeUtf8(root->contains("Driver Version") && (*root)["Driver Version"].is_string()
+                       ? (*root)["Driver Version"].get<std::string>()
+                       : std::string());
+  if (const auto list = root->find("GPU Device list"); list != root->end() && list->is_array()) {
+    for (const nlohmann::json& d : *list) {
+      // "0: NVIDIA H100 80GB HBM3 (00000000:18:00): (node001)"
+      if (!d.is_string()) continue;
+      const std::string& line = d.get_ref<const std::string&>();
+      const size_t colon = line.find(": ");
+      out.devices.push_back(
+          SanitizeUtf8(colon == std::string::npos ? line : line.substr(colon + 2)));
+    }
+  }
+  const auto tests = root->find("testcases");
+  if (tests == root->end() || !tests->is_array()) {
+    const std::string error = root->contains("error") && (*root)["error"].is_string()
+                                  ? (*root)["error"].get<std::string>()
+                                  : std::string("no testcases");
+    return Fail(ErrorCode::kCorrupt, "nvbandwidth: {}", SanitizeUtf8(Trim(error)));
+  }
+  for (const nlohmann::json& t : *tests) {
+    if (!t.is_object() || !t.contains("name") || !t["name"].is_string()) continue;
+    BandwidthTest test{.name = SanitizeUtf8(t["name"].get<std::string>())};
+    const std::string status =
+        t.contains("status") && t["status"].is_string() ? t["status"].get<std::string>() : "";
+    test.description = SanitizeUtf8(t.value("bandwidth_description", ""));
+    if (const auto sum = t.find("sum"); sum != t.end() && sum->is_number()) {
+      test.sum = sum->get<double>();
+    }
+    if (const auto matrix = t.find("bandwidth_matrix"); matrix != t.end() && matrix->is_array()) {
+      for (const nlohmann::json& r : *matrix) {
+        if (!r.is_array()) continue;
+        std::vector<std::optional<double>> row;
+        for (const nlohmann::json& cell : r) {
+          if (cell.is_string()) {
+            row.push_back(ParseNonNegative(cell.get_ref<const std::string&>()));
+          } else if (cell.is_number() && cell.get<double>() >= 0) {
+            row.emplace_back(cell.get<double>());
+          } else {
+            row.emplace_back(std::nullopt);
+          }
+        }
+        test.matrix.push_back(std::move(row));
+      }
+    }
+    if (status == "Waived") {
+      test.waived = true;
+    } else if (status == "Running") {
+      test.error = "the test never finished (nvbandwidth stopped during it)";
+    } else if (status == "ERROR") {
+      test.error = "nvbandwidth does not know this test";
+    } else if (status != "Passed") {
+      test.error = fmt::format("nvbandwidth said \"{}\"", SanitizeUtf8(status));
+    }
+    // A test that errs is listed twice (first "Running", then "Error"): the last word stands.
+    std::erase_if(out.tests, [&](const BandwidthTest& b) { return b.name == test.name; });
+    out.tests.push_back(std::move(test));
+  }
+  // A fatal assertion prints the document at once, with its message, during the last test.
+  if (const auto error = root->find("error"); error != root->end() && error->is_string()) {
+    if (!out.tests.empty() && !out.tests.back().error.empty()) {
+      out.tests.back().error = SanitizeUtf8(Trim(error->get<std::string>()));
+    }
+  }
+  if (out.tests.empty()) return Fail(ErrorCode::kCorrupt, "nvbandwidth: no test in the document");
+  return out;
+}
+
+Result<NvbandwidthReport> ParseNvbandwidth(std::string_view text) {
+  const std::string_view start = Trim(text);
+  if (start.starts_with('{')) return ParseNvbandwidthJson(text);
+  return ParseNvbandwidthText(text);
+}
+
 nlohmann::json NvbandwidthJson(const NvbandwidthReport& report) {
   nlohmann::json tests = nlohmann::json::array();
   for (const BandwidthTest& t : report.tests) {
@@ -180,6 +264,12 @@ std::vector<Finding> JudgeBandwidth(const NvbandwidthReport& report, const GpuCl
       unknown("waived by nvbandwidth (not supported on this system)");
       continue;
     }
+    // The direction between a row's GPU and a column's, as the test describes it ("GPU(row)
+    // -> GPU(column)" for reads); "and" when it does not say.
+    const std::string_view arrow = test->description.find("(row) <-") != std::string::npos ? "<-"
+                                   : test->description.find("(row) ->") != std::string::npos
+                                       ? "->"
+                                       : "and";
     // The worst cell, and every cell below the limit.
     std::optional<double> worst;
     std::string worst_label;
@@ -189,7 +279,7 @@ std::vector<Finding> JudgeBandwidth(const NvbandwidthReport& report, const GpuCl
         const auto& cell = test->matrix[r][c];
         if (!cell) continue;
         const std::string label =
-            use.pairs ? fmt::format("GPU {} <- GPU {}", r, c)
+            use.pairs ? fmt::format("GPU {} {} GPU {}", r, arrow, c)
                       : (test->matrix.size() == 1 ? fmt::format("GPU {}", c)
                                                   : fmt::format("row {} GPU {}", r, c));
         if (!worst || *cell < *worst) {

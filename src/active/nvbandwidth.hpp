@@ -1,6 +1,7 @@
-// nvbandwidth's output (github.com/NVIDIA/nvbandwidth): each test's bandwidth matrix in GB/s,
-// read from its text ("Running host_to_device_memcpy_ce." then the matrix, "N/A" on a
-// diagonal, "SUM name value") and judged per GPU and per GPU pair against the class's limits:
+// nvbandwidth's output (github.com/NVIDIA/nvbandwidth): each test's bandwidth matrix in GB/s
+// (10^9 bytes), read from its JSON (`-j`, v0.5 on: cells as strings, "N/A" on a diagonal, a
+// status per test) or its text ("Running host_to_device_memcpy_ce." then the matrix, "SUM name
+// value"; v0.4 has no JSON), and judged per GPU and per GPU pair against the class's limits:
 // host to device and device to host copies (the copy engines, PCIe or C2C) and device to device
 // reads (NVLink), the three tests Azure's health check runs. Pure.
 #pragma once
@@ -21,7 +22,9 @@ struct BandwidthTest {
   std::string name;         // "host_to_device_memcpy_ce"
   std::string description;  // "memcpy CE CPU(row) -> GPU(column) bandwidth (GB/s)"
   bool waived = false;      // not run on this system (nvbandwidth's "Waived")
-  std::string error;        // what it said instead of a matrix, "" when none
+  // What it said instead of a matrix, "" when none: an error, a JSON status other than
+  // "Passed" ("Running": it died during the test; "Error"; "ERROR": no such test).
+  std::string error;
   // Rows as printed; nullopt for "N/A" (a GPU with itself).
   std::vector<std::vector<std::optional<double>>> matrix;
   std::optional<double> sum;
@@ -36,6 +39,11 @@ struct NvbandwidthReport {
 
 // kCorrupt when the text holds no test at all.
 Result<NvbandwidthReport> ParseNvbandwidthText(std::string_view text);
+// kCorrupt when it is not nvbandwidth's document or holds no test; its "error" (a fatal
+// assertion) is kept as the error of the test that was running, or said when none was.
+Result<NvbandwidthReport> ParseNvbandwidthJson(std::string_view text);
+// Either, by the first character.
+Result<NvbandwidthReport> ParseNvbandwidth(std::string_view text);
 
 nlohmann::json NvbandwidthJson(const NvbandwidthReport& report);
 

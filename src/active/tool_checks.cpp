@@ -160,11 +160,13 @@ std::vector<Finding> RunDcgmDiag(int level, Duration deadline, const ToolIo& io)
 std::vector<Finding> RunNvbandwidth(const GpuClass* gpu_class, const ActiveThresholds& thresholds,
                                     Duration deadline, const ToolIo& io) {
   const std::string check_id = "active.nvbandwidth";
-  ToolRun run{.check_id = check_id, .tool = "nvbandwidth", .args = {"-t"}, .deadline = deadline};
+  // Its JSON (v0.5 on) states each test's status; the text reader takes v0.4's output too.
+  ToolRun run{
+      .check_id = check_id, .tool = "nvbandwidth", .args = {"-j", "-t"}, .deadline = deadline};
   for (const BandwidthTestUse& use : HealthBandwidthTests()) run.args.emplace_back(use.test);
   const ToolOutcome ran = RunTool(run, io);
   if (ran.instead) return {*ran.instead};
-  const auto report = ParseNvbandwidthText(ran.result->stdout_text);
+  const auto report = ParseNvbandwidth(ran.result->stdout_text);
   if (!report) {
     return {Unknown(check_id,
                     fmt::format("nvbandwidth (exit {}): {}; it said: {}", ran.result->exit_code,

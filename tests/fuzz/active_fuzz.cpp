@@ -1,8 +1,9 @@
 // libFuzzer target for the active checks' tool outputs, which come from any version of dcgmi,
 // nvbandwidth and perftest, or from a tool that crashed mid-line: the same bytes go to each
-// reader. None may crash or hang; what each reads is finite and consistent (a worst status at
-// least as bad as every test's, figures >= 0, rows only under a known unit); the judgement of
-// what nvbandwidth printed, against every class and none, always gives one finding a test.
+// reader (nvbandwidth's as text or JSON, by the first character). None may crash or hang; what each
+// reads is finite and consistent (a worst status at least as bad as every test's, figures >= 0,
+// rows only under a known unit); the judgement of what nvbandwidth printed, against every class and
+// none, always gives one finding a test.
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
@@ -43,7 +44,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     Dump(IbWriteBwJson(*bw));
   }
 
-  if (const auto nv = ParseNvbandwidthText(input)) {
+  if (const auto nv = ParseNvbandwidth(input)) {
     if (nv->tests.empty()) std::abort();
     for (const BandwidthTest& t : nv->tests) {
       for (const auto& row : t.matrix) {

@@ -72,6 +72,20 @@ TEST(DcgmDiag, ResultsPerGpuInBothShapes) {
       << three->problems[0];
 }
 
+TEST(DcgmDiag, DcgmThreeThreeKeepsItsVersionBesideTheRoot) {
+  const auto r = ParseDcgmDiagJson(Input("dcgm3-top-level-version"));
+  ASSERT_TRUE(r) << r.error().message;
+  EXPECT_EQ(r->version, "3.3.9");
+  ASSERT_EQ(r->tests.size(), 3U);
+  EXPECT_EQ(r->tests[1].results[0].gpus, std::vector<int>{0});
+  ASSERT_EQ(r->tests[1].results[0].warnings.size(), 1U);  // under "warnings", DCGM 3's slip
+  EXPECT_EQ(r->tests[1].results[0].warnings[0], "Persistence mode for GPU 0 is disabled.");
+  EXPECT_EQ(r->tests[2].results.size(), 2U);  // the null result left out
+  EXPECT_EQ(r->problems.back(),
+            "Targeted Power: GPU 1: Max power of 512.3 did not reach desired power minimum for "
+            "GPU 1");
+}
+
 TEST(DcgmDiag, OddShapesAreReadAroundOrRefusedInWords) {
   // gpu_ids as a list or "0,1", an entity that is not a GPU, a summary-less test, a status
   // word this reader does not know, warnings as plain strings, info as a list.

@@ -17,8 +17,24 @@ namespace {
 
 constexpr const char* kFolder = "active/nvbandwidth";
 
-std::string Input(const std::string& stem) {
-  return testing::SlurpFile(std::string(CMAX_TEST_DATA) + "/" + kFolder + "/" + stem + ".txt");
+std::string Input(const std::string& file) {
+  const std::string name = file.find('.') == std::string::npos ? file + ".txt" : file;
+  return testing::SlurpFile(std::string(CMAX_TEST_DATA) + "/" + kFolder + "/" + name);
+}
+
+// The folder's inputs: text outputs (NAME.txt) and JSON documents (NAME.nvb.json).
+std::vector<std::string> Inputs() {
+  std::vector<std::string> files;
+  for (const std::string& stem : testing::GoldenStems(kFolder, ".txt"))
+    files.push_back(stem + ".txt");
+  for (const std::string& stem : testing::GoldenStems(kFolder, ".nvb.json")) {
+    files.push_back(stem + ".nvb.json");
+  }
+  return files;
+}
+
+std::string Stem(const std::string& file) {
+  return file.substr(0, file.find('.'));
 }
 
 const GpuClass* H100() {
@@ -40,7 +56,7 @@ nlohmann::json FindingsJson(const std::vector<Finding>& findings) {
 class NvbandwidthGolden : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(NvbandwidthGolden, MatchesExpectedReportAndFindings) {
-  const auto report = ParseNvbandwidthText(Input(GetParam()));
+  const auto report = ParseNvbandwidth(Input(GetParam()));
   nlohmann::json out;
   if (report) {
     out = {
@@ -49,21 +65,26 @@ TEST_P(NvbandwidthGolden, MatchesExpectedReportAndFindings) {
   } else {
     out = {{"error", report.error().message}};
   }
-  testing::ExpectGolden(std::string(kFolder) + "/" + GetParam() + ".expected.json",
+  testing::ExpectGolden(std::string(kFolder) + "/" + Stem(GetParam()) + ".expected.json",
                         out.dump(1) + "\n");
 }
 
-INSTANTIATE_TEST_SUITE_P(Cases, NvbandwidthGolden,
-                         ::testing::ValuesIn(testing::GoldenStems(kFolder, ".txt")),
+INSTANTIATE_TEST_SUITE_P(Cases, NvbandwidthGolden, ::testing::ValuesIn(Inputs()),
                          [](const auto& test) {
-                           std::string name = test.param;  // gtest names take no '-'
+                           std::string name = Stem(test.param);  // gtest names take no '-'
                            std::ranges::replace(name, '-', '_');
                            return name;
                          });
 
 TEST(NvbandwidthGoldenFolder, EveryExpectationHasItsOutput) {
-  testing::ExpectNoOrphanGoldens(kFolder, ".txt", ".expected.json");
-  EXPECT_GE(testing::GoldenStems(kFolder, ".txt").size(), 5U);
+  std::vector<std::string> stems;
+  for (const std::string& file : Inputs()) stems.push_back(Stem(file));
+  std::ranges::sort(stems);
+  EXPECT_EQ(std::ranges::adjacent_find(stems), stems.end()) << "a stem given as text and JSON";
+  for (const std::string& stem : testing::GoldenStems(kFolder, ".expected.json")) {
+    EXPECT_TRUE(std::ranges::binary_search(stems, stem)) << stem << " has no input";
+  }
+  EXPECT_GE(stems.size(), 9U);
 }
 
 TEST(Nvbandwidth, AHealthyNodePassesEveryTest) {
@@ -91,8 +112,64 @@ TEST(Nvbandwidth, TheSlowGpuAndTheSlowLinkAreNamed) {
   EXPECT_EQ(findings[1].status, CheckStatus::kWarn);  // 49.8: within 5 % of 48
   EXPECT_EQ(findings[2].status, CheckStatus::kFail);
   EXPECT_EQ(findings[2].message,
-            "GPU 2 <- GPU 5 device to device read: 290.4 GB/s, below 335 GB/s; 2 below it: "
-            "GPU 2 <- GPU 5 (290.4), GPU 5 <- GPU 2 (301.1)");
+            "GPU 2 -> GPU 5 device to device read: 290.4 GB/s, below 335 GB/s; 2 below it: "
+            "GPU 2 -> GPU 5 (290.4), GPU 5 -> GPU 2 (301.1)");
+}
+
+TEST(Nvbandwidth, ItsJsonIsReadWithEachTestsStatus) {
+  const auto v08 = ParseNvbandwidth(Input("v08-one-slow-link.nvb.json"));
+  ASSERT_TRUE(v08) << v08.error().message;
+  EXPECT_EQ(v08->version, "v0.8");
+  EXPECT_EQ(v08->driver_version, "570.124.06");
+  ASSERT_EQ(v08->devices.size(), 8U);
+  EXPECT_EQ(v08->devices[0], "NVIDIA H100 80GB HBM3 (00000000:18:00): (node001)");
+  ASSERT_EQ(v08->tests.size(), 3U);
+  EXPECT_FALSE(v08->tests[2].matrix[3][3].has_value());  // "N/A"
+  auto findings = JudgeBandwidth(*v08, H100(), ActiveThresholds::Builtin());
+  ASSERT_EQ(findings.size(), 3U);
+  EXPECT_EQ(findings[0].status, CheckStatus::kPass);
+  EXPECT_EQ(findings[2].status, CheckStatus::kFail);
+  EXPECT_EQ(findings[2].message,
+            "GPU 6 -> GPU 1 device to device read: 301.1 GB/s, below 335 GB/s");
+
+  // Died during device to host: that test never finished, and the assertion says why.
+  const auto died = ParseNvbandwidth(Input("died-during-a-test.nvb.json"));
+  ASSERT_TRUE(died) << died.error().message;
+  findings = JudgeBandwidth(*died, H100(), ActiveThresholds::Builtin());
+  ASSERT_EQ(findings.size(), 3U);
+  EXPECT_EQ(findings[0].status, CheckStatus::kPass);
+  EXPECT_EQ(findings[1].status, CheckStatus::kUnknown);
+  EXPECT_NE(findings[1].message.find("CUDA_ERROR_ILLEGAL_ADDRESS"), std::string::npos)
+      << findings[1].message;
+  EXPECT_EQ(findings[2].message, "device to device read: not in nvbandwidth's output");
+
+  // A test listed "Running" then "Error": the last word stands, once.
+  const auto twice = ParseNvbandwidth(Input("error-listed-twice.nvb.json"));
+  ASSERT_TRUE(twice) << twice.error().message;
+  ASSERT_EQ(twice->tests.size(), 3U);
+  EXPECT_EQ(twice->tests[2].error, "nvbandwidth said \"Error\"");
+
+  const auto unknown = ParseNvbandwidth(Input("waived-and-unknown-test.nvb.json"));
+  ASSERT_TRUE(unknown) << unknown.error().message;
+  ASSERT_EQ(unknown->tests.size(), 4U);
+  EXPECT_TRUE(unknown->tests[2].waived);
+  EXPECT_EQ(unknown->tests[3].error, "nvbandwidth does not know this test");
+
+  const struct {
+    const char* text;
+    const char* says;
+  } refused[] = {
+      {"{}", "not its JSON document"},
+      {R"({"nvbandwidth": 3})", "not its JSON document"},
+      {R"({"nvbandwidth": {"error": "Specified list of testcase prefixes did not match any testcases"}})",
+       "did not match any testcases"},
+      {R"({"nvbandwidth": {"testcases": [{"status": "Passed"}]}})", "no test in the document"},
+  };
+  for (const auto& c : refused) {
+    const auto r = ParseNvbandwidth(c.text);
+    ASSERT_FALSE(r) << c.text;
+    EXPECT_NE(r.error().message.find(c.says), std::string::npos) << r.error().message;
+  }
 }
 
 TEST(Nvbandwidth, WhatWasNotMeasuredIsNeverAPass) {

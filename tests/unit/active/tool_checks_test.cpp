@@ -124,7 +124,7 @@ TEST_F(ToolChecks, NvbandwidthIsRunWithTheThreeTestsAndJudged) {
   const auto bw = RunNvbandwidth(ActiveThresholds::Builtin().Find("h100-sxm"),
                                  ActiveThresholds::Builtin(), std::chrono::seconds(30), Io());
   EXPECT_EQ(testing::SlurpFile(dir_.File("args")),
-            "-t host_to_device_memcpy_ce device_to_host_memcpy_ce "
+            "-j -t host_to_device_memcpy_ce device_to_host_memcpy_ce "
             "device_to_device_memcpy_read_ce\n");
   ASSERT_EQ(bw.size(), 3U);
   EXPECT_EQ(bw[0].status, CheckStatus::kFail);
