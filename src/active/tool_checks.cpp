@@ -10,6 +10,8 @@
 namespace cmax::active {
 namespace {
 
+constexpr int kDcgmIsolateExit = 205;
+
 double Seconds(Duration d) {
   return std::chrono::duration<double>(d).count();
 }
@@ -120,13 +122,17 @@ std::vector<Finding> RunDcgmDiag(int level, Duration deadline, const ToolIo& io)
     if (problem >= report->problems.size()) break;
     const bool failed = t.status == DiagStatus::kFail;
     const std::string& said = report->problems[problem++];
+    // dcgmi's exit 205 (DCGM_ST_NVVS_ISOLATE_ERROR, -51): a failure DCGM ranks as needing the
+    // GPU taken out of service, where 226 (-30) is any failed test.
+    const bool isolate = failed && ran.result->exit_code == kDcgmIsolateExit;
     out.push_back(
         {.check_id = check_id,
          .status = failed ? CheckStatus::kFail : CheckStatus::kWarn,
-         .severity = failed ? Severity::kHigh : Severity::kMedium,
+         .severity = isolate ? Severity::kCritical : (failed ? Severity::kHigh : Severity::kMedium),
          .observed = said,
          .expected = fmt::format("every test of dcgmi diag -r {} passes", level),
-         .message = fmt::format("DCGM {} diagnostic level {}: {}", report->version, level, said),
+         .message = fmt::format("DCGM {} diagnostic level {}: {}{}", report->version, level, said,
+                                isolate ? " (DCGM asks for the GPU to be isolated: exit 205)" : ""),
          .remediation = "Read the test's message in DCGM's diagnostic guide; a failed "
                         "memory, PCIe or NVLink test is the GPU's or its board's: "
                         "drain the node and open a hardware case",

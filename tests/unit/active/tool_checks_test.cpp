@@ -58,6 +58,16 @@ TEST_F(ToolChecks, TheDiagnosticsFailuresArePerTestWithTheirGpus) {
             "DCGM 4.2.3 diagnostic level 1: memory: GPU 3: Pending page retirements together "
             "with a DBE were detected on GPU 3.");
 
+  // Exit 205: DCGM ranks the failure as one that needs the GPU isolated.
+  StandIn("dcgmi", "cat '" + Data("dcgm_diag/dcgm4-level1-fail.json") + "'\nexit 205");
+  const auto isolate = RunDcgmDiag(1, std::chrono::seconds(30), Io());
+  ASSERT_EQ(isolate.size(), 2U);
+  EXPECT_EQ(isolate[1].severity, Severity::kCritical);
+  EXPECT_NE(isolate[1].message.find("(DCGM asks for the GPU to be isolated: exit 205)"),
+            std::string::npos);
+  EXPECT_EQ(isolate[0].message.find("isolated"), std::string::npos);  // a warning is not
+  EXPECT_EQ(findings[1].severity, Severity::kHigh);                   // 226: a failed test
+
   StandIn("dcgmi", "cat '" + Data("dcgm_diag/dcgm4-level1-pass.json") + "'");
   const auto pass = RunDcgmDiag(1, std::chrono::seconds(30), Io());
   ASSERT_EQ(pass.size(), 1U);
