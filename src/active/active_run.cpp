@@ -54,6 +54,8 @@ Result<ActiveRunReport> RunActiveHealth(const ActiveRunOptions& options, const A
   };
 
   ActiveRunReport report;
+  ToolIo tools = io.tools;
+  tools.hung = [&report](const std::string&) { report.second_look = true; };
   std::vector<Finding> findings;
   nlohmann::json gpus = nlohmann::json::array();
   const GpuClass* gpu_class = forced_class;
@@ -89,32 +91,27 @@ Result<ActiveRunReport> RunActiveHealth(const ActiveRunOptions& options, const A
     findings.push_back(Skip("active.nvbandwidth", not_run));
     findings.push_back(Skip("active.nccl.local-all-reduce", not_run));
   } else {
-    for (Finding& f : RunDcgmDiag(level, deadline(DefaultDiagDeadline(level)), io.tools)) {
+    for (Finding& f : RunDcgmDiag(level, deadline(DefaultDiagDeadline(level)), tools)) {
       findings.push_back(std::move(f));
     }
     for (Finding& f :
-         RunNvbandwidth(gpu_class, thresholds, deadline(kNvbandwidthDeadline), io.tools)) {
+         RunNvbandwidth(gpu_class, thresholds, deadline(kNvbandwidthDeadline), tools)) {
       findings.push_back(std::move(f));
     }
     const auto gpu_count = static_cast<unsigned>(snapshot->gpus.size());
-    for (const bool ib_only : {false, true}) {
-      if (ib_only && options.level == ActiveLevel::kQuick) continue;
-      // Through the adapters only where the class has a published limit for it (or the class
-      // is unknown): a figure nothing judges would only say "unknown" on every full pass.
-      if (ib_only && gpu_class != nullptr &&
-          !thresholds.For(*gpu_class, "nccl.ib_loopback_all_reduce_busbw_gbs")) {
-        continue;
-      }
+    const auto all_reduce = [&](bool ib_only) {
       for (Finding& f : RunLocalAllReduce(gpu_count, ib_only, gpu_class, thresholds,
-                                          deadline(kAllReduceDeadline), io.tools)) {
+                                          deadline(kAllReduceDeadline), tools)) {
         findings.push_back(std::move(f));
       }
-    }
-  }
-  for (const Finding& f : findings) {
-    if (f.status == CheckStatus::kUnknown &&
-        f.message.find("look at this node again") != std::string::npos) {
-      report.second_look = true;
+    };
+    all_reduce(false);
+    // Through the adapters only at full level, and only where the class has a published limit
+    // for it (or the class is unknown): a figure nothing judges would only say "unknown".
+    if (options.level == ActiveLevel::kFull &&
+        (gpu_class == nullptr ||
+         thresholds.For(*gpu_class, "nccl.ib_loopback_all_reduce_busbw_gbs"))) {
+      all_reduce(true);
     }
   }
   const std::vector<EvidenceItem> evidence = {

@@ -26,22 +26,16 @@ DiagStatus StatusOf(std::string_view word) {
 // "0", "0,1,2", 3, [0, 1]: the GPUs a result is about.
 std::vector<int> GpusOf(const json& value) {
   std::vector<int> out;
-  const auto add = [&](std::string_view text) {
-    for (std::string_view part : SplitFields(text)) {
-      for (size_t start = 0; start <= part.size();) {
-        const size_t comma = std::min(part.find(',', start), part.size());
-        const std::string_view id = Trim(part.substr(start, comma - start));
-        int gpu = 0;
-        const auto [end, error] = std::from_chars(id.data(), id.data() + id.size(), gpu);
-        if (error == std::errc{} && end == id.data() + id.size() && gpu >= 0) out.push_back(gpu);
-        start = comma + 1;
-      }
-    }
-  };
   if (value.is_number_integer() && value.get<int64_t>() >= 0 && value.get<int64_t>() < 4096) {
     out.push_back(static_cast<int>(value.get<int64_t>()));
   } else if (value.is_string()) {
-    add(value.get_ref<const std::string&>());
+    std::string ids = value.get<std::string>();  // commas or spaces between them
+    std::ranges::replace(ids, ',', ' ');
+    for (std::string_view id : SplitFields(ids)) {
+      int gpu = 0;
+      const auto [end, error] = std::from_chars(id.data(), id.data() + id.size(), gpu);
+      if (error == std::errc{} && end == id.data() + id.size() && gpu >= 0) out.push_back(gpu);
+    }
   } else if (value.is_array()) {
     for (const json& v : value) {
       const std::vector<int> more = GpusOf(v);
@@ -87,7 +81,9 @@ DiagResult ResultOf(const json& r) {
   return out;
 }
 
-std::string Problem(const DiagTest& test) {
+}  // namespace
+
+std::string DiagProblem(const DiagTest& test) {
   for (const DiagResult& r : test.results) {
     if (r.status != test.status) continue;
     std::string where;
@@ -102,8 +98,6 @@ std::string Problem(const DiagTest& test) {
   }
   return fmt::format("{}: {}", test.name, DiagStatusName(test.status));
 }
-
-}  // namespace
 
 std::string_view DiagStatusName(DiagStatus status) {
   switch (status) {
@@ -163,7 +157,7 @@ Result<DiagReport> ParseDcgmDiagJson(std::string_view text) {
       }
       out.worst = std::max(out.worst, test.status);
       if (test.status == DiagStatus::kFail || test.status == DiagStatus::kWarn) {
-        out.problems.push_back(Problem(test));
+        out.problems.push_back(DiagProblem(test));
       }
       out.tests.push_back(std::move(test));
     }

@@ -42,6 +42,10 @@ struct DiagReport {
   std::vector<std::string> problems;
 };
 
+// A test that failed or warned in words: "memory: GPU 3: Pending page retirements ...", the
+// first result of the test's status with DCGM's first warning (or its info).
+std::string DiagProblem(const DiagTest& test);
+
 // kCorrupt when the text is not one of the two documents (or holds no test); kUnavailable,
 // with DCGM's words, when the diagnostic reports it could not run (a GPU in use, no
 // hostengine).

@@ -50,10 +50,11 @@ double ToGbits(std::string_view unit) {
   return 0;
 }
 
-bool IsError(std::string_view line) {
-  for (std::string_view start : {"Couldn't", "Unable", "Failed", "Error", "error", "ERROR",
-                                 "Completion with error", " Completion with error"}) {
-    if (Trim(line).starts_with(Trim(start))) return true;
+// `trimmed`: a line without its surrounding spaces.
+bool IsError(std::string_view trimmed) {
+  for (std::string_view start :
+       {"Couldn't", "Unable", "Failed", "Error", "error", "ERROR", "Completion with error"}) {
+    if (trimmed.starts_with(start)) return true;
   }
   return false;
 }

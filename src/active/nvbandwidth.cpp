@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "core/json_read.hpp"
 #include "core/strings.hpp"
 
 namespace cmax::active {
@@ -20,12 +21,6 @@ std::optional<int> Index(std::string_view text) {
 std::string_view After(std::string_view line, std::string_view name) {
   if (!line.starts_with(name)) return {};
   return Trim(line.substr(name.size()));
-}
-
-std::string Number(double value) {
-  std::string out = fmt::format("{:.1f}", value);
-  if (out.ends_with(".0")) out.resize(out.size() - 2);
-  return out;
 }
 
 }  // namespace
@@ -127,11 +122,8 @@ Result<NvbandwidthReport> ParseNvbandwidthJson(std::string_view text) {
     return Fail(ErrorCode::kCorrupt, "nvbandwidth: not its JSON document (no \"nvbandwidth\")");
   }
   NvbandwidthReport out;
-  out.version = SanitizeUtf8(root->value("version", ""));
-  out.driver_version =
-      SanitizeUtf8(root->contains("Driver Version") && (*root)["Driver Version"].is_string()
-                       ? (*root)["Driver Version"].get<std::string>()
-                       : std::string());
+  out.version = SanitizeUtf8(TextOf(*root, "version"));
+  out.driver_version = SanitizeUtf8(TextOf(*root, "Driver Version"));
   if (const auto list = root->find("GPU Device list"); list != root->end() && list->is_array()) {
     for (const nlohmann::json& d : *list) {
       // "0: NVIDIA H100 80GB HBM3 (00000000:18:00): (node001)"
@@ -144,17 +136,15 @@ Result<NvbandwidthReport> ParseNvbandwidthJson(std::string_view text) {
   }
   const auto tests = root->find("testcases");
   if (tests == root->end() || !tests->is_array()) {
-    const std::string error = root->contains("error") && (*root)["error"].is_string()
-                                  ? (*root)["error"].get<std::string>()
-                                  : std::string("no testcases");
+    const std::string error = TextOf(*root, "error", "no testcases");
     return Fail(ErrorCode::kCorrupt, "nvbandwidth: {}", SanitizeUtf8(Trim(error)));
   }
   for (const nlohmann::json& t : *tests) {
-    if (!t.is_object() || !t.contains("name") || !t["name"].is_string()) continue;
-    BandwidthTest test{.name = SanitizeUtf8(t["name"].get<std::string>())};
-    const std::string status =
-        t.contains("status") && t["status"].is_string() ? t["status"].get<std::string>() : "";
-    test.description = SanitizeUtf8(t.value("bandwidth_description", ""));
+    const std::string name = TextOf(t, "name");
+    if (name.empty()) continue;
+    BandwidthTest test{.name = SanitizeUtf8(name)};
+    const std::string status = TextOf(t, "status");
+    test.description = SanitizeUtf8(TextOf(t, "bandwidth_description"));
     if (const auto sum = t.find("sum"); sum != t.end() && sum->is_number()) {
       test.sum = sum->get<double>();
     }
@@ -188,10 +178,9 @@ Result<NvbandwidthReport> ParseNvbandwidthJson(std::string_view text) {
     out.tests.push_back(std::move(test));
   }
   // A fatal assertion prints the document at once, with its message, during the last test.
-  if (const auto error = root->find("error"); error != root->end() && error->is_string()) {
-    if (!out.tests.empty() && !out.tests.back().error.empty()) {
-      out.tests.back().error = SanitizeUtf8(Trim(error->get<std::string>()));
-    }
+  if (const std::string error = TextOf(*root, "error");
+      !error.empty() && !out.tests.empty() && !out.tests.back().error.empty()) {
+    out.tests.back().error = SanitizeUtf8(Trim(error));
   }
   if (out.tests.empty()) return Fail(ErrorCode::kCorrupt, "nvbandwidth: no test in the document");
   return out;
@@ -287,7 +276,7 @@ std::vector<Finding> JudgeBandwidth(const NvbandwidthReport& report, const GpuCl
           worst_label = label;
         }
         if (threshold && *cell < threshold->min) {
-          below.push_back(fmt::format("{} ({})", label, Number(*cell)));
+          below.push_back(fmt::format("{} ({})", label, FigureText(*cell)));
         }
       }
     }

@@ -49,13 +49,6 @@ Result<double> Positive(const json& object, const char* key, std::string_view wh
   return it->get<double>();
 }
 
-// "48", "791.2": a figure as people write it.
-std::string Number(double value) {
-  std::string out = fmt::format("{:.1f}", value);
-  if (out.ends_with(".0")) out.resize(out.size() - 2);
-  return out;
-}
-
 Result<GpuClass> ParseClass(const json& c, size_t index) {
   const std::string where = fmt::format("classes[{}]", index);
   if (auto ok = OnlyKeys(c, {"id", "gpu_names", "peaks", "limits"}, where); !ok) {
@@ -190,6 +183,12 @@ Result<ActiveThresholds> ActiveThresholds::Parse(std::string_view text) {
   return out;
 }
 
+std::string FigureText(double value) {
+  std::string out = fmt::format("{:.1f}", value);
+  if (out.ends_with(".0")) out.resize(out.size() - 2);
+  return out;
+}
+
 const ActiveThresholds& ActiveThresholds::Builtin() {
   static const ActiveThresholds kBuiltin = [] {
     auto parsed = Parse(kBuiltinActiveThresholds);
@@ -222,7 +221,7 @@ std::optional<Threshold> ActiveThresholds::For(const GpuClass& gpu_class,
     return Threshold{.min = l.min,
                      .warn_below = l.min * l.warn_margin,
                      .source = l.source,
-                     .words = fmt::format("at least {}", Number(l.min))};
+                     .words = fmt::format("at least {}", FigureText(l.min))};
   }
   for (const ShareOfPeak& s : shares_) {
     if (s.metric != metric) continue;
@@ -232,8 +231,8 @@ std::optional<Threshold> ActiveThresholds::For(const GpuClass& gpu_class,
     return Threshold{.min = min,
                      .warn_below = min,
                      .source = fmt::format("{}; peak: {}", s.source, gpu_class.peaks_source),
-                     .words = fmt::format("at least {} ({} % of the peak {})", Number(min),
-                                          Number(s.min_share * 100), Number(peak->second))};
+                     .words = fmt::format("at least {} ({} % of the peak {})", FigureText(min),
+                                          FigureText(s.min_share * 100), FigureText(peak->second))};
   }
   return std::nullopt;
 }
@@ -241,7 +240,7 @@ std::optional<Threshold> ActiveThresholds::For(const GpuClass& gpu_class,
 Finding JudgeFigure(const Figure& figure, const GpuClass* gpu_class,
                     const std::optional<Threshold>& threshold) {
   Finding out{.check_id = figure.check_id,
-              .observed = fmt::format("{} {}", Number(figure.observed), figure.unit)};
+              .observed = fmt::format("{} {}", FigureText(figure.observed), figure.unit)};
   if (gpu_class == nullptr || !threshold) {
     out.status = CheckStatus::kUnknown;
     out.severity = Severity::kLow;
@@ -261,13 +260,13 @@ Finding JudgeFigure(const Figure& figure, const GpuClass* gpu_class,
     out.status = CheckStatus::kFail;
     out.severity = Severity::kHigh;
     out.message = fmt::format("{}: {}, below {} {}", figure.label, out.observed,
-                              Number(threshold->min), figure.unit);
+                              FigureText(threshold->min), figure.unit);
   } else if (figure.observed < threshold->warn_below) {
     out.status = CheckStatus::kWarn;
     out.severity = Severity::kMedium;
     out.message = fmt::format("{}: {}, within {} % of the limit {} {}", figure.label, out.observed,
-                              Number((threshold->warn_below / threshold->min - 1) * 100),
-                              Number(threshold->min), figure.unit);
+                              FigureText((threshold->warn_below / threshold->min - 1) * 100),
+                              FigureText(threshold->min), figure.unit);
   } else {
     out.status = CheckStatus::kPass;
     out.message = fmt::format("{}: {}", figure.label, out.observed);

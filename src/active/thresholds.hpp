@@ -70,6 +70,9 @@ class ActiveThresholds {
   std::vector<ShareOfPeak> shares_;
 };
 
+// A figure as people write it: one decimal, none when whole ("48", "791.2").
+std::string FigureText(double value);
+
 // One measured figure and what it is.
 struct Figure {
   std::string check_id;  // "active.nvbandwidth"

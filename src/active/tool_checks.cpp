@@ -62,6 +62,7 @@ ToolOutcome RunTool(const ToolRun& run, const ToolIo& io) {
   }
   if (ran->timed_out) {
     out.second_look = true;
+    if (io.hung) io.hung(run.tool);
     out.instead = Unknown(
         run.check_id,
         fmt::format("{} gave no result within {:g} s and was killed{}; not a failure on its "
@@ -115,13 +116,10 @@ std::vector<Finding> RunDcgmDiag(int level, Duration deadline, const ToolIo& io)
     if (t.status == DiagStatus::kPass) ++passed;
     if (t.status == DiagStatus::kSkip || t.status == DiagStatus::kNotRun) ++skipped;
   }
-  // report->problems holds one line per test that failed or warned, in the tests' order.
-  size_t problem = 0;
   for (const DiagTest& t : report->tests) {
     if (t.status != DiagStatus::kFail && t.status != DiagStatus::kWarn) continue;
-    if (problem >= report->problems.size()) break;
     const bool failed = t.status == DiagStatus::kFail;
-    const std::string& said = report->problems[problem++];
+    const std::string said = DiagProblem(t);
     // dcgmi's exit 205 (DCGM_ST_NVVS_ISOLATE_ERROR, -51): a failure DCGM ranks as needing the
     // GPU taken out of service, where 226 (-30) is any failed test.
     const bool isolate = failed && ran.result->exit_code == kDcgmIsolateExit;

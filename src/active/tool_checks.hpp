@@ -22,6 +22,8 @@ struct ToolIo {
   sys::ProcessRunner* runner = nullptr;
   // The program's path on PATH, "" when absent (sys::FindProgram).
   std::function<std::string(const std::string&)> find_program;
+  // Told when a tool hung and was killed at its deadline (the node wants a second look).
+  std::function<void(const std::string& tool)> hung;
 };
 
 struct ToolRun {

@@ -47,11 +47,7 @@ int RunActive(HealthFlags o, Context& ctx) {
                                .host = sys::Hostname(),
                                .clock = &clock,
                                .tools = {.runner = &runner, .find_program = sys::FindProgram},
-                               .snapshot = [&nvml_lib]() -> Result<sys::NvmlSnapshot> {
-                                 auto nvml = sys::Nvml::Load(nvml_lib);
-                                 if (!nvml) return tl::unexpected(nvml.error());
-                                 return (*nvml)->Snapshot();
-                               }};
+                               .snapshot = [&nvml_lib] { return sys::ReadNvmlSnapshot(nvml_lib); }};
   auto report = active::RunActiveHealth(o.active_run, io);
   if (!report) return PrintError(ctx, "cmax health --active", report.error());
   for (const std::string& note : report->notes) ctx.err << "cmax health: " << note << "\n";

@@ -69,12 +69,7 @@ void ReadKernelLog(const PassiveRunOptions& options, std::optional<sys::LineRead
 
 NvmlFacts ReadNvml(const PassiveRunOptions& options) {
   NvmlFacts facts;
-  auto nvml = sys::Nvml::Load(options.nvml_lib);
-  if (!nvml) {
-    facts.unavailable = nvml.error().message;
-    return facts;
-  }
-  auto snapshot = (*nvml)->Snapshot();
+  auto snapshot = sys::ReadNvmlSnapshot(options.nvml_lib);
   if (!snapshot) {
     facts.unavailable = snapshot.error().message;
     return facts;

@@ -432,4 +432,10 @@ Result<std::optional<NvmlEvent>> Nvml::WaitEvent(Duration timeout) {
   return std::optional<NvmlEvent>(event);
 }
 
+Result<NvmlSnapshot> ReadNvmlSnapshot(const std::string& library_path) {
+  auto nvml = Nvml::Load(library_path);
+  if (!nvml) return tl::unexpected(nvml.error());
+  return (*nvml)->Snapshot();
+}
+
 }  // namespace cmax::sys

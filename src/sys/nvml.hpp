@@ -96,4 +96,8 @@ class Nvml {
 // "0000:17:00.0" from NVML's "00000000:17:00.0": lowercase, 4-digit domain.
 std::string NormalizeBusId(const std::string& nvml_bus_id);
 
+// One reading of every GPU, for a one-shot command: the library loaded, read, and unloaded.
+// The error is the load's (no library, no driver) or the reading's.
+Result<NvmlSnapshot> ReadNvmlSnapshot(const std::string& library_path = "");
+
 }  // namespace cmax::sys

@@ -27,6 +27,13 @@ class ActiveRun : public ::testing::Test {
                                    dir_.File("ran-all_reduce_perf") + "'\ncat '" +
                                    Data("active/nccl/h100-local-16g.txt") + "'");
   }
+  // A stand-in that never answers, as DCGM's diagnostic does on some parts: it opens a FIFO
+  // no one writes to, which blocks until it is killed (no timer of its own to wait out).
+  void StandInThatHangs(const std::string& name) {
+    const std::string fifo = dir_.File(name + ".never");
+    ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+    StandIn(name, "exec cat '" + fifo + "'");
+  }
   void StandIn(const std::string& name, const std::string& body) {
     const std::string path = dir_.File(name);
     std::ofstream(path) << "#!/bin/sh\n" << body << "\n";
@@ -195,7 +202,7 @@ TEST_F(ActiveRun, AGpuClassCanBeNamedAndAWrongOneIsRefused) {
 }
 
 TEST_F(ActiveRun, AHungToolAsksForASecondLook) {
-  StandIn("dcgmi", "exec sleep 60");
+  StandInThatHangs("dcgmi");
   auto report =
       RunActiveHealth({.deadline_s = 0.3}, Io([] { return Result<sys::NvmlSnapshot>(Gpus()); }));
   ASSERT_TRUE(report) << report.error().message;

@@ -19,6 +19,13 @@ namespace {
 class ToolChecks : public ::testing::Test {
  protected:
   // A stand-in program: `body` after a shebang, executable.
+  // A stand-in that never answers, as DCGM's diagnostic does on some parts: it opens a FIFO
+  // no one writes to, which blocks until it is killed (no timer of its own to wait out).
+  void StandInThatHangs(const std::string& name) {
+    const std::string fifo = dir_.File(name + ".never");
+    ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+    StandIn(name, "exec cat '" + fifo + "'");
+  }
   void StandIn(const std::string& name, const std::string& body) {
     const std::string path = dir_.File(name);
     std::ofstream(path) << "#!/bin/sh\n" << body << "\n";
@@ -98,9 +105,8 @@ TEST_F(ToolChecks, GarbageIsUnknownWithWhatWasSaid) {
 }
 
 TEST_F(ToolChecks, AHangIsKilledAtCmaxsDeadlineAndAsksForASecondLook) {
-  // The stand-in hangs the way DCGM's diagnostic does on some parts: it never answers. The
-  // check must come back at its deadline (plus the kill's grace), not the tool's.
-  StandIn("dcgmi", "exec sleep 60");
+  // The check must come back at its deadline (plus the kill's grace), not the tool's.
+  StandInThatHangs("dcgmi");
   const auto start = std::chrono::steady_clock::now();
   const ToolOutcome hung = RunTool({.check_id = "active.dcgm-diag",
                                     .tool = "dcgmi",
