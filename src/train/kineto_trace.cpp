@@ -438,9 +438,10 @@ class TraceParser {
   }
 
   // An object's members, each handed to `member` with its key in key_ and the scanner at its
-  // value, which `member` consumes; false stops the read.
-  template <class Member>
-  bool Object(Member member) {
+  // value, which `member` consumes; false stops the read. Once `done` says the rest cannot
+  // matter, the rest of the object is passed over unread.
+  template <class Member, class Done>
+  bool Object(Member member, Done done) {
     scan_.Advance();
     for (;;) {
       scan_.SkipSpace();
@@ -451,7 +452,12 @@ class TraceParser {
       if (!scan_.String(&key_) || !scan_.Expect(':')) return false;
       scan_.SkipSpace();
       if (!member() || !Next('}')) return false;
+      if (done()) return scan_.SkipOpen(1);
     }
+  }
+  template <class Member>
+  bool Object(Member member) {
+    return Object(member, [] { return false; });
   }
 
   void TopLevel() {
@@ -516,48 +522,34 @@ class TraceParser {
 
   bool Event() {
     e_.Clear();
-    scan_.Advance();
     bool ph = false;
     bool cat = false;
     bool name = false;
-    for (;;) {
-      scan_.SkipSpace();
-      if (scan_.Peek() == '}') {
-        scan_.Advance();
-        break;
-      }
-      if (!scan_.String(&key_) || !scan_.Expect(':')) return false;
-      scan_.SkipSpace();
-      bool read = false;
-      if (Key() == "ph"sv) {
-        read = StringField(e_.ph);
-        ph = true;
-      } else if (Key() == "cat"sv) {
-        read = StringField(e_.cat);
-        cat = true;
-      } else if (Key() == "name"sv) {
-        read = StringField(e_.name);
-        name = true;
-      } else if (Key() == "ts"sv) {
-        read = TimeField(e_.ts_ns);
-      } else if (Key() == "dur"sv) {
-        read = TimeField(e_.dur_ns);
-      } else if (Key() == "args"sv && scan_.Peek() == '{') {
-        read = Args();
-      } else {
-        read = scan_.Skip();
-      }
-      if (!read || !Next('}')) return false;
-      // Most events are the host's (operators, Python functions) or flows and count only as
-      // events: once that is certain (a ph other than "X"; or ph, cat and name read), the rest
-      // of the object is skipped without reading its keys.
-      if (ph && (std::string_view(e_.ph) != "X"sv || (cat && name && !Wanted()))) {
-        if (!scan_.SkipOpen(1)) return false;
-        break;
-      }
-    }
-    Keep();
-    return true;
+    const bool read = Object(
+        [&] {
+          if (Key() == "ph"sv) {
+            ph = true;
+            return StringField(e_.ph);
+          }
+          if (Key() == "cat"sv) {
+            cat = true;
+            return StringField(e_.cat);
+          }
+          if (Key() == "name"sv) {
+            name = true;
+            return StringField(e_.name);
+          }
+          if (Key() == "ts"sv) return TimeField(e_.ts_ns);
+          if (Key() == "dur"sv) return TimeField(e_.dur_ns);
+          if (Key() == "args"sv && scan_.Peek() == '{') return Args();
+          return scan_.Skip();
+        },
+        // Most events are the host's (operators, Python functions) or flows and count only as
+        // events: once that is certain (a ph other than "X"; or ph, cat and name read), the
+        // rest of the object is skipped without reading its keys.
+        [&] { return ph && (std::string_view(e_.ph) != "X"sv || (cat && name && !Wanted())); });
+    if (read) Keep();
+    return read;
   }
 
   // Whether the event read so far (its ph, cat and name known) may be one Keep() keeps.
