@@ -11,6 +11,10 @@ namespace {
 
 constexpr Duration kNvbandwidthDeadline = std::chrono::minutes(5);
 constexpr Duration kAllReduceDeadline = std::chrono::minutes(5);
+// The quick probes take seconds a GPU (a cuBLAS start, then well under a second of work each).
+constexpr Duration kProbeDeadline = std::chrono::minutes(3);
+// Past the burn's own time: its start (cuBLAS on every GPU) and its stop.
+constexpr Duration kBurnGrace = std::chrono::minutes(1);
 
 Finding Skip(const std::string& check_id, std::string message) {
   return {.check_id = check_id,
@@ -57,6 +61,7 @@ Result<ActiveRunReport> RunActiveHealth(const ActiveRunOptions& options, const A
   ToolIo tools = io.tools;
   tools.hung = [&report](const std::string&) { report.second_look = true; };
   std::vector<Finding> findings;
+  std::vector<Metric> metrics;
   nlohmann::json gpus = nlohmann::json::array();
   const GpuClass* gpu_class = forced_class;
   std::string not_run;  // why the node is not exercised, "" when it is
@@ -89,6 +94,7 @@ Result<ActiveRunReport> RunActiveHealth(const ActiveRunOptions& options, const A
   if (!not_run.empty()) {
     findings.push_back(Skip("active.dcgm-diag", not_run));
     findings.push_back(Skip("active.nvbandwidth", not_run));
+    findings.push_back(Skip("active.probe", not_run));
     findings.push_back(Skip("active.nccl.local-all-reduce", not_run));
   } else {
     for (Finding& f : RunDcgmDiag(level, deadline(DefaultDiagDeadline(level)), tools)) {
@@ -98,6 +104,13 @@ Result<ActiveRunReport> RunActiveHealth(const ActiveRunOptions& options, const A
          RunNvbandwidth(gpu_class, thresholds, deadline(kNvbandwidthDeadline), tools)) {
       findings.push_back(std::move(f));
     }
+    const std::map<std::string, unsigned> by_bus = IndexByBusId(*snapshot);
+    const ProbeRunIo probe_io{.tools = tools, .program = io.probe_program, .env = io.probe_env};
+    const auto take = [&](ProbeVerdict verdict) {
+      for (Finding& f : verdict.findings) findings.push_back(std::move(f));
+      for (Metric& m : verdict.metrics) metrics.push_back(std::move(m));
+    };
+    take(RunCudaProbes(by_bus, gpu_class, thresholds, deadline(kProbeDeadline), probe_io));
     const auto gpu_count = static_cast<unsigned>(snapshot->gpus.size());
     const auto all_reduce = [&](bool ib_only) {
       for (Finding& f : RunLocalAllReduce(gpu_count, ib_only, gpu_class, thresholds,
@@ -113,6 +126,28 @@ Result<ActiveRunReport> RunActiveHealth(const ActiveRunOptions& options, const A
          thresholds.For(*gpu_class, "nccl.ib_loopback_all_reduce_busbw_gbs"))) {
       all_reduce(true);
     }
+    // The burn last: it heats the GPUs, which the figures above should not inherit.
+    const double burn_s =
+        options.burn_s.value_or(options.level == ActiveLevel::kFull ? kFullBurnSeconds : 0);
+    if (burn_s > 0) {
+      LookAtGpus look;
+      std::string watch_error;
+      if (io.watch_gpus) {
+        if (auto watch = io.watch_gpus()) {
+          look = std::move(*watch);
+        } else {
+          watch_error = watch.error().message;
+        }
+      }
+      if (!look) {
+        findings.push_back(
+            Skip("active.burn", fmt::format("the burn needs NVML to be watched and it cannot be "
+                                            "({}): a GPU falling off the bus would go unseen",
+                                            watch_error.empty() ? "no NVML" : watch_error)));
+      } else {
+        take(RunBurn(by_bus, burn_s, kBurnGrace, io.watch_every, look, probe_io));
+      }
+    }
   }
   const std::vector<EvidenceItem> evidence = {
       {"active.level", nlohmann::json(level_name).dump()},
@@ -126,7 +161,7 @@ Result<ActiveRunReport> RunActiveHealth(const ActiveRunOptions& options, const A
                                          .started_at = started,
                                          .cmax_version = io.cmax_version,
                                          .provider = io.provider},
-                                        evidence, findings, {}, io.clock->Now());
+                                        evidence, findings, metrics, io.clock->Now());
   if (!recorded) return tl::unexpected(recorded.error());
   report.record = std::move(recorded->record);
   report.exit_code = recorded->exit_code;

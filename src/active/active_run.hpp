@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "active/cuda_probes.hpp"
 #include "active/tool_checks.hpp"
 #include "core/clock.hpp"
 #include "core/result.hpp"
@@ -25,7 +26,11 @@ struct ActiveRunOptions {
   bool force = false;     // exercise GPUs that are in use, or whose use is unknown
   std::string gpu_class;  // a class id of the table, for a GPU NVML names differently
   double deadline_s = 0;  // each check's deadline; 0: the check's own default
+  // The burn's length; nullopt: the level's (none at quick, kFullBurnSeconds at full); 0: none.
+  std::optional<double> burn_s;
 };
+
+inline constexpr double kFullBurnSeconds = 120;
 
 struct ActiveRunIo {
   std::string db_path;
@@ -36,6 +41,11 @@ struct ActiveRunIo {
   ToolIo tools;
   // NVML's view of this node's GPUs (an error: no driver, no library, no GPU).
   std::function<Result<sys::NvmlSnapshot>()> snapshot;
+  // cmax-probe and what it is given (cuda_probes.hpp); NVML kept open to watch the burn.
+  std::string probe_program;
+  std::vector<std::string> probe_env;
+  std::function<Result<LookAtGpus>()> watch_gpus;
+  Duration watch_every = std::chrono::seconds(1);
 };
 
 struct ActiveRunReport {

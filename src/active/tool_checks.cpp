@@ -42,8 +42,8 @@ ToolOutcome RunTool(const ToolRun& run, const ToolIo& io) {
     out.instead = Finding{.check_id = run.check_id,
                           .status = CheckStatus::kSkip,
                           .observed = "not installed",
-                          .expected = run.tool + " on PATH",
-                          .message = fmt::format("{} is not on PATH: not run", run.tool)};
+                          .expected = run.tool + " " + run.where,
+                          .message = fmt::format("{} is not {}: not run", run.tool, run.where)};
     return out;
   }
   sys::ProcessSpec spec{.argv = {path}};
@@ -53,6 +53,7 @@ ToolOutcome RunTool(const ToolRun& run, const ToolIo& io) {
   spec.output_cap = size_t{8} << 20;
   spec.env_add = {"LC_ALL=C"};
   spec.env_add.insert(spec.env_add.end(), run.env.begin(), run.env.end());
+  spec.on_output = run.on_output;
   const std::string command = Join(spec.argv, " ");
   auto ran = io.runner->Run(spec);
   if (!ran) {

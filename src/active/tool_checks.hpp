@@ -9,6 +9,7 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "active/thresholds.hpp"
@@ -27,11 +28,14 @@ struct ToolIo {
 };
 
 struct ToolRun {
-  std::string check_id;  // "active.dcgm-diag"
-  std::string tool;      // "dcgmi"
+  std::string check_id;           // "active.dcgm-diag"
+  std::string tool;               // "dcgmi"
+  std::string where = "on PATH";  // where it is looked for, said when it is not there
   std::vector<std::string> args;
   std::vector<std::string> env;  // "KEY=VALUE", added to ours
   Duration deadline = std::chrono::seconds(120);
+  // Each piece of output as it comes; false stops the tool (ProcessSpec::on_output).
+  std::function<bool(int stream, std::string_view data)> on_output;
 };
 
 // What came of running one tool: its result (it ran to its end, whatever its exit code), or

@@ -1,8 +1,9 @@
 // `cmax health --passive`: a one-shot node check from what the node already says - the kernel
 // log (or a saved one), PCIe link widths, InfiniBand ports, network filesystems - recorded in
 // the store. `--slurm-healthcheck` makes it Slurm's HealthCheckProgram.
-// `cmax health --active`: the node exercised (DCGM's diagnostic, nvbandwidth) under cmax's
-// deadlines, judged against the GPU class's published limits, recorded likewise.
+// `cmax health --active`: the node exercised (DCGM's diagnostic, nvbandwidth, cmax's CUDA
+// probes, a local all-reduce, a burn) under cmax's deadlines, judged against the GPU class's
+// published limits, recorded likewise.
 #include <CLI/CLI.hpp>
 #include <memory>
 #include <ostream>
@@ -28,6 +29,7 @@ struct HealthFlags {
   bool active = false;
   bool json = false;
   std::string level = "quick";
+  double burn_s = -1;  // --burn; -1: the level's
   health::PassiveRunOptions run;
   active::ActiveRunOptions active_run;
 };
@@ -39,6 +41,7 @@ void PrintRecord(const HealthFlags& o, Context& ctx, const RunRecord& record) {
 
 int RunActive(HealthFlags o, Context& ctx) {
   o.active_run.level = o.level == "full" ? active::ActiveLevel::kFull : active::ActiveLevel::kQuick;
+  if (o.burn_s >= 0) o.active_run.burn_s = o.burn_s;
   sys::PosixProcessRunner runner;
   SystemClock clock;
   const std::string nvml_lib = o.run.nvml_lib;
@@ -47,7 +50,9 @@ int RunActive(HealthFlags o, Context& ctx) {
                                .host = sys::Hostname(),
                                .clock = &clock,
                                .tools = {.runner = &runner, .find_program = sys::FindProgram},
-                               .snapshot = [&nvml_lib] { return sys::ReadNvmlSnapshot(nvml_lib); }};
+                               .snapshot = [&nvml_lib] { return sys::ReadNvmlSnapshot(nvml_lib); },
+                               .probe_program = active::ProbeProgramBeside(sys::SelfExecutable()),
+                               .watch_gpus = [&nvml_lib] { return active::NvmlLook(nvml_lib); }};
   auto report = active::RunActiveHealth(o.active_run, io);
   if (!report) return PrintError(ctx, "cmax health --active", report.error());
   for (const std::string& note : report->notes) ctx.err << "cmax health: " << note << "\n";
@@ -96,7 +101,8 @@ Command SetupHealthCommand(CLI::App& parent) {
       "NVSwitch SXid errors, GPUs fallen off the bus, lockups, hung tasks, PCIe AER, NIC and\n"
       "filesystem faults, OOM kills, machine checks), PCIe link widths, InfiniBand ports and\n"
       "network filesystems (--passive); or exercise it (--active): DCGM's diagnostic,\n"
-      "nvbandwidth's copy bandwidths and a local NCCL all-reduce, each under cmax's own\n"
+      "nvbandwidth's copy bandwidths, cmax's CUDA probes (BF16 GEMM, memory and host copies,\n"
+      "a burn) and a local NCCL all-reduce, each under cmax's own\n"
       "deadline, judged against the GPU model's published limits\n"
       "(data/active_thresholds.json), only when its GPUs are idle.\n"
       "Records one run in the store.");
@@ -104,8 +110,12 @@ Command SetupHealthCommand(CLI::App& parent) {
   Flag(app, "--active", options->active,
        "Active checks: exercise the GPUs (dcgmi diag, nvbandwidth); refused on GPUs in use");
   Choice(app, "--level", options->level, {"quick", "full"},
-         "With --active: quick (dcgmi diag -r 1, nvbandwidth, a local all-reduce) or full "
-         "(dcgmi diag -r 3, and the all-reduce through the network adapters too)");
+         "With --active: quick (dcgmi diag -r 1, nvbandwidth, cmax's CUDA probes, a local "
+         "all-reduce) or full (dcgmi diag -r 3, the all-reduce through the network adapters "
+         "too, and a burn)");
+  Num(app, "--burn", options->burn_s, SecondsIn(24 * 3600, true),
+      "With --active: seconds of BF16 matrix multiplies on every GPU at once, NVML watched "
+      "(default: none at quick, 120 at full; 0: none)");
   Flag(app, "--force", options->active_run.force,
        "With --active: exercise GPUs that are in use, or whose use NVML cannot tell");
   Opt(app, "--gpu-class", options->active_run.gpu_class,

@@ -145,7 +145,7 @@ TEST_F(ActiveRun, ANodeWithAGpuInUseIsNotExercisedUnlessForced) {
   ASSERT_TRUE(report) << report.error().message;
   EXPECT_FALSE(Ran("dcgmi"));
   EXPECT_FALSE(Ran("nvbandwidth"));
-  ASSERT_EQ(report->record.findings.size(), 3U);
+  ASSERT_EQ(report->record.findings.size(), 4U);
   for (const Finding& f : report->record.findings) {
     EXPECT_EQ(f.status, CheckStatus::kSkip);
     EXPECT_EQ(f.message,
@@ -177,7 +177,7 @@ TEST_F(ActiveRun, ANodeWithoutAGpuSaysSoAndRunsNothing) {
                                 }));
   ASSERT_TRUE(report) << report.error().message;
   EXPECT_FALSE(Ran("dcgmi"));
-  ASSERT_EQ(report->record.findings.size(), 3U);
+  ASSERT_EQ(report->record.findings.size(), 4U);
   EXPECT_EQ(report->record.findings[0].status, CheckStatus::kSkip);
   EXPECT_EQ(report->record.findings[0].message,
             "no NVIDIA GPU to exercise (NVML: libnvidia-ml.so.1: not found)");
@@ -199,6 +199,66 @@ TEST_F(ActiveRun, AGpuClassCanBeNamedAndAWrongOneIsRefused) {
   EXPECT_EQ(wrong.error().code, ErrorCode::kInvalidArgument);
   EXPECT_NE(wrong.error().message.find("h100-sxm, h200"), std::string::npos)
       << wrong.error().message;
+}
+
+TEST_F(ActiveRun, TheProbesRunAndAtFullLevelTheBurnLastTheirFiguresRecorded) {
+  // cmax-probe for real, loading the stand-in probe library (figures from a file); NVML's
+  // watch given as looks that see nothing amiss.
+  std::ofstream(dir_.File("probes.json"))
+      << R"({"devices": ["0000:17:00.0", "0000:3d:00.0"], "gemm_bf16": [700, 702],
+             "hbm_copy": [3000, 3010], "host_to_device": [55, 55], "device_to_host": [54, 54],
+             "burn": [650, 655]})";
+  ActiveRunIo io = Io([] {
+    sys::NvmlSnapshot s = Gpus();
+    s.gpus.resize(2);
+    s.gpus[0].pci_bus_id = "0000:17:00.0";
+    s.gpus[1].pci_bus_id = "0000:3d:00.0";
+    return Result<sys::NvmlSnapshot>(s);
+  });
+  io.probe_program = CMAX_PROBE_BIN;
+  io.probe_env = {"CMAX_PROBES_LIB=" CMAX_PROBES_SIM_LIB,
+                  "CMAX_PROBES_SIM=" + dir_.File("probes.json")};
+  int looks = 0;
+  io.watch_gpus = [&looks]() -> Result<LookAtGpus> {
+    return LookAtGpus([&looks](Duration) -> Result<GpuLook> {
+      ++looks;
+      return GpuLook{.gpus = {sys::GpuReading{.index = 0}, sys::GpuReading{.index = 1}}};
+    });
+  };
+  io.watch_every = std::chrono::milliseconds(10);
+  auto report = RunActiveHealth({.level = ActiveLevel::kFull, .burn_s = 0.2}, io);
+  ASSERT_TRUE(report) << report.error().message;
+  const Finding* gemm = Find(report->record, "active.probe.gemm-bf16");
+  ASSERT_NE(gemm, nullptr);
+  EXPECT_EQ(gemm->status, CheckStatus::kFail);  // 700 < 80 % of the H100's 989
+  EXPECT_EQ(gemm->observed, "700 TFLOP/s");
+  EXPECT_EQ(Find(report->record, "active.probe.hbm-copy")->status, CheckStatus::kPass);
+  const Finding* burn = Find(report->record, "active.burn");
+  ASSERT_NE(burn, nullptr);
+  EXPECT_EQ(burn->status, CheckStatus::kPass) << burn->message;
+  EXPECT_EQ(report->record.findings.back().check_id, "active.burn.clocks");
+  EXPECT_GT(looks, 1);
+  // Each GPU's figures, by NVML's index: four probes and the burn's TFLOP/s.
+  int gemm_metrics = 0;
+  for (const Metric& m : report->record.metrics) {
+    if (m.name == "active.probe.gemm_bf16_tflops") ++gemm_metrics;
+  }
+  EXPECT_EQ(gemm_metrics, 2);
+  EXPECT_EQ(report->record.metrics.size(), 10U);
+
+  // Quick: no burn; a burn asked for without NVML to watch it is not run.
+  auto quick = RunActiveHealth({}, io);
+  ASSERT_TRUE(quick);
+  EXPECT_EQ(Find(quick->record, "active.burn"), nullptr);
+  io.watch_gpus = []() -> Result<LookAtGpus> {
+    return tl::unexpected(Error{ErrorCode::kUnavailable, "libnvidia-ml.so.1: not found"});
+  };
+  auto unwatched = RunActiveHealth({.burn_s = 5}, io);
+  ASSERT_TRUE(unwatched);
+  const Finding* skipped = Find(unwatched->record, "active.burn");
+  ASSERT_NE(skipped, nullptr);
+  EXPECT_EQ(skipped->status, CheckStatus::kSkip);
+  EXPECT_NE(skipped->message.find("libnvidia-ml.so.1: not found"), std::string::npos);
 }
 
 TEST_F(ActiveRun, AHungToolAsksForASecondLook) {

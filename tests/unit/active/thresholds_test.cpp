@@ -67,8 +67,10 @@ TEST(ActiveThresholds, LimitsAndSharesOfThePeak) {
   const auto copy = t.For(*h200, "probe.hbm_copy_gbs");
   ASSERT_TRUE(copy);
   EXPECT_DOUBLE_EQ(copy->min, 4800 * 0.85);
-  // No HBM peak given for GB200, no P2P limit for A100: no threshold, never a made-up one.
-  EXPECT_FALSE(t.For(*gb200, "probe.hbm_copy_gbs"));
+  // No HBM peak given for A100 (its 40 and 80 GB parts differ), no P2P limit for it: no
+  // threshold, never a made-up one.
+  EXPECT_FALSE(t.For(*t.Find("a100-sxm"), "probe.hbm_copy_gbs"));
+  EXPECT_DOUBLE_EQ(t.For(*gb200, "probe.hbm_copy_gbs")->min, 8000 * 0.85);
   EXPECT_FALSE(t.For(*t.Find("a100-sxm"), "nvbandwidth.device_to_device_read_gbs"));
   EXPECT_FALSE(t.For(*h100, "no.such.figure"));
 }
