@@ -97,34 +97,46 @@ Result<ActiveRunReport> RunActiveHealth(const ActiveRunOptions& options, const A
     findings.push_back(Skip("active.probe", not_run));
     findings.push_back(Skip("active.nccl.local-all-reduce", not_run));
   } else {
-    for (Finding& f : RunDcgmDiag(level, deadline(DefaultDiagDeadline(level)), tools)) {
-      findings.push_back(std::move(f));
-    }
-    for (Finding& f :
-         RunNvbandwidth(gpu_class, thresholds, deadline(kNvbandwidthDeadline), tools)) {
-      findings.push_back(std::move(f));
-    }
+    // Each check's wall time, recorded: what a quick pass costs a node, check by check.
+    const auto timed = [&](const char* check, const auto& work) {
+      const WallTime begun = io.clock->Now();
+      work();
+      metrics.push_back({.name = "active.check_seconds",
+                         .labels = {{"check", check}},
+                         .value = std::chrono::duration<double>(io.clock->Now() - begun).count(),
+                         .unit = "s"});
+    };
+    const auto add = [&](std::vector<Finding> more) {
+      for (Finding& f : more) findings.push_back(std::move(f));
+    };
+    timed("dcgm-diag",
+          [&] { add(RunDcgmDiag(level, deadline(DefaultDiagDeadline(level)), tools)); });
+    timed("nvbandwidth", [&] {
+      add(RunNvbandwidth(gpu_class, thresholds, deadline(kNvbandwidthDeadline), tools));
+    });
     const std::map<std::string, unsigned> by_bus = IndexByBusId(*snapshot);
     const ProbeRunIo probe_io{.tools = tools, .program = io.probe_program, .env = io.probe_env};
     const auto take = [&](ProbeVerdict verdict) {
-      for (Finding& f : verdict.findings) findings.push_back(std::move(f));
+      add(std::move(verdict.findings));
       for (Metric& m : verdict.metrics) metrics.push_back(std::move(m));
     };
-    take(RunCudaProbes(by_bus, gpu_class, thresholds, deadline(kProbeDeadline), probe_io));
+    timed("probes", [&] {
+      take(RunCudaProbes(by_bus, gpu_class, thresholds, deadline(kProbeDeadline), probe_io));
+    });
     const auto gpu_count = static_cast<unsigned>(snapshot->gpus.size());
-    const auto all_reduce = [&](bool ib_only) {
-      for (Finding& f : RunLocalAllReduce(gpu_count, ib_only, gpu_class, thresholds,
-                                          deadline(kAllReduceDeadline), tools)) {
-        findings.push_back(std::move(f));
-      }
-    };
-    all_reduce(false);
+    timed("local-all-reduce", [&] {
+      add(RunLocalAllReduce(gpu_count, false, gpu_class, thresholds, deadline(kAllReduceDeadline),
+                            tools));
+    });
     // Through the adapters only at full level, and only where the class has a published limit
     // for it (or the class is unknown): a figure nothing judges would only say "unknown".
     if (options.level == ActiveLevel::kFull &&
         (gpu_class == nullptr ||
          thresholds.For(*gpu_class, "nccl.ib_loopback_all_reduce_busbw_gbs"))) {
-      all_reduce(true);
+      timed("ib-loopback-all-reduce", [&] {
+        add(RunLocalAllReduce(gpu_count, true, gpu_class, thresholds, deadline(kAllReduceDeadline),
+                              tools));
+      });
     }
     // The burn last: it heats the GPUs, which the figures above should not inherit.
     const double burn_s =
@@ -145,7 +157,8 @@ Result<ActiveRunReport> RunActiveHealth(const ActiveRunOptions& options, const A
                                             "({}): a GPU falling off the bus would go unseen",
                                             watch_error.empty() ? "no NVML" : watch_error)));
       } else {
-        take(RunBurn(by_bus, burn_s, kBurnGrace, io.watch_every, look, probe_io));
+        timed("burn",
+              [&] { take(RunBurn(by_bus, burn_s, kBurnGrace, io.watch_every, look, probe_io)); });
       }
     }
   }

@@ -25,18 +25,20 @@ struct ProbeUse {
   std::string_view metric;  // the thresholds' metric
   std::string_view words;
   std::string_view unit;
+  std::string_view peak;  // the class's published peak it is a share of, "" for none
 };
 
 // The quick probes. Host copies are held to the limits of nvbandwidth's copy-engine tests: the
 // same transfer (pinned memory, cudaMemcpyAsync, the copy engine).
 const std::vector<ProbeUse>& QuickProbes() {
   static const std::vector<ProbeUse> kUses = {
-      {"gemm_bf16", "active.probe.gemm-bf16", "probe.gemm_bf16_tflops", "BF16 GEMM", "TFLOP/s"},
-      {"hbm_copy", "active.probe.hbm-copy", "probe.hbm_copy_gbs", "memory copy", "GB/s"},
+      {"gemm_bf16", "active.probe.gemm-bf16", "probe.gemm_bf16_tflops", "BF16 GEMM", "TFLOP/s",
+       "bf16_dense_tflops"},
+      {"hbm_copy", "active.probe.hbm-copy", "probe.hbm_copy_gbs", "memory copy", "GB/s", "hbm_gbs"},
       {"host_to_device", "active.probe.host-to-device", "nvbandwidth.host_to_device_gbs",
-       "host to device", "GB/s"},
+       "host to device", "GB/s", ""},
       {"device_to_host", "active.probe.device-to-host", "nvbandwidth.device_to_host_gbs",
-       "device to host", "GB/s"},
+       "device to host", "GB/s", ""},
   };
   return kUses;
 }
@@ -254,6 +256,15 @@ ProbeVerdict JudgeProbes(const ProbeOutput& output, const std::map<std::string, 
                              .observed = *worst->value,
                              .unit = std::string(use.unit)},
                             gpu_class, threshold);
+    // How far from the datasheet: what a buyer compares.
+    if (gpu_class != nullptr && !use.peak.empty()) {
+      if (const auto peak = gpu_class->peaks.find(std::string(use.peak));
+          peak != gpu_class->peaks.end() && peak->second > 0) {
+        f.message +=
+            fmt::format(" ({:.1f} % of the published peak {} {})",
+                        100 * *worst->value / peak->second, FigureText(peak->second), use.unit);
+      }
+    }
     if (below.size() > 1) {
       f.message += fmt::format("; {} below it: {}", below.size(), Join(below, ", "));
     }

@@ -3,7 +3,7 @@
 // reader (nvbandwidth's as text or JSON, by the first character). None may crash or hang; what each
 // reads is finite and consistent (a worst status at least as bad as every test's, figures >= 0,
 // rows only under a known unit); the judgement of what nvbandwidth printed, against every class and
-// none, always gives one finding a test.
+// none, always gives one finding a test; cmax-probe's lines likewise.
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 #include <string_view>
 
+#include "active/cuda_probes.hpp"
 #include "active/dcgm_diag.hpp"
 #include "active/ib_write_bw.hpp"
 #include "active/nvbandwidth.hpp"
@@ -63,6 +64,17 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         std::abort();
       }
     }
+  }
+
+  // cmax-probe's lines, from a process that may have died mid-line: whatever is read is judged
+  // into exactly one finding a quick probe and two for the burn.
+  if (const auto probes = ParseProbeOutput(input)) {
+    const std::map<std::string, unsigned> gpus = {{"0000:17:00.0", 0}};
+    const ActiveThresholds& thresholds = ActiveThresholds::Builtin();
+    if (JudgeProbes(*probes, gpus, thresholds.Find("h200"), thresholds).findings.size() != 4) {
+      std::abort();
+    }
+    if (JudgeBurn(*probes, BurnWatch{}, gpus, 60).findings.size() != 2) std::abort();
   }
   return 0;
 }

@@ -244,7 +244,14 @@ TEST_F(ActiveRun, TheProbesRunAndAtFullLevelTheBurnLastTheirFiguresRecorded) {
     if (m.name == "active.probe.gemm_bf16_tflops") ++gemm_metrics;
   }
   EXPECT_EQ(gemm_metrics, 2);
-  EXPECT_EQ(report->record.metrics.size(), 10U);
+  // And each check's wall time: five checks (no adapters' all-reduce for H100).
+  std::vector<std::string> timed;
+  for (const Metric& m : report->record.metrics) {
+    if (m.name == "active.check_seconds") timed.push_back(m.labels.at("check"));
+  }
+  EXPECT_EQ(timed, (std::vector<std::string>{"dcgm-diag", "nvbandwidth", "probes",
+                                             "local-all-reduce", "burn"}));
+  EXPECT_EQ(report->record.metrics.size(), 10U + 5U);
 
   // Quick: no burn; a burn asked for without NVML to watch it is not run.
   auto quick = RunActiveHealth({}, io);

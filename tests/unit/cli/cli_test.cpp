@@ -370,7 +370,7 @@ TEST(Cli, HealthActiveWithoutAGpuRecordsWhyNothingRan) {
   EXPECT_EQ(r.code, 0) << r.err;
   const auto j = nlohmann::json::parse(r.out, nullptr, false);
   ASSERT_FALSE(j.is_discarded()) << r.out;
-  ASSERT_EQ(j["findings"].size(), 3U) << r.out;
+  ASSERT_EQ(j["findings"].size(), 4U) << r.out;
   EXPECT_EQ(j["findings"][0]["check_id"], "active.dcgm-diag");
   EXPECT_EQ(j["findings"][0]["status"], "SKIP");
   EXPECT_NE(j["findings"][0]["message"].get<std::string>().find("no NVIDIA GPU to exercise"),
