@@ -1,10 +1,12 @@
 #include "active/active_run.hpp"
 
+#include <algorithm>
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "core/strings.hpp"
 #include "store/run_writer.hpp"
+#include "store/store.hpp"
 
 namespace cmax::active {
 namespace {
@@ -23,7 +25,70 @@ Finding Skip(const std::string& check_id, std::string message) {
           .message = std::move(message)};
 }
 
+constexpr std::string_view kConditionPrefix = "active/";
+
 }  // namespace
+
+std::vector<NodeCondition> ActiveConditions(const std::vector<Finding>& findings, bool second_look,
+                                            const std::string& node, WallTime now,
+                                            const std::vector<NodeCondition>& before) {
+  const auto previous = [&](const std::string& key) -> const NodeCondition* {
+    for (const NodeCondition& c : before) {
+      if (c.node == node && c.key == key) return &c;
+    }
+    return nullptr;
+  };
+  std::vector<NodeCondition> changed;
+  const auto open = [&](const std::string& check_id, Severity severity, std::string message) {
+    NodeCondition c{.node = node,
+                    .key = std::string(kConditionPrefix) + check_id,
+                    .component = check_id.starts_with("active.nccl") ? "node" : "gpu",
+                    .kind = check_id,
+                    .severity = severity,
+                    .action = "none",
+                    .action_source = "cmax health --active",
+                    .message = std::move(message),
+                    .count = 1,
+                    .first_seen = now,
+                    .last_seen = now};
+    if (const NodeCondition* was = previous(c.key); was != nullptr && !was->recovered) {
+      c.count = was->count + 1;
+      c.first_seen = was->first_seen;
+    }
+    changed.push_back(std::move(c));
+  };
+  std::vector<std::string> failed;
+  for (const Finding& f : findings) {
+    if (f.status != CheckStatus::kFail) continue;
+    // A FAIL is serious however its check graded it: a figure below a published limit under
+    // dummy work is what the quarantine's validation is for.
+    open(f.check_id, std::max(f.severity, Severity::kHigh), f.message);
+    failed.push_back(f.check_id);
+  }
+  if (second_look) {
+    open("second-look", Severity::kLow,
+         "a tool hung and was killed at cmax's deadline: look at this node again before acting");
+    failed.emplace_back("second-look");
+  }
+  // What passed (or was not asked about and did not fail) recovers what it had opened.
+  for (const NodeCondition& c : before) {
+    if (c.node != node || c.recovered || !c.key.starts_with(kConditionPrefix)) continue;
+    const std::string check_id = c.key.substr(kConditionPrefix.size());
+    if (std::ranges::find(failed, check_id) != failed.end()) continue;
+    const bool passed =
+        check_id == "second-look" || std::ranges::any_of(findings, [&](const Finding& f) {
+          return f.check_id == check_id && f.status == CheckStatus::kPass;
+        });
+    if (!passed) continue;
+    NodeCondition recovered = c;
+    recovered.recovered = true;
+    recovered.last_seen = now;
+    recovered.message = check_id == "second-look" ? "every tool answered within its deadline"
+                                                  : check_id + " passed again";
+    changed.push_back(std::move(recovered));
+  }
+  return changed;
+}
 
 std::string BusyGpus(const sys::NvmlSnapshot& snapshot) {
   std::vector<std::string> busy;
@@ -178,6 +243,20 @@ Result<ActiveRunReport> RunActiveHealth(const ActiveRunOptions& options, const A
   if (!recorded) return tl::unexpected(recorded.error());
   report.record = std::move(recorded->record);
   report.exit_code = recorded->exit_code;
+
+  // What remediation reads: the node's conditions, in the same store.
+  auto store = store::Store::Open({.path = io.db_path});
+  if (!store) return tl::unexpected(store.error());
+  auto before = store->LoadConditions(io.host);
+  if (!before) return tl::unexpected(before.error());
+  const std::vector<NodeCondition> changed =
+      ActiveConditions(findings, report.second_look, io.host, io.clock->Now(), *before);
+  if (!changed.empty()) {
+    if (auto saved = store->SaveConditions(changed, {}); !saved) {
+      return tl::unexpected(saved.error());
+    }
+  }
+  report.conditions = changed;
   return report;
 }
 

@@ -51,12 +51,22 @@ struct ActiveRunIo {
 struct ActiveRunReport {
   int exit_code = 0;  // the recorded run's: 0, 1 a check failed, 3 a check could not be read
   RunRecord record;
-  bool second_look = false;        // a tool hung: look at this node again before acting
-  std::vector<std::string> notes;  // for stderr
+  bool second_look = false;               // a tool hung: look at this node again before acting
+  std::vector<std::string> notes;         // for stderr
+  std::vector<NodeCondition> conditions;  // the node conditions this run opened or recovered
 };
 
 // Errors: a --gpu-class the table does not have (kInvalidArgument), a store that cannot record.
 Result<ActiveRunReport> RunActiveHealth(const ActiveRunOptions& options, const ActiveRunIo& io);
+
+// The node conditions remediation reads, keyed "active/<check id>": a check that FAILed opens
+// one or counts into it (its severity as found: from high up a serious fault, quarantined
+// through the same lifecycle as an Xid); a tool that hung opens "active/second-look", low, so
+// that the node is looked at again but never drained for a hang alone; a check that passes
+// again recovers its condition. Only the conditions that change are returned. Pure.
+std::vector<NodeCondition> ActiveConditions(const std::vector<Finding>& findings, bool second_look,
+                                            const std::string& node, WallTime now,
+                                            const std::vector<NodeCondition>& before);
 
 // Which GPUs are in use (a compute process, or any utilisation) or of unknown use; "" when all
 // are idle. Pure.

@@ -5,6 +5,7 @@
 // probes, a local all-reduce, a burn) under cmax's deadlines, judged against the GPU class's
 // published limits, recorded likewise.
 #include <CLI/CLI.hpp>
+#include <fmt/format.h>
 #include <memory>
 #include <ostream>
 
@@ -47,7 +48,7 @@ int RunActive(HealthFlags o, Context& ctx) {
   const std::string nvml_lib = o.run.nvml_lib;
   const active::ActiveRunIo io{.db_path = ctx.DbPath(),
                                .cmax_version = VersionString(),
-                               .host = sys::Hostname(),
+                               .host = sys::ThisNodeName(o.run.node),
                                .clock = &clock,
                                .tools = {.runner = &runner, .find_program = sys::FindProgram},
                                .snapshot = [&nvml_lib] { return sys::ReadNvmlSnapshot(nvml_lib); },
@@ -59,6 +60,13 @@ int RunActive(HealthFlags o, Context& ctx) {
   if (report->second_look) {
     ctx.err << "cmax health: a tool hung and was killed at cmax's deadline: look at this node "
                "again before acting on it\n";
+  }
+  for (const NodeCondition& c : report->conditions) {
+    ctx.err << "cmax health: node condition " << c.key << " on " << c.node
+            << (c.recovered ? std::string(" recovered")
+                            : fmt::format(" ({}, seen {} time{})", SeverityName(c.severity),
+                                          c.count, c.count == 1 ? "" : "s"))
+            << "\n";
   }
   PrintRecord(o, ctx, report->record);
   return report->exit_code;

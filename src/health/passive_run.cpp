@@ -97,10 +97,7 @@ PassiveFacts Collect(const PassiveRunOptions& options, std::optional<sys::LineRe
 }
 
 std::string NodeName(const PassiveRunOptions& options) {
-  if (!options.node.empty()) return options.node;
-  if (std::string env = sys::GetEnv("SLURMD_NODENAME"); !env.empty()) return env;
-  std::string host = sys::Hostname();
-  return host.substr(0, host.find('.'));
+  return sys::ThisNodeName(options.node);
 }
 
 // Drains the node with a "cmax:" reason, unless someone else drained it first: an operator's

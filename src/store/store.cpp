@@ -305,6 +305,27 @@ Result<void> Store::AddEvents(const std::vector<Event>& events, std::optional<in
   return tx->Commit();
 }
 
+Result<std::map<std::string, WallTime>> Store::LastRunByHost(const std::string& command,
+                                                             const std::string& target_prefix) {
+  auto stmt = db_->Prepare(
+      "SELECT host, started_at FROM runs WHERE command = ? AND substr(target, 1, ?) = ?");
+  if (!stmt) return tl::unexpected(stmt.error());
+  stmt->Bind(1, std::string_view(command));
+  stmt->Bind(2, static_cast<int64_t>(target_prefix.size()));
+  stmt->Bind(3, std::string_view(target_prefix));
+  std::map<std::string, WallTime> last;
+  while (true) {
+    auto row = stmt->Step();
+    if (!row) return tl::unexpected(row.error());
+    if (!*row) break;
+    const auto started = ParseIso8601(stmt->ColumnText(1));
+    if (!started) continue;
+    auto [it, added] = last.emplace(stmt->ColumnText(0), *started);
+    if (!added && *started > it->second) it->second = *started;
+  }
+  return last;
+}
+
 Result<std::vector<RunSummary>> Store::ListRuns(int limit) {
   auto stmt = db_->Prepare(fmt::format(
       "SELECT {}, "

@@ -21,6 +21,13 @@ std::string GetEnv(const char* name) {
   return value != nullptr ? value : "";
 }
 
+std::string ThisNodeName(const std::string& given) {
+  if (!given.empty()) return given;
+  if (std::string env = GetEnv("SLURMD_NODENAME"); !env.empty()) return env;
+  std::string host = Hostname();
+  return host.substr(0, host.find('.'));
+}
+
 std::string DataDir() {
   if (std::string xdg = GetEnv("XDG_DATA_HOME"); !xdg.empty() && xdg[0] == '/') {
     return xdg + "/cmax";

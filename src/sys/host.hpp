@@ -8,6 +8,9 @@
 namespace cmax::sys {
 
 std::string Hostname();
+// The Slurm node this runs as: `given` when set, else $SLURMD_NODENAME (inside a job), else the
+// short hostname.
+std::string ThisNodeName(const std::string& given = "");
 // $XDG_DATA_HOME/cmax, else $HOME/.local/share/cmax, else /var/lib/cmax.
 std::string DataDir();
 // The value of an environment variable, or empty.

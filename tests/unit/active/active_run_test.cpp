@@ -10,6 +10,7 @@
 #include <string>
 #include <sys/stat.h>
 
+#include "store/store.hpp"
 #include "support/corpus.hpp"
 #include "support/temp_dir.hpp"
 
@@ -266,6 +267,73 @@ TEST_F(ActiveRun, TheProbesRunAndAtFullLevelTheBurnLastTheirFiguresRecorded) {
   ASSERT_NE(skipped, nullptr);
   EXPECT_EQ(skipped->status, CheckStatus::kSkip);
   EXPECT_NE(skipped->message.find("libnvidia-ml.so.1: not found"), std::string::npos);
+}
+
+TEST(ActiveConditions, AFailOpensOrCountsAHangIsLowAPassRecovers) {
+  const WallTime t0 = WallTime{} + std::chrono::hours(1000);
+  const std::vector<Finding> first = {
+      {.check_id = "active.burn",
+       .status = CheckStatus::kFail,
+       .severity = Severity::kCritical,
+       .message = "Xid 79 on GPU 3"},
+      {.check_id = "active.probe.gemm-bf16",
+       .status = CheckStatus::kFail,
+       .severity = Severity::kMedium,
+       .message = "GPU 1 BF16 GEMM: 640 TFLOP/s"},
+      {.check_id = "active.nccl.local-all-reduce", .status = CheckStatus::kPass},
+      {.check_id = "active.dcgm-diag", .status = CheckStatus::kUnknown}};
+  const auto opened = ActiveConditions(first, true, "gpu1", t0, {});
+  ASSERT_EQ(opened.size(), 3U);
+  EXPECT_EQ(opened[0].key, "active/active.burn");
+  EXPECT_EQ(opened[0].severity, Severity::kCritical);
+  EXPECT_EQ(opened[0].component, "gpu");
+  EXPECT_EQ(opened[0].action, "none");
+  EXPECT_EQ(opened[0].count, 1U);
+  EXPECT_EQ(opened[1].severity, Severity::kHigh);  // a FAIL is serious: quarantined
+  EXPECT_EQ(opened[2].key, "active/second-look");
+  EXPECT_EQ(opened[2].severity, Severity::kLow);  // never a drain for a hang alone
+
+  // The GEMM fails again, the burn passes, nothing hangs: counted, recovered, recovered.
+  const WallTime t1 = t0 + std::chrono::hours(168);
+  const std::vector<Finding> second = {{.check_id = "active.burn", .status = CheckStatus::kPass},
+                                       {.check_id = "active.probe.gemm-bf16",
+                                        .status = CheckStatus::kFail,
+                                        .severity = Severity::kHigh,
+                                        .message = "GPU 1 BF16 GEMM: 600 TFLOP/s"}};
+  const auto next = ActiveConditions(second, false, "gpu1", t1, opened);
+  ASSERT_EQ(next.size(), 3U);
+  EXPECT_EQ(next[0].key, "active/active.probe.gemm-bf16");
+  EXPECT_EQ(next[0].count, 2U);
+  EXPECT_EQ(next[0].first_seen, t0);
+  EXPECT_EQ(next[0].last_seen, t1);
+  EXPECT_TRUE(next[1].recovered);
+  EXPECT_EQ(next[1].key, "active/active.burn");
+  EXPECT_TRUE(next[2].recovered);
+  EXPECT_EQ(next[2].key, "active/second-look");
+  // Another node's conditions are not touched; a check not run does not recover.
+  EXPECT_TRUE(ActiveConditions({}, false, "gpu2", t1, opened).empty());
+  EXPECT_EQ(ActiveConditions({}, false, "gpu1", t1, opened).size(), 1U);  // the second look
+}
+
+TEST_F(ActiveRun, AFailedCheckBecomesANodeConditionInTheStoreThatRemediationReads) {
+  auto report = RunActiveHealth({}, Io([] { return Result<sys::NvmlSnapshot>(Gpus()); }));
+  ASSERT_TRUE(report) << report.error().message;
+  auto store = store::Store::Open({.path = dir_.File("cmax.db")});
+  ASSERT_TRUE(store);
+  auto conditions = store->LoadConditions("gpu1");
+  ASSERT_TRUE(conditions);
+  ASSERT_EQ(conditions->size(), 1U);  // the diagnostic's memory test on GPU 3
+  EXPECT_EQ((*conditions)[0].key, "active/active.dcgm-diag");
+  EXPECT_GE((*conditions)[0].severity, Severity::kHigh);
+  EXPECT_FALSE((*conditions)[0].recovered);
+
+  // The diagnostic passes the next time: the condition recovers.
+  StandIn("dcgmi", "cat '" + Data("dcgm_diag/dcgm4-level1-pass.json") + "'");
+  ASSERT_TRUE(RunActiveHealth({}, Io([] { return Result<sys::NvmlSnapshot>(Gpus()); })));
+  conditions = store->LoadConditions("gpu1");
+  ASSERT_TRUE(conditions);
+  ASSERT_EQ(conditions->size(), 1U);
+  EXPECT_TRUE((*conditions)[0].recovered);
 }
 
 TEST_F(ActiveRun, AHungToolAsksForASecondLook) {
