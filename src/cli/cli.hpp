@@ -52,6 +52,7 @@ Command SetupDbCommand(CLI::App& parent);
 Command SetupReportCommand(CLI::App& parent);
 Command SetupLabCommand(CLI::App& parent);
 Command SetupHealthCommand(CLI::App& parent);
+Command SetupHealthScheduleCommand(CLI::App& health);  // `cmax health schedule`
 Command SetupAgentCommand(CLI::App& parent);
 Command SetupRemediateCommand(CLI::App& parent);
 Command SetupInjectCommand(CLI::App& parent);

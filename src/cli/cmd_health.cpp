@@ -123,7 +123,8 @@ Command SetupHealthCommand(CLI::App& parent) {
          "too, and a burn)");
   Num(app, "--burn", options->burn_s, SecondsIn(24 * 3600, true),
       "With --active: seconds of BF16 matrix multiplies on every GPU at once, NVML watched "
-      "(default: none at quick, 120 at full; 0: none)");
+      "(default: none at quick, 120 at full; 0: none)")
+      ->default_str("");  // -1 stands for "the level's"
   Flag(app, "--force", options->active_run.force,
        "With --active: exercise GPUs that are in use, or whose use NVML cannot tell");
   Opt(app, "--gpu-class", options->active_run.gpu_class,
@@ -152,7 +153,10 @@ Command SetupHealthCommand(CLI::App& parent) {
       "without one the NVML checks are a SKIP finding");
   Opt(app, "--node", options->run.node,
       "Slurm node name (default $SLURMD_NODENAME, else the short hostname)");
-  return {app, [options](Context& ctx) { return RunHealth(*options, ctx); }};
+  const Command schedule = SetupHealthScheduleCommand(*app);
+  return {app, [options, schedule](Context& ctx) {
+            return schedule.app->parsed() ? schedule.run(ctx) : RunHealth(*options, ctx);
+          }};
 }
 
 }  // namespace cmax::cli

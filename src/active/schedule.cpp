@@ -1,0 +1,244 @@
+#include "active/schedule.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <filesystem>
+
+#include "core/strings.hpp"
+#include "store/store.hpp"
+
+namespace cmax::active {
+namespace {
+
+constexpr std::string_view kJobName = "cmax-active-check";
+
+std::string Ago(Duration d) {
+  const double hours = std::chrono::duration<double>(d).count() / 3600;
+  if (hours >= 48) return fmt::format("{:.0f} days ago", hours / 24);
+  if (hours >= 1) return fmt::format("{:.0f} h ago", hours);
+  return fmt::format("{:.0f} min ago", hours * 60);
+}
+
+std::string Every(Duration d) {
+  const double days = std::chrono::duration<double>(d).count() / 86400;
+  return days >= 1 ? fmt::format("every {:g} day{}", days, days == 1 ? "" : "s")
+                   : fmt::format("every {:g} h", days * 24);
+}
+
+// Why a node in this state gets no check.
+std::string NotIdle(const std::string& state) {
+  if (state == "mixed" || state == "allocated" || state == "completing") {
+    return state + ": a job runs there";
+  }
+  if (state.ends_with('*')) return state + ": not responding";
+  if (state.ends_with('~') || state.ends_with('#') || state.ends_with('%')) {
+    return state + ": powered down or powering";
+  }
+  return state + ": not idle";
+}
+
+Result<sys::ProcessResult> Slurm(const ScheduleIo& io, std::vector<std::string> argv) {
+  sys::ProcessSpec spec{.argv = std::move(argv), .env_add = io.slurm_env};
+  spec.timeout = std::chrono::seconds(30);
+  return io.runner->Run(spec);
+}
+
+std::string Said(const sys::ProcessResult& r) {
+  return SanitizeUtf8(Trim(r.stderr_text.empty() ? r.stdout_text : r.stderr_text));
+}
+
+}  // namespace
+
+Result<std::vector<SlurmNodeState>> ParseSinfoNodeStates(std::string_view text) {
+  std::vector<SlurmNodeState> out;
+  int number = 0;
+  for (std::string_view line : SplitLines(text)) {
+    ++number;
+    line = Trim(line);
+    if (line.empty()) continue;
+    const size_t bar = line.find('|');
+    if (bar == std::string_view::npos || bar == 0 || bar + 1 >= line.size()) {
+      return Fail(ErrorCode::kCorrupt, "sinfo's line {} is not NODE|STATE: {}", number,
+                  SanitizeUtf8(line.substr(0, 80)));
+    }
+    SlurmNodeState s{.node = std::string(Trim(line.substr(0, bar))),
+                     .state = std::string(Trim(line.substr(bar + 1)))};
+    if (std::ranges::none_of(out, [&](const SlurmNodeState& o) { return o.node == s.node; })) {
+      out.push_back(std::move(s));
+    }
+  }
+  return out;
+}
+
+std::vector<ScheduleDecision> PlanActiveChecks(const std::vector<SlurmNodeState>& nodes,
+                                               const std::map<std::string, WallTime>& last_check,
+                                               WallTime now, Duration every) {
+  std::vector<ScheduleDecision> out;
+  for (const SlurmNodeState& n : nodes) {
+    ScheduleDecision d{.node = n.node, .state = n.state};
+    if (const auto it = last_check.find(n.node); it != last_check.end()) d.last_check = it->second;
+    const std::string last =
+        d.last_check ? "last checked " + Ago(now - *d.last_check) : "never checked";
+    if (n.state != "idle") {
+      d.why = NotIdle(n.state);
+    } else if (d.last_check && now - *d.last_check < every) {
+      d.why = fmt::format("idle; {} ({})", last, Every(every));
+    } else {
+      d.submit = true;
+      d.why = "idle; " + last;
+    }
+    out.push_back(std::move(d));
+  }
+  // The longest unchecked first: never checked, then oldest; then by name.
+  std::stable_sort(out.begin(), out.end(), [](const ScheduleDecision& a, const ScheduleDecision& b) {
+    if (a.submit != b.submit) return a.submit;
+    if (a.last_check.has_value() != b.last_check.has_value()) return !a.last_check.has_value();
+    if (a.last_check && *a.last_check != *b.last_check) return *a.last_check < *b.last_check;
+    return a.node < b.node;
+  });
+  return out;
+}
+
+std::vector<std::string> ActiveCheckJob(const std::string& node, const ScheduleOptions& options,
+                                        const ScheduleIo& io) {
+  std::vector<std::string> check = {
+      ShellQuote(io.cmax_binary), "health",       "--active",          "--level",
+      options.level == ActiveLevel::kFull ? "full" : "quick", "--node", ShellQuote(node),
+      "--db",                     ShellQuote(io.db_path)};
+  for (const std::string& arg : options.check_args) check.push_back(ShellQuote(arg));
+  const std::string log_dir =
+      options.log_dir.empty()
+          ? std::filesystem::path(io.db_path).parent_path().string() + "/active-checks"
+          : options.log_dir;
+  std::vector<std::string> argv = {"sbatch",
+                                   "--parsable",
+                                   "--exclusive",
+                                   "--nodelist=" + node,
+                                   fmt::format("--nice={}", options.nice),
+                                   "--job-name=" + std::string(kJobName),
+                                   "--output=" + log_dir + "/" + node + "-%j.out"};
+  if (!options.partition.empty()) argv.push_back("--partition=" + options.partition);
+  argv.emplace_back("--wrap");
+  argv.push_back(Join(check, " "));
+  return argv;
+}
+
+Result<ScheduleReport> ScheduleActiveChecks(const ScheduleOptions& options, const ScheduleIo& io) {
+  std::vector<std::string> sinfo = {"sinfo", "-h", "-N", "-o", "%N|%T"};
+  if (!options.partition.empty()) sinfo.push_back("--partition=" + options.partition);
+  if (!options.nodes.empty()) sinfo.push_back("--nodes=" + Join(options.nodes, ","));
+  auto listed = Slurm(io, sinfo);
+  if (!listed) return Fail(ErrorCode::kUnavailable, "sinfo: {}", listed.error().message);
+  if (!listed->Succeeded()) {
+    return Fail(ErrorCode::kUnavailable, "sinfo: {}: {}", listed->Describe(), Said(*listed));
+  }
+  auto nodes = ParseSinfoNodeStates(listed->stdout_text);
+  if (!nodes) return tl::unexpected(nodes.error());
+
+  auto store = store::Store::Open({.path = io.db_path});
+  if (!store) return tl::unexpected(store.error());
+  auto last = store->LastRunByHost("health", "active checks");
+  if (!last) return tl::unexpected(last.error());
+
+  ScheduleReport report;
+  report.decisions = PlanActiveChecks(*nodes, *last, io.clock->Now(), options.every);
+  if (options.dry_run) return report;
+
+  const std::string log_dir =
+      options.log_dir.empty()
+          ? std::filesystem::path(io.db_path).parent_path().string() + "/active-checks"
+          : options.log_dir;
+  std::error_code ignored;
+  std::filesystem::create_directories(log_dir, ignored);
+  std::vector<ScheduleDecision*> pending;
+  for (ScheduleDecision& d : report.decisions) {
+    if (!d.submit) continue;
+    auto submitted = Slurm(io, ActiveCheckJob(d.node, options, io));
+    if (!submitted || !submitted->Succeeded()) {
+      d.outcome = "not submitted: " +
+                  (submitted ? submitted->Describe() + ": " + Said(*submitted)
+                             : submitted.error().message);
+      continue;
+    }
+    // --parsable: "ID" or "ID;CLUSTER".
+    const std::string out(Trim(submitted->stdout_text));
+    d.job_id = out.substr(0, out.find(';'));
+    ++report.submitted;
+    pending.push_back(&d);
+  }
+
+  // Each check must start soon: one still pending means the node got a job meanwhile (or
+  // cannot be had whole), and a check never waits in a tenant's way.
+  const WallTime give_up =
+      io.clock->Now() + std::chrono::duration_cast<std::chrono::milliseconds>(options.start_within);
+  while (!pending.empty()) {
+    std::vector<std::string> ids;
+    for (const ScheduleDecision* d : pending) ids.push_back(d->job_id);
+    auto queue = Slurm(io, {"squeue", "-h", "-j", Join(ids, ","), "-o", "%i|%T|%r"});
+    std::map<std::string, std::string> waiting;  // job id -> Slurm's reason
+    if (queue && queue->Succeeded()) {
+      for (std::string_view line : SplitLines(queue->stdout_text)) {
+        const std::vector<std::string_view> f = Split(Trim(line), '|');
+        if (f.size() == 3 && f[1] == "PENDING") waiting[std::string(f[0])] = std::string(f[2]);
+      }
+    }
+    std::vector<ScheduleDecision*> still;
+    for (ScheduleDecision* d : pending) {
+      if (waiting.contains(d->job_id)) {
+        still.push_back(d);
+      } else {
+        d->outcome = "started";
+        ++report.started;
+      }
+    }
+    pending = std::move(still);
+    if (pending.empty()) break;
+    if (io.clock->Now() >= give_up) {
+      for (ScheduleDecision* d : pending) {
+        auto cancelled = Slurm(io, {"scancel", d->job_id});
+        d->outcome = fmt::format("cancelled: it did not start within {} ({}); the node is "
+                                 "busy or cannot be had whole{}",
+                                 FormatDuration(options.start_within), waiting[d->job_id],
+                                 cancelled && cancelled->Succeeded()
+                                     ? ""
+                                     : "; scancel failed, cancel job " + d->job_id + " by hand");
+      }
+      break;
+    }
+    if (io.pause) io.pause(std::chrono::milliseconds(500));
+  }
+  if (report.submitted == 0 &&
+      std::ranges::any_of(report.decisions, [](const ScheduleDecision& d) { return d.submit; })) {
+    return Fail(ErrorCode::kUnavailable, "no check could be submitted: {}",
+                report.decisions.front().outcome);
+  }
+  return report;
+}
+
+std::string ScheduleText(const ScheduleReport& report, bool dry_run) {
+  std::string out;
+  size_t width = 4;
+  for (const ScheduleDecision& d : report.decisions) width = std::max(width, d.node.size());
+  for (const ScheduleDecision& d : report.decisions) {
+    std::string what;
+    if (!d.submit) {
+      what = "skipped: " + d.why;
+    } else if (dry_run) {
+      what = "would check: " + d.why;
+    } else if (d.job_id.empty()) {
+      what = d.outcome + " (" + d.why + ")";
+    } else {
+      what = fmt::format("job {} {} ({})", d.job_id, d.outcome, d.why);
+    }
+    out += fmt::format("{:<{}}  {}\n", d.node, width, what);
+  }
+  if (report.decisions.empty()) out += "no node listed\n";
+  if (!dry_run) {
+    out += fmt::format("{} check{} submitted, {} started\n", report.submitted,
+                       report.submitted == 1 ? "" : "s", report.started);
+  }
+  return out;
+}
+
+}  // namespace cmax::active

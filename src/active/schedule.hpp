@@ -1,0 +1,87 @@
+// `cmax health schedule`: the active checks as Slurm jobs on the nodes that are idle and have
+// not been checked within the interval (a week by default), one whole-node (--exclusive),
+// low-priority (--nice) job a node running `cmax health --active` there and recording into the
+// same store, so that what fails becomes a node condition remediation acts on. Run it as often
+// as you like (daily from cron, or a scrontab line): the store's last check per node paces it.
+// A node with a job is never chosen (only Slurm's plain "idle" is); one that gets a job between
+// the look and the check's start is skipped: a check still pending after `start_within` is
+// cancelled and said.
+#pragma once
+
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "active/active_run.hpp"
+#include "core/clock.hpp"
+#include "core/result.hpp"
+#include "sys/process_runner.hpp"
+
+namespace cmax::active {
+
+struct SlurmNodeState {
+  std::string node;
+  std::string state;  // sinfo's long state: "idle", "mixed", "drained", "idle*", ...
+};
+
+// `sinfo -h -N -o %N|%T`: a node is listed once per partition it is in, kept once. kCorrupt for
+// a line that is not NODE|STATE. Pure.
+Result<std::vector<SlurmNodeState>> ParseSinfoNodeStates(std::string_view text);
+
+struct ScheduleDecision {
+  std::string node;
+  std::string state;
+  std::optional<WallTime> last_check;
+  bool submit = false;
+  std::string why;       // "idle; last checked 9 days ago", "mixed: a job runs there"
+  std::string job_id;    // once submitted
+  std::string outcome;   // "started", "cancelled: ...", "not submitted: ..."
+};
+
+// Which nodes get a check now: the idle ones not checked within `every`, oldest check first
+// (never checked before all). Pure.
+std::vector<ScheduleDecision> PlanActiveChecks(const std::vector<SlurmNodeState>& nodes,
+                                               const std::map<std::string, WallTime>& last_check,
+                                               WallTime now, Duration every);
+
+struct ScheduleOptions {
+  ActiveLevel level = ActiveLevel::kQuick;
+  Duration every = std::chrono::hours(24 * 7);
+  std::vector<std::string> nodes;  // only these; empty: every node sinfo lists
+  std::string partition;
+  Duration start_within = std::chrono::seconds(60);
+  int nice = 10000;  // Slurm's lowest priority adjustment: tenants' jobs go first
+  bool dry_run = false;
+  std::string log_dir;                 // the jobs' output; "" beside the store
+  std::vector<std::string> check_args;  // more for `cmax health --active` (--burn 60, ...)
+};
+
+struct ScheduleIo {
+  sys::ProcessRunner* runner = nullptr;
+  std::vector<std::string> slurm_env;  // added to Slurm's commands' (SLURM_CONF=... for a lab)
+  std::string db_path;                 // absolute: the jobs write there too
+  std::string cmax_binary;             // absolute
+  const Clock* clock = nullptr;
+  std::function<void(Duration)> pause;  // between looks at the queue
+};
+
+struct ScheduleReport {
+  std::vector<ScheduleDecision> decisions;
+  int submitted = 0;
+  int started = 0;
+};
+
+// Errors: sinfo or the store cannot be read (kUnavailable), an sbatch that fails for every node.
+Result<ScheduleReport> ScheduleActiveChecks(const ScheduleOptions& options, const ScheduleIo& io);
+
+// The `sbatch` argv for one node's check. Pure.
+std::vector<std::string> ActiveCheckJob(const std::string& node, const ScheduleOptions& options,
+                                        const ScheduleIo& io);
+
+// One line a node, for people. Pure.
+std::string ScheduleText(const ScheduleReport& report, bool dry_run);
+
+}  // namespace cmax::active

@@ -1,0 +1,94 @@
+// `cmax health schedule`: the active checks submitted as whole-node, low-priority Slurm jobs to
+// the idle nodes not checked within the interval (active/schedule.hpp does the work).
+#include <CLI/CLI.hpp>
+#include <filesystem>
+#include <memory>
+#include <ostream>
+#include <thread>
+
+#include "active/schedule.hpp"
+#include "cli/cli.hpp"
+#include "cli/common.hpp"
+#include "cli/flags.hpp"
+#include "cli/numbers.hpp"
+#include "sys/host.hpp"
+#include "sys/process_runner.hpp"
+
+namespace cmax::cli {
+namespace {
+
+struct ScheduleFlags {
+  std::string level = "quick";
+  double every_days = 7;
+  double start_within_s = 60;
+  std::vector<std::string> nodes;
+  std::string partition;
+  std::string log_dir;
+  double burn_s = -1;
+  double deadline_s = 0;
+  bool dry_run = false;
+  active::ScheduleOptions options;
+};
+
+int RunSchedule(ScheduleFlags o, Context& ctx) {
+  o.options.level = o.level == "full" ? active::ActiveLevel::kFull : active::ActiveLevel::kQuick;
+  o.options.every = SecondsAsDuration(o.every_days * 86400);
+  o.options.start_within = SecondsAsDuration(o.start_within_s);
+  o.options.nodes = o.nodes;
+  o.options.partition = o.partition;
+  o.options.log_dir = o.log_dir;
+  o.options.dry_run = o.dry_run;
+  if (o.burn_s >= 0) o.options.check_args.insert(o.options.check_args.end(), {"--burn", fmt::format("{:g}", o.burn_s)});
+  if (o.deadline_s > 0) {
+    o.options.check_args.insert(o.options.check_args.end(),
+                                {"--deadline", fmt::format("{:g}", o.deadline_s)});
+  }
+  sys::PosixProcessRunner runner;
+  SystemClock clock;
+  std::error_code ignored;
+  const active::ScheduleIo io{
+      .runner = &runner,
+      .db_path = std::filesystem::absolute(ctx.DbPath(), ignored).string(),
+      .cmax_binary = sys::SelfExecutable(),
+      .clock = &clock,
+      .pause = [](Duration d) { std::this_thread::sleep_for(d); }};
+  auto report = active::ScheduleActiveChecks(o.options, io);
+  if (!report) return PrintError(ctx, "cmax health schedule", report.error());
+  ctx.out << active::ScheduleText(*report, o.dry_run);
+  return 0;
+}
+
+}  // namespace
+
+Command SetupHealthScheduleCommand(CLI::App& health) {
+  auto o = std::make_shared<ScheduleFlags>();
+  CLI::App* app = health.add_subcommand(
+      "schedule",
+      "Submit the active checks (cmax health --active) as Slurm jobs to the nodes that are\n"
+      "idle and were not checked within --every days: one job a node, the whole node\n"
+      "(--exclusive), at the lowest priority (--nice), recording into this store, where a\n"
+      "failed check becomes a node condition that remediation acts on. A node with a job is\n"
+      "never chosen; a check that cannot start within --start-within seconds (the node got\n"
+      "a job meanwhile) is cancelled. Run it daily (cron, a systemd timer or scrontab): the\n"
+      "store's last check per node paces it. Slurm's commands read $SLURM_CONF as usual.");
+  Choice(app, "--level", o->level, {"quick", "full"},
+         "The checks' level (cmax health --active --level)");
+  Num(app, "--every", o->every_days, Positive(366),
+      "Days between two checks of a node; a node checked more recently is skipped");
+  Opt(app, "--nodes", o->nodes, "Only these nodes (a Slurm node list each: gpu[1-4])")
+      ->delimiter(',');
+  Opt(app, "--partition", o->partition, "Only this partition's nodes, and the jobs there");
+  Num(app, "--start-within", o->start_within_s, SecondsIn(3600),
+      "Seconds a submitted check may wait for its node before it is cancelled");
+  Opt(app, "--log-dir", o->log_dir,
+      "Folder for the jobs' output (default: active-checks/ beside the store)");
+  Num(app, "--burn", o->burn_s, SecondsIn(24 * 3600, true),
+      "Passed to each check: seconds of burn (default: the level's)")
+      ->default_str("");  // -1 stands for "the level's"
+  Num(app, "--deadline", o->deadline_s, SecondsIn(24 * 3600),
+      "Passed to each check: seconds each tool may run");
+  Flag(app, "--dry-run", o->dry_run, "Say which nodes would be checked, and why; submit nothing");
+  return {app, [o](Context& ctx) { return RunSchedule(*o, ctx); }};
+}
+
+}  // namespace cmax::cli

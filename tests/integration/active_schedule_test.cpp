@@ -1,0 +1,189 @@
+// `cmax health schedule` against the real Slurm daemons of the lab: a node with a tenant's job
+// is never chosen, the idle ones get a whole-node check that runs `cmax health --active` (the
+// real binary, in a real job) and records into the store, a second pass within the interval
+// submits nothing, and a node that gets a job between the look and the start has its check
+// cancelled instead of waiting in the tenant's way.
+#include "active/schedule.hpp"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <gtest/gtest.h>
+#include <string>
+#include <thread>
+
+#include "core/strings.hpp"
+#include "lab/lab.hpp"
+#include "store/store.hpp"
+#include "support/temp_dir.hpp"
+#include "support/wait.hpp"
+#include "sys/file_system.hpp"
+
+namespace cmax::active {
+namespace {
+
+using namespace std::chrono_literals;
+
+constexpr int kPortBase = 27817;  // away from the lab tests' and a developer's own lab
+
+// The lab's real process runner, with one thing added: just before the check for `node` is
+// submitted, a tenant's job takes that node whole, as one could at any moment.
+class TenantArrives : public sys::ProcessRunner {
+ public:
+  TenantArrives(sys::ProcessRunner& real, std::vector<std::string> env, std::string node)
+      : real_(real), env_(std::move(env)), node_(std::move(node)) {}
+  Result<sys::ProcessResult> Run(const sys::ProcessSpec& spec) override {
+    if (!spec.argv.empty() && spec.argv[0] == "sbatch" &&
+        std::ranges::find(spec.argv, "--nodelist=" + node_) != spec.argv.end()) {
+      sys::ProcessSpec tenant{.argv = {"sbatch", "--exclusive", "--nodelist=" + node_,
+                                       "--job-name=tenant", "-o", "/dev/null", "--wrap",
+                                       "sleep 311"},
+                              .env_add = env_};
+      tenant_submitted = real_.Run(tenant).has_value();
+    }
+    return real_.Run(spec);
+  }
+  bool tenant_submitted = false;
+
+ private:
+  sys::ProcessRunner& real_;
+  std::vector<std::string> env_;
+  std::string node_;
+};
+
+class ActiveSchedule : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (::geteuid() != 0) GTEST_SKIP() << "the lab needs root";
+    spec_.dir = dir_.Path() + "/lab";
+    spec_.nodes = 4;
+    spec_.spares = 0;
+    spec_.controller_port = kPortBase;
+    spec_.first_node_port = kPortBase + 1;
+    auto up = lab::Up(spec_, ctx_, 30s);
+    ASSERT_TRUE(up) << up.error().message;
+  }
+  void TearDown() override {
+    if (::geteuid() == 0) (void)lab::Down(spec_.dir, ctx_);  // its jobs end with it
+  }
+  Result<sys::ProcessResult> Slurm(std::vector<std::string> argv) {
+    sys::ProcessSpec spec{.argv = std::move(argv), .env_add = lab::SlurmEnv(spec_.dir)};
+    spec.timeout = 30s;
+    return runner_.Run(spec);
+  }
+  std::string State(const std::string& node) {
+    auto r = Slurm({"sinfo", "-h", "-N", "-n", node, "-o", "%T"});
+    return r ? std::string(Trim(r->stdout_text)) : "?";
+  }
+  ScheduleIo Io(sys::ProcessRunner& runner) {
+    return {.runner = &runner,
+            .slurm_env = lab::SlurmEnv(spec_.dir),
+            .db_path = dir_.File("cmax.db"),
+            .cmax_binary = CMAX_BINARY,
+            .clock = &clock_,
+            .pause = [](Duration d) { std::this_thread::sleep_for(d); }};
+  }
+  std::map<std::string, WallTime> Checked() {
+    auto store = store::Store::Open({.path = dir_.File("cmax.db")});
+    if (!store) return {};
+    auto last = store->LastRunByHost("health", "active checks");
+    return last ? *last : std::map<std::string, WallTime>{};
+  }
+  static const ScheduleDecision* Of(const ScheduleReport& r, const std::string& node) {
+    for (const ScheduleDecision& d : r.decisions) {
+      if (d.node == node) return &d;
+    }
+    return nullptr;
+  }
+
+  testing::TempDir dir_;
+  lab::LabSpec spec_;
+  SystemClock clock_;
+  sys::LocalFileSystem fs_;
+  sys::PosixProcessRunner runner_;
+  lab::LabContext ctx_{fs_, runner_, clock_, {}};
+};
+
+TEST_F(ActiveSchedule, ANodeWithAJobIsNeverChosenTheIdleOnesAreCheckedOnceAWeek) {
+  // A tenant's job on gpu2.
+  auto tenant = Slurm({"sbatch", "--nodelist=gpu2", "-o", "/dev/null", "--wrap", "sleep 313"});
+  ASSERT_TRUE(tenant && tenant->Succeeded()) << (tenant ? tenant->stderr_text : "");
+  std::string taken;  // "mixed" or "allocated", as the job's cores and the node's count
+  ASSERT_TRUE(testing::WaitUntil([&] {
+    taken = State("gpu2");
+    return taken == "mixed" || taken == "allocated";
+  })) << taken;
+
+  auto report = ScheduleActiveChecks({}, Io(runner_));
+  ASSERT_TRUE(report) << report.error().message;
+  EXPECT_EQ(report->submitted, 3);
+  EXPECT_EQ(report->started, 3);
+  const ScheduleDecision* busy = Of(*report, "gpu2");
+  ASSERT_NE(busy, nullptr);
+  EXPECT_FALSE(busy->submit);
+  // Slurm moves a node between the two as the job's cores are counted.
+  EXPECT_TRUE(busy->why == "mixed: a job runs there" || busy->why == "allocated: a job runs there")
+      << busy->why;
+  EXPECT_TRUE(busy->job_id.empty());
+  for (const char* node : {"gpu1", "gpu3", "gpu4"}) {
+    const ScheduleDecision* d = Of(*report, node);
+    ASSERT_NE(d, nullptr) << node;
+    EXPECT_TRUE(d->submit) << node;
+    EXPECT_EQ(d->outcome, "started") << node;
+    EXPECT_FALSE(d->job_id.empty()) << node;
+  }
+
+  // Each job ran `cmax health --active` on its node and recorded it: no run for gpu2.
+  ASSERT_TRUE(testing::WaitUntil([&] { return Checked().size() == 3; }, 60s))
+      << ScheduleText(*report, false);
+  EXPECT_FALSE(Checked().contains("gpu2"));
+  EXPECT_TRUE(std::filesystem::exists(dir_.File("active-checks/gpu1-" + Of(*report, "gpu1")->job_id +
+                                                ".out")));
+
+  // Within the week, nothing more for those three; gpu2 still busy.
+  auto again = ScheduleActiveChecks({}, Io(runner_));
+  ASSERT_TRUE(again) << again.error().message;
+  EXPECT_EQ(again->submitted, 0);
+  EXPECT_NE(Of(*again, "gpu1")->why.find("last checked"), std::string::npos)
+      << Of(*again, "gpu1")->why;
+  EXPECT_NE(Of(*again, "gpu1")->why.find("every 7 days"), std::string::npos);
+}
+
+TEST_F(ActiveSchedule, ACheckThatCannotStartBecauseATenantArrivedIsCancelled) {
+  TenantArrives runner(runner_, lab::SlurmEnv(spec_.dir), "gpu3");
+  ScheduleOptions options{.nodes = {"gpu3"}, .start_within = 2s};
+  auto report = ScheduleActiveChecks(options, Io(runner));
+  ASSERT_TRUE(report) << report.error().message;
+  ASSERT_TRUE(runner.tenant_submitted);
+  ASSERT_EQ(report->decisions.size(), 1U);
+  const ScheduleDecision& d = report->decisions[0];
+  EXPECT_EQ(report->submitted, 1);
+  EXPECT_EQ(report->started, 0);
+  EXPECT_EQ(d.outcome.rfind("cancelled: it did not start within 2.00s", 0), 0U) << d.outcome;
+  // Gone from the queue: nothing of ours waits behind the tenant.
+  auto queue = Slurm({"squeue", "-h", "-n", "cmax-active-check", "-o", "%i"});
+  ASSERT_TRUE(queue);
+  EXPECT_EQ(Trim(queue->stdout_text), "");
+}
+
+TEST(SinfoStates, EachNodeOnceAndOnlyPlainIdleIsChosen) {
+  auto states = ParseSinfoNodeStates(
+      "gpu1|idle\ngpu2|mixed\ngpu3|drained\ngpu4|idle*\ngpu5|idle~\ngpu1|idle\ngpu6|allocated\n");
+  ASSERT_TRUE(states) << states.error().message;
+  ASSERT_EQ(states->size(), 6U);
+  const WallTime now = WallTime{} + std::chrono::hours(24 * 400);
+  const auto plan = PlanActiveChecks(*states, {{"gpu1", now - std::chrono::hours(24 * 9)}}, now,
+                                     std::chrono::hours(24 * 7));
+  ASSERT_EQ(plan.size(), 6U);
+  EXPECT_EQ(plan[0].node, "gpu1");
+  EXPECT_TRUE(plan[0].submit);
+  EXPECT_EQ(plan[0].why, "idle; last checked 9 days ago");
+  for (size_t i = 1; i < plan.size(); ++i) EXPECT_FALSE(plan[i].submit) << plan[i].node;
+  EXPECT_EQ(plan[1].why, "mixed: a job runs there");
+  EXPECT_FALSE(ParseSinfoNodeStates("gpu1 idle\n"));
+  EXPECT_FALSE(ParseSinfoNodeStates("|idle\n"));
+}
+
+}  // namespace
+}  // namespace cmax::active
