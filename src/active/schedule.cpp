@@ -1,11 +1,12 @@
 #include "active/schedule.hpp"
 
-#include <fmt/format.h>
-
 #include <algorithm>
 #include <filesystem>
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
 #include "core/strings.hpp"
+#include "store/run_writer.hpp"
 #include "store/store.hpp"
 
 namespace cmax::active {
@@ -72,17 +73,17 @@ Result<std::vector<SlurmNodeState>> ParseSinfoNodeStates(std::string_view text) 
 }
 
 std::vector<ScheduleDecision> PlanActiveChecks(const std::vector<SlurmNodeState>& nodes,
-                                               const std::map<std::string, WallTime>& last_check,
+                                               const std::map<std::string, LastCheck>& last_check,
                                                WallTime now, Duration every) {
   std::vector<ScheduleDecision> out;
   for (const SlurmNodeState& n : nodes) {
     ScheduleDecision d{.node = n.node, .state = n.state};
     if (const auto it = last_check.find(n.node); it != last_check.end()) d.last_check = it->second;
     const std::string last =
-        d.last_check ? "last checked " + Ago(now - *d.last_check) : "never checked";
+        d.last_check ? "last checked " + Ago(now - d.last_check->at) : "never checked";
     if (n.state != "idle") {
       d.why = NotIdle(n.state);
-    } else if (d.last_check && now - *d.last_check < every) {
+    } else if (d.last_check && now - d.last_check->at < every) {
       d.why = fmt::format("idle; {} ({})", last, Every(every));
     } else {
       d.submit = true;
@@ -91,21 +92,30 @@ std::vector<ScheduleDecision> PlanActiveChecks(const std::vector<SlurmNodeState>
     out.push_back(std::move(d));
   }
   // The longest unchecked first: never checked, then oldest; then by name.
-  std::stable_sort(out.begin(), out.end(), [](const ScheduleDecision& a, const ScheduleDecision& b) {
-    if (a.submit != b.submit) return a.submit;
-    if (a.last_check.has_value() != b.last_check.has_value()) return !a.last_check.has_value();
-    if (a.last_check && *a.last_check != *b.last_check) return *a.last_check < *b.last_check;
-    return a.node < b.node;
-  });
+  std::stable_sort(out.begin(), out.end(),
+                   [](const ScheduleDecision& a, const ScheduleDecision& b) {
+                     if (a.submit != b.submit) return a.submit;
+                     if (a.last_check.has_value() != b.last_check.has_value())
+                       return !a.last_check.has_value();
+                     if (a.last_check && a.last_check->at != b.last_check->at) {
+                       return a.last_check->at < b.last_check->at;
+                     }
+                     return a.node < b.node;
+                   });
   return out;
 }
 
 std::vector<std::string> ActiveCheckJob(const std::string& node, const ScheduleOptions& options,
                                         const ScheduleIo& io) {
-  std::vector<std::string> check = {
-      ShellQuote(io.cmax_binary), "health",       "--active",          "--level",
-      options.level == ActiveLevel::kFull ? "full" : "quick", "--node", ShellQuote(node),
-      "--db",                     ShellQuote(io.db_path)};
+  std::vector<std::string> check = {ShellQuote(io.cmax_binary),
+                                    "health",
+                                    "--active",
+                                    "--level",
+                                    options.level == ActiveLevel::kFull ? "full" : "quick",
+                                    "--node",
+                                    ShellQuote(node),
+                                    "--db",
+                                    ShellQuote(io.db_path)};
   for (const std::string& arg : options.check_args) check.push_back(ShellQuote(arg));
   const std::string log_dir =
       options.log_dir.empty()
@@ -138,11 +148,17 @@ Result<ScheduleReport> ScheduleActiveChecks(const ScheduleOptions& options, cons
 
   auto store = store::Store::Open({.path = io.db_path});
   if (!store) return tl::unexpected(store.error());
-  auto last = store->LastRunByHost("health", "active checks");
-  if (!last) return tl::unexpected(last.error());
+  auto latest = store->LatestRunByHost("health", "active checks");
+  if (!latest) return tl::unexpected(latest.error());
+  std::map<std::string, LastCheck> last;
+  for (const auto& [host, run] : *latest) {
+    last[host] = {.at = run.run.started_at, .run_id = run.run.id, .counts = run.counts};
+  }
 
   ScheduleReport report;
-  report.decisions = PlanActiveChecks(*nodes, *last, io.clock->Now(), options.every);
+  const WallTime started = io.clock->Now();
+  report.decisions = PlanActiveChecks(*nodes, last, started, options.every);
+  report.fleet = ViewFleet(report.decisions, started, options.every);
   if (options.dry_run) return report;
 
   const std::string log_dir =
@@ -156,9 +172,8 @@ Result<ScheduleReport> ScheduleActiveChecks(const ScheduleOptions& options, cons
     if (!d.submit) continue;
     auto submitted = Slurm(io, ActiveCheckJob(d.node, options, io));
     if (!submitted || !submitted->Succeeded()) {
-      d.outcome = "not submitted: " +
-                  (submitted ? submitted->Describe() + ": " + Said(*submitted)
-                             : submitted.error().message);
+      d.outcome = "not submitted: " + (submitted ? submitted->Describe() + ": " + Said(*submitted)
+                                                 : submitted.error().message);
       continue;
     }
     // --parsable: "ID" or "ID;CLUSTER".
@@ -197,12 +212,13 @@ Result<ScheduleReport> ScheduleActiveChecks(const ScheduleOptions& options, cons
     if (io.clock->Now() >= give_up) {
       for (ScheduleDecision* d : pending) {
         auto cancelled = Slurm(io, {"scancel", d->job_id});
-        d->outcome = fmt::format("cancelled: it did not start within {} ({}); the node is "
-                                 "busy or cannot be had whole{}",
-                                 FormatDuration(options.start_within), waiting[d->job_id],
-                                 cancelled && cancelled->Succeeded()
-                                     ? ""
-                                     : "; scancel failed, cancel job " + d->job_id + " by hand");
+        d->outcome = fmt::format(
+            "cancelled: it did not start within {} ({}); the node is "
+            "busy or cannot be had whole{}",
+            FormatDuration(options.start_within), waiting[d->job_id],
+            cancelled && cancelled->Succeeded()
+                ? ""
+                : "; scancel failed, cancel job " + d->job_id + " by hand");
       }
       break;
     }
@@ -213,7 +229,108 @@ Result<ScheduleReport> ScheduleActiveChecks(const ScheduleOptions& options, cons
     return Fail(ErrorCode::kUnavailable, "no check could be submitted: {}",
                 report.decisions.front().outcome);
   }
+  nlohmann::json submitted = nlohmann::json::array();
+  for (const ScheduleDecision& d : report.decisions) {
+    if (!d.job_id.empty())
+      submitted.push_back({{"node", d.node}, {"job", d.job_id}, {"outcome", d.outcome}});
+  }
+  auto recorded = store::RecordWholeRun(
+      io.db_path,
+      {.command = "health",
+       .target = "active schedule",
+       .host = io.host,
+       .started_at = started,
+       .cmax_version = io.cmax_version},
+      {{"active.fleet", report.fleet.evidence_json},
+       {"active.submitted",
+        submitted.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)},
+       {"active.every_days",
+        nlohmann::json(std::chrono::duration<double>(options.every).count() / 86400).dump()}},
+      {report.fleet.finding}, report.fleet.metrics, io.clock->Now());
+  if (!recorded) return tl::unexpected(recorded.error());
+  report.run_id = recorded->record.run.id;
+  report.exit_code = recorded->exit_code;
   return report;
+}
+
+FleetView ViewFleet(const std::vector<ScheduleDecision>& decisions, WallTime now, Duration every) {
+  FleetView view;
+  nlohmann::json rows = nlohmann::json::array();
+  int nodes = 0;
+  int recent = 0;
+  int checked = 0;
+  int passed = 0;
+  double oldest_days = -1;
+  std::vector<std::string> failed;
+  std::vector<std::string> overdue;
+  for (const ScheduleDecision& d : decisions) {
+    ++nodes;
+    nlohmann::json row = {{"node", d.node}, {"state", d.state}, {"last_check", nullptr}};
+    if (d.last_check) {
+      const double age_days = std::chrono::duration<double>(now - d.last_check->at).count() / 86400;
+      row["last_check"] = FormatIso8601(d.last_check->at);
+      row["age_days"] = age_days;
+      row["run"] = d.last_check->run_id;
+      row["pass"] = d.last_check->counts.pass;
+      row["warn"] = d.last_check->counts.warn;
+      row["fail"] = d.last_check->counts.fail;
+      row["unknown"] = d.last_check->counts.unknown;
+      row["skip"] = d.last_check->counts.skip;
+      ++checked;
+      oldest_days = std::max(oldest_days, age_days);
+      if (d.last_check->counts.fail > 0) {
+        failed.push_back(d.node);
+      } else {
+        ++passed;
+      }
+      if (now - d.last_check->at < every) ++recent;
+    }
+    if (!d.last_check || now - d.last_check->at >= every) overdue.push_back(d.node);
+    row["decision"] = d.submit ? "check" : "skip";
+    row["why"] = d.why;
+    rows.push_back(std::move(row));
+  }
+  view.evidence_json = rows.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  const auto metric = [&](const char* name, double value, const char* unit) {
+    view.metrics.push_back({.name = name, .value = value, .unit = unit});
+  };
+  if (nodes > 0) metric("active.fleet_checked_share", static_cast<double>(recent) / nodes, "ratio");
+  if (checked > 0) {
+    metric("active.fleet_pass_share", static_cast<double>(passed) / checked, "ratio");
+    metric("active.fleet_oldest_check_days", oldest_days, "days");
+  }
+  metric("active.fleet_nodes", nodes, "nodes");
+  const auto some = [](const std::vector<std::string>& names) {
+    constexpr size_t kMost = 10;
+    std::vector<std::string> shown(
+        names.begin(), names.begin() + static_cast<long>(std::min(names.size(), kMost)));
+    return Join(shown, ", ") +
+           (names.size() > kMost ? fmt::format(" and {} more", names.size() - kMost) : "");
+  };
+  Finding& f = view.finding;
+  f.check_id = "active.fleet";
+  f.observed = fmt::format("{} of {} node{} checked {}; {} of {} checked passed", recent, nodes,
+                           nodes == 1 ? "" : "s", Every(every), passed, checked);
+  f.expected = "every node checked " + Every(every) + ", every latest check passed";
+  if (!failed.empty()) {
+    f.status = CheckStatus::kFail;
+    f.severity = Severity::kHigh;
+    f.message = fmt::format("latest active check failed on {}", some(failed));
+    f.remediation =
+        "Read each node's latest `cmax health --active` run (cmax db runs); the "
+        "node conditions active/<check> are what remediation acts on.";
+  } else if (!overdue.empty()) {
+    f.status = CheckStatus::kWarn;
+    f.severity = Severity::kMedium;
+    f.message = fmt::format("not checked {}: {}", Every(every), some(overdue));
+    f.remediation =
+        "Run `cmax health schedule` daily; a node that is never idle is never "
+        "checked: give it a maintenance window.";
+  } else {
+    f.status = CheckStatus::kPass;
+    f.message = f.observed;
+  }
+  return view;
 }
 
 std::string ScheduleText(const ScheduleReport& report, bool dry_run) {
@@ -238,6 +355,8 @@ std::string ScheduleText(const ScheduleReport& report, bool dry_run) {
     out += fmt::format("{} check{} submitted, {} started\n", report.submitted,
                        report.submitted == 1 ? "" : "s", report.started);
   }
+  out += fmt::format("{} {}: {}\n", StatusName(report.fleet.finding.status),
+                     report.fleet.finding.check_id, report.fleet.finding.message);
   return out;
 }
 

@@ -31,21 +31,40 @@ struct SlurmNodeState {
 // a line that is not NODE|STATE. Pure.
 Result<std::vector<SlurmNodeState>> ParseSinfoNodeStates(std::string_view text);
 
+// A node's latest active check, from the store.
+struct LastCheck {
+  WallTime at;
+  int64_t run_id = 0;
+  StatusCounts counts;
+};
+
 struct ScheduleDecision {
   std::string node;
   std::string state;
-  std::optional<WallTime> last_check;
+  std::optional<LastCheck> last_check;
   bool submit = false;
-  std::string why;       // "idle; last checked 9 days ago", "mixed: a job runs there"
-  std::string job_id;    // once submitted
-  std::string outcome;   // "started", "cancelled: ...", "not submitted: ..."
+  std::string why;      // "idle; last checked 9 days ago", "mixed: a job runs there"
+  std::string job_id;   // once submitted
+  std::string outcome;  // "started", "cancelled: ...", "not submitted: ..."
 };
 
 // Which nodes get a check now: the idle ones not checked within `every`, oldest check first
 // (never checked before all). Pure.
 std::vector<ScheduleDecision> PlanActiveChecks(const std::vector<SlurmNodeState>& nodes,
-                                               const std::map<std::string, WallTime>& last_check,
+                                               const std::map<std::string, LastCheck>& last_check,
                                                WallTime now, Duration every);
+
+// The fleet's active checks as the rating reads them: the share of nodes checked within
+// `every` (active.fleet_checked_share), the share of checked nodes whose latest check failed
+// nothing (active.fleet_pass_share), the oldest latest check (active.fleet_oldest_check_days);
+// one finding ("active.fleet": FAIL naming the nodes whose latest check failed, WARN naming
+// those overdue, else PASS) and each node's row as evidence ("active.fleet"). Pure.
+struct FleetView {
+  std::vector<Metric> metrics;
+  Finding finding;
+  std::string evidence_json;
+};
+FleetView ViewFleet(const std::vector<ScheduleDecision>& decisions, WallTime now, Duration every);
 
 struct ScheduleOptions {
   ActiveLevel level = ActiveLevel::kQuick;
@@ -55,7 +74,7 @@ struct ScheduleOptions {
   Duration start_within = std::chrono::seconds(60);
   int nice = 10000;  // Slurm's lowest priority adjustment: tenants' jobs go first
   bool dry_run = false;
-  std::string log_dir;                 // the jobs' output; "" beside the store
+  std::string log_dir;                  // the jobs' output; "" beside the store
   std::vector<std::string> check_args;  // more for `cmax health --active` (--burn 60, ...)
 };
 
@@ -64,6 +83,8 @@ struct ScheduleIo {
   std::vector<std::string> slurm_env;  // added to Slurm's commands' (SLURM_CONF=... for a lab)
   std::string db_path;                 // absolute: the jobs write there too
   std::string cmax_binary;             // absolute
+  std::string cmax_version;            // for the run the schedule records
+  std::string host;
   const Clock* clock = nullptr;
   std::function<void(Duration)> pause;  // between looks at the queue
 };
@@ -72,9 +93,14 @@ struct ScheduleReport {
   std::vector<ScheduleDecision> decisions;
   int submitted = 0;
   int started = 0;
+  FleetView fleet;
+  int64_t run_id = 0;  // the run recorded (not on a dry run)
+  int exit_code = 0;   // 1 when a node's latest check failed
 };
 
-// Errors: sinfo or the store cannot be read (kUnavailable), an sbatch that fails for every node.
+// Records one run (command "health", target "active schedule": not itself a check) with the
+// fleet's view, after submitting. Errors: sinfo or the store cannot be read (kUnavailable), an
+// sbatch that fails for every node.
 Result<ScheduleReport> ScheduleActiveChecks(const ScheduleOptions& options, const ScheduleIo& io);
 
 // The `sbatch` argv for one node's check. Pure.

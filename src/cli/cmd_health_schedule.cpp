@@ -38,7 +38,9 @@ int RunSchedule(ScheduleFlags o, Context& ctx) {
   o.options.partition = o.partition;
   o.options.log_dir = o.log_dir;
   o.options.dry_run = o.dry_run;
-  if (o.burn_s >= 0) o.options.check_args.insert(o.options.check_args.end(), {"--burn", fmt::format("{:g}", o.burn_s)});
+  if (o.burn_s >= 0)
+    o.options.check_args.insert(o.options.check_args.end(),
+                                {"--burn", fmt::format("{:g}", o.burn_s)});
   if (o.deadline_s > 0) {
     o.options.check_args.insert(o.options.check_args.end(),
                                 {"--deadline", fmt::format("{:g}", o.deadline_s)});
@@ -46,16 +48,17 @@ int RunSchedule(ScheduleFlags o, Context& ctx) {
   sys::PosixProcessRunner runner;
   SystemClock clock;
   std::error_code ignored;
-  const active::ScheduleIo io{
-      .runner = &runner,
-      .db_path = std::filesystem::absolute(ctx.DbPath(), ignored).string(),
-      .cmax_binary = sys::SelfExecutable(),
-      .clock = &clock,
-      .pause = [](Duration d) { std::this_thread::sleep_for(d); }};
+  const active::ScheduleIo io{.runner = &runner,
+                              .db_path = std::filesystem::absolute(ctx.DbPath(), ignored).string(),
+                              .cmax_binary = sys::SelfExecutable(),
+                              .cmax_version = VersionString(),
+                              .host = sys::Hostname(),
+                              .clock = &clock,
+                              .pause = [](Duration d) { std::this_thread::sleep_for(d); }};
   auto report = active::ScheduleActiveChecks(o.options, io);
   if (!report) return PrintError(ctx, "cmax health schedule", report.error());
   ctx.out << active::ScheduleText(*report, o.dry_run);
-  return 0;
+  return report->exit_code;
 }
 
 }  // namespace

@@ -200,6 +200,14 @@ Result<Rating> RateStoredRuns(const RateOptions& options, const RateIo& io) {
       for (const char* command : kRatedCommands) {
         if (auto id = store->LatestRunId(command)) asked.push_back(std::to_string(*id));
       }
+      // The fleet's active checks (`cmax health schedule`) are a health run too, but rarely
+      // the newest one: the nodes' own checks come after it.
+      if (auto fleet = store->LatestRunByHost("health", "active schedule"); fleet) {
+        int64_t newest = 0;
+        for (const auto& [host, run] : *fleet) newest = std::max(newest, run.run.id);
+        const std::string id = std::to_string(newest);
+        if (newest > 0 && std::ranges::find(asked, id) == asked.end()) asked.push_back(id);
+      }
     }
     if (asked.empty()) {
       return Fail(ErrorCode::kUnavailable,

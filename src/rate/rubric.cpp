@@ -291,7 +291,7 @@ Result<ItemScoring> ParseScoring(const json& score, const ItemSource& source,
 
 const std::vector<KnownMetric>& KnownMetrics() {
   // As the phases record them (reliability/timeline, net/nccl_analyze_run, net/nccl_sweep,
-  // net/nccl_recipe, train/train_log_run, endpoint/results):
+  // net/nccl_recipe, train/train_log_run, endpoint/results, active/schedule):
   // name and unit.
   static const std::vector<KnownMetric> kMetrics = {
       {"reliability.detect", "s"},
@@ -332,6 +332,10 @@ const std::vector<KnownMetric>& KnownMetrics() {
       {"endpoint.total_token_throughput", "tok/s"},
       {"endpoint.goodput", "req/s"},
       {"endpoint.cost", "USD"},
+      {"active.fleet_checked_share", "ratio"},
+      {"active.fleet_pass_share", "ratio"},
+      {"active.fleet_oldest_check_days", "days"},
+      {"active.fleet_nodes", "nodes"},
   };
   return kMetrics;
 }

@@ -305,38 +305,56 @@ Result<void> Store::AddEvents(const std::vector<Event>& events, std::optional<in
   return tx->Commit();
 }
 
-Result<std::map<std::string, WallTime>> Store::LastRunByHost(const std::string& command,
-                                                             const std::string& target_prefix) {
+namespace {
+
+// A run's finding counts, read after its kRunColumns.
+constexpr const char* kCountColumns =
+    "(SELECT count(*) FROM findings f WHERE f.run_id = r.id AND f.status = 'PASS'), "
+    "(SELECT count(*) FROM findings f WHERE f.run_id = r.id AND f.status = 'WARN'), "
+    "(SELECT count(*) FROM findings f WHERE f.run_id = r.id AND f.status = 'FAIL'), "
+    "(SELECT count(*) FROM findings f WHERE f.run_id = r.id AND f.status = 'SKIP'), "
+    "(SELECT count(*) FROM findings f WHERE f.run_id = r.id AND f.status = 'ATTEST'), "
+    "(SELECT count(*) FROM findings f WHERE f.run_id = r.id AND f.status = 'UNKNOWN')";
+
+RunSummary ReadRunSummary(const Statement& stmt) {
+  RunSummary summary{ReadRunInfo(stmt), {}};
+  summary.counts.pass = static_cast<int>(stmt.ColumnInt(11));
+  summary.counts.warn = static_cast<int>(stmt.ColumnInt(12));
+  summary.counts.fail = static_cast<int>(stmt.ColumnInt(13));
+  summary.counts.skip = static_cast<int>(stmt.ColumnInt(14));
+  summary.counts.attest = static_cast<int>(stmt.ColumnInt(15));
+  summary.counts.unknown = static_cast<int>(stmt.ColumnInt(16));
+  return summary;
+}
+
+}  // namespace
+
+Result<std::map<std::string, RunSummary>> Store::LatestRunByHost(const std::string& command,
+                                                                 const std::string& target_prefix) {
+  // Newest first; the first row of each host is its latest run.
   auto stmt = db_->Prepare(
-      "SELECT host, started_at FROM runs WHERE command = ? AND substr(target, 1, ?) = ?");
+      fmt::format("SELECT {}, {} FROM runs r WHERE command = ? AND substr(target, 1, ?) = ? "
+                  "ORDER BY id DESC",
+                  kRunColumns, kCountColumns));
   if (!stmt) return tl::unexpected(stmt.error());
   stmt->Bind(1, std::string_view(command));
   stmt->Bind(2, static_cast<int64_t>(target_prefix.size()));
   stmt->Bind(3, std::string_view(target_prefix));
-  std::map<std::string, WallTime> last;
+  std::map<std::string, RunSummary> latest;
   while (true) {
     auto row = stmt->Step();
     if (!row) return tl::unexpected(row.error());
     if (!*row) break;
-    const auto started = ParseIso8601(stmt->ColumnText(1));
-    if (!started) continue;
-    auto [it, added] = last.emplace(stmt->ColumnText(0), *started);
-    if (!added && *started > it->second) it->second = *started;
+    RunSummary summary = ReadRunSummary(*stmt);
+    const std::string host = summary.run.host;
+    latest.emplace(host, std::move(summary));
   }
-  return last;
+  return latest;
 }
 
 Result<std::vector<RunSummary>> Store::ListRuns(int limit) {
-  auto stmt = db_->Prepare(fmt::format(
-      "SELECT {}, "
-      "(SELECT count(*) FROM findings f WHERE f.run_id = r.id AND f.status = 'PASS'), "
-      "(SELECT count(*) FROM findings f WHERE f.run_id = r.id AND f.status = 'WARN'), "
-      "(SELECT count(*) FROM findings f WHERE f.run_id = r.id AND f.status = 'FAIL'), "
-      "(SELECT count(*) FROM findings f WHERE f.run_id = r.id AND f.status = 'SKIP'), "
-      "(SELECT count(*) FROM findings f WHERE f.run_id = r.id AND f.status = 'ATTEST'), "
-      "(SELECT count(*) FROM findings f WHERE f.run_id = r.id AND f.status = 'UNKNOWN') "
-      "FROM runs r ORDER BY id DESC LIMIT ?",
-      kRunColumns));
+  auto stmt = db_->Prepare(fmt::format("SELECT {}, {} FROM runs r ORDER BY id DESC LIMIT ?",
+                                       kRunColumns, kCountColumns));
   if (!stmt) return tl::unexpected(stmt.error());
   stmt->Bind(1, static_cast<int64_t>(limit));
   std::vector<RunSummary> runs;
@@ -344,14 +362,7 @@ Result<std::vector<RunSummary>> Store::ListRuns(int limit) {
     auto row = stmt->Step();
     if (!row) return tl::unexpected(row.error());
     if (!*row) break;
-    RunSummary summary{ReadRunInfo(*stmt), {}};
-    summary.counts.pass = static_cast<int>(stmt->ColumnInt(11));
-    summary.counts.warn = static_cast<int>(stmt->ColumnInt(12));
-    summary.counts.fail = static_cast<int>(stmt->ColumnInt(13));
-    summary.counts.skip = static_cast<int>(stmt->ColumnInt(14));
-    summary.counts.attest = static_cast<int>(stmt->ColumnInt(15));
-    summary.counts.unknown = static_cast<int>(stmt->ColumnInt(16));
-    runs.push_back(std::move(summary));
+    runs.push_back(ReadRunSummary(*stmt));
   }
   return runs;
 }

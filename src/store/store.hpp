@@ -73,10 +73,10 @@ class Store {
 
   // Newest first.
   Result<std::vector<RunSummary>> ListRuns(int limit);
-  // When each host last began a run of `command` whose target starts with `target_prefix`:
-  // what says a node's last active check.
-  Result<std::map<std::string, WallTime>> LastRunByHost(const std::string& command,
-                                                        const std::string& target_prefix);
+  // Each host's latest run of `command` whose target starts with `target_prefix`, with its
+  // counts: a node's last active check.
+  Result<std::map<std::string, RunSummary>> LatestRunByHost(const std::string& command,
+                                                            const std::string& target_prefix);
   Result<RunRecord> LoadRun(int64_t run_id);
   // The newest run, optionally of one command; NotFound when there is none.
   Result<int64_t> LatestRunId(const std::string& command = "");

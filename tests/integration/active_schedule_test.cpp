@@ -3,16 +3,16 @@
 // real binary, in a real job) and records into the store, a second pass within the interval
 // submits nothing, and a node that gets a job between the look and the start has its check
 // cancelled instead of waiting in the tenant's way.
-#include "active/schedule.hpp"
-
 #include <unistd.h>
 
 #include <algorithm>
 #include <filesystem>
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <thread>
 
+#include "active/schedule.hpp"
 #include "core/strings.hpp"
 #include "lab/lab.hpp"
 #include "store/store.hpp"
@@ -25,7 +25,8 @@ namespace {
 
 using namespace std::chrono_literals;
 
-constexpr int kPortBase = 27817;  // away from the lab tests' and a developer's own lab
+// Its own ports: the reliability lab (27817) and the evaluation (28917) run under other locks.
+constexpr int kPortBase = 29817;
 
 // The lab's real process runner, with one thing added: just before the check for `node` is
 // submitted, a tenant's job takes that node whole, as one could at any moment.
@@ -36,10 +37,10 @@ class TenantArrives : public sys::ProcessRunner {
   Result<sys::ProcessResult> Run(const sys::ProcessSpec& spec) override {
     if (!spec.argv.empty() && spec.argv[0] == "sbatch" &&
         std::ranges::find(spec.argv, "--nodelist=" + node_) != spec.argv.end()) {
-      sys::ProcessSpec tenant{.argv = {"sbatch", "--exclusive", "--nodelist=" + node_,
-                                       "--job-name=tenant", "-o", "/dev/null", "--wrap",
-                                       "sleep 311"},
-                              .env_add = env_};
+      sys::ProcessSpec tenant{
+          .argv = {"sbatch", "--exclusive", "--nodelist=" + node_, "--job-name=tenant", "-o",
+                   "/dev/null", "--wrap", "sleep 311"},
+          .env_add = env_};
       tenant_submitted = real_.Run(tenant).has_value();
     }
     return real_.Run(spec);
@@ -84,11 +85,11 @@ class ActiveSchedule : public ::testing::Test {
             .clock = &clock_,
             .pause = [](Duration d) { std::this_thread::sleep_for(d); }};
   }
-  std::map<std::string, WallTime> Checked() {
+  std::map<std::string, store::RunSummary> Checked() {
     auto store = store::Store::Open({.path = dir_.File("cmax.db")});
     if (!store) return {};
-    auto last = store->LastRunByHost("health", "active checks");
-    return last ? *last : std::map<std::string, WallTime>{};
+    auto last = store->LatestRunByHost("health", "active checks");
+    return last ? *last : std::map<std::string, store::RunSummary>{};
   }
   static const ScheduleDecision* Of(const ScheduleReport& r, const std::string& node) {
     for (const ScheduleDecision& d : r.decisions) {
@@ -138,8 +139,8 @@ TEST_F(ActiveSchedule, ANodeWithAJobIsNeverChosenTheIdleOnesAreCheckedOnceAWeek)
   ASSERT_TRUE(testing::WaitUntil([&] { return Checked().size() == 3; }, 60s))
       << ScheduleText(*report, false);
   EXPECT_FALSE(Checked().contains("gpu2"));
-  EXPECT_TRUE(std::filesystem::exists(dir_.File("active-checks/gpu1-" + Of(*report, "gpu1")->job_id +
-                                                ".out")));
+  EXPECT_TRUE(std::filesystem::exists(
+      dir_.File("active-checks/gpu1-" + Of(*report, "gpu1")->job_id + ".out")));
 
   // Within the week, nothing more for those three; gpu2 still busy.
   auto again = ScheduleActiveChecks({}, Io(runner_));
@@ -148,6 +149,23 @@ TEST_F(ActiveSchedule, ANodeWithAJobIsNeverChosenTheIdleOnesAreCheckedOnceAWeek)
   EXPECT_NE(Of(*again, "gpu1")->why.find("last checked"), std::string::npos)
       << Of(*again, "gpu1")->why;
   EXPECT_NE(Of(*again, "gpu1")->why.find("every 7 days"), std::string::npos);
+  // The fleet as the rating reads it, recorded: three of four nodes checked this week, all of
+  // them passed (no GPU here: their checks skip), gpu2 overdue.
+  EXPECT_EQ(again->fleet.finding.status, CheckStatus::kWarn);
+  EXPECT_EQ(again->fleet.finding.message, "not checked every 7 days: gpu2");
+  EXPECT_EQ(again->exit_code, 0);
+  auto store = store::Store::Open({.path = dir_.File("cmax.db")});
+  ASSERT_TRUE(store);
+  auto run = store->LoadRun(again->run_id);
+  ASSERT_TRUE(run) << run.error().message;
+  EXPECT_EQ(run->run.target, "active schedule");
+  std::map<std::string, double> metrics;
+  for (const Metric& m : run->metrics) metrics[m.name] = m.value;
+  EXPECT_DOUBLE_EQ(metrics["active.fleet_checked_share"], 0.75);
+  EXPECT_DOUBLE_EQ(metrics["active.fleet_pass_share"], 1.0);
+  EXPECT_EQ(metrics["active.fleet_nodes"], 4);
+  // The schedule's own runs are not checks: still three nodes with one.
+  EXPECT_EQ(Checked().size(), 3U);
 }
 
 TEST_F(ActiveSchedule, ACheckThatCannotStartBecauseATenantArrivedIsCancelled) {
@@ -167,14 +185,46 @@ TEST_F(ActiveSchedule, ACheckThatCannotStartBecauseATenantArrivedIsCancelled) {
   EXPECT_EQ(Trim(queue->stdout_text), "");
 }
 
+TEST(FleetView, SharesCheckedAndPassedTheFailedNamedFirst) {
+  const WallTime now = WallTime{} + std::chrono::hours(24 * 400);
+  const auto days_ago = [&](int days, int fail) {
+    return LastCheck{.at = now - std::chrono::hours(24 * days),
+                     .run_id = days,
+                     .counts = {.pass = 9, .fail = fail}};
+  };
+  const std::vector<ScheduleDecision> decisions = {
+      {.node = "gpu1", .state = "idle", .last_check = days_ago(2, 0)},
+      {.node = "gpu2", .state = "mixed", .last_check = days_ago(3, 1)},
+      {.node = "gpu3", .state = "idle", .last_check = days_ago(12, 0)},
+      {.node = "gpu4", .state = "drained"}};
+  const FleetView v = ViewFleet(decisions, now, std::chrono::hours(24 * 7));
+  std::map<std::string, double> m;
+  for (const Metric& metric : v.metrics) m[metric.name] = metric.value;
+  EXPECT_DOUBLE_EQ(m.at("active.fleet_checked_share"), 0.5);  // gpu1 and gpu2 this week
+  EXPECT_DOUBLE_EQ(m.at("active.fleet_pass_share"), 2.0 / 3);
+  EXPECT_DOUBLE_EQ(m.at("active.fleet_oldest_check_days"), 12);
+  EXPECT_EQ(v.finding.status, CheckStatus::kFail);
+  EXPECT_EQ(v.finding.message, "latest active check failed on gpu2");
+  EXPECT_EQ(v.finding.observed, "2 of 4 nodes checked every 7 days; 2 of 3 checked passed");
+  const auto rows = nlohmann::json::parse(v.evidence_json);
+  ASSERT_EQ(rows.size(), 4U);
+  EXPECT_EQ(rows[1]["fail"], 1);
+  EXPECT_TRUE(rows[3]["last_check"].is_null());
+  // No node listed: no share to give, never a made-up one.
+  const FleetView none = ViewFleet({}, now, std::chrono::hours(24 * 7));
+  ASSERT_EQ(none.metrics.size(), 1U);
+  EXPECT_EQ(none.metrics[0].name, "active.fleet_nodes");
+}
+
 TEST(SinfoStates, EachNodeOnceAndOnlyPlainIdleIsChosen) {
   auto states = ParseSinfoNodeStates(
       "gpu1|idle\ngpu2|mixed\ngpu3|drained\ngpu4|idle*\ngpu5|idle~\ngpu1|idle\ngpu6|allocated\n");
   ASSERT_TRUE(states) << states.error().message;
   ASSERT_EQ(states->size(), 6U);
   const WallTime now = WallTime{} + std::chrono::hours(24 * 400);
-  const auto plan = PlanActiveChecks(*states, {{"gpu1", now - std::chrono::hours(24 * 9)}}, now,
-                                     std::chrono::hours(24 * 7));
+  const auto plan =
+      PlanActiveChecks(*states, {{"gpu1", LastCheck{.at = now - std::chrono::hours(24 * 9)}}}, now,
+                       std::chrono::hours(24 * 7));
   ASSERT_EQ(plan.size(), 6U);
   EXPECT_EQ(plan[0].node, "gpu1");
   EXPECT_TRUE(plan[0].submit);

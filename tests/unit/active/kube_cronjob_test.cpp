@@ -1,9 +1,8 @@
 // deploy/kubernetes/active-checks-cronjob.yaml: weekly, at a priority below every tenant's
 // (never preempting), one whole node a pod, and its command one that cmax runs as shipped.
-#include <yaml-cpp/yaml.h>
-
 #include <gtest/gtest.h>
 #include <string>
+#include <yaml-cpp/yaml.h>
 
 #include "core/strings.hpp"
 #include "support/temp_dir.hpp"
@@ -53,15 +52,15 @@ TEST(ActiveChecksCronJob, WeeklyAtTheLowestPriorityOneWholeNodeAPod) {
 }
 
 TEST(ActiveChecksCronJob, ItsCommandRunsAsShipped) {
-  const YAML::Node container = Of(Manifest(), "CronJob")["spec"]["jobTemplate"]["spec"]
-                                                        ["template"]["spec"]["containers"][0];
+  const YAML::Node container =
+      Of(Manifest(), "CronJob")["spec"]["jobTemplate"]["spec"]["template"]["spec"]["containers"][0];
   testing::TempDir dir;
   std::vector<std::string> argv = {CMAX_BINARY};
   const YAML::Node command = container["command"];
   ASSERT_EQ(command[0].as<std::string>(), "cmax");
   for (size_t i = 1; i < command.size(); ++i) {
     std::string arg = command[i].as<std::string>();
-    if (arg == "$(NODE_NAME)") arg = "gpu7";                        // what Kubernetes puts there
+    if (arg == "$(NODE_NAME)") arg = "gpu7";                          // what Kubernetes puts there
     if (arg == "/var/lib/cmax/agent.db") arg = dir.File("agent.db");  // the host's store
     argv.push_back(arg);
   }

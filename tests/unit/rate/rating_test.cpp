@@ -176,6 +176,22 @@ TEST(Rating, TheBuiltInRubricScoresATrainingJob) {
   }
 }
 
+// The built-in rubric's active-check items, from `cmax health schedule`'s fleet run: three of
+// four nodes checked this week (0.75: at least 0.5, 0.3) and every checked node passed (1.0).
+TEST(Rating, TheBuiltInRubricScoresTheFleetsActiveChecks) {
+  RunRecord run;
+  run.run.id = 9;
+  run.metrics = {{"active.fleet_checked_share", {}, 0.75, "ratio"},
+                 {"active.fleet_pass_share", {}, 1.0, "ratio"},
+                 {"active.fleet_nodes", {}, 4, "nodes"}};
+  const Rating rated = RateEvidence(Rubric::Builtin(), {{&run}, nullptr});
+  EXPECT_EQ(Item(rated, "monitoring.active-checks-weekly").score, 0.3);
+  EXPECT_EQ(Item(rated, "monitoring.active-checks-pass").score, 1.0);
+  RunRecord none;
+  const Rating empty = RateEvidence(Rubric::Builtin(), {{&none}, nullptr});
+  EXPECT_FALSE(Item(empty, "monitoring.active-checks-weekly").score);
+}
+
 TEST(Rating, AFailedGateCapsTheTier) {
   const Runs runs;
   const Attestation lapsed = Soc2(false);
