@@ -84,8 +84,15 @@ DiagResult ResultOf(const json& r) {
 }  // namespace
 
 std::string DiagProblem(const DiagTest& test) {
+  // The first result of the test's own status; where none has it (DCGM 4 sums a GPU's "Fail"
+  // up as the test's "Warn"), the worst.
+  DiagStatus wanted = test.status;
+  if (std::ranges::none_of(test.results, [&](const DiagResult& r) { return r.status == wanted; }) &&
+      !test.results.empty()) {
+    wanted = std::ranges::max(test.results, {}, &DiagResult::status).status;
+  }
   for (const DiagResult& r : test.results) {
-    if (r.status != test.status) continue;
+    if (r.status != wanted) continue;
     std::string where;
     if (!r.gpus.empty()) {
       std::vector<std::string> ids;

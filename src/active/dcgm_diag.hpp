@@ -1,4 +1,5 @@
-// `dcgmi diag -r N -j`: DCGM's diagnostic read into its tests and each test's result per GPU.
+// `dcgmi diag -r N -j` (and its table without -j, dcgm_diag_text.cpp): DCGM's diagnostic read
+// into its tests and each test's result per GPU.
 // Two shapes (tests/data/dcgm_diag/README.md): DCGM 3's "DCGM GPU Diagnostic" (results with
 // "gpu_ids", a version inside) and DCGM 4's "DCGM Diagnostic" (results per entity_group and
 // entity_id, a test_summary per test, the version under "metadata"). A diagnostic that could
@@ -50,6 +51,16 @@ std::string DiagProblem(const DiagTest& test);
 // with DCGM's words, when the diagnostic reports it could not run (a GPU in use, no
 // hostengine).
 Result<DiagReport> ParseDcgmDiagJson(std::string_view text);
+
+// dcgmi diag's table, as it prints it without -j (tests/data/dcgm_diag/README.md): 78-column
+// rows, a 25-character name cell and a 46-character result cell, messages cut into 45-character
+// pieces on the rows below. DCGM 3.3 ("Pass - All", "Fail - GPU: 0", "Pass - GPUs: 1, 2",
+// capitalised names, Integration before Hardware) and DCGM 4 (a test's word, then a "GPU0:
+// Pass" row a GPU, messages labelled "Warning: GPU0"). kUnavailable with DCGM's words for its
+// "Error: ..." line instead of a table; kCorrupt for a table cut short or none at all.
+Result<DiagReport> ParseDcgmDiagText(std::string_view text);
+// Either, by the first character that is not a space ('{': JSON).
+Result<DiagReport> ParseDcgmDiag(std::string_view text);
 
 // The report as evidence: {"version", "worst", "problems", "tests": [{"category", "name",
 // "status", "results": [{"gpus", "status", "warnings", "info"}]}]}.

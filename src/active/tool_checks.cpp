@@ -103,8 +103,9 @@ std::vector<Finding> RunDcgmDiag(int level, Duration deadline, const ToolIo& io)
                                    .deadline = deadline},
                                   io);
   if (ran.instead) return {*ran.instead};
-  // dcgmi exits non-zero when a test fails: the document says which.
-  const auto report = ParseDcgmDiagJson(ran.result->stdout_text);
+  // dcgmi exits non-zero when a test fails: the document says which. Its table is read too,
+  // for a dcgmi whose -j prints one.
+  const auto report = ParseDcgmDiag(ran.result->stdout_text);
   if (!report) {
     return {Unknown(check_id, fmt::format("dcgmi diag -r {} (exit {}): {}; it said: {}", level,
                                           ran.result->exit_code, report.error().message,

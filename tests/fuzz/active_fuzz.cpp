@@ -1,9 +1,10 @@
-// libFuzzer target for the active checks' tool outputs, which come from any version of dcgmi,
-// nvbandwidth and perftest, or from a tool that crashed mid-line: the same bytes go to each
-// reader (nvbandwidth's as text or JSON, by the first character). None may crash or hang; what each
-// reads is finite and consistent (a worst status at least as bad as every test's, figures >= 0,
-// rows only under a known unit); the judgement of what nvbandwidth printed, against every class and
-// none, always gives one finding a test; cmax-probe's lines likewise.
+// libFuzzer target for the active checks' tool outputs, which come from any version of dcgmi
+// (its JSON and its table), nvbandwidth and perftest, or from a tool that crashed mid-line: the
+// same bytes go to each reader (nvbandwidth's as text or JSON, by the first character). None may
+// crash or hang; what each reads is finite and consistent (a worst status at least as bad as
+// every test's, figures >= 0, rows only under a known unit); the judgement of what nvbandwidth
+// printed, against every class and none, always gives one finding a test; cmax-probe's lines
+// likewise.
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
@@ -29,7 +30,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace cmax::active;  // NOLINT(google-build-using-namespace): a fuzz target's body
   const std::string_view input(reinterpret_cast<const char*>(data), size);
 
-  if (const auto diag = ParseDcgmDiagJson(input)) {
+  for (const auto& diag : {ParseDcgmDiagJson(input), ParseDcgmDiagText(input)}) {
+    if (!diag) continue;
     if (diag->tests.empty()) std::abort();
     for (const DiagTest& t : diag->tests) {
       if (t.status > diag->worst) std::abort();

@@ -40,12 +40,76 @@ INSTANTIATE_TEST_SUITE_P(Cases, DcgmDiagGolden,
                            return name;
                          });
 
+// Every table of the folder (dcgmi diag without -j), into the same report, against
+// active/dcgm_diag/NAME.expected.json.
+class DcgmDiagTextGolden : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(DcgmDiagTextGolden, MatchesExpectedReport) {
+  const std::string text =
+      testing::SlurpFile(std::string(CMAX_TEST_DATA) + "/dcgm_diag/" + GetParam() + ".txt");
+  const auto report = ParseDcgmDiag(text);  // by its first character: the table's reader
+  const nlohmann::json out = report
+                                 ? DiagReportJson(*report)
+                                 : nlohmann::json{{"error", report.error().message},
+                                                  {"code", static_cast<int>(report.error().code)}};
+  testing::ExpectGolden("active/dcgm_diag/" + GetParam() + ".expected.json", out.dump(1) + "\n");
+}
+
+INSTANTIATE_TEST_SUITE_P(Cases, DcgmDiagTextGolden,
+                         ::testing::ValuesIn(testing::GoldenStems("dcgm_diag", ".txt")),
+                         [](const auto& test) {
+                           std::string name = test.param;
+                           std::ranges::replace(name, '-', '_');
+                           return name;
+                         });
+
 TEST(DcgmDiagGoldenFolder, EveryExpectationHasItsDocument) {
-  const auto inputs = testing::GoldenStems("dcgm_diag", ".json");
+  std::vector<std::string> inputs = testing::GoldenStems("dcgm_diag", ".json");
   ASSERT_GE(inputs.size(), 4U);
+  const auto tables = testing::GoldenStems("dcgm_diag", ".txt");
+  ASSERT_GE(tables.size(), 4U);
+  inputs.insert(inputs.end(), tables.begin(), tables.end());
+  std::ranges::sort(inputs);
   for (const std::string& stem : testing::GoldenStems("active/dcgm_diag", ".expected.json")) {
     EXPECT_TRUE(std::ranges::binary_search(inputs, stem)) << stem << " has no document";
   }
+}
+
+// The two readers agree: DCGM 4's memory test failing on GPU 2, read from its table, names the
+// GPU and DCGM's words joined back from their 45-character pieces.
+TEST(DcgmDiagText, PiecesJoinBackAndEachGpuHasItsResult) {
+  const auto four = ParseDcgmDiagText(
+      testing::SlurpFile(std::string(CMAX_TEST_DATA) + "/dcgm_diag/dcgm4-level2-fail.txt"));
+  ASSERT_TRUE(four) << four.error().message;
+  EXPECT_EQ(four->version, "4.2.3");
+  ASSERT_EQ(four->tests.size(), 3U);
+  const DiagTest& memory = four->tests[1];
+  EXPECT_EQ(memory.category, "Hardware");
+  EXPECT_EQ(memory.status, DiagStatus::kFail);
+  ASSERT_EQ(memory.results.size(), 4U);
+  EXPECT_EQ(memory.results[2].gpus, std::vector<int>{2});
+  EXPECT_EQ(memory.results[2].status, DiagStatus::kFail);
+  ASSERT_EQ(memory.results[2].warnings.size(), 1U);
+  EXPECT_EQ(memory.results[2].warnings[0],
+            "A memory mismatch was detected on GPU 2, but no error was reported by CUDA or the "
+            "driver. Reset the GPU and run the test again.");
+  EXPECT_EQ(four->tests[2].category, "Integration");  // DCGM 4: Hardware before Integration
+
+  const auto three = ParseDcgmDiagText(
+      testing::SlurpFile(std::string(CMAX_TEST_DATA) + "/dcgm_diag/dcgm3-level3-fail.txt"));
+  ASSERT_TRUE(three) << three.error().message;
+  EXPECT_EQ(three->version, "3.3.9");
+  EXPECT_EQ(three->worst, DiagStatus::kFail);
+  // "Pass - All" on the four GPUs the metadata lists.
+  EXPECT_EQ(three->tests[9].name, "PCIe");
+  EXPECT_EQ(three->tests[9].results[0].gpus, (std::vector<int>{0, 1, 2, 3}));
+  // The deployment's note goes with the section's checks, none failed: the last one.
+  EXPECT_NE(three->tests[8].results.at(0).info.find("nvidia-smi -i <gpuId> -pm 1"),
+            std::string::npos);
+  ASSERT_EQ(three->problems.size(), 2U);
+  EXPECT_EQ(three->problems[0],
+            "GPU Memory: GPU 1: GPU 1 Pending page retirements detected on the GPU; the GPU "
+            "should be reset. Drain it and reset it before running jobs.");
 }
 
 TEST(DcgmDiag, ResultsPerGpuInBothShapes) {

@@ -32,8 +32,8 @@ TEST(ActiveChecksCronJob, WeeklyAtTheLowestPriorityOneWholeNodeAPod) {
   EXPECT_EQ(priority["preemptionPolicy"].as<std::string>(), "Never");
   EXPECT_FALSE(priority["globalDefault"].as<bool>());
 
-  const std::vector<std::string_view> schedule =
-      SplitFields(cron["spec"]["schedule"].as<std::string>());
+  const std::string cron_line = cron["spec"]["schedule"].as<std::string>();
+  const std::vector<std::string_view> schedule = SplitFields(cron_line);
   ASSERT_EQ(schedule.size(), 5U);
   EXPECT_NE(schedule[4], "*");  // one day of the week
   EXPECT_EQ(cron["spec"]["concurrencyPolicy"].as<std::string>(), "Forbid");
