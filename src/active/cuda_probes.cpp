@@ -66,14 +66,6 @@ Finding Skip(const std::string& check_id, std::string message) {
           .message = std::move(message)};
 }
 
-Finding Unknown(const std::string& check_id, std::string message) {
-  return {.check_id = check_id,
-          .status = CheckStatus::kUnknown,
-          .severity = Severity::kMedium,
-          .observed = "no result",
-          .message = std::move(message)};
-}
-
 double Median(std::vector<double> values) {
   if (values.empty()) return 0;
   std::sort(values.begin(), values.end());

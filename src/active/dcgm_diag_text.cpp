@@ -336,8 +336,7 @@ Result<DiagReport> ParseDcgmDiagText(std::string_view text) {
 
 Result<DiagReport> ParseDcgmDiag(std::string_view text) {
   const std::string_view start = Trim(text);
-  return !start.empty() && start.front() == '{' ? ParseDcgmDiagJson(text)
-                                                 : ParseDcgmDiagText(text);
+  return !start.empty() && start.front() == '{' ? ParseDcgmDiagJson(text) : ParseDcgmDiagText(text);
 }
 
 }  // namespace cmax::active

@@ -4,6 +4,7 @@
 #include <filesystem>
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
+#include <thread>
 
 #include "core/strings.hpp"
 #include "store/run_writer.hpp"
@@ -222,7 +223,7 @@ Result<ScheduleReport> ScheduleActiveChecks(const ScheduleOptions& options, cons
       }
       break;
     }
-    if (io.pause) io.pause(std::chrono::milliseconds(500));
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));  // Slurm's pace, not a test's
   }
   if (report.submitted == 0 &&
       std::ranges::any_of(report.decisions, [](const ScheduleDecision& d) { return d.submit; })) {

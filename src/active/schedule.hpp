@@ -86,7 +86,6 @@ struct ScheduleIo {
   std::string cmax_version;            // for the run the schedule records
   std::string host;
   const Clock* clock = nullptr;
-  std::function<void(Duration)> pause;  // between looks at the queue
 };
 
 struct ScheduleReport {

@@ -25,6 +25,8 @@ std::string FirstWords(const sys::ProcessResult& r) {
   return SanitizeUtf8(first);
 }
 
+}  // namespace
+
 Finding Unknown(const std::string& check_id, std::string message) {
   return {.check_id = check_id,
           .status = CheckStatus::kUnknown,
@@ -32,8 +34,6 @@ Finding Unknown(const std::string& check_id, std::string message) {
           .observed = "no result",
           .message = std::move(message)};
 }
-
-}  // namespace
 
 ToolOutcome RunTool(const ToolRun& run, const ToolIo& io) {
   ToolOutcome out;

@@ -47,6 +47,9 @@ struct ToolOutcome {
 };
 ToolOutcome RunTool(const ToolRun& run, const ToolIo& io);
 
+// A check that gave no result it could be judged by: UNKNOWN, with why.
+Finding Unknown(const std::string& check_id, std::string message);
+
 // DCGM's diagnostic at a level (1 quick, 2 medium, 3 long, 4 extended), `dcgmi diag -r N -j`.
 // The deadline cmax gives each level when none is asked for: r1 2 min, r2 10 min, r3 30 min,
 // r4 60 min (DCGM's own estimates are seconds, about 2 and 15 minutes, and longer).

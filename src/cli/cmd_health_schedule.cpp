@@ -4,7 +4,6 @@
 #include <filesystem>
 #include <memory>
 #include <ostream>
-#include <thread>
 
 #include "active/schedule.hpp"
 #include "cli/cli.hpp"
@@ -53,8 +52,7 @@ int RunSchedule(ScheduleFlags o, Context& ctx) {
                               .cmax_binary = sys::SelfExecutable(),
                               .cmax_version = VersionString(),
                               .host = sys::Hostname(),
-                              .clock = &clock,
-                              .pause = [](Duration d) { std::this_thread::sleep_for(d); }};
+                              .clock = &clock};
   auto report = active::ScheduleActiveChecks(o.options, io);
   if (!report) return PrintError(ctx, "cmax health schedule", report.error());
   ctx.out << active::ScheduleText(*report, o.dry_run);

@@ -10,7 +10,6 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 #include <string>
-#include <thread>
 
 #include "active/schedule.hpp"
 #include "core/strings.hpp"
@@ -82,8 +81,7 @@ class ActiveSchedule : public ::testing::Test {
             .slurm_env = lab::SlurmEnv(spec_.dir),
             .db_path = dir_.File("cmax.db"),
             .cmax_binary = CMAX_BINARY,
-            .clock = &clock_,
-            .pause = [](Duration d) { std::this_thread::sleep_for(d); }};
+            .clock = &clock_};
   }
   std::map<std::string, store::RunSummary> Checked() {
     auto store = store::Store::Open({.path = dir_.File("cmax.db")});
