@@ -286,7 +286,9 @@ FleetView ViewFleet(const std::vector<ScheduleDecision>& decisions, WallTime now
       }
       if (now - d.last_check->at < every) ++recent;
     }
-    if (!d.last_check || now - d.last_check->at >= every) overdue.push_back(d.node);
+    const bool late = !d.last_check || now - d.last_check->at >= every;
+    if (late) overdue.push_back(d.node);
+    row["overdue"] = late;
     row["decision"] = d.submit ? "check" : "skip";
     row["why"] = d.why;
     rows.push_back(std::move(row));

@@ -7,6 +7,7 @@
 #include <set>
 #include <vector>
 
+#include "report/active_html.hpp"
 #include "report/nccl_html.hpp"
 #include "report/rating_view.hpp"
 #include "report/render.hpp"
@@ -302,6 +303,7 @@ std::string RenderHtml(const RunRecord& record) {
 
   out += RenderNcclHtml(record);
   out += RenderTrainHtml(record);
+  out += RenderActiveFleetHtml(record);
 
   out += "<section>\n<h2>Findings</h2>\n";
   if (record.findings.empty()) out += "<p>No findings were recorded.</p>\n";

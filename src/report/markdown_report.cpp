@@ -6,6 +6,7 @@
 #include <map>
 
 #include "core/strings.hpp"
+#include "report/active_html.hpp"
 #include "report/rating_view.hpp"
 #include "report/render.hpp"
 
@@ -215,6 +216,7 @@ std::string RenderMarkdown(const RunRecord& record) {
   if (const std::optional<RatingView> rating = ReadRating(record)) {
     out += RenderRatingMarkdown(*rating) + "\n";
   }
+  out += RenderActiveFleetMarkdown(record);
   out += "## Findings\n\n";
   if (record.findings.empty()) out += "No findings were recorded.\n";
   std::vector<std::string_view> categories;

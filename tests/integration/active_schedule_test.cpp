@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -14,6 +15,7 @@
 #include "active/schedule.hpp"
 #include "core/strings.hpp"
 #include "lab/lab.hpp"
+#include "report/render.hpp"
 #include "store/store.hpp"
 #include "support/temp_dir.hpp"
 #include "support/wait.hpp"
@@ -162,6 +164,21 @@ TEST_F(ActiveSchedule, ANodeWithAJobIsNeverChosenTheIdleOnesAreCheckedOnceAWeek)
   EXPECT_DOUBLE_EQ(metrics["active.fleet_checked_share"], 0.75);
   EXPECT_DOUBLE_EQ(metrics["active.fleet_pass_share"], 1.0);
   EXPECT_EQ(metrics["active.fleet_nodes"], 4);
+  // The page's per-node table: gpu2 (never checked, a tenant there) on top, the three checked
+  // nodes folded under it, each with the run of its check.
+  const std::string html = report::RenderHtml(*run);
+  const size_t gpu2 = html.find("<code>gpu2</code>");
+  const size_t folded = html.find("3 nodes passed a check within the interval");
+  ASSERT_NE(gpu2, std::string::npos) << html;
+  EXPECT_LT(gpu2, folded) << html;
+  for (const auto& [node, check] : Checked()) {
+    const size_t row = html.find("<code>" + node + "</code>");
+    EXPECT_GT(row, folded) << node;
+    EXPECT_NE(html.find(fmt::format("<code>cmax report {}</code>", check.run.id), row),
+              std::string::npos)
+        << node << "\n"
+        << html;
+  }
   // The schedule's own runs are not checks: still three nodes with one.
   EXPECT_EQ(Checked().size(), 3U);
 }

@@ -266,8 +266,6 @@ TEST(Report, NcclCurvesGetAChartPerCollectiveWithTheDipsMarked) {
   EXPECT_EQ(RenderHtml(r).find("NCCL bus bandwidth"), std::string::npos);
 }
 
-// Per category the problems come first, in full; what passed folds away under them, its
-// result only: a pass has nothing to remediate, and a fleet's page stays small.
 // A training run's charts from its evidence, a phase's copy too; a file's name is escaped;
 // evidence of the wrong shape draws nothing.
 TEST(Report, TrainingChartsFromTheirEvidence) {
@@ -309,6 +307,69 @@ TEST(Report, TrainingChartsFromTheirEvidence) {
   EXPECT_EQ(RenderHtml(none).find("<h2>Training</h2>"), std::string::npos);
 }
 
+// The fleet's active checks, one row a node: a failed check first, then the overdue and the
+// never checked, the passing folded away; a node's name is escaped; a row of the wrong shape is
+// skipped; a phase's copy draws too; no fleet view, no section.
+TEST(Report, ActiveChecksByNodeFromTheFleetView) {
+  const nlohmann::json rows = nlohmann::json::parse(R"([
+    {"node": "gpu1", "state": "idle", "last_check": "2026-12-01T10:00:00Z", "age_days": 2.5,
+     "run": 41, "pass": 9, "warn": 0, "fail": 0, "unknown": 0, "skip": 1, "overdue": false,
+     "decision": "skip", "why": "checked 2.5 days ago"},
+    {"node": "<b>gpu2</b>", "state": "mixed", "last_check": null, "overdue": true,
+     "decision": "skip", "why": "mixed: a job runs there"},
+    {"node": "gpu3", "state": "idle", "last_check": "2026-12-03T10:00:00Z", "age_days": 0.5,
+     "run": 44, "pass": 7, "warn": 1, "fail": 2, "unknown": 0, "skip": 0, "overdue": false,
+     "decision": "skip", "why": "checked 12.0 hours ago"},
+    {"state": "idle"},
+    "gpu9"
+  ])");
+  RunRecord r;
+  r.run.command = "health";
+  r.evidence.push_back({"active.fleet", rows.dump()});
+  const std::string html = RenderHtml(r);
+  EXPECT_NE(html.find("<h2>Active checks by node</h2>"), std::string::npos) << html;
+  EXPECT_NE(html.find("3 nodes: 1 failed their latest check, 1 overdue (1 never checked)"),
+            std::string::npos)
+      << html;
+  const size_t table = html.find("<table class=\"findings active-fleet\" id=\"active-fleet-1\">");
+  const size_t gpu3 = html.find("<code>gpu3</code>");
+  const size_t gpu2 = html.find("<code>&lt;b&gt;gpu2&lt;/b&gt;</code>");
+  const size_t folded = html.find("1 node passed a check within the interval");
+  const size_t gpu1 = html.find("<code>gpu1</code>");
+  ASSERT_NE(table, std::string::npos) << html;
+  EXPECT_TRUE(table < gpu3 && gpu3 < gpu2 && gpu2 < folded && folded < gpu1 &&
+              gpu1 != std::string::npos)
+      << html;
+  EXPECT_EQ(html.find("<b>gpu2</b>"), std::string::npos);
+  EXPECT_NE(html.find("<span class=\"status FAIL\">FAIL</span><br><small>7 PASS, 1 WARN, 2 "
+                      "FAIL</small>"),
+            std::string::npos)
+      << html;
+  EXPECT_NE(html.find("<code>cmax report 44</code>"), std::string::npos);
+  EXPECT_NE(html.find("never <span class=\"status WARN\">overdue</span>"), std::string::npos);
+  EXPECT_NE(html.find("2.5 days ago"), std::string::npos);
+  EXPECT_NE(html.find("12.0 hours ago"), std::string::npos);
+  const std::string md = RenderMarkdown(r);
+  EXPECT_NE(md.find("## Active checks by node"), std::string::npos) << md;
+  EXPECT_NE(md.find("| gpu3 | idle | 2026-12-03T10:00:00Z (12.0 hours ago) | FAIL (7 PASS, 1 "
+                    "WARN, 2 FAIL) | 44 | skip: checked 12.0 hours ago |"),
+            std::string::npos)
+      << md;
+  EXPECT_LT(md.find("| gpu3 |"), md.find("| gpu1 |"));
+
+  RunRecord phase;
+  phase.evidence.push_back({"phase.fleet.active.fleet", rows.dump()});
+  phase.evidence.push_back({"active.fleet", "not json"});
+  EXPECT_NE(RenderHtml(phase).find("id=\"active-fleet-1\""), std::string::npos);
+  RunRecord none;
+  none.evidence.push_back({"active.fleet", R"({"node": "gpu1"})"});
+  none.evidence.push_back({"phase.x.active.fleetish", rows.dump()});
+  EXPECT_EQ(RenderHtml(none).find("Active checks by node"), std::string::npos);
+  EXPECT_EQ(RenderMarkdown(none).find("Active checks by node"), std::string::npos);
+}
+
+// Per category the problems come first, in full; what passed folds away under them, its
+// result only: a pass has nothing to remediate, and a fleet's page stays small.
 TEST(Report, PassesFoldAwayUnderTheProblems) {
   RunRecord r;
   r.run.command = "audit";
