@@ -5,6 +5,7 @@
 #include <memory>
 #include <ostream>
 
+#include "active/cuda_probes.hpp"
 #include "audit/catalogue_views.hpp"
 #include "cli/cli.hpp"
 #include "cli/common.hpp"
@@ -73,7 +74,8 @@ int Run(const RunOptions& options, Context& ctx) {
             if (!ctx.global.quiet) ctx.err << "cmax run: " << line << std::endl;
           },
       // The CPU stand-in for a plan's network sweep without nccl-tests, built beside cmax.
-      .cpu_perf = net::CpuStandInBeside(sys::SelfExecutable())};
+      .cpu_perf = net::CpuStandInBeside(sys::SelfExecutable()),
+      .probe_program = active::ProbeProgramBeside(sys::SelfExecutable())};
   Result<evaluate::Evaluation> report = [&] {
     if (!options.lab) return evaluate::Evaluate(options.evaluation, io);
     evaluate::LabEvaluationOptions lab = options.lab_options;
@@ -128,10 +130,12 @@ Command SetupRunCommand(CLI::App& parent) {
       "Evaluate a provider, as one run: detect this machine's target (bare metal, VM or\n"
       "container; standalone, Slurm client or Kubernetes), inventory it and audit it (every\n"
       "check of `cmax audit --local`), check its health from the kernel log, then run what the\n"
-      "plan (--plan) names: each endpoint's load, each reliability scenario. Each phase that\n"
-      "cannot run is UNTESTED with the reason; checks that cannot run here (no GPU, no\n"
-      "scheduler) are SKIP findings that say why. Store the run, report it and rate it\n"
-      "(`cmax rate`). With --lab: a simulated provider (the lab's Slurm, cmax's agents as its\n"
+      "plan (--plan) names: this host's active checks, each endpoint's load, each reliability\n"
+      "scenario, network and training entry; the fleet's newest `cmax health schedule` run is\n"
+      "folded in. Each phase that cannot run is UNTESTED with the reason; checks that cannot\n"
+      "run here (no GPU, no scheduler) are SKIP findings that say why. Store the run, report\n"
+      "it and rate it (`cmax rate`). With --lab: a simulated provider (the lab's Slurm, cmax's "
+      "agents as its\n"
       "health checks, serve-sim as its endpoint, a GPU fault injected and timed), end to end.");
   Flag(app, "--json", options->json, "Print the JSON report (schema cmax.report/v1) on stdout");
   Opt(app, "--html", options->html, "Write the HTML report here (default: beside the store)");
@@ -159,7 +163,8 @@ Command SetupRunCommand(CLI::App& parent) {
   Flag(app, "--yes", options->evaluation.yes,
        "Let the plan's reliability scenarios inject into nodes that are not a lab's");
   Flag(app, "--force", options->evaluation.force,
-       "Let the plan's reliability scenarios inject into a busy node");
+       "Let the plan's reliability scenarios inject into a busy node, and its active checks "
+       "exercise GPUs in use");
   Flag(app, "--allow-destructive", options->evaluation.allow_destructive,
        "Let the plan's reliability scenarios take destructive steps (a GPU reset, a reboot)");
   CLI::Option* attestation =

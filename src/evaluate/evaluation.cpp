@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "active/active_run.hpp"
 #include "core/strings.hpp"
 #include "endpoint/load_run.hpp"
 #include "evaluate/plan_file.hpp"
@@ -13,6 +14,8 @@
 #include "store/run_writer.hpp"
 #include "store/store.hpp"
 #include "sys/file_system.hpp"
+#include "sys/host.hpp"
+#include "sys/nvml.hpp"
 #include "train/trace_run.hpp"
 #include "train/train_runner.hpp"
 
@@ -90,6 +93,79 @@ class PhaseRunner {
     if (!report) return {FromError("health", "health", report.error()), {}};
     if (!report->record) return {Untested("health", "health", "it recorded no run"), {}};
     return FromRun("health", "health", std::move(*report->record));
+  }
+
+  // This host exercised (cmax health --active) when the plan gives a level. A run whose every
+  // check was skipped (no GPU, GPUs in use) is kept but UNTESTED, with the first skip's reason.
+  PhaseResult Active(const ActivePhasePlan& plan) const {
+    if (plan.level.empty()) {
+      return {Untested("active", "active",
+                       "the plan does not ask for this host's active checks (active: {level: "
+                       "quick}): they exercise its GPUs"),
+              {}};
+    }
+    const audit::HostRunIo& h = io_.host;
+    active::ActiveRunOptions options{
+        .level = plan.level == "full" ? active::ActiveLevel::kFull : active::ActiveLevel::kQuick,
+        .force = options_.force,
+        .gpu_class = plan.gpu_class,
+        .deadline_s = plan.deadline_s,
+        .burn_s = plan.burn_s};
+    auto report = active::RunActiveHealth(
+        options, {.db_path = h.db_path,
+                  .cmax_version = h.cmax_version,
+                  .provider = provider_,
+                  .host = sys::ThisNodeName(""),
+                  .clock = h.clock,
+                  .tools = {.runner = h.runner, .find_program = sys::FindProgram},
+                  .snapshot = [] { return sys::ReadNvmlSnapshot(); },
+                  .probe_program = io_.probe_program,
+                  .watch_gpus = [] { return active::NvmlLook(); }});
+    if (!report) return {FromError("active", "active", report.error()), {}};
+    for (const std::string& note : report->notes) Say("active: " + note);
+    PhaseResult result = FromRun("active", "active", std::move(report->record));
+    const std::vector<Finding>& findings = result.run->findings;
+    const bool all_skipped =
+        !findings.empty() && std::ranges::all_of(findings, [](const Finding& f) {
+          return f.status == CheckStatus::kSkip;
+        });
+    if (all_skipped && result.outcome.state == PhaseState::kRan) {
+      result.outcome.state = PhaseState::kUntested;
+      result.outcome.reason = "every check skipped: " + findings.front().message;
+    }
+    return result;
+  }
+
+  // The fleet's newest view (`cmax health schedule`'s run) in the store, when recent enough to
+  // say how the provider checks its nodes now.
+  PhaseResult Fleet(const ActivePhasePlan& plan) const {
+    const char* const name = "active-fleet";
+    if (!plan.fleet) return {Untested("active", name, "the plan turns it off"), {}};
+    const audit::HostRunIo& h = io_.host;
+    auto store = store::Store::Open({.path = h.db_path, .create = false, .read_only = true});
+    if (!store) return {FromError("active", name, store.error()), {}};
+    auto fleet = store->LatestRunByHost("health", "active schedule");
+    if (!fleet) return {FromError("active", name, fleet.error()), {}};
+    const store::RunSummary* newest = nullptr;
+    for (const auto& [host, run] : *fleet) {
+      if (newest == nullptr || run.run.id > newest->run.id) newest = &run;
+    }
+    if (newest == nullptr) {
+      return {Untested("active", name,
+                       "no fleet view in the store: cmax health schedule checks the idle nodes "
+                       "weekly and records one"),
+              {}};
+    }
+    const double age_days =
+        std::chrono::duration<double>(h.clock->Now() - newest->run.started_at).count() / 86400;
+    if (age_days > plan.fleet_max_age_days) {
+      return {Untested("active", name,
+                       fmt::format("the newest fleet view (run {}) is {:.1f} days old, more than "
+                                   "{:g}: run cmax health schedule",
+                                   newest->run.id, age_days, plan.fleet_max_age_days)),
+              {}};
+    }
+    return Stored("active", name, newest->run.id);
   }
 
   PhaseResult Endpoint(const EndpointPhasePlan& phase) const {
@@ -281,6 +357,12 @@ Result<void> RunLaterPhases(const Plan& plan, const PhaseRunner& runner,
     return keep(work());
   };
   if (auto ok = run("health", "health", [&] { return runner.Health(plan); }); !ok) return ok;
+  if (auto ok = run("active", "active", [&] { return runner.Active(plan.active); }); !ok) {
+    return ok;
+  }
+  if (auto ok = run("active", "active-fleet", [&] { return runner.Fleet(plan.active); }); !ok) {
+    return ok;
+  }
   for (const EndpointPhasePlan& phase : plan.endpoints) {
     if (auto ok = run("endpoint", phase.name, [&] { return runner.Endpoint(phase); }); !ok) {
       return ok;
@@ -312,8 +394,8 @@ Result<void> RunLaterPhases(const Plan& plan, const PhaseRunner& runner,
     }
   }
   if (plan.network.empty()) {
-    if (auto ok = untested("network", std::string("no NCCL sweep: cmax does not run one yet, and "
-                                                  "no nccl-tests logs to analyse") +
+    if (auto ok = untested("network", std::string("no NCCL sweep to run and no nccl-tests logs "
+                                                  "to analyse") +
                                           no_plan);
         !ok) {
       return ok;

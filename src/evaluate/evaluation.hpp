@@ -1,8 +1,10 @@
 // The evaluation behind `cmax run`: every phase the plan asks for and this host allows, in one
 // run, then rated. The host's phases (inventory and audit, audit/host_run) open the run; the
-// passive health check, each endpoint's load, each reliability scenario follow, each recorded
-// as its own run (its full detail) and folded into the evaluation's (phases.hpp); a phase that
-// cannot run, and every phase cmax does not have yet, is UNTESTED with the reason. The rating
+// passive health check, the active checks (this host's when the plan asks, and the fleet's
+// newest view from `cmax health schedule`), each endpoint's load, each reliability scenario,
+// each network and training entry follow, each recorded as its own run (its full detail) and
+// folded into the evaluation's (phases.hpp); a phase that cannot run, or that the plan does not
+// ask for, is UNTESTED with the reason. The rating
 // (rate/) then reads the stored run back, so `cmax rate RUN` gives the same answer later, and
 // its summary is kept in the run as its `rating` evidence.
 #pragma once
@@ -43,6 +45,9 @@ struct EvaluationIo {
   // cmax-mpi-perf, for a network sweep without nccl-tests (the CPU stand-in); empty: such a
   // sweep is refused.
   std::string cpu_perf;
+  // cmax-probe, for the active phase's CUDA probes (active::ProbeProgramBeside); empty: they
+  // are SKIP.
+  std::string probe_program;
 };
 
 struct Evaluation {

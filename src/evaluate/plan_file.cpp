@@ -6,6 +6,7 @@
 #include <set>
 #include <yaml-cpp/yaml.h>
 
+#include "active/thresholds.hpp"
 #include "core/keys.hpp"
 #include "core/strings.hpp"
 #include "endpoint/api.hpp"
@@ -91,6 +92,10 @@ Result<std::string> PhaseName(const YAML::Node& entry, std::set<std::string>& se
   if (!plain) {
     return tl::unexpected(
         Invalid(node, "a phase's name is letters, digits, '-', '_' and '.' only"));
+  }
+  if (std::ranges::find(kReservedPhaseNames, *name) != std::end(kReservedPhaseNames)) {
+    return tl::unexpected(Invalid(
+        node, fmt::format("\"{}\" is the name of a phase of every run: choose another", *name)));
   }
   if (!seen.insert(*name).second) {
     return tl::unexpected(Invalid(node, fmt::format("a second phase named \"{}\"", *name)));
@@ -399,6 +404,72 @@ Result<TrainingPhasePlan> TrainingOf(const YAML::Node& entry, const std::string&
   return out;
 }
 
+// `active: false`, or a map: {level, burn_s, deadline_s, gpu_class, fleet, fleet_max_age_days}.
+Result<ActivePhasePlan> ActiveOf(const YAML::Node& node) {
+  ActivePhasePlan out;
+  if (!node || node.IsNull()) return out;
+  if (node.IsScalar()) {
+    bool on = true;
+    try {
+      on = node.as<bool>();
+    } catch (const YAML::Exception&) {
+      return tl::unexpected(Invalid(node, "active must be false or a map ({level: quick})"));
+    }
+    if (on) return tl::unexpected(Invalid(node, "active: say the level ({level: quick})"));
+    out.fleet = false;
+    return out;
+  }
+  if (auto ok = OnlyKeys(
+          node, {"level", "burn_s", "deadline_s", "gpu_class", "fleet", "fleet_max_age_days"},
+          "active");
+      !ok) {
+    return tl::unexpected(ok.error());
+  }
+  auto level = Text(node, "level", 16);
+  if (!level) return tl::unexpected(level.error());
+  if (!level->empty() && *level != "quick" && *level != "full") {
+    return tl::unexpected(Invalid(node["level"], "active: level is quick or full"));
+  }
+  out.level = *level;
+  if (out.level.empty()) {
+    for (const char* key : {"burn_s", "deadline_s", "gpu_class"}) {
+      if (node[key] && !node[key].IsNull()) {
+        return tl::unexpected(Invalid(
+            node[key], fmt::format("active: {} is for this host's checks: give a level", key)));
+      }
+    }
+  }
+  double burn = -1;
+  if (auto ok = Number(node, "burn_s", 0, 24 * 3600, burn); !ok) return tl::unexpected(ok.error());
+  if (burn >= 0) out.burn_s = burn;
+  if (auto ok = Number(node, "deadline_s", 1, 24 * 3600, out.deadline_s); !ok) {
+    return tl::unexpected(ok.error());
+  }
+  auto gpu_class = Text(node, "gpu_class", 64);
+  if (!gpu_class) return tl::unexpected(gpu_class.error());
+  if (!gpu_class->empty() && active::ActiveThresholds::Builtin().Find(*gpu_class) == nullptr) {
+    std::vector<std::string> ids;
+    for (const active::GpuClass& c : active::ActiveThresholds::Builtin().Classes()) {
+      ids.push_back(c.id);
+    }
+    return tl::unexpected(Invalid(
+        node["gpu_class"],
+        fmt::format("active: no GPU class \"{}\" (known: {})", *gpu_class, Join(ids, ", "))));
+  }
+  out.gpu_class = *gpu_class;
+  if (const YAML::Node fleet = node["fleet"]; fleet && !fleet.IsNull()) {
+    try {
+      out.fleet = fleet.as<bool>();
+    } catch (const YAML::Exception&) {
+      return tl::unexpected(Invalid(fleet, "active: fleet is true or false"));
+    }
+  }
+  if (auto ok = Number(node, "fleet_max_age_days", 0.01, 365, out.fleet_max_age_days); !ok) {
+    return tl::unexpected(ok.error());
+  }
+  return out;
+}
+
 }  // namespace
 
 Result<Plan> ParsePlan(std::string_view yaml, const std::string& base_dir) {
@@ -412,8 +483,8 @@ Result<Plan> ParsePlan(std::string_view yaml, const std::string& base_dir) {
   Plan plan;
   try {
     if (auto ok = OnlyKeys(root,
-                           {"schema", "provider", "attestation", "rubric", "health", "endpoints",
-                            "reliability", "network", "training"},
+                           {"schema", "provider", "attestation", "rubric", "health", "active",
+                            "endpoints", "reliability", "network", "training"},
                            "the file");
         !ok) {
       return tl::unexpected(ok.error());
@@ -445,6 +516,9 @@ Result<Plan> ParsePlan(std::string_view yaml, const std::string& base_dir) {
         if (!since->empty()) plan.health_since = *since;
       }
     }
+    auto active = ActiveOf(root["active"]);
+    if (!active) return tl::unexpected(active.error());
+    plan.active = std::move(*active);
     std::set<std::string> names;
     auto endpoints = Entries(root, "endpoints");
     if (!endpoints) return tl::unexpected(endpoints.error());

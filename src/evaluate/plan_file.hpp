@@ -56,12 +56,29 @@ struct NetworkPhasePlan {
   double tolerance_pct = 10;
 };
 
+// The active checks (`cmax health --active`): this host exercised when a level is given, and the
+// fleet's view (the newest `cmax health schedule` run in the store) folded in when it is recent.
+struct ActivePhasePlan {
+  std::string level;             // "quick" or "full"; empty: this host is not exercised
+  std::optional<double> burn_s;  // none: the level's
+  double deadline_s = 0;         // each tool's; 0: each check's own
+  std::string gpu_class;         // judge as this class of the thresholds; empty: NVML's name
+  bool fleet = true;
+  double fleet_max_age_days = 8;  // an older fleet view says too little: UNTESTED
+};
+
+// The names of the phases that are one per run: a plan's phase may not take them, as they label
+// evidence keys (phase.NAME.KEY).
+inline constexpr std::string_view kReservedPhaseNames[] = {"host", "health", "active",
+                                                           "active-fleet"};
+
 struct Plan {
   std::string provider;     // empty: --provider, CMAX_PROVIDER or the attestation's
   std::string attestation;  // a path; empty: none
   std::string rubric;       // a path; empty: the built-in rubric
   bool health = true;       // the passive health phase (kernel log, links, NVML)
   std::string health_since = "24h";
+  ActivePhasePlan active;
   std::vector<EndpointPhasePlan> endpoints;
   std::vector<ScenarioPhasePlan> reliability;
   std::vector<NetworkPhasePlan> network;

@@ -12,6 +12,8 @@
 #include <string>
 #include <vector>
 
+#include "active/schedule.hpp"
+#include "store/run_writer.hpp"
 #include "store/store.hpp"
 #include "support/free_port.hpp"
 #include "support/sim_fixture.hpp"
@@ -153,11 +155,11 @@ TEST(Evaluation, EveryPhaseOfThePlanIsAccountedForInOneRun) {
   const auto& phases = evaluation->phases;
   std::vector<std::string> names;
   for (const PhaseOutcome& p : phases) names.push_back(p.kind + "/" + p.name);
-  EXPECT_EQ(names,
-            (std::vector<std::string>{"host/host", "health/health", "endpoint/live",
-                                      "endpoint/dead", "reliability/xid", "network/all-reduce",
-                                      "network/sweep", "training/titan-log", "training/titan-trace",
-                                      "training/titan-run", "training/nothing"}));
+  EXPECT_EQ(names, (std::vector<std::string>{
+                       "host/host", "health/health", "active/active", "active/active-fleet",
+                       "endpoint/live", "endpoint/dead", "reliability/xid", "network/all-reduce",
+                       "network/sweep", "training/titan-log", "training/titan-trace",
+                       "training/titan-run", "training/nothing"}));
   const PhaseOutcome* host = Find(phases, "host");
   ASSERT_NE(host, nullptr);
   EXPECT_EQ(host->state, PhaseState::kRan);
@@ -239,7 +241,9 @@ TEST(Evaluation, EveryPhaseOfThePlanIsAccountedForInOneRun) {
     }
   }
   EXPECT_TRUE(dead_errors);
-  EXPECT_EQ(untested, 3U);  // the scenario, the network sweep, the training entry with nothing
+  // The scenario, the network sweep, the training entry with nothing; this host's active checks
+  // (not asked for) and the fleet's (no view in the store).
+  EXPECT_EQ(untested, 5U);
   std::map<std::string, std::string> evidence;
   for (const EvidenceItem& e : record.evidence) evidence[e.key] = e.value_json;
   ASSERT_TRUE(evidence.contains("evaluation.phases"));
@@ -277,6 +281,137 @@ TEST(Evaluation, ABadPlanIsRefusedBeforeAnythingRuns) {
   }
   auto store = store::Store::Open({.path = shell.dir.File("cmax.db"), .create = false});
   EXPECT_FALSE(store);  // not even a store was made
+}
+
+// The active phases: this host exercised as `cmax health --active` does (the simulated NVML's
+// two idle H200s, cmax-probe loading the probes' stand-in library; dcgmi, nvbandwidth and
+// nccl-tests are not installed here, so those checks SKIP), and the fleet's newest view from
+// `cmax health schedule` folded in, which the rating's monitoring items then score. A view older
+// than the plan allows, and GPUs in use, leave their phase UNTESTED with the reason.
+class ActivePhases : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    WriteNvml(false);
+    shell_.fs.WriteFileAtomic(shell_.dir.File("probes.json"),
+                              R"({"devices": ["0000:3d:00.0", "0000:17:00.0"],
+                                  "gemm_bf16": [805, 810], "hbm_copy": [4200, 4210],
+                                  "host_to_device": [55, 55.5], "device_to_host": [53, 54]})",
+                              0600);
+    for (const auto& [name, value] : {std::pair{"CMAX_NVML_LIB", std::string(CMAX_NVML_SIM_LIB)},
+                                      {"CMAX_NVML_SIM_STATE", shell_.dir.File("nvml.json")},
+                                      {"CMAX_PROBES_LIB", std::string(CMAX_PROBES_SIM_LIB)},
+                                      {"CMAX_PROBES_SIM", shell_.dir.File("probes.json")}}) {
+      ::setenv(name, value.c_str(), 1);
+    }
+  }
+  void TearDown() override {
+    for (const char* name :
+         {"CMAX_NVML_LIB", "CMAX_NVML_SIM_STATE", "CMAX_PROBES_LIB", "CMAX_PROBES_SIM"}) {
+      ::unsetenv(name);
+    }
+  }
+  void WriteNvml(bool busy) {
+    const std::string gpu =
+        fmt::format(R"("name": "NVIDIA H200", "utilization_percent": {}, "compute_processes": {})",
+                    busy ? 60 : 0, busy ? 1 : 0);
+    ASSERT_TRUE(shell_.fs.WriteFileAtomic(
+        shell_.dir.File("nvml.json"),
+        fmt::format(
+            R"({{"gpus": [{{"bus_id": "0000:3d:00.0", {0}}}, {{"bus_id": "0000:17:00.0", {0}}}]}})",
+            gpu),
+        0600));
+  }
+  // A fleet view as `cmax health schedule` records it, `age` ago: gpu1 checked and passed,
+  // gpu2 never checked.
+  int64_t RecordFleet(Duration age) {
+    const WallTime at = std::chrono::time_point_cast<WallTime::duration>(shell_.clock.Now() - age);
+    std::vector<active::ScheduleDecision> nodes(2);
+    nodes[0] = {.node = "gpu1",
+                .state = "idle",
+                .last_check = active::LastCheck{
+                    .at = at - std::chrono::hours(24), .run_id = 1, .counts = {.pass = 5}}};
+    nodes[1] = {.node = "gpu2", .state = "mixed"};
+    const active::FleetView view = active::ViewFleet(nodes, at, std::chrono::hours(24 * 7));
+    auto recorded = store::RecordWholeRun(shell_.dir.File("cmax.db"),
+                                          {.command = "health",
+                                           .target = "active schedule",
+                                           .host = "login1",
+                                           .started_at = at,
+                                           .cmax_version = "test"},
+                                          {{"active.fleet", view.evidence_json}}, {view.finding},
+                                          view.metrics, at);
+    EXPECT_TRUE(recorded) << recorded.error().message;
+    return recorded ? recorded->record.run.id : 0;
+  }
+  Result<Evaluation> Run(const std::string& active) {
+    EvaluationIo io = shell_.Io();
+    io.probe_program = CMAX_PROBE_BIN;
+    return Evaluate(
+        {.probe_timeout_s = 2,
+         .plan = shell_.Plan("schema: cmax.plan/v1\nhealth: false\nactive: " + active + "\n")},
+        io);
+  }
+
+  Shell shell_;
+};
+
+TEST_F(ActivePhases, ThisHostExercisedAndTheFleetViewFoldedInAndRated) {
+  const int64_t fleet = RecordFleet(std::chrono::hours(30));
+  const auto evaluation = Run("{level: quick, deadline_s: 30}");
+  ASSERT_TRUE(evaluation) << evaluation.error().message;
+  const PhaseOutcome* here = Find(evaluation->phases, "active");
+  const PhaseOutcome* view = Find(evaluation->phases, "active-fleet");
+  ASSERT_TRUE(here != nullptr && view != nullptr);
+  EXPECT_EQ(here->state, PhaseState::kRan) << here->reason;
+  EXPECT_GT(here->run_id, fleet);
+  EXPECT_EQ(view->state, PhaseState::kRan) << view->reason;
+  EXPECT_EQ(view->run_id, fleet);
+  // The probes' figures, judged, are the evaluation's; the fleet's rows are its evidence.
+  std::map<std::string, CheckStatus> found;
+  for (const Finding& f : evaluation->record.findings) found[f.check_id] = f.status;
+  EXPECT_EQ(found["active.probe.hbm-copy"], CheckStatus::kPass);
+  EXPECT_EQ(found["active.nvbandwidth"], CheckStatus::kSkip);  // not installed here
+  EXPECT_EQ(found["active.fleet"], CheckStatus::kWarn);        // gpu2 never checked
+  bool probed = false;
+  for (const Metric& m : evaluation->record.metrics) {
+    if (m.name == "active.probe.gemm_bf16_tflops") probed = m.labels.at("phase") == "active";
+  }
+  EXPECT_TRUE(probed);
+  bool rows = false;
+  for (const EvidenceItem& e : evaluation->record.evidence) {
+    rows = rows || e.key == "phase.active-fleet.active.fleet";
+  }
+  EXPECT_TRUE(rows);
+  ASSERT_TRUE(evaluation->rating);
+  bool weekly = false;
+  for (const rate::ItemRating& item : evaluation->rating->items) {
+    if (item.id != "monitoring.active-checks-weekly") continue;
+    weekly = true;
+    ASSERT_TRUE(item.score) << item.evidence;
+    EXPECT_DOUBLE_EQ(*item.score, 0.3) << item.evidence;  // half the nodes checked this week
+  }
+  EXPECT_TRUE(weekly);
+}
+
+TEST_F(ActivePhases, BusyGpusAndAStaleFleetViewAreUntestedWithTheirReasons) {
+  RecordFleet(std::chrono::hours(24 * 10));
+  WriteNvml(true);
+  const auto evaluation = Run("{level: quick}");
+  ASSERT_TRUE(evaluation) << evaluation.error().message;
+  const PhaseOutcome* here = Find(evaluation->phases, "active");
+  const PhaseOutcome* view = Find(evaluation->phases, "active-fleet");
+  ASSERT_TRUE(here != nullptr && view != nullptr);
+  EXPECT_EQ(here->state, PhaseState::kUntested);
+  EXPECT_GT(here->run_id, 0);  // the skips are kept, in a run of their own
+  EXPECT_NE(here->reason.find("every check skipped: GPUs in use or of unknown use: GPU 0"),
+            std::string::npos)
+      << here->reason;
+  EXPECT_EQ(view->state, PhaseState::kUntested);
+  EXPECT_NE(view->reason.find("is 10.0 days old, more than 8"), std::string::npos) << view->reason;
+  // The plan can turn both off.
+  const auto off = Run("false");
+  ASSERT_TRUE(off) << off.error().message;
+  EXPECT_EQ(Find(off->phases, "active-fleet")->reason, "the plan turns it off");
 }
 
 TEST(Evaluation, WithoutAPlanTheHostIsEvaluatedAndTheRestSaidUntested) {

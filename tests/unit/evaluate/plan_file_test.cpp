@@ -53,6 +53,12 @@ TEST(PlanFile, TheExampleNamesEveryPhase) {
   EXPECT_EQ(plan->rubric, "");
   EXPECT_TRUE(plan->health);
   EXPECT_EQ(plan->health_since, "24h");
+  EXPECT_EQ(plan->active.level, "quick");
+  EXPECT_EQ(plan->active.burn_s, 60);
+  EXPECT_EQ(plan->active.deadline_s, 300);
+  EXPECT_EQ(plan->active.gpu_class, "");
+  EXPECT_TRUE(plan->active.fleet);
+  EXPECT_EQ(plan->active.fleet_max_age_days, 8);
   ASSERT_EQ(plan->endpoints.size(), 1U);
   const EndpointPhasePlan& chat = plan->endpoints[0];
   EXPECT_EQ(chat.name, "chat");
@@ -100,6 +106,22 @@ TEST(PlanFile, ASmallPlanTakesTheDefaults) {
   EXPECT_EQ(plan->endpoints[0].pace.requests, 64U);
   EXPECT_EQ(plan->endpoints[0].target.label, "cmax-plan-e");
   EXPECT_EQ(plan->endpoints[0].workload.prefix_len, 0U);  // no shared prefix unless asked
+  // This host is not exercised unless asked; the fleet's view is read.
+  EXPECT_EQ(plan->active.level, "");
+  EXPECT_FALSE(plan->active.burn_s);
+  EXPECT_TRUE(plan->active.fleet);
+  const auto off = ParsePlan("schema: cmax.plan/v1\nactive: false\n", "");
+  ASSERT_TRUE(off) << off.error().message;
+  EXPECT_FALSE(off->active.fleet);
+  const auto full = ParsePlan(
+      "schema: cmax.plan/v1\nactive: {level: full, gpu_class: h200, "
+      "burn_s: 0, fleet: false}\n",
+      "");
+  ASSERT_TRUE(full) << full.error().message;
+  EXPECT_EQ(full->active.level, "full");
+  EXPECT_EQ(full->active.burn_s, 0);  // no burn, said: not the level's
+  EXPECT_EQ(full->active.gpu_class, "h200");
+  EXPECT_FALSE(full->active.fleet);
   // Relative paths stay relative to where cmax runs when the plan has no folder.
   const auto relative = ParsePlan("schema: cmax.plan/v1\nattestation: a.yaml\n", "");
   ASSERT_TRUE(relative);
@@ -172,6 +194,19 @@ TEST(PlanFile, BadPlansAreRefusedWithTheirLine) {
       {head + "network:\n  - {name: n, sweep: {hosts: [a], step_timeout_s: 0}}\n",
        "step_timeout_s must be a number"},
       {head + "health: sometimes\n", "health must be true, false or a map"},
+      {head + "active: true\n", "active: say the level ({level: quick})"},
+      {head + "active: often\n", "active must be false or a map"},
+      {head + "active: {level: deep}\n", "active: level is quick or full"},
+      {head + "active: {burn_s: 60}\n", "active: burn_s is for this host's checks: give a level"},
+      {head + "active: {level: quick, burn_s: -1}\n", "burn_s must be a number from 0"},
+      {head + "active: {level: quick, gpu_class: h1OO}\n",
+       "active: no GPU class \"h1OO\" (known: "},
+      {head + "active: {fleet: weekly}\n", "active: fleet is true or false"},
+      {head + "active: {fleet_max_age_days: 0}\n", "fleet_max_age_days must be a number"},
+      {head + "active: {level: quick, force: true}\n", "unknown key 'force'"},
+      {head + "endpoints:\n  - {name: active-fleet, url: http://h/, model: m}\n",
+       "\"active-fleet\" is the name of a phase of every run"},
+      {head + "training:\n  - {name: health, logs: [a]}\n", "\"health\" is the name of a phase"},
       {head + "health: {since: 1h, every: 2}\n", "unknown key 'every'"},
       {head + "provider: \"a\\nb\"\n", "provider must be text"},
       {head + "provider: " + std::string(129, 'p') + "\n", "provider must be text of 1 to 128"},
