@@ -7,6 +7,7 @@
 #include "core/strings.hpp"
 #include "store/run_writer.hpp"
 #include "store/store.hpp"
+#include "sys/file_system.hpp"
 
 namespace cmax::active {
 namespace {
@@ -156,24 +157,24 @@ Result<ActiveRunReport> RunActiveHealth(const ActiveRunOptions& options, const A
     }
   }
 
+  // Each check's wall time, recorded: what a quick pass costs a node, check by check.
+  const auto timed = [&](const char* check, const auto& work) {
+    const WallTime begun = io.clock->Now();
+    work();
+    metrics.push_back({.name = "active.check_seconds",
+                       .labels = {{"check", check}},
+                       .value = std::chrono::duration<double>(io.clock->Now() - begun).count(),
+                       .unit = "s"});
+  };
+  const auto add = [&](std::vector<Finding> more) {
+    for (Finding& f : more) findings.push_back(std::move(f));
+  };
   if (!not_run.empty()) {
     findings.push_back(Skip("active.dcgm-diag", not_run));
     findings.push_back(Skip("active.nvbandwidth", not_run));
     findings.push_back(Skip("active.probe", not_run));
     findings.push_back(Skip("active.nccl.local-all-reduce", not_run));
   } else {
-    // Each check's wall time, recorded: what a quick pass costs a node, check by check.
-    const auto timed = [&](const char* check, const auto& work) {
-      const WallTime begun = io.clock->Now();
-      work();
-      metrics.push_back({.name = "active.check_seconds",
-                         .labels = {{"check", check}},
-                         .value = std::chrono::duration<double>(io.clock->Now() - begun).count(),
-                         .unit = "s"});
-    };
-    const auto add = [&](std::vector<Finding> more) {
-      for (Finding& f : more) findings.push_back(std::move(f));
-    };
     timed("dcgm-diag",
           [&] { add(RunDcgmDiag(level, deadline(DefaultDiagDeadline(level)), tools)); });
     timed("nvbandwidth", [&] {
@@ -226,6 +227,31 @@ Result<ActiveRunReport> RunActiveHealth(const ActiveRunOptions& options, const A
               [&] { take(RunBurn(by_bus, burn_s, kBurnGrace, io.watch_every, look, probe_io)); });
       }
     }
+  }
+  // The rails to a peer, when asked: GPUs are not needed (a node without any still has its
+  // adapters), but a node whose GPUs are in use has a tenant, whose traffic it would disturb.
+  const bool no_gpu = !snapshot || snapshot->gpus.empty();
+  if (options.ib_pair && (not_run.empty() || no_gpu)) {
+    timed("ib-write-bw", [&] {
+      const sys::LocalFileSystem fs;
+      const IbPairIo pair_io{
+          .tools = tools,
+          .read_file = [&fs](const std::string& path) -> std::optional<std::string> {
+            auto text = fs.ReadFile(path, 4096);
+            return text ? std::optional(*text) : std::nullopt;
+          },
+          .list_dir =
+              [&fs](const std::string& path) {
+                auto names = fs.ListDir(path);
+                return names ? *names : std::vector<std::string>();
+              }};
+      IbPairVerdict verdict = RunIbPairs(*options.ib_pair, deadline(kIbPairDeadline), pair_io);
+      add(std::move(verdict.findings));
+      for (Metric& m : verdict.metrics) metrics.push_back(std::move(m));
+      report.second_look = report.second_look || verdict.second_look;
+    });
+  } else if (options.ib_pair) {
+    findings.push_back(Skip("active.ib-write-bw", not_run));
   }
   const std::vector<EvidenceItem> evidence = {
       {"active.level", nlohmann::json(level_name).dump()},

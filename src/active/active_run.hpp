@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "active/cuda_probes.hpp"
+#include "active/ib_pair.hpp"
 #include "active/tool_checks.hpp"
 #include "core/clock.hpp"
 #include "core/result.hpp"
@@ -28,7 +29,12 @@ struct ActiveRunOptions {
   double deadline_s = 0;  // each check's deadline; 0: the check's own default
   // The burn's length; nullopt: the level's (none at quick, kFullBurnSeconds at full); 0: none.
   std::optional<double> burn_s;
+  // Per-rail ib_write_bw to a peer (ib_pair.hpp); none: not run.
+  std::optional<IbPairOptions> ib_pair;
 };
+
+// Each end of a rail's ib_write_bw beyond its test's own seconds.
+inline constexpr Duration kIbPairDeadline = std::chrono::seconds(60);
 
 inline constexpr double kFullBurnSeconds = 120;
 

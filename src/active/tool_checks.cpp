@@ -54,6 +54,7 @@ ToolOutcome RunTool(const ToolRun& run, const ToolIo& io) {
   spec.env_add = {"LC_ALL=C"};
   spec.env_add.insert(spec.env_add.end(), run.env.begin(), run.env.end());
   spec.on_output = run.on_output;
+  spec.keep_running = run.keep_running;
   const std::string command = Join(spec.argv, " ");
   auto ran = io.runner->Run(spec);
   if (!ran) {

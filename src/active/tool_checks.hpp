@@ -36,6 +36,7 @@ struct ToolRun {
   Duration deadline = std::chrono::seconds(120);
   // Each piece of output as it comes; false stops the tool (ProcessSpec::on_output).
   std::function<bool(int stream, std::string_view data)> on_output;
+  std::function<bool()> keep_running;  // false stops the tool (ProcessSpec::keep_running)
 };
 
 // What came of running one tool: its result (it ran to its end, whatever its exit code), or

@@ -31,6 +31,9 @@ struct HealthFlags {
   bool json = false;
   std::string level = "quick";
   double burn_s = -1;  // --burn; -1: the level's
+  std::string peer;
+  std::string peer_launch;
+  active::IbPairOptions ib_pair;
   health::PassiveRunOptions run;
   active::ActiveRunOptions active_run;
 };
@@ -43,6 +46,11 @@ void PrintRecord(const HealthFlags& o, Context& ctx, const RunRecord& record) {
 int RunActive(HealthFlags o, Context& ctx) {
   o.active_run.level = o.level == "full" ? active::ActiveLevel::kFull : active::ActiveLevel::kQuick;
   if (o.burn_s >= 0) o.active_run.burn_s = o.burn_s;
+  if (!o.peer.empty()) {
+    o.ib_pair.peer = o.peer;
+    o.ib_pair.launch = active::PeerLauncher(o.peer_launch, !sys::GetEnv("SLURM_JOB_ID").empty());
+    o.active_run.ib_pair = o.ib_pair;
+  }
   sys::PosixProcessRunner runner;
   SystemClock clock;
   const std::string nvml_lib = o.run.nvml_lib;
@@ -125,6 +133,24 @@ Command SetupHealthCommand(CLI::App& parent) {
       "With --active: seconds of BF16 matrix multiplies on every GPU at once, NVML watched "
       "(default: none at quick, 120 at full; 0: none)")
       ->default_str("");  // -1 stands for "the level's"
+  Opt(app, "--peer", options->peer,
+      "With --active: test each InfiniBand/RoCE rail with ib_write_bw against this node (its "
+      "server started there, the client here), judged against the port's rate");
+  Opt(app, "--peer-address", options->ib_pair.address,
+      "With --peer: the address the client connects to (default: the peer's name)");
+  Opt(app, "--peer-launch", options->peer_launch,
+      "With --peer: the command that runs a program on the peer, {peer} for its name, split "
+      "at spaces (default: srun --overlap --nodes=1 --ntasks=1 --nodelist={peer} inside a "
+      "Slurm job, else ssh -o BatchMode=yes {peer})");
+  Opt(app, "--rails", options->ib_pair.rails,
+      "With --peer: these devices only, comma-separated (default: every one in "
+      "/sys/class/infiniband)")
+      ->delimiter(',');
+  Num(app, "--ib-seconds", options->ib_pair.seconds, Whole(1, 600),
+      "With --peer: seconds each rail's ib_write_bw runs (-D)");
+  Num(app, "--ib-port", options->ib_pair.port, Whole(1024, 65000),
+      "With --peer: the first rail's TCP port for perftest's exchange (-p); the next rails "
+      "take the next ports");
   Flag(app, "--force", options->active_run.force,
        "With --active: exercise GPUs that are in use, or whose use NVML cannot tell");
   Opt(app, "--gpu-class", options->active_run.gpu_class,

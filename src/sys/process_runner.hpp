@@ -31,6 +31,9 @@ struct ProcessSpec {
   // that a caller can follow a long job; returning false asks the program to stop: SIGTERM to
   // its group, SIGKILL after kill_grace, and ProcessResult::stopped.
   std::function<bool(int stream, std::string_view data)> on_output;
+  // Asked about every 100 ms while the program runs; false stops it as on_output's false does
+  // (a server whose client has given up).
+  std::function<bool()> keep_running;
 };
 
 struct ProcessResult {

@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <filesystem>
 #include <fstream>
 #include <gtest/gtest.h>
 #include <thread>
@@ -110,6 +111,27 @@ TEST(ProcessRunner, OutputFollowedAsItComesAndAStopOnRequest) {
   EXPECT_EQ(seen_err, "to-stderr\n");
   EXPECT_EQ(r->stdout_text.substr(0, 14), "line 1\nline 2\n");
   EXPECT_NE(r->Describe().find("stopped as asked"), std::string::npos) << r->Describe();
+}
+
+// A program that says nothing can still be stopped: keep_running is asked as it runs (a server
+// whose client gave up), and false stops it as on_output's false does.
+TEST(ProcessRunner, AQuietProgramStoppedWhenKeepRunningSaysNo) {
+  PosixProcessRunner runner;
+  const testing::TempDir dir;
+  const std::string ready = dir.File("ready");
+  auto spec = Shell("echo up > '" + ready + "'; exec sleep 30", 30s);
+  int asked = 0;
+  spec.keep_running = [&] {
+    ++asked;
+    return !std::filesystem::exists(ready);  // stop once it has shown it runs
+  };
+  auto r = runner.Run(spec);
+  ASSERT_TRUE(r);
+  EXPECT_TRUE(r->stopped);
+  EXPECT_FALSE(r->timed_out);
+  EXPECT_EQ(r->signal, SIGTERM);
+  EXPECT_GE(asked, 1);
+  EXPECT_LT(r->duration, 10s);
 }
 
 TEST(ProcessRunner, DoesNotWaitForABackgroundChildThatKeepsThePipes) {

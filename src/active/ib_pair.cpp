@@ -1,0 +1,308 @@
+#include "active/ib_pair.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <condition_variable>
+#include <fmt/format.h>
+#include <mutex>
+#include <thread>
+
+#include "active/ib_write_bw.hpp"
+#include "core/strings.hpp"
+
+namespace cmax::active {
+namespace {
+
+constexpr std::string_view kCheck = "active.ib-write-bw";
+
+std::string Gbits(double v) {
+  return fmt::format("{:.1f} Gb/s", v);
+}
+
+// The first line a program said, for a message: stderr first, else stdout.
+std::string Said(const sys::ProcessResult& r) {
+  const std::string& text = Trim(r.stderr_text).empty() ? r.stdout_text : r.stderr_text;
+  std::string_view first = Trim(std::string_view(text).substr(0, text.find('\n')));
+  if (first.size() > 200) first = first.substr(0, 200);
+  return SanitizeUtf8(first);
+}
+
+bool CouldNotConnect(std::string_view text) {
+  return text.find("Couldn't connect") != std::string_view::npos ||
+         text.find("Unable to init the socket connection") != std::string_view::npos;
+}
+
+std::string RailList(const std::vector<std::string>& parts) {
+  constexpr size_t kMost = 8;
+  std::vector<std::string> shown(parts.begin(),
+                                 parts.begin() + static_cast<long>(std::min(parts.size(), kMost)));
+  return Join(shown, "; ") +
+         (parts.size() > kMost ? fmt::format("; and {} more", parts.size() - kMost) : "");
+}
+
+// One rail: the peer's server started, this node's client run against it (again, a second
+// apart, while the server may still be starting: perftest says it waits only in a banner that a
+// pipe may hold back), the server stopped once the client is done with it.
+RailResult RunRail(const IbPairOptions& options, const std::string& rail, int port,
+                   Duration deadline, const IbPairIo& io, bool& second_look) {
+  RailResult r{.rail = rail};
+  const Duration test_time = std::chrono::seconds(options.seconds);
+  const std::vector<std::string> server_argv = IbServerArgv(options, rail, port);
+  std::mutex mutex;
+  std::condition_variable changed;
+  bool ready = false;
+  bool server_ended = false;
+  bool client_done = false;
+  std::optional<ToolOutcome> server;
+  ToolIo server_io = io.tools;
+  server_io.hung = [&second_look](const std::string&) { second_look = true; };
+  const ToolRun server_run{
+      .check_id = std::string(kCheck),
+      .tool = server_argv.front(),
+      .where = options.launch.empty() ? "on PATH" : "on PATH (it starts the peer's server)",
+      .args = std::vector<std::string>(server_argv.begin() + 1, server_argv.end()),
+      .deadline = options.start_within + test_time + deadline,
+      .on_output =
+          [&](int, std::string_view data) {
+            if (data.find("Waiting for client") != std::string_view::npos) {
+              const std::lock_guard lock(mutex);
+              ready = true;
+              changed.notify_all();
+            }
+            return true;
+          },
+      .keep_running =
+          [&] {
+            const std::lock_guard lock(mutex);
+            return !client_done;
+          }};
+  std::thread server_thread([&] {
+    ToolOutcome outcome = RunTool(server_run, server_io);
+    const std::lock_guard lock(mutex);
+    server = std::move(outcome);
+    server_ended = true;
+    changed.notify_all();
+  });
+  const auto started = std::chrono::steady_clock::now();
+  const auto give_up = started + options.start_within;
+  {
+    std::unique_lock lock(mutex);
+    changed.wait_until(lock, std::min(give_up, started + std::chrono::seconds(1)),
+                       [&] { return ready || server_ended; });
+  }
+  std::optional<ToolOutcome> client;
+  std::string client_text;
+  const std::vector<std::string> client_argv = IbClientArgv(options, rail, port);
+  bool server_first = false;  // the server ended before a client could use it
+  while (true) {
+    {
+      const std::lock_guard lock(mutex);
+      server_first = server_ended;
+    }
+    if (server_first) break;
+    client = RunTool({.check_id = std::string(kCheck),
+                      .tool = client_argv.front(),
+                      .args = std::vector<std::string>(client_argv.begin() + 1, client_argv.end()),
+                      .deadline = test_time + deadline},
+                     {.runner = io.tools.runner,
+                      .find_program = io.tools.find_program,
+                      .hung = [&second_look](const std::string&) { second_look = true; }});
+    client_text = client->result ? client->result->stdout_text + "\n" + client->result->stderr_text
+                                 : std::string();
+    const bool retry = client->result && CouldNotConnect(client_text) &&
+                       std::chrono::steady_clock::now() + std::chrono::seconds(1) < give_up;
+    if (!retry) break;
+    std::unique_lock lock(mutex);
+    changed.wait_for(lock, std::chrono::seconds(1), [&] { return server_ended; });
+  }
+  {
+    const std::lock_guard lock(mutex);
+    client_done = true;
+  }
+  server_thread.join();
+  r.hung = second_look;
+
+  if (client && client->result) {
+    auto report = ParseIbWriteBw(client_text);
+    if (report) {
+      r.average_gbits = report->AverageGbits();
+      return r;
+    }
+    r.problem = SanitizeUtf8(report.error().message);
+  } else if (client && client->instead) {
+    r.problem = client->instead->message;
+  }
+  // No figure: the server's words say more when it ended first (no such device on the peer, the
+  // launcher refused), else the client's.
+  if (server_first && server && server->result) {
+    r.problem = fmt::format("the server on {} ended ({}): {}", options.peer,
+                            server->result->Describe(), Said(*server->result));
+  } else if (server_first && server && server->instead) {
+    r.problem = fmt::format("the server on {}: {}", options.peer, server->instead->message);
+  } else if (r.problem.empty()) {
+    r.problem = "no result";
+  }
+  return r;
+}
+
+}  // namespace
+
+std::optional<double> ParsePortRate(std::string_view text) {
+  text = Trim(text);
+  const size_t space = text.find(' ');
+  if (space == std::string_view::npos) return std::nullopt;
+  const std::string_view unit = Trim(text.substr(space));
+  if (!unit.starts_with("Gb/sec")) return std::nullopt;
+  const auto value = ParseNonNegative(text.substr(0, space));
+  if (!value || *value <= 0) return std::nullopt;
+  return value;
+}
+
+std::vector<std::string> PeerLauncher(std::string_view text, bool in_slurm_job) {
+  std::vector<std::string> out;
+  for (std::string_view word : Split(text, ' ')) {
+    if (!word.empty()) out.emplace_back(word);
+  }
+  if (!out.empty()) return out;
+  if (in_slurm_job) {
+    return {"srun", "--overlap", "--nodes=1", "--ntasks=1", "--nodelist={peer}"};
+  }
+  return {"ssh", "-o", "BatchMode=yes", "{peer}"};
+}
+
+std::vector<std::string> IbServerArgv(const IbPairOptions& options, const std::string& rail,
+                                      int port) {
+  std::vector<std::string> argv;
+  for (const std::string& part : options.launch) {
+    std::string word = part;
+    for (size_t at = word.find("{peer}"); at != std::string::npos; at = word.find("{peer}", at)) {
+      word.replace(at, 6, options.peer);
+      at += options.peer.size();
+    }
+    argv.push_back(std::move(word));
+  }
+  for (const std::string& arg :
+       {std::string("ib_write_bw"), std::string("-d"), rail, std::string("-p"),
+        std::to_string(port), std::string("--report_gbits"), std::string("-F"), std::string("-D"),
+        std::to_string(options.seconds)}) {
+    argv.push_back(arg);
+  }
+  argv.insert(argv.end(), options.extra.begin(), options.extra.end());
+  return argv;
+}
+
+std::vector<std::string> IbClientArgv(const IbPairOptions& options, const std::string& rail,
+                                      int port) {
+  std::vector<std::string> argv = {"ib_write_bw",
+                                   "-d",
+                                   rail,
+                                   "-p",
+                                   std::to_string(port),
+                                   "--report_gbits",
+                                   "-F",
+                                   "-D",
+                                   std::to_string(options.seconds)};
+  argv.insert(argv.end(), options.extra.begin(), options.extra.end());
+  argv.push_back(options.address.empty() ? options.peer : options.address);
+  return argv;
+}
+
+Finding JudgeIbPairs(const std::vector<RailResult>& rails, const std::string& peer,
+                     double min_share) {
+  Finding f{.check_id = std::string(kCheck),
+            .expected = fmt::format("each rail to {} at {:.0f} % of its port's rate or more", peer,
+                                    100 * min_share)};
+  if (rails.empty()) {
+    f.status = CheckStatus::kSkip;
+    f.observed = "no rail";
+    f.message = "no InfiniBand or RoCE device on this node: not run";
+    return f;
+  }
+  std::vector<std::string> slow;
+  std::vector<std::string> unread;
+  double lo = INFINITY;
+  double hi = 0;
+  for (const RailResult& r : rails) {
+    if (!r.average_gbits) {
+      unread.push_back(fmt::format("{}: {}", r.rail, r.problem));
+      continue;
+    }
+    lo = std::min(lo, *r.average_gbits);
+    hi = std::max(hi, *r.average_gbits);
+    if (!r.port_gbits) {
+      unread.push_back(fmt::format("{}: {} measured, but its port's rate cannot be read", r.rail,
+                                   Gbits(*r.average_gbits)));
+      continue;
+    }
+    const double share = *r.average_gbits / *r.port_gbits;
+    if (share < min_share) {
+      slow.push_back(fmt::format("{} {} ({:.0f} % of its {} port)", r.rail, Gbits(*r.average_gbits),
+                                 100 * share, Gbits(*r.port_gbits)));
+    }
+  }
+  const auto measured =
+      std::ranges::count_if(rails, [](const RailResult& r) { return r.average_gbits.has_value(); });
+  f.observed = measured == 0 ? "no figure"
+                             : fmt::format("{} of {} rail{}: {} to {}", measured, rails.size(),
+                                           rails.size() == 1 ? "" : "s", Gbits(lo), Gbits(hi));
+  if (!slow.empty()) {
+    f.status = CheckStatus::kFail;
+    f.severity = Severity::kMedium;  // a pair cannot say which end is slow
+    f.message = fmt::format("ib_write_bw to {} slow on {}", peer, RailList(slow));
+    if (!unread.empty()) f.message += fmt::format("; no figure for {}", RailList(unread));
+    f.remediation = fmt::format(
+        "A pair cannot say which end is slow: test this node and {} each against a third "
+        "node. Then look at the slow rail's port (ibstat: rate and width; perfquery: symbol "
+        "and link-downed counters), its cable and its PCIe link (lspci -vv: LnkSta).",
+        peer);
+  } else if (!unread.empty()) {
+    f.status = CheckStatus::kUnknown;
+    f.severity = Severity::kMedium;
+    f.message = fmt::format("ib_write_bw to {}: no figure to judge for {}", peer, RailList(unread));
+  } else {
+    f.status = CheckStatus::kPass;
+    f.message = fmt::format("ib_write_bw to {}: every rail at {:.0f} % of its port's rate or more",
+                            peer, 100 * min_share);
+  }
+  return f;
+}
+
+IbPairVerdict RunIbPairs(const IbPairOptions& options, Duration deadline, const IbPairIo& io) {
+  IbPairVerdict out;
+  const std::string here = io.tools.find_program ? io.tools.find_program("ib_write_bw")
+                                                 : sys::FindProgram("ib_write_bw");
+  if (here.empty()) {
+    out.findings.push_back({.check_id = std::string(kCheck),
+                            .status = CheckStatus::kSkip,
+                            .observed = "not installed",
+                            .expected = "ib_write_bw on PATH",
+                            .message = "ib_write_bw (perftest) is not on PATH: not run"});
+    return out;
+  }
+  const std::string devices = options.sysfs + "/class/infiniband";
+  std::vector<std::string> rails = options.rails;
+  if (rails.empty() && io.list_dir) rails = io.list_dir(devices);
+  std::ranges::sort(rails);
+  for (size_t i = 0; i < rails.size(); ++i) {
+    const std::string& rail = rails[i];
+    bool hung = false;
+    RailResult r = RunRail(options, rail, options.port + static_cast<int>(i), deadline, io, hung);
+    out.second_look = out.second_look || hung;
+    if (io.read_file) {
+      if (auto rate = io.read_file(fmt::format("{}/{}/ports/1/rate", devices, rail))) {
+        r.port_gbits = ParsePortRate(*rate);
+      }
+    }
+    if (r.average_gbits) {
+      out.metrics.push_back({.name = "active.ib_write_bw_gbits",
+                             .labels = {{"rail", rail}, {"peer", options.peer}},
+                             .value = *r.average_gbits,
+                             .unit = "Gb/s"});
+    }
+    out.rails.push_back(std::move(r));
+  }
+  out.findings.push_back(JudgeIbPairs(out.rails, options.peer));
+  return out;
+}
+
+}  // namespace cmax::active

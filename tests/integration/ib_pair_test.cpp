@@ -1,0 +1,223 @@
+// Per-rail ib_write_bw between two hosts, run for real: the peer's server started through its
+// launcher and this host's client connecting to it over TCP, one rail at a time, each under
+// cmax's deadlines. The program is a stand-in for perftest's ib_write_bw (tests/standins:
+// no InfiniBand is reachable here) that keeps perftest's command line, its server's banner,
+// its one-client service and its output; the rates come from a sysfs tree the test writes.
+// On loopback (the server here, with `env` as its launcher so that the peer has devices of its
+// own) and, as root, across two network namespaces joined by the lab's bridge.
+#include "active/ib_pair.hpp"
+
+#include <unistd.h>
+
+#include <filesystem>
+#include <gtest/gtest.h>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "net/netns_lab.hpp"
+#include "support/free_port.hpp"
+#include "support/temp_dir.hpp"
+#include "sys/file_system.hpp"
+#include "sys/process_runner.hpp"
+
+namespace cmax::active {
+namespace {
+
+using namespace std::chrono_literals;
+
+class IbPairRun : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::filesystem::create_directories(dir_.File("bin"));
+    std::filesystem::create_symlink(IB_WRITE_BW_STANDIN, dir_.File("bin/ib_write_bw"));
+    for (const char* rail : {"mlx5_0", "mlx5_1"}) {
+      const std::string ports = dir_.File(std::string("sys/class/infiniband/") + rail + "/ports/1");
+      std::filesystem::create_directories(ports);
+      ASSERT_TRUE(fs_.WriteFileAtomic(ports + "/rate", "400 Gb/sec (4X NDR)\n", 0644));
+    }
+    ::setenv("STANDIN_IB_DEVICES", "mlx5_0,mlx5_1", 1);
+  }
+  void TearDown() override {
+    for (const char* name : {"STANDIN_IB_DEVICES", "STANDIN_IB_GBITS", "STANDIN_IB_HANG"}) {
+      ::unsetenv(name);
+    }
+  }
+  IbPairIo Io() {
+    return {.tools = {.runner = &runner_,
+                      .find_program =
+                          [this](const std::string& name) {
+                            return name == "ib_write_bw" ? dir_.File("bin/ib_write_bw")
+                                                         : sys::FindProgram(name);
+                          }},
+            .read_file = [this](const std::string& path) -> std::optional<std::string> {
+              auto text = fs_.ReadFile(path, 4096);
+              return text ? std::optional(*text) : std::nullopt;
+            },
+            .list_dir =
+                [this](const std::string& path) {
+                  auto names = fs_.ListDir(path);
+                  return names ? *names : std::vector<std::string>();
+                }};
+  }
+  // The peer on loopback: its server here, its devices its own (`env` as the launcher).
+  IbPairOptions Loopback(const std::string& peer_devices) {
+    return {.peer = "127.0.0.1",
+            .launch = {"env", "STANDIN_IB_DEVICES=" + peer_devices,
+                       "PATH=" + dir_.File("bin") + ":/usr/bin:/bin"},
+            .port = testing::FreePort(),
+            .seconds = 1,
+            .start_within = 10s,
+            .sysfs = dir_.File("sys")};
+  }
+  static const RailResult* Rail(const IbPairVerdict& v, const std::string& name) {
+    for (const RailResult& r : v.rails) {
+      if (r.rail == name) return &r;
+    }
+    return nullptr;
+  }
+
+  testing::TempDir dir_;
+  sys::LocalFileSystem fs_;
+  sys::PosixProcessRunner runner_;
+};
+
+TEST_F(IbPairRun, EveryRailOfThisHostIsTestedAgainstThePeerAndJudgedByItsPortsRate) {
+  ::setenv("STANDIN_IB_GBITS", "mlx5_0=392.1,mlx5_1=180", 1);
+  const IbPairOptions options = Loopback("mlx5_0,mlx5_1");
+  const IbPairVerdict v = RunIbPairs(options, 20s, Io());
+  ASSERT_EQ(v.rails.size(), 2U);  // the rails found in sysfs
+  ASSERT_TRUE(Rail(v, "mlx5_0")->average_gbits) << Rail(v, "mlx5_0")->problem;
+  EXPECT_DOUBLE_EQ(*Rail(v, "mlx5_0")->average_gbits, 392.1);
+  EXPECT_EQ(Rail(v, "mlx5_0")->port_gbits, 400);
+  ASSERT_TRUE(Rail(v, "mlx5_1")->average_gbits) << Rail(v, "mlx5_1")->problem;
+  ASSERT_EQ(v.findings.size(), 1U);
+  const Finding& f = v.findings[0];
+  EXPECT_EQ(f.status, CheckStatus::kFail) << f.message;
+  EXPECT_EQ(f.message,
+            "ib_write_bw to 127.0.0.1 slow on mlx5_1 180.0 Gb/s (45 % of its 400.0 Gb/s port)");
+  ASSERT_EQ(v.metrics.size(), 2U);
+  EXPECT_EQ(v.metrics[1].labels.at("rail"), "mlx5_1");
+  EXPECT_EQ(v.metrics[1].labels.at("peer"), "127.0.0.1");
+  EXPECT_FALSE(v.second_look);
+}
+
+TEST_F(IbPairRun, ARailThePeerLacksAndAClientThatHangsAreUnknownNeverAFailure) {
+  ::setenv("STANDIN_IB_HANG", "mlx5_1", 1);
+  IbPairOptions options = Loopback("mlx5_0,mlx5_1");
+  options.rails = {"mlx5_0", "mlx5_1", "mlx5_7"};
+  // The peer has no mlx5_7; this host's mlx5_7 is not in the sysfs tree either.
+  ::setenv("STANDIN_IB_DEVICES", "mlx5_0,mlx5_1,mlx5_7", 1);
+  const auto begun = std::chrono::steady_clock::now();
+  const IbPairVerdict v = RunIbPairs(options, 2s, Io());
+  ASSERT_EQ(v.rails.size(), 3U);
+  EXPECT_TRUE(Rail(v, "mlx5_0")->average_gbits) << Rail(v, "mlx5_0")->problem;
+  const RailResult* hung = Rail(v, "mlx5_1");
+  EXPECT_FALSE(hung->average_gbits);
+  EXPECT_TRUE(hung->hung);
+  EXPECT_NE(hung->problem.find("gave no result within 3 s and was killed"), std::string::npos)
+      << hung->problem;
+  EXPECT_TRUE(v.second_look);
+  const RailResult* missing = Rail(v, "mlx5_7");
+  EXPECT_FALSE(missing->average_gbits);
+  EXPECT_NE(missing->problem.find("the server on 127.0.0.1 ended (exit 1): IB device mlx5_7 not "
+                                  "found"),
+            std::string::npos)
+      << missing->problem;
+  ASSERT_EQ(v.findings.size(), 1U);
+  EXPECT_EQ(v.findings[0].status, CheckStatus::kUnknown) << v.findings[0].message;
+  // The hang cost its deadline, not the server's: the next rail did not wait for it.
+  EXPECT_LT(std::chrono::steady_clock::now() - begun, 20s);
+}
+
+TEST_F(IbPairRun, WithoutIbWriteBwHereOrAnyRailNothingRuns) {
+  IbPairIo io = Io();
+  io.tools.find_program = [](const std::string&) { return std::string(); };
+  IbPairVerdict v = RunIbPairs(Loopback("mlx5_0"), 2s, io);
+  ASSERT_EQ(v.findings.size(), 1U);
+  EXPECT_EQ(v.findings[0].status, CheckStatus::kSkip);
+  EXPECT_EQ(v.findings[0].message, "ib_write_bw (perftest) is not on PATH: not run");
+  IbPairOptions none = Loopback("mlx5_0");
+  none.sysfs = dir_.File("no-sys");
+  v = RunIbPairs(none, 2s, Io());
+  ASSERT_EQ(v.findings.size(), 1U);
+  EXPECT_EQ(v.findings[0].status, CheckStatus::kSkip);
+  EXPECT_TRUE(v.rails.empty());
+}
+
+// `cmax health --active --peer` end to end, the real binary: no GPU here (NVML cannot load), so
+// the GPU checks skip, and the rails to the peer still run: a node's adapters need no GPU.
+TEST_F(IbPairRun, TheCommandTestsTheRailsToItsPeer) {
+  const std::string bin_path = "PATH=" + dir_.File("bin") + ":/usr/bin:/bin";
+  const auto ran = runner_.Run({.argv = {CMAX_BINARY,
+                                         "--db",
+                                         dir_.File("cmax.db"),
+                                         "health",
+                                         "--active",
+                                         "--nvml-lib",
+                                         dir_.File("no-libnvidia-ml.so"),
+                                         "--peer",
+                                         "127.0.0.1",
+                                         "--peer-launch",
+                                         "env STANDIN_IB_DEVICES=mlx5_0 " + bin_path,
+                                         "--rails",
+                                         "mlx5_0",
+                                         "--ib-seconds",
+                                         "1",
+                                         "--ib-port",
+                                         std::to_string(testing::FreePort()),
+                                         "--node",
+                                         "gpu1",
+                                         "--json"},
+                                .env_add = {bin_path, "STANDIN_IB_GBITS=mlx5_0=391.5"},
+                                .timeout = 60s});
+  ASSERT_TRUE(ran) << ran.error().message;
+  const auto report = nlohmann::json::parse(ran->stdout_text, nullptr, false);
+  ASSERT_TRUE(report.is_object()) << ran->stdout_text << ran->stderr_text;
+  bool measured = false;
+  for (const auto& m : report["metrics"]) {
+    measured = measured || (m["name"] == "active.ib_write_bw_gbits" && m["value"] == 391.5 &&
+                            m["labels"]["rail"] == "mlx5_0");
+  }
+  EXPECT_TRUE(measured) << ran->stdout_text;
+  // This machine's /sys has no mlx5_0 to give the port's rate: the figure is kept, not judged.
+  std::string message;
+  for (const auto& f : report["findings"]) {
+    if (f["check_id"] == "active.ib-write-bw") message = f["message"];
+  }
+  EXPECT_EQ(message,
+            "ib_write_bw to 127.0.0.1: no figure to judge for mlx5_0: 391.5 Gb/s measured, but "
+            "its port's rate cannot be read");
+  EXPECT_EQ(ran->exit_code, 3) << ran->stderr_text;  // UNKNOWN: a check could not be judged
+}
+
+// Two hosts for real: the peer a network namespace of the lab, its server started there by `ip
+// netns exec`, the client here connecting to its address across the veth and the bridge.
+TEST_F(IbPairRun, AcrossTwoNetworkNamespaces) {
+  if (geteuid() != 0) GTEST_SKIP() << "network namespaces need root";
+  auto plan = net::PlanNetnsLab("ib" + std::to_string(getpid() % 1000), 1);
+  ASSERT_TRUE(plan) << plan.error().message;
+  net::NetnsLab lab(*plan, runner_);
+  auto up = lab.Up(fs_, dir_.File("agent.sh"));
+  ASSERT_TRUE(up) << up.error().message;
+  const net::NetnsHost& peer = lab.Plan().hosts.at(0);
+  ::setenv("STANDIN_IB_GBITS", "mlx5_0=391,mlx5_1=389.5", 1);
+  const IbPairOptions options{.peer = peer.netns,
+                              .address = peer.address,
+                              .launch = {"ip", "netns", "exec", "{peer}", "env",
+                                         "PATH=" + dir_.File("bin") + ":/usr/bin:/bin"},
+                              .port = 18515,
+                              .seconds = 1,
+                              .start_within = 10s,
+                              .sysfs = dir_.File("sys")};
+  const IbPairVerdict v = RunIbPairs(options, 20s, Io());
+  ASSERT_EQ(v.findings.size(), 1U);
+  EXPECT_EQ(v.findings[0].status, CheckStatus::kPass) << v.findings[0].message;
+  ASSERT_EQ(v.rails.size(), 2U);
+  EXPECT_DOUBLE_EQ(v.rails[1].average_gbits.value_or(0), 389.5);
+  // The client reached the peer's own address: nothing listens on it from this namespace.
+  EXPECT_NE(peer.address, "127.0.0.1");
+}
+
+}  // namespace
+}  // namespace cmax::active
