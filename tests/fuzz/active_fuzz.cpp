@@ -10,10 +10,12 @@
 #include <cstdint>
 #include <cstdlib>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string_view>
 
 #include "active/cuda_probes.hpp"
 #include "active/dcgm_diag.hpp"
+#include "active/ib_pair.hpp"
 #include "active/ib_write_bw.hpp"
 #include "active/nvbandwidth.hpp"
 #include "active/thresholds.hpp"
@@ -45,6 +47,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       if (!(r.average_gbits >= 0) || !std::isfinite(r.peak_gbits)) std::abort();
     }
     Dump(IbWriteBwJson(*bw));
+    // Judged against the port's rate, as sysfs would say it in the same bytes.
+    const std::optional<double> port = ParsePortRate(input);
+    if (port && !(*port > 0 && std::isfinite(*port))) std::abort();
+    const cmax::Finding f = JudgeIbPairs(
+        {{.rail = "mlx5_0", .average_gbits = bw->AverageGbits(), .port_gbits = port}}, "peer");
+    if (f.check_id != "active.ib-write-bw" || f.message.empty()) std::abort();
   }
 
   if (const auto nv = ParseNvbandwidth(input)) {
