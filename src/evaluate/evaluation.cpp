@@ -137,35 +137,46 @@ class PhaseRunner {
   }
 
   // The fleet's newest view (`cmax health schedule`'s run) in the store, when recent enough to
-  // say how the provider checks its nodes now.
+  // say how the provider checks its nodes now: the evaluated provider's own, when the evaluation
+  // names one (another provider's fleet says nothing of this one), else the newest.
   PhaseResult Fleet(const ActivePhasePlan& plan) const {
     const char* const name = "active-fleet";
     if (!plan.fleet) return {Untested("active", name, "the plan turns it off"), {}};
     const audit::HostRunIo& h = io_.host;
     auto store = store::Store::Open({.path = h.db_path, .create = false, .read_only = true});
     if (!store) return {FromError("active", name, store.error()), {}};
-    auto fleet = store->LatestRunByHost("health", "active schedule");
-    if (!fleet) return {FromError("active", name, fleet.error()), {}};
-    const store::RunSummary* newest = nullptr;
-    for (const auto& [host, run] : *fleet) {
-      if (newest == nullptr || run.run.id > newest->run.id) newest = &run;
+    const std::string provider =
+        !provider_.empty() ? provider_ : (h.env ? h.env("CMAX_PROVIDER") : std::string());
+    std::optional<int64_t> newest;
+    if (!provider.empty()) {
+      if (auto id = store->LatestProviderRunId(provider, "health", "active schedule")) {
+        newest = *id;
+      }
+    } else {
+      auto fleet = store->LatestRunByHost("health", "active schedule");
+      if (!fleet) return {FromError("active", name, fleet.error()), {}};
+      for (const auto& [host, run] : *fleet) newest = std::max(newest.value_or(0), run.run.id);
     }
-    if (newest == nullptr) {
+    if (!newest) {
       return {Untested("active", name,
-                       "no fleet view in the store: cmax health schedule checks the idle nodes "
-                       "weekly and records one"),
+                       fmt::format("no fleet view{} in the store: cmax{} health schedule checks "
+                                   "the idle nodes weekly and records one",
+                                   provider.empty() ? "" : " of " + provider,
+                                   provider.empty() ? "" : " --provider " + provider)),
               {}};
     }
+    auto run = store->LoadRun(*newest);
+    if (!run) return {FromError("active", name, run.error()), {}};
     const double age_days =
-        std::chrono::duration<double>(h.clock->Now() - newest->run.started_at).count() / 86400;
+        std::chrono::duration<double>(h.clock->Now() - run->run.started_at).count() / 86400;
     if (age_days > plan.fleet_max_age_days) {
       return {Untested("active", name,
                        fmt::format("the newest fleet view (run {}) is {:.1f} days old, more than "
                                    "{:g}: run cmax health schedule",
-                                   newest->run.id, age_days, plan.fleet_max_age_days)),
+                                   *newest, age_days, plan.fleet_max_age_days)),
               {}};
     }
-    return Stored("active", name, newest->run.id);
+    return FromRun("active", name, std::move(*run));
   }
 
   PhaseResult Endpoint(const EndpointPhasePlan& phase) const {

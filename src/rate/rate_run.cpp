@@ -25,6 +25,12 @@ Result<std::vector<int64_t>> ProviderRuns(store::Store& store, const std::string
   for (const char* command : kRatedCommands) {
     if (auto id = store.LatestProviderRunId(provider, command)) ids.push_back(*id);
   }
+  // The provider's fleet view (`cmax --provider NAME health schedule`), which the nodes' own
+  // checks, health runs too, come after.
+  if (auto fleet = store.LatestProviderRunId(provider, "health", "active schedule");
+      fleet && std::ranges::find(ids, *fleet) == ids.end()) {
+    ids.push_back(*fleet);
+  }
   if (ids.empty()) {
     auto known = store.Providers();
     if (!known) return tl::unexpected(known.error());

@@ -428,12 +428,15 @@ Result<RunRecord> Store::LoadRun(int64_t run_id) {
   return record;
 }
 
-Result<int64_t> Store::LatestProviderRunId(const std::string& provider,
-                                           const std::string& command) {
-  auto stmt = db_->Prepare("SELECT max(id) FROM runs WHERE provider = ? AND command = ?");
+Result<int64_t> Store::LatestProviderRunId(const std::string& provider, const std::string& command,
+                                           const std::string& target) {
+  auto stmt = db_->Prepare(
+      "SELECT max(id) FROM runs WHERE provider = ? AND command = ? AND (? = '' OR target = ?)");
   if (!stmt) return tl::unexpected(stmt.error());
   stmt->Bind(1, std::string_view(provider));
   stmt->Bind(2, std::string_view(command));
+  stmt->Bind(3, std::string_view(target));
+  stmt->Bind(4, std::string_view(target));
   auto row = stmt->Step();
   if (!row) return tl::unexpected(row.error());
   if (!*row || stmt->ColumnIsNull(0)) {

@@ -20,6 +20,7 @@
 #include "support/temp_dir.hpp"
 #include "support/wait.hpp"
 #include "sys/file_system.hpp"
+#include "sys/host.hpp"
 
 namespace cmax::active {
 namespace {
@@ -116,6 +117,8 @@ TEST_F(ActiveSchedule, ANodeWithAJobIsNeverChosenTheIdleOnesAreCheckedOnceAWeek)
     return taken == "mixed" || taken == "allocated";
   })) << taken;
 
+  // As `cmax --provider "Lab Cloud" health schedule` sets it: the pass and its jobs record it.
+  const sys::ScopedEnv provider("CMAX_PROVIDER", "Lab Cloud");
   auto report = ScheduleActiveChecks({}, Io(runner_));
   ASSERT_TRUE(report) << report.error().message;
   EXPECT_EQ(report->submitted, 3);
@@ -159,6 +162,10 @@ TEST_F(ActiveSchedule, ANodeWithAJobIsNeverChosenTheIdleOnesAreCheckedOnceAWeek)
   auto run = store->LoadRun(again->run_id);
   ASSERT_TRUE(run) << run.error().message;
   EXPECT_EQ(run->run.target, "active schedule");
+  EXPECT_EQ(run->run.provider, "Lab Cloud");
+  for (const auto& [node, check] : Checked()) {
+    EXPECT_EQ(check.run.provider, "Lab Cloud") << node;  // Slurm handed the job the environment
+  }
   std::map<std::string, double> metrics;
   for (const Metric& m : run->metrics) metrics[m.name] = m.value;
   EXPECT_DOUBLE_EQ(metrics["active.fleet_checked_share"], 0.75);

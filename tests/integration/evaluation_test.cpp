@@ -323,7 +323,7 @@ class ActivePhases : public ::testing::Test {
   }
   // A fleet view as `cmax health schedule` records it, `age` ago: gpu1 checked and passed,
   // gpu2 never checked.
-  int64_t RecordFleet(Duration age) {
+  int64_t RecordFleet(Duration age, const std::string& provider = "") {
     const WallTime at = std::chrono::time_point_cast<WallTime::duration>(shell_.clock.Now() - age);
     std::vector<active::ScheduleDecision> nodes(2);
     nodes[0] = {.node = "gpu1",
@@ -337,18 +337,20 @@ class ActivePhases : public ::testing::Test {
                                            .target = "active schedule",
                                            .host = "login1",
                                            .started_at = at,
-                                           .cmax_version = "test"},
+                                           .cmax_version = "test",
+                                           .provider = provider},
                                           {{"active.fleet", view.evidence_json}}, {view.finding},
                                           view.metrics, at);
     EXPECT_TRUE(recorded) << recorded.error().message;
     return recorded ? recorded->record.run.id : 0;
   }
-  Result<Evaluation> Run(const std::string& active) {
+  Result<Evaluation> Run(const std::string& active, const std::string& provider = "") {
     EvaluationIo io = shell_.Io();
     io.probe_program = CMAX_PROBE_BIN;
     return Evaluate(
         {.probe_timeout_s = 2,
-         .plan = shell_.Plan("schema: cmax.plan/v1\nhealth: false\nactive: " + active + "\n")},
+         .plan = shell_.Plan("schema: cmax.plan/v1\nhealth: false\nactive: " + active + "\n" +
+                             (provider.empty() ? "" : "provider: " + provider + "\n"))},
         io);
   }
 
@@ -391,6 +393,23 @@ TEST_F(ActivePhases, ThisHostExercisedAndTheFleetViewFoldedInAndRated) {
     EXPECT_DOUBLE_EQ(*item.score, 0.3) << item.evidence;  // half the nodes checked this week
   }
   EXPECT_TRUE(weekly);
+}
+
+// An evaluation of a provider reads that provider's fleet view only: another's says nothing of it.
+TEST_F(ActivePhases, TheEvaluatedProvidersOwnFleetView) {
+  const int64_t beta = RecordFleet(std::chrono::hours(2), "Beta");
+  RecordFleet(std::chrono::hours(1), "Alpha");
+  auto evaluation = Run("{fleet: true}", "Beta");
+  ASSERT_TRUE(evaluation) << evaluation.error().message;
+  EXPECT_EQ(Find(evaluation->phases, "active-fleet")->run_id, beta);
+  evaluation = Run("{fleet: true}", "Gamma");
+  ASSERT_TRUE(evaluation) << evaluation.error().message;
+  const PhaseOutcome* none = Find(evaluation->phases, "active-fleet");
+  EXPECT_EQ(none->state, PhaseState::kUntested);
+  EXPECT_NE(none->reason.find("no fleet view of Gamma in the store: cmax --provider Gamma health "
+                              "schedule"),
+            std::string::npos)
+      << none->reason;
 }
 
 TEST_F(ActivePhases, BusyGpusAndAStaleFleetViewAreUntestedWithTheirReasons) {

@@ -188,6 +188,14 @@ TEST(Store, RunsNameTheirProvider) {
   EXPECT_EQ(store->LatestProviderRunId("Beta", "audit").value(), a3);
   EXPECT_EQ(store->LatestProviderRunId("Beta", "reliability").value(), r1);
   EXPECT_EQ(store->LatestProviderRunId("Alpha", "reliability").error().code, ErrorCode::kNotFound);
+  // Of one target: the fleet's view among the nodes' own health runs.
+  const int64_t fleet =
+      *store->BeginRun({.command = "health", .target = "active schedule", .provider = "Beta"});
+  const int64_t node = *store->BeginRun(
+      {.command = "health", .target = "active checks (quick)", .provider = "Beta"});
+  EXPECT_EQ(store->LatestProviderRunId("Beta", "health").value(), node);
+  EXPECT_EQ(store->LatestProviderRunId("Beta", "health", "active schedule").value(), fleet);
+  EXPECT_FALSE(store->LatestProviderRunId("Alpha", "health", "active schedule"));
   EXPECT_NE(a1, a3);
   EXPECT_EQ((*store->ListRuns(10))[1].run.provider, "Beta");
 }

@@ -1,0 +1,51 @@
+// `cmax rate --provider NAME` reads the newest run of each command that provider recorded, and
+// its fleet view (`cmax --provider NAME health schedule`) beside them: the nodes' own checks are
+// health runs too, and newer, so the newest health run alone would miss it.
+#include "rate/rate_run.hpp"
+
+#include <gtest/gtest.h>
+
+#include "store/run_writer.hpp"
+#include "support/temp_dir.hpp"
+#include "sys/file_system.hpp"
+
+namespace cmax::rate {
+namespace {
+
+TEST(RateRun, AProvidersRatingReadsItsFleetViewBesideTheNodesChecks) {
+  testing::TempDir dir;
+  const std::string path = dir.File("cmax.db");
+  SystemClock clock;
+  const auto record = [&](const char* target, const char* provider, std::vector<Metric> metrics) {
+    auto run = store::RecordWholeRun(path,
+                                     {.command = "health",
+                                      .target = target,
+                                      .started_at = clock.Now(),
+                                      .cmax_version = "test",
+                                      .provider = provider},
+                                     {}, {}, metrics, clock.Now());
+    EXPECT_TRUE(run) << run.error().message;
+    return run ? run->record.run.id : 0;
+  };
+  const int64_t fleet = record("active schedule", "Beta",
+                               {{.name = "active.fleet_checked_share", .value = 1, .unit = "ratio"},
+                                {.name = "active.fleet_pass_share", .value = 1, .unit = "ratio"}});
+  record("active schedule", "Alpha",
+         {{.name = "active.fleet_checked_share", .value = 0.1, .unit = "ratio"}});
+  const int64_t node = record("active checks (quick)", "Beta", {});
+  sys::LocalFileSystem fs;
+  auto rating = RateStoredRuns({.provider = "Beta"}, {.db_path = path, .fs = &fs, .clock = &clock});
+  ASSERT_TRUE(rating) << rating.error().message;
+  EXPECT_NE(std::ranges::find(rating->runs, node), rating->runs.end());
+  EXPECT_NE(std::ranges::find(rating->runs, fleet), rating->runs.end());
+  bool weekly = false;
+  for (const ItemRating& item : rating->items) {
+    if (item.id != "monitoring.active-checks-weekly") continue;
+    weekly = true;
+    EXPECT_EQ(item.score, 1.0) << item.evidence;  // Beta's, not Alpha's 0.1
+  }
+  EXPECT_TRUE(weekly);
+}
+
+}  // namespace
+}  // namespace cmax::rate
