@@ -186,8 +186,18 @@ Result<ActiveRunReport> RunActiveHealth(const ActiveRunOptions& options, const A
       add(std::move(verdict.findings));
       for (Metric& m : verdict.metrics) metrics.push_back(std::move(m));
     };
+    // The burn is the same program: where the probes could not run at all (no CUDA, no
+    // cmax-probe), neither can it, and trying would cost its start for the same SKIP.
+    std::string probes_skipped;
     timed("probes", [&] {
-      take(RunCudaProbes(by_bus, gpu_class, thresholds, deadline(kProbeDeadline), probe_io));
+      ProbeVerdict verdict =
+          RunCudaProbes(by_bus, gpu_class, thresholds, deadline(kProbeDeadline), probe_io);
+      if (!verdict.findings.empty() && std::ranges::all_of(verdict.findings, [](const Finding& f) {
+            return f.status == CheckStatus::kSkip;
+          })) {
+        probes_skipped = verdict.findings.front().message;
+      }
+      take(std::move(verdict));
     });
     const auto gpu_count = static_cast<unsigned>(snapshot->gpus.size());
     timed("local-all-reduce", [&] {
@@ -217,7 +227,11 @@ Result<ActiveRunReport> RunActiveHealth(const ActiveRunOptions& options, const A
           watch_error = watch.error().message;
         }
       }
-      if (!look) {
+      if (!probes_skipped.empty()) {
+        findings.push_back(
+            Skip("active.burn",
+                 "the burn runs in cmax-probe, which could not run the probes: " + probes_skipped));
+      } else if (!look) {
         findings.push_back(
             Skip("active.burn", fmt::format("the burn needs NVML to be watched and it cannot be "
                                             "({}): a GPU falling off the bus would go unseen",

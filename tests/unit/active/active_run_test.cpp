@@ -267,6 +267,18 @@ TEST_F(ActiveRun, TheProbesRunAndAtFullLevelTheBurnLastTheirFiguresRecorded) {
   ASSERT_NE(skipped, nullptr);
   EXPECT_EQ(skipped->status, CheckStatus::kSkip);
   EXPECT_NE(skipped->message.find("libnvidia-ml.so.1: not found"), std::string::npos);
+  // Where the probes could not run at all, the burn (the same program) is not tried.
+  io.probe_env = {"CMAX_PROBES_LIB=" + dir_.File("no-such-probes.so")};
+  auto no_cuda = RunActiveHealth({.burn_s = 5}, io);
+  ASSERT_TRUE(no_cuda);
+  const Finding* not_tried = Find(no_cuda->record, "active.burn");
+  ASSERT_NE(not_tried, nullptr);
+  EXPECT_EQ(not_tried->status, CheckStatus::kSkip);
+  EXPECT_NE(
+      not_tried->message.find("the burn runs in cmax-probe, which could not run the probes: "),
+      std::string::npos)
+      << not_tried->message;
+  EXPECT_NE(not_tried->message.find("no-such-probes.so"), std::string::npos) << not_tried->message;
 }
 
 TEST(ActiveConditions, AFailOpensOrCountsAHangIsLowAPassRecovers) {
