@@ -220,7 +220,7 @@ Result<ActiveRunReport> RunActiveHealth(const ActiveRunOptions& options, const A
     if (burn_s > 0) {
       LookAtGpus look;
       std::string watch_error;
-      if (io.watch_gpus) {
+      if (io.watch_gpus && probes_skipped.empty()) {
         if (auto watch = io.watch_gpus()) {
           look = std::move(*watch);
         } else {
@@ -244,7 +244,10 @@ Result<ActiveRunReport> RunActiveHealth(const ActiveRunOptions& options, const A
   }
   // The rails to a peer, when asked: GPUs are not needed (a node without any still has its
   // adapters), but a node whose GPUs are in use has a tenant, whose traffic it would disturb.
-  const bool no_gpu = !snapshot || snapshot->gpus.empty();
+  // No GPU: NVML lists none, or there is no NVML library at all (no NVIDIA driver). NVML there
+  // but failing is a GPU of unknown use, left alone as a busy one is.
+  const bool no_gpu =
+      snapshot ? snapshot->gpus.empty() : snapshot.error().message.starts_with(sys::kNvmlNotFound);
   if (options.ib_pair && (not_run.empty() || no_gpu)) {
     timed("ib-write-bw", [&] {
       const sys::LocalFileSystem fs;

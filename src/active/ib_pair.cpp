@@ -1,6 +1,7 @@
 #include "active/ib_pair.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <fmt/format.h>
@@ -40,28 +41,69 @@ std::string RailList(const std::vector<std::string>& parts) {
          (parts.size() > kMost ? fmt::format("; and {} more", parts.size() - kMost) : "");
 }
 
+// The server's whole window: the launcher's start, the client's last try and its test, and
+// the client's kill grace (RunTool's 2 s, 5 s for one that will not die) with room to spare,
+// so that the server is never the first to give up on a client that is still running.
+Duration ServerWindow(const IbPairOptions& options, Duration deadline) {
+  return options.start_within + std::chrono::seconds(options.seconds) + deadline +
+         std::chrono::seconds(10);
+}
+
+// Stops the peer's server and waits for its thread on every way out of RunRail, an exception
+// included: a std::thread destroyed unjoined would end the process.
+class ServerThread {
+ public:
+  ServerThread(std::mutex& mutex, std::condition_variable& changed, bool& client_done)
+      : mutex_(mutex), changed_(changed), client_done_(client_done) {}
+  ServerThread(const ServerThread&) = delete;
+  ServerThread& operator=(const ServerThread&) = delete;
+  ~ServerThread() { StopAndJoin(); }
+  template <typename Work>
+  void Start(Work work) {
+    thread_ = std::thread(std::move(work));
+  }
+  void StopAndJoin() {
+    {
+      const std::lock_guard lock(mutex_);
+      client_done_ = true;
+    }
+    changed_.notify_all();
+    if (thread_.joinable()) thread_.join();
+  }
+
+ private:
+  std::mutex& mutex_;
+  std::condition_variable& changed_;
+  bool& client_done_;
+  std::thread thread_;
+};
+
 // One rail: the peer's server started, this node's client run against it (again, a second
 // apart, while the server may still be starting: perftest says it waits only in a banner that a
 // pipe may hold back), the server stopped once the client is done with it.
 RailResult RunRail(const IbPairOptions& options, const std::string& rail, int port,
-                   Duration deadline, const IbPairIo& io, bool& second_look) {
+                   Duration deadline, const IbPairIo& io) {
   RailResult r{.rail = rail};
   const Duration test_time = std::chrono::seconds(options.seconds);
-  const std::vector<std::string> server_argv = IbServerArgv(options, rail, port);
+  const Duration window = ServerWindow(options, deadline);
+  const std::vector<std::string> server_argv =
+      IbServerArgv(options, rail, port,
+                   static_cast<int>(std::chrono::ceil<std::chrono::seconds>(window).count()));
   std::mutex mutex;
   std::condition_variable changed;
   bool ready = false;
   bool server_ended = false;
   bool client_done = false;
   std::optional<ToolOutcome> server;
+  std::atomic<bool> hung = false;  // told from both threads
   ToolIo server_io = io.tools;
-  server_io.hung = [&second_look](const std::string&) { second_look = true; };
+  server_io.hung = [&hung](const std::string&) { hung = true; };
   const ToolRun server_run{
       .check_id = std::string(kCheck),
       .tool = server_argv.front(),
       .where = options.launch.empty() ? "on PATH" : "on PATH (it starts the peer's server)",
       .args = std::vector<std::string>(server_argv.begin() + 1, server_argv.end()),
-      .deadline = options.start_within + test_time + deadline,
+      .deadline = window,
       .on_output =
           [&](int, std::string_view data) {
             if (data.find("Waiting for client") != std::string_view::npos) {
@@ -76,7 +118,8 @@ RailResult RunRail(const IbPairOptions& options, const std::string& rail, int po
             const std::lock_guard lock(mutex);
             return !client_done;
           }};
-  std::thread server_thread([&] {
+  ServerThread server_thread(mutex, changed, client_done);
+  server_thread.Start([&] {
     ToolOutcome outcome = RunTool(server_run, server_io);
     const std::lock_guard lock(mutex);
     server = std::move(outcome);
@@ -93,20 +136,18 @@ RailResult RunRail(const IbPairOptions& options, const std::string& rail, int po
   std::optional<ToolOutcome> client;
   std::string client_text;
   const std::vector<std::string> client_argv = IbClientArgv(options, rail, port);
-  bool server_first = false;  // the server ended before a client could use it
   while (true) {
     {
       const std::lock_guard lock(mutex);
-      server_first = server_ended;
+      if (server_ended) break;
     }
-    if (server_first) break;
     client = RunTool({.check_id = std::string(kCheck),
                       .tool = client_argv.front(),
                       .args = std::vector<std::string>(client_argv.begin() + 1, client_argv.end()),
                       .deadline = test_time + deadline},
                      {.runner = io.tools.runner,
                       .find_program = io.tools.find_program,
-                      .hung = [&second_look](const std::string&) { second_look = true; }});
+                      .hung = [&hung](const std::string&) { hung = true; }});
     client_text = client->result ? client->result->stdout_text + "\n" + client->result->stderr_text
                                  : std::string();
     const bool retry = client->result && CouldNotConnect(client_text) &&
@@ -115,12 +156,8 @@ RailResult RunRail(const IbPairOptions& options, const std::string& rail, int po
     std::unique_lock lock(mutex);
     changed.wait_for(lock, std::chrono::seconds(1), [&] { return server_ended; });
   }
-  {
-    const std::lock_guard lock(mutex);
-    client_done = true;
-  }
-  server_thread.join();
-  r.hung = second_look;
+  server_thread.StopAndJoin();
+  r.hung = hung;
 
   if (client && client->result) {
     auto report = ParseIbWriteBw(client_text);
@@ -132,12 +169,15 @@ RailResult RunRail(const IbPairOptions& options, const std::string& rail, int po
   } else if (client && client->instead) {
     r.problem = client->instead->message;
   }
-  // No figure: the server's words say more when it ended first (no such device on the peer, the
-  // launcher refused), else the client's.
-  if (server_first && server && server->result) {
+  // No figure. The server's words say more when the client never reached it and the server
+  // ended on its own (no such device on the peer, a launcher that refused, a server that hung);
+  // a client that connected and then failed or hung has its own words.
+  const bool unreached = !client || (client->result && CouldNotConnect(client_text));
+  if (unreached && server && server->result && !server->result->stopped &&
+      !server->result->Succeeded()) {
     r.problem = fmt::format("the server on {} ended ({}): {}", options.peer,
                             server->result->Describe(), Said(*server->result));
-  } else if (server_first && server && server->instead) {
+  } else if (unreached && server && server->instead) {
     r.problem = fmt::format("the server on {}: {}", options.peer, server->instead->message);
   } else if (r.problem.empty()) {
     r.problem = "no result";
@@ -171,7 +211,7 @@ std::vector<std::string> PeerLauncher(std::string_view text, bool in_slurm_job) 
 }
 
 std::vector<std::string> IbServerArgv(const IbPairOptions& options, const std::string& rail,
-                                      int port) {
+                                      int port, int limit_s) {
   std::vector<std::string> argv;
   for (const std::string& part : options.launch) {
     std::string word = part;
@@ -181,8 +221,11 @@ std::vector<std::string> IbServerArgv(const IbPairOptions& options, const std::s
     }
     argv.push_back(std::move(word));
   }
+  // On the peer, coreutils' timeout ends the server whatever becomes of its launcher: ssh
+  // without a terminal does not hang up the remote command when it is stopped here.
   for (const std::string& arg :
-       {std::string("ib_write_bw"), std::string("-d"), rail, std::string("-p"),
+       {std::string("timeout"), std::string("--kill-after=5"), std::to_string(limit_s),
+        std::string("ib_write_bw"), std::string("-d"), rail, std::string("-p"),
         std::to_string(port), std::string("--report_gbits"), std::string("-F"), std::string("-D"),
         std::to_string(options.seconds)}) {
     argv.push_back(arg);
@@ -285,9 +328,8 @@ IbPairVerdict RunIbPairs(const IbPairOptions& options, Duration deadline, const 
   std::ranges::sort(rails);
   for (size_t i = 0; i < rails.size(); ++i) {
     const std::string& rail = rails[i];
-    bool hung = false;
-    RailResult r = RunRail(options, rail, options.port + static_cast<int>(i), deadline, io, hung);
-    out.second_look = out.second_look || hung;
+    RailResult r = RunRail(options, rail, options.port + static_cast<int>(i), deadline, io);
+    out.second_look = out.second_look || r.hung;
     if (io.read_file) {
       if (auto rate = io.read_file(fmt::format("{}/{}/ports/1/rate", devices, rail))) {
         r.port_gbits = ParsePortRate(*rate);

@@ -63,9 +63,10 @@ std::optional<double> ParsePortRate(std::string_view text);
 // batch mode elsewhere. Pure.
 std::vector<std::string> PeerLauncher(std::string_view text, bool in_slurm_job);
 
-// The two ends' argv (the server's with the launcher before it). Pure.
+// The two ends' argv (the server's with the launcher before it, and bounded on the peer by
+// coreutils' `timeout LIMIT_S`). Pure.
 std::vector<std::string> IbServerArgv(const IbPairOptions& options, const std::string& rail,
-                                      int port);
+                                      int port, int limit_s);
 std::vector<std::string> IbClientArgv(const IbPairOptions& options, const std::string& rail,
                                       int port);
 

@@ -147,16 +147,15 @@ class PhaseRunner {
     if (!store) return {FromError("active", name, store.error()), {}};
     const std::string provider =
         !provider_.empty() ? provider_ : (h.env ? h.env("CMAX_PROVIDER") : std::string());
-    std::optional<int64_t> newest;
-    if (!provider.empty()) {
-      if (auto id = store->LatestProviderRunId(provider, "health", "active schedule")) {
-        newest = *id;
-      }
-    } else {
-      auto fleet = store->LatestRunByHost("health", "active schedule");
-      if (!fleet) return {FromError("active", name, fleet.error()), {}};
-      for (const auto& [host, run] : *fleet) newest = std::max(newest.value_or(0), run.run.id);
+    // Of the evaluated provider, or of anyone's; none is a phase UNTESTED, a store that cannot
+    // answer is an error of the phase.
+    auto found = provider.empty()
+                     ? store->LatestRunId("health", "active schedule")
+                     : store->LatestProviderRunId(provider, "health", "active schedule");
+    if (!found && found.error().code != ErrorCode::kNotFound) {
+      return {FromError("active", name, found.error()), {}};
     }
+    const std::optional<int64_t> newest = found ? std::optional(*found) : std::nullopt;
     if (!newest) {
       return {Untested("active", name,
                        fmt::format("no fleet view{} in the store: cmax{} health schedule checks "
@@ -167,8 +166,9 @@ class PhaseRunner {
     }
     auto run = store->LoadRun(*newest);
     if (!run) return {FromError("active", name, run.error()), {}};
-    const double age_days =
-        std::chrono::duration<double>(h.clock->Now() - run->run.started_at).count() / 86400;
+    // A view dated ahead of this clock (another host's) counts as new, not as older than new.
+    const double age_days = std::max(
+        0.0, std::chrono::duration<double>(h.clock->Now() - run->run.started_at).count() / 86400);
     if (age_days > plan.fleet_max_age_days) {
       return {Untested("active", name,
                        fmt::format("the newest fleet view (run {}) is {:.1f} days old, more than "

@@ -15,21 +15,31 @@ namespace {
 constexpr size_t kFileLimit = size_t{4} << 20;
 
 // The kinds of run that hold evidence a rubric reads; a rating takes the newest of each.
-constexpr const char* kRatedCommands[] = {"run",    "audit", "reliability", "endpoint",
-                                          "health", "nccl",  "train"};
+// What a rating reads the newest run of: each command, and of `health` each of its three kinds
+// (a node's passive check, a node's active checks, the fleet's view), which follow one another in
+// the store: the newest health run alone would hide the other two.
+struct RatedKind {
+  const char* command;
+  const char* target_prefix;
+};
+constexpr RatedKind kRatedKinds[] = {{"run", ""},
+                                     {"audit", ""},
+                                     {"reliability", ""},
+                                     {"endpoint", ""},
+                                     {"health", "node/"},
+                                     {"health", "active checks"},
+                                     {"health", "active schedule"},
+                                     {"nccl", ""},
+                                     {"train", ""}};
 
 // The newest run of each kind recorded for `provider`; a provider with none is an error that
 // names the ones the store has.
 Result<std::vector<int64_t>> ProviderRuns(store::Store& store, const std::string& provider) {
   std::vector<int64_t> ids;
-  for (const char* command : kRatedCommands) {
-    if (auto id = store.LatestProviderRunId(provider, command)) ids.push_back(*id);
-  }
-  // The provider's fleet view (`cmax --provider NAME health schedule`), which the nodes' own
-  // checks, health runs too, come after.
-  if (auto fleet = store.LatestProviderRunId(provider, "health", "active schedule");
-      fleet && std::ranges::find(ids, *fleet) == ids.end()) {
-    ids.push_back(*fleet);
+  for (const RatedKind& kind : kRatedKinds) {
+    if (auto id = store.LatestProviderRunId(provider, kind.command, kind.target_prefix)) {
+      ids.push_back(*id);
+    }
   }
   if (ids.empty()) {
     auto known = store.Providers();
@@ -203,16 +213,10 @@ Result<Rating> RateStoredRuns(const RateOptions& options, const RateIo& io) {
       if (!ids) return tl::unexpected(ids.error());
       for (const int64_t id : *ids) asked.push_back(std::to_string(id));
     } else {
-      for (const char* command : kRatedCommands) {
-        if (auto id = store->LatestRunId(command)) asked.push_back(std::to_string(*id));
-      }
-      // The fleet's active checks (`cmax health schedule`) are a health run too, but rarely
-      // the newest one: the nodes' own checks come after it.
-      if (auto fleet = store->LatestRunByHost("health", "active schedule"); fleet) {
-        int64_t newest = 0;
-        for (const auto& [host, run] : *fleet) newest = std::max(newest, run.run.id);
-        const std::string id = std::to_string(newest);
-        if (newest > 0 && std::ranges::find(asked, id) == asked.end()) asked.push_back(id);
+      for (const RatedKind& kind : kRatedKinds) {
+        if (auto id = store->LatestRunId(kind.command, kind.target_prefix)) {
+          asked.push_back(std::to_string(*id));
+        }
       }
     }
     if (asked.empty()) {

@@ -1,6 +1,7 @@
 #include "report/active_html.hpp"
 
 #include <algorithm>
+#include <climits>
 #include <cmath>
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -32,6 +33,7 @@ struct NodeRow {
     if (counts.fail > 0) return "FAIL";
     if (counts.unknown > 0) return "UNKNOWN";
     if (counts.warn > 0) return "WARN";
+    if (counts.pass == 0 && counts.skip > 0) return "SKIP";  // nothing was exercised
     return "PASS";
   }
   // Worth a reader's eye: a failed or unreadable check, a warning, or a node overdue.
@@ -41,8 +43,8 @@ struct NodeRow {
     const std::string_view r = Result();
     if (r == "FAIL") return 0;
     if (r == "UNKNOWN") return 1;
-    if (overdue) return 2;
-    if (r == "WARN") return 3;
+    if (overdue || !Checked()) return 2;
+    if (r == "WARN" || r == "SKIP") return 3;
     return 4;
   }
 };
@@ -52,9 +54,17 @@ std::string Text(const json& j, const char* key) {
   return it != j.end() && it->is_string() ? it->get<std::string>() : std::string();
 }
 
-int Count(const json& j, const char* key) {
+// A whole number from 0 to INT_MAX; absent is 0, anything else -1 (the row is not read).
+int64_t Whole(const json& j, const char* key, int64_t most = INT_MAX) {
   const auto it = j.find(key);
-  return it != j.end() && it->is_number_integer() ? it->get<int>() : 0;
+  if (it == j.end() || it->is_null()) return 0;
+  if (it->is_number_unsigned()) {
+    const auto v = it->get<uint64_t>();
+    return v <= static_cast<uint64_t>(most) ? static_cast<int64_t>(v) : -1;
+  }
+  if (!it->is_number_integer()) return -1;
+  const auto v = it->get<int64_t>();
+  return v >= 0 && v <= most ? v : -1;
 }
 
 bool IsFleetKey(const std::string& key) {
@@ -77,14 +87,19 @@ std::vector<NodeRow> ReadRows(const std::string& value) {
       const double age = it->get<double>();
       if (std::isfinite(age)) row.age_days = age;
     }
-    if (const auto it = r.find("run"); it != r.end() && it->is_number_integer()) {
-      row.run = it->get<int64_t>();
-    }
-    row.counts = {.pass = Count(r, "pass"),
-                  .warn = Count(r, "warn"),
-                  .fail = Count(r, "fail"),
-                  .skip = Count(r, "skip"),
-                  .unknown = Count(r, "unknown")};
+    const int64_t run = Whole(r, "run", INT64_MAX);
+    const int64_t pass = Whole(r, "pass");
+    const int64_t warn = Whole(r, "warn");
+    const int64_t fail = Whole(r, "fail");
+    const int64_t skip = Whole(r, "skip");
+    const int64_t unknown = Whole(r, "unknown");
+    if (std::min({run, pass, warn, fail, skip, unknown}) < 0) continue;  // not a row cmax wrote
+    if (run > 0) row.run = run;
+    row.counts = {.pass = static_cast<int>(pass),
+                  .warn = static_cast<int>(warn),
+                  .fail = static_cast<int>(fail),
+                  .skip = static_cast<int>(skip),
+                  .unknown = static_cast<int>(unknown)};
     const auto overdue = r.find("overdue");
     // A row written before `overdue` was: never checked is overdue whatever the interval.
     row.overdue =

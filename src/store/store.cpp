@@ -429,14 +429,14 @@ Result<RunRecord> Store::LoadRun(int64_t run_id) {
 }
 
 Result<int64_t> Store::LatestProviderRunId(const std::string& provider, const std::string& command,
-                                           const std::string& target) {
+                                           const std::string& target_prefix) {
   auto stmt = db_->Prepare(
-      "SELECT max(id) FROM runs WHERE provider = ? AND command = ? AND (? = '' OR target = ?)");
+      "SELECT max(id) FROM runs WHERE provider = ?1 AND command = ?2 AND "
+      "substr(target, 1, length(?3)) = ?3");
   if (!stmt) return tl::unexpected(stmt.error());
   stmt->Bind(1, std::string_view(provider));
   stmt->Bind(2, std::string_view(command));
-  stmt->Bind(3, std::string_view(target));
-  stmt->Bind(4, std::string_view(target));
+  stmt->Bind(3, std::string_view(target_prefix));
   auto row = stmt->Step();
   if (!row) return tl::unexpected(row.error());
   if (!*row || stmt->ColumnIsNull(0)) {
@@ -466,11 +466,13 @@ Result<std::vector<Store::JournalDrain>> Store::JournalDrains() {
   return out;
 }
 
-Result<int64_t> Store::LatestRunId(const std::string& command) {
-  auto stmt = db_->Prepare(command.empty() ? "SELECT max(id) FROM runs"
-                                           : "SELECT max(id) FROM runs WHERE command = ?");
+Result<int64_t> Store::LatestRunId(const std::string& command, const std::string& target_prefix) {
+  auto stmt = db_->Prepare(
+      "SELECT max(id) FROM runs WHERE (?1 = '' OR command = ?1) AND "
+      "substr(target, 1, length(?2)) = ?2");
   if (!stmt) return tl::unexpected(stmt.error());
-  if (!command.empty()) stmt->Bind(1, std::string_view(command));
+  stmt->Bind(1, std::string_view(command));
+  stmt->Bind(2, std::string_view(target_prefix));
   auto row = stmt->Step();
   if (!row) return tl::unexpected(row.error());
   if (!*row || stmt->ColumnIsNull(0)) {

@@ -78,12 +78,14 @@ class Store {
   Result<std::map<std::string, RunSummary>> LatestRunByHost(const std::string& command,
                                                             const std::string& target_prefix);
   Result<RunRecord> LoadRun(int64_t run_id);
-  // The newest run, optionally of one command; NotFound when there is none.
-  Result<int64_t> LatestRunId(const std::string& command = "");
-  // The newest run of `command` that evaluates `provider`, of `target` when one is given
-  // (kNotFound when none).
+  // The newest run, optionally of one command, and of those optionally one whose target starts
+  // with `target_prefix`; NotFound when there is none.
+  Result<int64_t> LatestRunId(const std::string& command = "",
+                              const std::string& target_prefix = "");
+  // The newest run of `command` that evaluates `provider`, of a target starting with
+  // `target_prefix` when one is given (kNotFound when none).
   Result<int64_t> LatestProviderRunId(const std::string& provider, const std::string& command,
-                                      const std::string& target = "");
+                                      const std::string& target_prefix = "");
   // The providers runs were recorded for, sorted.
   Result<std::vector<std::string>> Providers();
   // The drains the remediation controller carried out (not dry runs), oldest first: what the

@@ -135,7 +135,7 @@ Result<std::unique_ptr<Nvml>> Nvml::Load(const std::string& path) {
     if (why.empty()) why = ::dlerror();
   }
   if (api->handle == nullptr) {
-    return Fail(ErrorCode::kUnavailable, "NVML library not found ({})", why);
+    return Fail(ErrorCode::kUnavailable, "{} ({})", kNvmlNotFound, why);
   }
   Api& a = *api;
   a.Bind(a.init, "nvmlInit_v2", "nvmlInit");

@@ -8,6 +8,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "core/clock.hpp"
@@ -99,5 +100,9 @@ std::string NormalizeBusId(const std::string& nvml_bus_id);
 // One reading of every GPU, for a one-shot command: the library loaded, read, and unloaded.
 // The error is the load's (no library, no driver) or the reading's.
 Result<NvmlSnapshot> ReadNvmlSnapshot(const std::string& library_path = "");
+
+// How an error from a library that could not be loaded at all begins: no NVIDIA driver here,
+// as opposed to a driver that is there and fails.
+inline constexpr std::string_view kNvmlNotFound = "NVML library not found";
 
 }  // namespace cmax::sys

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include <arpa/inet.h>
+#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -39,10 +40,10 @@ bool Listed(const std::string& list, const std::string& device) {
 }
 
 double Figure(const std::string& device) {
-  const std::string list = Env("STANDIN_IB_GBITS");
-  const size_t at = list.find(device + "=");
+  const std::string list = "," + Env("STANDIN_IB_GBITS");
+  const size_t at = list.find("," + device + "=");
   if (at == std::string::npos) return 390;
-  return std::strtod(list.c_str() + at + device.size() + 1, nullptr);
+  return std::strtod(list.c_str() + at + device.size() + 2, nullptr);
 }
 
 void Settings(const std::string& device) {

@@ -22,17 +22,17 @@ TEST(IbPair, TheServerRunsOnThePeerThroughItsLauncherTheClientHere) {
                               .launch = {"ssh", "-o", "BatchMode=yes", "{peer}"},
                               .seconds = 3,
                               .extra = {"-x", "3"}};
-  EXPECT_EQ(
-      IbServerArgv(options, "mlx5_2", 18517),
-      (std::vector<std::string>{"ssh", "-o", "BatchMode=yes", "gpu7", "ib_write_bw", "-d", "mlx5_2",
-                                "-p", "18517", "--report_gbits", "-F", "-D", "3", "-x", "3"}));
+  EXPECT_EQ(IbServerArgv(options, "mlx5_2", 18517, 93),
+            (std::vector<std::string>{"ssh", "-o", "BatchMode=yes", "gpu7", "timeout",
+                                      "--kill-after=5", "93", "ib_write_bw", "-d", "mlx5_2", "-p",
+                                      "18517", "--report_gbits", "-F", "-D", "3", "-x", "3"}));
   EXPECT_EQ(IbClientArgv(options, "mlx5_2", 18517),
             (std::vector<std::string>{"ib_write_bw", "-d", "mlx5_2", "-p", "18517",
                                       "--report_gbits", "-F", "-D", "3", "-x", "3", "gpu7"}));
   IbPairOptions srun = options;
   srun.launch = {"srun", "--overlap", "--nodelist={peer}", "-N1"};
   srun.address = "10.1.0.7";
-  EXPECT_EQ(IbServerArgv(srun, "mlx5_0", 1)[2], "--nodelist=gpu7");
+  EXPECT_EQ(IbServerArgv(srun, "mlx5_0", 1, 60)[2], "--nodelist=gpu7");
   EXPECT_EQ(IbClientArgv(srun, "mlx5_0", 1).back(), "10.1.0.7");
 }
 

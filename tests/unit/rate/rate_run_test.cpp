@@ -1,6 +1,7 @@
-// `cmax rate --provider NAME` reads the newest run of each command that provider recorded, and
-// its fleet view (`cmax --provider NAME health schedule`) beside them: the nodes' own checks are
-// health runs too, and newer, so the newest health run alone would miss it.
+// `cmax rate` reads the newest run of each command (of a provider's, with --provider), and of
+// the health runs the newest of each kind: a node's passive check, a node's active checks and
+// the fleet's view (`cmax --provider NAME health schedule`) follow one another in the store, so
+// the newest health run alone would miss two of them.
 #include "rate/rate_run.hpp"
 
 #include <gtest/gtest.h>
@@ -27,6 +28,7 @@ TEST(RateRun, AProvidersRatingReadsItsFleetViewBesideTheNodesChecks) {
     EXPECT_TRUE(run) << run.error().message;
     return run ? run->record.run.id : 0;
   };
+  const int64_t passive = record("node/gpu1", "Beta", {});
   const int64_t fleet = record("active schedule", "Beta",
                                {{.name = "active.fleet_checked_share", .value = 1, .unit = "ratio"},
                                 {.name = "active.fleet_pass_share", .value = 1, .unit = "ratio"}});
@@ -36,8 +38,7 @@ TEST(RateRun, AProvidersRatingReadsItsFleetViewBesideTheNodesChecks) {
   sys::LocalFileSystem fs;
   auto rating = RateStoredRuns({.provider = "Beta"}, {.db_path = path, .fs = &fs, .clock = &clock});
   ASSERT_TRUE(rating) << rating.error().message;
-  EXPECT_NE(std::ranges::find(rating->runs, node), rating->runs.end());
-  EXPECT_NE(std::ranges::find(rating->runs, fleet), rating->runs.end());
+  EXPECT_EQ(rating->runs, (std::vector<int64_t>{node, fleet, passive}));  // newest first
   bool weekly = false;
   for (const ItemRating& item : rating->items) {
     if (item.id != "monitoring.active-checks-weekly") continue;
@@ -45,6 +46,11 @@ TEST(RateRun, AProvidersRatingReadsItsFleetViewBesideTheNodesChecks) {
     EXPECT_EQ(item.score, 1.0) << item.evidence;  // Beta's, not Alpha's 0.1
   }
   EXPECT_TRUE(weekly);
+  // Without --provider: the newest of each kind, whoever recorded it.
+  auto all = RateStoredRuns({}, {.db_path = path, .fs = &fs, .clock = &clock});
+  ASSERT_TRUE(all) << all.error().message;
+  EXPECT_EQ(all->runs.size(), 3U);
+  EXPECT_NE(std::ranges::find(all->runs, passive), all->runs.end());
 }
 
 }  // namespace

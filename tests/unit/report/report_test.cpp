@@ -321,7 +321,10 @@ TEST(Report, ActiveChecksByNodeFromTheFleetView) {
      "run": 44, "pass": 7, "warn": 1, "fail": 2, "unknown": 0, "skip": 0, "overdue": false,
      "decision": "skip", "why": "checked 12.0 hours ago"},
     {"state": "idle"},
-    "gpu9"
+    "gpu9",
+    {"node": "gpu8", "last_check": "2026-12-03T10:00:00Z", "fail": 4294967296},
+    {"node": "gpu7", "last_check": "2026-12-03T10:00:00Z", "fail": -1},
+    {"node": "gpu6", "last_check": "2026-12-03T10:00:00Z", "run": 18446744073709551615}
   ])");
   RunRecord r;
   r.run.command = "health";
@@ -341,6 +344,11 @@ TEST(Report, ActiveChecksByNodeFromTheFleetView) {
               gpu1 != std::string::npos)
       << html;
   EXPECT_EQ(html.find("<b>gpu2</b>"), std::string::npos);
+  const size_t section = html.find("<h2>Active checks by node</h2>");
+  const std::string drawn = html.substr(section, html.find("</section>", section) - section);
+  for (const char* wrapped : {"gpu8", "gpu7", "gpu6"}) {  // counts no check has: not rows
+    EXPECT_EQ(drawn.find(wrapped), std::string::npos) << wrapped;
+  }
   EXPECT_NE(html.find("<span class=\"status FAIL\">FAIL</span><br><small>7 PASS, 1 WARN, 2 "
                       "FAIL</small>"),
             std::string::npos)
