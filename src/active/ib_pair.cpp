@@ -20,14 +20,6 @@ std::string Gbits(double v) {
   return fmt::format("{:.1f} Gb/s", v);
 }
 
-// The first line a program said, for a message: stderr first, else stdout.
-std::string Said(const sys::ProcessResult& r) {
-  const std::string& text = Trim(r.stderr_text).empty() ? r.stdout_text : r.stderr_text;
-  std::string_view first = Trim(std::string_view(text).substr(0, text.find('\n')));
-  if (first.size() > 200) first = first.substr(0, 200);
-  return SanitizeUtf8(first);
-}
-
 bool CouldNotConnect(std::string_view text) {
   return text.find("Couldn't connect") != std::string_view::npos ||
          text.find("Unable to init the socket connection") != std::string_view::npos;
@@ -176,7 +168,7 @@ RailResult RunRail(const IbPairOptions& options, const std::string& rail, int po
   if (unreached && server && server->result && !server->result->stopped &&
       !server->result->Succeeded()) {
     r.problem = fmt::format("the server on {} ended ({}): {}", options.peer,
-                            server->result->Describe(), Said(*server->result));
+                            server->result->Describe(), FirstWords(*server->result));
   } else if (unreached && server && server->instead) {
     r.problem = fmt::format("the server on {}: {}", options.peer, server->instead->message);
   } else if (r.problem.empty()) {
@@ -213,8 +205,7 @@ std::vector<std::string> PeerLauncher(std::string_view text, bool in_slurm_job) 
 std::vector<std::string> IbServerArgv(const IbPairOptions& options, const std::string& rail,
                                       int port, int limit_s) {
   std::vector<std::string> argv;
-  for (const std::string& part : options.launch) {
-    std::string word = part;
+  for (std::string word : options.launch) {
     for (size_t at = word.find("{peer}"); at != std::string::npos; at = word.find("{peer}", at)) {
       word.replace(at, 6, options.peer);
       at += options.peer.size();
@@ -223,14 +214,9 @@ std::vector<std::string> IbServerArgv(const IbPairOptions& options, const std::s
   }
   // On the peer, coreutils' timeout ends the server whatever becomes of its launcher: ssh
   // without a terminal does not hang up the remote command when it is stopped here.
-  for (const std::string& arg :
-       {std::string("timeout"), std::string("--kill-after=5"), std::to_string(limit_s),
-        std::string("ib_write_bw"), std::string("-d"), rail, std::string("-p"),
-        std::to_string(port), std::string("--report_gbits"), std::string("-F"), std::string("-D"),
-        std::to_string(options.seconds)}) {
-    argv.push_back(arg);
-  }
-  argv.insert(argv.end(), options.extra.begin(), options.extra.end());
+  argv.insert(argv.end(), {"timeout", "--kill-after=5", std::to_string(limit_s)});
+  const std::vector<std::string> perftest = IbClientArgv(options, rail, port);
+  argv.insert(argv.end(), perftest.begin(), perftest.end() - 1);  // the client's, no address
   return argv;
 }
 

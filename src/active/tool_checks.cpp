@@ -16,7 +16,8 @@ double Seconds(Duration d) {
   return std::chrono::duration<double>(d).count();
 }
 
-// The first line of what a program said, for a message: stderr first, else stdout.
+}  // namespace
+
 std::string FirstWords(const sys::ProcessResult& r) {
   const std::string& said = Trim(r.stderr_text).empty() ? r.stdout_text : r.stderr_text;
   std::string_view first = Trim(std::string_view(said).substr(0, said.find('\n')));
@@ -24,8 +25,6 @@ std::string FirstWords(const sys::ProcessResult& r) {
   if (first.size() > kMost) first = first.substr(0, kMost);
   return SanitizeUtf8(first);
 }
-
-}  // namespace
 
 Finding Unknown(const std::string& check_id, std::string message) {
   return {.check_id = check_id,

@@ -48,6 +48,10 @@ struct ToolOutcome {
 };
 ToolOutcome RunTool(const ToolRun& run, const ToolIo& io);
 
+// The first line of what a program said (stderr first, else stdout; at most 200 characters),
+// for a message.
+std::string FirstWords(const sys::ProcessResult& r);
+
 // A check that gave no result it could be judged by: UNKNOWN, with why.
 Finding Unknown(const std::string& check_id, std::string message);
 

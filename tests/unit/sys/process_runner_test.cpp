@@ -119,7 +119,7 @@ TEST(ProcessRunner, AQuietProgramStoppedWhenKeepRunningSaysNo) {
   PosixProcessRunner runner;
   const testing::TempDir dir;
   const std::string ready = dir.File("ready");
-  auto spec = Shell("echo up > '" + ready + "'; exec sleep 30", 30s);
+  auto spec = Shell("echo up > '" + ready + "'; exec tail -f /dev/null", 30s);  // quiet, endless
   int asked = 0;
   spec.keep_running = [&] {
     ++asked;
