@@ -73,6 +73,29 @@ std::string Shown(const json& value) {
   return value.is_string() ? SanitizeUtf8(value.get<std::string>()) : value.dump();
 }
 
+// What the minimum table said of a version, as a verdict: below the minimum, the table's
+// advisories and CVEs say what the version is exposed to.
+Verdict GradedVersion(const Inputs& in, std::string_view component, const std::string& version,
+                      const VersionGrade& grade) {
+  Verdict verdict{Verdict::Kind::kUnknown, SanitizeUtf8(version),
+                  grade.minimum.empty() ? "" : ">= " + grade.minimum, grade.reason};
+  switch (grade.status) {
+    case CheckStatus::kPass: verdict.kind = Verdict::Kind::kPass; break;
+    case CheckStatus::kWarn: verdict.kind = Verdict::Kind::kWarn; break;
+    case CheckStatus::kFail: verdict.kind = Verdict::Kind::kFinding; break;
+    default: verdict.kind = Verdict::Kind::kUnknown; break;
+  }
+  if (grade.status == CheckStatus::kFail || grade.status == CheckStatus::kWarn) {
+    if (const ComponentMinimums* entry = in.context.minimums->Find(component)) {
+      verdict.links = entry->advisories;
+      for (const std::string& cve : entry->cves) {
+        verdict.links.push_back("https://www.cve.org/CVERecord?id=" + cve);
+      }
+    }
+  }
+  return verdict;
+}
+
 // A component's version against the minimum table; null: not installed (N/A). `as` grades
 // that text instead of the key's value (a kernel release reduced to its ABI).
 Verdict VersionRule(const Inputs& in, std::string_view key, std::string_view component,
@@ -83,25 +106,50 @@ Verdict VersionRule(const Inputs& in, std::string_view key, std::string_view com
   if (!value->is_string()) return Unknown(fmt::format("{} is not a version string", key));
   if (in.context.minimums == nullptr) return Unknown("no minimum-version table");
   const std::string version = as.empty() ? value->get<std::string>() : std::string(as);
-  const VersionGrade grade = GradeVersion(*in.context.minimums, component, version, in.context.now);
-  Verdict verdict{Verdict::Kind::kUnknown, SanitizeUtf8(version),
-                  grade.minimum.empty() ? "" : ">= " + grade.minimum, grade.reason};
-  switch (grade.status) {
-    case CheckStatus::kPass: verdict.kind = Verdict::Kind::kPass; break;
-    case CheckStatus::kWarn: verdict.kind = Verdict::Kind::kWarn; break;
-    case CheckStatus::kFail: verdict.kind = Verdict::Kind::kFinding; break;
-    default: verdict.kind = Verdict::Kind::kUnknown; break;
-  }
-  // Below the minimum: the table's advisories and CVEs say what the version is exposed to.
-  if (grade.status == CheckStatus::kFail || grade.status == CheckStatus::kWarn) {
-    if (const ComponentMinimums* entry = in.context.minimums->Find(component)) {
-      verdict.links = entry->advisories;
-      for (const std::string& cve : entry->cves) {
-        verdict.links.push_back("https://www.cve.org/CVERecord?id=" + cve);
-      }
+  return GradedVersion(in, component, version,
+                       GradeVersion(*in.context.minimums, component, version, in.context.now));
+}
+
+// AMD's driver release against the minimum of each Instinct model here (amd_driver.hpp says how
+// the release is proved to be the loaded module's).
+Verdict AmdDriverRule(const Inputs& in) {
+  const json* devices = Get(in, "gpu.amd.devices");
+  if (devices == nullptr) return NotCollected("gpu.amd.devices");
+  if (!devices->is_number_integer()) return Unknown("gpu.amd.devices is not a number");
+  if (devices->get<int64_t>() <= 0) return NotApplicable("no AMD GPU here");
+  const json* models = Get(in, "gpu.amd.models");
+  if (models == nullptr) return NotCollected("gpu.amd.models");
+  std::vector<std::string> named;
+  if (models->is_array()) {
+    for (const json& model : *models) {
+      if (model.is_string()) named.push_back(model.get<std::string>());
     }
   }
-  return verdict;
+  if (named.empty()) {
+    return Unknown(fmt::format(
+        "{} AMD GPU function(s), none named as an Instinct model (product_name, pci.ids): no "
+        "minimum applies that cmax knows",
+        devices->get<int64_t>()));
+  }
+  const json* version = Get(in, "gpu.amd.driver.version");
+  if (version == nullptr) return NotCollected("gpu.amd.driver.version");
+  if (!version->is_string()) {
+    const json* driver = Get(in, "gpu.amd.driver");
+    const bool has_problem =
+        driver != nullptr && driver->is_object() && driver->contains("problem");
+    const std::string problem = has_problem ? Shown((*driver)["problem"]) : "not read";
+    Verdict verdict = Unknown(fmt::format(
+        "the loaded amdgpu is not provably one of AMD's driver releases: {}; the provider must "
+        "show which release (or fix) the loaded build is",
+        problem));
+    verdict.observed = "release unknown";
+    return verdict;
+  }
+  if (in.context.minimums == nullptr) return Unknown("no minimum-version table");
+  const std::string release = version->get<std::string>();
+  return GradedVersion(
+      in, "amd-driver", release,
+      GradeVersionForModels(*in.context.minimums, "amd-driver", named, release, in.context.now));
 }
 
 // A program found on PATH (its path) or not (null).
@@ -274,6 +322,7 @@ const std::map<std::string, Rule, std::less<>>& Rules() {
        [](const Inputs& in) {
          return VersionRule(in, "gpu.driver.version", "nvidia-driver", "NVIDIA driver");
        }},
+      {"versions.amd-driver", AmdDriverRule},
       {"versions.nvidia-container-toolkit",
        [](const Inputs& in) {
          return VersionRule(in, "containers.nvidia_ctk.version", "nvidia-container-toolkit",

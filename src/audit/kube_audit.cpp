@@ -7,6 +7,7 @@
 #include <memory>
 #include <set>
 
+#include "audit/amd_driver.hpp"
 #include "audit/fanout.hpp"
 #include "core/strings.hpp"
 #include "remediate/kube_api.hpp"
@@ -431,6 +432,17 @@ std::map<std::string, KubeNodeEvidence> KubeEvidence(const KubeSnapshot& s) {
     // The GPU's model, as GPU Feature Discovery names it ("NVIDIA-GB200").
     if (const std::string product = KubeStr(labels, {"nvidia.com/gpu.product"}); !product.empty()) {
       e.evidence["gpu.name"] = json::array({SanitizeUtf8(product)});
+    }
+    // AMD GPUs, as the device plugin counts them; their models as its node labeller names them
+    // ("Instinct_MI300X"). The driver's release is proved from the node's files and packages,
+    // which the API does not hold.
+    const int64_t amd = Quantity(node, "amd.com/gpu");
+    e.evidence["gpu.amd.devices"] = amd;
+    if (amd > 0) {
+      e.evidence["gpu.amd.models"] = InstinctModels(KubeStr(labels, {"amd.com/gpu.product-name"}));
+      e.unread["gpu.amd.driver.version"] =
+          "the amdgpu module and the package it came from are on the node: the API does not "
+          "hold them";
     }
     // The driver, from GPU Feature Discovery.
     bool driver_read = true;

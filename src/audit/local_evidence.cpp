@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 #include <set>
 
+#include "audit/amd_driver.hpp"
 #include "audit/environment_modules.hpp"
 #include "audit/host_inventory.hpp"
 #include "audit/hpc_sdk.hpp"
@@ -900,6 +901,7 @@ AuditEvidence CollectLocalEvidence(const sys::FileSystem& fs, sys::ProcessRunner
   StepEnvironment(options, out, out);
   NumaNodes(fs, out);
   CollectPciEvidence(fs, out);
+  CollectAmdDriver(fs, runner, path, options.timeout, out);
   CollectEnvironmentModules(fs, options.environment, out);
   Ipmi(fs, runner, path, options.timeout, out);
   // Last, with everything read: whether the GPUs are idle decides whether the diagnostic runs.

@@ -86,6 +86,7 @@ std::optional<std::string> SelectorOf(MinimumSelect select, const Version& versi
       if (!major || !minor) return std::nullopt;
       return fmt::format("{}.{}", *major, *minor);
     }
+    case MinimumSelect::kModel: return std::nullopt;  // the version does not say the hardware
   }
   return std::nullopt;
 }
@@ -106,6 +107,11 @@ bool SelectorFits(MinimumSelect select, std::string_view selector) {
       return dot != std::string_view::npos && Canonical(selector.substr(0, dot)) &&
              Canonical(selector.substr(dot + 1));
     }
+    case MinimumSelect::kModel:  // a model's name as the hardware reports it: MI300X
+      return !selector.empty() && selector.size() <= 32 &&
+             std::all_of(selector.begin(), selector.end(), [](char c) {
+               return (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-';
+             });
   }
   return false;
 }
@@ -158,8 +164,11 @@ Result<ComponentMinimums> ParseComponent(const Json& value, const std::string& w
     out.select = MinimumSelect::kMajorMinor;
   } else if (select == "train") {
     out.select = MinimumSelect::kTrain;
+  } else if (select == "model") {
+    out.select = MinimumSelect::kModel;
   } else {
-    return tl::unexpected(Bad(where, "\"select\" must be whole, major, major.minor or train"));
+    return tl::unexpected(
+        Bad(where, "\"select\" must be whole, major, major.minor, train or model"));
   }
   if (value.contains("unlisted")) {
     const Json& unlisted = value["unlisted"];
@@ -308,6 +317,67 @@ std::optional<int> CompareTableVersions(std::string_view a, std::string_view b) 
   return CompareVersions(*va, *vb);
 }
 
+namespace {
+
+// A version against the minimum of `held_to`, the selector it is held to: at or above passes;
+// below is a warning within the grace period after its fix became available, else a failure.
+VersionGrade GradeAgainst(const MinimumTable& table, const ComponentMinimums& entry,
+                          const std::string& held_to, const Version& version,
+                          std::string_view shown, WallTime now) {
+  VersionGrade grade;
+  const std::string& minimum_text = entry.minimums.at(held_to);
+  grade.minimum = minimum_text;
+  int cmp = 0;
+  if (entry.select == MinimumSelect::kTrain) {
+    // train.release.patch, as ConnectX firmware is numbered (28.43.4702).
+    const std::vector<std::string_view> fields = Split(version.upstream, '.');
+    const auto patch = fields.size() >= 3 ? LeadingNumber(fields.back()) : std::nullopt;
+    if (!patch) {
+      grade.reason = fmt::format("'{}' has no patch number to compare", shown);
+      return grade;
+    }
+    const uint64_t minimum = std::strtoull(minimum_text.c_str(), nullptr, 10);
+    cmp = *patch < minimum ? -1 : 0;
+  } else {
+    // A package's epoch (docker-ce's "5:") says nothing about the upstream release the
+    // advisories name: against a minimum without one, it is not compared.
+    const Version minimum = *VersionOf(minimum_text);
+    Version seen = version;
+    if (minimum.epoch == 0) seen.epoch = 0;
+    cmp = CompareVersions(seen, minimum);
+  }
+  if (cmp >= 0) {
+    grade.status = CheckStatus::kPass;
+    grade.reason = fmt::format("{} is at or above the minimum {}", shown, minimum_text);
+    return grade;
+  }
+  const auto available = entry.available.find(held_to);
+  if (available != entry.available.end()) {
+    const WallTime enforced = available->second + kDay * table.GraceDays();
+    if (now < available->second) {
+      grade.status = CheckStatus::kPass;
+      grade.reason = fmt::format(
+          "{} is below {}, a minimum not in effect until its fix is "
+          "available ({})",
+          shown, minimum_text, DateOf(available->second));
+      return grade;
+    }
+    if (now < enforced) {
+      grade.status = CheckStatus::kWarn;
+      grade.reason = fmt::format(
+          "{} is below the minimum {}: in the grace period since the fix "
+          "became available on {}; a failure from {}",
+          shown, minimum_text, DateOf(available->second), DateOf(enforced));
+      return grade;
+    }
+  }
+  grade.status = CheckStatus::kFail;
+  grade.reason = fmt::format("{} is below the minimum {}", shown, minimum_text);
+  return grade;
+}
+
+}  // namespace
+
 VersionGrade GradeVersion(const MinimumTable& table, std::string_view component,
                           std::string_view observed, WallTime now) {
   VersionGrade grade;
@@ -318,6 +388,10 @@ VersionGrade GradeVersion(const MinimumTable& table, std::string_view component,
   const ComponentMinimums* entry = table.Find(component);
   if (entry == nullptr) {
     grade.reason = fmt::format("the minimum table has no entry for {}", component);
+    return grade;
+  }
+  if (entry->select == MinimumSelect::kModel) {
+    grade.reason = fmt::format("the minimum of {} depends on the hardware it drives", component);
     return grade;
   }
   const std::string shown = SanitizeUtf8(observed.substr(0, 80));
@@ -360,27 +434,8 @@ VersionGrade GradeVersion(const MinimumTable& table, std::string_view component,
     held_to = std::string(*next);
     it = entry->minimums.find(held_to);
   }
-  grade.minimum = it->second;
-  int cmp = 0;
-  if (entry->select == MinimumSelect::kTrain) {
-    // train.release.patch, as ConnectX firmware is numbered (28.43.4702).
-    const std::vector<std::string_view> fields = Split(version->upstream, '.');
-    const auto patch = fields.size() >= 3 ? LeadingNumber(fields.back()) : std::nullopt;
-    if (!patch) {
-      grade.reason = fmt::format("'{}' has no patch number to compare", shown);
-      return grade;
-    }
-    const uint64_t minimum = std::strtoull(it->second.c_str(), nullptr, 10);
-    cmp = *patch < minimum ? -1 : 0;
-  } else {
-    // A package's epoch (docker-ce's "5:") says nothing about the upstream release the
-    // advisories name: against a minimum without one, it is not compared.
-    const Version minimum = *VersionOf(it->second);
-    Version seen = *version;
-    if (minimum.epoch == 0) seen.epoch = 0;
-    cmp = CompareVersions(seen, minimum);
-  }
   if (held_to != *selector) {
+    grade.minimum = it->second;
     grade.status = CheckStatus::kFail;
     grade.reason = fmt::format(
         "{} is on branch {}, which no fix covers; the next maintained "
@@ -388,33 +443,55 @@ VersionGrade GradeVersion(const MinimumTable& table, std::string_view component,
         shown, *selector, held_to, it->second);
     return grade;
   }
-  if (cmp >= 0) {
-    grade.status = CheckStatus::kPass;
-    grade.reason = fmt::format("{} is at or above the minimum {}", shown, it->second);
+  return GradeAgainst(table, *entry, held_to, *version, shown, now);
+}
+
+VersionGrade GradeVersionForModels(const MinimumTable& table, std::string_view component,
+                                   const std::vector<std::string>& models,
+                                   std::string_view observed, WallTime now) {
+  VersionGrade grade;
+  if (table.Generated() > now + kDay) {
+    grade.reason = table.AgeNotice(now);
     return grade;
   }
-  const auto available = entry->available.find(held_to);
-  if (available != entry->available.end()) {
-    const WallTime enforced = available->second + kDay * table.GraceDays();
-    if (now < available->second) {
-      grade.status = CheckStatus::kPass;
-      grade.reason = fmt::format(
-          "{} is below {}, a minimum not in effect until its fix is "
-          "available ({})",
-          shown, it->second, DateOf(available->second));
-      return grade;
+  const ComponentMinimums* entry = table.Find(component);
+  if (entry == nullptr || entry->select != MinimumSelect::kModel) {
+    grade.reason = fmt::format("the minimum table has no entry by model for {}", component);
+    return grade;
+  }
+  const std::string shown = SanitizeUtf8(observed.substr(0, 80));
+  const auto version = VersionOf(observed);
+  if (!version) {
+    grade.reason = fmt::format("'{}' is not a version cmax understands", shown);
+    return grade;
+  }
+  // The highest minimum of the models listed; the unlisted ones named.
+  std::string held_to;
+  std::vector<std::string> unlisted;
+  for (const std::string& model : models) {
+    const auto it = entry->minimums.find(model);
+    if (it == entry->minimums.end()) {
+      if (std::ranges::find(unlisted, model) == unlisted.end()) {
+        unlisted.push_back(SanitizeUtf8(model.substr(0, 32)));
+      }
+      continue;
     }
-    if (now < enforced) {
-      grade.status = CheckStatus::kWarn;
-      grade.reason = fmt::format(
-          "{} is below the minimum {}: in the grace period since the fix "
-          "became available on {}; a failure from {}",
-          shown, it->second, DateOf(available->second), DateOf(enforced));
-      return grade;
+    if (held_to.empty() ||
+        CompareVersions(*VersionOf(it->second), *VersionOf(entry->minimums.at(held_to))) > 0) {
+      held_to = model;
     }
   }
-  grade.status = CheckStatus::kFail;
-  grade.reason = fmt::format("{} is below the minimum {}", shown, it->second);
+  if (held_to.empty()) {
+    grade.reason = fmt::format("the table lists no minimum of {} for {}", component,
+                               unlisted.empty() ? std::string("no model") : Join(unlisted, ", "));
+    return grade;
+  }
+  grade = GradeAgainst(table, *entry, held_to, *version, shown, now);
+  grade.reason += fmt::format(" ({}'s)", held_to);
+  if (grade.status == CheckStatus::kPass && !unlisted.empty()) {
+    grade.status = CheckStatus::kUnknown;
+    grade.reason += fmt::format("; the table lists no minimum for {}", Join(unlisted, ", "));
+  }
   return grade;
 }
 
@@ -428,11 +505,13 @@ std::string MinimumTableText(const MinimumTable& table, WallTime now) {
       "grace period {} days after a fix becomes available; older than {} days is "
       "said loudly\n",
       table.GraceDays(), table.MaxAgeDays());
-  static constexpr std::string_view kSelect[] = {"one minimum", "by branch",
-                                                 "by major.minor branch", "by firmware train"};
+  static constexpr std::string_view kSelect[] = {
+      "one minimum", "by branch", "by major.minor branch", "by firmware train", "by GPU model"};
   for (const auto& [name, component] : table.Components()) {
     out += fmt::format("{} ({}", name, kSelect[static_cast<int>(component.select)]);
-    if (component.select != MinimumSelect::kWhole) {
+    if (component.select == MinimumSelect::kModel) {
+      out += "; the highest minimum of the models present; an unlisted model is UNKNOWN";
+    } else if (component.select != MinimumSelect::kWhole) {
       out += component.unlisted == UnlistedBranch::kFail
                  ? "; an unlisted older branch fails against the next one"
                  : "; an unlisted older branch is UNKNOWN";

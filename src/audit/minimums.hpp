@@ -25,6 +25,7 @@ enum class MinimumSelect {
   kMajor,       // by the first field: NVIDIA driver branches (570 for 570.211.01)
   kMajorMinor,  // by the first two: runc's release branches (1.3 for 1.3.6)
   kTrain,       // the first field names a firmware train; the last field must reach its minimum
+  kModel,       // by the hardware it drives: AMD's driver for each Instinct model (MI300X)
 };
 
 // What a version whose branch the table does not list is, when some listed branch is newer.
@@ -86,8 +87,17 @@ std::optional<std::string> MinimumSelector(MinimumSelect select, std::string_vie
 std::optional<int> CompareTableVersions(std::string_view a, std::string_view b);
 
 // `observed` as the component reports it (a Debian epoch or revision, a leading 'v', and a
-// release-candidate suffix such as 1.5.0-rc.3 are understood).
+// release-candidate suffix such as 1.5.0-rc.3 are understood). A component whose minimums are
+// by model is UNKNOWN here: it needs the models (below).
 VersionGrade GradeVersion(const MinimumTable& table, std::string_view component,
                           std::string_view observed, WallTime now);
+
+// A component whose minimum depends on the hardware it drives, held to the highest minimum of
+// the `models` present. A model the table does not list makes a version that passes the others
+// UNKNOWN (never PASS for hardware the advisories were not read for); below a listed model's
+// minimum fails whatever the rest.
+VersionGrade GradeVersionForModels(const MinimumTable& table, std::string_view component,
+                                   const std::vector<std::string>& models,
+                                   std::string_view observed, WallTime now);
 
 }  // namespace cmax::audit

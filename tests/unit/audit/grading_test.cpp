@@ -44,6 +44,17 @@ struct Case {
   const char* observed_has = "";
 };
 
+// A node with AMD GPUs of these models and the release proved for its loaded amdgpu (null: not
+// proved, with the reason).
+AuditEvidence AmdEvidence(const std::vector<std::string>& models, const json& release) {
+  json driver = {{"package", "amdgpu-dkms"}};
+  if (release.is_null()) driver["problem"] = "the amdgpu module is not loaded";
+  return {{"gpu.amd.devices", 8},
+          {"gpu.amd.models", models},
+          {"gpu.amd.driver.version", release},
+          {"gpu.amd.driver", driver}};
+}
+
 // A node's HPC SDK: its release, what nvfortran says (nvc and nvc++ say the release), and the
 // parts missing from it.
 AuditEvidence NvhpcEvidence(const char* release, const json& nvfortran, const json& missing) {
@@ -87,6 +98,19 @@ TEST(GradeChecks, JudgesEachCheckOnItsEvidence) {
       {"versions.nvidia-driver", {{"gpu.driver.version", nullptr}}, CheckStatus::kSkip},
       {"versions.nvidia-driver", {}, CheckStatus::kUnknown},
       {"versions.nvidia-driver", {{"gpu.driver.version", 580}}, CheckStatus::kUnknown},
+      // AMD's driver: the release proved for the loaded module, against its models' minimum
+      {"versions.amd-driver", AmdEvidence({"MI300X"}, "31.40"), CheckStatus::kPass, "31.40"},
+      {"versions.amd-driver", AmdEvidence({"MI250X", "MI250"}, "30.20"), CheckStatus::kFail,
+       "30.20"},
+      {"versions.amd-driver", AmdEvidence({"MI400X"}, "40.10"), CheckStatus::kUnknown},
+      {"versions.amd-driver", AmdEvidence({}, "31.40"), CheckStatus::kUnknown},
+      {"versions.amd-driver", AmdEvidence({"MI300X"}, nullptr), CheckStatus::kUnknown,
+       "release unknown"},
+      {"versions.amd-driver",
+       {{"gpu.amd.devices", 0}, {"gpu.amd.models", json::array()}},
+       CheckStatus::kSkip},
+      {"versions.amd-driver", {}, CheckStatus::kUnknown},
+      {"versions.amd-driver", {{"gpu.amd.devices", "two"}}, CheckStatus::kUnknown},
       {"versions.cuda-toolkit", {{"software.nvcc.release", "12.8"}}, CheckStatus::kFail},
       {"versions.cuda-toolkit", {{"software.nvcc.release", nullptr}}, CheckStatus::kSkip},
       {"versions.runc", {{"containers.runc.version", "1.3.6"}}, CheckStatus::kPass},

@@ -187,6 +187,20 @@ KubeSnapshot Cluster() {
   return s;
 }
 
+TEST(KubeEvidence, AmdGpusAreCountedAndTheirDriverLeftToTheNode) {
+  KubeSnapshot cluster = Cluster();
+  cluster.nodes.push_back(
+      Node("mi1", {{"amd.com/gpu.product-name", "Instinct_MI300X"}}, {{"amd.com/gpu", "8"}}));
+  const auto nodes = KubeEvidence(cluster);
+  const KubeNodeEvidence& mi1 = nodes.at("mi1");
+  EXPECT_EQ(mi1.evidence.at("gpu.amd.devices"), 8);
+  EXPECT_EQ(mi1.evidence.at("gpu.amd.models"), json{"MI300X"});
+  EXPECT_NE(mi1.unread.at("gpu.amd.driver.version").find("the API does not hold them"),
+            std::string::npos);
+  EXPECT_EQ(nodes.at("gpu1").evidence.at("gpu.amd.devices"), 0);
+  EXPECT_FALSE(nodes.at("gpu1").unread.contains("gpu.amd.driver.version"));
+}
+
 TEST(KubeEvidence, EachNodesFactsAndTheClustersFromTheApi) {
   const auto nodes = KubeEvidence(Cluster());
   ASSERT_EQ(nodes.size(), 3U);

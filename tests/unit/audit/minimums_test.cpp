@@ -36,7 +36,11 @@ const json kTable = {
       {"ctk",
        {{"select", "whole"},
         {"minimums", {{"*", "1.20.0"}}},
-        {"available", {{"*", "2026-10-10"}}}}}}}};
+        {"available", {{"*", "2026-10-10"}}}}},
+      {"gpu-driver",
+       {{"select", "model"},
+        {"minimums", {{"MI210", "30.20"}, {"MI300X", "31.50"}, {"MI355X", "31.50"}}},
+        {"available", {{"MI355X", "2026-10-04"}}}}}}}};
 
 TEST(GradeVersion, HoldsEachVersionToItsReleaseLine) {
   auto table = MinimumTable::Parse(kTable.dump());
@@ -103,6 +107,50 @@ TEST(GradeVersion, HoldsEachVersionToItsReleaseLine) {
             std::string::npos);
 }
 
+TEST(GradeVersion, ByModelHoldsAHostToItsModelsHighestMinimum) {
+  auto table = MinimumTable::Parse(kTable.dump());
+  ASSERT_TRUE(table) << table.error().message;
+  const WallTime now = At("2026-10-05T12:00:00Z");
+  using Models = std::vector<std::string>;
+  struct Case {
+    Models models;
+    const char* observed;
+    CheckStatus want;
+    const char* minimum;
+    const char* says;
+  };
+  const std::vector<Case> cases = {
+      {{"MI210"}, "30.20", CheckStatus::kPass, "30.20", "(MI210's)"},
+      {{"MI210"}, "30.10", CheckStatus::kFail, "30.20", "below the minimum 30.20"},
+      // two models: the higher minimum decides
+      {{"MI210", "MI300X"}, "30.20", CheckStatus::kFail, "31.50", "(MI300X's)"},
+      {{"MI300X", "MI210"}, "31.50", CheckStatus::kPass, "31.50", "at or above"},
+      // a release before the 30.x numbering is older, not newer
+      {{"MI300X"}, "6.4.2", CheckStatus::kFail, "31.50", "below"},
+      // its fix became available yesterday: in the grace period
+      {{"MI355X"}, "31.40", CheckStatus::kWarn, "31.50", "grace period"},
+      // a model the table does not list: never a pass, but a listed one can still fail
+      {{"MI400X"}, "40.10", CheckStatus::kUnknown, "", "no minimum of gpu-driver for MI400X"},
+      {{"MI300X", "MI400X"}, "31.60", CheckStatus::kUnknown, "31.50", "no minimum for MI400X"},
+      {{"MI300X", "MI400X"}, "31.10", CheckStatus::kFail, "31.50", "below"},
+      {{}, "31.60", CheckStatus::kUnknown, "", "no model"},
+      {{"MI300X"}, "latest", CheckStatus::kUnknown, "", "not a version"},
+  };
+  for (const Case& c : cases) {
+    const VersionGrade grade =
+        GradeVersionForModels(*table, "gpu-driver", c.models, c.observed, now);
+    EXPECT_EQ(grade.status, c.want) << c.observed << ": " << grade.reason;
+    EXPECT_EQ(grade.minimum, c.minimum) << c.observed;
+    EXPECT_NE(grade.reason.find(c.says), std::string::npos) << grade.reason;
+  }
+  // By model only with the models: the plain grade cannot place it, and a component of another
+  // kind is not graded by model.
+  EXPECT_EQ(GradeVersion(*table, "gpu-driver", "31.60", now).status, CheckStatus::kUnknown);
+  EXPECT_EQ(GradeVersionForModels(*table, "driver", {"MI300X"}, "570.211.01", now).status,
+            CheckStatus::kUnknown);
+  EXPECT_NE(MinimumTableText(*table, now).find("gpu-driver (by GPU model;"), std::string::npos);
+}
+
 TEST(GradeVersion, AFixGetsItsGracePeriodThenFails) {
   auto table = MinimumTable::Parse(kTable.dump());
   ASSERT_TRUE(table);
@@ -142,8 +190,9 @@ TEST(MinimumTable, TheBuiltinOneIsThePublicTablesValues) {
   const MinimumTable& table = MinimumTable::Builtin();
   EXPECT_EQ(FormatIso8601(table.Generated()).substr(0, 10), "2026-09-25");
   EXPECT_EQ(table.Sha256().size(), 64U);
-  for (const char* component : {"nvidia-driver", "nvidia-container-toolkit", "cuda-toolkit",
-                                "docker", "runc", "connectx-firmware", "dcgm", "dcgm-exporter"}) {
+  for (const char* component :
+       {"nvidia-driver", "nvidia-container-toolkit", "cuda-toolkit", "docker", "runc",
+        "connectx-firmware", "dcgm", "dcgm-exporter", "amd-driver"}) {
     EXPECT_NE(table.Find(component), nullptr) << component;
   }
   const WallTime now = At("2026-09-28T00:00:00Z");
@@ -152,6 +201,11 @@ TEST(MinimumTable, TheBuiltinOneIsThePublicTablesValues) {
   EXPECT_EQ(GradeVersion(table, "runc", "1.1.12", now).status, CheckStatus::kFail);
   EXPECT_EQ(GradeVersion(table, "cuda-toolkit", "12.8", now).status, CheckStatus::kFail);
   EXPECT_EQ(GradeVersion(table, "cuda-toolkit", "13.1", now).status, CheckStatus::kPass);
+  // AMD-SB-6034: driver 31.40 for the nine Instinct models it names.
+  EXPECT_EQ(GradeVersionForModels(table, "amd-driver", {"MI300X"}, "31.40", now).status,
+            CheckStatus::kPass);
+  EXPECT_EQ(GradeVersionForModels(table, "amd-driver", {"MI250X", "MI250"}, "30.20", now).status,
+            CheckStatus::kFail);
 }
 
 TEST(MinimumTable, RefusesABrokenTable) {
@@ -174,6 +228,9 @@ TEST(MinimumTable, RefusesABrokenTable) {
        "\"components\""},
       {"unknown select", changed([](json& d) { d["components"]["driver"]["select"] = "minor"; }),
        "\"select\""},
+      {"a model not as hardware names it",
+       changed([](json& d) { d["components"]["gpu-driver"]["minimums"]["mi300x"] = "31.0"; }),
+       "selector 'mi300x' does not fit"},
       {"unknown unlisted", changed([](json& d) { d["components"]["driver"]["unlisted"] = "pass"; }),
        "\"unlisted\""},
       {"selector of another kind",
