@@ -1165,6 +1165,47 @@ const std::map<std::string, Rule, std::less<>>& Rules() {
          }
          return Pass(seen + ": the BMC does not answer the auditing user");
        }},
+      {"hardware.vboost",
+       [](const Inputs& in) -> Verdict {
+         if (auto na = NeedsDriver(in)) return *na;
+         // B300 and GB300 have no vboost slider (as the public audit says).
+         if (const json* names = Get(in, "gpu.name"); names != nullptr && names->is_array()) {
+           static const std::regex kNoSlider(R"((^|[^A-Za-z0-9])G?B300([^0-9]|$))");
+           for (const json& name : *names) {
+             if (name.is_string() && std::regex_search(name.get<std::string>(), kNoSlider)) {
+               return NotApplicable(fmt::format("{} has no vboost slider", Shown(name)));
+             }
+           }
+         }
+         const json* vboost = Get(in, "gpu.controls.vboost");
+         if (vboost == nullptr) return NotCollected("gpu.controls.vboost");
+         if (vboost->is_null()) return NotApplicable("no nvidia-smi here");
+         if (!vboost->is_object()) return Unknown("gpu.controls.vboost has an unexpected shape");
+         const json allowed = vboost->value("allowed", json());
+         const auto said = vboost->find("detail");
+         const std::string detail = said != vboost->end() && said->is_string()
+                                        ? SanitizeUtf8(said->get<std::string>())
+                                        : std::string();
+         if (vboost->value("method", json()) == "root") {
+           Verdict verdict = Unknown(
+               "the audit ran as root, to whom sudo's policy does not apply; whether the driver "
+               "takes a change is known only by making one, which the audit does not do (run "
+               "it as a tenant's user to ask sudo)");
+           verdict.observed = "root";
+           return verdict;
+         }
+         if (allowed == true) {
+           return Pass("sudo allows nvidia-smi boost-slider --vboost",
+                       "sudo -n -l allows it for this user; the driver's acceptance is not tried "
+                       "(the audit sets nothing)");
+         }
+         if (allowed == false) {
+           return Found("refused", "allowed without a password",
+                        detail.empty() ? "sudo does not allow nvidia-smi boost-slider --vboost"
+                                       : "sudo: " + detail);
+         }
+         return Unknown(detail.empty() ? "sudo did not say" : detail);
+       }},
       {"hardware.hbm-memory-exposure",
        [](const Inputs& in) -> Verdict {
          if (auto na = NeedsDriver(in)) return *na;
@@ -1593,10 +1634,6 @@ std::vector<Finding> GradeChecks(const std::vector<const CheckSpec*>& checks,
           NotApplicable(fmt::format("needs a side effect ({}): not run without "
                                     "--allow-side-effects",
                                     check->side_effect));
-    } else if (!check->side_effect.empty() && !Rules().contains(check->id)) {
-      verdict = NotApplicable(
-          fmt::format("needs a side effect ({}) that this version of cmax does not take yet",
-                      check->side_effect));
     } else if (const auto rule = Rules().find(check->id); rule == Rules().end()) {
       verdict = Unknown("this version of cmax does not collect it yet");
     } else {

@@ -450,6 +450,8 @@ std::map<std::string, KubeNodeEvidence> KubeEvidence(const KubeSnapshot& s) {
       e.evidence["gpu.driver.version"] = nullptr;
     } else if (auto driver = DriverVersionFromLabels(labels)) {
       e.evidence["gpu.driver.version"] = *driver;
+      e.unread["gpu.controls.vboost"] =
+          "whether a tenant may set vboost is asked of sudo on the node: the API does not hold it";
     } else {
       driver_read = false;
       e.unread["gpu.driver.version"] =

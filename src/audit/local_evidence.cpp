@@ -792,6 +792,49 @@ void StepEnvironment(const LocalProbeOptions& options, const AuditEvidence& so_f
 
 }  // namespace
 
+// hardware.vboost: whether this user may set the GPUs' voltage boost, asked of sudo's policy
+// (`sudo -n -l COMMAND` answers whether it would run the command, without running it) rather
+// than by setting it as the public audit does: a change would have to be undone, and nvidia-smi
+// documents no form of the current value to restore. Where there is no NVIDIA driver it is not
+// asked (the check is N/A); null: no nvidia-smi.
+void Vboost(const sys::FileSystem& fs, sys::ProcessRunner& runner, const std::string& path,
+            bool root, Duration timeout, AuditEvidence& out) {
+  const auto driver = out.find("gpu.driver.version");
+  if (driver == out.end() || driver->second.is_null()) return;
+  const auto smi = FindProgram(fs, path, "nvidia-smi");
+  if (!smi) {
+    out["gpu.controls.vboost"] = nullptr;
+    return;
+  }
+  if (root) {
+    out["gpu.controls.vboost"] = {{"method", "root"}, {"allowed", nullptr}};
+    return;
+  }
+  json vboost = {{"method", "sudo"}, {"allowed", false}};
+  const auto sudo = FindProgram(fs, path, "sudo");
+  if (!sudo) {
+    vboost["detail"] = "no sudo here";
+    out["gpu.controls.vboost"] = vboost;
+    return;
+  }
+  sys::ProcessSpec spec{.argv = {*sudo, "-n", "-l", *smi, "boost-slider", "--vboost", "2"},
+                        .env_add = {"LC_ALL=C"},
+                        .timeout = timeout};
+  spec.output_cap = kSmallFile;
+  auto ran = runner.Run(spec);
+  if (!ran || ran->timed_out || ran->exit_code < 0) {
+    vboost["allowed"] = nullptr;
+    vboost["detail"] = ran ? "sudo did not answer in time" : SanitizeUtf8(ran.error().message);
+  } else {
+    vboost["allowed"] = ran->exit_code == 0;
+    // sudo's reason when it refuses ("a password is required"); what it would run when not.
+    const std::string said = ran->exit_code == 0 ? ran->stdout_text : ran->stderr_text;
+    vboost["detail"] =
+        SanitizeUtf8(std::string(Trim(said.substr(0, said.find('\n')))).substr(0, 200));
+  }
+  out["gpu.controls.vboost"] = vboost;
+}
+
 AuditEvidence CollectLocalEvidence(const sys::FileSystem& fs, sys::ProcessRunner& runner,
                                    const LocalProbeOptions& options) {
   AuditEvidence out;
@@ -881,6 +924,7 @@ AuditEvidence CollectLocalEvidence(const sys::FileSystem& fs, sys::ProcessRunner
   } else {
     out["access.sudo_noninteractive"] = false;
   }
+  Vboost(fs, runner, path, root, options.timeout, out);
   ProgramVersion(out, "software.nvcc.release",
                  FindProgram(fs, path, "nvcc", {"/usr/local/cuda/bin"}), runner, {"--version"},
                  options.timeout, ParseNvccRelease);

@@ -3,6 +3,7 @@
 // renames. The programs cmax starts must be the read-only queries below, exactly; nothing in the
 // whole process tree may write anywhere but the run's own store (and a node's part of a Slurm
 // audit not even there: it opens no store).
+#include <algorithm>
 #include <cctype>
 #include <fmt/format.h>
 #include <gtest/gtest.h>
@@ -53,6 +54,10 @@ bool ReadOnlyQuery(const std::string& child) {
       "modinfo -F srcversion /var/lib/dkms/amdgpu/", "dpkg-query -S ",
       "dpkg-query -W -f=${Version} ", "apt-cache policy "};
   if (ReadOnlyQueries().contains(child)) return true;
+  // Whether sudo would let this user set vboost: -l asks the policy and runs nothing.
+  if (child.starts_with("sudo -n -l /") && child.ends_with("/nvidia-smi boost-slider --vboost 2")) {
+    return std::ranges::count(child, ' ') == 6;
+  }
   for (std::string_view prefix : kWithAnArgument) {
     if (child.starts_with(prefix) && child.find(' ', prefix.size()) == std::string::npos) {
       return true;

@@ -111,6 +111,29 @@ TEST(GradeChecks, JudgesEachCheckOnItsEvidence) {
        CheckStatus::kSkip},
       {"versions.amd-driver", {}, CheckStatus::kUnknown},
       {"versions.amd-driver", {{"gpu.amd.devices", "two"}}, CheckStatus::kUnknown},
+      // vboost, by sudo's policy: allowed, refused, as root, B300 without a slider
+      {"hardware.vboost",
+       with_driver({{"gpu.controls.vboost", {{"method", "sudo"}, {"allowed", true}}}}),
+       CheckStatus::kPass},
+      {"hardware.vboost",
+       with_driver(
+           {{"gpu.controls.vboost",
+             {{"method", "sudo"}, {"allowed", false}, {"detail", "a password is required"}}}}),
+       CheckStatus::kWarn, "refused"},  // the check's severity: CONFIG
+      {"hardware.vboost",
+       with_driver({{"gpu.controls.vboost", {{"method", "root"}, {"allowed", nullptr}}}}),
+       CheckStatus::kUnknown, "root"},
+      {"hardware.vboost",
+       with_driver({{"gpu.controls.vboost", {{"method", "sudo"}, {"allowed", nullptr}}}}),
+       CheckStatus::kUnknown},
+      {"hardware.vboost",
+       with_driver({{"gpu.name", {"NVIDIA B300 SXM6 AC"}},
+                    {"gpu.controls.vboost", {{"method", "sudo"}, {"allowed", false}}}}),
+       CheckStatus::kSkip},
+      {"hardware.vboost", with_driver({{"gpu.controls.vboost", nullptr}}), CheckStatus::kSkip},
+      {"hardware.vboost", with_driver({}), CheckStatus::kUnknown},
+      {"hardware.vboost", {{"gpu.driver.version", nullptr}}, CheckStatus::kSkip},
+      {"hardware.vboost", with_driver({{"gpu.controls.vboost", "yes"}}), CheckStatus::kUnknown},
       {"versions.cuda-toolkit", {{"software.nvcc.release", "12.8"}}, CheckStatus::kFail},
       {"versions.cuda-toolkit", {{"software.nvcc.release", nullptr}}, CheckStatus::kSkip},
       {"versions.runc", {{"containers.runc.version", "1.3.6"}}, CheckStatus::kPass},
@@ -1030,12 +1053,6 @@ TEST(GradeChecks, JudgesTheSideEffectChecksWhenAllowed) {
   skipped["skipped"] = 3;
   EXPECT_EQ(grade("health.dcgm-diag", {{"health.dcgm.diag_r1", skipped}}).status,
             CheckStatus::kUnknown);
-  // Allowed, but not taken by this version: N/A saying so, never UNKNOWN.
-  for (const char* id : {"hardware.vboost"}) {
-    const Finding untaken = GradeChecks({&Check(id)}, {}, slurm).front();
-    EXPECT_EQ(untaken.status, CheckStatus::kSkip) << id;
-    EXPECT_NE(untaken.message.find("does not take yet"), std::string::npos) << untaken.message;
-  }
 }
 
 TEST(GradeChecks, EveryRuleIsACatalogueCheck) {

@@ -206,6 +206,8 @@ TEST(KubeEvidence, EachNodesFactsAndTheClustersFromTheApi) {
   ASSERT_EQ(nodes.size(), 3U);
   const AuditEvidence& gpu1 = nodes.at("gpu1").evidence;
   EXPECT_EQ(gpu1.at("gpu.driver.version"), "580.159.03");
+  EXPECT_NE(nodes.at("gpu1").unread.at("gpu.controls.vboost").find("sudo on the node"),
+            std::string::npos);
   EXPECT_EQ(gpu1.at("host.kernel.release"), "6.8.0-60-generic");
   EXPECT_EQ(gpu1.at("host.os.id"), "ubuntu");
   EXPECT_EQ(gpu1.at("host.os.version_id"), "24.04");

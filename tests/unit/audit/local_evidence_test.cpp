@@ -131,6 +131,7 @@ TEST(CollectLocalEvidence, ReadsAGpuNode) {
   EXPECT_EQ(e.at("host.limits.memlock"), "unlimited");
   EXPECT_EQ(e.at("host.limits.nofile"), 1048576);
   EXPECT_EQ(e.at("access.sudo_noninteractive"), true);  // root
+  EXPECT_EQ(e.at("gpu.controls.vboost"), nullptr);      // no nvidia-smi
   EXPECT_EQ(e.at("network.nccl.conf"), json({{"NCCL_IB_HCA", "mlx5"}}));
   EXPECT_EQ(e.at("network.nccl.device_selection"),
             json({{"NCCL_IB_HCA", {{"value", "mlx5"}, {"source", "/etc/nccl.conf"}}},
@@ -159,6 +160,57 @@ TEST(CollectLocalEvidence, ReadsAGpuNode) {
     EXPECT_LE(spec.timeout, std::chrono::seconds(5));
     const std::string last = spec.argv.back();
     EXPECT_TRUE(last == "--version" || last == "{{.Server.Version}}") << spec.argv[0];
+  }
+}
+
+// Whether the user may set vboost is asked of sudo's policy (sudo -l runs nothing); as root it is
+// not asked, and without a driver not at all.
+TEST(CollectLocalEvidence, AsksSudoWhetherVboostMayBeSet) {
+  sys::MemoryFileSystem fs = GpuNode();
+  fs.AddFile("/proc/self/status", "Name:\tcmax\nUid:\t1000\t1000\t1000\t1000\n");
+  fs.AddFile("/usr/bin/nvidia-smi", "");
+  fs.AddFile("/usr/bin/sudo", "");
+  const auto vboost_call = [](const cmax::testing::FakeProcessRunner& runner) {
+    for (const sys::ProcessSpec& spec : runner.calls) {
+      if (spec.argv.size() > 2 && spec.argv[2] == "-l") return spec.argv;
+    }
+    return std::vector<std::string>{};
+  };
+  {
+    cmax::testing::FakeProcessRunner runner;
+    runner.AnswerStdout("sudo -n", "/usr/bin/nvidia-smi boost-slider --vboost 2\n");
+    const AuditEvidence e = CollectLocalEvidence(fs, runner, {.path = "/usr/bin"});
+    EXPECT_EQ(e.at("gpu.controls.vboost"),
+              (json{{"method", "sudo"},
+                    {"allowed", true},
+                    {"detail", "/usr/bin/nvidia-smi boost-slider --vboost 2"}}));
+    EXPECT_EQ(vboost_call(runner),
+              (std::vector<std::string>{"/usr/bin/sudo", "-n", "-l", "/usr/bin/nvidia-smi",
+                                        "boost-slider", "--vboost", "2"}));
+  }
+  {
+    cmax::testing::FakeProcessRunner runner;
+    sys::ProcessResult refused;
+    refused.exit_code = 1;
+    refused.stderr_text = "sudo: a password is required\n";
+    runner.Answer("sudo -n", refused);
+    const AuditEvidence e = CollectLocalEvidence(fs, runner, {.path = "/usr/bin"});
+    EXPECT_EQ(e.at("gpu.controls.vboost")["allowed"], false);
+    EXPECT_EQ(e.at("gpu.controls.vboost")["detail"], "sudo: a password is required");
+  }
+  {
+    cmax::testing::FakeProcessRunner runner;
+    fs.AddFile("/proc/self/status", "Name:\tcmax\nUid:\t0\t0\t0\t0\n");
+    const AuditEvidence e = CollectLocalEvidence(fs, runner, {.path = "/usr/bin"});
+    EXPECT_EQ(e.at("gpu.controls.vboost"), (json{{"method", "root"}, {"allowed", nullptr}}));
+    EXPECT_TRUE(vboost_call(runner).empty());
+  }
+  {
+    cmax::testing::FakeProcessRunner runner;
+    sys::MemoryFileSystem no_driver;
+    no_driver.AddFile("/usr/bin/nvidia-smi", "");
+    const AuditEvidence e = CollectLocalEvidence(no_driver, runner, {.path = "/usr/bin"});
+    EXPECT_FALSE(e.contains("gpu.controls.vboost"));
   }
 }
 
