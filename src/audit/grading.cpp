@@ -179,6 +179,15 @@ std::optional<bool> Flag(const Inputs& in, std::string_view key) {
   return value->get<bool>();
 }
 
+// NVIDIA's software on a node known to have no NVIDIA driver (an AMD or CPU node) does not
+// apply, as the public audit guards its NVIDIA checks off on AMD nodes; where the driver was
+// not read, the software is judged on its own.
+std::optional<Verdict> NoNvidiaDriver(const Inputs& in) {
+  const json* driver = Get(in, "gpu.driver.version");
+  if (driver != nullptr && driver->is_null()) return NotApplicable("no NVIDIA driver here");
+  return std::nullopt;
+}
+
 // GPU checks need an NVIDIA driver; without one they do not apply.
 std::optional<Verdict> NeedsDriver(const Inputs& in) {
   const json* driver = Get(in, "gpu.driver.version");
@@ -342,6 +351,7 @@ const std::map<std::string, Rule, std::less<>>& Rules() {
        [](const Inputs& in) { return VersionRule(in, "health.dcgm.version", "dcgm", "DCGM"); }},
       {"versions.dcgm-exporter",
        [](const Inputs& in) {
+         if (auto na = NoNvidiaDriver(in)) return *na;
          return VersionRule(in, "health.dcgm_exporter.version", "dcgm-exporter", "dcgm-exporter");
        }},
       {"versions.connectx-firmware",
@@ -387,7 +397,10 @@ const std::map<std::string, Rule, std::less<>>& Rules() {
       {"software.perf-installed",
        [](const Inputs& in) { return PresenceRule(in, "software.perf.path", "perf"); }},
       {"software.ncu-installed",
-       [](const Inputs& in) { return PresenceRule(in, "software.ncu.path", "ncu"); }},
+       [](const Inputs& in) {
+         if (auto na = NoNvidiaDriver(in)) return *na;
+         return PresenceRule(in, "software.ncu.path", "ncu");
+       }},
       {"software.hpcx",
        [](const Inputs& in) { return PresenceRule(in, "software.hpcx.path", "HPC-X"); }},
       {"health.nhc-installed",
@@ -415,6 +428,7 @@ const std::map<std::string, Rule, std::less<>>& Rules() {
        }},
       {"software.nccl-installed",
        [](const Inputs& in) -> Verdict {
+         if (auto na = NoNvidiaDriver(in)) return *na;
          const json* libraries = Get(in, "software.nccl.libraries");
          if (libraries == nullptr) return NotCollected("software.nccl.libraries");
          if (!libraries->is_array()) return Unknown("software.nccl.libraries is not a list");
@@ -1336,6 +1350,7 @@ const std::map<std::string, Rule, std::less<>>& Rules() {
        }},
       {"software.nvhpc",
        [](const Inputs& in) -> Verdict {
+         if (auto na = NoNvidiaDriver(in)) return *na;
          const json* release = Get(in, "software.nvhpc.release");
          if (release == nullptr) return NotCollected("software.nvhpc.release");
          if (release->is_null()) {
