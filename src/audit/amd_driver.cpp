@@ -65,7 +65,11 @@ std::optional<InstalledPolicy> ParsePolicy(std::string_view policy) {
     if (in_installed && fields[1] != "/var/lib/dpkg/status") {
       std::string where(fields[1]);
       if (fields.size() >= 3) where += " " + std::string(fields[2]);
-      out->origins.push_back(SanitizeUtf8(where));
+      where = SanitizeUtf8(where);
+      // The same repository once per architecture is still one origin.
+      if (std::ranges::find(out->origins, where) == out->origins.end()) {
+        out->origins.push_back(std::move(where));
+      }
     }
   }
   return out;
@@ -138,6 +142,9 @@ void CollectBinding(const sys::FileSystem& fs, sys::ProcessRunner& runner, const
     std::vector<std::string> built;
     if (const auto versions = fs.ListDir(kDkmsTree); versions && !kernel.empty()) {
       for (const std::string& version : *versions) {
+        // Source versions start with a digit; DKMS keeps other folders beside them
+        // (original_module).
+        if (version.empty() || version[0] < '0' || version[0] > '9') continue;
         if (fs.IsDirectory(std::string(kDkmsTree) + "/" + version + "/" + kernel)) {
           built.push_back(version);
         }
@@ -185,8 +192,13 @@ void CollectBinding(const sys::FileSystem& fs, sys::ProcessRunner& runner, const
   }
   driver["package_version"] = version;
   const auto apt_cache = FindProgram(fs, path, "apt-cache");
-  const auto policy_text =
-      apt_cache ? Answer(runner, {*apt_cache, "policy", owner}, timeout) : std::nullopt;
+  // Run as root with a stale cache, apt-cache would rewrite /var/cache/apt/*.bin: empty cache
+  // file names keep the cache it builds in memory.
+  const auto policy_text = apt_cache ? Answer(runner,
+                                              {*apt_cache, "-o", "Dir::Cache::pkgcache=", "-o",
+                                               "Dir::Cache::srcpkgcache=", "policy", owner},
+                                              timeout)
+                                     : std::nullopt;
   const auto policy = policy_text ? ParsePolicy(*policy_text) : std::nullopt;
   if (!policy || policy->version != version) {
     return Unproved(out, driver,
@@ -204,10 +216,14 @@ void CollectBinding(const sys::FileSystem& fs, sys::ProcessRunner& runner, const
   }
   const std::string release = AmdRepositoryRelease(policy->origins[0]);
   if (release.empty()) {
-    return Unproved(out, driver,
-                    fmt::format("{} {} comes from {}, not AMD's repository: AMD's bulletins give "
-                                "no status for other builds",
-                                owner, version, policy->origins[0]));
+    const bool amds = policy->origins[0].find("repo.radeon.com/amdgpu/") != std::string::npos;
+    return Unproved(
+        out, driver,
+        amds ? fmt::format("{} {} comes from {}, which names no numbered release (latest moves)",
+                           owner, version, policy->origins[0])
+             : fmt::format("{} {} comes from {}, not AMD's repository: AMD's bulletins give "
+                           "no status for other builds",
+                           owner, version, policy->origins[0]));
   }
   driver["release"] = release;
   out["gpu.amd.driver"] = std::move(driver);
@@ -302,15 +318,22 @@ void CollectAmdDriver(const sys::FileSystem& fs, sys::ProcessRunner& runner,
   const auto addresses = fs.ListDir(kPciDevices);
   if (!addresses) return;
   int64_t devices = 0;
+  int64_t nvidia = 0;
   std::set<std::string> models;
   std::optional<std::string> pci_ids;
   bool pci_ids_tried = false;
   for (const std::string& address : *addresses) {
     const std::string dir = std::string(kPciDevices) + "/" + address;
-    if (ReadTrimmed(fs, dir + "/vendor") != "0x1002") continue;
+    const std::string vendor = ReadTrimmed(fs, dir + "/vendor");
+    if (vendor != "0x1002" && vendor != "0x10de") continue;
     const std::string pci_class = ReadTrimmed(fs, dir + "/class");
-    // Display controllers (Instinct up to MI250X) and processing accelerators (MI300 on).
+    // Display controllers (NVIDIA's; Instinct up to MI250X) and processing accelerators (MI300
+    // on).
     if (!pci_class.starts_with("0x03") && !pci_class.starts_with("0x12")) continue;
+    if (vendor == "0x10de") {
+      ++nvidia;
+      continue;
+    }
     ++devices;
     std::vector<std::string> named = InstinctModels(ReadTrimmed(fs, dir + "/product_name"));
     if (named.empty()) {
@@ -330,6 +353,7 @@ void CollectAmdDriver(const sys::FileSystem& fs, sys::ProcessRunner& runner,
     }
     models.insert(named.begin(), named.end());
   }
+  out["gpu.nvidia.devices"] = nvidia;
   out["gpu.amd.devices"] = devices;
   out["gpu.amd.models"] = std::vector<std::string>(models.begin(), models.end());
   if (devices > 0) CollectBinding(fs, runner, path, timeout, out);

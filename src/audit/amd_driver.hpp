@@ -55,7 +55,8 @@ std::optional<std::vector<std::string>> InstalledOrigins(std::string_view policy
 // -> "31.40"; empty for any other origin.
 std::string AmdRepositoryRelease(std::string_view origin);
 
-// Adds gpu.amd.devices (AMD display and accelerator functions) and gpu.amd.models; where there
+// Adds gpu.nvidia.devices and gpu.amd.devices (each vendor's display and accelerator functions:
+// whether a node without a driver has GPUs at all) and gpu.amd.models; where there
 // is one, gpu.amd.driver (the chain as read) and gpu.amd.driver.version (the release, null with
 // gpu.amd.driver's "problem" when it cannot be proved). Left out when /sys/bus/pci cannot be
 // listed.

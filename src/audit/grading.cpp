@@ -179,12 +179,16 @@ std::optional<bool> Flag(const Inputs& in, std::string_view key) {
   return value->get<bool>();
 }
 
-// NVIDIA's software on a node known to have no NVIDIA driver (an AMD or CPU node) does not
-// apply, as the public audit guards its NVIDIA checks off on AMD nodes; where the driver was
-// not read, the software is judged on its own.
+// NVIDIA's software on a node known to have no NVIDIA GPU (an AMD or CPU node: no driver and
+// no NVIDIA function on its PCI bus) does not apply, as the public audit guards its NVIDIA
+// checks off on AMD nodes. An NVIDIA node whose driver did not load is still judged, and so is
+// a node whose PCI bus was not read.
 std::optional<Verdict> NoNvidiaDriver(const Inputs& in) {
   const json* driver = Get(in, "gpu.driver.version");
-  if (driver != nullptr && driver->is_null()) return NotApplicable("no NVIDIA driver here");
+  const json* nvidia = Get(in, "gpu.nvidia.devices");
+  if (driver != nullptr && driver->is_null() && nvidia != nullptr && *nvidia == 0) {
+    return NotApplicable("no NVIDIA GPU here");
+  }
   return std::nullopt;
 }
 
@@ -1210,13 +1214,15 @@ const std::map<std::string, Rule, std::less<>>& Rules() {
          }
          if (allowed == true) {
            return Pass("sudo allows nvidia-smi boost-slider --vboost",
-                       "sudo -n -l allows it for this user; the driver's acceptance is not tried "
-                       "(the audit sets nothing)");
+                       "sudo's policy permits it for this user (sudo -n -k -l; where the user has "
+                       "another rule without a password, this one may still ask for one); the "
+                       "driver's acceptance is not tried (the audit sets nothing)");
          }
          if (allowed == false) {
-           return Found("refused", "allowed without a password",
+           return Found("refused", "permitted by sudo's policy",
                         detail.empty() ? "sudo does not allow nvidia-smi boost-slider --vboost"
-                                       : "sudo: " + detail);
+                        : detail.starts_with("sudo") ? detail
+                                                     : "sudo: " + detail);
          }
          return Unknown(detail.empty() ? "sudo did not say" : detail);
        }},

@@ -817,7 +817,8 @@ void Vboost(const sys::FileSystem& fs, sys::ProcessRunner& runner, const std::st
     out["gpu.controls.vboost"] = vboost;
     return;
   }
-  sys::ProcessSpec spec{.argv = {*sudo, "-n", "-l", *smi, "boost-slider", "--vboost", "2"},
+  // -k: a cached credential neither answers for the policy nor is refreshed (no write).
+  sys::ProcessSpec spec{.argv = {*sudo, "-n", "-k", "-l", *smi, "boost-slider", "--vboost", "2"},
                         .env_add = {"LC_ALL=C"},
                         .timeout = timeout};
   spec.output_cap = kSmallFile;
@@ -826,11 +827,25 @@ void Vboost(const sys::FileSystem& fs, sys::ProcessRunner& runner, const std::st
     vboost["allowed"] = nullptr;
     vboost["detail"] = ran ? "sudo did not answer in time" : SanitizeUtf8(ran.error().message);
   } else {
-    vboost["allowed"] = ran->exit_code == 0;
-    // sudo's reason when it refuses ("a password is required"); what it would run when not.
+    // sudo's words when it refuses ("a password is required"); what it would run when not.
     const std::string said = ran->exit_code == 0 ? ran->stdout_text : ran->stderr_text;
-    vboost["detail"] =
+    const std::string first =
         SanitizeUtf8(std::string(Trim(said.substr(0, said.find('\n')))).substr(0, 200));
+    vboost["detail"] = first;
+    // A refusal is exit 1, silent or saying why; any other failure is sudo's own (a broken
+    // sudoers file, no new privileges, a nosuid mount): not an answer.
+    const bool refused =
+        ran->exit_code == 1 &&
+        (first.empty() || first.find("password is required") != std::string::npos ||
+         first.find("not allowed") != std::string::npos ||
+         first.find("may not run sudo") != std::string::npos);
+    if (ran->exit_code == 0) {
+      vboost["allowed"] = true;
+    } else if (refused) {
+      vboost["allowed"] = false;
+    } else {
+      vboost["allowed"] = nullptr;
+    }
   }
   out["gpu.controls.vboost"] = vboost;
 }

@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <set>
 #include <utility>
 
 #include "core/keys.hpp"
@@ -174,6 +175,9 @@ Result<ComponentMinimums> ParseComponent(const Json& value, const std::string& w
     const Json& unlisted = value["unlisted"];
     if (unlisted == "unknown") {
       out.unlisted = UnlistedBranch::kUnknown;
+    } else if (unlisted == "fail" && out.select == MinimumSelect::kModel) {
+      return tl::unexpected(
+          Bad(where, "an unlisted model is unknown: \"unlisted\" cannot be fail"));
     } else if (unlisted == "fail") {
       out.unlisted = UnlistedBranch::kFail;
     } else {
@@ -434,16 +438,16 @@ VersionGrade GradeVersion(const MinimumTable& table, std::string_view component,
     held_to = std::string(*next);
     it = entry->minimums.find(held_to);
   }
-  if (held_to != *selector) {
-    grade.minimum = it->second;
+  // A version that cannot be compared stays UNKNOWN even on a branch no fix covers.
+  grade = GradeAgainst(table, *entry, held_to, *version, shown, now);
+  if (grade.status != CheckStatus::kUnknown && held_to != *selector) {
     grade.status = CheckStatus::kFail;
     grade.reason = fmt::format(
         "{} is on branch {}, which no fix covers; the next maintained "
         "branch, {}, needs {}",
         shown, *selector, held_to, it->second);
-    return grade;
   }
-  return GradeAgainst(table, *entry, held_to, *version, shown, now);
+  return grade;
 }
 
 VersionGrade GradeVersionForModels(const MinimumTable& table, std::string_view component,
@@ -465,29 +469,42 @@ VersionGrade GradeVersionForModels(const MinimumTable& table, std::string_view c
     grade.reason = fmt::format("'{}' is not a version cmax understands", shown);
     return grade;
   }
-  // The highest minimum of the models listed; the unlisted ones named.
-  std::string held_to;
+  // Each listed model's minimum, the worst grade deciding (a failure, then a warning, then a
+  // pass; between equals the higher minimum); the unlisted models named. At most 64 models are
+  // weighed: a node has a few.
+  constexpr size_t kMaxModels = 64;
+  const auto rank = [](CheckStatus status) {
+    return status == CheckStatus::kFail ? 3 : status == CheckStatus::kWarn ? 2 : 1;
+  };
+  std::set<std::string> seen;
   std::vector<std::string> unlisted;
+  std::optional<VersionGrade> worst;
+  std::string decided_by;
   for (const std::string& model : models) {
+    if (seen.size() >= kMaxModels) break;
+    if (!seen.insert(model).second) continue;
     const auto it = entry->minimums.find(model);
     if (it == entry->minimums.end()) {
-      if (std::ranges::find(unlisted, model) == unlisted.end()) {
-        unlisted.push_back(SanitizeUtf8(model.substr(0, 32)));
-      }
+      unlisted.push_back(SanitizeUtf8(model.substr(0, 32)));
       continue;
     }
-    if (held_to.empty() ||
-        CompareVersions(*VersionOf(it->second), *VersionOf(entry->minimums.at(held_to))) > 0) {
-      held_to = model;
+    VersionGrade graded = GradeAgainst(table, *entry, model, *version, shown, now);
+    const bool worse =
+        !worst || rank(graded.status) > rank(worst->status) ||
+        (rank(graded.status) == rank(worst->status) &&
+         CompareVersions(*VersionOf(graded.minimum), *VersionOf(worst->minimum)) > 0);
+    if (worse) {
+      worst = std::move(graded);
+      decided_by = model;
     }
   }
-  if (held_to.empty()) {
+  if (!worst) {
     grade.reason = fmt::format("the table lists no minimum of {} for {}", component,
                                unlisted.empty() ? std::string("no model") : Join(unlisted, ", "));
     return grade;
   }
-  grade = GradeAgainst(table, *entry, held_to, *version, shown, now);
-  grade.reason += fmt::format(" ({}'s)", held_to);
+  grade = std::move(*worst);
+  grade.reason += fmt::format(" ({}'s)", decided_by);
   if (grade.status == CheckStatus::kPass && !unlisted.empty()) {
     grade.status = CheckStatus::kUnknown;
     grade.reason += fmt::format("; the table lists no minimum for {}", Join(unlisted, ", "));
@@ -510,7 +527,7 @@ std::string MinimumTableText(const MinimumTable& table, WallTime now) {
   for (const auto& [name, component] : table.Components()) {
     out += fmt::format("{} ({}", name, kSelect[static_cast<int>(component.select)]);
     if (component.select == MinimumSelect::kModel) {
-      out += "; the highest minimum of the models present; an unlisted model is UNKNOWN";
+      out += "; each model present, the worst grade deciding; an unlisted model is UNKNOWN";
     } else if (component.select != MinimumSelect::kWhole) {
       out += component.unlisted == UnlistedBranch::kFail
                  ? "; an unlisted older branch fails against the next one"

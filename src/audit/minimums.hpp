@@ -92,10 +92,10 @@ std::optional<int> CompareTableVersions(std::string_view a, std::string_view b);
 VersionGrade GradeVersion(const MinimumTable& table, std::string_view component,
                           std::string_view observed, WallTime now);
 
-// A component whose minimum depends on the hardware it drives, held to the highest minimum of
-// the `models` present. A model the table does not list makes a version that passes the others
-// UNKNOWN (never PASS for hardware the advisories were not read for); below a listed model's
-// minimum fails whatever the rest.
+// A component whose minimum depends on the hardware it drives, graded against the minimum of
+// each of the `models` present, the worst grade deciding (a minimum in force that is missed
+// fails whatever the others say). A model the table does not list makes a version that passes
+// the others UNKNOWN (never PASS for hardware the advisories were not read for).
 VersionGrade GradeVersionForModels(const MinimumTable& table, std::string_view component,
                                    const std::vector<std::string>& models,
                                    std::string_view observed, WallTime now);

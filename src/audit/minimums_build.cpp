@@ -401,8 +401,8 @@ Result<MinimumsBuild> BuildMinimums(const std::vector<AdvisoryDocument>& documen
     const Kind* kind = KindOf(component);
     json& entry = table["components"][component];
     if (!entry.is_object()) entry = json::object();
-    static constexpr std::array<std::string_view, 4> kSelect = {"whole", "major", "major.minor",
-                                                                "train"};
+    static constexpr std::array<std::string_view, 5> kSelect = {"whole", "major", "major.minor",
+                                                                "train", "model"};
     entry["select"] = kSelect.at(static_cast<size_t>(kind->select));
     if (!kind->unlisted.empty()) entry["unlisted"] = kind->unlisted;
     json& minimums = entry["minimums"];

@@ -52,11 +52,13 @@ const std::set<std::string>& ReadOnlyQueries() {
 bool ReadOnlyQuery(const std::string& child) {
   static constexpr std::string_view kWithAnArgument[] = {
       "modinfo -F srcversion /var/lib/dkms/amdgpu/", "dpkg-query -S ",
-      "dpkg-query -W -f=${Version} ", "apt-cache policy "};
+      "dpkg-query -W -f=${Version} ",
+      "apt-cache -o Dir::Cache::pkgcache= -o Dir::Cache::srcpkgcache= policy "};
   if (ReadOnlyQueries().contains(child)) return true;
   // Whether sudo would let this user set vboost: -l asks the policy and runs nothing.
-  if (child.starts_with("sudo -n -l /") && child.ends_with("/nvidia-smi boost-slider --vboost 2")) {
-    return std::ranges::count(child, ' ') == 6;
+  if (child.starts_with("sudo -n -k -l /") &&
+      child.ends_with("/nvidia-smi boost-slider --vboost 2")) {
+    return std::ranges::count(child, ' ') == 7;
   }
   for (std::string_view prefix : kWithAnArgument) {
     if (child.starts_with(prefix) && child.find(' ', prefix.size()) == std::string::npos) {

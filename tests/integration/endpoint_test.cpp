@@ -94,9 +94,10 @@ TEST(EndpointE2E, EveryApiStreamsWithTrueTimingsAndUsage) {
       ASSERT_TRUE(rec.timing.first_byte_s && rec.timing.first_chunk_s && rec.timing.first_token_s);
       EXPECT_LE(*rec.timing.first_byte_s, *rec.timing.first_chunk_s);
       EXPECT_LE(*rec.timing.first_chunk_s, *rec.timing.first_token_s);
-      // Seven gaps of 2 ms between eight tokens: E2E - TTFT is about 14 ms (the client may
-      // time the first token a little late, never the gaps away).
-      EXPECT_GE(rec.timing.chunk_s.back() - *rec.timing.first_token_s, 0.010);
+      // Seven gaps of 2 ms between eight tokens: E2E - TTFT is about 14 ms. The client may
+      // time the first token late (6.5 ms once, under ASan on a busy 2-core machine), never the
+      // gaps away: a client that timed the stream only at its end would show about 0.
+      EXPECT_GE(rec.timing.chunk_s.back() - *rec.timing.first_token_s, 0.005);
       ASSERT_TRUE(rec.server_lag_ms);
       EXPECT_GE(*rec.server_lag_ms, 0);
       EXPECT_LT(*rec.server_lag_ms, 50);

@@ -157,7 +157,7 @@ void AnswerAll(cmax::testing::FakeProcessRunner& runner) {
   runner.AnswerStdout("dpkg-query -S",
                       std::string("amdgpu-dkms: /usr/src/amdgpu-") + kDkms + "/dkms.conf\n");
   runner.AnswerStdout("dpkg-query -W", "1:6.12.12.60402-2187269.24.04");
-  runner.AnswerStdout("apt-cache policy", kPolicy);
+  runner.AnswerStdout("apt-cache -o", kPolicy);
 }
 
 AuditEvidence Collect(const sys::FileSystem& fs, cmax::testing::FakeProcessRunner& runner) {
@@ -176,6 +176,7 @@ TEST(AmdDriver, ProvesTheReleaseOfADkmsBuildFromAmdsRepository) {
   AnswerAll(runner);
   const AuditEvidence out = Collect(Node(), runner);
   EXPECT_EQ(out.at("gpu.amd.devices"), 2);
+  EXPECT_EQ(out.at("gpu.nvidia.devices"), 1);
   EXPECT_EQ(out.at("gpu.amd.models"), json{"MI300X"});
   EXPECT_EQ(out.at("gpu.amd.driver.version"), "31.40");
   const json& driver = out.at("gpu.amd.driver");
@@ -210,7 +211,7 @@ TEST(AmdDriver, EachBrokenLinkLeavesTheReleaseUnknown) {
     cmax::testing::FakeProcessRunner runner;
     AnswerAll(runner);
     runner.AnswerStdout(
-        "apt-cache policy",
+        "apt-cache -o",
         " *** 1:6.12.12.60402-2187269.24.04 500\n"
         "        500 http://archive.ubuntu.com/ubuntu noble-updates/main amd64 Packages\n");
     EXPECT_NE(ProblemOf(Collect(Node(), runner)).find("not AMD's repository"), std::string::npos);
@@ -219,7 +220,7 @@ TEST(AmdDriver, EachBrokenLinkLeavesTheReleaseUnknown) {
     cmax::testing::FakeProcessRunner runner;
     AnswerAll(runner);
     runner.AnswerStdout(
-        "apt-cache policy",
+        "apt-cache -o",
         " *** 1:6.12.12.60402-2187269.24.04 600\n"
         "        600 https://repo.radeon.com/amdgpu/31.40/ubuntu noble/main amd64 Packages\n"
         "        500 https://mirror.example/amdgpu/ubuntu noble/main amd64 Packages\n");
@@ -238,6 +239,57 @@ TEST(AmdDriver, EachBrokenLinkLeavesTheReleaseUnknown) {
     AnswerAll(runner);
     runner.AnswerStdout("modinfo -F", "FFFFFFFFFFFFFFFFFFFFFFF\n");
     EXPECT_NE(ProblemOf(Collect(Node(), runner)).find("not DKMS's build"), std::string::npos);
+  }
+  {  // the package apt lists as installed is not the one dpkg has
+    cmax::testing::FakeProcessRunner runner;
+    AnswerAll(runner);
+    runner.AnswerStdout("dpkg-query -W", "1:6.14.14.70001-2201111.24.04");
+    EXPECT_NE(ProblemOf(Collect(Node(), runner)).find("does not list amdgpu-dkms"),
+              std::string::npos);
+  }
+  {  // an AMD repository that names no release
+    cmax::testing::FakeProcessRunner runner;
+    AnswerAll(runner);
+    runner.AnswerStdout(
+        "apt-cache -o",
+        " *** 1:6.12.12.60402-2187269.24.04 600\n"
+        "        600 https://repo.radeon.com/amdgpu/latest/ubuntu noble/main amd64 Packages\n");
+    EXPECT_NE(ProblemOf(Collect(Node(), runner)).find("names no numbered release"),
+              std::string::npos);
+  }
+  {  // one repository listed for two architectures is one origin
+    cmax::testing::FakeProcessRunner runner;
+    AnswerAll(runner);
+    runner.AnswerStdout(
+        "apt-cache -o",
+        " *** 1:6.12.12.60402-2187269.24.04 600\n"
+        "        600 https://repo.radeon.com/amdgpu/31.40/ubuntu noble/main amd64 Packages\n"
+        "        600 https://repo.radeon.com/amdgpu/31.40/ubuntu noble/main i386 Packages\n");
+    EXPECT_EQ(Collect(Node(), runner).at("gpu.amd.driver.version"), "31.40");
+  }
+  {  // two DKMS builds for the running kernel: which one is loaded is not known
+    sys::MemoryFileSystem fs = Node();
+    fs.AddFile(std::string("/var/lib/dkms/amdgpu/6.14.14/") + kKernel + "/x86_64/module/amdgpu.ko",
+               "");
+    fs.AddFile(std::string("/var/lib/dkms/amdgpu/original_module/") + kKernel + "/x86_64/x", "");
+    cmax::testing::FakeProcessRunner runner;
+    AnswerAll(runner);
+    EXPECT_NE(ProblemOf(Collect(fs, runner)).find("DKMS records 2 amdgpu builds"),
+              std::string::npos);
+  }
+  {  // a distribution's module built into the kernel
+    cmax::testing::FakeProcessRunner runner;
+    AnswerAll(runner);
+    runner.AnswerStdout("modinfo amdgpu", "filename:       (builtin)\n");
+    EXPECT_NE(ProblemOf(Collect(Node(), runner)).find("built into the kernel"), std::string::npos);
+  }
+  {  // not Debian or Ubuntu: no dpkg-query
+    sys::MemoryFileSystem fs = Node();
+    cmax::testing::FakeProcessRunner runner;
+    AnswerAll(runner);
+    AuditEvidence out;
+    CollectAmdDriver(fs, runner, "/usr/sbin", std::chrono::seconds(5), out);
+    EXPECT_NE(ProblemOf(out).find("dpkg-query is not here"), std::string::npos);
   }
   {  // no module loaded
     sys::MemoryFileSystem fs;

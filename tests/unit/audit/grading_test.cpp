@@ -111,6 +111,13 @@ TEST(GradeChecks, JudgesEachCheckOnItsEvidence) {
        CheckStatus::kSkip},
       {"versions.amd-driver", {}, CheckStatus::kUnknown},
       {"versions.amd-driver", {{"gpu.amd.devices", "two"}}, CheckStatus::kUnknown},
+      // NVIDIA's software where there is no NVIDIA GPU at all, and where the driver did not load
+      {"software.ncu-installed",
+       {{"gpu.driver.version", nullptr}, {"gpu.nvidia.devices", 0}, {"software.ncu.path", nullptr}},
+       CheckStatus::kSkip},
+      {"software.ncu-installed",
+       {{"gpu.driver.version", nullptr}, {"gpu.nvidia.devices", 8}, {"software.ncu.path", nullptr}},
+       CheckStatus::kFail},
       // vboost, by sudo's policy: allowed, refused, as root, B300 without a slider
       {"hardware.vboost",
        with_driver({{"gpu.controls.vboost", {{"method", "sudo"}, {"allowed", true}}}}),

@@ -172,7 +172,7 @@ TEST(CollectLocalEvidence, AsksSudoWhetherVboostMayBeSet) {
   fs.AddFile("/usr/bin/sudo", "");
   const auto vboost_call = [](const cmax::testing::FakeProcessRunner& runner) {
     for (const sys::ProcessSpec& spec : runner.calls) {
-      if (spec.argv.size() > 2 && spec.argv[2] == "-l") return spec.argv;
+      if (std::ranges::find(spec.argv, "-l") != spec.argv.end()) return spec.argv;
     }
     return std::vector<std::string>{};
   };
@@ -185,7 +185,7 @@ TEST(CollectLocalEvidence, AsksSudoWhetherVboostMayBeSet) {
                     {"allowed", true},
                     {"detail", "/usr/bin/nvidia-smi boost-slider --vboost 2"}}));
     EXPECT_EQ(vboost_call(runner),
-              (std::vector<std::string>{"/usr/bin/sudo", "-n", "-l", "/usr/bin/nvidia-smi",
+              (std::vector<std::string>{"/usr/bin/sudo", "-n", "-k", "-l", "/usr/bin/nvidia-smi",
                                         "boost-slider", "--vboost", "2"}));
   }
   {
@@ -197,6 +197,23 @@ TEST(CollectLocalEvidence, AsksSudoWhetherVboostMayBeSet) {
     const AuditEvidence e = CollectLocalEvidence(fs, runner, {.path = "/usr/bin"});
     EXPECT_EQ(e.at("gpu.controls.vboost")["allowed"], false);
     EXPECT_EQ(e.at("gpu.controls.vboost")["detail"], "sudo: a password is required");
+  }
+  {  // sudo failing on its own is no answer; nor is one that never comes
+    cmax::testing::FakeProcessRunner runner;
+    sys::ProcessResult broken;
+    broken.exit_code = 1;
+    broken.stderr_text = "sudo: /etc/sudoers is world writable\n";
+    runner.Answer("sudo -n", broken);
+    const AuditEvidence e = CollectLocalEvidence(fs, runner, {.path = "/usr/bin"});
+    EXPECT_EQ(e.at("gpu.controls.vboost")["allowed"], nullptr);
+    EXPECT_EQ(e.at("gpu.controls.vboost")["detail"], "sudo: /etc/sudoers is world writable");
+    sys::ProcessResult hung;
+    hung.timed_out = true;
+    runner.Answer("sudo -n", hung);
+    EXPECT_EQ(
+        CollectLocalEvidence(fs, runner, {.path = "/usr/bin"}).at("gpu.controls.vboost"),
+        (json{
+            {"method", "sudo"}, {"allowed", nullptr}, {"detail", "sudo did not answer in time"}}));
   }
   {
     cmax::testing::FakeProcessRunner runner;

@@ -39,8 +39,9 @@ const json kTable = {
         {"available", {{"*", "2026-10-10"}}}}},
       {"gpu-driver",
        {{"select", "model"},
-        {"minimums", {{"MI210", "30.20"}, {"MI300X", "31.50"}, {"MI355X", "31.50"}}},
-        {"available", {{"MI355X", "2026-10-04"}}}}}}}};
+        {"minimums",
+         {{"MI210", "30.20"}, {"MI300X", "31.50"}, {"MI355X", "31.50"}, {"MI400", "32.00"}}},
+        {"available", {{"MI355X", "2026-10-04"}, {"MI400", "2026-12-01"}}}}}}}};
 
 TEST(GradeVersion, HoldsEachVersionToItsReleaseLine) {
   auto table = MinimumTable::Parse(kTable.dump());
@@ -107,7 +108,7 @@ TEST(GradeVersion, HoldsEachVersionToItsReleaseLine) {
             std::string::npos);
 }
 
-TEST(GradeVersion, ByModelHoldsAHostToItsModelsHighestMinimum) {
+TEST(GradeVersion, ByModelTheWorstOfTheModelsPresentDecides) {
   auto table = MinimumTable::Parse(kTable.dump());
   ASSERT_TRUE(table) << table.error().message;
   const WallTime now = At("2026-10-05T12:00:00Z");
@@ -129,6 +130,13 @@ TEST(GradeVersion, ByModelHoldsAHostToItsModelsHighestMinimum) {
       {{"MI300X"}, "6.4.2", CheckStatus::kFail, "31.50", "below"},
       // its fix became available yesterday: in the grace period
       {{"MI355X"}, "31.40", CheckStatus::kWarn, "31.50", "grace period"},
+      // the worst grade of the models decides, whatever their order: a minimum in force that
+      // is missed fails beside one in its grace period, or one whose fix is not out yet
+      {{"MI355X", "MI300X"}, "31.40", CheckStatus::kFail, "31.50", "(MI300X's)"},
+      {{"MI300X", "MI355X"}, "31.40", CheckStatus::kFail, "31.50", "(MI300X's)"},
+      {{"MI400"}, "30.10", CheckStatus::kPass, "32.00", "not in effect"},
+      {{"MI400", "MI210"}, "30.10", CheckStatus::kFail, "30.20", "(MI210's)"},
+      {{"MI210", "MI210", "MI400"}, "31.60", CheckStatus::kPass, "32.00", "(MI400's)"},
       // a model the table does not list: never a pass, but a listed one can still fail
       {{"MI400X"}, "40.10", CheckStatus::kUnknown, "", "no minimum of gpu-driver for MI400X"},
       {{"MI300X", "MI400X"}, "31.60", CheckStatus::kUnknown, "31.50", "no minimum for MI400X"},
@@ -228,6 +236,9 @@ TEST(MinimumTable, RefusesABrokenTable) {
        "\"components\""},
       {"unknown select", changed([](json& d) { d["components"]["driver"]["select"] = "minor"; }),
        "\"select\""},
+      {"an unlisted model that fails",
+       changed([](json& d) { d["components"]["gpu-driver"]["unlisted"] = "fail"; }),
+       "cannot be fail"},
       {"a model not as hardware names it",
        changed([](json& d) { d["components"]["gpu-driver"]["minimums"]["mi300x"] = "31.0"; }),
        "selector 'mi300x' does not fit"},
