@@ -1,6 +1,7 @@
 // `cmax train trace`'s reading and analysis (train::ReadAndAnalyzeTraces, what the command runs
 // before it records), timed over the given traces: wall time, bytes read (uncompressed), the
-// rate, peak RSS, and each rank's figures, as one JSON line for bench/trace_vs_hta.sh.
+// rate, peak RSS, the gzip inflater used (ISA-L or zlib), and each rank's figures, as one JSON line
+// for bench/trace_vs_hta.sh.
 //   trace_bench [--jobs N] FILE...
 #include <chrono>
 #include <cstdio>
@@ -11,6 +12,7 @@
 #include <sys/resource.h>
 #include <vector>
 
+#include "sys/gzip_file.hpp"
 #include "train/trace_run.hpp"
 
 int main(int argc, char** argv) {
@@ -43,6 +45,7 @@ int main(int argc, char** argv) {
   }
   std::printf("%s\n", nlohmann::json({{"tool", "cmax"},
                                       {"wall_s", wall},
+                                      {"inflater", cmax::sys::FastestInflaterName()},
                                       {"bytes", bytes},
                                       {"mb_per_s", bytes / 1e6 / wall},
                                       {"peak_rss_mb", static_cast<double>(usage.ru_maxrss) / 1024},

@@ -1,16 +1,48 @@
 #include "sys/gzip_file.hpp"
 
+#include <dlfcn.h>
 #include <fcntl.h>
 #include <unistd.h>
 #include <zlib.h>
 
 #include <cerrno>
 #include <climits>
+#include <cstdint>
 #include <cstring>
+#include <mutex>
 #include <string_view>
+#include <vector>
+
+// ISA-L's header gives the layout of its inflate state; the library itself is loaded at run
+// time. Built without the header (no libisal-dev), every gzip file goes through zlib.
+#if __has_include(<isa-l/igzip_lib.h>)
+#include <isa-l/igzip_lib.h>
+#define CMAX_ISAL_HEADER 1
+#else
+#define CMAX_ISAL_HEADER 0
+#endif
 
 namespace cmax::sys {
 namespace {
+
+// Input read from the file at a time: fewer reads on a trace of a gigabyte than zlib's 8 KiB.
+constexpr size_t kInputBytes = size_t{1} << 18;
+
+bool IsGzipMagic(const unsigned char* p, size_t n) {
+  return n >= 2 && p[0] == 0x1f && p[1] == 0x8b;
+}
+
+Error IoError(std::string_view what) {
+  return Error{ErrorCode::kIo, std::string(what) + ": " + std::strerror(errno)};
+}
+
+// read(2) until it answers something other than EINTR.
+ssize_t ReadSome(int fd, void* into, size_t size) {
+  for (;;) {
+    const ssize_t n = ::read(fd, into, size);
+    if (n >= 0 || errno != EINTR) return n;
+  }
+}
 
 class GzipFile final : public ByteSource {
  public:
@@ -40,23 +72,258 @@ class GzipFile final : public ByteSource {
   gzFile file_;
 };
 
+Result<std::unique_ptr<ByteSource>> OpenWithZlib(int fd, const std::string& path) {
+  gzFile file = gzdopen(fd, "rb");
+  if (file == nullptr) {
+    ::close(fd);
+    return Fail(ErrorCode::kIo, "{}: cannot read", path);
+  }
+  gzbuffer(file, static_cast<unsigned>(kInputBytes));
+  return std::unique_ptr<ByteSource>(std::make_unique<GzipFile>(file));
+}
+
+// A file whose first bytes were read to tell gzip from plain: those first, then the rest.
+class PlainFile final : public ByteSource {
+ public:
+  PlainFile(int fd, std::vector<unsigned char> head) : fd_(fd), head_(std::move(head)) {}
+  PlainFile(const PlainFile&) = delete;
+  PlainFile& operator=(const PlainFile&) = delete;
+  ~PlainFile() override { ::close(fd_); }
+
+  Result<size_t> Read(char* into, size_t size) override {
+    if (at_ < head_.size()) {
+      const size_t n = std::min(size, head_.size() - at_);
+      std::memcpy(into, head_.data() + at_, n);
+      at_ += n;
+      return n;
+    }
+    const ssize_t n = ReadSome(fd_, into, size);
+    if (n < 0) return tl::unexpected(IoError("read"));
+    return static_cast<size_t>(n);
+  }
+
+ private:
+  int fd_;
+  std::vector<unsigned char> head_;
+  size_t at_ = 0;
+};
+
+#if CMAX_ISAL_HEADER
+
+// The soname of Debian's libisal2 (ISA-L 2.x).
+constexpr const char* kIsalSoname = "libisal.so.2";
+
+struct IsalApi {
+  decltype(&isal_inflate_init) init = nullptr;
+  decltype(&isal_inflate_reset) reset = nullptr;
+  decltype(&isal_inflate) inflate = nullptr;
+};
+
+std::once_flag isal_once;
+IsalApi isal_api;
+Error isal_error;
+
+void LoadIsal() {
+  // RTLD_LOCAL: its symbols stay its own; never closed, as a loaded library may be in use.
+  void* handle = ::dlopen(kIsalSoname, RTLD_NOW | RTLD_LOCAL);
+  if (handle == nullptr) {
+    const char* why = ::dlerror();
+    isal_error = Error{ErrorCode::kUnavailable, std::string("cannot load ") + kIsalSoname +
+                                                    " (Debian: apt install libisal2): " +
+                                                    (why != nullptr ? why : "unknown error")};
+    return;
+  }
+  IsalApi api;
+  api.init = reinterpret_cast<decltype(api.init)>(::dlsym(handle, "isal_inflate_init"));
+  api.reset = reinterpret_cast<decltype(api.reset)>(::dlsym(handle, "isal_inflate_reset"));
+  api.inflate = reinterpret_cast<decltype(api.inflate)>(::dlsym(handle, "isal_inflate"));
+  if (api.init == nullptr || api.reset == nullptr || api.inflate == nullptr) {
+    isal_error = Error{ErrorCode::kUnavailable,
+                       std::string(kIsalSoname) + " lacks isal_inflate (ISA-L 2.19 or later)"};
+    ::dlclose(handle);
+    return;
+  }
+  isal_api = api;
+}
+
+const IsalApi* Isal() {
+  std::call_once(isal_once, LoadIsal);
+  return isal_api.inflate != nullptr ? &isal_api : nullptr;
+}
+
+// What zlib says for the same fault, so that both inflaters read the same to a user.
+std::string_view IsalWords(int code) {
+  switch (code) {
+    case ISAL_INVALID_WRAPPER: return "incorrect header check";
+    case ISAL_UNSUPPORTED_METHOD: return "unknown compression method";
+    case ISAL_INCORRECT_CHECKSUM: return "incorrect data check";
+    case ISAL_NEED_DICT: return "need dictionary";
+    default: return "invalid compressed data";  // a bad block, symbol or distance
+  }
+}
+
+// gzip members inflated by ISA-L straight into the reader's buffer, one after another.
+class IsalGzipFile final : public ByteSource {
+ public:
+  IsalGzipFile(int fd, std::vector<unsigned char> head, const IsalApi& api)
+      : fd_(fd), api_(api), input_(std::move(head)), state_(std::make_unique<inflate_state>()) {
+    const size_t held = input_.size();
+    input_.resize(std::max(held, kInputBytes));
+    api_.init(state_.get());
+    state_->crc_flag = ISAL_GZIP;  // parse the header, check the CRC and length at the end
+    state_->next_in = input_.data();
+    state_->avail_in = static_cast<uint32_t>(held);
+  }
+  IsalGzipFile(const IsalGzipFile&) = delete;
+  IsalGzipFile& operator=(const IsalGzipFile&) = delete;
+  ~IsalGzipFile() override { ::close(fd_); }
+
+  Result<size_t> Read(char* into, size_t size) override {
+    if (failed_) return tl::unexpected(failure_);
+    if (ended_ || size == 0) return size_t{0};
+    inflate_state& s = *state_;
+    const auto asked = static_cast<uint32_t>(std::min<size_t>(size, UINT32_MAX));
+    s.next_out = reinterpret_cast<uint8_t*>(into);
+    s.avail_out = asked;
+    for (;;) {
+      if (s.block_state == ISAL_BLOCK_FINISH) {
+        // A member ended whole. Another follows only where the next bytes are gzip's magic.
+        if (s.avail_in < 2 && !at_eof_) {
+          if (auto more = Refill(); !more) return Stop(asked, more.error());
+          continue;
+        }
+        if (!IsGzipMagic(s.next_in, s.avail_in)) {
+          ended_ = true;
+          return size_t{asked - s.avail_out};
+        }
+        uint8_t* next = s.next_in;
+        const uint32_t left = s.avail_in;
+        uint8_t* out = s.next_out;
+        const uint32_t room = s.avail_out;
+        api_.reset(&s);
+        s.crc_flag = ISAL_GZIP;
+        s.next_in = next;
+        s.avail_in = left;
+        s.next_out = out;
+        s.avail_out = room;
+      }
+      if (s.avail_in == 0) {
+        if (at_eof_) {
+          return Stop(asked, Error{ErrorCode::kCorrupt, "gzip: unexpected end of file"});
+        }
+        if (auto more = Refill(); !more) return Stop(asked, more.error());
+        continue;
+      }
+      const uint32_t in_before = s.avail_in;
+      const uint32_t out_before = s.avail_out;
+      const int code = api_.inflate(&s);
+      if (code < 0) {
+        return Stop(asked, Error{ErrorCode::kCorrupt, "gzip: " + std::string(IsalWords(code))});
+      }
+      if (s.avail_in == in_before && s.avail_out == out_before &&
+          s.block_state != ISAL_BLOCK_FINISH) {
+        // Never seen; a guard against going round forever on a state ISA-L does not document.
+        return Stop(asked, Error{ErrorCode::kCorrupt, "gzip: inflate made no progress"});
+      }
+      if (s.avail_out == 0) return size_t{asked};
+      // Input used up, or a member ended: go round for more input or the next member, unless
+      // there is something to hand over already.
+      if (s.block_state != ISAL_BLOCK_FINISH && s.avail_out < asked) {
+        return size_t{asked - s.avail_out};
+      }
+    }
+  }
+
+ private:
+  // The bytes not yet inflated moved to the front, the rest of the buffer read after them.
+  Result<void> Refill() {
+    inflate_state& s = *state_;
+    const size_t keep = s.avail_in;
+    if (keep > 0 && s.next_in != input_.data()) std::memmove(input_.data(), s.next_in, keep);
+    const ssize_t n = ReadSome(fd_, input_.data() + keep, input_.size() - keep);
+    if (n < 0) return tl::unexpected(IoError("read"));
+    if (n == 0) at_eof_ = true;
+    s.next_in = input_.data();
+    s.avail_in = static_cast<uint32_t>(keep + static_cast<size_t>(n));
+    return {};
+  }
+
+  // What was inflated before a fault is handed over first; the fault on the next call, and on
+  // every call after it.
+  Result<size_t> Stop(uint32_t asked, Error why) {
+    failed_ = true;
+    failure_ = std::move(why);
+    const uint32_t produced = asked - state_->avail_out;
+    if (produced > 0) return size_t{produced};
+    return tl::unexpected(failure_);
+  }
+
+  int fd_;
+  const IsalApi& api_;
+  std::vector<unsigned char> input_;
+  std::unique_ptr<inflate_state> state_;
+  bool at_eof_ = false;
+  bool ended_ = false;
+  bool failed_ = false;
+  Error failure_;
+};
+
+#endif  // CMAX_ISAL_HEADER
+
 }  // namespace
 
-Result<std::unique_ptr<ByteSource>> OpenMaybeGzipFile(const std::string& path) {
+Result<void> IsalInflateAvailable() {
+#if CMAX_ISAL_HEADER
+  if (Isal() != nullptr) return {};
+  return tl::unexpected(isal_error);
+#else
+  return Fail(ErrorCode::kUnavailable, "built without ISA-L's header (Debian: libisal-dev)");
+#endif
+}
+
+std::string_view FastestInflaterName() {
+  return IsalInflateAvailable() ? "isa-l" : "zlib";
+}
+
+Result<std::unique_ptr<ByteSource>> OpenMaybeGzipFile(const std::string& path, Inflater inflater) {
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) {
     const int error = errno;
     return Fail(error == ENOENT ? ErrorCode::kNotFound : ErrorCode::kIo, "{}: {}", path,
                 std::strerror(error));
   }
-  gzFile file = gzdopen(fd, "rb");
-  if (file == nullptr) {
+  if (inflater == Inflater::kZlib) return OpenWithZlib(fd, path);
+#if CMAX_ISAL_HEADER
+  const IsalApi* api = Isal();
+#else
+  const void* api = nullptr;
+#endif
+  if (api == nullptr) {
+    if (inflater == Inflater::kFastest) return OpenWithZlib(fd, path);
     ::close(fd);
-    return Fail(ErrorCode::kIo, "{}: cannot read", path);
+    auto why = IsalInflateAvailable();
+    return tl::unexpected(why.error());
   }
-  // A larger window than zlib's 8 KiB default: fewer reads on a trace of a gigabyte.
-  gzbuffer(file, 1U << 18);
-  return std::unique_ptr<ByteSource>(std::make_unique<GzipFile>(file));
+  // The first piece tells gzip from plain (a pipe cannot be read twice): read once, kept.
+  std::vector<unsigned char> head(kInputBytes);
+  size_t held = 0;
+  while (held < 2) {
+    const ssize_t n = ReadSome(fd, head.data() + held, head.size() - held);
+    if (n < 0) {
+      Error why = IoError(path);
+      ::close(fd);
+      return tl::unexpected(why);
+    }
+    if (n == 0) break;
+    held += static_cast<size_t>(n);
+  }
+  head.resize(held);
+#if CMAX_ISAL_HEADER
+  if (IsGzipMagic(head.data(), head.size())) {
+    return std::unique_ptr<ByteSource>(std::make_unique<IsalGzipFile>(fd, std::move(head), *api));
+  }
+#endif
+  return std::unique_ptr<ByteSource>(std::make_unique<PlainFile>(fd, std::move(head)));
 }
 
 }  // namespace cmax::sys

@@ -291,8 +291,8 @@ void WriteFile(const std::string& path, const std::string& bytes) {
   std::ofstream(path, std::ios::binary) << bytes;
 }
 
-// gzip or plain, told apart by zlib; a gzip file cut short or corrupted reads as far as it is
-// good and says why it stopped.
+// gzip or plain, told apart by their first bytes; a gzip file cut short or corrupted reads as far
+// as it is good and says why it stopped.
 TEST(GzipTrace, PlainGzipCutAndCorruptFiles) {
   testing::TempDir dir;
   testing::KinetoWriter w;
