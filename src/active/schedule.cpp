@@ -254,6 +254,12 @@ Result<ScheduleReport> ScheduleActiveChecks(const ScheduleOptions& options, cons
   return report;
 }
 
+namespace {
+bool Exercised(const StatusCounts& c) {
+  return c.pass + c.warn + c.fail + c.unknown > 0;
+}
+}  // namespace
+
 FleetView ViewFleet(const std::vector<ScheduleDecision>& decisions, WallTime now, Duration every) {
   FleetView view;
   nlohmann::json rows = nlohmann::json::array();
@@ -264,6 +270,7 @@ FleetView ViewFleet(const std::vector<ScheduleDecision>& decisions, WallTime now
   double oldest_days = -1;
   std::vector<std::string> failed;
   std::vector<std::string> overdue;
+  std::vector<std::string> skipped_only;
   for (const ScheduleDecision& d : decisions) {
     ++nodes;
     nlohmann::json row = {{"node", d.node}, {"state", d.state}, {"last_check", nullptr}};
@@ -277,6 +284,12 @@ FleetView ViewFleet(const std::vector<ScheduleDecision>& decisions, WallTime now
       row["fail"] = d.last_check->counts.fail;
       row["unknown"] = d.last_check->counts.unknown;
       row["skip"] = d.last_check->counts.skip;
+    }
+    // A check whose every part was skipped (no GPU tool there, no CUDA) exercised nothing: the
+    // node counts as unchecked, never as passed.
+    const bool exercised = d.last_check && Exercised(d.last_check->counts);
+    if (exercised) {
+      const double age_days = std::chrono::duration<double>(now - d.last_check->at).count() / 86400;
       ++checked;
       oldest_days = std::max(oldest_days, age_days);
       if (d.last_check->counts.fail > 0) {
@@ -285,9 +298,12 @@ FleetView ViewFleet(const std::vector<ScheduleDecision>& decisions, WallTime now
         ++passed;
       }
       if (now - d.last_check->at < every) ++recent;
+    } else if (d.last_check) {
+      skipped_only.push_back(d.node);
     }
-    const bool late = !d.last_check || now - d.last_check->at >= every;
+    const bool late = !exercised || now - d.last_check->at >= every;
     if (late) overdue.push_back(d.node);
+    row["exercised"] = exercised;
     row["overdue"] = late;
     row["decision"] = d.submit ? "check" : "skip";
     row["why"] = d.why;
@@ -326,6 +342,9 @@ FleetView ViewFleet(const std::vector<ScheduleDecision>& decisions, WallTime now
     f.status = CheckStatus::kWarn;
     f.severity = Severity::kMedium;
     f.message = fmt::format("not checked {}: {}", Every(every), some(overdue));
+    if (!skipped_only.empty()) {
+      f.message += fmt::format(" (the latest check skipped every part on {})", some(skipped_only));
+    }
     f.remediation =
         "Run `cmax health schedule` daily; a node that is never idle is never "
         "checked: give it a maintenance window.";

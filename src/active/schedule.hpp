@@ -56,11 +56,11 @@ std::vector<ScheduleDecision> PlanActiveChecks(const std::vector<SlurmNodeState>
 
 // The fleet's active checks as the rating reads them: the share of nodes checked within
 // `every` (active.fleet_checked_share), the share of checked nodes whose latest check failed
-// nothing (active.fleet_pass_share), the oldest latest check (active.fleet_oldest_check_days);
-// one finding ("active.fleet": FAIL naming the nodes whose latest check failed, WARN naming
-// those overdue, else PASS) and each node's row as evidence ("active.fleet": node, state,
-// last_check, age_days, run, the check's status counts, overdue, decision, why; the report's
-// per-node table reads it). Pure.
+// nothing (active.fleet_pass_share; a check whose every part was skipped is no check), the oldest
+// latest check (active.fleet_oldest_check_days); one finding ("active.fleet": FAIL naming the nodes
+// whose latest check failed, WARN naming those overdue, else PASS) and each node's row as evidence
+// ("active.fleet": node, state, last_check, age_days, run, the check's status counts, overdue,
+// decision, why; the report's per-node table reads it). Pure.
 struct FleetView {
   std::vector<Metric> metrics;
   Finding finding;

@@ -152,10 +152,18 @@ TEST_F(ActiveSchedule, ANodeWithAJobIsNeverChosenTheIdleOnesAreCheckedOnceAWeek)
   EXPECT_NE(Of(*again, "gpu1")->why.find("last checked"), std::string::npos)
       << Of(*again, "gpu1")->why;
   EXPECT_NE(Of(*again, "gpu1")->why.find("every 7 days"), std::string::npos);
-  // The fleet as the rating reads it, recorded: three of four nodes checked this week, all of
-  // them passed (no GPU here: their checks skip), gpu2 overdue.
+  // The fleet as the rating reads it, recorded. No GPU here: the three checks skipped every
+  // part, so they exercised nothing and count as no check (never as passed); gpu2 was never
+  // checked. The order of the three follows their checks' times.
   EXPECT_EQ(again->fleet.finding.status, CheckStatus::kWarn);
-  EXPECT_EQ(again->fleet.finding.message, "not checked every 7 days: gpu2");
+  const std::string& message = again->fleet.finding.message;
+  EXPECT_EQ(message.rfind("not checked every 7 days: gpu2, ", 0), 0U) << message;
+  const size_t skipped = message.find(" (the latest check skipped every part on ");
+  ASSERT_NE(skipped, std::string::npos) << message;
+  for (const char* node : {"gpu1", "gpu3", "gpu4"}) {
+    EXPECT_NE(message.find(node, skipped), std::string::npos) << node << ": " << message;
+  }
+  EXPECT_EQ(message.find("gpu2", skipped), std::string::npos) << message;
   EXPECT_EQ(again->exit_code, 0);
   auto store = store::Store::Open({.path = dir_.File("cmax.db")});
   ASSERT_TRUE(store);
@@ -168,9 +176,9 @@ TEST_F(ActiveSchedule, ANodeWithAJobIsNeverChosenTheIdleOnesAreCheckedOnceAWeek)
   }
   std::map<std::string, double> metrics;
   for (const Metric& m : run->metrics) metrics[m.name] = m.value;
-  EXPECT_DOUBLE_EQ(metrics["active.fleet_checked_share"], 0.75);
-  EXPECT_DOUBLE_EQ(metrics["active.fleet_pass_share"], 1.0);
-  EXPECT_EQ(metrics["active.fleet_nodes"], 4);
+  EXPECT_DOUBLE_EQ(metrics.at("active.fleet_checked_share"), 0.0);
+  EXPECT_FALSE(metrics.contains("active.fleet_pass_share"));  // no node checked: no share
+  EXPECT_EQ(metrics.at("active.fleet_nodes"), 4);
   // The page's per-node table: gpu2 (never checked, a tenant there) on top, then the three
   // checked nodes, each with the run of its check: a check that exercised nothing (no GPU in the
   // lab: every check a SKIP) is said as SKIP, not folded away with the passes.
@@ -239,6 +247,33 @@ TEST(FleetView, SharesCheckedAndPassedTheFailedNamedFirst) {
   const FleetView none = ViewFleet({}, now, std::chrono::hours(24 * 7));
   ASSERT_EQ(none.metrics.size(), 1U);
   EXPECT_EQ(none.metrics[0].name, "active.fleet_nodes");
+}
+
+// A node whose latest check skipped every part (no GPU tool, no CUDA) exercised nothing: it is
+// neither checked nor passed, and the warning says why it is named.
+TEST(FleetView, ACheckThatSkippedEverythingIsNoCheck) {
+  const WallTime now = WallTime{} + std::chrono::hours(24 * 400);
+  const std::vector<ScheduleDecision> decisions = {
+      {.node = "gpu1",
+       .state = "idle",
+       .last_check = LastCheck{.at = now - std::chrono::hours(24), .counts = {.pass = 9}}},
+      {.node = "cpu1",
+       .state = "idle",
+       .last_check = LastCheck{.at = now - std::chrono::hours(24), .counts = {.skip = 6}}}};
+  const FleetView v = ViewFleet(decisions, now, std::chrono::hours(24 * 7));
+  std::map<std::string, double> m;
+  for (const Metric& metric : v.metrics) m[metric.name] = metric.value;
+  EXPECT_DOUBLE_EQ(m.at("active.fleet_checked_share"), 0.5);
+  EXPECT_DOUBLE_EQ(m.at("active.fleet_pass_share"), 1.0);  // of the one node checked
+  EXPECT_EQ(v.finding.status, CheckStatus::kWarn);
+  EXPECT_EQ(v.finding.message,
+            "not checked every 7 days: cpu1 (the latest check skipped every part on cpu1)");
+  const auto rows = nlohmann::json::parse(v.evidence_json);
+  ASSERT_EQ(rows.size(), 2U);
+  EXPECT_EQ(rows[1].at("exercised"), false);
+  EXPECT_EQ(rows[1]["skip"], 6);
+  EXPECT_EQ(rows[1]["overdue"], true);
+  EXPECT_EQ(rows[0].at("exercised"), true);
 }
 
 TEST(SinfoStates, EachNodeOnceAndOnlyPlainIdleIsChosen) {
