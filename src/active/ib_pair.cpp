@@ -190,16 +190,18 @@ std::optional<double> ParsePortRate(std::string_view text) {
   return value;
 }
 
-std::vector<std::string> PeerLauncher(std::string_view text, bool in_slurm_job) {
-  std::vector<std::string> out;
-  for (std::string_view word : Split(text, ' ')) {
-    if (!word.empty()) out.emplace_back(word);
+Result<std::vector<std::string>> PeerLauncher(std::string_view text, bool in_slurm_job) {
+  std::optional<std::vector<std::string>> words = SplitShellWords(text);
+  if (!words) {
+    return Fail(ErrorCode::kInvalidArgument,
+                "--peer-launch: a quote is not closed, or it ends in a backslash: {}", text);
   }
-  if (!out.empty()) return out;
+  if (!words->empty()) return std::move(*words);
   if (in_slurm_job) {
-    return {"srun", "--overlap", "--nodes=1", "--ntasks=1", "--nodelist={peer}"};
+    return std::vector<std::string>{"srun", "--overlap", "--nodes=1", "--ntasks=1",
+                                    "--nodelist={peer}"};
   }
-  return {"ssh", "-o", "BatchMode=yes", "{peer}"};
+  return std::vector<std::string>{"ssh", "-o", "BatchMode=yes", "{peer}"};
 }
 
 std::vector<std::string> IbServerArgv(const IbPairOptions& options, const std::string& rail,

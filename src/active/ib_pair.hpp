@@ -58,10 +58,11 @@ struct RailResult {
 // sysfs's `ports/N/rate` ("400 Gb/sec (4X NDR)", "25 Gb/sec (1X EDR)"): Gb/s. Pure.
 std::optional<double> ParsePortRate(std::string_view text);
 
-// The launcher's argv: `text` split at spaces ("{peer}" stands for the peer), or, when empty,
-// srun inside a Slurm job (the peer must be in the job's allocation: sbatch -N2) and ssh in
-// batch mode elsewhere. Pure.
-std::vector<std::string> PeerLauncher(std::string_view text, bool in_slurm_job);
+// The launcher's argv: `text` split into words as sh splits them (quotes keep spaces; nothing
+// is expanded; "{peer}" stands for the peer), or, when empty, srun inside a Slurm job (the peer
+// must be in the job's allocation: sbatch -N2) and ssh in batch mode elsewhere. kInvalidArgument
+// for an unterminated quote. Pure.
+Result<std::vector<std::string>> PeerLauncher(std::string_view text, bool in_slurm_job);
 
 // The two ends' argv (the server's with the launcher before it, and bounded on the peer by
 // coreutils' `timeout LIMIT_S`). Pure.

@@ -48,7 +48,9 @@ int RunActive(HealthFlags o, Context& ctx) {
   if (o.burn_s >= 0) o.active_run.burn_s = o.burn_s;
   if (!o.peer.empty()) {
     o.ib_pair.peer = o.peer;
-    o.ib_pair.launch = active::PeerLauncher(o.peer_launch, !sys::GetEnv("SLURM_JOB_ID").empty());
+    auto launch = active::PeerLauncher(o.peer_launch, !sys::GetEnv("SLURM_JOB_ID").empty());
+    if (!launch) return PrintError(ctx, "cmax health --active", launch.error());
+    o.ib_pair.launch = std::move(*launch);
     o.active_run.ib_pair = o.ib_pair;
   }
   sys::PosixProcessRunner runner;
@@ -140,7 +142,8 @@ Command SetupHealthCommand(CLI::App& parent) {
       "With --peer: the address the client connects to (default: the peer's name)");
   Opt(app, "--peer-launch", options->peer_launch,
       "With --peer: the command that runs a program on the peer, {peer} for its name, split "
-      "at spaces (default: srun --overlap --nodes=1 --ntasks=1 --nodelist={peer} inside a "
+      "into words as sh splits them, quotes kept, nothing expanded (default: srun --overlap "
+      "--nodes=1 --ntasks=1 --nodelist={peer} inside a "
       "Slurm job, else ssh -o BatchMode=yes {peer})");
   Opt(app, "--rails", options->ib_pair.rails,
       "With --peer: these devices only, comma-separated (default: every one in "

@@ -149,6 +149,49 @@ std::string ShellQuote(std::string_view text) {
   return "'" + ReplaceAll(std::string(text), "'", "'\\''") + "'";
 }
 
+std::optional<std::vector<std::string>> SplitShellWords(std::string_view text) {
+  std::vector<std::string> words;
+  std::string word;
+  bool in_word = false;  // a word has begun ('' is a word, empty)
+  for (size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (c == ' ' || c == '\t' || c == '\n') {
+      if (in_word) words.push_back(std::move(word));
+      word.clear();
+      in_word = false;
+      continue;
+    }
+    if (c == '\\') {
+      if (++i == text.size()) return std::nullopt;
+      if (text[i] == '\n') continue;  // backslash-newline: the line goes on, as in sh
+      word += text[i];
+      in_word = true;
+      continue;
+    }
+    in_word = true;
+    if (c == '\'') {
+      const size_t close = text.find('\'', i + 1);
+      if (close == std::string_view::npos) return std::nullopt;
+      word.append(text.substr(i + 1, close - i - 1));
+      i = close;
+    } else if (c == '"') {
+      for (++i;; ++i) {
+        if (i == text.size()) return std::nullopt;
+        if (text[i] == '"') break;
+        if (text[i] == '\\' && i + 1 < text.size() &&
+            std::string_view("\\\"$`\n").find(text[i + 1]) != std::string_view::npos) {
+          if (text[++i] == '\n') continue;
+        }
+        word += text[i];
+      }
+    } else {
+      word += c;
+    }
+  }
+  if (in_word) words.push_back(std::move(word));
+  return words;
+}
+
 std::optional<std::string> DecodeBase64(std::string_view text) {
   std::string out;
   out.reserve(text.size() / 4 * 3);

@@ -25,6 +25,12 @@ std::string ReplaceAll(std::string text, std::string_view key, std::string_view 
 // Quoted for /bin/sh as one word, whatever it holds: for names that come from outside (nodes,
 // devices) put into a command line.
 std::string ShellQuote(std::string_view text);
+// A command line split into words as /bin/sh splits one, without running anything: blanks
+// (space, tab, newline) separate words; 'single quotes' keep everything; "double quotes" keep
+// all but \\, \" \$ and \` escapes; a backslash outside quotes keeps the next character. No
+// expansion ($VAR, globs, ~) is done: what is given is what the program gets. nullopt for an
+// unterminated quote or a trailing backslash. The inverse of ShellQuote.
+std::optional<std::vector<std::string>> SplitShellWords(std::string_view text);
 
 // Standard base64 (RFC 4648, '=' padding optional, whitespace ignored); nullopt when the text
 // holds anything else. Kubeconfig files carry certificates this way.

@@ -189,6 +189,17 @@ TEST_F(IbPairRun, TheCommandTestsTheRailsToItsPeer) {
             "ib_write_bw to 127.0.0.1: no figure to judge for mlx5_0: 391.5 Gb/s measured, but "
             "its port's rate cannot be read");
   EXPECT_EQ(ran->exit_code, 3) << ran->stderr_text;  // UNKNOWN: a check could not be judged
+
+  // A launcher whose quote is not closed is a usage error, said before anything runs.
+  const auto unclosed =
+      runner_.Run({.argv = {CMAX_BINARY, "--db", dir_.File("cmax.db"), "health", "--active",
+                            "--nvml-lib", dir_.File("no-libnvidia-ml.so"), "--peer", "127.0.0.1",
+                            "--peer-launch", "ssh -o 'ProxyCommand {peer}"},
+                   .timeout = 60s});
+  ASSERT_TRUE(unclosed) << unclosed.error().message;
+  EXPECT_EQ(unclosed->exit_code, 2) << unclosed->stderr_text;
+  EXPECT_NE(unclosed->stderr_text.find("--peer-launch: a quote is not closed"), std::string::npos)
+      << unclosed->stderr_text;
 }
 
 // Two hosts for real: the peer a network namespace of the lab, its server started there by `ip

@@ -37,12 +37,18 @@ TEST(IbPair, TheServerRunsOnThePeerThroughItsLauncherTheClientHere) {
 }
 
 TEST(IbPair, ThePeersLauncherIsSrunInAJobSshElsewhereOrTheOneGiven) {
-  EXPECT_EQ(PeerLauncher("", true), (std::vector<std::string>{"srun", "--overlap", "--nodes=1",
-                                                              "--ntasks=1", "--nodelist={peer}"}));
-  EXPECT_EQ(PeerLauncher("", false),
+  EXPECT_EQ(*PeerLauncher("", true), (std::vector<std::string>{"srun", "--overlap", "--nodes=1",
+                                                               "--ntasks=1", "--nodelist={peer}"}));
+  EXPECT_EQ(*PeerLauncher("", false),
             (std::vector<std::string>{"ssh", "-o", "BatchMode=yes", "{peer}"}));
-  EXPECT_EQ(PeerLauncher("  ip netns exec  {peer} ", true),
+  EXPECT_EQ(*PeerLauncher("  ip netns exec  {peer} ", true),
             (std::vector<std::string>{"ip", "netns", "exec", "{peer}"}));
+  // Quoted as a shell would take it: an ssh option with spaces stays one word.
+  EXPECT_EQ(*PeerLauncher("ssh -o 'ProxyCommand ssh -W %h:%p jump' {peer}", false),
+            (std::vector<std::string>{"ssh", "-o", "ProxyCommand ssh -W %h:%p jump", "{peer}"}));
+  auto unclosed = PeerLauncher("ssh -o 'ProxyCommand {peer}", false);
+  ASSERT_FALSE(unclosed);
+  EXPECT_EQ(unclosed.error().code, ErrorCode::kInvalidArgument);
 }
 
 TEST(IbPair, EachRailAgainstItsPortsRate) {

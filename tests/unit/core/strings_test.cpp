@@ -62,6 +62,36 @@ TEST(Strings, ShellQuoteMakesOneWordOfAnything) {
   EXPECT_EQ(ShellQuote(""), "''");
 }
 
+using Words = std::vector<std::string>;
+
+TEST(Strings, SplitShellWordsSplitsAsShDoesWithoutExpanding) {
+  const std::vector<std::pair<std::string, std::optional<Words>>> cases = {
+      {"", Words{}},
+      {"  \t\n ", Words{}},
+      {"ssh -o BatchMode=yes {peer}", Words{"ssh", "-o", "BatchMode=yes", "{peer}"}},
+      {"  ip   netns exec\t{peer} ", Words{"ip", "netns", "exec", "{peer}"}},
+      {"ssh -o 'ProxyCommand ssh -W %h:%p jump' {peer}",
+       Words{"ssh", "-o", "ProxyCommand ssh -W %h:%p jump", "{peer}"}},
+      {"sh -c \"exec \\\"$0\\\" \\$HOME\"", Words{"sh", "-c", "exec \"$0\" $HOME"}},
+      {"\"a\\b\" 'c\\d'", Words{"a\\b", "c\\d"}},  // \b kept in both quotes
+      {"a\\ b c", Words{"a b", "c"}},
+      {"'' x \"\"", Words{"", "x", ""}},  // quoted nothing is a word
+      {"a'b'\"c\"d", Words{"abcd"}},
+      {"$HOME ~ *", Words{"$HOME", "~", "*"}},  // no expansion
+      {"one \\\n two", Words{"one", "two"}},    // a continued line
+      {"'unclosed", std::nullopt},
+      {"\"unclosed \\\"", std::nullopt},
+      {"trailing\\", std::nullopt},
+  };
+  for (const auto& [text, words] : cases) {
+    EXPECT_EQ(SplitShellWords(text), words) << text;
+  }
+  // ShellQuote's words come back whole, whatever they hold.
+  for (const std::string word : {"it's", "$(rm -rf /)", "a \"b\" \\c", "", "\t\n"}) {
+    EXPECT_EQ(SplitShellWords("x " + ShellQuote(word) + " y"), (Words{"x", word, "y"})) << word;
+  }
+}
+
 struct Utf8Case {
   std::string input;
   std::string expected;
