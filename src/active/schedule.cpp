@@ -106,8 +106,21 @@ std::vector<ScheduleDecision> PlanActiveChecks(const std::vector<SlurmNodeState>
   return out;
 }
 
-std::vector<std::string> ActiveCheckJob(const std::string& node, const ScheduleOptions& options,
-                                        const ScheduleIo& io) {
+void PairDueNodes(std::vector<ScheduleDecision>& plan) {
+  // The plan lists the due nodes first: pair them in that order (the longest unchecked first).
+  size_t due = 0;
+  while (due < plan.size() && plan[due].submit) ++due;
+  for (size_t i = 0; i + 1 < due; i += 2) {
+    plan[i].peer = plan[i + 1].node;
+    plan[i + 1].peer = plan[i].node;
+  }
+}
+
+namespace {
+
+// `cmax health --active` for `node` as a shell line (`peer`: its rails tested against that one).
+std::string CheckLine(const std::string& node, const std::string& peer,
+                      const ScheduleOptions& options, const ScheduleIo& io) {
   std::vector<std::string> check = {ShellQuote(io.cmax_binary),
                                     "health",
                                     "--active",
@@ -117,7 +130,13 @@ std::vector<std::string> ActiveCheckJob(const std::string& node, const ScheduleO
                                     ShellQuote(node),
                                     "--db",
                                     ShellQuote(io.db_path)};
+  if (!peer.empty()) check.insert(check.end(), {"--peer", ShellQuote(peer)});
   for (const std::string& arg : options.check_args) check.push_back(ShellQuote(arg));
+  return Join(check, " ");
+}
+
+std::vector<std::string> JobArgv(const std::string& nodes, const std::string& log_name,
+                                 const ScheduleOptions& options, const ScheduleIo& io) {
   const std::string log_dir =
       options.log_dir.empty()
           ? std::filesystem::path(io.db_path).parent_path().string() + "/active-checks"
@@ -125,13 +144,35 @@ std::vector<std::string> ActiveCheckJob(const std::string& node, const ScheduleO
   std::vector<std::string> argv = {"sbatch",
                                    "--parsable",
                                    "--exclusive",
-                                   "--nodelist=" + node,
+                                   "--nodelist=" + nodes,
                                    fmt::format("--nice={}", options.nice),
                                    "--job-name=" + std::string(kJobName),
-                                   "--output=" + log_dir + "/" + node + "-%j.out"};
+                                   "--output=" + log_dir + "/" + log_name + "-%j.out"};
   if (!options.partition.empty()) argv.push_back("--partition=" + options.partition);
+  return argv;
+}
+
+}  // namespace
+
+std::vector<std::string> ActiveCheckJob(const std::string& node, const ScheduleOptions& options,
+                                        const ScheduleIo& io) {
+  std::vector<std::string> argv = JobArgv(node, node, options, io);
   argv.emplace_back("--wrap");
-  argv.push_back(Join(check, " "));
+  argv.push_back(CheckLine(node, "", options, io));
+  return argv;
+}
+
+std::vector<std::string> ActiveCheckPairJob(const std::string& a, const std::string& b,
+                                            const ScheduleOptions& options, const ScheduleIo& io) {
+  std::vector<std::string> argv = JobArgv(a + "," + b, a + "+" + b, options, io);
+  argv.insert(argv.begin() + 3, "--nodes=2");
+  // Each node's check as a step on that node; ';': the second runs whatever the first found.
+  const auto step = [&](const std::string& node, const std::string& peer) {
+    return "srun --nodes=1 --ntasks=1 " + ShellQuote("--nodelist=" + node) + " " +
+           CheckLine(node, peer, options, io);
+  };
+  argv.emplace_back("--wrap");
+  argv.push_back(step(a, b) + "; " + step(b, a));
   return argv;
 }
 
@@ -159,6 +200,7 @@ Result<ScheduleReport> ScheduleActiveChecks(const ScheduleOptions& options, cons
   ScheduleReport report;
   const WallTime started = io.clock->Now();
   report.decisions = PlanActiveChecks(*nodes, last, started, options.every);
+  if (options.pairs) PairDueNodes(report.decisions);
   report.fleet = ViewFleet(report.decisions, started, options.every);
   if (options.dry_run) return report;
 
@@ -169,19 +211,28 @@ Result<ScheduleReport> ScheduleActiveChecks(const ScheduleOptions& options, cons
   std::error_code ignored;
   std::filesystem::create_directories(log_dir, ignored);
   std::vector<ScheduleDecision*> pending;
-  for (ScheduleDecision& d : report.decisions) {
-    if (!d.submit) continue;
-    auto submitted = Slurm(io, ActiveCheckJob(d.node, options, io));
-    if (!submitted || !submitted->Succeeded()) {
-      d.outcome = "not submitted: " + (submitted ? submitted->Describe() + ": " + Said(*submitted)
-                                                 : submitted.error().message);
-      continue;
+  for (size_t i = 0; i < report.decisions.size(); ++i) {
+    ScheduleDecision& first = report.decisions[i];
+    if (!first.submit) continue;
+    // A pair's second node (PairDueNodes put it right after the first) goes in the first's job.
+    std::vector<ScheduleDecision*> job = {&first};
+    if (!first.peer.empty()) job.push_back(&report.decisions[++i]);
+    auto submitted =
+        Slurm(io, job.size() == 2 ? ActiveCheckPairJob(job[0]->node, job[1]->node, options, io)
+                                  : ActiveCheckJob(job[0]->node, options, io));
+    for (ScheduleDecision* d : job) {
+      if (!submitted || !submitted->Succeeded()) {
+        d->outcome =
+            "not submitted: " + (submitted ? submitted->Describe() + ": " + Said(*submitted)
+                                           : submitted.error().message);
+        continue;
+      }
+      // --parsable: "ID" or "ID;CLUSTER".
+      const std::string out(Trim(submitted->stdout_text));
+      d->job_id = out.substr(0, out.find(';'));
+      ++report.submitted;
+      pending.push_back(d);
     }
-    // --parsable: "ID" or "ID;CLUSTER".
-    const std::string out(Trim(submitted->stdout_text));
-    d.job_id = out.substr(0, out.find(';'));
-    ++report.submitted;
-    pending.push_back(&d);
   }
 
   // Each check must start soon: one still pending means the node got a job meanwhile (or
@@ -211,15 +262,18 @@ Result<ScheduleReport> ScheduleActiveChecks(const ScheduleOptions& options, cons
     pending = std::move(still);
     if (pending.empty()) break;
     if (io.clock->Now() >= give_up) {
+      std::map<std::string, bool> cancelled;  // job id -> scancel succeeded (a pair shares one)
       for (ScheduleDecision* d : pending) {
-        auto cancelled = Slurm(io, {"scancel", d->job_id});
+        if (!cancelled.contains(d->job_id)) {
+          auto run = Slurm(io, {"scancel", d->job_id});
+          cancelled[d->job_id] = run && run->Succeeded();
+        }
         d->outcome = fmt::format(
-            "cancelled: it did not start within {} ({}); the node is "
-            "busy or cannot be had whole{}",
+            "cancelled: it did not start within {} ({}); the node{} busy or cannot be had "
+            "whole{}",
             FormatDuration(options.start_within), waiting[d->job_id],
-            cancelled && cancelled->Succeeded()
-                ? ""
-                : "; scancel failed, cancel job " + d->job_id + " by hand");
+            d->peer.empty() ? " is" : " or its pair " + d->peer + " is",
+            cancelled[d->job_id] ? "" : "; scancel failed, cancel job " + d->job_id + " by hand");
       }
       break;
     }
@@ -232,8 +286,10 @@ Result<ScheduleReport> ScheduleActiveChecks(const ScheduleOptions& options, cons
   }
   nlohmann::json submitted = nlohmann::json::array();
   for (const ScheduleDecision& d : report.decisions) {
-    if (!d.job_id.empty())
-      submitted.push_back({{"node", d.node}, {"job", d.job_id}, {"outcome", d.outcome}});
+    if (d.job_id.empty()) continue;
+    nlohmann::json job = {{"node", d.node}, {"job", d.job_id}, {"outcome", d.outcome}};
+    if (!d.peer.empty()) job["peer"] = d.peer;
+    submitted.push_back(std::move(job));
   }
   auto recorded = store::RecordWholeRun(
       io.db_path,
@@ -364,11 +420,12 @@ std::string ScheduleText(const ScheduleReport& report, bool dry_run) {
     if (!d.submit) {
       what = "skipped: " + d.why;
     } else if (dry_run) {
-      what = "would check: " + d.why;
+      what = "would check" + (d.peer.empty() ? "" : " with " + d.peer) + ": " + d.why;
     } else if (d.job_id.empty()) {
       what = d.outcome + " (" + d.why + ")";
     } else {
-      what = fmt::format("job {} {} ({})", d.job_id, d.outcome, d.why);
+      what = fmt::format("job {} {}{} ({})", d.job_id, d.outcome,
+                         d.peer.empty() ? "" : ", with " + d.peer, d.why);
     }
     out += fmt::format("{:<{}}  {}\n", d.node, width, what);
   }

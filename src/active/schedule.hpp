@@ -44,6 +44,7 @@ struct ScheduleDecision {
   std::optional<LastCheck> last_check;
   bool submit = false;
   std::string why;      // "idle; last checked 9 days ago", "mixed: a job runs there"
+  std::string peer;     // --pairs: the node checked with it in one job (their rails tested)
   std::string job_id;   // once submitted
   std::string outcome;  // "started", "cancelled: ...", "not submitted: ..."
 };
@@ -68,6 +69,10 @@ struct FleetView {
 };
 FleetView ViewFleet(const std::vector<ScheduleDecision>& decisions, WallTime now, Duration every);
 
+// --pairs: the due nodes (first in the plan) two by two in the plan's order, each given the
+// other as its peer; a last odd one keeps none. Pure.
+void PairDueNodes(std::vector<ScheduleDecision>& plan);
+
 struct ScheduleOptions {
   ActiveLevel level = ActiveLevel::kQuick;
   Duration every = std::chrono::hours(24 * 7);
@@ -78,6 +83,10 @@ struct ScheduleOptions {
   bool dry_run = false;
   std::string log_dir;                  // the jobs' output; "" beside the store
   std::vector<std::string> check_args;  // more for `cmax health --active` (--burn 60, ...)
+  // Due nodes two by two, each pair in one whole two-node job: each node's check, one after
+  // the other, also tests its InfiniBand/RoCE rails against the other's (`--peer`); a last odd
+  // node is checked alone.
+  bool pairs = false;
 };
 
 struct ScheduleIo {
@@ -107,6 +116,11 @@ Result<ScheduleReport> ScheduleActiveChecks(const ScheduleOptions& options, cons
 // The `sbatch` argv for one node's check. Pure.
 std::vector<std::string> ActiveCheckJob(const std::string& node, const ScheduleOptions& options,
                                         const ScheduleIo& io);
+// The `sbatch` argv for a pair's checks: one job holding both nodes whole, whose script runs
+// `cmax health --active --peer B` on A through srun, then `--peer A` on B (the second runs
+// whatever the first found). Pure.
+std::vector<std::string> ActiveCheckPairJob(const std::string& a, const std::string& b,
+                                            const ScheduleOptions& options, const ScheduleIo& io);
 
 // One line a node, for people. Pure.
 std::string ScheduleText(const ScheduleReport& report, bool dry_run);

@@ -88,6 +88,10 @@ Command SetupHealthScheduleCommand(CLI::App& health) {
       ->default_str("");  // -1 stands for "the level's"
   Num(app, "--deadline", o->deadline_s, SecondsIn(24 * 3600),
       "Passed to each check: seconds each tool may run");
+  Flag(app, "--pairs", o->options.pairs,
+       "Check the due nodes two by two, each pair in one two-node job, each node's check also "
+       "testing its InfiniBand/RoCE rails against the other's (ib_write_bw, --peer); an odd "
+       "last node alone");
   Flag(app, "--dry-run", o->dry_run, "Say which nodes would be checked, and why; submit nothing");
   return {app, [o](Context& ctx) { return RunSchedule(*o, ctx); }};
 }

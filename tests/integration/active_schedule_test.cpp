@@ -17,6 +17,7 @@
 #include "lab/lab.hpp"
 #include "report/render.hpp"
 #include "store/store.hpp"
+#include "support/free_port.hpp"
 #include "support/temp_dir.hpp"
 #include "support/wait.hpp"
 #include "sys/file_system.hpp"
@@ -218,6 +219,54 @@ TEST_F(ActiveSchedule, ACheckThatCannotStartBecauseATenantArrivedIsCancelled) {
   EXPECT_EQ(Trim(queue->stdout_text), "");
 }
 
+// --pairs: two idle nodes in one two-node job; each node's check runs as a step on it and tests
+// its rails against the other's (the ib_write_bw stand-in: no InfiniBand here; the server
+// started by `env`, on loopback, as the lab's nodes all are). Both record, each naming its peer.
+TEST_F(ActiveSchedule, PairsTestEachOthersRailsInOneJob) {
+  const std::string bin = dir_.File("bin");
+  std::filesystem::create_directories(bin);
+  std::filesystem::create_symlink(IB_WRITE_BW_STANDIN, bin + "/ib_write_bw");
+  const std::string path = "PATH=" + bin + ":/usr/bin:/bin";
+  ScheduleIo io = Io(runner_);
+  // sbatch hands the job this environment: the stand-in on PATH, its devices and figure.
+  io.slurm_env.insert(io.slurm_env.end(),
+                      {path, "STANDIN_IB_DEVICES=mlx5_0", "STANDIN_IB_GBITS=mlx5_0=391.5"});
+  const ScheduleOptions options{
+      .nodes = {"gpu1", "gpu2"},
+      .check_args = {"--peer-address", "127.0.0.1", "--peer-launch",
+                     "env STANDIN_IB_DEVICES=mlx5_0 " + path, "--rails", "mlx5_0", "--ib-seconds",
+                     "1", "--ib-port", std::to_string(testing::FreePort())},
+      .pairs = true};
+  auto report = ScheduleActiveChecks(options, io);
+  ASSERT_TRUE(report) << report.error().message;
+  ASSERT_EQ(report->decisions.size(), 2U);
+  EXPECT_EQ(report->submitted, 2);
+  EXPECT_EQ(Of(*report, "gpu1")->peer, "gpu2");
+  EXPECT_EQ(Of(*report, "gpu2")->peer, "gpu1");
+  EXPECT_EQ(Of(*report, "gpu1")->job_id, Of(*report, "gpu2")->job_id);  // one job
+  EXPECT_NE(ScheduleText(*report, false).find(", with gpu2"), std::string::npos);
+
+  ASSERT_TRUE(testing::WaitUntil([&] { return Checked().size() == 2; }, 90s))
+      << ScheduleText(*report, false);
+  auto store = store::Store::Open({.path = dir_.File("cmax.db")});
+  ASSERT_TRUE(store);
+  for (const auto& [node, peer] :
+       std::map<std::string, std::string>{{"gpu1", "gpu2"}, {"gpu2", "gpu1"}}) {
+    auto run = store->LoadRun(Checked().at(node).run.id);
+    ASSERT_TRUE(run) << run.error().message;
+    bool measured = false;
+    for (const Metric& m : run->metrics) {
+      measured = measured || (m.name == "active.ib_write_bw_gbits" && m.value == 391.5);
+    }
+    EXPECT_TRUE(measured) << node;
+    std::string message;
+    for (const Finding& f : run->findings) {
+      if (f.check_id == "active.ib-write-bw") message = f.message;
+    }
+    EXPECT_EQ(message.rfind("ib_write_bw to " + peer + ":", 0), 0U) << node << ": " << message;
+  }
+}
+
 TEST(FleetView, SharesCheckedAndPassedTheFailedNamedFirst) {
   const WallTime now = WallTime{} + std::chrono::hours(24 * 400);
   const auto days_ago = [&](int days, int fail) {
@@ -274,6 +323,44 @@ TEST(FleetView, ACheckThatSkippedEverythingIsNoCheck) {
   EXPECT_EQ(rows[1]["skip"], 6);
   EXPECT_EQ(rows[1]["overdue"], true);
   EXPECT_EQ(rows[0].at("exercised"), true);
+}
+
+TEST(PairedChecks, TheDueNodesTwoByTwoInTheirOrderTheOddOneAlone) {
+  std::vector<ScheduleDecision> plan = {{.node = "gpu3", .submit = true},
+                                        {.node = "gpu1", .submit = true},
+                                        {.node = "gpu4", .submit = true},
+                                        {.node = "gpu2", .state = "mixed"}};
+  PairDueNodes(plan);
+  EXPECT_EQ(plan[0].peer, "gpu1");
+  EXPECT_EQ(plan[1].peer, "gpu3");
+  EXPECT_EQ(plan[2].peer, "");  // odd: alone
+  EXPECT_EQ(plan[3].peer, "");  // not due
+
+  const ScheduleOptions options{.nice = 10000, .check_args = {"--burn", "0"}, .pairs = true};
+  const ScheduleIo io{.db_path = "/var/lib/cmax/cmax.db", .cmax_binary = "/usr/bin/cmax"};
+  const std::vector<std::string> argv = ActiveCheckPairJob("gpu3", "gpu1", options, io);
+  const std::vector<std::string> head = {"sbatch",
+                                         "--parsable",
+                                         "--exclusive",
+                                         "--nodes=2",
+                                         "--nodelist=gpu3,gpu1",
+                                         "--nice=10000",
+                                         "--job-name=cmax-active-check",
+                                         "--output=/var/lib/cmax/active-checks/gpu3+gpu1-%j.out",
+                                         "--wrap"};
+  ASSERT_EQ(argv.size(), head.size() + 1);
+  EXPECT_EQ(std::vector<std::string>(argv.begin(), argv.end() - 1), head);
+  const std::string step =
+      "'/usr/bin/cmax' health --active --level quick --node '{}' --db "
+      "'/var/lib/cmax/cmax.db' --peer '{}' '--burn' '0'";
+  EXPECT_EQ(argv.back(), "srun --nodes=1 --ntasks=1 '--nodelist=gpu3' " +
+                             fmt::format(fmt::runtime(step), "gpu3", "gpu1") +
+                             "; srun --nodes=1 --ntasks=1 '--nodelist=gpu1' " +
+                             fmt::format(fmt::runtime(step), "gpu1", "gpu3"));
+  // Each word comes back whole through the shell, whatever a node is called.
+  const auto words = SplitShellWords(argv.back());
+  ASSERT_TRUE(words);
+  EXPECT_EQ(std::ranges::count(*words, std::string("--peer")), 2);
 }
 
 TEST(SinfoStates, EachNodeOnceAndOnlyPlainIdleIsChosen) {
