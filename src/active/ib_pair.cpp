@@ -194,7 +194,13 @@ Result<std::vector<std::string>> PeerLauncher(std::string_view text, bool in_slu
   std::optional<std::vector<std::string>> words = SplitShellWords(text);
   if (!words) {
     return Fail(ErrorCode::kInvalidArgument,
-                "--peer-launch: a quote is not closed, or it ends in a backslash: {}", text);
+                "--peer-launch: a quote is not closed, it ends in a backslash, or it holds one "
+                "of ; | & < > ( ) ` unquoted (no shell runs it): {}",
+                text);
+  }
+  if (!words->empty() && words->front().empty()) {
+    return Fail(ErrorCode::kInvalidArgument, "--peer-launch: the program's name is empty: {}",
+                text);
   }
   if (!words->empty()) return std::move(*words);
   if (in_slurm_job) {

@@ -1,6 +1,7 @@
 #include "active/schedule.hpp"
 
 #include <algorithm>
+#include <charconv>
 #include <filesystem>
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -64,8 +65,19 @@ Result<std::vector<SlurmNodeState>> ParseSinfoNodeStates(std::string_view text) 
       return Fail(ErrorCode::kCorrupt, "sinfo's line {} is not NODE|STATE: {}", number,
                   SanitizeUtf8(line.substr(0, 80)));
     }
+    std::string_view state = line.substr(bar + 1);
+    std::string_view gres;
+    if (const size_t second = state.find('|'); second != std::string_view::npos) {
+      gres = state.substr(second + 1);
+      state = state.substr(0, second);
+    }
+    if (Trim(state).empty()) {
+      return Fail(ErrorCode::kCorrupt, "sinfo's line {} has no state: {}", number,
+                  SanitizeUtf8(line.substr(0, 80)));
+    }
     SlurmNodeState s{.node = std::string(Trim(line.substr(0, bar))),
-                     .state = std::string(Trim(line.substr(bar + 1)))};
+                     .state = std::string(Trim(state)),
+                     .gpus = GpusInGres(gres)};
     if (std::ranges::none_of(out, [&](const SlurmNodeState& o) { return o.node == s.node; })) {
       out.push_back(std::move(s));
     }
@@ -73,12 +85,35 @@ Result<std::vector<SlurmNodeState>> ParseSinfoNodeStates(std::string_view text) 
   return out;
 }
 
+int GpusInGres(std::string_view gres) {
+  int total = 0;
+  int depth = 0;  // entries are split at commas outside parentheses: "(S:0,2)" is one's
+  size_t start = 0;
+  for (size_t i = 0; i <= gres.size(); ++i) {
+    const char c = i < gres.size() ? gres[i] : ',';
+    if (c == '(') ++depth;
+    if (c == ')' && depth > 0) --depth;
+    if (c != ',' || depth > 0) continue;
+    std::string_view entry = Trim(gres.substr(start, i - start));
+    start = i + 1;
+    entry = entry.substr(0, entry.find('('));
+    if (!entry.starts_with("gpu:")) continue;
+    const std::string_view count = entry.substr(entry.rfind(':') + 1);
+    int n = 0;
+    const auto [end, error] = std::from_chars(count.data(), count.data() + count.size(), n);
+    if (error == std::errc() && end == count.data() + count.size() && n > 0 && n <= 4096) {
+      total += n;
+    }
+  }
+  return total;
+}
+
 std::vector<ScheduleDecision> PlanActiveChecks(const std::vector<SlurmNodeState>& nodes,
                                                const std::map<std::string, LastCheck>& last_check,
                                                WallTime now, Duration every) {
   std::vector<ScheduleDecision> out;
   for (const SlurmNodeState& n : nodes) {
-    ScheduleDecision d{.node = n.node, .state = n.state};
+    ScheduleDecision d{.node = n.node, .state = n.state, .gpus = n.gpus};
     if (const auto it = last_check.find(n.node); it != last_check.end()) d.last_check = it->second;
     const std::string last =
         d.last_check ? "last checked " + Ago(now - d.last_check->at) : "never checked";
@@ -154,22 +189,30 @@ std::vector<std::string> JobArgv(const std::string& nodes, const std::string& lo
 
 }  // namespace
 
-std::vector<std::string> ActiveCheckJob(const std::string& node, const ScheduleOptions& options,
-                                        const ScheduleIo& io) {
-  std::vector<std::string> argv = JobArgv(node, node, options, io);
+std::vector<std::string> ActiveCheckJob(const ScheduleDecision& node,
+                                        const ScheduleOptions& options, const ScheduleIo& io) {
+  std::vector<std::string> argv = JobArgv(node.node, node.node, options, io);
+  // A whole-node job holds the GPUs only implicitly, and Slurm hands a job's steps only the
+  // generic resources it asked for: asked for here, by count.
+  if (node.gpus > 0) argv.push_back(fmt::format("--gres=gpu:{}", node.gpus));
   argv.emplace_back("--wrap");
-  argv.push_back(CheckLine(node, "", options, io));
+  argv.push_back(CheckLine(node.node, "", options, io));
   return argv;
 }
 
-std::vector<std::string> ActiveCheckPairJob(const std::string& a, const std::string& b,
+std::vector<std::string> ActiveCheckPairJob(const ScheduleDecision& a, const ScheduleDecision& b,
                                             const ScheduleOptions& options, const ScheduleIo& io) {
-  std::vector<std::string> argv = JobArgv(a + "," + b, a + "+" + b, options, io);
+  std::vector<std::string> argv =
+      JobArgv(a.node + "," + b.node, a.node + "+" + b.node, options, io);
   argv.insert(argv.begin() + 3, "--nodes=2");
+  // The job's --gres is per node: given where the two count alike; each step asks for its
+  // node's own in any case.
+  if (a.gpus > 0 && a.gpus == b.gpus) argv.push_back(fmt::format("--gres=gpu:{}", a.gpus));
   // Each node's check as a step on that node; ';': the second runs whatever the first found.
-  const auto step = [&](const std::string& node, const std::string& peer) {
-    return "srun --nodes=1 --ntasks=1 " + ShellQuote("--nodelist=" + node) + " " +
-           CheckLine(node, peer, options, io);
+  const auto step = [&](const ScheduleDecision& node, const ScheduleDecision& peer) {
+    return "srun --nodes=1 --ntasks=1 " + ShellQuote("--nodelist=" + node.node) + " " +
+           (node.gpus > 0 ? fmt::format("--gres=gpu:{} ", node.gpus) : std::string()) +
+           CheckLine(node.node, peer.node, options, io);
   };
   argv.emplace_back("--wrap");
   argv.push_back(step(a, b) + "; " + step(b, a));
@@ -177,7 +220,7 @@ std::vector<std::string> ActiveCheckPairJob(const std::string& a, const std::str
 }
 
 Result<ScheduleReport> ScheduleActiveChecks(const ScheduleOptions& options, const ScheduleIo& io) {
-  std::vector<std::string> sinfo = {"sinfo", "-h", "-N", "-o", "%N|%T"};
+  std::vector<std::string> sinfo = {"sinfo", "-h", "-N", "-o", "%N|%T|%G"};
   if (!options.partition.empty()) sinfo.push_back("--partition=" + options.partition);
   if (!options.nodes.empty()) sinfo.push_back("--nodes=" + Join(options.nodes, ","));
   auto listed = Slurm(io, sinfo);
@@ -217,9 +260,8 @@ Result<ScheduleReport> ScheduleActiveChecks(const ScheduleOptions& options, cons
     // A pair's second node (PairDueNodes put it right after the first) goes in the first's job.
     std::vector<ScheduleDecision*> job = {&first};
     if (!first.peer.empty()) job.push_back(&report.decisions[++i]);
-    auto submitted =
-        Slurm(io, job.size() == 2 ? ActiveCheckPairJob(job[0]->node, job[1]->node, options, io)
-                                  : ActiveCheckJob(job[0]->node, options, io));
+    auto submitted = Slurm(io, job.size() == 2 ? ActiveCheckPairJob(*job[0], *job[1], options, io)
+                                               : ActiveCheckJob(*job[0], options, io));
     for (ScheduleDecision* d : job) {
       if (!submitted || !submitted->Succeeded()) {
         d->outcome =
@@ -240,8 +282,10 @@ Result<ScheduleReport> ScheduleActiveChecks(const ScheduleOptions& options, cons
   const WallTime give_up =
       io.clock->Now() + std::chrono::duration_cast<std::chrono::milliseconds>(options.start_within);
   while (!pending.empty()) {
-    std::vector<std::string> ids;
-    for (const ScheduleDecision* d : pending) ids.push_back(d->job_id);
+    std::vector<std::string> ids;  // a pair's two nodes share one job: asked for once
+    for (const ScheduleDecision* d : pending) {
+      if (std::ranges::find(ids, d->job_id) == ids.end()) ids.push_back(d->job_id);
+    }
     auto queue = Slurm(io, {"squeue", "-h", "-j", Join(ids, ","), "-o", "%i|%T|%r"});
     std::map<std::string, std::string> waiting;  // job id -> Slurm's reason
     if (queue && queue->Succeeded()) {
@@ -398,12 +442,16 @@ FleetView ViewFleet(const std::vector<ScheduleDecision>& decisions, WallTime now
     f.status = CheckStatus::kWarn;
     f.severity = Severity::kMedium;
     f.message = fmt::format("not checked {}: {}", Every(every), some(overdue));
-    if (!skipped_only.empty()) {
-      f.message += fmt::format(" (the latest check skipped every part on {})", some(skipped_only));
-    }
     f.remediation =
         "Run `cmax health schedule` daily; a node that is never idle is never "
         "checked: give it a maintenance window.";
+    if (!skipped_only.empty()) {
+      f.message += fmt::format(" (the latest check skipped every part on {})", some(skipped_only));
+      f.remediation +=
+          " A check that skipped every part found no GPU or none of its tools (NVML, "
+          "dcgmi, nvbandwidth, CUDA): install them, or leave such nodes out (--nodes, "
+          "--partition).";
+    }
   } else {
     f.status = CheckStatus::kPass;
     f.message = f.observed;

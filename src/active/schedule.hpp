@@ -25,11 +25,16 @@ namespace cmax::active {
 struct SlurmNodeState {
   std::string node;
   std::string state;  // sinfo's long state: "idle", "mixed", "drained", "idle*", ...
+  int gpus = 0;       // GPUs in its generic resources (%G), 0 where none are configured
 };
 
-// `sinfo -h -N -o %N|%T`: a node is listed once per partition it is in, kept once. kCorrupt for
-// a line that is not NODE|STATE. Pure.
+// `sinfo -h -N -o %N|%T|%G` (the third field optional): a node is listed once per partition it
+// is in, kept once. kCorrupt for a line that is not NODE|STATE[|GRES]. Pure.
 Result<std::vector<SlurmNodeState>> ParseSinfoNodeStates(std::string_view text);
+
+// The GPUs in sinfo's %G: "gpu:8", "gpu:h100:8(S:0-1)", "gpu:a100:4,gpu:1g.10gb:7" (summed),
+// "(null)" 0; an entry it cannot read counts 0. Pure.
+int GpusInGres(std::string_view gres);
 
 // A node's latest active check, from the store.
 struct LastCheck {
@@ -45,6 +50,7 @@ struct ScheduleDecision {
   bool submit = false;
   std::string why;      // "idle; last checked 9 days ago", "mixed: a job runs there"
   std::string peer;     // --pairs: the node checked with it in one job (their rails tested)
+  int gpus = 0;         // its GPUs as Slurm counts them: asked for by its check's job or step
   std::string job_id;   // once submitted
   std::string outcome;  // "started", "cancelled: ...", "not submitted: ..."
 };
@@ -113,13 +119,14 @@ struct ScheduleReport {
 // sbatch that fails for every node.
 Result<ScheduleReport> ScheduleActiveChecks(const ScheduleOptions& options, const ScheduleIo& io);
 
-// The `sbatch` argv for one node's check. Pure.
-std::vector<std::string> ActiveCheckJob(const std::string& node, const ScheduleOptions& options,
-                                        const ScheduleIo& io);
+// The `sbatch` argv for one node's check; its GPUs asked for by count (--gres=gpu:N) where
+// Slurm counts any, since a whole-node job does not otherwise hand them to its steps. Pure.
+std::vector<std::string> ActiveCheckJob(const ScheduleDecision& node,
+                                        const ScheduleOptions& options, const ScheduleIo& io);
 // The `sbatch` argv for a pair's checks: one job holding both nodes whole, whose script runs
-// `cmax health --active --peer B` on A through srun, then `--peer A` on B (the second runs
-// whatever the first found). Pure.
-std::vector<std::string> ActiveCheckPairJob(const std::string& a, const std::string& b,
+// `cmax health --active --peer B` on A as a step (srun, with A's GPUs asked for), then
+// `--peer A` on B (the second runs whatever the first found). Pure.
+std::vector<std::string> ActiveCheckPairJob(const ScheduleDecision& a, const ScheduleDecision& b,
                                             const ScheduleOptions& options, const ScheduleIo& io);
 
 // One line a node, for people. Pure.

@@ -142,7 +142,8 @@ Command SetupHealthCommand(CLI::App& parent) {
       "With --peer: the address the client connects to (default: the peer's name)");
   Opt(app, "--peer-launch", options->peer_launch,
       "With --peer: the command that runs a program on the peer, {peer} for its name, split "
-      "into words as sh splits them, quotes kept, nothing expanded (default: srun --overlap "
+      "into words as sh splits them, quotes kept, nothing expanded, no shell operators (default: "
+      "srun --overlap "
       "--nodes=1 --ntasks=1 --nodelist={peer} inside a "
       "Slurm job, else ssh -o BatchMode=yes {peer})");
   Opt(app, "--rails", options->ib_pair.rails,

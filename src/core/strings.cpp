@@ -184,6 +184,8 @@ std::optional<std::vector<std::string>> SplitShellWords(std::string_view text) {
         }
         word += text[i];
       }
+    } else if (std::string_view(";|&<>()`").find(c) != std::string_view::npos) {
+      return std::nullopt;  // a shell's operator, with no shell to obey it
     } else {
       word += c;
     }

@@ -151,7 +151,9 @@ const IsalApi* Isal() {
   return isal_api.inflate != nullptr ? &isal_api : nullptr;
 }
 
-// What zlib says for the same fault, so that both inflaters read the same to a user.
+// zlib's words for the same kind of fault, so that both inflaters read alike to a user (ISA-L
+// tells fewer faults apart: a bad header CRC is "incorrect data check" here, zlib's "header crc
+// mismatch"; any bad block, code or distance is "invalid compressed data").
 std::string_view IsalWords(int code) {
   switch (code) {
     case ISAL_INVALID_WRAPPER: return "incorrect header check";
@@ -207,29 +209,28 @@ class IsalGzipFile final : public ByteSource {
         s.next_out = out;
         s.avail_out = room;
       }
-      if (s.avail_in == 0) {
-        if (at_eof_) {
-          return Stop(asked, Error{ErrorCode::kCorrupt, "gzip: unexpected end of file"});
-        }
+      if (s.avail_in == 0 && !at_eof_) {
         if (auto more = Refill(); !more) return Stop(asked, more.error());
         continue;
       }
+      // Called at the end of the file too, with no input left: ISA-L may still hold output it
+      // decoded into its own buffer and has not handed over (a small read before the cut).
       const uint32_t in_before = s.avail_in;
       const uint32_t out_before = s.avail_out;
       const int code = api_.inflate(&s);
       if (code < 0) {
         return Stop(asked, Error{ErrorCode::kCorrupt, "gzip: " + std::string(IsalWords(code))});
       }
-      if (s.avail_in == in_before && s.avail_out == out_before &&
-          s.block_state != ISAL_BLOCK_FINISH) {
+      if (s.avail_out == 0) return size_t{asked};
+      if (s.block_state == ISAL_BLOCK_FINISH) continue;  // the next member, or the end
+      // Input used up: hand over what there is, then go round for more.
+      if (s.avail_out < asked) return size_t{asked - s.avail_out};
+      if (s.avail_in == 0 && at_eof_) {
+        return Stop(asked, Error{ErrorCode::kCorrupt, "gzip: unexpected end of file"});
+      }
+      if (s.avail_in == in_before && s.avail_out == out_before) {
         // Never seen; a guard against going round forever on a state ISA-L does not document.
         return Stop(asked, Error{ErrorCode::kCorrupt, "gzip: inflate made no progress"});
-      }
-      if (s.avail_out == 0) return size_t{asked};
-      // Input used up, or a member ended: go round for more input or the next member, unless
-      // there is something to hand over already.
-      if (s.block_state != ISAL_BLOCK_FINISH && s.avail_out < asked) {
-        return size_t{asked - s.avail_out};
       }
     }
   }

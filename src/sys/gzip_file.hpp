@@ -23,7 +23,8 @@ enum class Inflater {
 
 // kNotFound when there is no such file; a gzip file cut short or corrupt reads as far as its
 // data is good, then its Read says why it stopped ("gzip: unexpected end of file",
-// "gzip: incorrect data check", ...). A file that does not start as gzip reads as it is.
+// "gzip: incorrect data check", ...: zlib's words where the two inflaters tell the fault
+// apart alike). A file that does not start as gzip reads as it is.
 Result<std::unique_ptr<ByteSource>> OpenMaybeGzipFile(const std::string& path,
                                                       Inflater inflater = Inflater::kFastest);
 

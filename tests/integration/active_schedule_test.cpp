@@ -244,6 +244,9 @@ TEST_F(ActiveSchedule, PairsTestEachOthersRailsInOneJob) {
   EXPECT_EQ(Of(*report, "gpu1")->peer, "gpu2");
   EXPECT_EQ(Of(*report, "gpu2")->peer, "gpu1");
   EXPECT_EQ(Of(*report, "gpu1")->job_id, Of(*report, "gpu2")->job_id);  // one job
+  // The lab's nodes count GPUs (gres gpu:8): the job and each step asked Slurm for them.
+  EXPECT_EQ(Of(*report, "gpu1")->gpus, spec_.gpus_per_node);
+  EXPECT_EQ(Of(*report, "gpu2")->gpus, spec_.gpus_per_node);
   EXPECT_NE(ScheduleText(*report, false).find(", with gpu2"), std::string::npos);
 
   ASSERT_TRUE(testing::WaitUntil([&] { return Checked().size() == 2; }, 90s))
@@ -338,7 +341,9 @@ TEST(PairedChecks, TheDueNodesTwoByTwoInTheirOrderTheOddOneAlone) {
 
   const ScheduleOptions options{.nice = 10000, .check_args = {"--burn", "0"}, .pairs = true};
   const ScheduleIo io{.db_path = "/var/lib/cmax/cmax.db", .cmax_binary = "/usr/bin/cmax"};
-  const std::vector<std::string> argv = ActiveCheckPairJob("gpu3", "gpu1", options, io);
+  const ScheduleDecision gpu3{.node = "gpu3", .gpus = 8};
+  const ScheduleDecision gpu1{.node = "gpu1", .gpus = 4};
+  const std::vector<std::string> argv = ActiveCheckPairJob(gpu3, gpu1, options, io);
   const std::vector<std::string> head = {"sbatch",
                                          "--parsable",
                                          "--exclusive",
@@ -349,18 +354,56 @@ TEST(PairedChecks, TheDueNodesTwoByTwoInTheirOrderTheOddOneAlone) {
                                          "--output=/var/lib/cmax/active-checks/gpu3+gpu1-%j.out",
                                          "--wrap"};
   ASSERT_EQ(argv.size(), head.size() + 1);
-  EXPECT_EQ(std::vector<std::string>(argv.begin(), argv.end() - 1), head);
+  EXPECT_EQ(std::vector<std::string>(argv.begin(), argv.end() - 1), head);  // no common --gres
   const std::string step =
       "'/usr/bin/cmax' health --active --level quick --node '{}' --db "
       "'/var/lib/cmax/cmax.db' --peer '{}' '--burn' '0'";
-  EXPECT_EQ(argv.back(), "srun --nodes=1 --ntasks=1 '--nodelist=gpu3' " +
+  // Each step asks for its node's GPUs: a whole-node job's steps get none unless asked.
+  EXPECT_EQ(argv.back(), "srun --nodes=1 --ntasks=1 '--nodelist=gpu3' --gres=gpu:8 " +
                              fmt::format(fmt::runtime(step), "gpu3", "gpu1") +
-                             "; srun --nodes=1 --ntasks=1 '--nodelist=gpu1' " +
+                             "; srun --nodes=1 --ntasks=1 '--nodelist=gpu1' --gres=gpu:4 " +
                              fmt::format(fmt::runtime(step), "gpu1", "gpu3"));
-  // Each word comes back whole through the shell, whatever a node is called.
-  const auto words = SplitShellWords(argv.back());
-  ASSERT_TRUE(words);
-  EXPECT_EQ(std::ranges::count(*words, std::string("--peer")), 2);
+  const ScheduleDecision gpu5{.node = "gpu5", .gpus = 8};
+  const auto same = ActiveCheckPairJob(gpu3, gpu5, options, io);
+  EXPECT_EQ(same[same.size() - 3], "--gres=gpu:8");  // alike: the job asks for them too
+  const auto alone = ActiveCheckJob(gpu1, options, io);
+  EXPECT_EQ(alone[alone.size() - 3], "--gres=gpu:4");
+  const auto none = ActiveCheckJob(ScheduleDecision{.node = "cpu1"}, options, io);
+  EXPECT_TRUE(
+      std::ranges::none_of(none, [](const std::string& a) { return a.starts_with("--gres"); }));
+  // Two commands, each of whose words comes back whole through the shell.
+  const std::string script = argv.back();
+  const size_t separator = script.find("; ");
+  ASSERT_NE(separator, std::string::npos);
+  for (const std::string& command : {script.substr(0, separator), script.substr(separator + 2)}) {
+    const auto words = SplitShellWords(command);
+    ASSERT_TRUE(words) << command;
+    EXPECT_EQ(std::ranges::count(*words, std::string("--peer")), 1) << command;
+  }
+}
+
+TEST(SinfoStates, TheGpusInEachNodesGenericResources) {
+  const std::vector<std::pair<std::string, int>> cases = {
+      {"gpu:8", 8},
+      {"gpu:h100:8(S:0-1)", 8},
+      {"gpu:a100:4(S:0,2),gpu:1g.10gb:7", 11},
+      {"gpu:h100:8,nic:2", 8},
+      {"(null)", 0},
+      {"", 0},
+      {"gpu", 0},
+      {"gpu:h100:x", 0},
+      {"gpu:99999999999999999999", 0},
+      {"nvme:gpu:3", 0},
+  };
+  for (const auto& [gres, gpus] : cases) EXPECT_EQ(GpusInGres(gres), gpus) << gres;
+  auto states = ParseSinfoNodeStates("gpu1|idle|gpu:h100:8(S:0-1)\ngpu2|mixed|(null)\n");
+  ASSERT_TRUE(states) << states.error().message;
+  ASSERT_EQ(states->size(), 2U);
+  EXPECT_EQ((*states)[0].state, "idle");
+  EXPECT_EQ((*states)[0].gpus, 8);
+  EXPECT_EQ((*states)[1].state, "mixed");
+  EXPECT_EQ((*states)[1].gpus, 0);
+  EXPECT_FALSE(ParseSinfoNodeStates("gpu1||gpu:8\n"));
 }
 
 TEST(SinfoStates, EachNodeOnceAndOnlyPlainIdleIsChosen) {

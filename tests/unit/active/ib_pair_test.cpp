@@ -46,9 +46,11 @@ TEST(IbPair, ThePeersLauncherIsSrunInAJobSshElsewhereOrTheOneGiven) {
   // Quoted as a shell would take it: an ssh option with spaces stays one word.
   EXPECT_EQ(*PeerLauncher("ssh -o 'ProxyCommand ssh -W %h:%p jump' {peer}", false),
             (std::vector<std::string>{"ssh", "-o", "ProxyCommand ssh -W %h:%p jump", "{peer}"}));
-  auto unclosed = PeerLauncher("ssh -o 'ProxyCommand {peer}", false);
-  ASSERT_FALSE(unclosed);
-  EXPECT_EQ(unclosed.error().code, ErrorCode::kInvalidArgument);
+  for (const char* bad : {"ssh -o 'ProxyCommand {peer}", "ssh {peer} 2>/dev/null", "'' {peer}"}) {
+    auto refused = PeerLauncher(bad, false);
+    ASSERT_FALSE(refused) << bad;
+    EXPECT_EQ(refused.error().code, ErrorCode::kInvalidArgument) << bad;
+  }
 }
 
 TEST(IbPair, EachRailAgainstItsPortsRate) {

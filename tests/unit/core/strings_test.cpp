@@ -82,6 +82,14 @@ TEST(Strings, SplitShellWordsSplitsAsShDoesWithoutExpanding) {
       {"'unclosed", std::nullopt},
       {"\"unclosed \\\"", std::nullopt},
       {"trailing\\", std::nullopt},
+      // What only a shell does is refused, not passed on as words: no shell runs the line.
+      {"ssh {peer} 2>/dev/null", std::nullopt},
+      {"ssh {peer}; true", std::nullopt},
+      {"a | b", std::nullopt},
+      {"a && b", std::nullopt},
+      {"(a)", std::nullopt},
+      {"echo `id`", std::nullopt},
+      {"sh -c 'a | b; c > d' \"(x)\" \\;", Words{"sh", "-c", "a | b; c > d", "(x)", ";"}},
   };
   for (const auto& [text, words] : cases) {
     EXPECT_EQ(SplitShellWords(text), words) << text;
