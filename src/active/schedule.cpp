@@ -153,6 +153,13 @@ void PairDueNodes(std::vector<ScheduleDecision>& plan) {
 
 namespace {
 
+// Where the jobs' output goes: --log-dir, else active-checks/ beside the store.
+std::string LogDir(const ScheduleOptions& options, const ScheduleIo& io) {
+  return options.log_dir.empty()
+             ? std::filesystem::path(io.db_path).parent_path().string() + "/active-checks"
+             : options.log_dir;
+}
+
 // `cmax health --active` for `node` as a shell line (`peer`: its rails tested against that one).
 std::string CheckLine(const std::string& node, const std::string& peer,
                       const ScheduleOptions& options, const ScheduleIo& io) {
@@ -172,10 +179,7 @@ std::string CheckLine(const std::string& node, const std::string& peer,
 
 std::vector<std::string> JobArgv(const std::string& nodes, const std::string& log_name,
                                  const ScheduleOptions& options, const ScheduleIo& io) {
-  const std::string log_dir =
-      options.log_dir.empty()
-          ? std::filesystem::path(io.db_path).parent_path().string() + "/active-checks"
-          : options.log_dir;
+  const std::string log_dir = LogDir(options, io);
   std::vector<std::string> argv = {"sbatch",
                                    "--parsable",
                                    "--exclusive",
@@ -247,10 +251,7 @@ Result<ScheduleReport> ScheduleActiveChecks(const ScheduleOptions& options, cons
   report.fleet = ViewFleet(report.decisions, started, options.every);
   if (options.dry_run) return report;
 
-  const std::string log_dir =
-      options.log_dir.empty()
-          ? std::filesystem::path(io.db_path).parent_path().string() + "/active-checks"
-          : options.log_dir;
+  const std::string log_dir = LogDir(options, io);
   std::error_code ignored;
   std::filesystem::create_directories(log_dir, ignored);
   std::vector<ScheduleDecision*> pending;
@@ -374,8 +375,9 @@ FleetView ViewFleet(const std::vector<ScheduleDecision>& decisions, WallTime now
   for (const ScheduleDecision& d : decisions) {
     ++nodes;
     nlohmann::json row = {{"node", d.node}, {"state", d.state}, {"last_check", nullptr}};
+    const double age_days =
+        d.last_check ? std::chrono::duration<double>(now - d.last_check->at).count() / 86400 : 0;
     if (d.last_check) {
-      const double age_days = std::chrono::duration<double>(now - d.last_check->at).count() / 86400;
       row["last_check"] = FormatIso8601(d.last_check->at);
       row["age_days"] = age_days;
       row["run"] = d.last_check->run_id;
@@ -389,7 +391,6 @@ FleetView ViewFleet(const std::vector<ScheduleDecision>& decisions, WallTime now
     // node counts as unchecked, never as passed.
     const bool exercised = d.last_check && Exercised(d.last_check->counts);
     if (exercised) {
-      const double age_days = std::chrono::duration<double>(now - d.last_check->at).count() / 86400;
       ++checked;
       oldest_days = std::max(oldest_days, age_days);
       if (d.last_check->counts.fail > 0) {

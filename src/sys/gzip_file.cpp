@@ -294,16 +294,10 @@ Result<std::unique_ptr<ByteSource>> OpenMaybeGzipFile(const std::string& path, I
                 std::strerror(error));
   }
   if (inflater == Inflater::kZlib) return OpenWithZlib(fd, path);
-#if CMAX_ISAL_HEADER
-  const IsalApi* api = Isal();
-#else
-  const void* api = nullptr;
-#endif
-  if (api == nullptr) {
+  if (auto available = IsalInflateAvailable(); !available) {
     if (inflater == Inflater::kFastest) return OpenWithZlib(fd, path);
     ::close(fd);
-    auto why = IsalInflateAvailable();
-    return tl::unexpected(why.error());
+    return tl::unexpected(available.error());
   }
   // The first piece tells gzip from plain (a pipe cannot be read twice): read once, kept.
   std::vector<unsigned char> head(kInputBytes);
@@ -321,7 +315,8 @@ Result<std::unique_ptr<ByteSource>> OpenMaybeGzipFile(const std::string& path, I
   head.resize(held);
 #if CMAX_ISAL_HEADER
   if (IsGzipMagic(head.data(), head.size())) {
-    return std::unique_ptr<ByteSource>(std::make_unique<IsalGzipFile>(fd, std::move(head), *api));
+    return std::unique_ptr<ByteSource>(
+        std::make_unique<IsalGzipFile>(fd, std::move(head), *Isal()));
   }
 #endif
   return std::unique_ptr<ByteSource>(std::make_unique<PlainFile>(fd, std::move(head)));
