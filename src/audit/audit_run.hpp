@@ -48,6 +48,9 @@ struct AuditOptions {
   double probe_timeout_s = 5;      // per program a probe runs
   bool exit_zero = false;          // exit 0 even with FAIL or UNKNOWN findings
   SideEffectOptions side_effects;  // what it may do beyond reading: nothing unless allowed
+  // The host's root as a container sees it (a Kubernetes audit pod's hostPath of "/"): the
+  // node's evidence is read through it (sys/host_root.hpp). Empty: this process's own "/".
+  std::string host_root;
 };
 
 struct AuditReport {

@@ -130,7 +130,8 @@ std::string CoverageMarkdown(const AuditCatalogue& catalogue) {
       "the partition or node list (the worst node decides), where the public audit reads one; "
       "what it cannot read is UNKNOWN, never dropped or passed; it is read-only, so a check that "
       "needs a side effect is N/A until it is allowed; on Kubernetes it reads the API only, so "
-      "what needs a pod on the node is UNKNOWN.\n\n",
+      "what needs a pod on the node is UNKNOWN unless side effects are allowed and an image "
+      "given (--image: a pod on each node reads it, and is deleted).\n\n",
       covered.size());
   std::vector<std::string> tally;
   for (const char* relation : kPublicRelations) {

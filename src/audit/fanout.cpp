@@ -68,6 +68,20 @@ std::string FrameDocument(std::string_view node, const nlohmann::json& document)
   return out;
 }
 
+Result<nlohmann::json> UsableNodeDocument(NodeDocument heard) {
+  if (!heard.document) return Fail(ErrorCode::kIo, "{}", heard.problem);
+  nlohmann::json& doc = *heard.document;
+  if (doc.contains("error")) {
+    return Fail(ErrorCode::kIo, "{}",
+                SanitizeUtf8(doc["error"].is_string() ? doc["error"].get<std::string>()
+                                                      : doc["error"].dump()));
+  }
+  if (!doc.contains("evidence") || !doc["evidence"].is_object()) {
+    return Fail(ErrorCode::kIo, "its answer holds no evidence");
+  }
+  return std::move(doc);
+}
+
 std::map<std::string, NodeDocument> ReadFrames(std::string_view text) {
   // Keyed by node, then digest: a node heard twice (a step retried) keeps each try apart.
   std::map<std::string, std::map<std::string, Pieces>> heard;

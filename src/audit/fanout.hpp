@@ -16,6 +16,7 @@
 #include <string_view>
 #include <vector>
 
+#include "core/result.hpp"
 #include "core/run_record.hpp"
 
 namespace cmax::audit {
@@ -34,6 +35,10 @@ struct NodeDocument {
 };
 // Every node's document found in `text`; lines that are not frames are skipped.
 std::map<std::string, NodeDocument> ReadFrames(std::string_view text);
+
+// A node's document when it holds evidence; else why not: the pieces that did not come, the
+// error the node sent (its deadline passed), or no evidence in it. Pure.
+Result<nlohmann::json> UsableNodeDocument(NodeDocument heard);
 
 // One node's findings, in the order of the checks graded.
 struct NodeFindings {

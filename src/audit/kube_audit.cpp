@@ -9,6 +9,8 @@
 
 #include "audit/amd_driver.hpp"
 #include "audit/fanout.hpp"
+#include "audit/kube_pods.hpp"
+#include "audit/side_effects.hpp"
 #include "core/strings.hpp"
 #include "remediate/kube_api.hpp"
 #include "remediate/settings.hpp"
@@ -458,8 +460,6 @@ std::map<std::string, KubeNodeEvidence> KubeEvidence(const KubeSnapshot& s) {
           "the node has NVIDIA GPUs but no GPU Feature Discovery driver labels "
           "(nvidia.com/cuda.driver.*)";
     }
-    // Read: the API says the node is up, and for a GPU node its driver is known.
-    if (driver_read && remediate::KubeConditionStatus(node, "Ready") == "True") ++read;
 
     // The GPU Operator's components.
     if (!s.daemonsets.items) {
@@ -516,6 +516,24 @@ std::map<std::string, KubeNodeEvidence> KubeEvidence(const KubeSnapshot& s) {
               ? std::string("its kubelet was not asked")
               : "its kubelet's configuration could not be read: " + SanitizeUtf8(problem->second);
     }
+
+    // What the node's own pod read is first-hand: it stands over what the API tells.
+    e.unread_otherwise = std::string(kNeedsAPodOnTheNode);
+    const auto pod = s.pod_evidence.find(name);
+    if (pod != s.pod_evidence.end() && pod->second.is_object()) {
+      for (const auto& [key, value] : pod->second.items()) {
+        if (key.starts_with("audit.coverage.")) continue;  // the whole audit's, set below
+        e.evidence[key] = value;
+        e.unread.erase(key);
+      }
+      e.unread_otherwise = "its audit pod did not read it on the node";
+      driver_read = true;
+    } else if (const auto problem = s.pod_problems.find(name); problem != s.pod_problems.end()) {
+      e.unread_otherwise = "not read on the node: its audit pod gave no evidence (" +
+                           SanitizeUtf8(problem->second) + ")";
+    }
+    // Read: the API says the node is up, and for a GPU node its driver is known.
+    if (driver_read && remediate::KubeConditionStatus(node, "Ready") == "True") ++read;
   }
   for (auto& [name, e] : out) {
     e.evidence["audit.coverage.nodes_read"] = {{"read", read}, {"total", s.nodes.size()}};
@@ -554,6 +572,12 @@ std::map<std::string, std::string> KubeEnv(const AuditIo& io) {
 Result<AuditReport> RunKubeAudit(const AuditOptions& options, const KubeAuditOptions& kube,
                                  const AuditIo& io) {
   if (!(kube.budget_s > 0)) return Fail(ErrorCode::kInvalidArgument, "--budget must be > 0");
+  if (!kube.image.empty() && !options.side_effects.allowed) {
+    return Fail(ErrorCode::kInvalidArgument,
+                "--image starts a pod on every node audited, a side effect: it needs "
+                "--allow-side-effects");
+  }
+  const bool pods_wanted = options.side_effects.allowed && !kube.image.empty();
   const WallTime run_started = io.clock->Now();  // the run's start
   auto prepared = PrepareAudit(options, io);
   if (!prepared) return tl::unexpected(prepared.error());
@@ -598,8 +622,12 @@ Result<AuditReport> RunKubeAudit(const AuditOptions& options, const KubeAuditOpt
     for (const json& node : snapshot.nodes) names.push_back(KubeStr(node, {"metadata", "name"}));
     const std::string what = fmt::format(
         "read {} node(s) ({}) of {} and the cluster's DaemonSets, StorageClasses, volumes and "
-        "RBAC, and each node's kubelet configuration through nodes/proxy (GET requests only)",
-        names.size(), SanitizeUtf8(Join(names, ",")), connection->server);
+        "RBAC, and each node's kubelet configuration through nodes/proxy (GET requests only){}",
+        names.size(), SanitizeUtf8(Join(names, ",")), connection->server,
+        pods_wanted ? fmt::format("; then start a privileged pod of image {} on each (namespace "
+                                  "{}; the host's / read-only) to read the node, and delete it",
+                                  SanitizeUtf8(kube.image), SanitizeUtf8(kube.pod_namespace))
+                    : "");
     if (io.confirm && !io.confirm(what)) {
       return Fail(ErrorCode::kInvalidArgument,
                   "not confirmed: nothing was read (--yes goes ahead without asking)");
@@ -668,16 +696,59 @@ Result<AuditReport> RunKubeAudit(const AuditOptions& options, const KubeAuditOpt
     }
   }
 
+  // With side effects allowed and an image given, each Ready node is read by its own pod.
+  std::map<std::string, AuditPodOutcome> pod_outcomes;
+  if (server_problem.empty() && pods_wanted && !(io.interrupted && io.interrupted())) {
+    std::vector<std::string> ready;
+    for (const json& node : snapshot.nodes) {
+      const std::string name = KubeStr(node, {"metadata", "name"});
+      if (remediate::KubeConditionStatus(node, "Ready") == "True") {
+        ready.push_back(name);
+      } else {
+        snapshot.pod_problems[name] = "the node is not Ready";
+      }
+    }
+    const double left =
+        kube.budget_s - std::chrono::duration<double>(io.clock->Now() - run_started).count();
+    pod_outcomes = RunAuditPods(
+        api, ready, options,
+        {.image = kube.image,
+         .pod_namespace = kube.pod_namespace,
+         .node_timeout_s = kube.node_timeout_s,
+         .budget_s = std::max(left, 1.0),
+         .run_token = fmt::format("{:x}", std::chrono::duration_cast<std::chrono::milliseconds>(
+                                              run_started.time_since_epoch())
+                                                  .count() &
+                                              0xffffffffLL)},
+        {.clock = io.clock, .interrupted = io.interrupted, .note = io.note});
+    for (auto& [name, outcome] : pod_outcomes) {
+      if (outcome.document) {
+        snapshot.pod_evidence[name] = std::move((*outcome.document)["evidence"]);
+      } else {
+        snapshot.pod_problems[name] = outcome.problem;
+      }
+    }
+  }
+
   std::vector<NodeFindings> nodes;
   json documents = json::object();
   json nodes_read = {{"read", 0}, {"total", snapshot.nodes.size()}};
   for (auto& [name, e] : KubeEvidence(snapshot)) {
     nodes_read = e.evidence["audit.coverage.nodes_read"];
+    if (const auto pod = pod_outcomes.find(name);
+        pod != pod_outcomes.end() && !pod->second.pod.empty()) {
+      const PodSideEffect effect = DescribePodSideEffect(
+          name, pod->second, {.image = kube.image, .pod_namespace = kube.pod_namespace});
+      RecordSideEffect(e.evidence, "audit.pod", effect.did, effect.undo);
+    }
     GradeContext node_context = context;
     node_context.unread = &e.unread;
-    node_context.unread_otherwise = kNeedsAPodOnTheNode;
+    node_context.unread_otherwise = e.unread_otherwise;
     nodes.push_back({name, GradeChecks(prepared->checks, e.evidence, node_context)});
-    json doc = {{"node", name}, {"evidence", json::object()}, {"unread", e.unread}};
+    json doc = {{"node", name},
+                {"evidence", json::object()},
+                {"unread", e.unread},
+                {"unread_otherwise", e.unread_otherwise}};
     for (const auto& [key, value] : e.evidence) doc["evidence"][key] = value;
     documents[name] = std::move(doc);
   }
@@ -705,6 +776,21 @@ Result<AuditReport> RunKubeAudit(const AuditOptions& options, const KubeAuditOpt
         snapshot.kubelet_configs.size());
     if (!unread_lists.empty()) {
       graded.summary += "; the API refused " + Join(unread_lists, ", ");
+    }
+    if (pods_wanted) {
+      size_t started = 0;
+      size_t left_behind = 0;
+      for (const auto& [name, outcome] : pod_outcomes) {
+        if (outcome.pod.empty()) continue;
+        ++started;
+        if (outcome.deleted != "deleted") ++left_behind;
+      }
+      graded.summary += fmt::format("; {} node(s) read by their pod ({} pod(s) started{})",
+                                    snapshot.pod_evidence.size(), started,
+                                    left_behind == 0 ? ", all deleted"
+                                                     : fmt::format(", {} NOT deleted: see "
+                                                                   "audit.side_effects",
+                                                                   left_behind));
     }
   }
   json coverage = {{"nodes", snapshot.nodes.size()},

@@ -26,6 +26,11 @@ struct KubeAuditOptions {
   remediate::KubeFlags connection;  // --kube-api, --kubeconfig, --kube-context ...
   std::string selector;   // a label selector for the nodes (-l); empty: the nodes with GPUs
   double budget_s = 120;  // every read in all; kubelets not asked by then are UNKNOWN
+  // With --allow-side-effects: an image of cmax to read each node in a pod (kube_pods.hpp);
+  // empty: no pod, and what only a node can tell is UNKNOWN.
+  std::string image;
+  std::string pod_namespace = "cmax";
+  double node_timeout_s = 30;  // a pod's evidence (its --node-timeout)
 };
 
 // `cmax audit --kubernetes`. Without an API server to ask (no flag, kubeconfig or service
@@ -57,19 +62,23 @@ struct KubeSnapshot {
   std::map<std::string, KubeList> exporter_pods;  // a dcgm-exporter DaemonSet ("ns/name"): pods
   std::map<std::string, nlohmann::json> kubelet_configs;  // node: its kubelet's configz
   std::map<std::string, std::string> kubelet_problems;    // node: why that was not read
+  // What each node's audit pod read (its document's evidence), and why a pod gave none.
+  std::map<std::string, nlohmann::json> pod_evidence;
+  std::map<std::string, std::string> pod_problems;
 };
 
 // A node's evidence, and for each key that could not be read, why not.
 struct KubeNodeEvidence {
   AuditEvidence evidence;
   std::map<std::string, std::string> unread;
+  std::string unread_otherwise;  // why any other key is missing (kNeedsAPodOnTheNode ...)
 };
 std::map<std::string, KubeNodeEvidence> KubeEvidence(const KubeSnapshot& snapshot);
 
 // Why a check whose evidence is not in KubeNodeEvidence::unread was not collected.
 inline constexpr std::string_view kNeedsAPodOnTheNode =
     "not readable through the Kubernetes API: it needs a pod on the node, which this read-only "
-    "audit does not start";
+    "audit does not start (--allow-side-effects --image IMAGE starts one)";
 
 // The nodes worth auditing when no selector is given: those with GPUs (nvidia.com/gpu or
 // amd.com/gpu in their capacity, or GPU Feature Discovery's gpu.present label); all of them

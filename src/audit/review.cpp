@@ -97,13 +97,18 @@ Result<std::vector<Finding>> RegradeRecord(const RunRecord& record, const Minimu
     }
     // A Kubernetes node's evidence says why each key it lacks could not be read.
     std::map<std::string, std::string> unread;
+    std::string unread_otherwise;
     GradeContext node_context = context;
     if (doc.contains("unread") && doc["unread"].is_object()) {
       for (const auto& [key, why] : doc["unread"].items()) {
         unread[key] = why.is_string() ? why.get<std::string>() : why.dump();
       }
       node_context.unread = &unread;
-      node_context.unread_otherwise = kNeedsAPodOnTheNode;
+      // Stored since the audit pods; before them every such node lacked a pod.
+      const json& otherwise = doc.contains("unread_otherwise") ? doc["unread_otherwise"] : json();
+      unread_otherwise =
+          otherwise.is_string() ? otherwise.get<std::string>() : std::string(kNeedsAPodOnTheNode);
+      node_context.unread_otherwise = unread_otherwise;
     }
     nodes.push_back({item.key.substr(11), GradeChecks(*checks, evidence, node_context)});
   }

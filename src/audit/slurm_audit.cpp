@@ -4,6 +4,7 @@
 #include <charconv>
 #include <cmath>
 #include <fmt/format.h>
+#include <optional>
 #include <set>
 
 #include "audit/fanout.hpp"
@@ -14,6 +15,7 @@
 #include "core/strings.hpp"
 #include "remediate/slurm.hpp"
 #include "sys/host.hpp"
+#include "sys/host_root.hpp"
 #include "sys/interrupt.hpp"
 #include "sys/process_runner.hpp"
 
@@ -51,9 +53,21 @@ std::vector<std::string> NonBlankLines(std::string_view text) {
   return out;
 }
 
+// The variables the node's evidence reads. An audit pod's NVIDIA_VISIBLE_DEVICES is its own
+// (for the container toolkit to give it NVML and nvidia-smi), not what a tenant's job gets.
+std::map<std::string, std::string> NodeEnvironment(const AuditOptions& options, const AuditIo& io) {
+  std::map<std::string, std::string> environment = AuditEnvironment(io);
+  if (!options.host_root.empty()) environment.erase("NVIDIA_VISIBLE_DEVICES");
+  return environment;
+}
+
+// The node's name as its scheduler knows it: Slurm's in a job step, the pod's spec.nodeName in
+// a Kubernetes audit pod (audit/kube_pods.hpp), else the host's name.
 std::string NodeName(const AuditIo& io) {
-  std::string name = io.env ? io.env("SLURMD_NODENAME") : "";
-  return name.empty() ? sys::Hostname() : name;
+  for (const char* variable : {"SLURMD_NODENAME", "CMAX_NODE_NAME"}) {
+    if (std::string name = io.env ? io.env(variable) : ""; !name.empty()) return name;
+  }
+  return sys::Hostname();
 }
 
 // Whether a user can ssh from this node to the next of the audit's job (the last to the
@@ -168,16 +182,11 @@ std::map<std::string, json> RunStep(const std::string& partition,
       reason = !step_problem.empty() ? step_problem
                : heard.empty()       ? "it sent no evidence"
                                      : "it sent no evidence under its Slurm name";
-    } else if (!it->second.document) {
-      reason = it->second.problem;
-    } else if (const json& doc = *it->second.document; doc.contains("error")) {
-      reason = SanitizeUtf8(doc["error"].is_string() ? doc["error"].get<std::string>()
-                                                     : doc["error"].dump());
-    } else if (!doc.contains("evidence") || !doc["evidence"].is_object()) {
-      reason = "its answer holds no evidence";
+    } else if (auto document = UsableNodeDocument(std::move(it->second)); !document) {
+      reason = document.error().message;
     } else {
       problems.erase(node);
-      documents[node] = std::move(*it->second.document);
+      documents[node] = std::move(*document);
     }
   }
   return documents;
@@ -253,24 +262,45 @@ std::vector<std::string> SrunCommand(const std::string& partition,
   };
   if (!partition.empty()) argv.push_back("--partition=" + partition);
   argv.insert(argv.end(), slurm.srun_args.begin(), slurm.srun_args.end());
-  argv.insert(argv.end(), {"--", cmax, "audit", "--node-evidence",
-                           fmt::format("--node-timeout={}", slurm.node_timeout_s),
-                           fmt::format("--probe-timeout={}", options.probe_timeout_s)});
-  // The profile, so that a node takes only the side effects of the checks asked for.
-  if (!options.profile.empty()) argv.push_back(options.profile);
-  const SideEffectOptions& side = options.side_effects;
-  if (side.allowed) argv.emplace_back("--allow-side-effects");
-  if (side.allowed && side.force) argv.emplace_back("--force");
-  if (side.allowed && !side.egress_target.empty()) {
-    argv.push_back("--egress-target=" + side.egress_target);
+  argv.insert(argv.end(), {"--", cmax});
+  for (std::string& arg : NodeEvidenceArgs(options, slurm.node_timeout_s)) {
+    argv.push_back(std::move(arg));
   }
   return argv;
 }
 
+std::vector<std::string> NodeEvidenceArgs(const AuditOptions& options, double node_timeout_s) {
+  std::vector<std::string> args = {"audit", "--node-evidence",
+                                   fmt::format("--node-timeout={}", node_timeout_s),
+                                   fmt::format("--probe-timeout={}", options.probe_timeout_s)};
+  if (!options.host_root.empty()) args.push_back("--host-root=" + options.host_root);
+  // The profile, so that a node takes only the side effects of the checks asked for.
+  if (!options.profile.empty()) args.push_back(options.profile);
+  const SideEffectOptions& side = options.side_effects;
+  if (side.allowed) args.emplace_back("--allow-side-effects");
+  if (side.allowed && side.force) args.emplace_back("--force");
+  if (side.allowed && !side.egress_target.empty()) {
+    args.push_back("--egress-target=" + side.egress_target);
+  }
+  return args;
+}
+
 Result<std::string> NodeEvidenceFrames(const AuditOptions& options, double node_timeout_s,
-                                       const AuditIo& io) {
+                                       const AuditIo& own_io) {
   if (!Positive(node_timeout_s) || !Positive(options.probe_timeout_s)) {
     return Fail(ErrorCode::kInvalidArgument, "--node-timeout and --probe-timeout must be > 0");
+  }
+  // In an audit pod the host is read through its root: files below it, programs chrooted.
+  std::optional<sys::HostRootFileSystem> host_fs;
+  std::optional<sys::HostRootProcessRunner> host_runner;
+  AuditIo io = own_io;
+  if (!options.host_root.empty()) {
+    if (options.host_root.front() != '/' || !own_io.fs->IsDirectory(options.host_root)) {
+      return Fail(ErrorCode::kInvalidArgument, "--host-root {}: not a folder (an absolute path)",
+                  options.host_root);
+    }
+    io.fs = &host_fs.emplace(*own_io.fs, options.host_root);
+    io.runner = &host_runner.emplace(*own_io.runner, options.host_root);
   }
   auto checks = AuditCatalogue::Builtin().Select(options.profile);
   if (!checks) return tl::unexpected(checks.error());
@@ -292,7 +322,7 @@ Result<std::string> NodeEvidenceFrames(const AuditOptions& options, double node_
        .ask_accounting = false,
        .slurm_conf = io.env ? io.env("SLURM_CONF") : "",
        .nvml = SnapshotNvml,
-       .environment = AuditEnvironment(io),
+       .environment = NodeEnvironment(options, io),
        .side_effects = side_effects,
        .side_effect_io = SideEffectIoFor(io, std::chrono::time_point_cast<WallTime::duration>(
                                                  started + SecondsAsDuration(node_timeout_s)))});

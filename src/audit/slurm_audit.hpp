@@ -52,6 +52,10 @@ std::vector<std::string> SrunCommand(const std::string& partition,
                                      const AuditOptions& options, const SlurmAuditOptions& slurm,
                                      const std::string& cmax);
 
+// The arguments after the program of `cmax audit --node-evidence` as a node runs it: its
+// deadline, the probes', the host root (a pod's), the profile and the side effects allowed.
+std::vector<std::string> NodeEvidenceArgs(const AuditOptions& options, double node_timeout_s);
+
 // The node after `self` in `scontrol show hostnames` output, the last one's being the first;
 // nullopt when `self` is not listed or is alone.
 std::optional<std::string> NextNode(std::string_view hostnames, std::string_view self);

@@ -43,6 +43,7 @@ struct AuditFlags {
   audit::KubeAuditOptions kube;
   CLI::Option* budget = nullptr;
   CLI::Option* yes_option = nullptr;
+  CLI::Option* node_evidence_option = nullptr;
   CLI::App* review_app = nullptr;
   CLI::App* build_app = nullptr;
   std::vector<std::string> advisories;
@@ -146,6 +147,7 @@ int Audit(AuditFlags& o, Context& ctx) {
                      audit::NodeEvidenceFrames(o.run, o.slurm.node_timeout_s, io));
   }
   o.kube.budget_s = o.slurm.budget_s;
+  o.kube.node_timeout_s = o.slurm.node_timeout_s;
   auto report = o.slurm_target  ? audit::RunSlurmAudit(o.run, o.slurm, io)
                 : o.kube_target ? audit::RunKubeAudit(o.run, o.kube, io)
                                 : audit::RunLocalAudit(o.run, io);
@@ -182,7 +184,8 @@ Command SetupAuditCommand(CLI::App& parent) {
           ->excludes(local);
   Flag(app, "--kubernetes", o->kube_target,
        "Audit a Kubernetes cluster through its API server: GET requests only, no pod is "
-       "started (what only a pod on a node could read is UNKNOWN)")
+       "started (what only a pod on a node could read is UNKNOWN; --allow-side-effects "
+       "--image IMAGE reads each node in a pod of its own)")
       ->excludes(local)
       ->excludes(slurm);
   Flag(app, "--json", o->json, "Print the JSON report (schema cmax.report/v1)");
@@ -197,8 +200,8 @@ Command SetupAuditCommand(CLI::App& parent) {
            "health.dcgm-diag runs dcgmi diag -r 1 (seconds of load on every GPU) on nodes whose "
            "GPUs are idle; networking.outbound-internet opens one TCP connection to "
            "--egress-target; containers.enroot-import (Slurm) imports docker://hello-world "
-           "with enroot and removes the image. Each one taken is recorded in the run with how "
-           "to undo it");
+           "with enroot and removes the image; on Kubernetes with --image, a pod on each node "
+           "reads it and is deleted. Each one taken is recorded in the run with how to undo it");
   Group("Side effects (--allow-side-effects)",
         {allow,
          Flag(app, "--force", side.force,
@@ -238,12 +241,17 @@ Command SetupAuditCommand(CLI::App& parent) {
   Group("Slurm (--slurm)",
         {Num(app, "--node-timeout", s.node_timeout_s, Real(0.1, 3600),
              "Seconds a node may take for its evidence (shorter than --budget); then it says "
-             "so and stops"),
-         Flag(app, "--node-evidence", o->node_evidence,
-              "What each node runs under --slurm: print this host's evidence framed for the "
-              "fan-out; writes nothing")
-             ->excludes(slurm)
-             ->excludes("--kubernetes")});
+             "so and stops (a Kubernetes audit pod's too)"),
+         o->node_evidence_option =
+             Flag(app, "--node-evidence", o->node_evidence,
+                  "What each node runs under --slurm (and in a Kubernetes audit pod): print this "
+                  "host's evidence framed for the fan-out; writes nothing")
+                 ->excludes(slurm)
+                 ->excludes("--kubernetes"),
+         Opt(app, "--host-root", o->run.host_root,
+             "With --node-evidence: read the host through this folder, its / as a container "
+             "mounts it (an audit pod's /host): files below it, programs run with chroot")
+             ->needs(o->node_evidence_option)});
   // Either cluster target.
   o->budget = Num(app, "--budget", s.budget_s, SecondsIn(86400),
                   "Seconds the audit's work on the cluster may take in all (the srun steps; "
@@ -256,7 +264,16 @@ Command SetupAuditCommand(CLI::App& parent) {
       Opt(app, "-l,--selector", k.selector,
           "Only the nodes this label selector picks (as kubectl -l; default: the nodes with "
           "GPUs, or all when none has one)");
-  Group("Kubernetes", {selector});
+  CLI::Option* image =
+      Opt(app, "--image", k.image,
+          "With --allow-side-effects: an image holding this cmax (as `cmax` on its PATH, with "
+          "chroot) to start on each node in a pod of its own (privileged, host PID and network, "
+          "the host's / read-only) that reads what the API cannot tell; each pod is deleted "
+          "when done")
+          ->needs(allow);
+  Group("Kubernetes",
+        {selector, image,
+         Opt(app, "--pod-namespace", k.pod_namespace, "The audit pods' namespace")->needs(image)});
   for (CLI::Option* option : app->get_options()) {
     if (option->get_group() == "Kubernetes") option->needs("--kubernetes");
   }

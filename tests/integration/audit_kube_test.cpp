@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
+#include <set>
 
 #include "support/fake_kube_api.hpp"
 #include "support/free_port.hpp"
@@ -253,6 +254,97 @@ TEST_F(AuditKubeTest, UsageErrors) {
   refused({"audit", "--show", "--budget", "5"}, "--budget and --yes go with");
   refused({"audit", "--kubernetes", "--slurm"}, "excludes");
   refused({"audit", "--kubernetes", "--node-evidence"}, "excludes");
+  // A pod on every node is a side effect: --image needs it allowed.
+  refused(Audit({"--image", "cmax:test"}), "--image requires --allow-side-effects");
+  refused({"audit", "--host-root", "/"}, "--host-root requires --node-evidence");
+  EXPECT_TRUE(api_.CreatedPods().empty());
+}
+
+// With --allow-side-effects and an image, each node is read by a pod of its own, which the
+// stand-in kubelet (fake_kube_api.hpp) runs here: what the API cannot tell comes from the node,
+// read through the host's root (gpu2's is a folder of its own, with its own os-release), and
+// every pod is deleted afterwards, its start and deletion logged as a side effect.
+TEST_F(AuditKubeTest, WithSideEffectsAllowedAPodReadsEachNodeAndIsDeleted) {
+  const std::string gpu2_root = dir_.File("gpu2-root");
+  ASSERT_TRUE(fs_.CreateDirs(gpu2_root + "/etc", 0755));
+  ASSERT_TRUE(fs_.WriteFileAtomic(gpu2_root + "/etc/os-release",
+                                  "ID=cmaxtestos\nVERSION_ID=\"42\"\n", 0644));
+  api_.SetKubelet({.cmax_binary = CMAX_BINARY, .host_roots = {{"gpu2", gpu2_root}}});
+  EmptyVolumes();
+  const auto r = Cmax(Audit(
+      {"--allow-side-effects", "--image", "registry.example/cmax:test", "--node-timeout", "30"}));
+  ASSERT_NE(r.exit_code, 2) << r.stderr_text;
+  const json doc = json::parse(r.stdout_text);
+
+  const std::vector<json> pods = api_.CreatedPods();
+  ASSERT_EQ(pods.size(), 2U);
+  std::set<std::string> placed;
+  for (const json& pod : pods) {
+    placed.insert(pod["spec"]["nodeName"].get<std::string>());
+    EXPECT_EQ(pod["spec"]["automountServiceAccountToken"], false) << pod;
+    EXPECT_EQ(pod["spec"]["volumes"][0]["hostPath"]["path"], "/");
+    const json& container = pod["spec"]["containers"][0];
+    EXPECT_EQ(container["image"], "registry.example/cmax:test");
+    EXPECT_EQ(container["volumeMounts"][0]["readOnly"], true);
+    EXPECT_FALSE(container.contains("resources")) << "a pod that asks nothing is always admitted";
+    const json& command = container["command"];
+    for (const char* word : {"--node-evidence", "--host-root=/host", "--allow-side-effects"}) {
+      EXPECT_NE(std::ranges::find(command, json(word)), command.end()) << word << ": " << command;
+    }
+  }
+  EXPECT_EQ(placed, (std::set<std::string>{"gpu1", "gpu2"}));
+  EXPECT_EQ(api_.DeletedPods(), 2);
+
+  // Each node's evidence is its own: gpu2's OS is the one in its root, not the API's label.
+  const json& gpu1 = doc["evidence"]["audit.node.gpu1"]["evidence"];
+  const json& gpu2 = doc["evidence"]["audit.node.gpu2"]["evidence"];
+  EXPECT_EQ(gpu2["host.os.id"], "cmaxtestos") << gpu2["host.os.id"];
+  EXPECT_NE(gpu1["host.os.id"], "cmaxtestos");
+  EXPECT_TRUE(gpu1.contains("host.sysctl.kernel.perf_event_paranoid"))
+      << "a key only the node can read";
+  const auto f = ByCheck(doc);
+  EXPECT_EQ(f.at("software.perf-event-paranoid")["message"].get<std::string>().find("a pod"),
+            std::string::npos)
+      << f.at("software.perf-event-paranoid");
+  // The side effect in each node's log, with how to undo it.
+  const json& log = gpu1["audit.side_effects"];
+  ASSERT_TRUE(log.is_array()) << gpu1;
+  const auto pod_entry = std::ranges::find_if(log, [](const json& e) {
+    return e["did"].get<std::string>().starts_with("started pod cmax/");
+  });
+  ASSERT_NE(pod_entry, log.end()) << log;
+  EXPECT_NE((*pod_entry)["did"].get<std::string>().find("; deleted it"), std::string::npos);
+  EXPECT_NE(r.stderr_text.find("2 node(s) read by their pod (2 pod(s) started, all deleted)"),
+            std::string::npos)
+      << r.stderr_text;
+  EXPECT_EQ(r.stdout_text.find("token-1"), std::string::npos);
+
+  // The stored run regraded from each node's evidence, the pods' included: the same grades.
+  const auto review = Cmax({"audit", "review", "--regrade"});
+  ASSERT_EQ(review.exit_code, 0) << review.stderr_text;
+  EXPECT_NE(review.stdout_text.find("No check changed"), std::string::npos) << review.stdout_text;
+}
+
+// A pod whose image cannot be pulled never runs: its node's checks are UNKNOWN saying so once
+// the budget is spent, the other node is read, and both pods are deleted.
+TEST_F(AuditKubeTest, APodThatNeverStartsLeavesItsNodeUnknownAndIsDeleted) {
+  api_.SetKubelet({.cmax_binary = CMAX_BINARY, .image_pull_fails = {"gpu2"}});
+  EmptyVolumes();
+  const auto r = Cmax(Audit({"--allow-side-effects", "--image", "cmax:missing", "--budget", "4"}));
+  ASSERT_NE(r.exit_code, 2) << r.stderr_text;
+  const json doc = json::parse(r.stdout_text);
+  EXPECT_EQ(api_.DeletedPods(), 2);
+  EXPECT_TRUE(doc["evidence"]["audit.node.gpu1"]["evidence"].contains("host.os.id"));
+  const auto f = ByCheck(doc);
+  const json& paranoid = f.at("software.perf-event-paranoid");
+  EXPECT_EQ(paranoid["status"], "UNKNOWN") << paranoid;
+  EXPECT_NE(paranoid["message"].get<std::string>().find("ImagePullBackOff"), std::string::npos)
+      << paranoid;
+  // A namespace that is not there: no pod at all, and the reason.
+  const auto elsewhere =
+      Cmax(Audit({"--allow-side-effects", "--image", "cmax:test", "--pod-namespace", "nowhere"}));
+  ASSERT_NE(elsewhere.exit_code, 2) << elsewhere.stderr_text;
+  EXPECT_NE(elsewhere.stdout_text.find("namespace nowhere does not exist"), std::string::npos);
 }
 
 }  // namespace

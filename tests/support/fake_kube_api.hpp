@@ -11,8 +11,10 @@
 #include <map>
 #include <mutex>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <set>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "support/http_fixture.hpp"
@@ -50,11 +52,48 @@ inline sys::ProcessResult RunCmaxWithoutMachineKubeconfig(sys::ProcessRunner& ru
   return r ? *r : sys::ProcessResult{};
 }
 
+// The stand-in kubelet (a stand-in: no kubelet or container runtime runs on the build
+// machines): a pod created through the stand-in API server has its first container's command
+// run on this machine as a process, `cmax` being the binary under test; a hostPath volume is
+// "mounted" by putting the node's host folder in place of its mount path in the command's
+// arguments (an argument that is the mount path, or ends in "=" and it). The process's stdout
+// is the pod's log and its exit code the pod's phase, as the kubelet reports them.
+struct StandInKubelet {
+  std::string cmax_binary;
+  std::map<std::string, std::string> host_roots;  // node -> its "/" (default "/")
+  // Nodes whose pods never start: they stay Pending with the image pull failing.
+  std::set<std::string> image_pull_fails;
+};
+
 class FakeKubeApi {
  public:
   using json = nlohmann::json;
 
   FakeKubeApi() : http_([this](const FixtureRequest& r) { return Handle(r); }) {}
+  ~FakeKubeApi() {
+    for (std::thread& run : pod_runs_) run.join();
+  }
+  FakeKubeApi(const FakeKubeApi&) = delete;
+  FakeKubeApi& operator=(const FakeKubeApi&) = delete;
+
+  // Set before the pods are created: the stand-in kubelet that runs them.
+  void SetKubelet(StandInKubelet kubelet) {
+    const std::lock_guard lock(mutex_);
+    kubelet_ = std::move(kubelet);
+  }
+  // Every pod created, as it was posted; and how many were deleted.
+  std::vector<json> CreatedPods() {
+    const std::lock_guard lock(mutex_);
+    return created_pods_;
+  }
+  int DeletedPods() {
+    const std::lock_guard lock(mutex_);
+    return deleted_pods_;
+  }
+  size_t PodCount() {
+    const std::lock_guard lock(mutex_);
+    return pods_.size();
+  }
 
   std::string Url() const { return http_.Url(); }
   HttpFixture& Http() { return http_; }
@@ -316,7 +355,26 @@ class FakeKubeApi {
       return List(all, q);
     }
     if (path.starts_with("/api/v1/namespaces/")) {
-      const auto parts = Parts(path);  // api v1 namespaces NS pods [NAME eviction]
+      const auto parts = Parts(path);  // api v1 namespaces NS pods [NAME eviction|log]
+      if (parts.size() == 5 && parts[4] == "pods" && r.method == "POST")
+        return CreatePod(parts[3], r.body);
+      if (parts.size() >= 6 && parts[4] == "pods" && (parts.size() == 6 || parts[6] == "log")) {
+        const std::string key = parts[3] + "/" + parts[5];
+        if (!pods_.contains(key)) return Status(404, "pods \"" + parts[5] + "\" not found");
+        if (parts.size() == 7 && r.method == "GET") {
+          if (!pod_logs_.contains(key)) {
+            return Status(400, "container \"audit\" in pod \"" + parts[5] +
+                                   "\" is waiting to start: ContainerCreating");
+          }
+          return {200, pod_logs_[key], "text/plain"};
+        }
+        if (parts.size() == 6 && r.method == "GET") return {200, pods_[key].dump()};
+        if (parts.size() == 6 && r.method == "DELETE") {
+          pods_.erase(key);
+          ++deleted_pods_;
+          return {200, json{{"kind", "Status"}, {"status", "Success"}}.dump()};
+        }
+      }
       if (parts.size() == 5 && parts[4] == "pods" && r.method == "GET") {
         std::vector<json> all;
         for (const auto& [key, p] : pods_)
@@ -356,6 +414,77 @@ class FakeKubeApi {
     return Status(404, "the server could not find the requested resource");
   }
 
+  // POST of a pod: kept Pending, then run by the stand-in kubelet when there is one.
+  FixtureResponse CreatePod(const std::string& ns, const std::string& body) {
+    if (ns != "cmax") return Status(404, "namespaces \"" + ns + "\" not found");
+    json pod = json::parse(body);
+    const std::string name = pod["metadata"]["name"];
+    const std::string key = ns + "/" + name;
+    if (pods_.contains(key)) return Status(409, "pods \"" + name + "\" already exists");
+    created_pods_.push_back(pod);
+    pod["status"] = {{"phase", "Pending"}};
+    pods_[key] = pod;
+    if (!kubelet_) return {201, pod.dump()};
+    const std::string node = pod["spec"].value("nodeName", "");
+    if (kubelet_->image_pull_fails.contains(node)) {
+      json waiting;
+      waiting["name"] = "audit";
+      waiting["state"]["waiting"] = {
+          {"reason", "ImagePullBackOff"},
+          {"message",
+           "Back-off pulling image \"" + pod["spec"]["containers"][0].value("image", "") + "\""}};
+      pods_[key]["status"]["containerStatuses"] = json::array({waiting});
+      return {201, pods_[key].dump()};
+    }
+    // The container's command as this machine runs it.
+    const json& container = pod["spec"]["containers"][0];
+    const std::string root =
+        kubelet_->host_roots.contains(node) ? kubelet_->host_roots.at(node) : "/";
+    std::map<std::string, std::string> mounts;  // mount path -> host folder
+    for (const json& mount : container.value("volumeMounts", json::array())) {
+      for (const json& volume : pod["spec"].value("volumes", json::array())) {
+        if (volume["name"] == mount["name"] && volume.contains("hostPath")) {
+          const std::string host = volume["hostPath"]["path"];
+          mounts[mount["mountPath"]] = host == "/" ? root : root + host;
+        }
+      }
+    }
+    std::vector<std::string> argv;
+    for (const json& word : container["command"]) {
+      std::string arg = word;
+      if (argv.empty() && arg == "cmax") arg = kubelet_->cmax_binary;
+      for (const auto& [at, host] : mounts) {
+        if (arg == at) arg = host;
+        if (arg.ends_with("=" + at)) arg = arg.substr(0, arg.size() - at.size()) + host;
+      }
+      argv.push_back(arg);
+    }
+    std::vector<std::string> env;
+    for (const json& e : container.value("env", json::array())) {
+      const std::string field =
+          e.contains("valueFrom") ? e["valueFrom"]["fieldRef"]["fieldPath"] : "";
+      env.push_back(e["name"].get<std::string>() + "=" +
+                    (field == "spec.nodeName" ? node : e.value("value", "")));
+    }
+    pods_[key]["status"] = {{"phase", "Running"}};
+    pod_runs_.emplace_back([this, key, argv, env] {
+      sys::PosixProcessRunner runner;
+      auto ran = runner.Run({.argv = argv, .env_add = env, .timeout = std::chrono::seconds(60)});
+      const std::lock_guard lock(mutex_);
+      if (!pods_.contains(key)) return;  // deleted meanwhile
+      const int exit_code = ran ? ran->exit_code : 128;
+      pod_logs_[key] = ran ? ran->stdout_text : "";
+      pods_[key]["status"] = {{"phase", exit_code == 0 ? "Succeeded" : "Failed"},
+                              {"containerStatuses",
+                               {{{"name", "audit"},
+                                 {"state",
+                                  {{"terminated",
+                                    {{"exitCode", exit_code},
+                                     {"reason", exit_code == 0 ? "Completed" : "Error"}}}}}}}}};
+    });
+    return {201, pods_[key].dump()};
+  }
+
   static std::vector<std::string> Parts(const std::string& path) {
     std::vector<std::string> parts;
     size_t start = 1;
@@ -375,6 +504,11 @@ class FakeKubeApi {
   std::map<std::string, json> pods_;
   std::map<std::string, json> jobs_;
   std::map<std::string, std::vector<json>> objects_;
+  std::optional<StandInKubelet> kubelet_;
+  std::vector<json> created_pods_;
+  int deleted_pods_ = 0;
+  std::map<std::string, std::string> pod_logs_;  // "ns/name" -> its container's output
+  std::vector<std::thread> pod_runs_;            // joined before the state goes
   HttpFixture http_;  // last: it stops (and joins its thread) before the state goes
 };
 

@@ -1,0 +1,60 @@
+// The host seen from inside a container that has the host's root mounted at a folder (a
+// Kubernetes pod with a hostPath volume of "/", hostPID, hostNetwork and privileged): files are
+// read below that folder and programs run with chroot(8) into it, so that what the audit reports
+// is the host's (its OS, packages, runc, nvidia-smi with the host's driver) and never the
+// image's. The kernel's own files stay as they are: with the host's PID namespace and a
+// privileged container, /proc, /sys and /dev are the host's already; the mount table of
+// /proc/self is the container's, so it is read from the host's init (/proc/1) instead.
+#pragma once
+
+#include <string>
+
+#include "sys/file_system.hpp"
+#include "sys/process_runner.hpp"
+
+namespace cmax::sys {
+
+// Where `path` (absolute) is found with the host's root at `root`. Pure.
+std::string HostRootPath(const std::string& root, const std::string& path);
+
+// Reads (and lists, and resolves) through HostRootPath; every write is refused: what reads a
+// host through a container only reads.
+class HostRootFileSystem final : public FileSystem {
+ public:
+  HostRootFileSystem(const FileSystem& inner, std::string root)
+      : inner_(inner), root_(std::move(root)) {}
+  Result<std::string> ReadFile(const std::string& path, size_t max_bytes) const override;
+  bool Exists(const std::string& path) const override;
+  bool IsDirectory(const std::string& path) const override;
+  bool IsRegularFile(const std::string& path) const override;
+  Result<std::vector<std::string>> ListDir(const std::string& path) const override;
+  Result<std::string> ReadLink(const std::string& path) const override;
+  Result<void> WriteFileAtomic(const std::string& path, std::string_view data,
+                               mode_t mode) override;
+  Result<void> WriteOutputFile(const std::string& path, std::string_view data,
+                               mode_t mode) override;
+  Result<void> CreateDirs(const std::string& path, mode_t mode) override;
+  Result<void> RemoveFile(const std::string& path) override;
+
+ private:
+  const FileSystem& inner_;
+  std::string root_;
+};
+
+// Runs each program as `chroot ROOT PROGRAM ARGS...` (a shell script as `chroot ROOT /bin/sh -c
+// SCRIPT`), in the host's "/": its libraries, its configuration.
+class HostRootProcessRunner final : public ProcessRunner {
+ public:
+  HostRootProcessRunner(ProcessRunner& inner, std::string root)
+      : inner_(inner), root_(std::move(root)) {}
+  Result<ProcessResult> Run(const ProcessSpec& spec) override;
+
+  // The spec the inner runner is given. Pure.
+  static ProcessSpec Rooted(const ProcessSpec& spec, const std::string& root);
+
+ private:
+  ProcessRunner& inner_;
+  std::string root_;
+};
+
+}  // namespace cmax::sys

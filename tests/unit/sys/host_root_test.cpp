@@ -1,0 +1,89 @@
+// The host read through its root folder (sys/host_root.hpp): where each path is found, writes
+// refused, and programs run through chroot(8) (the spec, and chroot really run).
+#include "sys/host_root.hpp"
+
+#include <gtest/gtest.h>
+
+#include "support/temp_dir.hpp"
+
+namespace cmax::sys {
+namespace {
+
+TEST(HostRootPath, FilesBelowTheRootTheKernelsOwnAsTheyAre) {
+  const struct {
+    std::string root, path, want;
+  } cases[] = {
+      {"/host", "/etc/os-release", "/host/etc/os-release"},
+      {"/host/", "/usr/bin/runc", "/host/usr/bin/runc"},
+      {"/host", "/proc/cpuinfo", "/proc/cpuinfo"},
+      {"/host", "/proc", "/proc"},
+      {"/host", "/sys/class/infiniband", "/sys/class/infiniband"},
+      {"/host", "/dev/nvidiactl", "/dev/nvidiactl"},
+      {"/host", "/proc/self/mounts", "/proc/1/mounts"},
+      {"/host", "/proc/mounts", "/proc/1/mounts"},
+      {"/host", "/proc/self/mountinfo", "/proc/1/mountinfo"},
+      {"/host", "/processes/x", "/host/processes/x"},  // a name that only starts like /proc
+      {"/host", "/system", "/host/system"},
+      {"/", "/etc/os-release", "/etc/os-release"},
+      {"", "/etc/os-release", "/etc/os-release"},
+      {"/host", "relative/path", "relative/path"},
+  };
+  for (const auto& c : cases) {
+    EXPECT_EQ(HostRootPath(c.root, c.path), c.want) << c.root << " " << c.path;
+  }
+}
+
+TEST(HostRootFileSystem, ReadsBelowTheRootAndWritesNothing) {
+  testing::TempDir root;
+  LocalFileSystem local;
+  ASSERT_TRUE(local.CreateDirs(root.File("etc"), 0755));
+  ASSERT_TRUE(local.WriteFileAtomic(root.File("etc/os-release"), "ID=rooted\n", 0644));
+  HostRootFileSystem host(local, root.Path());
+  auto read = host.ReadFile("/etc/os-release", 1 << 20);
+  ASSERT_TRUE(read) << read.error().message;
+  EXPECT_EQ(*read, "ID=rooted\n");
+  EXPECT_TRUE(host.IsDirectory("/etc"));
+  EXPECT_TRUE(host.Exists("/proc/self"));  // the kernel's, as it is
+  auto listed = host.ListDir("/etc");
+  ASSERT_TRUE(listed);
+  EXPECT_EQ(*listed, std::vector<std::string>{"os-release"});
+  EXPECT_FALSE(host.WriteFileAtomic("/etc/os-release", "ID=changed\n", 0644));
+  EXPECT_FALSE(host.CreateDirs("/etc/new", 0755));
+  EXPECT_FALSE(host.RemoveFile("/etc/os-release"));
+  EXPECT_FALSE(host.WriteOutputFile("/etc/x", "x", 0644));
+  EXPECT_EQ(*local.ReadFile(root.File("etc/os-release"), 1 << 20), "ID=rooted\n");
+}
+
+TEST(HostRootProcessRunner, RunsEachProgramChrootedIntoTheRoot) {
+  EXPECT_EQ(HostRootProcessRunner::Rooted({.argv = {"nvidia-smi", "-q"}}, "/host").argv,
+            (std::vector<std::string>{"chroot", "/host", "nvidia-smi", "-q"}));
+  const ProcessSpec shell =
+      HostRootProcessRunner::Rooted({.argv = {"echo $HOME"}, .use_shell = true}, "/host");
+  EXPECT_FALSE(shell.use_shell);
+  EXPECT_EQ(shell.argv,
+            (std::vector<std::string>{"chroot", "/host", "/bin/sh", "-c", "echo $HOME"}));
+  const ProcessSpec in_folder =
+      HostRootProcessRunner::Rooted({.argv = {"ls"}, .cwd = "/etc"}, "/host");
+  EXPECT_TRUE(in_folder.cwd.empty());
+  EXPECT_EQ(in_folder.argv, (std::vector<std::string>{"chroot", "/host", "/bin/sh", "-c",
+                                                      R"(cd "$0" && exec "$@")", "/etc", "ls"}));
+  // No root: as it was.
+  EXPECT_EQ(HostRootProcessRunner::Rooted({.argv = {"ls"}}, "/").argv,
+            std::vector<std::string>{"ls"});
+
+  // Really run (the tests run as root): "/" as the root, and the working folder honoured.
+  PosixProcessRunner posix;
+  HostRootProcessRunner host(posix, "/");
+  auto ran = host.Run({.argv = {"/bin/sh", "-c", "echo rooted"}});
+  ASSERT_TRUE(ran) << ran.error().message;
+  EXPECT_EQ(ran->stdout_text, "rooted\n");
+  testing::TempDir dir;
+  HostRootProcessRunner chrooted(posix, dir.Path());
+  auto missing = chrooted.Run({.argv = {"/bin/true"}});  // an empty root has no programs
+  ASSERT_TRUE(missing) << missing.error().message;
+  EXPECT_NE(missing->exit_code, 0);
+  EXPECT_NE(missing->stderr_text.find("chroot"), std::string::npos) << missing->stderr_text;
+}
+
+}  // namespace
+}  // namespace cmax::sys
