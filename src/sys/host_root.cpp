@@ -1,6 +1,8 @@
 #include "sys/host_root.hpp"
 
+#include <optional>
 #include <string_view>
+#include <vector>
 
 namespace cmax::sys {
 namespace {
@@ -30,25 +32,76 @@ std::string HostRootPath(const std::string& root, const std::string& path) {
   return rooted + path;
 }
 
+std::string HostRootFileSystem::InRoot(const std::string& path, bool follow_last) const {
+  if (HostRootPath(root_, path) == path) return path;  // the kernel's own, or no root
+  // The components left to walk, the next one last.
+  std::vector<std::string> left;
+  const auto push = [&left](std::string_view text) {
+    std::vector<std::string> parts;
+    size_t start = 0;
+    while (start <= text.size()) {
+      const size_t slash = text.find('/', start);
+      const std::string_view part = text.substr(start, slash - start);
+      if (!part.empty() && part != ".") parts.emplace_back(part);
+      if (slash == std::string_view::npos) break;
+      start = slash + 1;
+    }
+    left.insert(left.end(), parts.rbegin(), parts.rend());
+  };
+  push(path);
+  std::string done;  // the host's path walked so far; empty: its "/"
+  int links = 0;
+  while (!left.empty()) {
+    const std::string name = std::move(left.back());
+    left.pop_back();
+    if (name == "..") {
+      done.erase(done.empty() ? 0 : done.rfind('/'));  // never above the host's "/"
+      continue;
+    }
+    const std::string next = done + "/" + name;
+    if (HostRootPath(root_, next) == next) {
+      // Into the kernel's own files (/proc, /sys, /dev): the rest is read as it is.
+      std::string rest = next;
+      for (auto it = left.rbegin(); it != left.rend(); ++it) rest += "/" + *it;
+      return rest;
+    }
+    std::optional<std::string> target;
+    if (!left.empty() || follow_last) {
+      if (auto link = inner_.ReadLink(HostRootPath(root_, next)); link && !link->empty()) {
+        target = std::move(*link);
+      }
+    }
+    if (!target) {
+      done = next;
+      continue;
+    }
+    // As the kernel gives up (ELOOP): the path as it is, which then fails as the host's would.
+    if (++links > 40) return HostRootPath(root_, path);
+    if (target->front() == '/') done.clear();
+    push(*target);
+  }
+  return HostRootPath(root_, done.empty() ? "/" : done);
+}
+
 Result<std::string> HostRootFileSystem::ReadFile(const std::string& path, size_t max_bytes) const {
-  return inner_.ReadFile(HostRootPath(root_, path), max_bytes);
+  return inner_.ReadFile(InRoot(path), max_bytes);
 }
 bool HostRootFileSystem::Exists(const std::string& path) const {
-  return inner_.Exists(HostRootPath(root_, path));
+  return inner_.Exists(InRoot(path));
 }
 bool HostRootFileSystem::IsDirectory(const std::string& path) const {
-  return inner_.IsDirectory(HostRootPath(root_, path));
+  return inner_.IsDirectory(InRoot(path));
 }
 bool HostRootFileSystem::IsRegularFile(const std::string& path) const {
-  return inner_.IsRegularFile(HostRootPath(root_, path));
+  return inner_.IsRegularFile(InRoot(path));
 }
 Result<std::vector<std::string>> HostRootFileSystem::ListDir(const std::string& path) const {
-  return inner_.ListDir(HostRootPath(root_, path));
+  return inner_.ListDir(InRoot(path));
 }
 // A link's target is the host's path ("/usr/bin/runc" -> "/usr/sbin/runc"): not rooted, so
 // that it reads as the host has it; a caller that follows it goes through this file system.
 Result<std::string> HostRootFileSystem::ReadLink(const std::string& path) const {
-  return inner_.ReadLink(HostRootPath(root_, path));
+  return inner_.ReadLink(InRoot(path, /*follow_last=*/false));
 }
 Result<void> HostRootFileSystem::WriteFileAtomic(const std::string& path, std::string_view,
                                                  mode_t) {

@@ -17,8 +17,8 @@ namespace cmax::sys {
 // Where `path` (absolute) is found with the host's root at `root`. Pure.
 std::string HostRootPath(const std::string& root, const std::string& path);
 
-// Reads (and lists, and resolves) through HostRootPath; every write is refused: what reads a
-// host through a container only reads.
+// Reads (and lists) through HostRootPath, following links inside the root; every write is
+// refused: what reads a host through a container only reads.
 class HostRootFileSystem final : public FileSystem {
  public:
   HostRootFileSystem(const FileSystem& inner, std::string root)
@@ -37,6 +37,11 @@ class HostRootFileSystem final : public FileSystem {
   Result<void> RemoveFile(const std::string& path) override;
 
  private:
+  // The path below the root with each link in it followed as the host would: an absolute
+  // target ("/etc/alternatives/x") starts again at the host's "/", never the container's, and
+  // ".." stops at it. The last component is followed too unless `follow_last` is false.
+  std::string InRoot(const std::string& path, bool follow_last = true) const;
+
   const FileSystem& inner_;
   std::string root_;
 };

@@ -2,6 +2,8 @@
 // refused, and programs run through chroot(8) (the spec, and chroot really run).
 #include "sys/host_root.hpp"
 
+#include <unistd.h>
+
 #include <gtest/gtest.h>
 
 #include "support/temp_dir.hpp"
@@ -52,6 +54,41 @@ TEST(HostRootFileSystem, ReadsBelowTheRootAndWritesNothing) {
   EXPECT_FALSE(host.RemoveFile("/etc/os-release"));
   EXPECT_FALSE(host.WriteOutputFile("/etc/x", "x", 0644));
   EXPECT_EQ(*local.ReadFile(root.File("etc/os-release"), 1 << 20), "ID=rooted\n");
+}
+
+// Links are followed as the host follows them: an absolute target starts again at the host's
+// "/" (the root folder), never the container's; ".." stops at it; into /proc it leaves the root.
+TEST(HostRootFileSystem, FollowsLinksInsideTheRoot) {
+  testing::TempDir root;
+  LocalFileSystem local;
+  ASSERT_TRUE(local.CreateDirs(root.File("usr/lib"), 0755));
+  ASSERT_TRUE(local.CreateDirs(root.File("usr/sbin"), 0755));
+  ASSERT_TRUE(local.CreateDirs(root.File("etc/alternatives"), 0755));
+  ASSERT_TRUE(local.WriteFileAtomic(root.File("usr/lib/os-release"), "ID=hostos\n", 0644));
+  ASSERT_TRUE(local.WriteFileAtomic(root.File("usr/sbin/runc"), "#!runc\n", 0755));
+  const auto link = [&](const std::string& target, const std::string& at) {
+    ASSERT_EQ(::symlink(target.c_str(), root.File(at).c_str()), 0) << at;
+  };
+  link("../usr/lib/os-release", "etc/os-release");  // relative, as Debian has it
+  link("/etc/alternatives/runc", "usr/bin-runc");   // absolute: the host's /etc, not ours
+  link("/usr/sbin/runc", "etc/alternatives/runc");
+  link("../../../../../usr/lib", "etc/up");  // climbs past the root
+  link("/proc/self", "etc/self");            // into the kernel's files
+  link("loop-b", "etc/loop-a");
+  link("loop-a", "etc/loop-b");
+  HostRootFileSystem host(local, root.Path());
+  EXPECT_EQ(host.ReadFile("/etc/os-release", 1 << 20).value_or(""), "ID=hostos\n");
+  EXPECT_EQ(host.ReadFile("/usr/bin-runc", 1 << 20).value_or(""), "#!runc\n");
+  EXPECT_TRUE(host.IsRegularFile("/usr/bin-runc"));
+  EXPECT_TRUE(host.IsDirectory("/etc/up"));
+  EXPECT_EQ(host.ReadFile("/etc/up/os-release", 1 << 20).value_or(""), "ID=hostos\n");
+  EXPECT_TRUE(host.Exists("/etc/self/status"));  // this process's, through /proc
+  EXPECT_FALSE(host.ReadFile("/etc/loop-a", 1 << 20));
+  // ReadLink gives the link itself, as the host has it.
+  EXPECT_EQ(host.ReadLink("/usr/bin-runc").value_or(""), "/etc/alternatives/runc");
+  // The machine's own /etc/alternatives is never read for the host's: a name only there is
+  // not found below the root.
+  EXPECT_FALSE(host.Exists("/etc/alternatives/editor"));
 }
 
 TEST(HostRootProcessRunner, RunsEachProgramChrootedIntoTheRoot) {
