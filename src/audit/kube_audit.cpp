@@ -286,6 +286,13 @@ bool SharedFilesystemProvisioner(std::string_view provisioner) {
   });
 }
 
+// The keys an audit pod reads for itself and not for a tenant: it runs as root, where sudo's
+// policy does not apply. (Its resource limits are the container runtime's for every pod, a
+// tenant's too, so they are kept.)
+namespace {
+constexpr std::string_view kPodCannotTell[] = {"access.sudo_noninteractive", "gpu.controls.vboost"};
+}  // namespace
+
 std::map<std::string, KubeNodeEvidence> KubeEvidence(const KubeSnapshot& s) {
   // What is the same for every node: the cluster's.
   AuditEvidence cluster;
@@ -517,12 +524,25 @@ std::map<std::string, KubeNodeEvidence> KubeEvidence(const KubeSnapshot& s) {
               : "its kubelet's configuration could not be read: " + SanitizeUtf8(problem->second);
     }
 
-    // What the node's own pod read is first-hand: it stands over what the API tells.
+    // What the node's own pod read is first-hand: it stands over what the API tells, except
+    // where the pod found nothing the API did find (the GPU Operator keeps its toolkit, DCGM
+    // and exporter in containers and paths of their own, which the host's PATH and network do
+    // not show), and what the pod cannot tell for a tenant.
     e.unread_otherwise = std::string(kNeedsAPodOnTheNode);
     const auto pod = s.pod_evidence.find(name);
     if (pod != s.pod_evidence.end() && pod->second.is_object()) {
       for (const auto& [key, value] : pod->second.items()) {
         if (key.starts_with("audit.coverage.")) continue;  // the whole audit's, set below
+        if (std::ranges::find(kPodCannotTell, key) != std::ranges::end(kPodCannotTell)) {
+          e.unread[key] =
+              "the audit pod runs as root, so it cannot tell what a tenant's pod may do with "
+              "sudo or nvidia-smi";
+          continue;
+        }
+        const auto api = e.evidence.find(key);
+        const bool api_found =
+            api != e.evidence.end() && !api->second.is_null() && api->second != json(false);
+        if (api_found && (value.is_null() || value == json(false))) continue;
         e.evidence[key] = value;
         e.unread.erase(key);
       }
@@ -735,8 +755,9 @@ Result<AuditReport> RunKubeAudit(const AuditOptions& options, const KubeAuditOpt
   json nodes_read = {{"read", 0}, {"total", snapshot.nodes.size()}};
   for (auto& [name, e] : KubeEvidence(snapshot)) {
     nodes_read = e.evidence["audit.coverage.nodes_read"];
-    if (const auto pod = pod_outcomes.find(name);
-        pod != pod_outcomes.end() && !pod->second.pod.empty()) {
+    if (const auto pod = pod_outcomes.find(name); pod != pod_outcomes.end() &&
+                                                  !pod->second.pod.empty() &&
+                                                  pod->second.deleted != kPodNeverCreated) {
       const PodSideEffect effect = DescribePodSideEffect(
           name, pod->second, {.image = kube.image, .pod_namespace = kube.pod_namespace});
       RecordSideEffect(e.evidence, "audit.pod", effect.did, effect.undo);
@@ -781,7 +802,7 @@ Result<AuditReport> RunKubeAudit(const AuditOptions& options, const KubeAuditOpt
       size_t started = 0;
       size_t left_behind = 0;
       for (const auto& [name, outcome] : pod_outcomes) {
-        if (outcome.pod.empty()) continue;
+        if (outcome.pod.empty() || outcome.deleted == kPodNeverCreated) continue;
         ++started;
         if (outcome.deleted != "deleted") ++left_behind;
       }

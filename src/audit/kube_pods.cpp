@@ -4,6 +4,7 @@
 #include <cctype>
 #include <cmath>
 #include <fmt/format.h>
+#include <set>
 #include <thread>
 
 #include "audit/fanout.hpp"
@@ -23,6 +24,8 @@ using remediate::KubeStr;
 constexpr std::string_view kContainer = "audit";
 // A pod's log holds its node's frames (tens of KB); more is not an audit pod's.
 constexpr size_t kLogLimitBytes = size_t{16} << 20;
+// How long the deleted pods are waited for: their grace (5 s) and the kubelet's next look.
+constexpr int kDeleteWaitSeconds = 30;
 
 std::string PodPath(const std::string& ns, const std::string& name) {
   return "/api/v1/namespaces/" + KubeEscape(ns) + "/pods/" + KubeEscape(name);
@@ -36,10 +39,14 @@ double SecondsSince(const Clock& clock, WallTime since) {
 
 std::string AuditPodName(std::string_view node, std::string_view run_token) {
   std::string part;
+  bool changed = false;
   for (const char c : node) {
     const auto u = static_cast<unsigned char>(c);
-    part.push_back(std::isalnum(u) != 0 ? static_cast<char>(std::tolower(u)) : '-');
+    const char kept = (std::isalnum(u) != 0 || c == '-') ? static_cast<char>(std::tolower(u)) : '-';
+    changed = changed || kept != c;
+    part.push_back(kept);
   }
+  changed = changed || part.starts_with('-') || part.ends_with('-');
   std::string token;
   for (const char c : run_token) {
     if (std::isalnum(static_cast<unsigned char>(c)) != 0) {
@@ -49,13 +56,14 @@ std::string AuditPodName(std::string_view node, std::string_view run_token) {
   token = token.substr(0, 12);
   const size_t room =
       63 - std::string_view("cmax-audit-").size() - (token.empty() ? 0 : 1 + token.size());
-  if (part.size() > room) {
-    // Two long names that share a beginning stay apart: a hash of the whole name.
+  if (changed || part.size() > room) {
+    // Names that differ only where they were changed stay apart: a hash of the whole name.
     uint32_t hash = 2166136261U;
     for (const char c : node) hash = (hash ^ static_cast<unsigned char>(c)) * 16777619U;
-    part = fmt::format("{}-{:08x}", part.substr(0, room - 9), hash);
+    part = part.substr(0, room - 9);
+    while (!part.empty() && part.back() == '-') part.pop_back();
+    part = fmt::format("{}{}{:08x}", part, part.empty() ? "" : "-", hash);
   }
-  while (!part.empty() && part.back() == '-') part.pop_back();
   std::string name = "cmax-audit-" + part;
   if (!token.empty()) name += "-" + token;
   return name;
@@ -67,21 +75,26 @@ json AuditPodManifest(std::string_view node, std::string_view pod_name,
   for (const std::string& arg : args) command.push_back(arg);
   // The kubelet ends a pod the audit lost track of (its host gone, Ctrl-C twice).
   const auto deadline = static_cast<int64_t>(std::ceil(std::max(options.budget_s, 1.0))) + 30;
-  json container = {
-      {"name", kContainer},
-      {"image", options.image},
-      {"imagePullPolicy", "IfNotPresent"},
-      {"command", command},
-      {"env",
-       {{{"name", "CMAX_NODE_NAME"},
-         {"valueFrom", {{"fieldRef", {{"fieldPath", "spec.nodeName"}}}}}},
-        // The container toolkit's NVML and nvidia-smi for cmax's own reads; no GPU is asked of
-        // the device plugin, so none is taken from a tenant.
-        {{"name", "NVIDIA_VISIBLE_DEVICES"}, {"value", "all"}},
-        {{"name", "NVIDIA_DRIVER_CAPABILITIES"}, {"value", "utility"}}}},
-      {"securityContext", {{"privileged", true}, {"readOnlyRootFilesystem", true}}},
-      // No resources asked: a node whose tenants hold all it has still admits the pod.
-      {"volumeMounts", {{{"name", "host"}, {"mountPath", kPodHostRoot}, {"readOnly", true}}}}};
+  json container = {{"name", kContainer},
+                    {"image", options.image},
+                    {"imagePullPolicy", "IfNotPresent"},
+                    {"command", command},
+                    {"env",
+                     {{{"name", "CMAX_NODE_NAME"},
+                       {"valueFrom", {{"fieldRef", {{"fieldPath", "spec.nodeName"}}}}}},
+                      // The container toolkit's NVML and nvidia-smi for cmax's own reads; no GPU is
+                      // asked of the device plugin, so none is taken from a tenant.
+                      {{"name", "NVIDIA_VISIBLE_DEVICES"}, {"value", "all"}},
+                      {{"name", "NVIDIA_DRIVER_CAPABILITIES"}, {"value", "utility"}}}},
+                    {"securityContext", {{"privileged", true}, {"readOnlyRootFilesystem", true}}},
+                    // No resources asked: a node whose tenants hold all it has still admits the
+                    // pod. Read-only all the way down where the cluster can (Kubernetes 1.30 on): a
+                    // hostPath's readOnly alone leaves its submounts (/run, /var/lib/...) writable.
+                    {"volumeMounts",
+                     {{{"name", "host"},
+                       {"mountPath", kPodHostRoot},
+                       {"readOnly", true},
+                       {"recursiveReadOnly", "IfPossible"}}}}};
   return {
       {"apiVersion", "v1"},
       {"kind", "Pod"},
@@ -140,12 +153,25 @@ std::map<std::string, AuditPodOutcome> RunAuditPods(remediate::KubeApi& api,
                                                     const AuditPodOptions& pods,
                                                     const AuditPodIo& io) {
   const std::string& ns = pods.pod_namespace;
+  const std::string pods_path = "/api/v1/namespaces/" + KubeEscape(ns) + "/pods";
   AuditOptions on_node = options;
   on_node.host_root = std::string(kPodHostRoot);
   const std::vector<std::string> args = NodeEvidenceArgs(on_node, pods.node_timeout_s);
   const WallTime started = io.clock->Now();
+  const auto spent = [&] { return SecondsSince(*io.clock, started) > pods.budget_s; };
+  const auto pause = [&] {
+    constexpr auto kBetweenLooks = std::chrono::milliseconds(500);
+    io.sleep ? io.sleep(kBetweenLooks) : std::this_thread::sleep_for(kBetweenLooks);
+  };
   std::map<std::string, AuditPodOutcome> outcomes;
   std::map<std::string, std::string> waiting;  // node -> its pod's name, until it is done
+  if (io.note && !nodes.empty()) {
+    io.note(
+        fmt::format("starting {} audit pod(s) in namespace {} (image {}); should this be "
+                    "stopped hard, `kubectl -n {} delete pods -l cmax.io/audit-run={}` "
+                    "removes them",
+                    nodes.size(), ns, pods.image, ns, pods.run_token));
+  }
   for (const std::string& node : nodes) {
     AuditPodOutcome& outcome = outcomes[node];
     if (io.interrupted && io.interrupted()) {
@@ -153,8 +179,10 @@ std::map<std::string, AuditPodOutcome> RunAuditPods(remediate::KubeApi& api,
       continue;
     }
     const std::string name = AuditPodName(node, pods.run_token);
-    auto created = api.Call("POST", "/api/v1/namespaces/" + KubeEscape(ns) + "/pods",
-                            AuditPodManifest(node, name, args, pods).dump());
+    // Named before it is asked for: a create whose answer is lost (and whose retry then finds
+    // it there, 409) may still have made it, so it is deleted all the same.
+    outcome.pod = ns + "/" + name;
+    auto created = api.Call("POST", pods_path, AuditPodManifest(node, name, args, pods).dump());
     if (!created) {
       outcome.problem = "its pod could not be created: " + SanitizeUtf8(created.error().message);
     } else if (created->status == 404) {
@@ -162,39 +190,46 @@ std::map<std::string, AuditPodOutcome> RunAuditPods(remediate::KubeApi& api,
           "its pod could not be created: namespace {} does not exist "
           "(deploy/kubernetes/namespace.yaml creates it; --pod-namespace names another)",
           SanitizeUtf8(ns));
-    } else if (created->status != 200 && created->status != 201) {
+    } else if (created->status == 403) {
+      outcome.problem = fmt::format(
+          "its pod was refused: {} (the auditing identity needs create, get and delete on pods "
+          "and get on pods/log in namespace {}, and the namespace must admit privileged pods)",
+          SanitizeUtf8(remediate::KubeStatusMessage(*created)), SanitizeUtf8(ns));
+    } else if (created->status == 200 || created->status == 201 || created->status == 409) {
+      waiting[node] = name;  // 409: this run's own name (AuditPodName is one to one), so ours
+    } else {
       outcome.problem = "its pod could not be created: " +
                         SanitizeUtf8(remediate::KubeStatusError(*created, "create pod").message);
-    } else {
-      outcome.pod = ns + "/" + name;
-      waiting[node] = name;
     }
   }
-  if (io.note && !waiting.empty()) {
-    io.note(fmt::format("started {} audit pod(s) in namespace {} (image {}); waiting for them ...",
-                        waiting.size(), ns, pods.image));
-  }
-  // Until each is done, or the budget is spent; half a second between looks.
+  // Until each is done, or the budget is spent: one list of this run's pods a look, half a
+  // second apart, and each finished pod's log.
   std::map<std::string, std::string> last_seen;  // node -> where its pod stood
+  const std::string this_run = "labelSelector=" + KubeEscape("cmax.io/audit-run=" + pods.run_token);
   while (!waiting.empty()) {
-    for (auto it = waiting.begin(); it != waiting.end();) {
+    auto listed = api.List(pods_path, this_run);
+    std::map<std::string, json> by_name;
+    if (listed) {
+      for (json& pod : *listed) {
+        std::string name = KubeStr(pod, {"metadata", "name"});  // before the pod is moved
+        by_name.emplace(std::move(name), std::move(pod));
+      }
+    }
+    for (auto it = waiting.begin(); it != waiting.end() && !spent();) {
       const auto& [node, name] = *it;
       AuditPodOutcome& outcome = outcomes[node];
-      auto got = api.Call("GET", PodPath(ns, name));
-      if (!got || got->status != 200) {
-        last_seen[node] = !got ? SanitizeUtf8(got.error().message)
-                               : SanitizeUtf8(remediate::KubeStatusMessage(*got));
-        if (got && got->status == 404) {
-          outcome.problem = "its pod vanished (deleted by someone else): " + last_seen[node];
-          it = waiting.erase(it);
-          continue;
-        }
+      if (!listed) {
+        last_seen[node] = "its pod could not be listed: " + SanitizeUtf8(listed.error().message);
         ++it;
         continue;
       }
-      auto pod = remediate::KubeParse(*got, "get pod");
-      const PodProgress progress =
-          pod ? AuditPodProgress(*pod) : PodProgress{PodState::kWaiting, pod.error().message};
+      const auto pod = by_name.find(name);
+      if (pod == by_name.end()) {
+        outcome.problem = "its pod vanished (deleted by someone else)";
+        it = waiting.erase(it);
+        continue;
+      }
+      const PodProgress progress = AuditPodProgress(pod->second);
       last_seen[node] = progress.detail;
       if (progress.state == PodState::kWaiting) {
         ++it;
@@ -226,7 +261,7 @@ std::map<std::string, AuditPodOutcome> RunAuditPods(remediate::KubeApi& api,
     }
     if (waiting.empty()) break;
     const bool interrupted = io.interrupted && io.interrupted();
-    if (interrupted || SecondsSince(*io.clock, started) > pods.budget_s) {
+    if (interrupted || spent()) {
       for (const auto& [node, name] : waiting) {
         outcomes[node].problem =
             interrupted ? "interrupted while its pod ran"
@@ -235,21 +270,44 @@ std::map<std::string, AuditPodOutcome> RunAuditPods(remediate::KubeApi& api,
       }
       break;
     }
-    constexpr auto kBetweenLooks = std::chrono::milliseconds(500);
-    io.sleep ? io.sleep(kBetweenLooks) : std::this_thread::sleep_for(kBetweenLooks);
+    pause();
   }
-  // Every pod started goes, whatever came of it.
+  // Every pod asked for goes, whatever came of it, with the grace its manifest gives (a forced
+  // delete would drop the object before the kubelet has stopped the container).
+  std::map<std::string, std::string> going;  // node -> its pod's name, until it is gone
   for (auto& [node, outcome] : outcomes) {
     if (outcome.pod.empty()) continue;
     const std::string name = outcome.pod.substr(outcome.pod.find('/') + 1);
-    auto deleted = api.Call("DELETE", PodPath(ns, name) + "?gracePeriodSeconds=0");
+    auto deleted = api.Call("DELETE", PodPath(ns, name));
     if (!deleted) {
       outcome.deleted = SanitizeUtf8(deleted.error().message);
-    } else if (deleted->status == 200 || deleted->status == 202 || deleted->status == 404) {
+    } else if (deleted->status == 404) {
+      outcome.deleted = std::string(kPodNeverCreated);
+    } else if (deleted->status == 200 || deleted->status == 202) {
       outcome.deleted = "deleted";
+      going[node] = name;
     } else {
       outcome.deleted = SanitizeUtf8(remediate::KubeStatusMessage(*deleted));
     }
+  }
+  // Gone once the kubelet has stopped it and the object is removed: waited for a while.
+  const WallTime asked = io.clock->Now();
+  while (!going.empty()) {
+    auto listed = api.List(pods_path, this_run);
+    if (listed) {
+      std::set<std::string> left;
+      for (const json& pod : *listed) left.insert(KubeStr(pod, {"metadata", "name"}));
+      std::erase_if(going, [&](const auto& entry) { return !left.contains(entry.second); });
+    }
+    if (going.empty()) break;
+    if (SecondsSince(*io.clock, asked) > kDeleteWaitSeconds) {
+      for (const auto& [node, name] : going) {
+        outcomes[node].deleted = fmt::format(
+            "deletion asked, but it was still there {} s later (terminating)", kDeleteWaitSeconds);
+      }
+      break;
+    }
+    pause();
   }
   return outcomes;
 }

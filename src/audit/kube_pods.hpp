@@ -39,8 +39,9 @@ struct AuditPodOptions {
   std::string run_token;       // in each pod's name and label: this audit's pods
 };
 
-// The pod's name: "cmax-audit-NODE-TOKEN", a DNS label of at most 63 characters (a long node
-// name is cut and a hash of it added). Pure.
+// The pod's name: "cmax-audit-NODE-TOKEN", a DNS label of at most 63 characters; a node name
+// that had to be changed to fit (cut, or characters a label cannot hold) gets a hash of itself,
+// so that two nodes never share a pod name ("gpu.1" and "gpu-1"). Pure.
 std::string AuditPodName(std::string_view node, std::string_view run_token);
 
 // The pod that reads `node` (spec.nodeName: no scheduler, every taint tolerated: it takes no
@@ -57,12 +58,16 @@ struct PodProgress {
 };
 PodProgress AuditPodProgress(const nlohmann::json& pod);
 
+// AuditPodOutcome::deleted of a pod whose create failed and which the delete did not find:
+// none was made, so there is nothing to log or undo.
+inline constexpr std::string_view kPodNeverCreated = "never created";
+
 // What the pod on one node gave.
 struct AuditPodOutcome {
-  std::string pod;                         // "namespace/name"; empty when none was created
+  std::string pod;                         // "namespace/name" it was asked for; empty when none was
   std::optional<nlohmann::json> document;  // its evidence document, framed as a Slurm node's
   std::string problem;                     // else why there is none
-  std::string deleted;                     // "deleted", or why it could not be (then it is left)
+  std::string deleted;  // "deleted", kPodNeverCreated, or why not (then it is left)
 };
 
 struct AuditPodIo {

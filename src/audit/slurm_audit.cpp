@@ -301,6 +301,7 @@ Result<std::string> NodeEvidenceFrames(const AuditOptions& options, double node_
     }
     io.fs = &host_fs.emplace(*own_io.fs, options.host_root);
     io.runner = &host_runner.emplace(*own_io.runner, options.host_root);
+    io.path = std::string(sys::kHostPath);
   }
   auto checks = AuditCatalogue::Builtin().Select(options.profile);
   if (!checks) return tl::unexpected(checks.error());
@@ -313,7 +314,13 @@ Result<std::string> NodeEvidenceFrames(const AuditOptions& options, double node_
                                                  "{} s",
                                                  node_timeout_s)}}),
       kDeadlineExit);
-  const SideEffectOptions side_effects = ForChecks(options.side_effects, *checks);
+  SideEffectOptions side_effects = ForChecks(options.side_effects, *checks);
+  if (!options.host_root.empty()) {
+    // Read from a container: an image import would write on the host, and a login to the
+    // next node has no job of nodes to go by.
+    side_effects.checks.erase("containers.enroot-import");
+    side_effects.checks.erase("access.ssh-between-nodes");
+  }
   AuditEvidence evidence = CollectLocalEvidence(
       *io.fs, *io.runner,
       {.path = io.path,

@@ -33,7 +33,10 @@ std::string HostRootPath(const std::string& root, const std::string& path) {
 }
 
 std::string HostRootFileSystem::InRoot(const std::string& path, bool follow_last) const {
-  if (HostRootPath(root_, path) == path) return path;  // the kernel's own, or no root
+  if (root_.empty() || root_ == "/" || path.empty() || path.front() != '/') return path;
+  for (std::string_view kernel : {"/proc", "/sys", "/dev"}) {
+    if (Under(path, kernel)) return HostRootPath(root_, path);  // the kernel's own
+  }
   // The components left to walk, the next one last.
   std::vector<std::string> left;
   const auto push = [&left](std::string_view text) {
@@ -63,7 +66,7 @@ std::string HostRootFileSystem::InRoot(const std::string& path, bool follow_last
       // Into the kernel's own files (/proc, /sys, /dev): the rest is read as it is.
       std::string rest = next;
       for (auto it = left.rbegin(); it != left.rend(); ++it) rest += "/" + *it;
-      return rest;
+      return HostRootPath(root_, rest);
     }
     std::optional<std::string> target;
     if (!left.empty() || follow_last) {
@@ -121,6 +124,10 @@ Result<void> HostRootFileSystem::RemoveFile(const std::string& path) {
 ProcessSpec HostRootProcessRunner::Rooted(const ProcessSpec& spec, const std::string& root) {
   ProcessSpec rooted = spec;
   if (root.empty() || root == "/") return rooted;
+  // The host's programs with the host's search path and libraries, not the image's (a CUDA
+  // image sets LD_LIBRARY_PATH to its own folders).
+  rooted.env_add.insert(rooted.env_add.begin(),
+                        {"PATH=" + std::string(kHostPath), "LD_LIBRARY_PATH=", "LD_PRELOAD="});
   rooted.use_shell = false;
   rooted.argv = {"chroot", root};
   if (spec.use_shell) {

@@ -8,11 +8,17 @@
 #pragma once
 
 #include <string>
+#include <string_view>
 
 #include "sys/file_system.hpp"
 #include "sys/process_runner.hpp"
 
 namespace cmax::sys {
+
+// The search path programs of the host are found in and run with (Debian's and most
+// distributions' default for root), in place of the image's.
+inline constexpr std::string_view kHostPath =
+    "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
 
 // Where `path` (absolute) is found with the host's root at `root`. Pure.
 std::string HostRootPath(const std::string& root, const std::string& path);
@@ -47,7 +53,7 @@ class HostRootFileSystem final : public FileSystem {
 };
 
 // Runs each program as `chroot ROOT PROGRAM ARGS...` (a shell script as `chroot ROOT /bin/sh -c
-// SCRIPT`), in the host's "/": its libraries, its configuration.
+// SCRIPT`), in the host's "/": its libraries, its configuration, kHostPath and no LD_ variable.
 class HostRootProcessRunner final : public ProcessRunner {
  public:
   HostRootProcessRunner(ProcessRunner& inner, std::string root)

@@ -212,6 +212,7 @@ class FakeKubeApi {
   std::set<std::string> pdb_blocked;  // "ns/name"
   int unavailable_next = 0;           // answer this many requests with 503
   int conflicts_next = 0;             // node patches answered 409 after a concurrent change
+  int lose_pod_creates = 0;  // pods created whose answer is lost (a 504 after the pod is kept)
 
  private:
   static std::string Decode(std::string_view text) {
@@ -424,6 +425,14 @@ class FakeKubeApi {
     created_pods_.push_back(pod);
     pod["status"] = {{"phase", "Pending"}};
     pods_[key] = pod;
+    const bool lost = lose_pod_creates > 0;
+    if (lost) --lose_pod_creates;
+    const FixtureResponse answer = RunPod(key, pod);
+    if (lost) return Status(504, "the gateway gave up waiting");
+    return answer;
+  }
+  // The stand-in kubelet's part: the pod run here, when there is a kubelet.
+  FixtureResponse RunPod(const std::string& key, const json& pod) {
     if (!kubelet_) return {201, pod.dump()};
     const std::string node = pod["spec"].value("nodeName", "");
     if (kubelet_->image_pull_fails.contains(node)) {

@@ -14,14 +14,20 @@ using nlohmann::json;
 
 TEST(AuditPodName, ADnsLabelNamedForTheNodeAndTheRun) {
   EXPECT_EQ(AuditPodName("gpu1", "18c2f3a0"), "cmax-audit-gpu1-18c2f3a0");
-  EXPECT_EQ(AuditPodName("GPU_Node.7", "ab"), "cmax-audit-gpu-node-7-ab");
+  EXPECT_EQ(AuditPodName("gpu-1", "ab"), "cmax-audit-gpu-1-ab");
   EXPECT_EQ(AuditPodName("gpu1", ""), "cmax-audit-gpu1");
+  // A name changed to fit gets a hash of itself: two nodes never share a pod.
+  const std::string changed = AuditPodName("GPU_Node.7", "ab");
+  EXPECT_TRUE(changed.starts_with("cmax-audit-gpu-node-7-")) << changed;
+  EXPECT_NE(AuditPodName("gpu.1", "ab"), AuditPodName("gpu-1", "ab"));
+  EXPECT_NE(AuditPodName("Gpu1", "ab"), AuditPodName("gpu1", "ab"));
   const std::string long_a = AuditPodName(std::string(80, 'a') + "-1", "18c2f3a0");
   const std::string long_b = AuditPodName(std::string(80, 'a') + "-2", "18c2f3a0");
   EXPECT_LE(long_a.size(), 63U) << long_a;
   EXPECT_NE(long_a, long_b) << "long names that share a beginning stay apart";
   EXPECT_TRUE(long_a.ends_with("-18c2f3a0")) << long_a;
-  for (const std::string& name : {long_a, AuditPodName("x--", "-")}) {
+  for (const std::string& name :
+       {long_a, changed, AuditPodName("x--", "-"), AuditPodName("-", "")}) {
     EXPECT_NE(name.back(), '-') << name;
     for (const char c : name) EXPECT_TRUE(std::islower(c) || std::isdigit(c) || c == '-') << name;
   }
@@ -51,7 +57,8 @@ TEST(AuditPodManifest, PinnedToItsNodeReadingTheHostReadOnly) {
   const json& container = spec["containers"][0];
   EXPECT_EQ(container["image"], "registry.example/cmax:1");
   EXPECT_EQ(container["volumeMounts"],
-            json::parse(R"([{"name":"host","mountPath":"/host","readOnly":true}])"));
+            json::parse(R"([{"name":"host","mountPath":"/host","readOnly":true,
+                             "recursiveReadOnly":"IfPossible"}])"));
   EXPECT_EQ(container["securityContext"]["privileged"], true);
   EXPECT_FALSE(container.contains("resources"));
   EXPECT_EQ(container["command"],

@@ -89,11 +89,21 @@ TEST(HostRootFileSystem, FollowsLinksInsideTheRoot) {
   // The machine's own /etc/alternatives is never read for the host's: a name only there is
   // not found below the root.
   EXPECT_FALSE(host.Exists("/etc/alternatives/editor"));
+  // The mount table is the host's init's, also when a link leads to it (/etc/mtab).
+  link("../proc/self/mounts", "etc/mtab");
+  const auto init_mounts = local.ReadFile("/proc/1/mounts", 1 << 20);
+  ASSERT_TRUE(init_mounts) << init_mounts.error().message;
+  EXPECT_EQ(host.ReadFile("/proc/self/mounts", 1 << 20).value_or(""), *init_mounts);
+  EXPECT_EQ(host.ReadFile("/etc/mtab", 1 << 20).value_or(""), *init_mounts);
 }
 
 TEST(HostRootProcessRunner, RunsEachProgramChrootedIntoTheRoot) {
-  EXPECT_EQ(HostRootProcessRunner::Rooted({.argv = {"nvidia-smi", "-q"}}, "/host").argv,
-            (std::vector<std::string>{"chroot", "/host", "nvidia-smi", "-q"}));
+  const ProcessSpec smi = HostRootProcessRunner::Rooted(
+      {.argv = {"nvidia-smi", "-q"}, .env_add = {"LC_ALL=C"}}, "/host");
+  EXPECT_EQ(smi.argv, (std::vector<std::string>{"chroot", "/host", "nvidia-smi", "-q"}));
+  // The host's search path and libraries, not the image's; the caller's own variables after.
+  EXPECT_EQ(smi.env_add, (std::vector<std::string>{"PATH=" + std::string(kHostPath),
+                                                   "LD_LIBRARY_PATH=", "LD_PRELOAD=", "LC_ALL=C"}));
   const ProcessSpec shell =
       HostRootProcessRunner::Rooted({.argv = {"echo $HOME"}, .use_shell = true}, "/host");
   EXPECT_FALSE(shell.use_shell);
