@@ -38,31 +38,22 @@ double SecondsSince(const Clock& clock, WallTime since) {
 }  // namespace
 
 std::string AuditPodName(std::string_view node, std::string_view run_token) {
-  std::string part;
-  bool changed = false;
-  for (const char c : node) {
-    const auto u = static_cast<unsigned char>(c);
-    const char kept = (std::isalnum(u) != 0 || c == '-') ? static_cast<char>(std::tolower(u)) : '-';
-    changed = changed || kept != c;
-    part.push_back(kept);
+  const auto alnum = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) != 0; };
+  std::string part = ToLower(node);
+  for (char& c : part) {
+    if (!alnum(c) && c != '-') c = '-';
   }
-  changed = changed || part.starts_with('-') || part.ends_with('-');
-  std::string token;
-  for (const char c : run_token) {
-    if (std::isalnum(static_cast<unsigned char>(c)) != 0) {
-      token.push_back(static_cast<char>(std::tolower(static_cast<unsigned char>(c))));
-    }
-  }
+  const bool changed = part != node || part.starts_with('-') || part.ends_with('-');
+  std::string token = ToLower(run_token);
+  std::erase_if(token, [&](char c) { return !alnum(c); });
   token = token.substr(0, 12);
   const size_t room =
       63 - std::string_view("cmax-audit-").size() - (token.empty() ? 0 : 1 + token.size());
   if (changed || part.size() > room) {
     // Names that differ only where they were changed stay apart: a hash of the whole name.
-    uint32_t hash = 2166136261U;
-    for (const char c : node) hash = (hash ^ static_cast<unsigned char>(c)) * 16777619U;
     part = part.substr(0, room - 9);
     while (!part.empty() && part.back() == '-') part.pop_back();
-    part = fmt::format("{}{}{:08x}", part, part.empty() ? "" : "-", hash);
+    part += (part.empty() ? "" : "-") + remediate::KubeNameHash(node);
   }
   std::string name = "cmax-audit-" + part;
   if (!token.empty()) name += "-" + token;

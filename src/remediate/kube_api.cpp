@@ -25,6 +25,12 @@ int64_t KubeInt(const json& j, std::initializer_list<const char*> path) {
   return v.is_number_integer() ? v.get<int64_t>() : 0;
 }
 
+std::string KubeNameHash(std::string_view name) {
+  uint32_t hash = 2166136261U;
+  for (const char c : name) hash = (hash ^ static_cast<unsigned char>(c)) * 16777619U;
+  return fmt::format("{:08x}", hash);
+}
+
 std::string KubeEscape(std::string_view text) {
   return PercentEncode(text);
 }

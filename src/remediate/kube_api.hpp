@@ -72,6 +72,9 @@ std::string KubeStr(const nlohmann::json& j, std::initializer_list<const char*> 
 int64_t KubeInt(const nlohmann::json& j, std::initializer_list<const char*> path);
 // Percent-encodes all but RFC 3986's unreserved characters: for path segments and query values.
 std::string KubeEscape(std::string_view text);
+// Eight hex digits of a hash of `name` (FNV-1a): what keeps two object names apart when one had
+// to be cut or changed to make a DNS label.
+std::string KubeNameHash(std::string_view name);
 // A response body that must be a JSON object.
 Result<nlohmann::json> KubeParse(const sys::HttpResponse& response, std::string_view what);
 // A status that is not the one wanted, as an error: 401/403 kPermissionDenied (with the RBAC

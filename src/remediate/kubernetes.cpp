@@ -119,9 +119,7 @@ std::string ValidationJobName(const std::string& node) {
   }
   if (name.size() <= 63) return name;
   // Long node names: keep a prefix and make it unique with a hash of the whole name.
-  uint32_t hash = 2166136261U;
-  for (const char c : node) hash = (hash ^ static_cast<unsigned char>(c)) * 16777619U;
-  return fmt::format("{}-{:08x}", name.substr(0, 54), hash);
+  return name.substr(0, 54) + "-" + KubeNameHash(node);
 }
 
 json ValidationJob(const std::string& node, const std::string& job_name, const ValidationSpec& spec,

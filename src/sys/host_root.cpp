@@ -11,6 +11,16 @@ bool Under(std::string_view path, std::string_view folder) {
   return path == folder || (path.starts_with(folder) && path[folder.size()] == '/');
 }
 
+// With the host's PID namespace and a privileged container these are the host's already.
+bool KernelsOwn(std::string_view path) {
+  return Under(path, "/proc") || Under(path, "/sys") || Under(path, "/dev");
+}
+
+// Whether paths under `root` differ from the process's own at all.
+bool Rooted(const std::string& root, const std::string& path) {
+  return !root.empty() && root != "/" && !path.empty() && path.front() == '/';
+}
+
 Result<void> ReadOnly(const std::string& path) {
   return Fail(ErrorCode::kPermissionDenied,
               "{}: the host is only read through its root folder, never written", path);
@@ -19,24 +29,19 @@ Result<void> ReadOnly(const std::string& path) {
 }  // namespace
 
 std::string HostRootPath(const std::string& root, const std::string& path) {
-  if (root.empty() || root == "/" || path.empty() || path.front() != '/') return path;
+  if (!Rooted(root, path)) return path;
   // The mount table of "self" is the container's; the host's init has the host's.
   for (std::string_view self : {"/proc/self/mounts", "/proc/self/mountinfo", "/proc/mounts"}) {
     if (path == self) return "/proc/1/" + path.substr(path.rfind('/') + 1);
   }
-  for (std::string_view kernel : {"/proc", "/sys", "/dev"}) {
-    if (Under(path, kernel)) return path;
-  }
+  if (KernelsOwn(path)) return path;
   std::string rooted = root;
   while (rooted.size() > 1 && rooted.back() == '/') rooted.pop_back();
   return rooted + path;
 }
 
 std::string HostRootFileSystem::InRoot(const std::string& path, bool follow_last) const {
-  if (root_.empty() || root_ == "/" || path.empty() || path.front() != '/') return path;
-  for (std::string_view kernel : {"/proc", "/sys", "/dev"}) {
-    if (Under(path, kernel)) return HostRootPath(root_, path);  // the kernel's own
-  }
+  if (!Rooted(root_, path) || KernelsOwn(path)) return HostRootPath(root_, path);
   // The components left to walk, the next one last.
   std::vector<std::string> left;
   const auto push = [&left](std::string_view text) {
@@ -62,7 +67,7 @@ std::string HostRootFileSystem::InRoot(const std::string& path, bool follow_last
       continue;
     }
     const std::string next = done + "/" + name;
-    if (HostRootPath(root_, next) == next) {
+    if (KernelsOwn(next)) {
       // Into the kernel's own files (/proc, /sys, /dev): the rest is read as it is.
       std::string rest = next;
       for (auto it = left.rbegin(); it != left.rend(); ++it) rest += "/" + *it;
