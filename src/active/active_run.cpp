@@ -300,7 +300,23 @@ Result<ActiveRunReport> RunActiveHealth(const ActiveRunOptions& options, const A
     }
   }
   report.conditions = changed;
+  if (report.second_look) {
+    report.notes.emplace_back(
+        "a tool hung and was killed at cmax's deadline: look at this node again before acting on "
+        "it");
+  }
+  for (const NodeCondition& c : changed) {
+    report.notes.push_back(
+        fmt::format("node condition {} on {} {}", c.key, c.node,
+                    c.recovered ? std::string("recovered")
+                                : fmt::format("({}, seen {} time{})", SeverityName(c.severity),
+                                              c.count, c.count == 1 ? "" : "s")));
+  }
   return report;
+}
+
+ActiveLevel ActiveLevelNamed(std::string_view name) {
+  return name == "full" ? ActiveLevel::kFull : ActiveLevel::kQuick;
 }
 
 }  // namespace cmax::active

@@ -8,6 +8,7 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "active/cuda_probes.hpp"
@@ -21,6 +22,8 @@
 namespace cmax::active {
 
 enum class ActiveLevel { kQuick, kFull };
+// "full" is kFull; anything else ("quick", as --level and a plan's level are checked to be) kQuick.
+ActiveLevel ActiveLevelNamed(std::string_view name);
 
 struct ActiveRunOptions {
   ActiveLevel level = ActiveLevel::kQuick;
@@ -57,8 +60,10 @@ struct ActiveRunIo {
 struct ActiveRunReport {
   int exit_code = 0;  // the recorded run's: 0, 1 a check failed, 3 a check could not be read
   RunRecord record;
-  bool second_look = false;               // a tool hung: look at this node again before acting
-  std::vector<std::string> notes;         // for stderr
+  bool second_look = false;  // a tool hung: look at this node again before acting
+  // For stderr: what the run saw fit to say, then the second look's warning and each node
+  // condition it opened or recovered.
+  std::vector<std::string> notes;
   std::vector<NodeCondition> conditions;  // the node conditions this run opened or recovered
 };
 

@@ -155,9 +155,8 @@ namespace {
 
 // Where the jobs' output goes: --log-dir, else active-checks/ beside the store.
 std::string LogDir(const ScheduleOptions& options, const ScheduleIo& io) {
-  return options.log_dir.empty()
-             ? std::filesystem::path(io.db_path).parent_path().string() + "/active-checks"
-             : options.log_dir;
+  return options.log_dir.empty() ? store::BesideStore(io.db_path, "active-checks")
+                                 : options.log_dir;
 }
 
 // `cmax health --active` for `node` as a shell line (`peer`: its rails tested against that one).

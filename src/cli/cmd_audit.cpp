@@ -84,7 +84,7 @@ int BuildMinimums(const AuditFlags& o, Context& ctx, sys::FileSystem& fs, const 
     for (const std::string& line : built->ignored)
       ctx.err << "cmax audit: ignored " << line << "\n";
   }
-  const std::string text = built->table.dump(2) + "\n";
+  const std::string text = JsonText(built->table);
   if (o.build_out.empty()) {
     ctx.out << text;
     return kExitOk;
@@ -105,9 +105,9 @@ int Audit(AuditFlags& o, Context& ctx) {
                           .runner = &runner,
                           .clock = &clock,
                           .path = sys::GetEnv("PATH"),
-                          .interrupted = [] { return sys::Interrupted(); },
-                          .interrupt_signal = [] { return sys::InterruptSignal(); },
-                          .env = [](const std::string& name) { return sys::GetEnv(name.c_str()); },
+                          .interrupted = sys::Interrupted,
+                          .interrupt_signal = sys::InterruptSignal,
+                          .env = sys::EnvironmentValue,
                           .self_path = sys::SelfExecutable(),
                           .confirm = [&](const std::string& plan) { return Confirm(o, ctx, plan); },
                           .note =

@@ -26,7 +26,7 @@ int Compare(const CompareFlags& o, Context& ctx) {
   auto comparison = rate::CompareStoredRuns(o.before, o.after, o.rate,
                                             {.db_path = ctx.DbPath(), .fs = &fs, .clock = &clock});
   if (!comparison) return PrintError(ctx, "cmax compare", comparison.error());
-  ctx.out << (o.json ? rate::ComparisonJson(*comparison).dump(2) + "\n"
+  ctx.out << (o.json ? JsonText(rate::ComparisonJson(*comparison))
                      : rate::ComparisonText(*comparison));
   return kExitOk;
 }

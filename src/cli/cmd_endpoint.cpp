@@ -62,15 +62,15 @@ endpoint::LoadRunIo Io(Context& ctx, sys::FileSystem& fs) {
   io.db_path = ctx.DbPath();
   io.cmax_version = VersionString();
   io.fs = &fs;
-  io.env = [](const std::string& name) { return sys::GetEnv(name.c_str()); };
-  io.hooks.interrupted = [] { return sys::Interrupted(); };
+  io.env = sys::EnvironmentValue;
+  io.hooks.interrupted = sys::Interrupted;
   if (!ctx.global.quiet && (sys::StderrIsTerminal() || ctx.global.verbosity > 0)) {
     io.hooks.progress = [&ctx](const endpoint::LoadProgress& p) {
       ctx.err << fmt::format("{:7.1f} s  sent {}  done {}  failed {}  in flight {}\n", p.elapsed_s,
                              p.sent, p.done, p.failed, p.in_flight);
     };
   }
-  io.interrupt_signal = [] { return sys::InterruptSignal(); };
+  io.interrupt_signal = sys::InterruptSignal;
   io.note = [&ctx](std::string_view line) { ctx.err << line << "\n"; };
   io.table = [&ctx](std::string_view line) { ctx.out << line << std::flush; };
   io.write_output = [&ctx](const std::string& path, std::string_view text) {
@@ -81,10 +81,10 @@ endpoint::LoadRunIo Io(Context& ctx, sys::FileSystem& fs) {
 
 int ServeSim(Context& ctx, const SimFlags& o) {
   sys::RaiseOpenFileLimit();
-  return PrintText(ctx, "cmax endpoint serve-sim",
-                   endpoint::ServeSim(
-                       o.listen, o.port, o.sim, o.duration_s, [] { return sys::Interrupted(); },
-                       [&ctx](std::string_view line) { ctx.out << line << std::endl; }));
+  return PrintText(
+      ctx, "cmax endpoint serve-sim",
+      endpoint::ServeSim(o.listen, o.port, o.sim, o.duration_s, sys::Interrupted,
+                         [&ctx](std::string_view line) { ctx.out << line << std::endl; }));
 }
 
 void AddTargetFlags(CLI::App* app, endpoint::TargetOptions& o) {

@@ -5,7 +5,6 @@
 // probes, a local all-reduce, a burn) under cmax's deadlines, judged against the GPU class's
 // published limits, recorded likewise.
 #include <CLI/CLI.hpp>
-#include <fmt/format.h>
 #include <memory>
 #include <ostream>
 
@@ -44,7 +43,7 @@ void PrintRecord(const HealthFlags& o, Context& ctx, const RunRecord& record) {
 }
 
 int RunActive(HealthFlags o, Context& ctx) {
-  o.active_run.level = o.level == "full" ? active::ActiveLevel::kFull : active::ActiveLevel::kQuick;
+  o.active_run.level = active::ActiveLevelNamed(o.level);
   if (o.burn_s >= 0) o.active_run.burn_s = o.burn_s;
   if (!o.peer.empty()) {
     o.ib_pair.peer = o.peer;
@@ -67,17 +66,6 @@ int RunActive(HealthFlags o, Context& ctx) {
   auto report = active::RunActiveHealth(o.active_run, io);
   if (!report) return PrintError(ctx, "cmax health --active", report.error());
   for (const std::string& note : report->notes) ctx.err << "cmax health: " << note << "\n";
-  if (report->second_look) {
-    ctx.err << "cmax health: a tool hung and was killed at cmax's deadline: look at this node "
-               "again before acting on it\n";
-  }
-  for (const NodeCondition& c : report->conditions) {
-    ctx.err << "cmax health: node condition " << c.key << " on " << c.node
-            << (c.recovered ? std::string(" recovered")
-                            : fmt::format(" ({}, seen {} time{})", SeverityName(c.severity),
-                                          c.count, c.count == 1 ? "" : "s"))
-            << "\n";
-  }
   PrintRecord(o, ctx, report->record);
   return report->exit_code;
 }
@@ -94,13 +82,12 @@ int RunHealth(const HealthFlags& o, Context& ctx) {
   health::PassiveRunIo io{
       .db_path = ctx.DbPath(),
       .cmax_version = VersionString(),
-      .interrupted = [] { return sys::Interrupted(); },
-      .interrupt_signal = [] { return sys::InterruptSignal(); },
+      .interrupted = sys::Interrupted,
+      .interrupt_signal = sys::InterruptSignal,
       // The remediation adapter's drain: it never overwrites a drain someone else set.
-      .drain =
-          [&runner](const std::string& node, const std::string& reason) {
-            return remediate::SlurmScheduler(runner, {}).Drain(node, reason);
-          }};
+      .drain = [&runner](const std::string& node, const std::string& reason) {
+        return remediate::SlurmScheduler(runner, {}).Drain(node, reason);
+      }};
   auto report = health::RunPassiveHealth(o.run, io);
   if (!report) return PrintError(ctx, "cmax health", report.error());
   for (const std::string& note : report->notes) ctx.err << note << "\n";

@@ -79,17 +79,12 @@ struct Shell {
                         .clock = &clock},
             .fs = &fs,
             .runner = &runner,
-            .interrupted = [] { return sys::Interrupted(); },
-            .progress =
-                [&ctx, command = std::move(command)](std::string_view line) {
-                  if (!ctx.global.quiet) ctx.err << command << ": " << line << std::endl;
-                }};
+            .interrupted = sys::Interrupted,
+            .progress = [&ctx, command = std::move(command)](std::string_view line) {
+              if (!ctx.global.quiet) ctx.err << command << ": " << line << std::endl;
+            }};
   }
 };
-
-std::string JsonText(const nlohmann::json& j) {
-  return j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
-}
 
 int Sweep(const NcclFlags& o, Context& ctx) {
   Shell shell;
@@ -98,13 +93,13 @@ int Sweep(const NcclFlags& o, Context& ctx) {
   const std::string out_dir = request.out_dir;
   auto report = net::SweepNccl(std::move(request), shell.Io(ctx, "cmax nccl sweep"));
   if (!report) return PrintError(ctx, "cmax nccl sweep", report.error());
-  ctx.out << (o.json ? JsonText(net::NcclSweepJson(*report))
-                     : net::NcclSweepText(*report, ctx.global.verbosity > 0));
-  if (!ctx.global.quiet) {
-    ctx.err << "cmax nccl sweep: logs in " << out_dir << "; recorded as run "
-            << report->analyzed.record.run.id << "\n";
-  }
-  return report->interrupted ? 128 + sys::InterruptSignal() : report->analyzed.exit_code;
+  return PrintRecorded(
+      ctx, "cmax nccl sweep",
+      o.json ? JsonText(net::NcclSweepJson(*report))
+             : net::NcclSweepText(*report, ctx.global.verbosity > 0),
+      report->analyzed.record.run.id,
+      report->interrupted ? 128 + sys::InterruptSignal() : report->analyzed.exit_code,
+      "logs in " + out_dir);
 }
 
 int FindBadNode(const NcclFlags& o, Context& ctx) {
@@ -118,12 +113,11 @@ int FindBadNode(const NcclFlags& o, Context& ctx) {
   auto report =
       net::FindNcclBadNodes(std::move(request), finder, shell.Io(ctx, "cmax nccl find-bad-node"));
   if (!report) return PrintError(ctx, "cmax nccl find-bad-node", report.error());
-  ctx.out << (o.json ? JsonText(net::NcclBadNodeJson(*report)) : net::NcclBadNodeText(*report));
-  if (!ctx.global.quiet) {
-    ctx.err << "cmax nccl find-bad-node: logs in " << out_dir << "; recorded as run "
-            << report->record.run.id << "\n";
-  }
-  return report->interrupted ? 128 + sys::InterruptSignal() : report->exit_code;
+  return PrintRecorded(
+      ctx, "cmax nccl find-bad-node",
+      o.json ? JsonText(net::NcclBadNodeJson(*report)) : net::NcclBadNodeText(*report),
+      report->record.run.id, report->interrupted ? 128 + sys::InterruptSignal() : report->exit_code,
+      "logs in " + out_dir);
 }
 
 void AddHostFlags(CLI::App* sub, HostFlags& h, const std::string& what) {
@@ -174,20 +168,17 @@ int Recipe(const NcclFlags& o, Context& ctx) {
     for (const net::NcclRecipe& r : recipes->All()) ctx.out << r.name << "  " << r.title << "\n";
     return kExitOk;
   }
-  auto report =
-      net::CheckNcclRecipe(o.recipe_options,
-                           {.db_path = ctx.DbPath(),
-                            .cmax_version = VersionString(),
-                            .fs = &shell.fs,
-                            .clock = &shell.clock},
-                           [](const std::string& name) { return sys::GetEnv(name.c_str()); });
+  auto report = net::CheckNcclRecipe(o.recipe_options,
+                                     {.db_path = ctx.DbPath(),
+                                      .cmax_version = VersionString(),
+                                      .fs = &shell.fs,
+                                      .clock = &shell.clock},
+                                     sys::EnvironmentValue);
   if (!report) return PrintError(ctx, "cmax nccl recipe", report.error());
-  ctx.out << (o.json ? JsonText(net::RecipeVerdictJson(report->verdict, report->node))
-                     : net::RecipeVerdictText(report->verdict, report->node));
-  if (!ctx.global.quiet) {
-    ctx.err << "cmax nccl recipe: recorded as run " << report->record.run.id << "\n";
-  }
-  return report->exit_code;
+  return PrintRecorded(ctx, "cmax nccl recipe",
+                       o.json ? JsonText(net::RecipeVerdictJson(report->verdict, report->node))
+                              : net::RecipeVerdictText(report->verdict, report->node),
+                       report->record.run.id, report->exit_code);
 }
 
 int Nccl(const NcclFlags& o, Context& ctx) {
@@ -209,14 +200,10 @@ int Nccl(const NcclFlags& o, Context& ctx) {
   }
   auto report = net::AnalyzeNcclFiles(o.options, io);
   if (!report) return PrintError(ctx, "cmax nccl analyze", report.error());
-  ctx.out << (o.json ? net::NcclAnalysisJson(report->analysis)
-                               .dump(2, ' ', false, nlohmann::json::error_handler_t::replace) +
-                           "\n"
-                     : net::NcclAnalysisText(report->analysis, ctx.global.verbosity > 0));
-  if (!ctx.global.quiet) {
-    ctx.err << "cmax nccl analyze: recorded as run " << report->record.run.id << "\n";
-  }
-  return report->exit_code;
+  return PrintRecorded(ctx, "cmax nccl analyze",
+                       o.json ? JsonText(net::NcclAnalysisJson(report->analysis))
+                              : net::NcclAnalysisText(report->analysis, ctx.global.verbosity > 0),
+                       report->record.run.id, report->exit_code);
 }
 
 }  // namespace

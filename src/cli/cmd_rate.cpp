@@ -40,7 +40,7 @@ int Rate(const RateFlags& o, Context& ctx) {
     auto ranking =
         rate::RankStoredProviders({.rubric = o.rate.rubric, .attestations = o.attestations}, io);
     if (!ranking) return PrintError(ctx, "cmax rate", ranking.error());
-    ctx.out << (o.json ? rate::RankingJson(*ranking).dump(2) + "\n" : rate::RankingText(*ranking));
+    ctx.out << (o.json ? JsonText(rate::RankingJson(*ranking)) : rate::RankingText(*ranking));
     return kExitOk;
   }
   if (o.attestations.size() > 1) {
@@ -56,7 +56,7 @@ int Rate(const RateFlags& o, Context& ctx) {
   if (o.rate.runs.empty()) options.provider = ctx.global.provider;
   auto rating = rate::RateStoredRuns(options, io);
   if (!rating) return PrintError(ctx, "cmax rate", rating.error());
-  ctx.out << (o.json ? rate::RatingJson(*rating).dump(2) + "\n"
+  ctx.out << (o.json ? JsonText(rate::RatingJson(*rating))
                      : rate::RatingText(*rating, ctx.global.verbosity));
   return kExitOk;
 }

@@ -38,8 +38,8 @@ struct Shell {
     io.fs = &fs;
     io.runner = &runner;
     io.clock = &clock;
-    io.stop = [] { return sys::Interrupted(); };
-    io.interrupt_signal = [] { return sys::InterruptSignal(); };
+    io.stop = sys::Interrupted;
+    io.interrupt_signal = sys::InterruptSignal;
     io.out = [&ctx, name, prefix_out](std::string_view line) {
       ctx.out << (prefix_out ? name + ": " : std::string()) << line << std::endl;
     };

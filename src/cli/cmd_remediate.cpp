@@ -43,7 +43,7 @@ int RunController(const RunFlags& o, Context& ctx) {
        .fs = &fs,
        .runner = &runner,
        .clock = &clock,
-       .stop = [] { return sys::Interrupted(); },
+       .stop = sys::Interrupted,
        .error = [&](std::string_view why) { ctx.err << name << ": " << why << "\n"; }});
   if (!report) return PrintError(ctx, name, report.error());
   if (report->stopped) return 128 + sys::InterruptSignal();

@@ -16,6 +16,7 @@
 #include "evaluate/lab_evaluation.hpp"
 #include "net/nccl_sweep.hpp"
 #include "report/render.hpp"
+#include "store/store.hpp"
 #include "sys/file_system.hpp"
 #include "sys/host.hpp"
 #include "sys/interrupt.hpp"
@@ -33,27 +34,6 @@ struct RunOptions {
   evaluate::EvaluationOptions evaluation;
 };
 
-// The store's folder: reports and the lab's folder go beside it.
-std::string StoreFolder(const Context& ctx) {
-  const std::string db = ctx.DbPath();
-  const size_t slash = db.rfind('/');
-  if (slash == std::string::npos) return sys::CurrentDirectory();
-  if (db.front() != '/') return sys::CurrentDirectory() + "/" + db.substr(0, slash);
-  return db.substr(0, slash);
-}
-
-std::string DefaultHtmlPath(const Context& ctx, int64_t run_id) {
-  return fmt::format("{}/reports/run-{}.html", StoreFolder(ctx), run_id);
-}
-
-// libnvml-sim.so where the build puts it, beside the binary's folder; empty when absent.
-std::string NvmlSimBesideBinary(const std::string& binary, const sys::FileSystem& fs) {
-  const size_t slash = binary.rfind('/');
-  if (slash == std::string::npos) return "";
-  const std::string lib = binary.substr(0, slash) + "/../lib/libnvml-sim.so";
-  return fs.Exists(lib) ? lib : "";
-}
-
 int Run(const RunOptions& options, Context& ctx) {
   SystemClock clock;
   sys::LocalFileSystem fs;
@@ -65,10 +45,10 @@ int Run(const RunOptions& options, Context& ctx) {
                .fs = &fs,
                .runner = &runner,
                .clock = &clock,
-               .interrupted = [] { return sys::Interrupted(); },
-               .interrupt_signal = [] { return sys::InterruptSignal(); },
+               .interrupted = sys::Interrupted,
+               .interrupt_signal = sys::InterruptSignal,
                .path = sys::GetEnv("PATH"),
-               .env = [](const std::string& name) { return sys::GetEnv(name.c_str()); }},
+               .env = sys::EnvironmentValue},
       .progress =
           [&ctx](std::string_view line) {
             if (!ctx.global.quiet) ctx.err << "cmax run: " << line << std::endl;
@@ -80,12 +60,7 @@ int Run(const RunOptions& options, Context& ctx) {
     if (!options.lab) return evaluate::Evaluate(options.evaluation, io);
     evaluate::LabEvaluationOptions lab = options.lab_options;
     lab.evaluation = options.evaluation;
-    if (lab.dir.empty()) lab.dir = StoreFolder(ctx) + "/lab-run";
-    if (lab.dir.front() != '/') lab.dir = sys::CurrentDirectory() + "/" + lab.dir;
-    const std::string binary = sys::SelfExecutable();
-    return evaluate::EvaluateLab(
-        lab,
-        {.evaluation = io, .cmax_binary = binary, .nvml_sim_lib = NvmlSimBesideBinary(binary, fs)});
+    return evaluate::EvaluateLab(lab, {.evaluation = io, .cmax_binary = sys::SelfExecutable()});
   }();
   if (!report) return PrintError(ctx, "cmax run", report.error());
   const RunRecord& record = report->record;
@@ -100,7 +75,9 @@ int Run(const RunOptions& options, Context& ctx) {
                                                          .explain = audit::ExplainCheck}));
   if (!options.no_html) {
     const std::string path =
-        options.html.empty() ? DefaultHtmlPath(ctx, record.run.id) : options.html;
+        options.html.empty()
+            ? store::BesideStore(ctx.DbPath(), fmt::format("reports/run-{}.html", record.run.id))
+            : options.html;
     const size_t slash = path.rfind('/');
     if (slash != std::string::npos && slash > 0) (void)fs.CreateDirs(path.substr(0, slash), 0700);
     if (auto ok = WriteOutput(ctx, path, report::RenderHtml(record), 0600); !ok) {

@@ -57,39 +57,16 @@ int Log(const TrainFlags& o, Context& ctx) {
   if (o.warmup_steps >= 0) options.figures.warmup_steps = o.warmup_steps;
   auto report = train::AnalyzeTrainLogFiles(options, io);
   if (!report) return PrintError(ctx, "cmax train log", report.error());
-  ctx.out << (o.json ? train::TrainLogReportJson(*report).dump(
-                           2, ' ', false, nlohmann::json::error_handler_t::replace) +
-                           "\n"
-                     : train::TrainLogReportText(*report));
-  if (!ctx.global.quiet) {
-    ctx.err << "cmax train log: recorded as run " << report->record.run.id << "\n";
-  }
-  return report->exit_code;
+  return PrintRecorded(
+      ctx, "cmax train log",
+      o.json ? JsonText(train::TrainLogReportJson(*report)) : train::TrainLogReportText(*report),
+      report->record.run.id, report->exit_code);
 }
 
 int References(const TrainFlags& o, Context& ctx) {
   const train::TrainReferences& all = train::TrainReferences::Builtin();
   const std::string filter = Join(o.reference_filter, " ");
-  if (o.json) {
-    nlohmann::json list = nlohmann::json::array();
-    for (const train::TrainReference& r : all.All()) {
-      const bool match = std::ranges::all_of(o.reference_filter, [&](const std::string& w) {
-        return r.id.find(w) != std::string::npos;
-      });
-      if (!match) continue;
-      list.push_back({{"id", r.id},
-                      {"model", r.model},
-                      {"platform", r.platform},
-                      {"gpus", r.gpus},
-                      {"parallelism", r.parallelism},
-                      {"dtype", r.dtype},
-                      {"tokens_per_s_per_gpu", r.tokens_per_s_per_gpu},
-                      {"date", r.date},
-                      {"source", r.source}});
-    }
-    ctx.out << list.dump(2) << "\n";
-    return kExitOk;
-  }
+  if (o.json) return PrintText(ctx, "cmax train references", JsonText(all.Json(filter)));
   const std::string text = all.Text(filter);
   if (text.empty()) {
     ctx.err << "cmax train references: none holds \"" << filter << "\"\n";
@@ -104,14 +81,10 @@ int Trace(const TrainFlags& o, Context& ctx) {
   train::TrainLogIo io{.db_path = ctx.DbPath(), .cmax_version = VersionString(), .clock = &clock};
   auto report = train::AnalyzeTraceFiles(o.trace_options, io);
   if (!report) return PrintError(ctx, "cmax train trace", report.error());
-  ctx.out << (o.json ? train::TraceRunReportJson(*report).dump(
-                           2, ' ', false, nlohmann::json::error_handler_t::replace) +
-                           "\n"
-                     : train::TraceRunReportText(*report));
-  if (!ctx.global.quiet) {
-    ctx.err << "cmax train trace: recorded as run " << report->record.run.id << "\n";
-  }
-  return report->exit_code;
+  return PrintRecorded(
+      ctx, "cmax train trace",
+      o.json ? JsonText(train::TraceRunReportJson(*report)) : train::TraceRunReportText(*report),
+      report->record.run.id, report->exit_code);
 }
 
 int Run(const TrainFlags& o, Context& ctx) {
@@ -137,17 +110,14 @@ int Run(const TrainFlags& o, Context& ctx) {
       options, io,
       {.db_path = ctx.DbPath(), .cmax_version = VersionString(), .fs = &fs, .clock = &clock});
   if (!report) return PrintError(ctx, "cmax train run", report.error());
-  ctx.out << (o.json
-                  ? train::TrainLogReportJson(report->recorded)
-                            .dump(2, ' ', false, nlohmann::json::error_handler_t::replace) +
-                        "\n"
-                  : report->run.ending_words + "\n" + train::TrainLogReportText(report->recorded));
-  if (!ctx.global.quiet) {
-    ctx.err << "cmax train run: log in " << options.log_path << "; recorded as run "
-            << report->recorded.record.run.id << "\n";
-  }
-  if (report->run.ending == train::TrainEnding::kInterrupted) return 128 + sys::InterruptSignal();
-  return o.options.exit_zero ? 0 : report->recorded.exit_code;
+  const int code = report->run.ending == train::TrainEnding::kInterrupted
+                       ? 128 + sys::InterruptSignal()
+                       : (o.options.exit_zero ? 0 : report->recorded.exit_code);
+  return PrintRecorded(
+      ctx, "cmax train run",
+      o.json ? JsonText(train::TrainLogReportJson(report->recorded))
+             : report->run.ending_words + "\n" + train::TrainLogReportText(report->recorded),
+      report->recorded.record.run.id, code, "log in " + options.log_path);
 }
 
 }  // namespace

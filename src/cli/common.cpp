@@ -58,6 +58,20 @@ int PrintError(Context& ctx, std::string_view command, const Error& error) {
   return ExitCodeOf(error);
 }
 
+std::string JsonText(const nlohmann::json& doc) {
+  return doc.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
+}
+
+int PrintRecorded(Context& ctx, std::string_view command, std::string_view shown, int64_t run_id,
+                  int exit_code, std::string_view where) {
+  ctx.out << shown;
+  if (!ctx.global.quiet) {
+    ctx.err << command << ": " << where << (where.empty() ? "" : "; ") << "recorded as run "
+            << run_id << "\n";
+  }
+  return exit_code;
+}
+
 int PrintText(Context& ctx, std::string_view command, const Result<std::string>& text) {
   if (!text) return PrintError(ctx, command, text.error());
   ctx.out << *text;

@@ -2,6 +2,8 @@
 // for stderr, and the exit code of an error.
 #pragma once
 
+#include <cstdint>
+#include <nlohmann/json.hpp>
 #include <streambuf>
 #include <string>
 #include <string_view>
@@ -47,6 +49,13 @@ int PrintReport(Context& ctx, std::string_view command, const Result<Report>& re
   ctx.out << report->text;
   return report->exit_code;
 }
+// A JSON document as a command prints it: indented, one line end, and never a throw on text
+// from outside that is not UTF-8 (such bytes become U+FFFD).
+std::string JsonText(const nlohmann::json& doc);
+// How a command that records a run ends: `shown` on stdout, then "COMMAND: [WHERE; ]recorded as
+// run N" on stderr unless --quiet; returns `exit_code`.
+int PrintRecorded(Context& ctx, std::string_view command, std::string_view shown, int64_t run_id,
+                  int exit_code, std::string_view where = "");
 // Text on stdout (exit 0), or the error.
 int PrintText(Context& ctx, std::string_view command, const Result<std::string>& text);
 // `text` into the file the user named (`-o`; stdout when none or "-"), then "wrote PATH" on

@@ -105,12 +105,11 @@ class PhaseRunner {
               {}};
     }
     const audit::HostRunIo& h = io_.host;
-    active::ActiveRunOptions options{
-        .level = plan.level == "full" ? active::ActiveLevel::kFull : active::ActiveLevel::kQuick,
-        .force = options_.force,
-        .gpu_class = plan.gpu_class,
-        .deadline_s = plan.deadline_s,
-        .burn_s = plan.burn_s};
+    active::ActiveRunOptions options{.level = active::ActiveLevelNamed(plan.level),
+                                     .force = options_.force,
+                                     .gpu_class = plan.gpu_class,
+                                     .deadline_s = plan.deadline_s,
+                                     .burn_s = plan.burn_s};
     auto report = active::RunActiveHealth(
         options, {.db_path = h.db_path,
                   .cmax_version = h.cmax_version,

@@ -18,6 +18,7 @@
 #include "lab/lab.hpp"
 #include "rate/rubric.hpp"
 #include "remediate/settings.hpp"
+#include "store/store.hpp"
 #include "sys/file_system.hpp"
 #include "sys/host.hpp"
 #include "sys/process_runner.hpp"
@@ -384,16 +385,23 @@ const ProviderProfile* FindProviderProfile(std::string_view name) {
   return nullptr;
 }
 
-Result<Evaluation> EvaluateLab(const LabEvaluationOptions& options, const LabEvaluationIo& io) {
+Result<Evaluation> EvaluateLab(const LabEvaluationOptions& asked, const LabEvaluationIo& asked_io) {
+  LabEvaluationOptions options = asked;
+  if (options.dir.empty())
+    options.dir = store::BesideStore(asked_io.evaluation.host.db_path, "lab-run");
+  if (options.dir.front() != '/') options.dir = sys::CurrentDirectory() + "/" + options.dir;
+  LabEvaluationIo io = asked_io;
+  if (io.nvml_sim_lib.empty() && !io.cmax_binary.empty()) {
+    const std::string beside =
+        io.cmax_binary.substr(0, io.cmax_binary.rfind('/') + 1) + "../lib/libnvml-sim.so";
+    if (io.evaluation.host.fs->Exists(beside)) io.nvml_sim_lib = beside;
+  }
   const ProviderProfile* profile = FindProviderProfile(options.profile);
   if (profile == nullptr) {
     std::vector<std::string> names;
     for (const ProviderProfile& p : ProviderProfiles()) names.push_back(p.name);
     return Fail(ErrorCode::kInvalidArgument, "no provider profile \"{}\" (profiles: {})",
                 SanitizeUtf8(options.profile), Join(names, ", "));
-  }
-  if (options.dir.empty() || options.dir.front() != '/') {
-    return Fail(ErrorCode::kInvalidArgument, "the lab's folder must be an absolute path");
   }
   lab::LabSpec spec;
   spec.dir = options.dir + "/lab";

@@ -40,15 +40,19 @@ const ProviderProfile* FindProviderProfile(std::string_view name);
 
 struct LabEvaluationOptions {
   std::string profile = "good";
-  std::string dir;               // the lab's folder (absolute): state, logs, the plan it wrote
+  // The lab's folder: state, logs, the plan it wrote. Empty: lab-run beside the store; a
+  // relative one is taken from the current folder (the lab's daemons need it absolute).
+  std::string dir;
   int port_base = 28817;         // slurmctld's port; the nodes' follow it
   EvaluationOptions evaluation;  // the probe timeout and rubric; the lab writes the plan
 };
 
 struct LabEvaluationIo {
   EvaluationIo evaluation;
-  std::string cmax_binary;   // the agents and the controller run as this program
-  std::string nvml_sim_lib;  // libnvml-sim.so for the agents' GPUs; empty: agents without NVML
+  std::string cmax_binary;  // the agents and the controller run as this program
+  // libnvml-sim.so for the agents' GPUs; empty: the one the build puts beside cmax_binary
+  // (../lib/libnvml-sim.so), and agents without NVML when that is not there either.
+  std::string nvml_sim_lib;
 };
 
 // Errors: kInvalidArgument (an unknown profile), kUnavailable (what the lab needs and this

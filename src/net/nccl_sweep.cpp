@@ -12,6 +12,7 @@
 #include "net/mpi_launch.hpp"
 #include "net/nccl_tests_format.hpp"
 #include "net/netns_lab.hpp"
+#include "store/store.hpp"
 #include "sys/file_system.hpp"
 #include "sys/process_runner.hpp"
 
@@ -106,11 +107,9 @@ NcclSweepStep MakeStep(const NcclSweepOptions& o, const std::string& collective,
 }  // namespace
 
 std::string NcclLogFolder(const std::string& db_path, std::string_view kind, WallTime now) {
-  const size_t slash = db_path.rfind('/');
   std::string stamp = FormatIso8601(now);
   std::erase(stamp, ':');
-  return fmt::format("{}/{}-{}", slash == std::string::npos ? "." : db_path.substr(0, slash), kind,
-                     stamp);
+  return store::BesideStore(db_path, fmt::format("{}-{}", kind, stamp));
 }
 
 std::string CpuStandInBeside(const std::string& cmax_binary) {

@@ -90,7 +90,7 @@ std::map<std::string, std::string> KubeEnvironment(
 }
 
 std::map<std::string, std::string> KubeEnvironment() {
-  return KubeEnvironment([](const std::string& name) { return sys::GetEnv(name.c_str()); });
+  return KubeEnvironment(sys::EnvironmentValue);
 }
 
 Result<std::unique_ptr<SchedulerChoice>> MakeScheduler(

@@ -157,6 +157,12 @@ Result<void> CheckStorePath(const StoreOptions& options) {
 
 }  // namespace
 
+std::string BesideStore(const std::string& db_path, std::string_view name) {
+  const size_t slash = db_path.rfind('/');
+  const std::string folder = slash == std::string::npos ? "." : db_path.substr(0, slash);
+  return folder + "/" + std::string(name);
+}
+
 Result<Store> Store::Open(const StoreOptions& options) {
   if (options.path.empty()) return Fail(ErrorCode::kInvalidArgument, "empty store path");
   if (auto ok = CheckStorePath(options); !ok) return tl::unexpected(ok.error());

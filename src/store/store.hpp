@@ -7,6 +7,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "core/result.hpp"
@@ -29,6 +30,11 @@ Result<void> CheckIsCmaxStore(Database& db);
 // Applies the migrations in list above the database's version, each in its own transaction.
 // Refuses a database from a newer cmax and a non-empty database that is not a cmax store.
 Result<void> Migrate(Database& db, const std::vector<Migration>& migrations);
+
+// What cmax keeps beside the store (HTML reports, logs, the lab's folder) goes in the store
+// file's folder: `name` there ("./name" for a store named without a folder, "/name" for one in
+// /). Pure.
+std::string BesideStore(const std::string& db_path, std::string_view name);
 
 struct StoreOptions {
   std::string path;

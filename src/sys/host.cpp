@@ -21,6 +21,10 @@ std::string GetEnv(const char* name) {
   return value != nullptr ? value : "";
 }
 
+std::string EnvironmentValue(const std::string& name) {
+  return GetEnv(name.c_str());
+}
+
 std::string ThisNodeName(const std::string& given) {
   if (!given.empty()) return given;
   if (std::string env = GetEnv("SLURMD_NODENAME"); !env.empty()) return env;

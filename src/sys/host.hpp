@@ -15,6 +15,8 @@ std::string ThisNodeName(const std::string& given = "");
 std::string DataDir();
 // The value of an environment variable, or empty.
 std::string GetEnv(const char* name);
+// The same, in the shape the libraries' `env` functions take (a std::string name).
+std::string EnvironmentValue(const std::string& name);
 bool IsRoot();
 // The cores this process may run on (its affinity: `taskset -c 0` makes it 1), at least 1.
 unsigned UsableCores();

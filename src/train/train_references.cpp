@@ -149,24 +149,39 @@ const TrainReference* TrainReferences::Find(std::string_view id) const {
   return nullptr;
 }
 
-std::string TrainReferences::Text(std::string_view filter) const {
-  std::vector<std::string> words;
-  for (size_t at = 0; at < filter.size();) {
-    const size_t space = filter.find(' ', at);
-    const std::string_view word =
-        filter.substr(at, space == std::string_view::npos ? filter.npos : space - at);
-    if (!word.empty()) words.emplace_back(word);
-    if (space == std::string_view::npos) break;
-    at = space + 1;
-  }
-  std::string out;
+std::vector<const TrainReference*> TrainReferences::Matching(std::string_view filter) const {
+  const std::vector<std::string_view> words = SplitFields(filter);
+  std::vector<const TrainReference*> matching;
   for (const TrainReference& r : references_) {
-    const bool match = std::ranges::all_of(
-        words, [&](const std::string& w) { return r.id.find(w) != std::string::npos; });
-    if (!match) continue;
-    out += r.id + "\n  " + r.Words() + "\n  " + r.source + "\n";
+    if (std::ranges::all_of(words,
+                            [&](std::string_view w) { return r.id.find(w) != std::string::npos; }))
+      matching.push_back(&r);
+  }
+  return matching;
+}
+
+std::string TrainReferences::Text(std::string_view filter) const {
+  std::string out;
+  for (const TrainReference* r : Matching(filter)) {
+    out += r->id + "\n  " + r->Words() + "\n  " + r->source + "\n";
   }
   return out;
+}
+
+nlohmann::json TrainReferences::Json(std::string_view filter) const {
+  nlohmann::json list = nlohmann::json::array();
+  for (const TrainReference* r : Matching(filter)) {
+    list.push_back({{"id", r->id},
+                    {"model", r->model},
+                    {"platform", r->platform},
+                    {"gpus", r->gpus},
+                    {"parallelism", r->parallelism},
+                    {"dtype", r->dtype},
+                    {"tokens_per_s_per_gpu", r->tokens_per_s_per_gpu},
+                    {"date", r->date},
+                    {"source", r->source}});
+  }
+  return list;
 }
 
 Finding ReferenceFinding(const std::string& label, const ReferenceShare& s) {

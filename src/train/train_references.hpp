@@ -4,6 +4,7 @@
 // against one (`cmax train log --reference ID`): its share, and a finding.
 #pragma once
 
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -39,8 +40,12 @@ class TrainReferences {
 
   const TrainReference* Find(std::string_view id) const;
   const std::vector<TrainReference>& All() const { return references_; }
-  // One line each, those whose id holds every word of `filter` ("llama3_8b h100"); all for "".
+  // Those whose id holds every word of `filter` ("llama3_8b h100", space-separated); all for "".
+  std::vector<const TrainReference*> Matching(std::string_view filter) const;
+  // The matching ones, one line each; "" when none matches.
   std::string Text(std::string_view filter = "") const;
+  // The matching ones as a JSON array, every field of each (`cmax train references --json`).
+  nlohmann::json Json(std::string_view filter = "") const;
 
  private:
   std::vector<TrainReference> references_;

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "core/strings.hpp"
+#include "store/store.hpp"
 #include "sys/append_file.hpp"
 
 namespace cmax::train {
@@ -56,11 +57,9 @@ std::string_view TrainEndingName(TrainEnding ending) {
 }
 
 std::string DefaultTrainLogPath(const std::string& db_path, WallTime now) {
-  const size_t slash = db_path.rfind('/');
   std::string stamp = FormatIso8601(now);
   std::erase(stamp, ':');
-  return fmt::format("{}/train-{}.log", slash == std::string::npos ? "." : db_path.substr(0, slash),
-                     stamp);
+  return store::BesideStore(db_path, fmt::format("train-{}.log", stamp));
 }
 
 Result<TrainRunResult> RunTraining(const TrainRunOptions& options, const TrainRunIo& io) {

@@ -4,12 +4,15 @@
 // (the stand-ins leave a mark when they run: none may be left).
 #include "active/active_run.hpp"
 
+#include <algorithm>
 #include <filesystem>
+#include <fmt/format.h>
 #include <fstream>
 #include <gtest/gtest.h>
 #include <string>
 #include <sys/stat.h>
 
+#include "core/strings.hpp"
 #include "store/store.hpp"
 #include "support/corpus.hpp"
 #include "support/temp_dir.hpp"
@@ -338,14 +341,27 @@ TEST_F(ActiveRun, AFailedCheckBecomesANodeConditionInTheStoreThatRemediationRead
   EXPECT_EQ((*conditions)[0].key, "active/active.dcgm-diag");
   EXPECT_GE((*conditions)[0].severity, Severity::kHigh);
   EXPECT_FALSE((*conditions)[0].recovered);
+  // And said on stderr, as the operator sees it.
+  EXPECT_NE(std::ranges::find(report->notes,
+                              fmt::format("node condition active/active.dcgm-diag on gpu1 ({}, "
+                                          "seen 1 time)",
+                                          SeverityName((*conditions)[0].severity))),
+            report->notes.end())
+      << Join(report->notes, "\n");
 
   // The diagnostic passes the next time: the condition recovers.
   StandIn("dcgmi", "cat '" + Data("dcgm_diag/dcgm4-level1-pass.json") + "'");
-  ASSERT_TRUE(RunActiveHealth({}, Io([] { return Result<sys::NvmlSnapshot>(Gpus()); })));
+  report = RunActiveHealth({}, Io([] { return Result<sys::NvmlSnapshot>(Gpus()); }));
+  ASSERT_TRUE(report);
   conditions = store->LoadConditions("gpu1");
   ASSERT_TRUE(conditions);
   ASSERT_EQ(conditions->size(), 1U);
   EXPECT_TRUE((*conditions)[0].recovered);
+  EXPECT_NE(std::ranges::find(report->notes,
+                              "node condition active/active.dcgm-diag on gpu1 "
+                              "recovered"),
+            report->notes.end())
+      << Join(report->notes, "\n");
 }
 
 TEST_F(ActiveRun, AHungToolAsksForASecondLook) {
@@ -355,6 +371,9 @@ TEST_F(ActiveRun, AHungToolAsksForASecondLook) {
   ASSERT_TRUE(report) << report.error().message;
   EXPECT_TRUE(report->second_look);
   EXPECT_EQ(report->exit_code, 3);  // a check that could not be read
+  EXPECT_TRUE(std::ranges::any_of(report->notes, [](const std::string& note) {
+    return note.starts_with("a tool hung and was killed at cmax's deadline");
+  })) << Join(report->notes, "\n");
 }
 
 }  // namespace

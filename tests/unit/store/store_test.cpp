@@ -48,6 +48,21 @@ std::string ReadBytes(const std::string& path) {
   return buffer.str();
 }
 
+// Reports, logs and the lab's folder go beside the store; a store named without a folder is in
+// the current one (the scheduled checks' logs once went to /active-checks for --db cmax.db).
+TEST(Store, WhatGoesBesideItGoesInItsFolder) {
+  const struct {
+    const char* db;
+    const char* beside;
+  } cases[] = {{"/var/lib/cmax/cmax.db", "/var/lib/cmax/logs"},
+               {"/cmax.db", "/logs"},
+               {"cmax.db", "./logs"},
+               {"runs/cmax.db", "runs/logs"},
+               {"./a/b/c.db", "./a/b/logs"}};
+  for (const auto& c : cases) EXPECT_EQ(BesideStore(c.db, "logs"), c.beside) << c.db;
+  EXPECT_EQ(BesideStore("/data/c.db", "reports/run-7.html"), "/data/reports/run-7.html");
+}
+
 TEST(Store, CreatesAPrivateWalStoreAtTheLatestSchema) {
   testing::TempDir dir;
   const std::string path = dir.File("nested/folder/cmax.db");

@@ -34,6 +34,31 @@ TEST(TrainReferences, TheBuiltInFiguresParseAndNameTheirSources) {
   EXPECT_EQ(listed.find("h100"), std::string::npos) << listed;
 }
 
+// `cmax train references [WORD ...] [--json]`: the same choice, every field in the JSON.
+TEST(TrainReferences, TheListIsFilteredByEveryWordInTextAndJson) {
+  const TrainReferences& all = TrainReferences::Builtin();
+  EXPECT_EQ(all.Matching("").size(), all.All().size());
+  EXPECT_EQ(all.Matching("  ").size(), all.All().size());
+  const auto h100 = all.Matching("llama3_8b  h100");
+  ASSERT_FALSE(h100.empty());
+  for (const TrainReference* r : h100) {
+    EXPECT_NE(r->id.find("llama3_8b"), std::string::npos) << r->id;
+    EXPECT_NE(r->id.find("h100"), std::string::npos) << r->id;
+  }
+  EXPECT_TRUE(all.Matching("llama3_8b nothing-like-this").empty());
+  EXPECT_EQ(all.Text("nothing-like-this"), "");
+  const nlohmann::json listed = all.Json("llama3_8b-h100-8gpu-fsdp-ac-selective");
+  ASSERT_EQ(listed.size(), 1U) << listed.dump();
+  EXPECT_EQ(listed[0]["tokens_per_s_per_gpu"], 5762);
+  EXPECT_EQ(listed[0]["gpus"], 8);
+  EXPECT_EQ(listed[0]["platform"], all.Find(listed[0]["id"].get<std::string>())->platform);
+  for (const char* key : {"id", "model", "platform", "gpus", "parallelism", "dtype",
+                          "tokens_per_s_per_gpu", "date", "source"}) {
+    EXPECT_TRUE(listed[0].contains(key)) << key;
+  }
+  EXPECT_EQ(all.Json("nothing-like-this"), nlohmann::json::array());
+}
+
 TEST(TrainReferences, ABadFileIsRefusedInWords) {
   const std::string head = R"({"schema": "cmax.train-references/v1", "references": [)";
   const std::string good =
