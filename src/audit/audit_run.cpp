@@ -73,13 +73,39 @@ SideEffectIo SideEffectIoFor(const AuditIo& io, std::optional<WallTime> deadline
           .interrupted = io.interrupted};
 }
 
-std::map<std::string, std::string> AuditEnvironment(const AuditIo& io) {
+std::map<std::string, std::string> AuditEnvironment(const AuditOptions& options,
+                                                    const AuditIo& io) {
   std::map<std::string, std::string> environment;
   if (!io.env) return environment;
   for (const char* name : kAuditEnvironment) {
     if (std::string value = io.env(name); !value.empty()) environment[name] = std::move(value);
   }
+  if (!options.host_root.empty()) environment.erase("NVIDIA_VISIBLE_DEVICES");
   return environment;
+}
+
+SideEffectOptions AuditSideEffects(const AuditOptions& options,
+                                   const std::vector<const CheckSpec*>& checks) {
+  SideEffectOptions side_effects = ForChecks(options.side_effects, checks);
+  if (!options.host_root.empty()) {
+    side_effects.checks.erase("containers.enroot-import");
+    side_effects.checks.erase("access.ssh-between-nodes");
+  }
+  return side_effects;
+}
+
+Result<AuditIo> ThroughHostRoot(const std::string& host_root, const AuditIo& io,
+                                HostRootView& view) {
+  if (host_root.empty()) return io;
+  if (host_root.front() != '/' || !io.fs->IsDirectory(host_root)) {
+    return Fail(ErrorCode::kInvalidArgument, "--host-root {}: not a folder (an absolute path)",
+                host_root);
+  }
+  AuditIo through = io;
+  through.fs = &view.fs.emplace(*io.fs, host_root);
+  through.runner = &view.runner.emplace(*io.runner, host_root);
+  through.path = std::string(sys::kHostPath);
+  return through;
 }
 
 GradedAudit AuditThisHost(const AuditOptions& options, const PreparedAudit& prepared,
@@ -93,9 +119,9 @@ GradedAudit AuditThisHost(const AuditOptions& options, const PreparedAudit& prep
                             .slurm_conf = io.env ? io.env("SLURM_CONF") : "",
                             .nvml = SnapshotNvml,
                             .nvml_named = io.env && !io.env("CMAX_NVML_LIB").empty(),
-                            .environment = AuditEnvironment(io),
+                            .environment = AuditEnvironment(options, io),
                             .host = &host,
-                            .side_effects = ForChecks(options.side_effects, prepared.checks),
+                            .side_effects = AuditSideEffects(options, prepared.checks),
                             .side_effect_io = SideEffectIoFor(io, std::nullopt)});
   GradedAudit graded{.target = "local/" + std::string(TargetName(target)), .host = sys::Hostname()};
   for (const auto& [key, value] : evidence) graded.evidence.push_back({key, value.dump()});
@@ -182,20 +208,24 @@ Result<AuditReport> RecordAudit(const AuditOptions& options, const PreparedAudit
   return report;
 }
 
-Result<AuditReport> RunLocalAudit(const AuditOptions& options, const AuditIo& io) {
-  const WallTime started = io.clock->Now();
-  // Everything the user gave is checked before the run is opened.
-  auto prepared = PrepareAudit(options, io);
+Result<AuditReport> RunLocalAudit(const AuditOptions& options, const AuditIo& own_io) {
+  const WallTime started = own_io.clock->Now();
+  // Everything the user gave is checked before the run is opened; their files are this
+  // process's, whatever host is read.
+  auto prepared = PrepareAudit(options, own_io);
   if (!prepared) return tl::unexpected(prepared.error());
-  const HostFacts host = CollectHost(*io.fs, sys::Hostname());
+  HostRootView view;
+  auto io = ThroughHostRoot(options.host_root, own_io, view);
+  if (!io) return tl::unexpected(io.error());
+  const HostFacts host = CollectHost(*io->fs, sys::Hostname());
   GradedAudit graded =
-      AuditThisHost(options, *prepared, host, LocalAuditTarget(DetectEnvironment(host)), io);
+      AuditThisHost(options, *prepared, host, LocalAuditTarget(DetectEnvironment(host)), *io);
   graded.host = host.hostname;
   graded.started = started;
-  if (std::string hint = ClusterHint(graded.evidence, io); !hint.empty()) {
+  if (std::string hint = ClusterHint(graded.evidence, *io); !hint.empty()) {
     graded.summary = graded.summary.empty() ? hint : hint + "; " + graded.summary;
   }
-  return RecordAudit(options, *prepared, std::move(graded), io);
+  return RecordAudit(options, *prepared, std::move(graded), own_io);
 }
 
 }  // namespace cmax::audit

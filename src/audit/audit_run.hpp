@@ -4,6 +4,7 @@
 
 #include <functional>
 #include <map>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -15,6 +16,7 @@
 #include "core/clock.hpp"
 #include "core/result.hpp"
 #include "core/run_record.hpp"
+#include "sys/host_root.hpp"
 
 namespace cmax::sys {
 class FileSystem;
@@ -48,8 +50,9 @@ struct AuditOptions {
   double probe_timeout_s = 5;      // per program a probe runs
   bool exit_zero = false;          // exit 0 even with FAIL or UNKNOWN findings
   SideEffectOptions side_effects;  // what it may do beyond reading: nothing unless allowed
-  // The host's root as a container sees it (a Kubernetes audit pod's hostPath of "/"): the
-  // node's evidence is read through it (sys/host_root.hpp). Empty: this process's own "/".
+  // The host's root as a container sees it (`docker run -v /:/host`, a Kubernetes audit pod's
+  // hostPath of "/"): the host's evidence is read through it (sys/host_root.hpp), the user's
+  // files (--minimums) and the store are this process's. Empty: this process's own "/".
   std::string host_root;
 };
 
@@ -91,8 +94,26 @@ GradedAudit AuditThisHost(const AuditOptions& options, const PreparedAudit& prep
 // files, the enroot import's image in $TMPDIR (else /tmp), and the node's deadline if any.
 // Refers to `io`, which must outlive it.
 SideEffectIo SideEffectIoFor(const AuditIo& io, std::optional<WallTime> deadline);
-// The variables of this process the audit reads (local_evidence.hpp's kAuditEnvironment).
-std::map<std::string, std::string> AuditEnvironment(const AuditIo& io);
+// The variables of this process the audit reads (local_evidence.hpp's kAuditEnvironment). From a
+// container (a host root) NVIDIA_VISIBLE_DEVICES is the container's own, there for the container
+// toolkit to give it NVML, not what a tenant's job gets: left out.
+std::map<std::string, std::string> AuditEnvironment(const AuditOptions& options, const AuditIo& io);
+// The side effects the audit may take (side_effects.hpp's ForChecks). From a container it takes
+// no image import (that would write on the host) and no login to other nodes (there is no job
+// of nodes to go by).
+SideEffectOptions AuditSideEffects(const AuditOptions& options,
+                                   const std::vector<const CheckSpec*>& checks);
+
+// What an audit reads a host through when it runs in a container with the host's root mounted
+// at `host_root`: files below it, programs chrooted there under the host's default PATH. The
+// returned io points into `view`, which must outlive it; an empty `host_root` gives `io` as it
+// is. kInvalidArgument: not an absolute path to a folder.
+struct HostRootView {
+  std::optional<sys::HostRootFileSystem> fs;
+  std::optional<sys::HostRootProcessRunner> runner;
+};
+Result<AuditIo> ThroughHostRoot(const std::string& host_root, const AuditIo& io,
+                                HostRootView& view);
 
 // What every recorded audit says about itself: its profile, the minimum table's date and
 // SHA-256.

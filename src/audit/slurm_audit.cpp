@@ -53,14 +53,6 @@ std::vector<std::string> NonBlankLines(std::string_view text) {
   return out;
 }
 
-// The variables the node's evidence reads. An audit pod's NVIDIA_VISIBLE_DEVICES is its own
-// (for the container toolkit to give it NVML and nvidia-smi), not what a tenant's job gets.
-std::map<std::string, std::string> NodeEnvironment(const AuditOptions& options, const AuditIo& io) {
-  std::map<std::string, std::string> environment = AuditEnvironment(io);
-  if (!options.host_root.empty()) environment.erase("NVIDIA_VISIBLE_DEVICES");
-  return environment;
-}
-
 // The node's name as its scheduler knows it: Slurm's in a job step, the pod's spec.nodeName in
 // a Kubernetes audit pod (audit/kube_pods.hpp), else the host's name.
 std::string NodeName(const AuditIo& io) {
@@ -291,18 +283,10 @@ Result<std::string> NodeEvidenceFrames(const AuditOptions& options, double node_
     return Fail(ErrorCode::kInvalidArgument, "--node-timeout and --probe-timeout must be > 0");
   }
   // In an audit pod the host is read through its root: files below it, programs chrooted.
-  std::optional<sys::HostRootFileSystem> host_fs;
-  std::optional<sys::HostRootProcessRunner> host_runner;
-  AuditIo io = own_io;
-  if (!options.host_root.empty()) {
-    if (options.host_root.front() != '/' || !own_io.fs->IsDirectory(options.host_root)) {
-      return Fail(ErrorCode::kInvalidArgument, "--host-root {}: not a folder (an absolute path)",
-                  options.host_root);
-    }
-    io.fs = &host_fs.emplace(*own_io.fs, options.host_root);
-    io.runner = &host_runner.emplace(*own_io.runner, options.host_root);
-    io.path = std::string(sys::kHostPath);
-  }
+  HostRootView view;
+  auto through = ThroughHostRoot(options.host_root, own_io, view);
+  if (!through) return tl::unexpected(through.error());
+  const AuditIo& io = *through;
   auto checks = AuditCatalogue::Builtin().Select(options.profile);
   if (!checks) return tl::unexpected(checks.error());
   const std::string node = NodeName(io);
@@ -314,13 +298,7 @@ Result<std::string> NodeEvidenceFrames(const AuditOptions& options, double node_
                                                  "{} s",
                                                  node_timeout_s)}}),
       kDeadlineExit);
-  SideEffectOptions side_effects = ForChecks(options.side_effects, *checks);
-  if (!options.host_root.empty()) {
-    // Read from a container: an image import would write on the host, and a login to the
-    // next node has no job of nodes to go by.
-    side_effects.checks.erase("containers.enroot-import");
-    side_effects.checks.erase("access.ssh-between-nodes");
-  }
+  const SideEffectOptions side_effects = AuditSideEffects(options, *checks);
   AuditEvidence evidence = CollectLocalEvidence(
       *io.fs, *io.runner,
       {.path = io.path,
@@ -329,7 +307,7 @@ Result<std::string> NodeEvidenceFrames(const AuditOptions& options, double node_
        .ask_accounting = false,
        .slurm_conf = io.env ? io.env("SLURM_CONF") : "",
        .nvml = SnapshotNvml,
-       .environment = NodeEnvironment(options, io),
+       .environment = AuditEnvironment(options, io),
        .side_effects = side_effects,
        .side_effect_io = SideEffectIoFor(io, std::chrono::time_point_cast<WallTime::duration>(
                                                  started + SecondsAsDuration(node_timeout_s)))});

@@ -247,11 +247,14 @@ Command SetupAuditCommand(CLI::App& parent) {
                   "What each node runs under --slurm (and in a Kubernetes audit pod): print this "
                   "host's evidence framed for the fan-out; writes nothing")
                  ->excludes(slurm)
-                 ->excludes("--kubernetes"),
-         Opt(app, "--host-root", o->run.host_root,
-             "With --node-evidence: read the host through this folder, its / as a container "
-             "mounts it (an audit pod's /host): files below it, programs run with chroot")
-             ->needs(o->node_evidence_option)});
+                 ->excludes("--kubernetes")});
+  Opt(app, "--host-root", o->run.host_root,
+      "Audit the host whose / is mounted at this folder, from a container (docker run "
+      "--privileged --pid=host --net=host --uts=host -v /:/host:ro IMAGE cmax audit "
+      "--host-root /host; an audit pod's /host): its files below the folder, its programs run "
+      "with chroot, /proc /sys /dev as they are; --minimums and the store stay this one's")
+      ->excludes(slurm)
+      ->excludes("--kubernetes");
   // Either cluster target.
   o->budget = Num(app, "--budget", s.budget_s, SecondsIn(86400),
                   "Seconds the audit's work on the cluster may take in all (the srun steps; "

@@ -256,7 +256,8 @@ TEST_F(AuditKubeTest, UsageErrors) {
   refused({"audit", "--kubernetes", "--node-evidence"}, "excludes");
   // A pod on every node is a side effect: --image needs it allowed.
   refused(Audit({"--image", "cmax:test"}), "--image requires --allow-side-effects");
-  refused({"audit", "--host-root", "/"}, "--host-root requires --node-evidence");
+  // --host-root reads this host's mounted root, never a cluster's.
+  refused({"audit", "--kubernetes", "--host-root", "/"}, "excludes --host-root");
   EXPECT_TRUE(api_.CreatedPods().empty());
 }
 

@@ -3,12 +3,14 @@
 // stand-in runner, and one recorded run with a finding per check.
 #include "audit/local_evidence.hpp"
 
+#include <algorithm>
 #include <filesystem>
 #include <gtest/gtest.h>
 #include <string>
 
 #include "audit/audit_run.hpp"
 #include "audit/catalogue.hpp"
+#include "core/strings.hpp"
 #include "store/store.hpp"
 #include "support/fake_process_runner.hpp"
 #include "support/temp_dir.hpp"
@@ -600,6 +602,58 @@ TEST(RunLocalAudit, RecordsOneFindingPerCheckAndTheTableUsed) {
   ASSERT_FALSE(bad_table);
   EXPECT_EQ(bad_table.error().code, ErrorCode::kInvalidArgument);
   EXPECT_FALSE(std::filesystem::exists(empty.File("cmax.db")));
+}
+
+// From a container with the host's / mounted at /host (docker run -v /:/host, an audit pod):
+// the host's files and programs are read, the container's --minimums and store are used.
+TEST(RunLocalAudit, AHostMountedInAContainerIsReadThroughItsRoot) {
+  cmax::testing::TempDir dir;
+  sys::MemoryFileSystem fs;
+  fs.AddFile("/etc/os-release", "ID=debian\nVERSION_ID=\"12\"\n");  // the container's
+  fs.AddFile("/host/etc/os-release", "ID=ubuntu\nVERSION_ID=\"24.04\"\n");
+  fs.AddFile("/host/usr/bin/nvcc", "");
+  cmax::testing::FakeProcessRunner runner;
+  ManualClock clock(*ParseIso8601("2026-09-28T00:00:00Z"));
+  const AuditIo io{.db_path = dir.File("cmax.db"),
+                   .cmax_version = "test",
+                   .fs = &fs,
+                   .runner = &runner,
+                   .clock = &clock,
+                   .path = "/opt/image/bin",
+                   .env = [](const std::string& name) {
+                     return name == "NVIDIA_VISIBLE_DEVICES" ? std::string("all") : std::string();
+                   }};
+  auto report = RunLocalAudit({.host_root = "/host"}, io);
+  ASSERT_TRUE(report) << report.error().message;
+  std::string os;
+  for (const EvidenceItem& item : report->record.evidence) {
+    if (item.key == "host.os.id") os = json::parse(item.value_json).get<std::string>();
+  }
+  EXPECT_EQ(os, "ubuntu");
+  // Programs are the host's: found on its PATH below the root, run chrooted into it.
+  ASSERT_FALSE(runner.calls.empty());
+  for (const sys::ProcessSpec& call : runner.calls) {
+    ASSERT_GE(call.argv.size(), 3U);
+    EXPECT_EQ(call.argv[0], "chroot") << Join(call.argv, " ");
+    EXPECT_EQ(call.argv[1], "/host") << Join(call.argv, " ");
+  }
+  EXPECT_TRUE(std::ranges::any_of(
+      runner.calls, [](const sys::ProcessSpec& call) { return call.argv[2] == "/usr/bin/nvcc"; }));
+  // The container's NVIDIA_VISIBLE_DEVICES is its own, not a tenant's.
+  EXPECT_EQ(AuditEnvironment({.host_root = "/host"}, io).count("NVIDIA_VISIBLE_DEVICES"), 0U);
+  EXPECT_EQ(AuditEnvironment({}, io).at("NVIDIA_VISIBLE_DEVICES"), "all");
+  // --minimums is the container's file: read there (a broken table), not below the root
+  // (which would be "no such file").
+  fs.AddFile("/tmp/table.json", "{\"schema\": \"cmax.audit-minimums/v1\"}");
+  auto bad_table = RunLocalAudit({.minimums = "/tmp/table.json", .host_root = "/host"}, io);
+  ASSERT_FALSE(bad_table);
+  EXPECT_EQ(bad_table.error().code, ErrorCode::kInvalidArgument) << bad_table.error().message;
+  // A root that is not an absolute folder is refused before anything is read.
+  for (const char* root : {"host", "/nowhere"}) {
+    auto refused = RunLocalAudit({.host_root = root}, io);
+    ASSERT_FALSE(refused) << root;
+    EXPECT_EQ(refused.error().code, ErrorCode::kInvalidArgument) << root;
+  }
 }
 
 }  // namespace

@@ -433,6 +433,27 @@ TEST(Cli, AuditListsItsChecksAndItsTable) {
             kExitUsage);
 }
 
+// A host audited from a container that mounts its / (docker run -v /:/host): its files read
+// below the folder (its os-release, not this machine's), the run in this store.
+TEST(Cli, AuditReadsAHostThroughItsMountedRoot) {
+  testing::TempDir dir;
+  const std::string root = dir.File("host");
+  std::filesystem::create_directories(root + "/etc");
+  std::ofstream(root + "/etc/os-release") << "ID=cmaxtestos\nVERSION_ID=\"7\"\n";
+  const std::string db = dir.File("cmax.db");
+  const CliResult audit =
+      Cli({"--db", db, "audit", "--host-root", root, "versions", "--json", "--exit-zero"});
+  ASSERT_EQ(audit.code, kExitOk) << audit.err;
+  const nlohmann::json doc = nlohmann::json::parse(audit.out);
+  EXPECT_EQ(doc["evidence"]["host.os.id"], "cmaxtestos") << doc["evidence"].dump();
+  EXPECT_EQ(doc["run"]["command"], "audit");
+  // Not a folder, a relative path, or with a cluster target: usage errors.
+  EXPECT_EQ(Cli({"--db", db, "audit", "--host-root", dir.File("none")}).code, kExitUsage);
+  EXPECT_EQ(Cli({"--db", db, "audit", "--host-root", "host"}).code, kExitUsage);
+  EXPECT_EQ(Cli({"audit", "--slurm", "--host-root", root}).code, kExitUsage);
+  EXPECT_EQ(Cli({"audit", "--kubernetes", "--host-root", root}).code, kExitUsage);
+}
+
 TEST(Cli, AuditBuildsAMinimumTableTheAuditThenReads) {
   testing::TempDir dir;
   const std::string advisories = std::string(CMAX_TEST_DATA) + "/advisories";
