@@ -10,6 +10,7 @@
 
 #include "support/fake_kube_api.hpp"
 #include "support/free_port.hpp"
+#include "support/kube_rbac.hpp"
 #include "support/temp_dir.hpp"
 #include "sys/file_system.hpp"
 #include "sys/process_runner.hpp"
@@ -330,6 +331,11 @@ TEST_F(AuditKubeTest, WithSideEffectsAllowedAPodReadsEachNodeAndIsDeleted) {
             std::string::npos)
       << r.stderr_text;
   EXPECT_EQ(r.stdout_text.find("token-1"), std::string::npos);
+  // Every request the audit made is one deploy/kubernetes/audit-rbac.yaml grants its auditors,
+  // and it grants nothing the audit does not use.
+  testing::ExpectLeastPrivilege(api_.Http().Requests(),
+                                testing::GrantedBy("audit-rbac.yaml", "cmax-auditors"),
+                                "cmax-auditors");
 
   // The stored run regraded from each node's evidence, the pods' included: the same grades.
   const auto review = Cmax({"audit", "review", "--regrade"});

@@ -2,12 +2,10 @@
 // the agent make in a full run against the stand-in API server is mapped to its RBAC (group,
 // resource, verb, namespace), and must be allowed to that account; and every verb granted must
 // be one that is used, so the manifests stay least-privilege as the code changes.
-#include <gtest/gtest.h>
-#include <set>
-#include <tuple>
-#include <yaml-cpp/yaml.h>
+#include "support/kube_rbac.hpp"
 
-#include "core/strings.hpp"
+#include <gtest/gtest.h>
+
 #include "remediate/kube_conditions.hpp"
 #include "remediate/kubernetes.hpp"
 #include "support/conditions.hpp"
@@ -19,78 +17,6 @@ namespace {
 
 using namespace std::chrono_literals;
 using nlohmann::json;
-
-struct Access {
-  std::string group, resource, verb, ns;  // ns empty: cluster scope
-  auto operator<=>(const Access&) const = default;
-};
-
-std::vector<std::string> Parts(const std::string& path) {
-  std::vector<std::string> parts;
-  for (std::string_view p : Split(std::string_view(path).substr(1), '/')) parts.emplace_back(p);
-  return parts;
-}
-
-// The RBAC attributes the API server checks for a request.
-Access ToAccess(const testing::FixtureRequest& r) {
-  const auto p = Parts(r.Path());
-  Access a;
-  size_t at = 0;
-  if (p[0] == "api") {
-    at = 2;  // api v1
-  } else {
-    a.group = p[1];
-    at = 3;  // apis GROUP VERSION
-  }
-  if (p[at] == "namespaces") {
-    a.ns = p[at + 1];
-    at += 2;
-  }
-  a.resource = p[at];
-  const bool named = p.size() > at + 1;
-  if (p.size() > at + 2) a.resource += "/" + p[at + 2];
-  if (r.method == "GET") a.verb = named ? "get" : "list";
-  if (r.method == "PATCH") a.verb = "patch";
-  if (r.method == "POST") a.verb = "create";
-  if (r.method == "DELETE") a.verb = "delete";
-  return a;
-}
-
-// What the manifests grant to a service account: ClusterRoles through ClusterRoleBindings
-// (cluster scope), Roles through RoleBindings (their namespace).
-std::set<Access> Granted(const std::string& account) {
-  const auto docs =
-      YAML::LoadAllFromFile(std::string(CMAX_TEST_DATA) + "/../../deploy/kubernetes/rbac.yaml");
-  std::map<std::pair<std::string, std::string>, YAML::Node> roles;  // (kind, name) -> rules
-  for (const YAML::Node& d : docs) {
-    const std::string kind = d["kind"].as<std::string>();
-    if (kind == "ClusterRole" || kind == "Role")
-      roles[{kind, d["metadata"]["name"].as<std::string>()}] = d["rules"];
-  }
-  std::set<Access> granted;
-  for (const YAML::Node& d : docs) {
-    const std::string kind = d["kind"].as<std::string>();
-    if (kind != "ClusterRoleBinding" && kind != "RoleBinding") continue;
-    bool ours = false;
-    for (const YAML::Node& s : d["subjects"]) ours = ours || s["name"].as<std::string>() == account;
-    if (!ours) continue;
-    const std::string ns =
-        kind == "RoleBinding" ? d["metadata"]["namespace"].as<std::string>() : "";
-    const YAML::Node rules =
-        roles.at({d["roleRef"]["kind"].as<std::string>(), d["roleRef"]["name"].as<std::string>()});
-    for (const YAML::Node& rule : rules)
-      for (const YAML::Node& g : rule["apiGroups"])
-        for (const YAML::Node& res : rule["resources"])
-          for (const YAML::Node& v : rule["verbs"])
-            granted.insert({g.as<std::string>(), res.as<std::string>(), v.as<std::string>(), ns});
-  }
-  return granted;
-}
-
-bool Allowed(const std::set<Access>& granted, const Access& a) {
-  return granted.contains({a.group, a.resource, a.verb, ""}) ||  // cluster-wide
-         (!a.ns.empty() && granted.contains(a));
-}
 
 class KubeRbacTest : public ::testing::Test {
  protected:
@@ -104,21 +30,8 @@ class KubeRbacTest : public ::testing::Test {
     api_.AddPod("team", "trainer-0", "gpu2");
   }
   void ExpectLeastPrivilege(const std::string& account) {
-    const std::set<Access> granted = Granted(account);
-    ASSERT_FALSE(granted.empty()) << account;
-    std::set<Access> used;
-    for (const auto& r : api_.Http().Requests()) {
-      const Access a = ToAccess(r);
-      EXPECT_TRUE(Allowed(granted, a))
-          << account << " may not " << a.verb << " " << a.group << "/" << a.resource << " in '"
-          << a.ns << "' (" << r.method << " " << r.target << ")";
-      used.insert({a.group, a.resource, a.verb, ""});
-      used.insert(a);
-    }
-    for (const Access& g : granted) {
-      EXPECT_TRUE(used.contains(g)) << account << " is granted " << g.verb << " " << g.group << "/"
-                                    << g.resource << " but never uses it";
-    }
+    testing::ExpectLeastPrivilege(api_.Http().Requests(), testing::GrantedBy("rbac.yaml", account),
+                                  account);
   }
   testing::TempDir dir_;
   sys::LocalFileSystem fs_;
