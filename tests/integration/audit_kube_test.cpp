@@ -161,6 +161,14 @@ TEST_F(AuditKubeTest, GradesTheGpuNodesFromTheApiWithGetsOnly) {
     EXPECT_TRUE(request.starts_with("GET ")) << request;
   }
   EXPECT_NE(std::ranges::find(requests, "GET /api/v1/nodes/gpu2/proxy/configz"), requests.end());
+  // And each one allowed, in any namespace, by the ClusterRole of
+  // deploy/kubernetes/audit-rbac.yaml: an audit through the API needs nothing more.
+  const auto granted = testing::GrantedBy("audit-rbac.yaml", "cmax-auditors");
+  for (const auto& request : api_.Http().Requests()) {
+    const testing::RbacAccess a = testing::ToRbacAccess(request);
+    EXPECT_TRUE(granted.contains({a.group, a.resource, a.verb, ""}))
+        << "not granted cluster-wide: " << request.method << " " << request.target;
+  }
   // The token goes only into the requests' headers.
   EXPECT_EQ(r.stdout_text.find("token-1"), std::string::npos);
   EXPECT_EQ(r.stderr_text.find("token-1"), std::string::npos);
