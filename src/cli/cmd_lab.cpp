@@ -41,8 +41,7 @@ lab::LabView Up(const LabOptions& options, lab::LabContext& lab_ctx, const std::
   const long cpus = ::sysconf(_SC_NPROCESSORS_ONLN);
   spec.cpus_per_node = cpus > 0 ? static_cast<int>(cpus) : 1;
   // --timeout is finite: cli/numbers' Real refuses nan and inf.
-  const auto timeout =
-      std::chrono::duration_cast<Duration>(std::chrono::duration<double>(options.timeout_s));
+  const auto timeout = SecondsAsDuration(options.timeout_s);
   return lab::UpView(spec, lab::Up(spec, lab_ctx, timeout), options.json);
 }
 

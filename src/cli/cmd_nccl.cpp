@@ -56,8 +56,7 @@ struct NcclFlags {
 net::NcclSweepRequest Request(const HostFlags& h, const Context& ctx, const Clock& clock,
                               std::string_view kind) {
   net::NcclSweepRequest request = h.request;
-  request.sweep.step_timeout =
-      std::chrono::duration_cast<Duration>(std::chrono::duration<double>(h.step_timeout_s));
+  request.sweep.step_timeout = SecondsAsDuration(h.step_timeout_s);
   request.sweep.launcher =
       h.launcher == "srun" ? net::NcclLauncher::kSrun : net::NcclLauncher::kMpirun;
   if (request.nccl_tests_dir.empty()) {

@@ -94,10 +94,8 @@ int Run(const TrainFlags& o, Context& ctx) {
   train::TrainRunOptions options = o.run_options;
   if (o.step_budget > 0) options.step_budget = o.step_budget;
   if (o.warmup_steps >= 0) options.figures.warmup_steps = o.warmup_steps;
-  options.deadline =
-      std::chrono::duration_cast<Duration>(std::chrono::duration<double>(o.deadline_s));
-  options.stop_grace =
-      std::chrono::duration_cast<Duration>(std::chrono::duration<double>(o.stop_grace_s));
+  options.deadline = SecondsAsDuration(o.deadline_s);
+  options.stop_grace = SecondsAsDuration(o.stop_grace_s);
   if (o.shell) options.command = {Join(options.command, " ")};
   options.use_shell = o.shell;
   if (options.log_path.empty())

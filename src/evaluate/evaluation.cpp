@@ -299,8 +299,7 @@ class PhaseRunner {
         .env = phase.env,
         .cwd = phase.cwd,
         .step_budget = phase.steps,
-        .deadline =
-            std::chrono::duration_cast<Duration>(std::chrono::duration<double>(phase.deadline_s)),
+        .deadline = SecondsAsDuration(phase.deadline_s),
         .log_path = train::DefaultTrainLogPath(h.db_path, h.clock->Now()),
         .reference = phase.reference};
     auto report =

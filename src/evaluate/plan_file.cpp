@@ -270,8 +270,7 @@ Result<net::NcclSweepRequest> SweepOf(const YAML::Node& node, const std::string&
                   Number(node, "step_timeout_s", 0.1, 86400, step_timeout_s)}) {
     if (!ok) return tl::unexpected(ok.error());
   }
-  o.step_timeout =
-      std::chrono::duration_cast<Duration>(std::chrono::duration<double>(step_timeout_s));
+  o.step_timeout = SecondsAsDuration(step_timeout_s);
   if (r.lab_hosts == 0 && o.hosts.empty() && r.hostfile.empty()) {
     return tl::unexpected(
         Invalid(node, fmt::format("{}: a sweep needs hosts, a hostfile or a netns_lab", where)));

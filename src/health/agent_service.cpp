@@ -46,8 +46,7 @@ Result<int> RunAgentService(const AgentServiceOptions& options, const AgentServi
   agent_options.devices = options.devices;
   agent_options.nvml = options.nvml;
   agent_options.nvml_lib = options.nvml_lib;
-  agent_options.nvml_interval =
-      std::chrono::duration_cast<Duration>(std::chrono::duration<double>(options.nvml_interval_s));
+  agent_options.nvml_interval = SecondsAsDuration(options.nvml_interval_s);
   agent_options.limits.max_rss_bytes = static_cast<uint64_t>(options.max_rss_mb * 1048576.0);
   agent_options.limits.max_cpu_fraction = options.max_cpu_percent / 100.0;
   if (io.make_hooks) {

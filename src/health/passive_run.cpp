@@ -143,8 +143,7 @@ Result<PassiveRunReport> RunPassiveHealth(const PassiveRunOptions& options,
     if (!parsed) return Fail(ErrorCode::kInvalidArgument, "{}", parsed.error().message);
     since = *parsed;
   }
-  const auto mount_timeout =
-      std::chrono::duration_cast<Duration>(std::chrono::duration<double>(options.mount_timeout_s));
+  const auto mount_timeout = SecondsAsDuration(options.mount_timeout_s);
   // A saved log that is missing or a directory is a wrong path (exit 2), found before anything.
   std::optional<sys::LineReader> saved;
   if (!options.from_file.empty()) {

@@ -39,7 +39,7 @@ Result<void> OnlyKeys(const YAML::Node& map, const std::vector<std::string_view>
 Result<Duration> SecondsField(const YAML::Node& node, const char* key, double fallback,
                               double min_s = 0, double max_s = 7 * 24 * 3600.0) {
   if (!node[key]) {
-    return std::chrono::duration_cast<Duration>(std::chrono::duration<double>(fallback));
+    return SecondsAsDuration(fallback);
   }
   double value = 0;
   try {
@@ -52,7 +52,7 @@ Result<Duration> SecondsField(const YAML::Node& node, const char* key, double fa
                 "scenario line {}: {} must be a number of seconds in [{}, {}]", LineOf(node[key]),
                 key, min_s > 0 ? min_s : 0, max_s);
   }
-  return std::chrono::duration_cast<Duration>(std::chrono::duration<double>(value));
+  return SecondsAsDuration(value);
 }
 
 // A whole number in [min, max]; a key that is not there is 0.

@@ -246,9 +246,7 @@ Result<ReliabilityReport> RebootAndTime(const RebootOptions& o, const Reliabilit
   };
   hooks.stop = io.stop;
   Out(io, "rebooting " + facts.node + " through the scheduler; GPU query: " + check);
-  const auto seconds = [](double s) {
-    return std::chrono::duration_cast<Duration>(std::chrono::duration<double>(s));
-  };
+  const auto seconds = [](double s) { return SecondsAsDuration(s); };
   auto timing = TimeReboot(*(*scheduler)->scheduler, *io.clock, facts.node, seconds(o.poll_s),
                            seconds(o.timeout_s), hooks);
   if (!timing) {

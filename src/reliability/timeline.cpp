@@ -60,7 +60,7 @@ Result<Duration> Seconds(const nlohmann::json& j, const char* key, const std::st
     return Fail(ErrorCode::kInvalidArgument, "pass bars for {}: {} must be a positive number", arch,
                 key);
   }
-  return std::chrono::duration_cast<Duration>(std::chrono::duration<double>(it->get<double>()));
+  return SecondsAsDuration(it->get<double>());
 }
 
 }  // namespace

@@ -166,8 +166,7 @@ Result<ControllerLoopReport> RunControllerLoop(const ControllerSettings& setting
                 "--conditions-from kubernetes needs --scheduler kubernetes");
   }
   Controller controller(*store, *(*scheduler)->scheduler, *io.runner, *io.clock, *config);
-  const auto interval =
-      std::chrono::duration_cast<Duration>(std::chrono::duration<double>(loop.interval_s));
+  const auto interval = SecondsAsDuration(loop.interval_s);
   if (!loop.once) {
     log::Info("remediation controller on {} through {} ({}), every {}", store->Path(),
               (*scheduler)->description, settings.dry_run ? "dry run" : "acting",

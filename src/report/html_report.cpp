@@ -109,9 +109,7 @@ std::string RenderTimeline(const std::vector<StepTimes>& steps) {
     svg += fmt::format(
         "<line x1=\"{0:.1f}\" y1=\"{1}\" x2=\"{0:.1f}\" y2=\"{2}\" stroke=\"#e6e9f0\"/>"
         "<text x=\"{0:.1f}\" y=\"14\" text-anchor=\"middle\" fill=\"#4a5468\">{3}</text>\n",
-        x(t), kTop - 6, height - 6,
-        HtmlEscape(FormatDuration(
-            std::chrono::duration_cast<Duration>(std::chrono::duration<double>(t)))));
+        x(t), kTop - 6, height - 6, HtmlEscape(FormatDuration(SecondsAsDuration(t))));
   }
   int row = 0;
   for (const StepTimes& s : steps) {
@@ -136,8 +134,7 @@ std::string RenderTimeline(const std::vector<StepTimes>& steps) {
           "height=\"10\" fill=\"#d9534f\"><title>out of service from {}</title>"
           "</rect>\n",
           x(*out), y - 5, std::max(1.0, x(until) - x(*out)),
-          HtmlEscape(FormatDuration(
-              std::chrono::duration_cast<Duration>(std::chrono::duration<double>(*out)))));
+          HtmlEscape(FormatDuration(SecondsAsDuration(*out))));
     }
     if (auto detect = get("detect")) {
       svg += fmt::format(
