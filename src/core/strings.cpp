@@ -161,6 +161,12 @@ std::optional<std::vector<std::string>> SplitShellWords(std::string_view text) {
       in_word = false;
       continue;
     }
+    if (c == '#' && !in_word) {  // a comment, as in sh: to the end of its line
+      const size_t end = text.find('\n', i);
+      if (end == std::string_view::npos) break;
+      i = end - 1;
+      continue;
+    }
     if (c == '\\') {
       if (++i == text.size()) return std::nullopt;
       if (text[i] == '\n') continue;  // backslash-newline: the line goes on, as in sh

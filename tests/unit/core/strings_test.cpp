@@ -79,6 +79,11 @@ TEST(Strings, SplitShellWordsSplitsAsShDoesWithoutExpanding) {
       {"a'b'\"c\"d", Words{"abcd"}},
       {"$HOME ~ *", Words{"$HOME", "~", "*"}},  // no expansion
       {"one \\\n two", Words{"one", "two"}},    // a continued line
+      // A comment, as sh reads one: from a '#' that begins a word to the end of the line.
+      {"ssh {peer} # the jump host", Words{"ssh", "{peer}"}},
+      {"a # b; c | d\n e", Words{"a", "e"}},
+      {"#all of it", Words{}},
+      {"a#b '#c' \"#d\" \\#e", Words{"a#b", "#c", "#d", "#e"}},
       {"'unclosed", std::nullopt},
       {"\"unclosed \\\"", std::nullopt},
       {"trailing\\", std::nullopt},
@@ -95,7 +100,8 @@ TEST(Strings, SplitShellWordsSplitsAsShDoesWithoutExpanding) {
     EXPECT_EQ(SplitShellWords(text), words) << text;
   }
   // ShellQuote's words come back whole, whatever they hold.
-  for (const std::string word : {"it's", "$(rm -rf /)", "a \"b\" \\c", "", "\t\n"}) {
+  for (const std::string word :
+       {"it's", "$(rm -rf /)", "a \"b\" \\c", "", "\t\n", "# no comment"}) {
     EXPECT_EQ(SplitShellWords("x " + ShellQuote(word) + " y"), (Words{"x", word, "y"})) << word;
   }
 }
