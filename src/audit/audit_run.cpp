@@ -108,10 +108,30 @@ Result<AuditIo> ThroughHostRoot(const std::string& host_root, const AuditIo& io,
   return through;
 }
 
+namespace {
+
+// What a container that reads its host through a mounted root reads for itself and not for a
+// tenant of the host: it runs as root, where sudo's policy does not apply, and its resource
+// limits are its runtime's. (A Kubernetes audit pod's limits are kept: a tenant's pod gets the
+// same.)
+std::map<std::string, std::string> ContainerCannotTell() {
+  const std::string root =
+      "read from a container that runs as root, which cannot tell what a tenant may do with sudo "
+      "or nvidia-smi";
+  const std::string limits =
+      "read from a container, whose resource limits are its runtime's, not a tenant's";
+  return {{"access.sudo_noninteractive", root},
+          {"gpu.controls.vboost", root},
+          {"host.limits.memlock", limits},
+          {"host.limits.nofile", limits}};
+}
+
+}  // namespace
+
 GradedAudit AuditThisHost(const AuditOptions& options, const PreparedAudit& prepared,
                           const HostFacts& host, AuditTarget target, const AuditIo& io) {
   log::Info("auditing this host ({}): {} checks", TargetName(target), prepared.checks.size());
-  const AuditEvidence evidence =
+  AuditEvidence evidence =
       CollectLocalEvidence(*io.fs, *io.runner,
                            {.path = io.path,
                             .timeout = SecondsAsDuration(options.probe_timeout_s),
@@ -123,16 +143,27 @@ GradedAudit AuditThisHost(const AuditOptions& options, const PreparedAudit& prep
                             .host = &host,
                             .side_effects = AuditSideEffects(options, prepared.checks),
                             .side_effect_io = SideEffectIoFor(io, std::nullopt)});
+  std::map<std::string, std::string> unread;
+  if (!options.host_root.empty()) {
+    unread = ContainerCannotTell();
+    for (const auto& [key, why] : unread) evidence.erase(key);
+  }
   GradedAudit graded{.target = "local/" + std::string(TargetName(target)), .host = sys::Hostname()};
   for (const auto& [key, value] : evidence) graded.evidence.push_back({key, value.dump()});
   graded.evidence.push_back({"audit.target", nlohmann::json(TargetName(target)).dump()});
+  if (!options.host_root.empty()) {
+    // So that `review --regrade` says why as this run did.
+    graded.evidence.push_back({"audit.host_root", nlohmann::json(options.host_root).dump()});
+    graded.evidence.push_back({"audit.unread", nlohmann::json(unread).dump()});
+  }
   // A probe cut short by Ctrl-C proves nothing: the grades are kept only when it finished.
   if (!(io.interrupted && io.interrupted())) {
     graded.findings = GradeChecks(prepared.checks, evidence,
                                   {.target = target,
                                    .minimums = &prepared.table,
                                    .now = io.clock->Now(),
-                                   .allow_side_effects = options.side_effects.allowed});
+                                   .allow_side_effects = options.side_effects.allowed,
+                                   .unread = unread.empty() ? nullptr : &unread});
   }
   if (const std::string taken = SideEffectsSummary({&evidence}); !taken.empty()) {
     graded.summary = "side effects taken: " + taken;

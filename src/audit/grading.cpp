@@ -1674,7 +1674,7 @@ std::vector<Finding> GradeChecks(const std::vector<const CheckSpec*>& checks,
           break;
         }
       }
-      if (!verdict.missing.empty()) verdict.reason += fmt::format(" ({})", why);
+      if (!verdict.missing.empty() && !why.empty()) verdict.reason += fmt::format(" ({})", why);
     }
     out.push_back(ToFinding(*check, verdict));
   }

@@ -31,7 +31,8 @@ struct GradeContext {
   bool allow_side_effects = false;
   // Why keys the target could not read were not read (a Kubernetes node's, where a pod would be
   // needed or the API refused): an UNKNOWN for want of evidence names the first of its keys
-  // found here, else `unread_otherwise`. Null: the UNKNOWN says "not collected" only.
+  // found here, else `unread_otherwise` (when not empty). Null: the UNKNOWN says "not
+  // collected" only.
   const std::map<std::string, std::string>* unread = nullptr;
   std::string_view unread_otherwise;
 };

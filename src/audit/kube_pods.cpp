@@ -184,8 +184,8 @@ std::map<std::string, AuditPodOutcome> RunAuditPods(remediate::KubeApi& api,
     } else if (created->status == 403) {
       outcome.problem = fmt::format(
           "its pod was refused: {} (the auditing identity needs create and delete on pods and "
-          "get on pods/log in namespace {}, as deploy/kubernetes/audit-rbac.yaml grants, and the "
-          "namespace must admit privileged pods)",
+          "get on pods/log in namespace {}, and list on pods, as deploy/kubernetes/audit-rbac.yaml "
+          "grants, and the namespace must admit privileged pods)",
           SanitizeUtf8(remediate::KubeStatusMessage(*created)), SanitizeUtf8(ns));
     } else if (created->status == 200 || created->status == 201 || created->status == 409) {
       waiting[node] = name;  // 409: this run's own name (AuditPodName is one to one), so ours

@@ -62,16 +62,29 @@ Result<std::vector<Finding>> RegradeRecord(const RunRecord& record, const Minimu
   // Slurm and Kubernetes audits are graded node by node; the others are one host's evidence.
   if (*target != AuditTarget::kSlurm && *target != AuditTarget::kKubernetes) {
     AuditEvidence evidence;
+    std::map<std::string, std::string> unread;  // a host read from a container: what it cannot tell
     for (const EvidenceItem& item : record.evidence) {
       // The run's own bookkeeping; audit.coverage.nodes_read is evidence (the local target's).
       if (item.key == "audit.target" || item.key == "audit.profile" ||
-          item.key == "audit.side_effects_allowed" || item.key.starts_with("audit.minimums.")) {
+          item.key == "audit.side_effects_allowed" || item.key == "audit.host_root" ||
+          item.key.starts_with("audit.minimums.")) {
         continue;
       }
       auto value = json::parse(item.value_json, nullptr, false);
-      if (!value.is_discarded()) evidence[item.key] = std::move(value);
+      if (value.is_discarded()) continue;
+      if (item.key == "audit.unread") {
+        if (value.is_object()) {
+          for (const auto& [key, why] : value.items()) {
+            unread[key] = why.is_string() ? why.get<std::string>() : why.dump();
+          }
+        }
+        continue;
+      }
+      evidence[item.key] = std::move(value);
     }
-    return GradeChecks(*checks, evidence, context);
+    GradeContext local = context;
+    if (!unread.empty()) local.unread = &unread;
+    return GradeChecks(*checks, evidence, local);
   }
 
   std::vector<NodeFindings> nodes;

@@ -29,10 +29,10 @@ std::string ShellQuote(std::string_view text);
 // (space, tab, newline) separate words; 'single quotes' keep everything; "double quotes" keep
 // all but \\, \" \$ and \` escapes; a backslash outside quotes keeps the next character. No
 // expansion ($VAR, globs, ~) is done: what is given is what the program gets. A '#' that begins
-// a word begins a comment, to the end of its line (inside a word or quoted it is a '#'). nullopt
-// for an
-// unterminated quote, a trailing backslash, or what only a shell could do (an unquoted ; | & < >
-// ( ) or `: a pipe, a redirection, a list), since no shell runs it. The inverse of ShellQuote.
+// a word begins a comment, to the end of its line (inside a word or quoted it is a '#').
+// nullopt for an unterminated quote, a trailing backslash, or what only a shell could do (an
+// unquoted ; | & < > ( ) or `: a pipe, a redirection, a list), since no shell runs it. The
+// inverse of ShellQuote.
 std::optional<std::vector<std::string>> SplitShellWords(std::string_view text);
 
 // Standard base64 (RFC 4648, '=' padding optional, whitespace ignored); nullopt when the text

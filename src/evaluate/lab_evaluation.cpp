@@ -5,6 +5,7 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <filesystem>
 #include <fmt/format.h>
 #include <functional>
 #include <memory>
@@ -390,8 +391,10 @@ Result<Evaluation> EvaluateLab(const LabEvaluationOptions& asked, const LabEvalu
   if (options.dir.empty())
     options.dir = store::BesideStore(asked_io.evaluation.host.db_path, "lab-run");
   if (options.dir.front() != '/') options.dir = sys::CurrentDirectory() + "/" + options.dir;
+  options.dir = std::filesystem::path(options.dir).lexically_normal().string();  // no "/./"
+
   LabEvaluationIo io = asked_io;
-  if (io.nvml_sim_lib.empty() && !io.cmax_binary.empty()) {
+  if (io.nvml_sim_lib.empty() && io.cmax_binary.find('/') != std::string::npos) {
     const std::string beside =
         io.cmax_binary.substr(0, io.cmax_binary.rfind('/') + 1) + "../lib/libnvml-sim.so";
     if (io.evaluation.host.fs->Exists(beside)) io.nvml_sim_lib = beside;

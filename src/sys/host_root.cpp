@@ -1,5 +1,7 @@
 #include "sys/host_root.hpp"
 
+#include <unistd.h>
+
 #include <optional>
 #include <string_view>
 #include <vector>
@@ -126,13 +128,22 @@ Result<void> HostRootFileSystem::RemoveFile(const std::string& path) {
   return ReadOnly(path);
 }
 
-ProcessSpec HostRootProcessRunner::Rooted(const ProcessSpec& spec, const std::string& root) {
+ProcessSpec HostRootProcessRunner::Rooted(const ProcessSpec& spec, const std::string& root,
+                                          const std::vector<std::string>& environment) {
   ProcessSpec rooted = spec;
   if (root.empty() || root == "/") return rooted;
   // The host's programs with the host's search path and libraries, not the image's (a CUDA
-  // image sets LD_LIBRARY_PATH to its own folders).
-  rooted.env_add.insert(rooted.env_add.begin(),
-                        {"PATH=" + std::string(kHostPath), "LD_LIBRARY_PATH=", "LD_PRELOAD="});
+  // image sets LD_LIBRARY_PATH to its own folders), and none of the loader's other settings
+  // (LD_AUDIT, LD_BIND_NOW ...) the image's environment may carry.
+  std::vector<std::string> host_env = {"PATH=" + std::string(kHostPath),
+                                       "LD_LIBRARY_PATH=", "LD_PRELOAD="};
+  for (const std::string& variable : environment) {
+    const std::string name = variable.substr(0, variable.find('='));
+    if (name.starts_with("LD_") && name != "LD_LIBRARY_PATH" && name != "LD_PRELOAD") {
+      host_env.push_back(name + "=");
+    }
+  }
+  rooted.env_add.insert(rooted.env_add.begin(), host_env.begin(), host_env.end());
   rooted.use_shell = false;
   rooted.argv = {"chroot", root};
   if (spec.use_shell) {
@@ -152,7 +163,11 @@ ProcessSpec HostRootProcessRunner::Rooted(const ProcessSpec& spec, const std::st
 }
 
 Result<ProcessResult> HostRootProcessRunner::Run(const ProcessSpec& spec) {
-  return inner_.Run(Rooted(spec, root_));
+  std::vector<std::string> environment;
+  for (char** variable = environ; *variable != nullptr; ++variable) {
+    if (std::string_view(*variable).starts_with("LD_")) environment.emplace_back(*variable);
+  }
+  return inner_.Run(Rooted(spec, root_, environment));
 }
 
 }  // namespace cmax::sys

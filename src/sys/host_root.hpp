@@ -9,6 +9,7 @@
 
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "sys/file_system.hpp"
 #include "sys/process_runner.hpp"
@@ -53,15 +54,18 @@ class HostRootFileSystem final : public FileSystem {
 };
 
 // Runs each program as `chroot ROOT PROGRAM ARGS...` (a shell script as `chroot ROOT /bin/sh -c
-// SCRIPT`), in the host's "/": its libraries, its configuration, kHostPath and no LD_ variable.
+// SCRIPT`), in the host's "/": its libraries, its configuration, kHostPath and every LD_
+// variable blanked (the loader reads an empty one as unset).
 class HostRootProcessRunner final : public ProcessRunner {
  public:
   HostRootProcessRunner(ProcessRunner& inner, std::string root)
       : inner_(inner), root_(std::move(root)) {}
   Result<ProcessResult> Run(const ProcessSpec& spec) override;
 
-  // The spec the inner runner is given. Pure.
-  static ProcessSpec Rooted(const ProcessSpec& spec, const std::string& root);
+  // The spec the inner runner is given, for a process whose environment is `environment`
+  // ("NAME=VALUE" each: its LD_ variables are blanked too). Pure.
+  static ProcessSpec Rooted(const ProcessSpec& spec, const std::string& root,
+                            const std::vector<std::string>& environment = {});
 
  private:
   ProcessRunner& inner_;

@@ -31,14 +31,24 @@ inline RbacAccess ToRbacAccess(const FixtureRequest& request) {
     p.emplace_back(part);
   }
   RbacAccess a;
+  const size_t at_least = p[0] == "api" ? 3 : 4;  // api v1 RESOURCE, apis GROUP VERSION RESOURCE
+  if (p.size() < at_least || (p[0] != "api" && p[0] != "apis")) {
+    ADD_FAILURE() << "not a resource's path: " << path;
+    return a;
+  }
   size_t at = 0;
   if (p[0] == "api") {
-    at = 2;  // api v1
+    at = 2;
   } else {
     a.group = p[1];
-    at = 3;  // apis GROUP VERSION
+    at = 3;
   }
-  if (p.size() > at + 2 && p[at] == "namespaces") {
+  // namespaces/NAME/RESOURCE...: a namespaced resource; namespaces/NAME/status and /finalize are
+  // the Namespace's own subresources.
+  const bool namespaced =
+      p[at] == "namespaces" && p.size() > at + 2 &&
+      !(p.size() == at + 3 && (p[at + 2] == "status" || p[at + 2] == "finalize"));
+  if (namespaced) {
     a.ns = p[at + 1];
     at += 2;
   }

@@ -441,12 +441,22 @@ TEST(Cli, AuditReadsAHostThroughItsMountedRoot) {
   std::filesystem::create_directories(root + "/etc");
   std::ofstream(root + "/etc/os-release") << "ID=cmaxtestos\nVERSION_ID=\"7\"\n";
   const std::string db = dir.File("cmax.db");
-  const CliResult audit =
-      Cli({"--db", db, "audit", "--host-root", root, "versions", "--json", "--exit-zero"});
+  const CliResult audit = Cli({"--db", db, "audit", "--host-root", root, "--json", "--exit-zero"});
   ASSERT_EQ(audit.code, kExitOk) << audit.err;
   const nlohmann::json doc = nlohmann::json::parse(audit.out);
   EXPECT_EQ(doc["evidence"]["host.os.id"], "cmaxtestos") << doc["evidence"].dump();
   EXPECT_EQ(doc["run"]["command"], "audit");
+  // A root container cannot tell what sudo lets a tenant do: UNKNOWN saying so, here and when
+  // the stored run is graded again.
+  const auto sudo = std::ranges::find_if(
+      doc["findings"], [](const nlohmann::json& f) { return f["check_id"] == "access.sudo"; });
+  ASSERT_NE(sudo, doc["findings"].end());
+  EXPECT_EQ((*sudo)["status"], "UNKNOWN") << *sudo;
+  EXPECT_NE((*sudo)["message"].get<std::string>().find("a container that runs as root"),
+            std::string::npos)
+      << *sudo;
+  const CliResult regrade = Cli({"--db", db, "audit", "review", "--regrade"});
+  EXPECT_NE(regrade.out.find("No check changed"), std::string::npos) << regrade.out;
   // Not a folder, a relative path, or with a cluster target: usage errors.
   EXPECT_EQ(Cli({"--db", db, "audit", "--host-root", dir.File("none")}).code, kExitUsage);
   EXPECT_EQ(Cli({"--db", db, "audit", "--host-root", "host"}).code, kExitUsage);

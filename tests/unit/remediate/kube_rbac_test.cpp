@@ -18,6 +18,28 @@ namespace {
 using namespace std::chrono_literals;
 using nlohmann::json;
 
+// The attributes the API server authorises, for the shapes of path cmax sends.
+TEST(KubeRbac, ARequestIsTheAccessTheApiServerChecks) {
+  const auto access = [](const std::string& method, const std::string& target) {
+    return testing::ToRbacAccess({.method = method, .target = target});
+  };
+  using A = testing::RbacAccess;
+  EXPECT_EQ(access("GET", "/api/v1/nodes?limit=500"), (A{"", "nodes", "list", ""}));
+  EXPECT_EQ(access("GET", "/api/v1/nodes/gpu1/proxy/configz"), (A{"", "nodes/proxy", "get", ""}));
+  EXPECT_EQ(access("GET", "/api/v1/namespaces"), (A{"", "namespaces", "list", ""}));
+  EXPECT_EQ(access("GET", "/api/v1/namespaces/cmax"), (A{"", "namespaces", "get", ""}));
+  EXPECT_EQ(access("PATCH", "/api/v1/namespaces/cmax/status"),
+            (A{"", "namespaces/status", "patch", ""}));
+  EXPECT_EQ(access("GET", "/api/v1/namespaces/cmax/pods?labelSelector=a%3Db"),
+            (A{"", "pods", "list", "cmax"}));
+  EXPECT_EQ(access("GET", "/api/v1/namespaces/cmax/pods/p1/log?container=audit"),
+            (A{"", "pods/log", "get", "cmax"}));
+  EXPECT_EQ(access("DELETE", "/api/v1/namespaces/cmax/pods/p1"), (A{"", "pods", "delete", "cmax"}));
+  EXPECT_EQ(access("POST", "/apis/batch/v1/namespaces/cmax/jobs"),
+            (A{"batch", "jobs", "create", "cmax"}));
+  EXPECT_EQ(access("GET", "/apis/apps/v1/daemonsets"), (A{"apps", "daemonsets", "list", ""}));
+}
+
 class KubeRbacTest : public ::testing::Test {
  protected:
   void SetUp() override {

@@ -104,6 +104,14 @@ TEST(HostRootProcessRunner, RunsEachProgramChrootedIntoTheRoot) {
   // The host's search path and libraries, not the image's; the caller's own variables after.
   EXPECT_EQ(smi.env_add, (std::vector<std::string>{"PATH=" + std::string(kHostPath),
                                                    "LD_LIBRARY_PATH=", "LD_PRELOAD=", "LC_ALL=C"}));
+  // Every other loader variable of this process is blanked too.
+  EXPECT_EQ(
+      HostRootProcessRunner::Rooted(
+          {.argv = {"nvcc"}}, "/host",
+          {"LD_AUDIT=/x.so", "HOME=/root", "LD_LIBRARY_PATH=/cuda", "LD_BIND_NOW=1", "OLD_LD_X=1"})
+          .env_add,
+      (std::vector<std::string>{"PATH=" + std::string(kHostPath),
+                                "LD_LIBRARY_PATH=", "LD_PRELOAD=", "LD_AUDIT=", "LD_BIND_NOW="}));
   const ProcessSpec shell =
       HostRootProcessRunner::Rooted({.argv = {"echo $HOME"}, .use_shell = true}, "/host");
   EXPECT_FALSE(shell.use_shell);
