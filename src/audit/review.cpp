@@ -17,6 +17,16 @@ namespace {
 
 using nlohmann::json;
 
+// Why each key a run could not read was not read, as stored ({"key": "why"}).
+std::map<std::string, std::string> UnreadFrom(const json& stored) {
+  std::map<std::string, std::string> unread;
+  if (!stored.is_object()) return unread;
+  for (const auto& [key, why] : stored.items()) {
+    unread[key] = why.is_string() ? why.get<std::string>() : why.dump();
+  }
+  return unread;
+}
+
 std::optional<json> Item(const RunRecord& record, std::string_view key) {
   for (const EvidenceItem& item : record.evidence) {
     if (item.key != key) continue;
@@ -73,11 +83,7 @@ Result<std::vector<Finding>> RegradeRecord(const RunRecord& record, const Minimu
       auto value = json::parse(item.value_json, nullptr, false);
       if (value.is_discarded()) continue;
       if (item.key == "audit.unread") {
-        if (value.is_object()) {
-          for (const auto& [key, why] : value.items()) {
-            unread[key] = why.is_string() ? why.get<std::string>() : why.dump();
-          }
-        }
+        unread = UnreadFrom(value);
         continue;
       }
       evidence[item.key] = std::move(value);
@@ -113,9 +119,7 @@ Result<std::vector<Finding>> RegradeRecord(const RunRecord& record, const Minimu
     std::string unread_otherwise;
     GradeContext node_context = context;
     if (doc.contains("unread") && doc["unread"].is_object()) {
-      for (const auto& [key, why] : doc["unread"].items()) {
-        unread[key] = why.is_string() ? why.get<std::string>() : why.dump();
-      }
+      unread = UnreadFrom(doc["unread"]);
       node_context.unread = &unread;
       // Stored since the audit pods; before them every such node lacked a pod.
       const json& otherwise = doc.contains("unread_otherwise") ? doc["unread_otherwise"] : json();

@@ -1,7 +1,6 @@
 // `cmax health schedule`: the active checks submitted as whole-node, low-priority Slurm jobs to
 // the idle nodes not checked within the interval (active/schedule.hpp does the work).
 #include <CLI/CLI.hpp>
-#include <filesystem>
 #include <memory>
 #include <ostream>
 
@@ -46,9 +45,8 @@ int RunSchedule(ScheduleFlags o, Context& ctx) {
   }
   sys::PosixProcessRunner runner;
   SystemClock clock;
-  std::error_code ignored;
   const active::ScheduleIo io{.runner = &runner,
-                              .db_path = std::filesystem::absolute(ctx.DbPath(), ignored).string(),
+                              .db_path = sys::AbsolutePath(ctx.DbPath()),
                               .cmax_binary = sys::SelfExecutable(),
                               .cmax_version = VersionString(),
                               .host = sys::Hostname(),

@@ -1,7 +1,6 @@
 // `cmax run`: the main job. Detects what this host is, runs every capability available for
 // it, records one run in the store, prints the terminal report and writes the HTML one.
 #include <CLI/CLI.hpp>
-#include <filesystem>
 #include <fmt/format.h>
 #include <memory>
 #include <ostream>
@@ -75,12 +74,10 @@ int Run(const RunOptions& options, Context& ctx) {
                                                          .detail = ctx.global.verbosity,
                                                          .explain = audit::ExplainCheck}));
   if (!options.no_html) {
-    std::string path = options.html;
-    if (path.empty()) {  // printed whole, to be opened from anywhere
-      path = store::BesideStore(ctx.DbPath(), fmt::format("reports/run-{}.html", record.run.id));
-      if (path.front() != '/') path = sys::CurrentDirectory() + "/" + path;
-      path = std::filesystem::path(path).lexically_normal().string();
-    }
+    const std::string path =  // the default printed whole, to be opened from anywhere
+        options.html.empty() ? sys::AbsolutePath(store::BesideStore(
+                                   ctx.DbPath(), fmt::format("reports/run-{}.html", record.run.id)))
+                             : options.html;
     const size_t slash = path.rfind('/');
     if (slash != std::string::npos && slash > 0) (void)fs.CreateDirs(path.substr(0, slash), 0700);
     if (auto ok = WriteOutput(ctx, path, report::RenderHtml(record), 0600); !ok) {

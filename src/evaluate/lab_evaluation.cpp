@@ -5,7 +5,6 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
-#include <filesystem>
 #include <fmt/format.h>
 #include <functional>
 #include <memory>
@@ -390,8 +389,7 @@ Result<Evaluation> EvaluateLab(const LabEvaluationOptions& asked, const LabEvalu
   LabEvaluationOptions options = asked;
   if (options.dir.empty())
     options.dir = store::BesideStore(asked_io.evaluation.host.db_path, "lab-run");
-  if (options.dir.front() != '/') options.dir = sys::CurrentDirectory() + "/" + options.dir;
-  options.dir = std::filesystem::path(options.dir).lexically_normal().string();  // no "/./"
+  options.dir = sys::AbsolutePath(options.dir);
 
   LabEvaluationIo io = asked_io;
   if (io.nvml_sim_lib.empty() && io.cmax_binary.find('/') != std::string::npos) {

@@ -65,6 +65,12 @@ std::string CurrentDirectory() {
   return ::getcwd(cwd, sizeof(cwd)) != nullptr ? std::string(cwd) : std::string();
 }
 
+std::string AbsolutePath(const std::string& path) {
+  const std::string whole =
+      path.empty() || path.front() == '/' ? path : CurrentDirectory() + "/" + path;
+  return std::filesystem::path(whole).lexically_normal().string();
+}
+
 ScopedEnv::ScopedEnv(const char* name, const std::string& value) : name_(name) {
   if (const char* old = std::getenv(name)) old_ = old;
   if (!value.empty()) ::setenv(name, value.c_str(), 1);

@@ -27,6 +27,9 @@ bool StdinIsTerminal();
 std::string SelfExecutable();
 // This process's working folder, or empty when it cannot be read.
 std::string CurrentDirectory();
+// `path` taken from the working folder when relative, without "." or ".." parts: a path to print
+// or to hand to another process.
+std::string AbsolutePath(const std::string& path);
 
 // Sets an environment variable for a scope (an empty value leaves it as it is) and puts back
 // what was there. Not for threads that read the environment meanwhile.

@@ -162,12 +162,15 @@ ProcessSpec HostRootProcessRunner::Rooted(const ProcessSpec& spec, const std::st
   return rooted;
 }
 
-Result<ProcessResult> HostRootProcessRunner::Run(const ProcessSpec& spec) {
-  std::vector<std::string> environment;
+HostRootProcessRunner::HostRootProcessRunner(ProcessRunner& inner, std::string root)
+    : inner_(inner), root_(std::move(root)) {
   for (char** variable = environ; *variable != nullptr; ++variable) {
-    if (std::string_view(*variable).starts_with("LD_")) environment.emplace_back(*variable);
+    if (std::string_view(*variable).starts_with("LD_")) loader_env_.emplace_back(*variable);
   }
-  return inner_.Run(Rooted(spec, root_, environment));
+}
+
+Result<ProcessResult> HostRootProcessRunner::Run(const ProcessSpec& spec) {
+  return inner_.Run(Rooted(spec, root_, loader_env_));
 }
 
 }  // namespace cmax::sys

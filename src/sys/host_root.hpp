@@ -58,8 +58,8 @@ class HostRootFileSystem final : public FileSystem {
 // variable blanked (the loader reads an empty one as unset).
 class HostRootProcessRunner final : public ProcessRunner {
  public:
-  HostRootProcessRunner(ProcessRunner& inner, std::string root)
-      : inner_(inner), root_(std::move(root)) {}
+  // Reads this process's LD_ variables once, for every program it runs.
+  HostRootProcessRunner(ProcessRunner& inner, std::string root);
   Result<ProcessResult> Run(const ProcessSpec& spec) override;
 
   // The spec the inner runner is given, for a process whose environment is `environment`
@@ -70,6 +70,7 @@ class HostRootProcessRunner final : public ProcessRunner {
  private:
   ProcessRunner& inner_;
   std::string root_;
+  std::vector<std::string> loader_env_;  // this process's LD_ variables, "NAME=VALUE"
 };
 
 }  // namespace cmax::sys

@@ -536,6 +536,17 @@ TEST(CollectLocalEvidence, AnEmptyHostIsAbsenceNotPass) {
   EXPECT_TRUE(runner.calls.empty());
 }
 
+// An audit's io for these tests: the store in `dir`, the rest as given.
+AuditIo AuditIoFor(const cmax::testing::TempDir& dir, sys::FileSystem& fs,
+                   cmax::testing::FakeProcessRunner& runner, Clock& clock, std::string path) {
+  return {.db_path = dir.File("cmax.db"),
+          .cmax_version = "test",
+          .fs = &fs,
+          .runner = &runner,
+          .clock = &clock,
+          .path = std::move(path)};
+}
+
 TEST(RunLocalAudit, RecordsOneFindingPerCheckAndTheTableUsed) {
   cmax::testing::TempDir dir;
   sys::MemoryFileSystem fs = GpuNode();
@@ -543,12 +554,7 @@ TEST(RunLocalAudit, RecordsOneFindingPerCheckAndTheTableUsed) {
   runner.AnswerStdout("nvcc", "Cuda compilation tools, release 13.1, V13.1.20\n");
   runner.AnswerStdout("runc", "runc version 1.3.6\n");
   ManualClock clock(*ParseIso8601("2026-09-28T00:00:00Z"));
-  const AuditIo io{.db_path = dir.File("cmax.db"),
-                   .cmax_version = "test",
-                   .fs = &fs,
-                   .runner = &runner,
-                   .clock = &clock,
-                   .path = "/usr/bin"};
+  const AuditIo io = AuditIoFor(dir, fs, runner, clock, "/usr/bin");
   auto report = RunLocalAudit({}, io);
   ASSERT_TRUE(report) << report.error().message;
   EXPECT_EQ(report->record.run.command, "audit");
@@ -614,15 +620,10 @@ TEST(RunLocalAudit, AHostMountedInAContainerIsReadThroughItsRoot) {
   fs.AddFile("/host/usr/bin/nvcc", "");
   cmax::testing::FakeProcessRunner runner;
   ManualClock clock(*ParseIso8601("2026-09-28T00:00:00Z"));
-  const AuditIo io{.db_path = dir.File("cmax.db"),
-                   .cmax_version = "test",
-                   .fs = &fs,
-                   .runner = &runner,
-                   .clock = &clock,
-                   .path = "/opt/image/bin",
-                   .env = [](const std::string& name) {
-                     return name == "NVIDIA_VISIBLE_DEVICES" ? std::string("all") : std::string();
-                   }};
+  AuditIo io = AuditIoFor(dir, fs, runner, clock, "/opt/image/bin");
+  io.env = [](const std::string& name) {
+    return name == "NVIDIA_VISIBLE_DEVICES" ? std::string("all") : std::string();
+  };
   auto report = RunLocalAudit({.host_root = "/host"}, io);
   ASSERT_TRUE(report) << report.error().message;
   std::string os;
