@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 
 #include "audit/catalogue.hpp"
@@ -73,14 +74,12 @@ SideEffectIo SideEffectIoFor(const AuditIo& io, std::optional<WallTime> deadline
           .interrupted = io.interrupted};
 }
 
-std::map<std::string, std::string> AuditEnvironment(const AuditOptions& options,
-                                                    const AuditIo& io) {
+std::map<std::string, std::string> AuditEnvironment(const AuditIo& io) {
   std::map<std::string, std::string> environment;
   if (!io.env) return environment;
   for (const char* name : kAuditEnvironment) {
     if (std::string value = io.env(name); !value.empty()) environment[name] = std::move(value);
   }
-  if (!options.host_root.empty()) environment.erase("NVIDIA_VISIBLE_DEVICES");
   return environment;
 }
 
@@ -105,6 +104,10 @@ Result<AuditIo> ThroughHostRoot(const std::string& host_root, const AuditIo& io,
   through.fs = &view.fs.emplace(*io.fs, host_root);
   through.runner = &view.runner.emplace(*io.runner, host_root);
   through.path = std::string(sys::kHostPath);
+  through.env = [env = io.env](const std::string& name) -> std::string {
+    if (!env || std::ranges::count(kContainersOwnVariables, name) > 0) return {};
+    return env(name);
+  };
   return through;
 }
 
@@ -139,7 +142,7 @@ GradedAudit AuditThisHost(const AuditOptions& options, const PreparedAudit& prep
                             .slurm_conf = io.env ? io.env("SLURM_CONF") : "",
                             .nvml = SnapshotNvml,
                             .nvml_named = io.env && !io.env("CMAX_NVML_LIB").empty(),
-                            .environment = AuditEnvironment(options, io),
+                            .environment = AuditEnvironment(io),
                             .host = &host,
                             .side_effects = AuditSideEffects(options, prepared.checks),
                             .side_effect_io = SideEffectIoFor(io, std::nullopt)});

@@ -307,7 +307,7 @@ Result<std::string> NodeEvidenceFrames(const AuditOptions& options, double node_
        .ask_accounting = false,
        .slurm_conf = io.env ? io.env("SLURM_CONF") : "",
        .nvml = SnapshotNvml,
-       .environment = AuditEnvironment(options, io),
+       .environment = AuditEnvironment(io),
        .side_effects = side_effects,
        .side_effect_io = SideEffectIoFor(io, std::chrono::time_point_cast<WallTime::duration>(
                                                  started + SecondsAsDuration(node_timeout_s)))});

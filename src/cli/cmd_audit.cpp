@@ -44,6 +44,7 @@ struct AuditFlags {
   CLI::Option* budget = nullptr;
   CLI::Option* yes_option = nullptr;
   CLI::Option* node_evidence_option = nullptr;
+  CLI::App* app = nullptr;
   CLI::App* review_app = nullptr;
   CLI::App* build_app = nullptr;
   std::vector<std::string> advisories;
@@ -95,6 +96,18 @@ int BuildMinimums(const AuditFlags& o, Context& ctx, sys::FileSystem& fs, const 
   return kExitOk;
 }
 
+// The audit's own options mean nothing to `review` and `minimums build`: one given with them is
+// refused rather than ignored (--minimums is review's table too).
+std::string AuditOptionBeside(const CLI::App& audit, const CLI::App& sub) {
+  for (const CLI::Option* option : audit.get_options()) {
+    const std::string name = option->get_name();
+    if (option->count() == 0 || name == "--help") continue;
+    if (name == "--minimums" && sub.get_name() == "review") continue;
+    return name;
+  }
+  return {};
+}
+
 int Audit(AuditFlags& o, Context& ctx) {
   sys::LocalFileSystem fs;
   sys::PosixProcessRunner runner;
@@ -118,6 +131,14 @@ int Audit(AuditFlags& o, Context& ctx) {
   if (!o.slurm_target && !o.kube_target && (o.budget->count() > 0 || o.yes_option->count() > 0)) {
     ctx.err << "cmax audit: --budget and --yes go with --slurm or --kubernetes\n";
     return kExitUsage;
+  }
+  for (const CLI::App* sub : {o.review_app, o.build_app}) {
+    if (!sub->parsed()) continue;
+    if (const std::string beside = AuditOptionBeside(*o.app, *sub); !beside.empty()) {
+      ctx.err << "cmax audit: " << beside << " is an option of the audit itself, not of "
+              << (sub == o.review_app ? "review" : "minimums build") << "\n";
+      return kExitUsage;
+    }
   }
   if (o.build_app->parsed()) return BuildMinimums(o, ctx, fs, clock);
   if (o.review_app->parsed()) {
@@ -172,6 +193,7 @@ Command SetupAuditCommand(CLI::App& parent) {
       "health checks and access. Read-only. Audits this host (--local, the default), every\n"
       "node of a Slurm cluster (--slurm), or a Kubernetes cluster through its API server\n"
       "(--kubernetes); on a cluster the worst node decides each check.");
+  o->app = app;
   Opt(app, "PROFILE", o->listing.profile,
       "Only this profile's checks: security (versions and isolation), versions, "
       "isolation, hardware, software, containers, orchestration, networking, "
@@ -254,7 +276,9 @@ Command SetupAuditCommand(CLI::App& parent) {
       "--host-root /host; an audit pod's /host): its files below the folder, its programs run "
       "with chroot, /proc /sys /dev as they are; --minimums and the store stay this one's")
       ->excludes(slurm)
-      ->excludes("--kubernetes");
+      ->excludes("--kubernetes")
+      ->excludes("--show")
+      ->excludes("--show-minimums");
   // Either cluster target.
   o->budget = Num(app, "--budget", s.budget_s, SecondsIn(86400),
                   "Seconds the audit's work on the cluster may take in all (the srun steps; "

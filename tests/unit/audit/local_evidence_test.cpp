@@ -6,7 +6,9 @@
 #include <algorithm>
 #include <filesystem>
 #include <gtest/gtest.h>
+#include <map>
 #include <string>
+#include <string_view>
 
 #include "audit/audit_run.hpp"
 #include "audit/catalogue.hpp"
@@ -621,16 +623,28 @@ TEST(RunLocalAudit, AHostMountedInAContainerIsReadThroughItsRoot) {
   cmax::testing::FakeProcessRunner runner;
   ManualClock clock(*ParseIso8601("2026-09-28T00:00:00Z"));
   AuditIo io = AuditIoFor(dir, fs, runner, clock, "/opt/image/bin");
-  io.env = [](const std::string& name) {
-    return name == "NVIDIA_VISIBLE_DEVICES" ? std::string("all") : std::string();
+  // The container's own variables: its NVML's devices, its Slurm configuration and its home.
+  std::map<std::string, std::string> container = {{"NVIDIA_VISIBLE_DEVICES", "all"},
+                                                  {"SLURM_CONF", "/opt/image/slurm.conf"},
+                                                  {"HOME", "/home/image"}};
+  io.env = [&container](const std::string& name) {
+    const auto it = container.find(name);
+    return it == container.end() ? std::string() : it->second;
   };
+  fs.AddFile("/opt/image/slurm.conf", "");  // the container's, which the host has not
+  fs.AddFile("/host/usr/bin/sinfo", "");
+  fs.AddFile("/host/etc/slurm/slurm.conf", "ClusterName=host\n");
   auto report = RunLocalAudit({.host_root = "/host"}, io);
   ASSERT_TRUE(report) << report.error().message;
-  std::string os;
-  for (const EvidenceItem& item : report->record.evidence) {
-    if (item.key == "host.os.id") os = json::parse(item.value_json).get<std::string>();
-  }
-  EXPECT_EQ(os, "ubuntu");
+  std::map<std::string, std::string> evidence;
+  for (const EvidenceItem& item : report->record.evidence) evidence[item.key] = item.value_json;
+  EXPECT_EQ(evidence["host.os.id"], "\"ubuntu\"");
+  // The host's Slurm configuration is its own /etc/slurm/slurm.conf, not the container's
+  // SLURM_CONF looked for below the root (which would report it missing), and says the host is
+  // a Slurm client.
+  EXPECT_EQ(evidence.count("scheduler.slurm.config_missing"), 0U)
+      << evidence["scheduler.slurm.config_missing"];
+  EXPECT_NE(report->summary.find("Slurm client"), std::string::npos) << report->summary;
   // Programs are the host's: found on its PATH below the root, run chrooted into it.
   ASSERT_FALSE(runner.calls.empty());
   for (const sys::ProcessSpec& call : runner.calls) {
@@ -640,9 +654,18 @@ TEST(RunLocalAudit, AHostMountedInAContainerIsReadThroughItsRoot) {
   }
   EXPECT_TRUE(std::ranges::any_of(
       runner.calls, [](const sys::ProcessSpec& call) { return call.argv[2] == "/usr/bin/nvcc"; }));
-  // The container's NVIDIA_VISIBLE_DEVICES is its own, not a tenant's.
-  EXPECT_EQ(AuditEnvironment({.host_root = "/host"}, io).count("NVIDIA_VISIBLE_DEVICES"), 0U);
-  EXPECT_EQ(AuditEnvironment({}, io).at("NVIDIA_VISIBLE_DEVICES"), "all");
+  // The container's variables are its own, not the host's nor a tenant's.
+  HostRootView view;
+  auto through = ThroughHostRoot("/host", io, view);
+  ASSERT_TRUE(through);
+  EXPECT_EQ(AuditEnvironment(*through).count("NVIDIA_VISIBLE_DEVICES"), 0U);
+  EXPECT_EQ(AuditEnvironment(io).at("NVIDIA_VISIBLE_DEVICES"), "all");
+  for (const std::string_view name : kContainersOwnVariables) {
+    EXPECT_EQ(through->env(std::string(name)), "") << name;
+  }
+  EXPECT_EQ(through->env("CMAX_NODE_NAME"), "");
+  container = {{"CMAX_NODE_NAME", "gpu7"}};
+  EXPECT_EQ(through->env("CMAX_NODE_NAME"), "gpu7");  // this process's own, passed on
   // --minimums is the container's file: read there (a broken table), not below the root
   // (which would be "no such file").
   fs.AddFile("/tmp/table.json", "{\"schema\": \"cmax.audit-minimums/v1\"}");

@@ -462,6 +462,21 @@ TEST(Cli, AuditReadsAHostThroughItsMountedRoot) {
   EXPECT_EQ(Cli({"--db", db, "audit", "--host-root", "host"}).code, kExitUsage);
   EXPECT_EQ(Cli({"audit", "--slurm", "--host-root", root}).code, kExitUsage);
   EXPECT_EQ(Cli({"audit", "--kubernetes", "--host-root", root}).code, kExitUsage);
+  // Nor is it taken and ignored where it reads nothing: listings, a stored run, a table's build.
+  EXPECT_EQ(Cli({"audit", "--show", "--host-root", root}).code, kExitUsage);
+  EXPECT_EQ(Cli({"audit", "--show-minimums", "--host-root", root}).code, kExitUsage);
+  const CliResult review = Cli({"--db", db, "audit", "--host-root", root, "review"});
+  EXPECT_EQ(review.code, kExitUsage) << review.out;
+  EXPECT_NE(review.err.find("--host-root is an option of the audit itself, not of review"),
+            std::string::npos)
+      << review.err;
+  EXPECT_EQ(Cli({"--db", db, "audit", "--json", "review"}).code, kExitUsage);
+  EXPECT_EQ(Cli({"audit", "--slurm", "minimums", "build", root}).code, kExitUsage);
+  // The table review regrades with may be given before its name too.
+  const CliResult table_first =
+      Cli({"--db", db, "audit", "--minimums",
+           std::string(CMAX_TEST_DATA) + "/../../data/audit_minimums.json", "review", "--regrade"});
+  EXPECT_EQ(table_first.code, kExitOk) << table_first.err;
 }
 
 TEST(Cli, AuditBuildsAMinimumTableTheAuditThenReads) {
