@@ -1,7 +1,6 @@
 #include "active/dcgm_diag.hpp"
 
 #include <algorithm>
-#include <charconv>
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
@@ -32,9 +31,7 @@ std::vector<int> GpusOf(const json& value) {
     std::string ids = value.get<std::string>();  // commas or spaces between them
     std::ranges::replace(ids, ',', ' ');
     for (std::string_view id : SplitFields(ids)) {
-      int gpu = 0;
-      const auto [end, error] = std::from_chars(id.data(), id.data() + id.size(), gpu);
-      if (error == std::errc{} && end == id.data() + id.size() && gpu >= 0) out.push_back(gpu);
+      if (const auto gpu = ParseWhole<int>(id); gpu && *gpu >= 0) out.push_back(*gpu);
     }
   } else if (value.is_array()) {
     for (const json& v : value) {

@@ -4,7 +4,6 @@
 // 45-character pieces, the first beside its label, the rest under an empty name cell.
 #include <algorithm>
 #include <cctype>
-#include <charconv>
 #include <optional>
 
 #include "active/dcgm_diag.hpp"
@@ -24,10 +23,8 @@ DiagStatus WordStatus(std::string_view word) {
 }
 
 std::optional<int> Number(std::string_view text) {
-  int value = 0;
-  const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
-  if (error != std::errc{} || end != text.data() + text.size() || value < 0) return std::nullopt;
-  return value;
+  const auto value = ParseWhole<int>(text);
+  return value && *value >= 0 ? value : std::nullopt;
 }
 
 // One row of the table: its two cells; the result cell also as printed (45 characters of a

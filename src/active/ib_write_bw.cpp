@@ -1,7 +1,6 @@
 #include "active/ib_write_bw.hpp"
 
 #include <algorithm>
-#include <charconv>
 #include <nlohmann/json.hpp>
 #include <optional>
 
@@ -9,13 +8,6 @@
 
 namespace cmax::active {
 namespace {
-
-std::optional<uint64_t> Whole(std::string_view text) {
-  uint64_t value = 0;
-  const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
-  if (error != std::errc{} || end != text.data() + text.size()) return std::nullopt;
-  return value;
-}
 
 // " Device         : mlx5_0" and the two-column lines ("Dual-port : OFF\t\tDevice : mlx5_0"):
 // each "name : value" pair of the settings block.
@@ -34,10 +26,12 @@ void ReadSettings(std::string_view line, IbWriteBwReport& out) {
     if (name == "Link type") out.link_type = SanitizeUtf8(value);
     if (name == "Transport type") out.transport = SanitizeUtf8(value);
     if (name == "Connection type") out.connection = SanitizeUtf8(value);
-    if (name == "Number of qps") out.qps = static_cast<int>(Whole(value).value_or(0));
+    if (name == "Number of qps")
+      out.qps = static_cast<int>(ParseWhole<uint64_t>(value).value_or(0));
     if (name == "Mtu") {
       // "4096[B]"
-      out.mtu = static_cast<int>(Whole(value.substr(0, value.find('['))).value_or(0));
+      out.mtu =
+          static_cast<int>(ParseWhole<uint64_t>(value.substr(0, value.find('['))).value_or(0));
     }
   }
 }
@@ -97,8 +91,8 @@ Result<IbWriteBwReport> ParseIbWriteBw(std::string_view text) {
     }
     if (in_table) {
       const std::vector<std::string_view> fields = SplitFields(trimmed);
-      const auto bytes = fields.size() >= 4 ? Whole(fields[0]) : std::nullopt;
-      const auto iterations = fields.size() >= 4 ? Whole(fields[1]) : std::nullopt;
+      const auto bytes = fields.size() >= 4 ? ParseWhole<uint64_t>(fields[0]) : std::nullopt;
+      const auto iterations = fields.size() >= 4 ? ParseWhole<uint64_t>(fields[1]) : std::nullopt;
       const auto peak = fields.size() >= 4 ? ParseNonNegative(fields[2]) : std::nullopt;
       const auto average = fields.size() >= 4 ? ParseNonNegative(fields[3]) : std::nullopt;
       if (bytes && iterations && peak && average) {

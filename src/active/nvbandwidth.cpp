@@ -1,6 +1,5 @@
 #include "active/nvbandwidth.hpp"
 
-#include <charconv>
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
@@ -11,10 +10,8 @@ namespace cmax::active {
 namespace {
 
 std::optional<int> Index(std::string_view text) {
-  int value = 0;
-  const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
-  if (error != std::errc{} || end != text.data() + text.size() || value < 0) return std::nullopt;
-  return value;
+  const auto value = ParseWhole<int>(text);
+  return value && *value >= 0 ? value : std::nullopt;
 }
 
 // "name: value" lines of the header; "" when `line` is not one.

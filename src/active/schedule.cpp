@@ -1,7 +1,6 @@
 #include "active/schedule.hpp"
 
 #include <algorithm>
-#include <charconv>
 #include <filesystem>
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -99,11 +98,7 @@ int GpusInGres(std::string_view gres) {
     entry = entry.substr(0, entry.find('('));
     if (!entry.starts_with("gpu:")) continue;
     const std::string_view count = entry.substr(entry.rfind(':') + 1);
-    int n = 0;
-    const auto [end, error] = std::from_chars(count.data(), count.data() + count.size(), n);
-    if (error == std::errc() && end == count.data() + count.size() && n > 0 && n <= 4096) {
-      total += n;
-    }
+    if (const auto n = ParseWhole<int>(count); n && *n > 0 && *n <= 4096) total += *n;
   }
   return total;
 }

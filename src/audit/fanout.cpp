@@ -1,7 +1,6 @@
 #include "audit/fanout.hpp"
 
 #include <algorithm>
-#include <charconv>
 #include <fmt/format.h>
 #include <set>
 
@@ -21,13 +20,6 @@ std::string NodeWord(std::string_view node) {
     if (!kept) c = '_';
   }
   return word;
-}
-
-std::optional<size_t> Count(std::string_view text) {
-  size_t value = 0;
-  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
-  if (ec != std::errc() || end != text.data() + text.size() || text.empty()) return std::nullopt;
-  return value;
 }
 
 // The worse a status, the higher: a node that fails outweighs one that cannot be read, which
@@ -99,8 +91,8 @@ std::map<std::string, NodeDocument> ReadFrames(std::string_view text) {
       line = end == std::string_view::npos ? std::string_view() : line.substr(end);
     }
     if (fields.size() != 4 || line.empty() || line[0] != ' ') continue;
-    const auto index = Count(fields[1]);
-    const auto count = Count(fields[2]);
+    const auto index = ParseWhole<size_t>(fields[1]);
+    const auto count = ParseWhole<size_t>(fields[2]);
     if (!index || !count || *count == 0 || *index >= *count || fields[3].size() != 64) continue;
     Pieces& pieces = heard[std::string(fields[0])][std::string(fields[3])];
     if (pieces.count != 0 && pieces.count != *count) continue;  // a garbled line

@@ -1,7 +1,6 @@
 #include "audit/grading.hpp"
 
 #include <algorithm>
-#include <charconv>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 #include <functional>
@@ -826,15 +825,13 @@ const std::map<std::string, Rule, std::less<>>& Rules() {
          std::vector<std::string> seen;
          bool serious = false;
          for (const auto& [code_text, count] : (*log)["xid"].items()) {
-           int code = 0;
-           const auto [end, ec] =
-               std::from_chars(code_text.data(), code_text.data() + code_text.size(), code);
-           if (ec != std::errc() || end != code_text.data() + code_text.size()) continue;
-           const health::EventMeaning meaning = catalog.Xid(code);
+           const std::optional<int> code = ParseWhole<int>(code_text);
+           if (!code) continue;
+           const health::EventMeaning meaning = catalog.Xid(*code);
            serious = serious || meaning.action == RecommendedAction::kResetGpu ||
                      meaning.action == RecommendedAction::kRebootNode ||
                      meaning.action == RecommendedAction::kDrainAndRma;
-           seen.push_back(fmt::format("Xid {} x{} ({})", code,
+           seen.push_back(fmt::format("Xid {} x{} ({})", *code,
                                       count.is_number() ? count.dump() : "?",
                                       ActionName(meaning.action)));
          }

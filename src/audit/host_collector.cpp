@@ -1,5 +1,4 @@
 #include <algorithm>
-#include <charconv>
 #include <cstdlib>
 
 #include "audit/host_inventory.hpp"
@@ -18,9 +17,7 @@ template <class Int>
 Int ParseHex(std::string_view text) {
   text = Trim(text);
   if (text.substr(0, 2) == "0x") text.remove_prefix(2);
-  Int value = 0;
-  std::from_chars(text.data(), text.data() + text.size(), value, 16);
-  return value;
+  return ParseWhole<Int>(text, 16).value_or(0);
 }
 
 std::vector<NumaNode> CollectNuma(const sys::FileSystem& fs) {
@@ -32,9 +29,9 @@ std::vector<NumaNode> CollectNuma(const sys::FileSystem& fs) {
     if (name.rfind("node", 0) != 0 || name.size() == 4) continue;
     NumaNode node;
     const std::string_view digits = std::string_view(name).substr(4);
-    if (std::from_chars(digits.data(), digits.data() + digits.size(), node.id).ec != std::errc()) {
-      continue;
-    }
+    const std::optional<int> id = ParseWhole<int>(digits);
+    if (!id) continue;
+    node.id = *id;
     node.cpus = CountCpuList(ReadTrimmed(fs, root + "/" + name + "/cpulist")).value_or(0);
     // "Node 0 MemTotal:       24683312 kB"
     auto meminfo = fs.ReadFile(root + "/" + name + "/meminfo", 1 << 20);
@@ -42,8 +39,7 @@ std::vector<NumaNode> CollectNuma(const sys::FileSystem& fs) {
       for (std::string_view line : Split(*meminfo, '\n')) {
         const auto fields = SplitFields(line);
         if (fields.size() >= 4 && fields[2] == "MemTotal:") {
-          std::from_chars(fields[3].data(), fields[3].data() + fields[3].size(),
-                          node.mem_total_kib);
+          node.mem_total_kib = ParseWhole<uint64_t>(fields[3]).value_or(0);
         }
       }
     }
@@ -70,7 +66,7 @@ std::vector<PciDevice> CollectPci(const sys::FileSystem& fs) {
       device.driver = link->substr(link->rfind('/') + 1);
     }
     const std::string numa = ReadTrimmed(fs, dir + "/numa_node");
-    std::from_chars(numa.data(), numa.data() + numa.size(), device.numa_node);
+    device.numa_node = ParseWhole<int>(numa).value_or(-1);
     devices.push_back(std::move(device));
   }
   return devices;

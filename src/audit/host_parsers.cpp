@@ -1,4 +1,3 @@
-#include <charconv>
 #include <set>
 
 #include "audit/host_inventory.hpp"
@@ -23,9 +22,9 @@ std::string Unquote(std::string_view value) {
 
 template <class Int>
 bool ParseNumber(std::string_view text, Int& out) {
-  text = Trim(text);
-  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), out);
-  return ec == std::errc() && end == text.data() + text.size();
+  const std::optional<Int> value = ParseWhole<Int>(Trim(text));
+  if (value) out = *value;
+  return value.has_value();
 }
 
 // "key<sep>value" lines, the shape of /proc/cpuinfo, /proc/meminfo and os-release.

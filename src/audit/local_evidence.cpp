@@ -1,7 +1,6 @@
 #include "audit/local_evidence.hpp"
 
 #include <algorithm>
-#include <charconv>
 #include <fmt/format.h>
 #include <set>
 
@@ -40,11 +39,7 @@ std::string Trimmed(std::string_view text) {
 }
 
 std::optional<int64_t> Integer(const std::string& text) {
-  int64_t value = 0;
-  const std::string trimmed = Trimmed(text);
-  const auto [end, ec] = std::from_chars(trimmed.data(), trimmed.data() + trimmed.size(), value);
-  if (ec != std::errc() || end != trimmed.data() + trimmed.size()) return std::nullopt;
-  return value;
+  return ParseWhole<int64_t>(Trimmed(text));
 }
 
 json PathOrNull(const std::optional<std::string>& path) {

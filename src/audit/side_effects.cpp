@@ -1,7 +1,6 @@
 #include "audit/side_effects.hpp"
 
 #include <algorithm>
-#include <charconv>
 #include <fmt/format.h>
 #include <map>
 
@@ -278,13 +277,12 @@ Result<EgressTarget> ParseEgressTarget(std::string_view text) {
   }
   target.host = std::string(host);
   if (!port.empty() || text.ends_with(':')) {
-    unsigned value = 0;
-    const auto [end, ec] = std::from_chars(port.data(), port.data() + port.size(), value);
-    if (ec != std::errc() || end != port.data() + port.size() || value == 0 || value > 65535) {
+    const std::optional<unsigned> value = ParseWhole<unsigned>(port);
+    if (!value || *value == 0 || *value > 65535) {
       return Fail(ErrorCode::kInvalidArgument, "--egress-target {}: the port must be 1-65535",
                   SanitizeUtf8(text));
     }
-    target.port = static_cast<uint16_t>(value);
+    target.port = static_cast<uint16_t>(*value);
   }
   return target;
 }

@@ -1,7 +1,6 @@
 #include "audit/slurm_audit.hpp"
 
 #include <algorithm>
-#include <charconv>
 #include <cmath>
 #include <fmt/format.h>
 #include <optional>
@@ -332,13 +331,10 @@ Result<std::string> NodeEvidenceFrames(const AuditOptions& options, double node_
   // When this task started within its job, for the auditor to tell how long the prolog held it.
   if (const std::string job = io.env ? io.env("SLURM_JOB_ID") : ""; !job.empty()) {
     const std::string start = io.env("SLURM_JOB_START_TIME");
-    int64_t job_start = 0;
-    const bool known =
-        !start.empty() &&
-        std::from_chars(start.data(), start.data() + start.size(), job_start).ec == std::errc();
+    const std::optional<int64_t> job_start = ParseWhole<int64_t>(start);
     document["evidence"]["scheduler.step.timing"] = {
         {"job_id", SanitizeUtf8(job)},
-        {"job_start", known ? json(job_start) : json(nullptr)},
+        {"job_start", job_start ? json(*job_start) : json(nullptr)},
         {"task_started_ms",
          std::chrono::duration_cast<std::chrono::milliseconds>(started.time_since_epoch())
              .count()}};

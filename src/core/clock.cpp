@@ -1,9 +1,10 @@
 #include "core/clock.hpp"
 
-#include <charconv>
 #include <ctime>
 #include <fmt/format.h>
 #include <thread>
+
+#include "core/strings.hpp"
 
 namespace cmax {
 
@@ -62,9 +63,9 @@ namespace {
 
 bool ReadInt(std::string_view text, size_t pos, size_t len, int& out) {
   if (pos + len > text.size()) return false;
-  const char* begin = text.data() + pos;
-  auto [end, ec] = std::from_chars(begin, begin + len, out);
-  return ec == std::errc() && end == begin + len;
+  const std::optional<int> value = ParseWhole<int>(text.substr(pos, len));
+  if (value) out = *value;
+  return value.has_value();
 }
 
 }  // namespace

@@ -1,6 +1,8 @@
 // Small string helpers the parsers and renderers share.
 #pragma once
 
+#include <charconv>
+#include <concepts>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -16,6 +18,24 @@ std::vector<std::string_view> SplitFields(std::string_view text);
 std::vector<std::string_view> SplitLines(std::string_view text);
 std::string Join(const std::vector<std::string>& parts, std::string_view separator);
 std::string ToLower(std::string_view text);
+// The number that is all of `text`, as std::from_chars reads it (no spaces, no '+', no '-' for
+// an unsigned type; a double also reads "nan" and "inf"); nullopt when any of `text` is not the
+// number, or it does not fit in T.
+template <typename T>
+requires(std::integral<T> &&
+         !std::same_as<T, bool>) std::optional<T> ParseWhole(std::string_view text, int base = 10) {
+  T value{};
+  const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value, base);
+  if (error != std::errc() || end != text.data() + text.size()) return std::nullopt;
+  return value;
+}
+template <typename T>
+requires std::floating_point<T> std::optional<T> ParseWhole(std::string_view text) {
+  T value{};
+  const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (error != std::errc() || end != text.data() + text.size()) return std::nullopt;
+  return value;
+}
 // A plain decimal number >= 0 that is all of `text` ("1.5", "30"); nullopt for anything else,
 // including "nan", "inf", hex, signs and surrounding spaces (strtod takes all of those).
 std::optional<double> ParseNonNegative(std::string_view text);

@@ -2,6 +2,8 @@
 
 #include <charconv>
 
+#include "core/strings.hpp"
+
 namespace cmax {
 namespace {
 
@@ -68,10 +70,9 @@ Result<Version> ParseVersion(std::string_view text) {
   std::string_view rest = text;
   if (const size_t colon = rest.find(':'); colon != std::string_view::npos) {
     const std::string_view epoch = rest.substr(0, colon);
-    auto [end, ec] = std::from_chars(epoch.data(), epoch.data() + epoch.size(), version.epoch);
-    if (epoch.empty() || ec != std::errc() || end != epoch.data() + epoch.size()) {
-      return Fail(ErrorCode::kInvalidArgument, "version '{}' has a bad epoch", text);
-    }
+    const auto number = ParseWhole<decltype(version.epoch)>(epoch);
+    if (!number) return Fail(ErrorCode::kInvalidArgument, "version '{}' has a bad epoch", text);
+    version.epoch = *number;
     rest.remove_prefix(colon + 1);
   }
   // A colon after the epoch would make the text read back differently, in any part.

@@ -1,7 +1,6 @@
 #include "endpoint/http_request.hpp"
 
 #include <algorithm>
-#include <charconv>
 #include <utility>
 
 #include "core/strings.hpp"
@@ -113,17 +112,16 @@ bool HttpRequestParser::ParseHead() {
   }
   const std::string length = request_.Header("content-length");
   if (!length.empty()) {
-    size_t n = 0;
-    const auto [end, ec] = std::from_chars(length.data(), length.data() + length.size(), n);
-    if (ec != std::errc() || end != length.data() + length.size()) {
+    const std::optional<size_t> n = ParseWhole<size_t>(length);
+    if (!n) {
       Error(400, "bad Content-Length");
       return false;
     }
-    if (n > max_body_) {
+    if (*n > max_body_) {
       Error(413, "request body too large");
       return false;
     }
-    body_left_ = n;
+    body_left_ = *n;
   }
   return true;
 }

@@ -1,7 +1,8 @@
 #include "endpoint/sse.hpp"
 
-#include <charconv>
 #include <cstring>
+
+#include "core/strings.hpp"
 
 namespace cmax::endpoint {
 
@@ -116,9 +117,8 @@ void SseParser::Line(std::string_view line, bool blank, const Sink& sink) {
   } else if (field == "id") {
     if (value.find('\0') == std::string_view::npos) pending_.id = std::string(value);
   } else if (field == "retry") {
-    long ms = 0;
-    const auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), ms);
-    if (ec == std::errc() && end == value.data() + value.size() && ms >= 0) pending_.retry = ms;
+    if (const std::optional<long> ms = ParseWhole<long>(value); ms && *ms >= 0)
+      pending_.retry = *ms;
   }
 }
 

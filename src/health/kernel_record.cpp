@@ -1,6 +1,5 @@
 #include "health/kernel_record.hpp"
 
-#include <charconv>
 #include <ctime>
 
 #include "core/strings.hpp"
@@ -14,9 +13,9 @@ bool IsDigit(char c) {
 
 template <class Int>
 bool ParseInt(std::string_view text, Int& out) {
-  if (text.empty()) return false;
-  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), out);
-  return ec == std::errc() && end == text.data() + text.size();
+  const std::optional<Int> value = ParseWhole<Int>(text);
+  if (value) out = *value;
+  return value.has_value();
 }
 
 // "HH:MM:SS" with an optional fraction; fills seconds of day and microseconds.

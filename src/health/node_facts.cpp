@@ -1,7 +1,5 @@
 #include "health/node_facts.hpp"
 
-#include <charconv>
-
 #include "core/strings.hpp"
 
 namespace cmax::health {
@@ -13,18 +11,13 @@ std::string ReadTrimmed(const sys::FileSystem& fs, const std::string& path) {
 }
 
 int ReadInt(const sys::FileSystem& fs, const std::string& path) {
-  const std::string text = ReadTrimmed(fs, path);
-  int value = 0;
-  std::from_chars(text.data(), text.data() + text.size(), value);
-  return value;
+  return ParseWhole<int>(ReadTrimmed(fs, path)).value_or(0);
 }
 
 uint32_t ReadHex(const sys::FileSystem& fs, const std::string& path) {
   std::string text = ReadTrimmed(fs, path);
   if (text.rfind("0x", 0) == 0) text = text.substr(2);
-  uint32_t value = 0;
-  std::from_chars(text.data(), text.data() + text.size(), value, 16);
-  return value;
+  return ParseWhole<uint32_t>(text, 16).value_or(0);
 }
 
 // /proc/mounts writes space, tab, newline and backslash as \040, \011, \012, \134.
@@ -32,10 +25,8 @@ std::string Unescape(std::string_view text) {
   std::string out;
   for (size_t i = 0; i < text.size(); ++i) {
     if (text[i] == '\\' && i + 3 < text.size()) {
-      int value = 0;
-      auto [end, ec] = std::from_chars(text.data() + i + 1, text.data() + i + 4, value, 8);
-      if (ec == std::errc() && end == text.data() + i + 4) {
-        out += static_cast<char>(value);
+      if (const std::optional<int> value = ParseWhole<int>(text.substr(i + 1, 3), 8)) {
+        out += static_cast<char>(*value);
         i += 3;
         continue;
       }
@@ -90,7 +81,7 @@ std::vector<IbPort> CollectIbPorts(const sys::FileSystem& fs) {
       const std::string dir = root + "/" + device + "/ports/" + number;
       IbPort port;
       port.device = device;
-      std::from_chars(number.data(), number.data() + number.size(), port.port);
+      port.port = ParseWhole<int>(number).value_or(0);
       port.state = std::string(SysfsStateName(ReadTrimmed(fs, dir + "/state")));
       port.phys_state = std::string(SysfsStateName(ReadTrimmed(fs, dir + "/phys_state")));
       port.rate = ReadTrimmed(fs, dir + "/rate");

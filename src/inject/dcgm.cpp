@@ -1,6 +1,5 @@
 #include "inject/dcgm.hpp"
 
-#include <charconv>
 #include <fmt/format.h>
 
 #include "core/strings.hpp"
@@ -24,9 +23,9 @@ Result<int> DcgmFieldId(std::string_view field) {
   for (const DcgmField& f : DcgmFields()) {
     if (f.name == field) return f.id;
   }
-  int id = 0;
-  const auto [end, ec] = std::from_chars(field.data(), field.data() + field.size(), id);
-  if (ec == std::errc() && end == field.data() + field.size() && id > 0 && id < 65536) return id;
+  if (const std::optional<int> id = ParseWhole<int>(field); id && *id > 0 && *id < 65536) {
+    return *id;
+  }
   std::string names;
   for (const DcgmField& f : DcgmFields())
     names += std::string(names.empty() ? "" : ", ") + std::string(f.name);
@@ -35,13 +34,12 @@ Result<int> DcgmFieldId(std::string_view field) {
 }
 
 Result<int> DcgmGpuId(std::string_view text) {
-  int id = -1;
-  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), id);
-  if (text.empty() || ec != std::errc() || end != text.data() + text.size() || id < 0) {
+  const std::optional<int> id = ParseWhole<int>(text);
+  if (!id || *id < 0) {
     return Fail(ErrorCode::kInvalidArgument, "'{}' is not DCGM's GPU id (a number: 0, 1, ...)",
                 text);
   }
-  return id;
+  return *id;
 }
 
 Result<std::vector<std::string>> DcgmInjectArgv(std::string_view field, long long value, int gpu,

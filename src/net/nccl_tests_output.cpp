@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cctype>
-#include <charconv>
 #include <cmath>
 #include <fmt/format.h>
 #include <map>
@@ -59,20 +58,6 @@ std::string Kept(std::string_view word) {
 
 bool IsDigit(char c) {
   return std::isdigit(static_cast<unsigned char>(c)) != 0;
-}
-
-std::optional<double> Real(std::string_view word) {
-  double value = 0;
-  const auto [end, error] = std::from_chars(word.data(), word.data() + word.size(), value);
-  if (error != std::errc() || end != word.data() + word.size()) return std::nullopt;
-  return value;
-}
-
-std::optional<uint64_t> Whole(std::string_view word) {
-  uint64_t value = 0;
-  const auto [end, error] = std::from_chars(word.data(), word.data() + word.size(), value);
-  if (error != std::errc() || end != word.data() + word.size()) return std::nullopt;
-  return value;
 }
 
 // The launcher's prefix, taken off: OpenMPI's `[job,rank]<stdout>:` (after a date with
@@ -218,7 +203,7 @@ struct Parser {
       const std::vector<std::string_view> words = Words(text.substr(text.find(':') + 1));
       NcclTable& table = TableOf(source);
       if (!words.empty()) {
-        table.reported_avg_busbw = Real(words[0]);
+        table.reported_avg_busbw = ParseWhole<double>(words[0]);
         if (table.reported_avg_busbw && !std::isfinite(*table.reported_avg_busbw)) {
           table.reported_avg_busbw.reset();
         }
@@ -266,11 +251,11 @@ struct Parser {
       if (at >= words.size()) break;
       const std::string_view word = words[at++];
       if (column == Column::kSize) {
-        const auto size = Whole(word);
+        const auto size = ParseWhole<uint64_t>(word);
         if (!size) return Problem(fmt::format("a row whose size is not a number: {}", Shown(body)));
         row.size_bytes = *size;
       } else if (column == Column::kCount) {
-        row.count = Whole(word).value_or(0);
+        row.count = ParseWhole<uint64_t>(word).value_or(0);
       } else if (column == Column::kType) {
         row.type = Kept(word);
       } else if (column == Column::kRedop) {
@@ -294,7 +279,7 @@ struct Parser {
       for (const Column field : fields) {
         const std::string_view word = words[at++];
         if (field == Column::kOther) continue;
-        std::optional<double> value = word == "N/A" ? std::nullopt : Real(word);
+        std::optional<double> value = word == "N/A" ? std::nullopt : ParseWhole<double>(word);
         if (!value && word != "N/A") readable = false;
         if (value && !std::isfinite(*value)) value.reset();  // nan, inf: read, and no figure
         if (field == Column::kTime) placement.time_us = value;
@@ -368,7 +353,7 @@ struct Parser {
     if (w.size() < 7 || w[1] != "Bytes" || w[2] != "->" || w[3] != "Algo" || w[5] != "proto") {
       return;
     }
-    const auto bytes = Whole(w[0]);
+    const auto bytes = ParseWhole<uint64_t>(w[0]);
     if (!bytes) return;
     if (!tuning_seen.emplace(std::string(function), *bytes).second) return;
     out.tuning.push_back({.function = SanitizeUtf8(function),

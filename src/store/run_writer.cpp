@@ -2,8 +2,7 @@
 
 #include <unistd.h>
 
-#include <charconv>
-
+#include "core/strings.hpp"
 #include "sys/host.hpp"
 #include "sys/process_runner.hpp"
 
@@ -92,12 +91,11 @@ Result<RecordedWhole> RecordWholeRun(const std::string& db_path, const RunStart&
 
 Result<int64_t> ResolveRunId(Store& store, const std::string& text, const std::string& command) {
   if (text.empty() || text == "latest") return store.LatestRunId(command);
-  int64_t id = 0;
-  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), id);
-  if (ec != std::errc() || end != text.data() + text.size() || id <= 0) {
+  const std::optional<int64_t> id = ParseWhole<int64_t>(text);
+  if (!id || *id <= 0) {
     return Fail(ErrorCode::kInvalidArgument, "'{}' is not a run id (a number, or 'latest')", text);
   }
-  return id;
+  return *id;
 }
 
 Result<RunRecord> LoadStoredRun(const std::string& db_path, const std::string& run_text,

@@ -5,10 +5,10 @@
 #include <unistd.h>
 
 #include <cerrno>
-#include <charconv>
 #include <cstring>
 #include <utility>
 
+#include "core/strings.hpp"
 #include "sys/file_system.hpp"
 
 namespace cmax::sys {
@@ -18,12 +18,7 @@ std::optional<uint64_t> KmsgSequence(std::string_view raw) {
   if (first == std::string_view::npos) return std::nullopt;
   const size_t second = raw.find(',', first + 1);
   if (second == std::string_view::npos) return std::nullopt;
-  uint64_t sequence = 0;
-  const char* begin = raw.data() + first + 1;
-  const char* end = raw.data() + second;
-  auto [ptr, ec] = std::from_chars(begin, end, sequence);
-  if (ec != std::errc() || ptr != end) return std::nullopt;
-  return sequence;
+  return ParseWhole<uint64_t>(raw.substr(first + 1, second - first - 1));
 }
 
 Result<KmsgReader> KmsgReader::Open(const std::string& path, Start start) {

@@ -6,7 +6,6 @@
 
 #include <arpa/inet.h>
 #include <cerrno>
-#include <charconv>
 #include <cstring>
 #include <netinet/in.h>
 #include <sys/socket.h>
@@ -23,15 +22,13 @@ Result<ListeningSocket> ListenTcp(const std::string& address, int backlog) {
     return Fail(ErrorCode::kInvalidArgument, "listen address '{}' is not HOST:PORT", address);
   }
   const std::string host = address.substr(0, colon);
-  int port = -1;
-  const std::string port_text = address.substr(colon + 1);
-  auto [end, ec] = std::from_chars(port_text.data(), port_text.data() + port_text.size(), port);
-  if (ec != std::errc() || end != port_text.data() + port_text.size() || port < 0 || port > 65535) {
+  const std::optional<int> port = ParseWhole<int>(std::string_view(address).substr(colon + 1));
+  if (!port || *port < 0 || *port > 65535) {
     return Fail(ErrorCode::kInvalidArgument, "listen address '{}' has a bad port", address);
   }
   sockaddr_in addr{};
   addr.sin_family = AF_INET;
-  addr.sin_port = htons(static_cast<uint16_t>(port));
+  addr.sin_port = htons(static_cast<uint16_t>(*port));
   if (host.empty() || host == "0.0.0.0") {
     addr.sin_addr.s_addr = htonl(INADDR_ANY);
   } else if (::inet_pton(AF_INET, host.c_str(), &addr.sin_addr) != 1) {

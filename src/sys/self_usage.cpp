@@ -2,8 +2,6 @@
 
 #include <unistd.h>
 
-#include <charconv>
-
 #include "core/strings.hpp"
 #include "sys/file_system.hpp"
 
@@ -15,9 +13,7 @@ Result<SelfUsage> ReadSelfUsage() {
   auto statm = fs.ReadFile("/proc/self/statm", 4096);
   if (!statm) return tl::unexpected(statm.error());
   const auto pages = SplitFields(*statm);
-  uint64_t resident = 0;
-  if (pages.size() >= 2)
-    std::from_chars(pages[1].data(), pages[1].data() + pages[1].size(), resident);
+  const uint64_t resident = pages.size() >= 2 ? ParseWhole<uint64_t>(pages[1]).value_or(0) : 0;
   usage.rss_bytes = resident * static_cast<uint64_t>(::sysconf(_SC_PAGESIZE));
   auto stat = fs.ReadFile("/proc/self/stat", 4096);
   if (!stat) return tl::unexpected(stat.error());
@@ -26,8 +22,8 @@ Result<SelfUsage> ReadSelfUsage() {
   uint64_t utime = 0;
   uint64_t stime = 0;
   if (fields.size() > 12) {
-    std::from_chars(fields[11].data(), fields[11].data() + fields[11].size(), utime);
-    std::from_chars(fields[12].data(), fields[12].data() + fields[12].size(), stime);
+    utime = ParseWhole<uint64_t>(fields[11]).value_or(0);
+    stime = ParseWhole<uint64_t>(fields[12]).value_or(0);
   }
   usage.cpu_seconds =
       static_cast<double>(utime + stime) / static_cast<double>(::sysconf(_SC_CLK_TCK));

@@ -2,13 +2,14 @@
 
 #include <algorithm>
 #include <array>
-#include <charconv>
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <string>
 #include <utility>
+
+#include "core/strings.hpp"
 
 namespace cmax::train {
 namespace {
@@ -337,23 +338,16 @@ std::optional<int64_t> MicrosToNanos(std::string_view text) {
     return negative ? -ns : ns;
   }
   // An exponent, or more digits than an int64 of nanoseconds takes: through a double.
-  double value = 0;
-  const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
-  if (error != std::errc() || end != text.data() + text.size() || !std::isfinite(value)) {
-    return std::nullopt;
-  }
-  const double ns = value * 1000.0;
+  const std::optional<double> value = ParseWhole<double>(text);
+  if (!value || !std::isfinite(*value)) return std::nullopt;
+  const double ns = *value * 1000.0;
   if (std::fabs(ns) > 9.0e18) return std::nullopt;
   return static_cast<int64_t>(std::llround(ns));
 }
 
 std::optional<double> Number(std::string_view text) {
-  double value = 0;
-  const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
-  if (error != std::errc() || end != text.data() + text.size() || !std::isfinite(value)) {
-    return std::nullopt;
-  }
-  return value;
+  const std::optional<double> value = ParseWhole<double>(text);
+  return value && std::isfinite(*value) ? value : std::nullopt;
 }
 
 std::optional<int64_t> Integer(std::string_view text) {

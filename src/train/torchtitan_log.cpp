@@ -1,7 +1,6 @@
 #include "train/torchtitan_log.hpp"
 
 #include <algorithm>
-#include <charconv>
 #include <chrono>
 #include <cmath>
 #include <fmt/format.h>
@@ -60,10 +59,7 @@ std::optional<int64_t> Whole(std::string_view text) {
   for (char c : text) {
     if (c != ',') digits.push_back(c);
   }
-  int64_t value = 0;
-  const auto [end, error] = std::from_chars(digits.data(), digits.data() + digits.size(), value);
-  if (error != std::errc() || end != digits.data() + digits.size()) return std::nullopt;
-  return value;
+  return ParseWhole<int64_t>(digits);
 }
 
 // "5,856", "6.1384", "34.29%", "nan", "9.890e+14": a number, thousands separators and a
@@ -76,10 +72,7 @@ std::optional<double> Number(std::string_view text) {
   }
   if (!plain.empty() && plain.back() == '%') plain.pop_back();
   if (plain.empty()) return std::nullopt;
-  double value = 0;
-  const auto [end, error] = std::from_chars(plain.data(), plain.data() + plain.size(), value);
-  if (error != std::errc() || end != plain.data() + plain.size()) return std::nullopt;
-  return value;
+  return ParseWhole<double>(plain);
 }
 
 // A leading "[rank3]:" (torchrun --role rank), "[default3]:" (its default role) and the like.

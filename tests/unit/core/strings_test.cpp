@@ -2,11 +2,13 @@
 
 #include <unistd.h>
 
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <gtest/gtest.h>
 #include <sstream>
+#include <string_view>
 
 #include "core/log.hpp"
 
@@ -44,6 +46,30 @@ TEST(Strings, ParseNonNegativeTakesPlainNumbersOnly) {
   for (const char* bad : {"", "-1", "+1", " 1", "1 ", "nan", "inf", "0x10", "1e3", "1.5s", "."}) {
     EXPECT_FALSE(ParseNonNegative(bad)) << bad;
   }
+}
+
+TEST(Strings, ParseWholeTakesTheWholeTextOrNothing) {
+  EXPECT_EQ(ParseWhole<int>("42"), 42);
+  EXPECT_EQ(ParseWhole<int>("-7"), -7);
+  EXPECT_EQ(ParseWhole<int>("0042"), 42);
+  EXPECT_EQ(ParseWhole<uint32_t>("10de", 16), 0x10deU);
+  EXPECT_EQ(ParseWhole<int>("755", 8), 0755);
+  EXPECT_EQ(ParseWhole<uint64_t>("18446744073709551615"), UINT64_MAX);
+  EXPECT_EQ(ParseWhole<double>("2.5e3"), 2500.0);
+  EXPECT_EQ(ParseWhole<double>("-0.5"), -0.5);
+  // Anything around the number, a sign an unsigned type cannot hold, or a number too big: none.
+  for (const char* bad : {"", " 1", "1 ", "+1", "1x", "0x10", "1.5", "-", "2147483648"}) {
+    EXPECT_FALSE(ParseWhole<int>(bad)) << bad;
+  }
+  for (const char* bad : {"-1", "18446744073709551616", "1,000"}) {
+    EXPECT_FALSE(ParseWhole<uint64_t>(bad)) << bad;
+  }
+  for (const char* bad : {"", "1.5 ", "1.5%", "1e", ".", "0x1p3"}) {
+    EXPECT_FALSE(ParseWhole<double>(bad)) << bad;
+  }
+  // As std::from_chars: a double reads "nan" and "inf"; the callers that refuse them check.
+  EXPECT_TRUE(ParseWhole<double>("inf"));
+  EXPECT_FALSE(ParseWhole<int>(std::string_view("12\0", 3)));
 }
 
 TEST(Strings, ReplaceAllDoesNotSearchWhatItInserted) {
