@@ -81,8 +81,15 @@ std::vector<Command> SetupCli(CLI::App& app, Context& ctx, const TreeNeeded& nee
   app.footer(
       "Exit codes: 0 ok, 1 checks failed, 2 usage error, 3 error (could not do the job),\n"
       "128+N interrupted by signal N. `cmax COMMAND --help` explains each command.");
-  app.add_option("--db", ctx.global.db, "SQLite store (default $XDG_DATA_HOME/cmax/cmax.db)")
-      ->envname("CMAX_DB");
+  app.add_option("--db", ctx.global.db,
+                 "SQLite store (default $XDG_DATA_HOME/cmax/cmax.db; also CMAX_DB, where an "
+                 "empty value means the default)")
+      ->envname("CMAX_DB")
+      // `--db "$DIR/x.db"` with DIR unset still names a file; `--db "$UNSET"` would otherwise
+      // write into the default store unasked.
+      ->check([](const std::string& path) -> std::string {
+        return path.empty() ? "must name the store's file (leave --db out for the default)" : "";
+      });
   app.add_option("--provider", ctx.global.provider,
                  "The provider this evaluates, recorded with every run (also CMAX_PROVIDER); "
                  "for `cmax rate`, the provider to rate")

@@ -1,5 +1,6 @@
 #include "core/strings.hpp"
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <cstdint>
@@ -147,6 +148,15 @@ std::string ReplaceAll(std::string text, std::string_view key, std::string_view 
 
 std::string ShellQuote(std::string_view text) {
   return "'" + ReplaceAll(std::string(text), "'", "'\\''") + "'";
+}
+
+std::string ShellWord(std::string_view text) {
+  const auto plain = [](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+           std::string_view("@%+=:,./_-").find(c) != std::string_view::npos;
+  };
+  if (!text.empty() && std::ranges::all_of(text, plain)) return std::string(text);
+  return ShellQuote(text);
 }
 
 std::optional<std::vector<std::string>> SplitShellWords(std::string_view text) {

@@ -45,6 +45,10 @@ std::string ReplaceAll(std::string text, std::string_view key, std::string_view 
 // Quoted for /bin/sh as one word, whatever it holds: for names that come from outside (nodes,
 // devices) put into a command line.
 std::string ShellQuote(std::string_view text);
+// `text` as one word for /bin/sh: as it is when every character is one the shell takes as itself
+// (letters, digits and @%+=:,./_-, as Python's shlex.quote), else ShellQuote(text). For a line a
+// user evaluates, which should read as it would be typed.
+std::string ShellWord(std::string_view text);
 // A command line split into words as /bin/sh splits one, without running anything: blanks
 // (space, tab, newline) separate words; 'single quotes' keep everything; "double quotes" keep
 // all but \\, \" \$ and \` escapes; a backslash outside quotes keeps the next character. No

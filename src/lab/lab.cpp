@@ -439,7 +439,7 @@ Result<DownResult> Down(const std::string& dir, LabContext& ctx) {
 }
 
 std::string EnvLine(const std::string& dir) {
-  return "export SLURM_CONF=" + PathsFor(dir).slurm_conf;
+  return "export SLURM_CONF=" + ShellWord(PathsFor(dir).slurm_conf);
 }
 
 std::vector<std::string> SlurmEnv(const std::string& dir) {

@@ -1,6 +1,7 @@
 #include "lab/views.hpp"
 
 #include <algorithm>
+#include <filesystem>
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
@@ -25,9 +26,10 @@ Json DaemonsJson(const std::vector<Daemon>& daemons) {
 }  // namespace
 
 std::string LabDir(const std::string& dir, const std::string& cwd, const std::string& data_dir) {
-  if (dir.empty()) return data_dir + "/lab";
-  if (dir[0] == '/' || cwd.empty()) return dir;
-  std::string out = cwd + "/" + dir;
+  const std::string whole = dir.empty()                         ? data_dir + "/lab"
+                            : dir.front() == '/' || cwd.empty() ? dir
+                                                                : cwd + "/" + dir;
+  std::string out = std::filesystem::path(whole).lexically_normal().string();
   while (out.size() > 1 && out.back() == '/') out.pop_back();
   return out;
 }

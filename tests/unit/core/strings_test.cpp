@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <array>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -11,6 +12,7 @@
 #include <string_view>
 
 #include "core/log.hpp"
+#include "support/temp_dir.hpp"
 
 namespace cmax {
 namespace {
@@ -86,6 +88,35 @@ TEST(Strings, ShellQuoteMakesOneWordOfAnything) {
   EXPECT_EQ(ShellQuote("a'b"), "'a'\\''b'");
   EXPECT_EQ(ShellQuote("$(rm -rf /); `x`"), "'$(rm -rf /); `x`'");
   EXPECT_EQ(ShellQuote(""), "''");
+}
+
+// What /bin/sh holds in $X after it runs `assignment`.
+std::string ShellValueOf(const std::string& assignment) {
+  cmax::testing::TempDir dir;
+  const std::string script = dir.File("env.sh");
+  std::ofstream(script) << assignment << "\nprintf %s \"$X\"\n";
+  FILE* sh = ::popen(("/bin/sh " + script).c_str(), "r");
+  if (sh == nullptr) return "(popen failed)";
+  std::string out;
+  std::array<char, 256> buffer{};
+  for (size_t n = 0; (n = std::fread(buffer.data(), 1, buffer.size(), sh)) > 0;) {
+    out.append(buffer.data(), n);
+  }
+  ::pclose(sh);
+  return out;
+}
+
+TEST(Strings, ShellWordIsReadBackAsItWasByTheShell) {
+  EXPECT_EQ(ShellWord("/tmp/lab/etc/slurm.conf"), "/tmp/lab/etc/slurm.conf");
+  EXPECT_EQ(ShellWord("a b"), "'a b'");
+  EXPECT_EQ(ShellWord(""), "''");
+  // `eval "$(cmax lab env)"` with a folder named by whoever set XDG_DATA_HOME or --dir: read back
+  // as the one value it is, never run.
+  for (const std::string word :
+       {"/tmp/x;echo INJECTED;#/etc/slurm.conf", "/a b/c", "it's", "$(id)", "`id`", "~root", "a*b",
+        "x\ny", "/plain/path-1.2_3", "a=b", "\\", "\"q\""}) {
+    EXPECT_EQ(ShellValueOf("export X=" + ShellWord(word)), word) << word;
+  }
 }
 
 using Words = std::vector<std::string>;

@@ -4,6 +4,8 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "lab/lab.hpp"
+
 namespace cmax::lab {
 namespace {
 
@@ -73,11 +75,19 @@ TEST(LabViews, DownWithNothingToStopIsFine) {
   EXPECT_EQ(DownView("/lab", Fail(ErrorCode::kIo, "kill failed"), false).exit_code, 3);
 }
 
+TEST(LabViews, TheEnvLineNamesTheFolderAsOneShellWord) {
+  EXPECT_EQ(EnvLine("/tmp/some-lab"), "export SLURM_CONF=/tmp/some-lab/etc/slurm.conf");
+  EXPECT_EQ(EnvLine("/tmp/x;echo INJECTED;#"),
+            "export SLURM_CONF='/tmp/x;echo INJECTED;#/etc/slurm.conf'");
+}
+
 TEST(LabViews, TheFolder) {
   EXPECT_EQ(LabDir("", "/home/u", "/root/.local/share/cmax"), "/root/.local/share/cmax/lab");
   EXPECT_EQ(LabDir("/abs/lab", "/home/u", "/d"), "/abs/lab");
   EXPECT_EQ(LabDir("rel/lab/", "/home/u", "/d"), "/home/u/rel/lab");
   EXPECT_EQ(LabDir("rel", "", "/d"), "rel");
+  EXPECT_EQ(LabDir("../other/./lab", "/home/u", "/d"), "/home/other/lab");
+  EXPECT_EQ(LabDir("/abs//lab/../lab2/", "/home/u", "/d"), "/abs/lab2");
 }
 
 }  // namespace
