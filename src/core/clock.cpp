@@ -70,6 +70,14 @@ bool ReadInt(std::string_view text, size_t pos, size_t len, int& out) {
 
 }  // namespace
 
+bool IsCalendarDate(int year, int month, int day) {
+  return month >= 1 && month <= 12 && day >= 1 &&
+         std::chrono::year_month_day(std::chrono::year(year),
+                                     std::chrono::month(static_cast<unsigned>(month)),
+                                     std::chrono::day(static_cast<unsigned>(day)))
+             .ok();
+}
+
 Result<WallTime> ParseIso8601(std::string_view text) {
   // Accepts what FormatIso8601 writes, with or without milliseconds.
   int year = 0, month = 0, day = 0, hour = 0, minute = 0, second = 0, millis = 0;
@@ -84,8 +92,9 @@ Result<WallTime> ParseIso8601(std::string_view text) {
     ok = ReadInt(text, pos + 1, 3, millis);
     pos += 4;
   }
-  ok = ok && pos + 1 == text.size() && text[pos] == 'Z' && month >= 1 && month <= 12 && day >= 1 &&
-       day <= 31 && hour < 24 && minute < 60 && second < 61;
+  // A day the month does not have (02-30, 11-31) is refused, not carried into the next month.
+  ok = ok && pos + 1 == text.size() && text[pos] == 'Z' && IsCalendarDate(year, month, day) &&
+       hour < 24 && minute < 60 && second < 61;
   if (!ok) return Fail(ErrorCode::kInvalidArgument, "not an ISO 8601 UTC time: '{}'", text);
   std::tm tm{};
   tm.tm_year = year - 1900;

@@ -60,6 +60,9 @@ Duration SecondsAsDuration(double seconds);
 // The year of `time` in UTC (for log formats that print no year).
 int UtcYear(WallTime time);
 Result<WallTime> ParseIso8601(std::string_view text);
+// Whether the Gregorian calendar has this day: month 1-12, day 1 to the month's last (29
+// February only in a leap year).
+bool IsCalendarDate(int year, int month, int day);
 
 // Seconds as "1.234s", "250ms", "3m12s": for people, not for machines.
 std::string FormatDuration(Duration duration);

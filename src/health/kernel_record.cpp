@@ -2,6 +2,7 @@
 
 #include <ctime>
 
+#include "core/clock.hpp"
 #include "core/strings.hpp"
 
 namespace cmax::health {
@@ -39,7 +40,7 @@ bool ParseClock(std::string_view text, int& seconds_of_day, int& micros) {
 
 std::optional<WallTime> MakeTime(int year, int month, int day, int seconds_of_day, int micros,
                                  int offset_seconds) {
-  if (year < 1970 || month < 1 || month > 12 || day < 1 || day > 31) return std::nullopt;
+  if (year < 1970 || !IsCalendarDate(year, month, day)) return std::nullopt;
   std::tm tm{};
   tm.tm_year = year - 1900;
   tm.tm_mon = month - 1;

@@ -62,7 +62,13 @@ Result<std::optional<bool>> YesNo(const YAML::Node& map, const char* key) {
   }
 }
 
-Result<std::optional<double>> Amount(const YAML::Node& map, const char* key) {
+// The most an amount may be: a percentage's 100; a price's a million dollars (per GPU-hour, per
+// GB), far above any offer, so that a slip such as 1e308 is refused rather than carried into
+// credits and costs as infinities.
+constexpr double kMaxPct = 100;
+constexpr double kMaxUsd = 1e6;
+
+Result<std::optional<double>> Amount(const YAML::Node& map, const char* key, double max) {
   const YAML::Node node = map[key];
   if (!node || node.IsNull()) return std::optional<double>();
   double value = std::nan("");
@@ -70,9 +76,9 @@ Result<std::optional<double>> Amount(const YAML::Node& map, const char* key) {
     value = node.as<double>();
   } catch (const YAML::Exception&) {
   }
-  if (!std::isfinite(value) || value < 0) {
-    return Fail(ErrorCode::kInvalidArgument, "attestation line {}: {} must be a number, 0 or more",
-                LineOf(node), key);
+  if (!std::isfinite(value) || value < 0 || value > max) {
+    return Fail(ErrorCode::kInvalidArgument,
+                "attestation line {}: {} must be a number from 0 to {}", LineOf(node), key, max);
   }
   return std::optional<double>(value);
 }
@@ -105,7 +111,7 @@ Result<void> SlaTermsOf(const YAML::Node& sla, Attestation& out) {
                 parsed_unit.error().message);
   }
   terms.unit = *parsed_unit;
-  auto uptime = Amount(sla, "uptime_pct");
+  auto uptime = Amount(sla, "uptime_pct", kMaxPct);
   if (!uptime) return tl::unexpected(uptime.error());
   if (!*uptime) {
     return Fail(ErrorCode::kInvalidArgument, "attestation line {}: sla uptime_pct is missing",
@@ -120,9 +126,9 @@ Result<void> SlaTermsOf(const YAML::Node& sla, Attestation& out) {
   }
   for (const YAML::Node& band : credits) {
     if (auto ok = OnlyKeys(band, {"below_pct", "credit_pct"}, "a credit band"); !ok) return ok;
-    auto below = Amount(band, "below_pct");
+    auto below = Amount(band, "below_pct", kMaxPct);
     if (!below) return tl::unexpected(below.error());
-    auto credit = Amount(band, "credit_pct");
+    auto credit = Amount(band, "credit_pct", kMaxPct);
     if (!credit) return tl::unexpected(credit.error());
     if (!*below || !*credit) {
       return Fail(ErrorCode::kInvalidArgument,
@@ -280,11 +286,11 @@ Result<Attestation> ParseAttestation(std::string_view yaml, WallTime now) {
           !ok) {
         return tl::unexpected(ok.error());
       }
-      auto gpu_hour = Amount(pricing, "gpu_hour_usd");
+      auto gpu_hour = Amount(pricing, "gpu_hour_usd", kMaxUsd);
       if (!gpu_hour) return tl::unexpected(gpu_hour.error());
-      auto storage = Amount(pricing, "storage_gb_month_usd");
+      auto storage = Amount(pricing, "storage_gb_month_usd", kMaxUsd);
       if (!storage) return tl::unexpected(storage.error());
-      auto egress = Amount(pricing, "egress_gb_usd");
+      auto egress = Amount(pricing, "egress_gb_usd", kMaxUsd);
       if (!egress) return tl::unexpected(egress.error());
       out.facts["pricing.published"] = gpu_hour->has_value() && storage->has_value();
       if (*gpu_hour) out.facts["pricing.gpu_hour_usd"] = **gpu_hour;

@@ -107,17 +107,23 @@ std::optional<int> SrunPrefix(std::string_view& text) {
 
 // "2025-06-16 22:30:50,322" (Python logging's asctime): milliseconds since the epoch, in the
 // log's own time zone (only differences are used), whole so that differences are exact.
-std::optional<int64_t> AscTime(std::string_view text) {
-  if (text.size() < 23) return std::nullopt;
+bool HasAscTimeShape(std::string_view text) {
   static constexpr std::string_view kShape = "dddd-dd-dd dd:dd:dd,ddd";
+  if (text.size() < kShape.size()) return false;
   for (size_t i = 0; i < kShape.size(); ++i) {
-    if (kShape[i] == 'd' ? !IsDigit(text[i]) : text[i] != kShape[i]) return std::nullopt;
+    if (kShape[i] == 'd' ? !IsDigit(text[i]) : text[i] != kShape[i]) return false;
   }
+  return true;
+}
+
+// The time of a text of HasAscTimeShape, or nothing when it names a day or a time of day that
+// does not exist (a 30 February, a minute 61).
+std::optional<int64_t> AscTime(std::string_view text) {
   const auto n = [&](size_t at, size_t len) { return *Whole(text.substr(at, len)); };
   using namespace std::chrono;
   const year_month_day date{year(static_cast<int>(n(0, 4))), month(static_cast<unsigned>(n(5, 2))),
                             day(static_cast<unsigned>(n(8, 2)))};
-  if (!date.ok()) return std::nullopt;
+  if (!date.ok() || n(11, 2) > 23 || n(14, 2) > 59 || n(17, 2) > 60) return std::nullopt;
   const int64_t days = sys_days(date).time_since_epoch().count();
   return ((days * 86400 + n(11, 2) * 3600 + n(14, 2) * 60 + n(17, 2)) * 1000) + n(20, 3);
 }
@@ -127,8 +133,11 @@ std::optional<int64_t> AscTime(std::string_view text) {
 std::string_view LoggerMessage(std::string_view text, std::optional<int64_t>& time) {
   std::string_view rest = text;
   if (rest.starts_with("[titan] ")) rest.remove_prefix(8);
+  // A line in the logger's shape is its message whatever its date says: a step logged under an
+  // impossible date is still a step, only without a time.
+  time = std::nullopt;
+  if (!HasAscTimeShape(rest)) return text;
   time = AscTime(rest);
-  if (!time) return text;
   for (std::string_view level :
        {" - INFO - ", " - WARNING - ", " - ERROR - ", " - DEBUG - ", " - CRITICAL - "}) {
     const size_t at = rest.find(level);

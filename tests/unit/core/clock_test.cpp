@@ -33,6 +33,21 @@ TEST(Clock, Iso8601RejectsOtherShapes) {
   }
 }
 
+// A day the month lacks is refused rather than carried into the next month (timegm would read
+// 2026-02-31 as 3 March).
+TEST(Clock, Iso8601RejectsDaysTheCalendarLacks) {
+  for (const char* bad : {"2026-02-29T00:00:00Z", "2026-02-30T00:00:00Z", "2026-11-31T00:00:00Z",
+                          "2026-04-31T12:00:00Z", "2100-02-29T00:00:00Z", "2026-01-00T00:00:00Z"}) {
+    EXPECT_FALSE(ParseIso8601(bad)) << bad;
+  }
+  EXPECT_EQ(FormatIso8601(*ParseIso8601("2024-02-29T00:00:00Z")), "2024-02-29T00:00:00.000Z");
+  EXPECT_EQ(FormatIso8601(*ParseIso8601("2000-02-29T00:00:00Z")), "2000-02-29T00:00:00.000Z");
+  EXPECT_EQ(FormatIso8601(*ParseIso8601("2026-12-31T23:59:60Z")), "2027-01-01T00:00:00.000Z");
+  EXPECT_TRUE(IsCalendarDate(2026, 12, 31));
+  EXPECT_FALSE(IsCalendarDate(2026, 13, 1));
+  EXPECT_FALSE(IsCalendarDate(2026, 0, 1));
+}
+
 TEST(Clock, ManualClockMovesOnlyWhenTold) {
   ManualClock clock(WallTime{std::chrono::milliseconds(1000)});
   const auto start = clock.Monotonic();

@@ -91,6 +91,12 @@ TEST(Attestation, MalformedFieldsAreRefusedNamingTheLine) {
        "line 6: partial_failures_defined must be true or false"},
       {"date: 2026-11-30\npricing:\n  gpu_hour_usd: -2\n", "gpu_hour_usd must be a number"},
       {"date: 2026-11-30\npricing:\n  gpu_hour_usd: cheap\n", "gpu_hour_usd must be a number"},
+      // Past any offer: a slip that would make every cost and credit infinite.
+      {"date: 2026-11-30\npricing:\n  gpu_hour_usd: 1e308\n",
+       "gpu_hour_usd must be a number from 0 to 1000000"},
+      // A day the calendar lacks is refused, not carried into the next month.
+      {"date: 2026-11-31\n", "line 4: date must be a date YYYY-MM-DD"},
+      {"date: 2026-11-30\ndelivery:\n  promised: 2026-02-31\n  delivered: 2026-03-02\n", "line 6"},
       {"date: 2026-11-30\nsecurity: yes\n", "security must be a map"},
       {"date: 2026-11-30\nvibes: good\n", "unknown key \"vibes\""},
       {"date: [2026\n", "not YAML"},

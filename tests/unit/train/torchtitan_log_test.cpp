@@ -79,6 +79,23 @@ TEST(TorchTitanLog, ReadsTheOlderReleaseWithWps) {
   EXPECT_EQ(log.info.seq_len, 4096);
 }
 
+// A step logged under a date or time that does not exist is still a step, without a time (it
+// was dropped, and the run's last loss with it).
+TEST(TorchTitanLog, AStepUnderAnImpossibleDateIsKept) {
+  for (const char* when : {"2024-02-30 10:01:50", "2024-13-16 10:01:50", "2024-04-32 10:01:50",
+                           "2024-04-16 10:61:50", "2024-04-16 24:01:50"}) {
+    std::string text = Read("older_wps_release");
+    const size_t at = text.find("2024-04-16 10:01:50");
+    ASSERT_NE(at, std::string::npos);
+    text.replace(at, 19, when);
+    const TrainLog log = ParseTorchTitanLog(text);
+    ASSERT_EQ(log.steps.size(), 6U) << when;
+    EXPECT_EQ(log.steps.back().step, 50) << when;
+    EXPECT_DOUBLE_EQ(*log.steps.back().loss, 4.9) << when;
+    EXPECT_FALSE(log.steps.back().time_s) << when;
+  }
+}
+
 // torchrun's report names rank 3 on its host; that rank's own exception says why. torchrun's
 // ChildFailedError wrapper is not a failure of its own, and PyTorch's doubled "[rank3]:" prefix
 // comes off.
