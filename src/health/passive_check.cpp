@@ -113,6 +113,29 @@ std::vector<Finding> PassiveFindings(const PassiveFacts& facts, const PassiveOpt
     f.expected = "the whole log read";
     f.remediation = "Run cmax health as root, where /dev/kmsg (or the saved log) can be read.";
     findings.push_back(std::move(f));
+  } else if (log.saved && log.dated == 0) {
+    // Any text reads as bare kernel messages; a file in which no line carries a kernel log's
+    // prefix cannot be told from one that is not a kernel log at all, and its silence about
+    // faults proves nothing. (The events it does hold are still reported below.)
+    const uint64_t lines = log.records + log.not_kernel;
+    Finding f =
+        Make("health.kernel_log", CheckStatus::kUnknown, Severity::kHigh,
+             lines == 0 ? "empty" : "not a kernel log",
+             lines == 0
+                 ? fmt::format("{} holds no line: a saved kernel log says nothing here", log.source)
+             : log.records == 0
+                 ? fmt::format("none of the {} lines of {} is the kernel's (syslog lines of other "
+                               "programs only)",
+                               lines, log.source)
+                 : fmt::format("none of the {} lines of {} carries a kernel log's time prefix "
+                               "(dmesg, dmesg -T or --time-format iso, journalctl -k, syslog, "
+                               "/dev/kmsg records): it cannot be told from other text",
+                               lines, log.source));
+    f.expected = "a kernel log with its time prefixes";
+    f.remediation =
+        "Save the log with its times (dmesg -T, journalctl -k -o short-iso) or run cmax health "
+        "on the node, where /dev/kmsg is read.";
+    findings.push_back(std::move(f));
   } else if (log.lost > 0) {
     Finding f = Make("health.kernel_log", CheckStatus::kWarn, Severity::kMedium,
                      fmt::format("{} records read, {} lost", log.records, log.lost),
@@ -280,6 +303,7 @@ std::vector<EvidenceItem> PassiveEvidence(const PassiveFacts& facts) {
                    {{"source", log.source},
                     {"error", facts.log_error ? Json(*facts.log_error) : Json(nullptr)},
                     {"records", log.records},
+                    {"dated", log.dated},
                     {"events", log.events},
                     {"lost", log.lost},
                     {"overruns", log.overruns},

@@ -47,6 +47,7 @@ void ReadKernelLog(const PassiveRunOptions& options, std::optional<sys::LineRead
   if (saved) {
     LogScanner scanner(catalog, since, std::nullopt);
     scanner.Summary().source = options.from_file;
+    scanner.Summary().saved = true;
     if (auto ok = ScanLines(*saved, scanner, UtcYear(now)); !ok) {
       facts.log_error = ok.error().message;
     }

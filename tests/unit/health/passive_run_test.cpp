@@ -4,6 +4,7 @@
 // lab: lab_integration_test.)
 #include "health/passive_run.hpp"
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <gtest/gtest.h>
@@ -49,9 +50,13 @@ PassiveRunOptions Check(const std::string& log) {
           .nvml_lib = "/nonexistent/libnvidia-ml.so.1"};  // no NVML: a SKIP, not a failure
 }
 
+constexpr const char* kQuietBoot =
+    "2026-11-30T09:20:01+0000 gpu2 kernel: Linux version 6.1.0-27-amd64\n"
+    "2026-11-30T09:20:02+0000 gpu2 kernel: nvidia-nvlink: Nvlink Core is being initialized\n";
+
 TEST(PassiveRun, AHealthyNodeIsSilentAndNothingIsRecorded) {
   Shell shell;
-  const auto report = RunPassiveHealth(Check(shell.Log("")), shell.Io());
+  const auto report = RunPassiveHealth(Check(shell.Log(kQuietBoot)), shell.Io());
   ASSERT_TRUE(report) << report.error().message;
   EXPECT_EQ(report->exit_code, 0) << report->line;
   EXPECT_EQ(report->line, "");
@@ -98,6 +103,45 @@ TEST(PassiveRun, WithoutTheHealthCheckTheRunIsShownAndNothingIsDrained) {
   EXPECT_EQ(report->record->run.command, "health");
   EXPECT_EQ(report->line, "");
   EXPECT_TRUE(shell.drains.empty());
+}
+
+// Any text reads as bare kernel messages: a saved file in which no line carries a kernel log's
+// prefix (random bytes, a help text, an empty file) is never a healthy log, and what it does say
+// is still reported.
+TEST(PassiveRun, AFileThatIsNoKernelLogIsNeverAPass) {
+  Shell shell;
+  std::string noise;
+  for (int i = 0; i < 4096; ++i) noise += static_cast<char>((i * 7919 + 13) % 256);
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"", "empty"},
+      {noise, "not a kernel log"},
+      {"Usage: cmax [OPTIONS] COMMAND\n  --db TEXT  SQLite store\n", "not a kernel log"},
+      {"2026-11-30T09:20:01+0000 gpu2 sshd[12]: Accepted publickey for root\n",
+       "not a kernel log"}};
+  for (const auto& [text, observed] : cases) {
+    PassiveRunOptions o = Check(shell.Log(text));
+    o.slurm_healthcheck = false;
+    const auto report = RunPassiveHealth(o, shell.Io());
+    ASSERT_TRUE(report) << report.error().message;
+    ASSERT_TRUE(report->record);
+    const auto log = std::ranges::find_if(report->record->findings, [](const Finding& f) {
+      return f.check_id == "health.kernel_log";
+    });
+    ASSERT_NE(log, report->record->findings.end());
+    EXPECT_EQ(log->status, CheckStatus::kUnknown) << log->message;
+    EXPECT_EQ(log->observed, observed) << log->message;
+    EXPECT_NE(report->exit_code, 0);
+  }
+  // Bare messages (dmesg --notime) that name a fault: the fault is reported all the same.
+  PassiveRunOptions bare = Check(
+      shell.Log("NVRM: Xid (PCI:0000:17:00): 79, pid=1, name=x, GPU has fallen off the bus.\n"));
+  bare.slurm_healthcheck = false;
+  const auto report = RunPassiveHealth(bare, shell.Io());
+  ASSERT_TRUE(report) << report.error().message;
+  ASSERT_TRUE(report->record);
+  EXPECT_TRUE(std::ranges::any_of(report->record->findings, [](const Finding& f) {
+    return f.status == CheckStatus::kFail && f.message.find("79") != std::string::npos;
+  }));
 }
 
 TEST(PassiveRun, WhatTheUserGaveIsCheckedFirst) {
