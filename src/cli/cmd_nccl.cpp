@@ -192,8 +192,11 @@ int Nccl(const NcclFlags& o, Context& ctx) {
     return kExitOk;
   }
   SystemClock clock;
-  net::NcclAnalyzeIo io{
-      .db_path = ctx.DbPath(), .cmax_version = VersionString(), .fs = &fs, .clock = &clock};
+  net::NcclAnalyzeIo io{.db_path = ctx.DbPath(),
+                        .cmax_version = VersionString(),
+                        .fs = &fs,
+                        .clock = &clock,
+                        .interrupted = sys::Interrupted};
   if (std::ranges::find(o.options.files, "-") != o.options.files.end()) {
     io.stdin_text.assign(std::istreambuf_iterator<char>(std::cin), {});
   }

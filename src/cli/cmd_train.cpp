@@ -48,8 +48,11 @@ struct TrainFlags {
 int Log(const TrainFlags& o, Context& ctx) {
   sys::LocalFileSystem fs;
   SystemClock clock;
-  train::TrainLogIo io{
-      .db_path = ctx.DbPath(), .cmax_version = VersionString(), .fs = &fs, .clock = &clock};
+  train::TrainLogIo io{.db_path = ctx.DbPath(),
+                       .cmax_version = VersionString(),
+                       .fs = &fs,
+                       .clock = &clock,
+                       .interrupted = sys::Interrupted};
   if (std::ranges::find(o.options.files, "-") != o.options.files.end()) {
     io.stdin_text.assign(std::istreambuf_iterator<char>(std::cin), {});
   }
@@ -78,7 +81,10 @@ int References(const TrainFlags& o, Context& ctx) {
 
 int Trace(const TrainFlags& o, Context& ctx) {
   SystemClock clock;
-  train::TrainLogIo io{.db_path = ctx.DbPath(), .cmax_version = VersionString(), .clock = &clock};
+  train::TrainLogIo io{.db_path = ctx.DbPath(),
+                       .cmax_version = VersionString(),
+                       .clock = &clock,
+                       .interrupted = sys::Interrupted};
   auto report = train::AnalyzeTraceFiles(o.trace_options, io);
   if (!report) return PrintError(ctx, "cmax train trace", report.error());
   return PrintRecorded(

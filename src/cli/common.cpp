@@ -2,11 +2,13 @@
 
 #include <unistd.h>
 
+#include <csignal>
 #include <ostream>
 #include <sys/stat.h>
 
 #include "core/strings.hpp"
 #include "sys/file_system.hpp"
+#include "sys/interrupt.hpp"
 
 namespace cmax::cli {
 
@@ -48,6 +50,10 @@ std::streamsize ControlCharacterFilter::xsputn(const char* s, std::streamsize n)
 }
 
 int ExitCodeOf(const Error& error) {
+  if (error.code == ErrorCode::kInterrupted) {
+    const int signal = sys::InterruptSignal();
+    return 128 + (signal != 0 ? signal : SIGINT);
+  }
   return error.code == ErrorCode::kInvalidArgument || error.code == ErrorCode::kNotFound
              ? kExitUsage
              : kExitError;

@@ -36,7 +36,8 @@ class ControlCharacterFilter : public std::streambuf {
 };
 
 // The exit code for an error a command cannot go on from: kExitUsage when what the user gave
-// is at fault (kInvalidArgument, kNotFound), kExitError otherwise.
+// is at fault (kInvalidArgument, kNotFound), 128 + the signal when Ctrl-C or SIGTERM stopped it
+// (kInterrupted), kExitError otherwise.
 int ExitCodeOf(const Error& error);
 
 // How a command ends, the same in every command. `command` names it on stderr ("cmax db show").

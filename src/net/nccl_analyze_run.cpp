@@ -223,18 +223,29 @@ Result<const NcclPlatform*> FindNcclPlatform(const NcclAnalyzeOptions& options,
 Result<NcclAnalyzeReport> AnalyzeNcclFiles(const NcclAnalyzeOptions& options,
                                            const NcclAnalyzeIo& io) {
   if (options.files.empty()) return Fail(ErrorCode::kInvalidArgument, "no file given");
+  if (const std::string twice = sys::FirstRepeatedFile(options.files); !twice.empty()) {
+    return Fail(ErrorCode::kInvalidArgument, "{} is given twice: its curves would count twice",
+                SanitizeUtf8(twice));
+  }
+  const WallTime started = io.clock->Now();
   auto loaded = LoadNcclPlatforms(options.platforms_file, *io.fs);
   if (!loaded) return tl::unexpected(loaded.error());
   if (auto platform = FindNcclPlatform(options, *loaded); !platform) {
     return tl::unexpected(platform.error());
   }
+  const auto interrupted = [&io] { return io.interrupted && io.interrupted(); };
   std::vector<NcclInput> inputs;
   for (const std::string& file : options.files) {
+    if (interrupted()) return Fail(ErrorCode::kInterrupted, "interrupted; nothing was recorded");
     if (file == "-") {
       inputs.push_back({.name = "stdin", .output = ParseNcclTestsOutput(io.stdin_text)});
       continue;
     }
     auto text = io.fs->ReadFile(file, kMaxNcclLogBytes);
+    if (!text && interrupted()) {
+      return Fail(ErrorCode::kInterrupted, "interrupted reading {}; nothing was recorded",
+                  SanitizeUtf8(file));
+    }
     if (!text) {
       return Fail(text.error().code == ErrorCode::kNotFound ? ErrorCode::kNotFound
                                                             : ErrorCode::kInvalidArgument,
@@ -242,7 +253,9 @@ Result<NcclAnalyzeReport> AnalyzeNcclFiles(const NcclAnalyzeOptions& options,
     }
     inputs.push_back({.name = file, .output = ParseNcclTestsOutput(*text)});
   }
+  if (interrupted()) return Fail(ErrorCode::kInterrupted, "interrupted; nothing was recorded");
   NcclRunExtras extras;
+  extras.started_at = started;
   extras.evidence.push_back(
       {"nccl.files", nlohmann::json(options.files)
                          .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)});

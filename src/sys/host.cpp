@@ -6,7 +6,9 @@
 #include <algorithm>
 #include <cstdlib>
 #include <filesystem>
+#include <set>
 #include <sys/resource.h>
+#include <sys/stat.h>
 
 namespace cmax::sys {
 
@@ -63,6 +65,19 @@ bool StdinIsTerminal() {
 std::string CurrentDirectory() {
   char cwd[4096];
   return ::getcwd(cwd, sizeof(cwd)) != nullptr ? std::string(cwd) : std::string();
+}
+
+std::string FirstRepeatedFile(const std::vector<std::string>& files) {
+  std::set<std::string> seen;
+  for (const std::string& file : files) {
+    struct stat st {};
+    const std::string key = file == "-" ? "-"
+                            : ::stat(file.c_str(), &st) == 0
+                                ? std::to_string(st.st_dev) + ":" + std::to_string(st.st_ino)
+                                : AbsolutePath(file);
+    if (!seen.insert(key).second) return file;
+  }
+  return {};
 }
 
 std::string AbsolutePath(const std::string& path) {

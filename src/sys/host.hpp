@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace cmax::sys {
 
@@ -30,6 +31,10 @@ std::string CurrentDirectory();
 // `path` taken from the working folder when relative, without "." or ".." parts: a path to print
 // or to hand to another process.
 std::string AbsolutePath(const std::string& path);
+// The first of `files` that names the same file as one before it: the same device and inode
+// (a link, "./x" and "x", a hard link), or the same AbsolutePath for a file that is not there;
+// "-" (standard input) twice is a repeat too. Empty when each is named once.
+std::string FirstRepeatedFile(const std::vector<std::string>& files);
 
 // Sets an environment variable for a scope (an empty value leaves it as it is) and puts back
 // what was there. Not for threads that read the environment meanwhile.

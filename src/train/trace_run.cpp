@@ -74,8 +74,15 @@ std::vector<Metric> TraceMetrics(const TraceFigures& f) {
 }
 
 Result<TraceFigures> ReadAndAnalyzeTraces(const TraceRunOptions& options,
-                                          std::vector<TraceFileProblem>* unreadable) {
+                                          std::vector<TraceFileProblem>* unreadable,
+                                          const std::function<bool()>& interrupted) {
+  const auto stop = [&interrupted] { return interrupted && interrupted(); };
   if (options.files.empty()) return Fail(ErrorCode::kInvalidArgument, "no trace given");
+  // Each file is a rank: one given twice would be two ranks and double every collective.
+  if (const std::string twice = sys::FirstRepeatedFile(options.files); !twice.empty()) {
+    return Fail(ErrorCode::kInvalidArgument, "{} is given twice: each trace is one rank's",
+                SanitizeUtf8(twice));
+  }
   for (const std::string& file : options.files) {
     if (::access(file.c_str(), R_OK) != 0) {
       return Fail(ErrorCode::kNotFound, "{}: no such file (or not readable)", SanitizeUtf8(file));
@@ -86,7 +93,7 @@ Result<TraceFigures> ReadAndAnalyzeTraces(const TraceRunOptions& options,
   std::vector<std::string> problems(n);
   std::atomic<size_t> next{0};
   const auto work = [&] {
-    for (size_t i = next++; i < n; i = next++) {
+    for (size_t i = next++; i < n && !stop(); i = next++) {
       const std::string& file = options.files[i];
       auto source = sys::OpenMaybeGzipFile(file);
       if (!source) {
@@ -108,6 +115,7 @@ Result<TraceFigures> ReadAndAnalyzeTraces(const TraceRunOptions& options,
   for (size_t w = 1; w < workers; ++w) threads.emplace_back(work);
   work();
   for (std::thread& t : threads) t.join();
+  if (stop()) return Fail(ErrorCode::kInterrupted, "interrupted; nothing was recorded");
 
   std::vector<RankAnalysis> ranks;
   for (size_t i = 0; i < n; ++i) {
@@ -127,7 +135,7 @@ Result<TraceFigures> ReadAndAnalyzeTraces(const TraceRunOptions& options,
 Result<TraceRunReport> AnalyzeTraceFiles(const TraceRunOptions& options, const TrainLogIo& io) {
   const WallTime started = io.clock->Now();
   TraceRunReport report;
-  auto figures = ReadAndAnalyzeTraces(options, &report.unreadable);
+  auto figures = ReadAndAnalyzeTraces(options, &report.unreadable, io.interrupted);
   if (!figures) return tl::unexpected(figures.error());
   report.figures = std::move(*figures);
   const std::vector<Finding> findings = TraceFindings(report.figures, report.unreadable);

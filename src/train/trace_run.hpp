@@ -6,6 +6,7 @@
 // (train.exposed_comm_pct ...), the analysis as evidence.
 #pragma once
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -42,8 +43,10 @@ std::vector<Metric> TraceMetrics(const TraceFigures& figures);
 
 // Reads and analyses the traces. A missing file is an error before anything is read; a file
 // that is not a trace is left out with its reason, unless none is left.
+// `interrupted` (Ctrl-C) stops it between files with kInterrupted.
 Result<TraceFigures> ReadAndAnalyzeTraces(const TraceRunOptions& options,
-                                          std::vector<TraceFileProblem>* unreadable);
+                                          std::vector<TraceFileProblem>* unreadable,
+                                          const std::function<bool()>& interrupted = {});
 
 // ReadAndAnalyzeTraces, then recorded (io.fs and io.stdin_text unused).
 Result<TraceRunReport> AnalyzeTraceFiles(const TraceRunOptions& options, const TrainLogIo& io);

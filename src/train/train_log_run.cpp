@@ -131,19 +131,29 @@ Result<const TrainReference*> FindReference(const std::string& id) {
 
 Result<TrainLogReport> AnalyzeTrainLogFiles(const TrainLogOptions& options, const TrainLogIo& io) {
   if (options.files.empty()) return Fail(ErrorCode::kInvalidArgument, "no file given");
+  if (const std::string twice = sys::FirstRepeatedFile(options.files); !twice.empty()) {
+    return Fail(ErrorCode::kInvalidArgument, "{} is given twice", SanitizeUtf8(twice));
+  }
   const TrainReference* reference = nullptr;
   if (!options.reference.empty()) {
     auto found = FindReference(options.reference);
     if (!found) return tl::unexpected(found.error());
     reference = *found;
   }
+  const WallTime started = io.clock->Now();
+  const auto interrupted = [&io] { return io.interrupted && io.interrupted(); };
   TrainLogReport report;
   for (const std::string& file : options.files) {
+    if (interrupted()) return Fail(ErrorCode::kInterrupted, "interrupted; nothing was recorded");
     TrainLogFile one{.name = file == "-" ? "stdin" : file};
     if (file == "-") {
       one.log = ParseTorchTitanLog(io.stdin_text);
     } else {
       auto text = io.fs->ReadFile(file, kMaxTrainLogBytes);
+      if (!text && interrupted()) {
+        return Fail(ErrorCode::kInterrupted, "interrupted reading {}; nothing was recorded",
+                    SanitizeUtf8(file));
+      }
       if (!text) {
         return Fail(text.error().code == ErrorCode::kNotFound ? ErrorCode::kNotFound
                                                               : ErrorCode::kInvalidArgument,
@@ -154,12 +164,16 @@ Result<TrainLogReport> AnalyzeTrainLogFiles(const TrainLogOptions& options, cons
     one.figures = AnalyzeTrainLog(one.log, options.figures);
     report.files.push_back(std::move(one));
   }
-  return RecordTrainLogs(std::move(report.files), io,
-                         {.reference = reference, .exit_zero = options.exit_zero});
+  if (interrupted()) return Fail(ErrorCode::kInterrupted, "interrupted; nothing was recorded");
+  return RecordTrainLogs(
+      std::move(report.files), io,
+      {.started_at = started, .reference = reference, .exit_zero = options.exit_zero});
 }
 
 Result<TrainLogReport> RecordTrainLogs(std::vector<TrainLogFile> files, const TrainLogIo& io,
                                        const TrainRunExtras& extras) {
+  // Read before the end, which is read below: arguments are evaluated in any order.
+  const WallTime started = extras.started_at.value_or(io.clock->Now());
   TrainLogReport report;
   report.files = std::move(files);
   std::vector<Finding> findings;
@@ -188,7 +202,7 @@ Result<TrainLogReport> RecordTrainLogs(std::vector<TrainLogFile> files, const Tr
                                         {.command = "train",
                                          .target = extras.target,
                                          .host = sys::Hostname(),
-                                         .started_at = extras.started_at.value_or(io.clock->Now()),
+                                         .started_at = started,
                                          .cmax_version = io.cmax_version,
                                          .provider = io.provider},
                                         evidence, findings, metrics, io.clock->Now());

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -38,6 +39,9 @@ struct TrainLogIo {
   const sys::FileSystem* fs = nullptr;
   const Clock* clock = nullptr;
   std::string stdin_text;  // what "-" reads
+  // Ctrl-C or SIGTERM: looked at between files and before the run is recorded; when it says
+  // so, nothing is recorded and the call fails with kInterrupted.
+  std::function<bool()> interrupted;
 };
 
 struct TrainLogFile {
