@@ -28,8 +28,9 @@ int ListRuns(const DbOptions& options, Context& ctx) {
   auto store = store::Store::Open({.path = ctx.DbPath(), .create = false});
   if (!store) {
     // No store yet is not an error for a listing: there are simply no runs.
-    if (store.error().code == ErrorCode::kNotFound && !options.json) {
-      ctx.out << "no runs yet: " << store.error().message << "\n";
+    if (store.error().code == ErrorCode::kNotFound) {
+      ctx.out << (options.json ? report::RenderRunList({}, ctx.DbPath(), true)
+                               : "no runs yet: " + store.error().message + "\n");
       return kExitOk;
     }
     return PrintError(ctx, "cmax db runs", store.error());

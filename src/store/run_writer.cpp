@@ -115,7 +115,8 @@ Result<RunRecord> LoadStoredRun(const std::string& db_path, const std::string& r
                 "{}", record.error().message);
   }
   if (!command.empty() && record->run.command != command) {
-    return Fail(ErrorCode::kInvalidArgument, "run {} is not a {} run", *id, command);
+    return Fail(ErrorCode::kInvalidArgument, "run {} was made by `cmax {}`, not `cmax {}`", *id,
+                record->run.command, command);
   }
   return record;
 }

@@ -155,6 +155,14 @@ Result<void> CheckStorePath(const StoreOptions& options) {
   return {};
 }
 
+// Past the check for a missing store, a file SQLite cannot open or create ("unable to open
+// database file", ENOENT below /proc) is a store that cannot be used, not one the user failed to
+// name: an error of the machine (exit 3), as every command reports it.
+Error NotMissing(Error error) {
+  if (error.code == ErrorCode::kNotFound) error.code = ErrorCode::kIo;
+  return error;
+}
+
 }  // namespace
 
 std::string BesideStore(const std::string& db_path, std::string_view name) {
@@ -171,33 +179,38 @@ Result<Store> Store::Open(const StoreOptions& options) {
       return Fail(ErrorCode::kNotFound, "no cmax store at {} (a command that measures creates it)",
                   options.path);
     }
-    if (auto ok = CreateStoreFile(options.path); !ok) return tl::unexpected(ok.error());
+    if (auto ok = CreateStoreFile(options.path); !ok) return tl::unexpected(NotMissing(ok.error()));
   }
-  auto db = Database::Open(options.path, false, options.read_only, options.busy_timeout_ms);
-  if (!db) return tl::unexpected(db.error());
-  auto owned = std::make_unique<Database>(std::move(*db));
-  // Read before anything writes: a corrupt file fails here, and a database that is not a
-  // cmax store is refused before journal_mode or a migration could change a byte of it.
-  if (auto ok = CheckIsCmaxStore(*owned); !ok) return tl::unexpected(ok.error());
-  if (!options.read_only) {
-    if (auto ok = EnableWal(*owned, options.busy_timeout_ms); !ok) {
-      return tl::unexpected(ok.error());
+  // From here the file is there: what fails is a store that cannot be used (NotMissing).
+  auto opened = [&]() -> Result<Store> {
+    auto db = Database::Open(options.path, false, options.read_only, options.busy_timeout_ms);
+    if (!db) return tl::unexpected(db.error());
+    auto owned = std::make_unique<Database>(std::move(*db));
+    // Read before anything writes: a corrupt file fails here, and a database that is not a
+    // cmax store is refused before journal_mode or a migration could change a byte of it.
+    if (auto ok = CheckIsCmaxStore(*owned); !ok) return tl::unexpected(ok.error());
+    if (!options.read_only) {
+      if (auto ok = EnableWal(*owned, options.busy_timeout_ms); !ok) {
+        return tl::unexpected(ok.error());
+      }
+      if (auto ok = owned->Execute("PRAGMA foreign_keys=ON; PRAGMA synchronous=NORMAL"); !ok) {
+        return tl::unexpected(ok.error());
+      }
+      if (auto ok = Migrate(*owned, Migrations()); !ok) return tl::unexpected(ok.error());
+    } else {
+      auto version = owned->QueryInt("PRAGMA user_version");
+      if (!version) return tl::unexpected(version.error());
+      if (*version != LatestSchemaVersion()) {
+        return Fail(ErrorCode::kUnsupported,
+                    "{} has schema version {}, this cmax reads {}; open it once read-write to "
+                    "migrate",
+                    options.path, *version, LatestSchemaVersion());
+      }
     }
-    if (auto ok = owned->Execute("PRAGMA foreign_keys=ON; PRAGMA synchronous=NORMAL"); !ok) {
-      return tl::unexpected(ok.error());
-    }
-    if (auto ok = Migrate(*owned, Migrations()); !ok) return tl::unexpected(ok.error());
-  } else {
-    auto version = owned->QueryInt("PRAGMA user_version");
-    if (!version) return tl::unexpected(version.error());
-    if (*version != LatestSchemaVersion()) {
-      return Fail(ErrorCode::kUnsupported,
-                  "{} has schema version {}, this cmax reads {}; open it once read-write to "
-                  "migrate",
-                  options.path, *version, LatestSchemaVersion());
-    }
-  }
-  return Store(std::move(owned));
+    return Store(std::move(owned));
+  }();
+  if (!opened) return tl::unexpected(NotMissing(opened.error()));
+  return opened;
 }
 
 Result<int> Store::SchemaVersion() {

@@ -38,7 +38,8 @@ TEST(StoredRun, EachAnswerAndWhoseFaultItIs) {
   const auto other = LoadStoredRun(db, std::to_string(id), "reliability");
   ASSERT_FALSE(other);
   EXPECT_EQ(other.error().code, ErrorCode::kInvalidArgument);
-  EXPECT_EQ(other.error().message, "run " + std::to_string(id) + " is not a reliability run");
+  EXPECT_EQ(other.error().message,
+            "run " + std::to_string(id) + " was made by `cmax health`, not `cmax reliability`");
 }
 
 TEST(StoredRun, ARunWhoseProcessIsGoneIsShownAbandoned) {
