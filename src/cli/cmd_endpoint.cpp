@@ -182,11 +182,13 @@ Command SetupEndpointCommand(CLI::App& parent) {
   AddTargetFlags(sweep_app, sweep->target);
   AddPaceFlags(sweep_app, sweep->pace, false);
   AddWorkloadFlags(sweep_app, sweep->workload);
-  Opt(sweep_app, "--levels", sweep->sweep.levels, "Concurrency levels (default powers of 2)")
-      ->check(Whole(1, kMaxStreams))
-      ->delimiter(',');
+  CLI::Option* levels =
+      Opt(sweep_app, "--levels", sweep->sweep.levels, "Concurrency levels (default powers of 2)")
+          ->check(Whole(1, kMaxStreams))
+          ->delimiter(',');
   Num(sweep_app, "--max-concurrency", sweep->sweep.max_concurrency, Whole(1, kMaxStreams),
-      "Highest power-of-2 level");
+      "Highest power-of-2 level (instead of --levels)")
+      ->excludes(levels);
 
   auto replay = std::make_shared<ReplayFlags>();
   CLI::App* r = app->add_subcommand("replay", "Replay a Mooncake-style trace at its timestamps");

@@ -15,6 +15,7 @@
 #include "store/store.hpp"
 #include "sys/curl_library.hpp"
 #include "sys/file_system.hpp"
+#include "sys/host.hpp"
 
 namespace cmax::endpoint {
 namespace {
@@ -42,6 +43,27 @@ Result<Prepared> Prepare(const TargetOptions& o, const PaceOptions& pace, const 
   for (const std::string* path : {&o.output_file, &o.requests_file}) {
     if (path->empty() || *path == "-") continue;
     if (auto ok = sys::CheckOutputPath(*path); !ok) return tl::unexpected(ok.error());
+  }
+  if (!o.output_file.empty() && o.output_file != "-" &&
+      sys::AbsolutePath(o.output_file) == sys::AbsolutePath(o.requests_file)) {
+    return Fail(ErrorCode::kInvalidArgument,
+                "--output-file and --requests-file name the same file ({}): the requests would "
+                "overwrite the results",
+                SanitizeUtf8(o.output_file));
+  }
+  // The trust given is read now: libcurl would fail every request as "tls" for a file that is
+  // missing or holds no certificate.
+  if (!o.cacert.empty()) {
+    auto pem = io.fs->ReadFile(o.cacert, 16 << 20);
+    if (!pem) {
+      return Fail(ErrorCode::kInvalidArgument, "--cacert {}: {}", SanitizeUtf8(o.cacert),
+                  pem.error().message);
+    }
+    if (pem->find("-----BEGIN CERTIFICATE-----") == std::string::npos) {
+      return Fail(ErrorCode::kInvalidArgument,
+                  "--cacert {}: no PEM certificate in it (-----BEGIN CERTIFICATE-----)",
+                  SanitizeUtf8(o.cacert));
+    }
   }
   // libcurl reads the URL (and carries https): a machine without it is told so, not told
   // that its URL is wrong.

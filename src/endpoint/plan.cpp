@@ -93,7 +93,12 @@ Result<std::vector<std::string>> RequestHeaders(Api api, const std::string& key,
   if (api == Api::kAnthropic) headers.emplace_back("anthropic-version: 2023-06-01");
   for (const std::string& h : extra) {
     const size_t colon = h.find(':');
-    if (colon == std::string::npos || colon == 0 || h.find_first_of("\r\n") != std::string::npos) {
+    if (h.find_first_of("\r\n") != std::string::npos) {
+      return Fail(ErrorCode::kInvalidArgument,
+                  "--header '{}...' holds a line break: a header is one line",
+                  SanitizeUtf8(h.substr(0, std::min<size_t>(h.find_first_of("\r\n"), 40))));
+    }
+    if (colon == std::string::npos || colon == 0) {
       return Fail(ErrorCode::kInvalidArgument, "--header '{}' is not 'Name: value'",
                   SanitizeUtf8(h.substr(0, std::min<size_t>(colon, 40))));
     }
@@ -117,12 +122,16 @@ Result<Slo> ParseGoodput(const std::vector<std::string>& items) {
         return Fail(ErrorCode::kInvalidArgument, "--goodput '{}': use ttft:MS, tpot:MS or e2el:MS",
                     SanitizeUtf8(part));
       }
-      if (key == "ttft") {
-        slo.ttft_ms = ms;
-      } else if (key == "tpot") {
-        slo.tpot_ms = ms;
-      } else if (key == "e2el" || key == "e2e") {
-        slo.e2e_ms = ms;
+      std::optional<double>* target = key == "ttft"                   ? &slo.ttft_ms
+                                      : key == "tpot"                 ? &slo.tpot_ms
+                                      : key == "e2el" || key == "e2e" ? &slo.e2e_ms
+                                                                      : nullptr;
+      if (target != nullptr && target->has_value()) {
+        return Fail(ErrorCode::kInvalidArgument, "--goodput '{}': {} is given twice",
+                    SanitizeUtf8(part), SanitizeUtf8(key));
+      }
+      if (target != nullptr) {
+        *target = ms;
       } else {
         return Fail(ErrorCode::kInvalidArgument, "--goodput '{}': unknown metric '{}'",
                     SanitizeUtf8(part), SanitizeUtf8(key));

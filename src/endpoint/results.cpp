@@ -220,17 +220,22 @@ std::vector<Metric> StoreMetrics(const LoadSummary& s, const RunDescription& d) 
       {"endpoint.output_throughput", labels, m.output_throughput, "tok/s"},
       {"endpoint.total_token_throughput", labels, m.total_token_throughput, "tok/s"},
       {"endpoint.goodput", labels, m.goodput, "req/s"},
-      {"endpoint.ttft_p50", labels, m.ttft_chunk_ms.p50, "ms"},
-      {"endpoint.ttft_p99", labels, m.ttft_chunk_ms.p99, "ms"},
-      {"endpoint.tpot_p50", labels, m.tpot_ms.p50, "ms"},
-      {"endpoint.tpot_p99", labels, m.tpot_ms.p99, "ms"},
-      {"endpoint.itl_p99", labels, m.itl_ms.p99, "ms"},
-      {"endpoint.e2e_p50", labels, m.e2e_ms.p50, "ms"},
-      {"endpoint.e2e_p99", labels, m.e2e_ms.p99, "ms"},
       {"endpoint.cache_hit_rate", labels, s.measured_hit_rate, "ratio"},
       {"endpoint.ideal_cache_hit_rate", labels, s.ideal_hit_rate, "ratio"},
       {"endpoint.client_cpu_us_per_token", labels, s.cpu_us_per_output_token, "us"},
   };
+  // Latencies only where something was timed: with no request completed a p50 of 0 ms would
+  // read as the fastest endpoint there is.
+  const auto latency = [&](const char* name, const Distribution& x, double value) {
+    if (x.count > 0) out.push_back({name, labels, value, "ms"});
+  };
+  latency("endpoint.ttft_p50", m.ttft_chunk_ms, m.ttft_chunk_ms.p50);
+  latency("endpoint.ttft_p99", m.ttft_chunk_ms, m.ttft_chunk_ms.p99);
+  latency("endpoint.tpot_p50", m.tpot_ms, m.tpot_ms.p50);
+  latency("endpoint.tpot_p99", m.tpot_ms, m.tpot_ms.p99);
+  latency("endpoint.itl_p99", m.itl_ms, m.itl_ms.p99);
+  latency("endpoint.e2e_p50", m.e2e_ms, m.e2e_ms.p50);
+  latency("endpoint.e2e_p99", m.e2e_ms, m.e2e_ms.p99);
   if (s.cost_usd) out.push_back({"endpoint.cost", labels, *s.cost_usd, "USD"});
   // How much of what a prefix cache could have reused for this workload it did, which the
   // rubric scores; none when the workload repeats no prefix (nothing to reuse, nothing shown),
@@ -346,6 +351,10 @@ std::string SummaryText(const RunDescription& d, const LoadSummary& s) {
                      m.request_throughput, m.output_throughput, m.total_token_throughput);
   out += fmt::format("  goodput         {:.2f} req/s\n", m.goodput);
   const auto row = [&out](const char* name, const Distribution& x) {
+    if (x.count == 0) {
+      out += fmt::format("  {:<16}none timed\n", name);
+      return;
+    }
     out += fmt::format(
         "  {:<16}mean {:>9.2f}  p50 {:>9.2f}  p90 {:>9.2f}  p99 {:>9.2f}  p99.9 {:>9.2f} ms\n",
         name, x.mean, x.p50, x.p90, x.p99, x.p999);

@@ -4,6 +4,7 @@
 #include "endpoint/load_run.hpp"
 
 #include <filesystem>
+#include <fstream>
 #include <gtest/gtest.h>
 #include <map>
 #include <string>
@@ -102,10 +103,24 @@ TEST(LoadRun, BadInputIsRefusedBeforeAnythingIsSentOrStored) {
   bad_url.url = "ftp://example.com/v1";
   TargetOptions bad_path = Target(sim);
   bad_path.output_file = shell.dir.File("no/such/folder/result.json");
-  for (const TargetOptions& t : {bad_body, bad_url, bad_path}) {
+  // The same file for results and requests: the requests overwrote the results.
+  TargetOptions same_file = Target(sim);
+  same_file.output_file = shell.dir.File("out.json");
+  same_file.requests_file = shell.dir.File("./out.json");
+  // Trust that is not there, or holds no certificate: every request would fail as "tls".
+  TargetOptions no_ca = Target(sim);
+  no_ca.cacert = shell.dir.File("none.pem");
+  TargetOptions folder_ca = Target(sim);
+  folder_ca.cacert = shell.dir.Path();
+  TargetOptions text_ca = Target(sim);
+  text_ca.cacert = shell.dir.File("notes.txt");
+  std::ofstream(text_ca.cacert) << "not a certificate\n";
+  for (const TargetOptions& t :
+       {bad_body, bad_url, bad_path, same_file, no_ca, folder_ca, text_ca}) {
     const auto report = RunEndpoint(t, Small(), {.requests = 1}, shell.Io());
-    ASSERT_FALSE(report) << t.url;
+    ASSERT_FALSE(report) << t.url << " " << t.cacert;
     EXPECT_NE(report.error().code, ErrorCode::kIo) << report.error().message;
+    EXPECT_NE(report.error().code, ErrorCode::kInternal) << report.error().message;
   }
   EXPECT_FALSE(std::filesystem::exists(shell.dir.File("cmax.db")));
   EXPECT_EQ(sim.Stop().requests, 0U);

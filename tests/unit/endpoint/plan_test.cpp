@@ -113,10 +113,16 @@ TEST(RequestHeaders, KeyAsEachApiWantsItThenTheUsersOwn) {
             (std::vector<std::string>{"x-api-key: sk", "anthropic-version: 2023-06-01"}));
   EXPECT_EQ(RequestHeaders(Api::kCompletions, "", {}).value(), std::vector<std::string>{});
   EXPECT_FALSE(RequestHeaders(Api::kChat, "sk\r\nX-Evil: 1", {}));
-  for (const char* bad : {"NoColon", ": empty name", "A: b\r\nC: d"}) {
+  for (const char* bad : {"NoColon", ": empty name"}) {
     auto h = RequestHeaders(Api::kChat, "", {bad});
     ASSERT_FALSE(h) << bad;
     EXPECT_NE(h.error().message.find("is not 'Name: value'"), std::string::npos);
+  }
+  // A line break could add a header of its own: refused, saying so.
+  for (const char* bad : {"A: b\r\nC: d", "X-A\nX-B: 1"}) {
+    auto h = RequestHeaders(Api::kChat, "", {bad});
+    ASSERT_FALSE(h) << bad;
+    EXPECT_NE(h.error().message.find("holds a line break"), std::string::npos) << h.error().message;
   }
 }
 
@@ -128,6 +134,14 @@ TEST(Goodput, ParsesEachSloAndRefusesTheRest) {
   EXPECT_FALSE(ParseGoodput({"ttft"}));
   EXPECT_FALSE(ParseGoodput({"ttft:-1"}));
   EXPECT_FALSE(ParseGoodput({"latency:5"}));
+  // One bound per metric: a second was silently the one kept.
+  for (const std::vector<std::string>& twice :
+       {std::vector<std::string>{"ttft:5", "ttft:6"}, std::vector<std::string>{"e2el:5,e2e:6"}}) {
+    const auto refused = ParseGoodput(twice);
+    ASSERT_FALSE(refused) << twice[0];
+    EXPECT_NE(refused.error().message.find("is given twice"), std::string::npos)
+        << refused.error().message;
+  }
 }
 
 TEST(Sweep, LevelsAndRequestsPerLevel) {
