@@ -9,6 +9,7 @@
 #include <set>
 #include <utility>
 
+#include "core/json_read.hpp"
 #include "core/keys.hpp"
 #include "core/sha256.hpp"
 #include "core/strings.hpp"
@@ -238,10 +239,9 @@ std::string DateOf(WallTime time) {
 }  // namespace
 
 Result<MinimumTable> MinimumTable::Parse(std::string_view json) {
-  const Json root = Json::parse(json, nullptr, /*allow_exceptions=*/false);
-  if (root.is_discarded() || !root.is_object()) {
-    return tl::unexpected(Bad("the document", "not a JSON object"));
-  }
+  const auto parsed = ParseJsonObject(json);
+  if (!parsed) return tl::unexpected(Bad("the document", parsed.error().message));
+  const Json& root = *parsed;
   for (const auto& item : root.items()) {
     if (std::find(kRootKeys.begin(), kRootKeys.end(), item.key()) == kRootKeys.end()) {
       return tl::unexpected(UnknownKey("minimum table", item.key(), 0, kRootKeys));

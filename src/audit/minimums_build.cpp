@@ -513,7 +513,13 @@ Result<MinimumsBuild> BuildMinimumsFromFiles(const std::vector<std::string>& pat
       }
     }
   }
-  if (files.empty()) return Fail(ErrorCode::kInvalidArgument, "no advisory file given");
+  if (files.empty() && folders.empty()) {
+    return Fail(ErrorCode::kInvalidArgument, "no advisory file given");
+  }
+  if (files.empty()) {
+    return Fail(ErrorCode::kInvalidArgument, "no advisory file (*.json) in {}{}",
+                SanitizeUtf8(folders.front()), folders.size() > 1 ? " or any folder below it" : "");
+  }
   std::vector<AdvisoryDocument> documents;
   for (const auto& [file, in_folder] : files) {
     auto text = fs.ReadFile(file, kMaxDocumentBytes);

@@ -9,6 +9,9 @@
 #include <string>
 #include <string_view>
 
+#include "core/result.hpp"
+#include "core/strings.hpp"
+
 namespace cmax {
 
 // The member `key` of an object; nullptr when `object` is not an object or has no such member.
@@ -46,6 +49,27 @@ inline const nlohmann::json& JsonAt(const nlohmann::json& j,
 inline std::string TextAt(const nlohmann::json& j, std::initializer_list<const char*> path) {
   const nlohmann::json& v = JsonAt(j, path);
   return v.is_string() ? v.get<std::string>() : std::string();
+}
+
+// `text` as a JSON object, or an error (kInvalidArgument) that says where a person should look:
+// "not JSON: at line 3, column 14: syntax error ... unexpected end of input", or "not a JSON
+// object (an array)". For the files people write (rubrics, platforms, tables).
+inline Result<nlohmann::json> ParseJsonObject(std::string_view text) {
+  nlohmann::json doc;
+  try {
+    doc = nlohmann::json::parse(text);
+  } catch (const nlohmann::json::exception& e) {
+    std::string why = e.what();
+    if (const size_t at = why.find("parse error "); at != std::string::npos) {
+      why = why.substr(at + 12);
+    }
+    return Fail(ErrorCode::kInvalidArgument, "not JSON: {}", SanitizeUtf8(why.substr(0, 240)));
+  }
+  if (!doc.is_object()) {
+    return Fail(ErrorCode::kInvalidArgument, "not a JSON object (the text is a JSON {})",
+                doc.type_name());
+  }
+  return doc;
 }
 
 }  // namespace cmax

@@ -1,10 +1,13 @@
 #include "net/nccl_platforms.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
+#include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 #include <set>
 
+#include "core/json_read.hpp"
 #include "core/keys.hpp"
 #include "core/strings.hpp"
 #include "net/json_fields.hpp"
@@ -18,6 +21,19 @@ namespace {
 using nlohmann::json;
 
 constexpr int kMaxNodes = 1 << 20;
+
+// nccl-tests' benchmarks, by the name a curve carries ("all_reduce" of all_reduce_perf_mpi).
+constexpr std::string_view kCollectives[] = {
+    "all_reduce", "all_gather", "reduce_scatter", "broadcast", "reduce",
+    "alltoall",   "sendrecv",   "scatter",        "gather",    "hypercube"};
+
+// A platform's name is what --platform takes: a word of letters, digits and ._-.
+bool IsPlatformName(std::string_view name) {
+  return !name.empty() && name.size() <= 64 && std::ranges::all_of(name, [](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' ||
+           c == '_' || c == '-';
+  });
+}
 
 Result<int> Nodes(const json& object, const char* key, int fallback, std::string_view where) {
   const auto it = object.find(key);
@@ -48,6 +64,11 @@ Result<NcclExpectation> ParseExpectation(const json& value, std::string_view whe
   if (!basis) return tl::unexpected(basis.error());
   if (!min_nodes) return tl::unexpected(min_nodes.error());
   if (!max_nodes) return tl::unexpected(max_nodes.error());
+  if (*collective != "*" && std::ranges::count(kCollectives, *collective) == 0) {
+    return Fail(ErrorCode::kInvalidArgument,
+                "nccl platforms: {}: \"collective\" {} is none of nccl-tests' ({}, or * for any)",
+                where, SanitizeUtf8(*collective), fmt::join(kCollectives, ", "));
+  }
   e.collective = *collective;
   e.basis = *basis;
   e.min_nodes = std::max(1, *min_nodes);
@@ -82,10 +103,9 @@ const NcclExpectation* NcclPlatform::Find(std::string_view collective, int nodes
 }
 
 Result<NcclPlatforms> NcclPlatforms::Parse(std::string_view text) {
-  const json doc = json::parse(text, nullptr, false);
-  if (doc.is_discarded() || !doc.is_object()) {
-    return Fail(ErrorCode::kInvalidArgument, "nccl platforms: not a JSON object");
-  }
+  const auto document = ParseJsonObject(text);
+  if (!document) return Wrap(document.error(), "nccl platforms");
+  const json& doc = *document;
   if (auto ok = OnlyKeys(doc, {"schema", "note", "platforms"}, "nccl platforms"); !ok) {
     return tl::unexpected(ok.error());
   }
@@ -115,6 +135,12 @@ Result<NcclPlatforms> NcclPlatforms::Parse(std::string_view text) {
     auto title = TextOf("nccl platforms", value, "title", where);
     if (!name) return tl::unexpected(name.error());
     if (!title) return tl::unexpected(title.error());
+    if (!IsPlatformName(*name)) {
+      return Fail(ErrorCode::kInvalidArgument,
+                  "nccl platforms: {}: \"name\" '{}' must be a word of letters, digits and ._- "
+                  "(what --platform takes), at most 64",
+                  where, SanitizeUtf8(*name));
+    }
     platform.name = *name;
     platform.title = *title;
     const auto gpus = value.find("gpus_per_node");

@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 #include <set>
 
+#include "core/json_read.hpp"
 #include "core/keys.hpp"
 #include "core/strings.hpp"
 #include "net/json_fields.hpp"
@@ -109,10 +110,9 @@ std::string_view EntryName(std::string_view entry) {
 }  // namespace
 
 Result<NcclRecipes> NcclRecipes::Parse(std::string_view text) {
-  const json doc = json::parse(text, nullptr, false);
-  if (doc.is_discarded() || !doc.is_object()) {
-    return Fail(ErrorCode::kInvalidArgument, "nccl recipes: not a JSON object");
-  }
+  const auto document = ParseJsonObject(text);
+  if (!document) return Wrap(document.error(), "nccl recipes");
+  const json& doc = *document;
   if (auto ok = OnlyKeys(doc, {"schema", "note", "recipes"}, "nccl recipes"); !ok) {
     return tl::unexpected(ok.error());
   }

@@ -4,6 +4,7 @@
 #include <cctype>
 #include <cmath>
 #include <fmt/format.h>
+#include <limits>
 #include <map>
 #include <set>
 
@@ -54,6 +55,20 @@ std::string Kept(std::string_view word) {
     return static_cast<unsigned char>(c) >= 0x20 && static_cast<unsigned char>(c) < 0x7f;
   });
   return plain ? std::string(word) : SanitizeUtf8(word);
+}
+
+// A petabyte a second: past any link there is, so a figure above it is a slip or a corrupt file,
+// not a measurement to rank a network by.
+constexpr double kMaxGbs = 1e6;
+
+// Every figure of a placement could have been measured: none negative, no bandwidth past kMaxGbs.
+bool Measurable(const NcclPlacement& p) {
+  const auto ok = [](const std::optional<double>& v, double max) {
+    return !v || (*v >= 0 && *v <= max);
+  };
+  const double any = std::numeric_limits<double>::max();
+  return ok(p.time_us, any) && ok(p.algbw_gbs, kMaxGbs) && ok(p.busbw_gbs, kMaxGbs) &&
+         ok(p.wrong, any);
 }
 
 bool IsDigit(char c) {
@@ -290,6 +305,12 @@ struct Parser {
       if (!readable) {
         return Problem(fmt::format("a row with a value that is not a number: {}", Shown(body)));
       }
+      if (!Measurable(placement)) {
+        return Problem(
+            fmt::format("a row with a figure no network measures (negative, or past "
+                        "{:.0f} GB/s): {}",
+                        kMaxGbs, Shown(body)));
+      }
       if (p == 0) {
         row.out_of_place = placement;
       } else if (p == 1) {
@@ -485,13 +506,30 @@ NcclTestsOutput ParseNcclTestsJson(std::string_view text) {
       if (!r.is_object()) continue;
       const auto size = r.find("size");
       auto out_of_place = JsonPlacement(r, "out_of_place");
-      if (size == r.end() || !size->is_number_unsigned() || !out_of_place) continue;
+      auto in_place = JsonPlacement(r, "in_place");
+      if (size == r.end() || !size->is_number_unsigned() || !out_of_place) {
+        // (A file cut short ends in a result it did not finish: said once, below.)
+        if (!sax.error_at && out.problems.size() < 100)
+          out.problems.push_back(
+              fmt::format("a result without a size (a whole number of bytes) "
+                          "or its out_of_place figures: {}",
+                          SanitizeUtf8(r.dump().substr(0, 120))));
+        continue;
+      }
+      if (!Measurable(*out_of_place) || (in_place && !Measurable(*in_place))) {
+        if (out.problems.size() < 100)
+          out.problems.push_back(
+              fmt::format("size {}: a figure no network measures (negative, or "
+                          "past {:.0f} GB/s)",
+                          size->get<uint64_t>(), kMaxGbs));
+        continue;
+      }
       NcclRow row{.size_bytes = size->get<uint64_t>(),
                   .type = JsonText(r, "type"),
                   .redop = JsonText(r, "redop"),
                   .root = JsonText(r, "root"),
                   .out_of_place = *out_of_place,
-                  .in_place = JsonPlacement(r, "in_place")};
+                  .in_place = in_place};
       if (const auto count = r.find("count"); count != r.end() && count->is_number_unsigned()) {
         row.count = count->get<uint64_t>();
       }

@@ -7,6 +7,7 @@
 #include <set>
 
 #include "audit/catalogue.hpp"
+#include "core/json_read.hpp"
 #include "core/sha256.hpp"
 #include "core/strings.hpp"
 #include "rate/attestation.hpp"
@@ -373,10 +374,9 @@ const std::string& Rubric::BandOf(double score) const {
 }
 
 Result<Rubric> Rubric::Parse(std::string_view text) {
-  const json doc = json::parse(text, nullptr, false);
-  if (doc.is_discarded() || !doc.is_object()) {
-    return Fail(ErrorCode::kInvalidArgument, "rubric: not a JSON object");
-  }
+  const auto document = ParseJsonObject(text);
+  if (!document) return Wrap(document.error(), "rubric");
+  const json& doc = *document;
   if (auto ok = OnlyKeys(doc,
                          {"schema", "name", "note", "tiers", "below", "untestable", "categories",
                           "items", "goodput", "sla_templates", "stale_after_days"},

@@ -238,6 +238,18 @@ Result<Scenario> ParseScenario(std::string_view text) {
         return Fail(ErrorCode::kInvalidArgument, "scenario step {}: {}", i + 1,
                     record.error().message);
       }
+      // A step's name labels its results: two of one name could not be told apart. A repeated
+      // default name (the same injection again, on purpose) is numbered instead.
+      const auto taken = [&s](const std::string& name) {
+        return std::ranges::any_of(s.steps, [&](const Step& other) { return other.name == name; });
+      };
+      if (taken(step.name) && !Text(n, "name").empty()) {
+        return Fail(ErrorCode::kInvalidArgument,
+                    "scenario line {}: step {}: the name {} is already a step's", LineOf(n), i + 1,
+                    step.name);
+      }
+      const std::string base = step.name;
+      for (int k = 2; taken(step.name); ++k) step.name = fmt::format("{}-{}", base, k);
       s.steps.push_back(std::move(step));
     }
     return s;

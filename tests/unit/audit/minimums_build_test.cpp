@@ -130,6 +130,13 @@ TEST(MinimumsBuild, BadInputIsAnErrorNamingIt) {
   auto bad_base = BuildMinimumsFromFiles({kAdvisories}, dir.File("bad.json"), now, fs);
   ASSERT_FALSE(bad_base);
   EXPECT_NE(bad_base.error().message.find("bad.json"), std::string::npos);
+  // A folder with no advisory in it says so, naming it (not "no advisory file given").
+  ASSERT_TRUE(fs.CreateDirs(dir.File("empty/2026"), 0755));
+  auto empty = BuildMinimumsFromFiles({dir.File("empty")}, "", now, fs);
+  ASSERT_FALSE(empty);
+  EXPECT_EQ(empty.error().message,
+            "no advisory file (*.json) in " + dir.File("empty") + " or any folder below it");
+  EXPECT_EQ(BuildMinimumsFromFiles({}, "", now, fs).error().message, "no advisory file given");
 }
 
 }  // namespace

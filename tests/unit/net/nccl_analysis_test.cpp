@@ -315,7 +315,8 @@ TEST(NcclPlatforms, RefusesWhatIsWrongAndSaysWhat) {
       R"({"collective": "*", "min_nodes": 2, "busbw_gbs": 100, "basis": "measured"})";
   ASSERT_TRUE(NcclPlatforms::Parse(doc(good)));
   const std::map<std::string, std::string> table = {
-      {"not json", "not a JSON object"},
+      {"not json", "nccl platforms: not JSON: at line 1, column 2"},
+      {"[1, 2]", "nccl platforms: not a JSON object (the text is a JSON array)"},
       {R"({"schema": "other", "platforms": []})", "\"schema\" must be"},
       {R"({"schema": "cmax.nccl-platforms/v1", "platforms": []})", "must be a list, not empty"},
       {R"({"schema": "cmax.nccl-platforms/v1", "platform": []})", "did you mean 'platforms'"},
@@ -338,6 +339,14 @@ TEST(NcclPlatforms, RefusesWhatIsWrongAndSaysWhat) {
           "gpus_per_node": 0, "expected": [)" +
            good + "]}]}",
        "\"gpus_per_node\" must be a whole number"},
+      // A collective nccl-tests has not would never match a curve; a name --platform cannot
+      // take (a space, an escape) could never be chosen.
+      {doc(R"({"collective": "bogus", "busbw_gbs": 1, "basis": "b"})"),
+       "\"collective\" bogus is none of nccl-tests'"},
+      {R"({"schema": "cmax.nccl-platforms/v1", "platforms": [{"name": "bad name\u001b", "title": "t",
+          "gpus_per_node": 8, "expected": [)" +
+           good + "]}]}",
+       "must be a word of letters, digits and ._-"},
   };
   for (const auto& [text, want] : table) {
     const auto parsed = NcclPlatforms::Parse(text);

@@ -150,5 +150,33 @@ TEST(NcclTestsOutput, CutShortAndGarbageAreSaidAndTheRestKept) {
   EXPECT_TRUE(ParseNcclTestsOutput("hello\n\n#\n").tables.empty());
 }
 
+// A figure no network measures (1e308 GB/s, a negative time) is a slip or a corrupt file: its
+// row is left out and said, never a peak of 300 digits; so is a JSON result without a size.
+TEST(NcclTestsOutput, FiguresNoNetworkMeasuresAreLeftOutAndSaid) {
+  std::string text = Read("json_file_v3");
+  text.replace(text.find("\"bus_bw\": 22.09"), 15, "\"bus_bw\": 1e308");
+  text.replace(text.find("{\"size\": 8, "), 11, "{\"size\": -8, ");
+  const NcclTestsOutput json = ParseNcclTestsOutput(text);
+  ASSERT_EQ(json.tables.size(), 1U);
+  EXPECT_EQ(json.tables[0].rows.size(), 2U);
+  ASSERT_EQ(json.problems.size(), 2U);
+  EXPECT_NE(json.problems[0].find("without a size"), std::string::npos) << json.problems[0];
+  EXPECT_NE(json.problems[1].find("size 1048576: a figure no network measures"), std::string::npos)
+      << json.problems[1];
+  EXPECT_LT(*json.tables[0].peak_busbw_gbs, 1000.0);
+
+  std::string table = Read("modern_all_reduce");
+  const size_t row = table.find("           8             2");
+  ASSERT_NE(row, std::string::npos);
+  const std::string first = table.substr(row, table.find('\n', row) - row);
+  std::string slipped = first;
+  slipped.replace(slipped.rfind(' ') + 1, std::string::npos, "-1");  // the last figure
+  table.replace(row, first.size(), slipped);
+  const NcclTestsOutput rows = ParseNcclTestsOutput(table);
+  ASSERT_FALSE(rows.problems.empty());
+  EXPECT_NE(rows.problems[0].find("a figure no network measures"), std::string::npos)
+      << rows.problems[0];
+}
+
 }  // namespace
 }  // namespace cmax::net

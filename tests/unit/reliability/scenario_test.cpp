@@ -100,6 +100,20 @@ TEST(Scenario, RefusesWhatCannotRun) {
                     "steps: [{inject: xid, code: 79, node: n, gpu: '17:00.0'}]"));
   EXPECT_FALSE(
       ParseScenario("poll_s: -1\nsteps: [{inject: xid, code: 79, node: n, gpu: '17:00.0'}]"));
+  // A step's name labels its results: a name given twice is refused; the same injection twice
+  // without names is numbered.
+  const auto twice = ParseScenario(
+      "steps: [{name: a, inject: xid, code: 79, node: n, gpu: '17:00.0'},\n"
+      "        {name: a, inject: xid, code: 48, node: n, gpu: '17:00.0'}]");
+  ASSERT_FALSE(twice);
+  EXPECT_NE(twice.error().message.find("the name a is already a step's"), std::string::npos)
+      << twice.error().message;
+  const auto again = ParseScenario(
+      "steps: [{inject: xid, code: 79, node: n, gpu: '17:00.0'},\n"
+      "        {inject: xid, code: 79, node: n, gpu: '17:00.0'}]");
+  ASSERT_TRUE(again) << again.error().message;
+  EXPECT_EQ(again->steps[0].name, "xid-79-n");
+  EXPECT_EQ(again->steps[1].name, "xid-79-n-2");
 }
 
 // A provider in miniature: drains a node `delay` after a fault is injected for it (or never),
