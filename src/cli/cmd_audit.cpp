@@ -97,12 +97,12 @@ int BuildMinimums(const AuditFlags& o, Context& ctx, sys::FileSystem& fs, const 
 }
 
 // The audit's own options mean nothing to `review` and `minimums build`: one given with them is
-// refused rather than ignored (--minimums is review's table too).
-std::string AuditOptionBeside(const CLI::App& audit, const CLI::App& sub) {
+// refused rather than ignored (--minimums is the table `review --regrade` grades with too).
+std::string AuditOptionBeside(const CLI::App& audit, bool regrading) {
   for (const CLI::Option* option : audit.get_options()) {
     const std::string name = option->get_name();
     if (option->count() == 0 || name == "--help") continue;
-    if (name == "--minimums" && sub.get_name() == "review") continue;
+    if (name == "--minimums" && regrading) continue;
     return name;
   }
   return {};
@@ -134,7 +134,8 @@ int Audit(AuditFlags& o, Context& ctx) {
   }
   for (const CLI::App* sub : {o.review_app, o.build_app}) {
     if (!sub->parsed()) continue;
-    if (const std::string beside = AuditOptionBeside(*o.app, *sub); !beside.empty()) {
+    const bool regrading = sub == o.review_app && o.review.regrade;
+    if (const std::string beside = AuditOptionBeside(*o.app, regrading); !beside.empty()) {
       ctx.err << "cmax audit: " << beside << " is an option of the audit itself, not of "
               << (sub == o.review_app ? "review" : "minimums build") << "\n";
       return kExitUsage;
@@ -244,7 +245,8 @@ Command SetupAuditCommand(CLI::App& parent) {
          "docs/AUDIT_COVERAGE.md)");
   Flag(app, "--show-minimums", o->show_minimums,
        "Print the minimum-version table the versions checks grade against: its date, "
-       "age and SHA-256, each component's minimums by branch, its advisories");
+       "age and SHA-256, each component's minimums by branch, its advisories")
+      ->excludes("--show");
   Opt(app, "--minimums", o->run.minimums,
       "A minimum-version table to use instead of the built-in one (JSON, schema "
       "cmax.audit-minimums/v1, like data/audit_minimums.json)");
@@ -309,11 +311,12 @@ Command SetupAuditCommand(CLI::App& parent) {
       "A stored audit as it was graded; with --regrade, graded again from its evidence with "
       "today's rules and minimum table, and what changed. Collects and records nothing");
   Opt(o->review_app, "RUN", o->review.run, "Run id, or 'latest' (the newest audit)");
-  Flag(o->review_app, "--regrade", o->review.regrade,
-       "Grade the stored evidence with today's rules and table (--minimums FILE: that one)");
+  CLI::Option* regrade =
+      Flag(o->review_app, "--regrade", o->review.regrade,
+           "Grade the stored evidence with today's rules and table (--minimums FILE: that one)");
   Flag(o->review_app, "--json", o->json,
        "The run as JSON (cmax.report/v1), or the regrade (cmax.audit-regrade/v1)");
-  Opt(o->review_app, "--minimums", o->run.minimums, "The table to regrade with");
+  Opt(o->review_app, "--minimums", o->run.minimums, "The table to regrade with")->needs(regrade);
   CLI::App* minimums = app->add_subcommand(
       "minimums", "Minimum-version tables: build one from security advisories you have mirrored");
   minimums->require_subcommand(1);

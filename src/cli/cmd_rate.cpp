@@ -72,8 +72,9 @@ Command SetupRateCommand(CLI::App& parent) {
       "evidence), gates, and the tier. Missing evidence lowers the confidence, never counts as\n"
       "a pass. Reads only the store and the files named");
   Opt(app, "RUN", o->rate.runs,
-      "Run ids to rate together (default: the newest run, audit, reliability, endpoint and "
-      "health runs; with --provider NAME, that provider's)");
+      "Run ids to rate together (default: the newest run, audit, reliability, endpoint, nccl "
+      "and train runs and the newest health run of each kind; with --provider NAME, that "
+      "provider's)");
   Opt(app, "--rubric", o->rate.rubric,
       "A rubric file (JSON, schema cmax.rubric/v1, like data/rubric/default.json) instead of "
       "the built-in one");

@@ -44,11 +44,13 @@ Command SetupReportCommand(CLI::App& parent) {
       "Render a stored run: text, json (cmax.report/v1), junit, html or markdown; a rated run's\n"
       "page and Markdown lead with its rating (tier, category chart, items and evidence)");
   Opt(app, "RUN", options->run, "Run id, or 'latest' (default)");
-  Choice(app, "-f,--format", options->format, {"text", "json", "junit", "html", "markdown", "md"},
-         "text, json, junit, html or markdown (md)");
+  CLI::Option* format = Choice(app, "-f,--format", options->format,
+                               {"text", "json", "junit", "html", "markdown", "md"},
+                               "text, json, junit, html or markdown (md)");
   Opt(app, "-o,--output", options->output,
-      "Write to this file instead of stdout (a device, FIFO or link is written through)");
-  Flag(app, "--json", options->json, "Same as --format json");
+      "Write to this file instead of stdout (a device, FIFO or link is written through)")
+      ->check([](const std::string& path) { return path.empty() ? "must name a file" : ""; });
+  Flag(app, "--json", options->json, "Same as --format json")->excludes(format);
   return {app, [options](Context& ctx) { return RunReport(*options, ctx); }};
 }
 

@@ -2,7 +2,8 @@
 // and its help. A number cannot be declared without its range (cli/numbers.hpp): Num is the
 // only way to bind one, and it takes the validator before the help. One rule for defaults in
 // --help: a default is shown when it says something (not zero, not empty, never for a list),
-// so every option that starts at a value shows it and no command chooses case by case.
+// so every option that starts at a value shows it and no command chooses case by case; a
+// number's is shown only when it is in the option's range.
 #pragma once
 
 #include <CLI/CLI.hpp>
@@ -42,7 +43,10 @@ requires(std::is_arithmetic_v<T> &&
                                                     const CLI::Validator& rule,
                                                     const std::string& help) {
   CLI::Option* option = app->add_option(name, into, help)->check(rule);
-  flags_detail::ShowDefaultIfAny(option, into);
+  // A value outside the range is a sentinel ("-1: found from the data"), which the help says in
+  // words: showing it would offer a default the option refuses.
+  std::string text = CLI::detail::to_string(into);
+  if (CLI::Validator(rule)(text).empty()) flags_detail::ShowDefaultIfAny(option, into);
   return option;
 }
 

@@ -129,16 +129,24 @@ TEST(Numbers, TheWalkFindsTheCommandsNumericOptions) {
   std::printf("%zu numeric options in the command tree\n", all.size());
 }
 
-TEST(Numbers, EveryNumericOptionCarriesARange) {
+// The whole command tree, to look a declared option up in.
+struct Tree {
   CLI::App app;
   std::ostringstream out;
   std::ostringstream err;
   Context ctx{out, err, {}, false};
-  const std::vector<Command> commands = SetupCli(app, ctx);  // they own the bound values
-  for (const Declared& d : AllNumericOptions()) {
+  std::vector<Command> commands = SetupCli(app, ctx);  // they own the bound values
+  CLI::Option* Find(const Declared& d) {
     CLI::App* at = &app;
     for (const std::string& name : d.path) at = at->get_subcommand(name);
-    CLI::Option* option = at->get_option(d.flag);
+    return at->get_option(d.flag);
+  }
+};
+
+TEST(Numbers, EveryNumericOptionCarriesARange) {
+  Tree tree;
+  for (const Declared& d : AllNumericOptions()) {
+    CLI::Option* option = tree.Find(d);
     bool ranged = false;
     try {
       ranged = option->get_validator(kRangeValidator) != nullptr;
@@ -147,6 +155,22 @@ TEST(Numbers, EveryNumericOptionCarriesARange) {
     }
     EXPECT_TRUE(ranged) << Where(d) << " has no range validator (cli/numbers.hpp)";
   }
+}
+
+// --help never offers a default the option would refuse (`--warmup INT:[0, ...]=-1`, where -1
+// meant "found from the curve").
+TEST(Numbers, EveryDefaultShownIsAValueTheOptionTakes) {
+  Tree tree;
+  size_t shown = 0;
+  for (const Declared& d : AllNumericOptions()) {
+    const std::string value = tree.Find(d)->get_default_str();
+    if (value.empty()) continue;
+    ++shown;
+    const Parsed p = ParseWith(d, value);
+    EXPECT_EQ(p.verdict, Verdict::kTaken)
+        << Where(d) << " shows the default " << value << ": " << p.message;
+  }
+  EXPECT_GT(shown, 20U);
 }
 
 TEST(Numbers, NoNumericOptionTakesNegativeNanInfinityOrOutOfRangeValues) {
