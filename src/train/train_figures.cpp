@@ -331,9 +331,20 @@ nlohmann::json TrainFiguresJson(const TrainFigures& f, const TrainLog& log) {
                 {"line", x.line}};
   };
   for (const TrainFailure& x : log.failures) failures.push_back(failure_json(x));
-  json steps = json::array();
+  // Every step up to kMaxListedSteps; past that every k-th (and the last), so that a log of
+  // millions of lines is not held as millions of JSON objects (gigabytes) for a curve that a
+  // chart draws from a few thousand points. The figures above are from every step.
+  std::vector<const TrainStep*> of_rank;
   for (const TrainStep& s : log.steps) {
-    if (f.rank && s.rank != f.rank) continue;
+    if (!f.rank || s.rank == f.rank) of_rank.push_back(&s);
+  }
+  const size_t every = of_rank.size() <= kMaxListedSteps
+                           ? 1
+                           : (of_rank.size() + kMaxListedSteps - 1) / kMaxListedSteps;
+  json steps = json::array();
+  for (size_t at = 0; at < of_rank.size(); ++at) {
+    if (at % every != 0 && at + 1 != of_rank.size()) continue;
+    const TrainStep& s = *of_rank[at];
     json other = json::object();
     for (const auto& [k, v] : s.other) other[k] = std::isfinite(v) ? json(v) : json(nullptr);
     const auto finite = [](const std::optional<double>& v) {
@@ -391,6 +402,7 @@ nlohmann::json TrainFiguresJson(const TrainFigures& f, const TrainLog& log) {
         {"completed", i.completed}}},
       {"failures", failures},
       {"steps", steps},
+      {"steps_listed_every", every},
       {"validation_steps", log.validation.size()},
       {"nccl_warnings", log.nccl_warnings},
       {"lines", log.lines},

@@ -74,7 +74,9 @@ std::string_view LossTrendName(
 std::string_view TrainStateName(
     TrainState state);  // "steady", "failed", "warm-up-only", "no-steps"
 
-// cmax.train-log/v1: the figures, the run's facts and the failures.
+// The most steps TrainFiguresJson lists one by one; past it, every k-th ("steps_listed_every").
+inline constexpr size_t kMaxListedSteps = 10'000;
+// cmax.train-log/v1: the figures, the run's facts, the failures and the steps.
 nlohmann::json TrainFiguresJson(const TrainFigures& figures, const TrainLog& log);
 // The figures as a terminal reads them.
 std::string TrainFiguresText(const TrainFigures& figures, const TrainLog& log);

@@ -5,6 +5,8 @@
 #include <cmath>
 #include <gtest/gtest.h>
 #include <limits>
+#include <nlohmann/json.hpp>
+#include <vector>
 
 namespace cmax::train {
 namespace {
@@ -19,6 +21,26 @@ TrainLog Log(std::vector<TrainStep> steps) {
   for (TrainStep& s : steps) s.line = ++line;
   log.steps = std::move(steps);
   return log;
+}
+
+// A log of more steps than a chart needs lists every k-th (and the last) in its JSON; the
+// figures are from every step. (A million-line log was held as a million JSON objects: GBs.)
+TEST(TrainFiguresJson, ListsAtMostTheCapOfStepsAndSaysHowOften) {
+  std::vector<TrainStep> many;
+  for (int64_t n = 1; n <= 25'001; ++n) many.push_back(Step(n, 1000));
+  const TrainLog log = Log(std::move(many));
+  const TrainFigures figures = AnalyzeTrainLog(log);
+  const nlohmann::json j = TrainFiguresJson(figures, log);
+  EXPECT_EQ(j["steps_logged"], 25'001);
+  EXPECT_EQ(j["steps_listed_every"], 3);
+  ASSERT_EQ(j["steps"].size(), 8'335U);  // steps 1, 4, ... 25,000, and 25,001
+  EXPECT_EQ(j["steps"][1]["step"], 4);
+  EXPECT_EQ(j["steps"].back()["step"], 25'001);
+  EXPECT_LE(j["steps"].size(), kMaxListedSteps);
+  const TrainLog few = Log({Step(1, 900), Step(2, 1000)});
+  const nlohmann::json all = TrainFiguresJson(AnalyzeTrainLog(few), few);
+  EXPECT_EQ(all["steps_listed_every"], 1);
+  EXPECT_EQ(all["steps"].size(), 2U);
 }
 
 // The first logged step carries the start-up; the slow ones after it too; then steady.
