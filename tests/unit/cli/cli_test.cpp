@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <csignal>
 #include <filesystem>
 #include <fstream>
 #include <gtest/gtest.h>
@@ -17,6 +18,7 @@
 #include "store/store.hpp"
 #include "support/temp_dir.hpp"
 #include "sys/host.hpp"
+#include "sys/interrupt.hpp"
 #include "sys/process_runner.hpp"
 
 namespace cmax::cli {
@@ -109,6 +111,18 @@ TEST(Cli, UsageErrorsExitTwo) {
   // A folder of its own, so that no mistake can start or stop the user's default lab.
   EXPECT_EQ(Cli({"lab", "up", "--timeout", "nan", "--dir", "/tmp/cmax-no-lab-here"}).code,
             kExitUsage);
+  // Options that contradict each other, or one that has nothing to act on, are refused rather
+  // than one of them silently winning or being ignored.
+  for (const std::vector<std::string>& args : std::vector<std::vector<std::string>>{
+           {"report", "--format", "html", "--json"},
+           {"report", "-o", ""},
+           {"audit", "--show", "--show-minimums"},
+           {"audit", "review", "--minimums", "table.json"},
+           {"audit", "--minimums", "table.json", "review"},
+           {"endpoint", "sweep", "--url", "http://127.0.0.1:1/v1", "--model", "m", "--levels", "1",
+            "--max-concurrency", "4"}}) {
+    EXPECT_EQ(Cli(args).code, kExitUsage) << Join(args, " ");
+  }
 }
 
 TEST(Cli, RunStoresARunAndEveryReadingCommandFindsIt) {
@@ -215,6 +229,18 @@ TEST(Cli, MissingRunsAndStoresAreReportedClearly) {
   EXPECT_EQ(no_store.code, kExitError);
   EXPECT_NE(no_store.err.find(db), std::string::npos);
   EXPECT_EQ(Cli({"db", "runs", "--db", db}).code, kExitOk) << "an empty listing is not an error";
+  // Nor in JSON: an empty list, as for a store without runs.
+  const CliResult listed = Cli({"db", "runs", "--db", db, "--json"});
+  EXPECT_EQ(listed.code, kExitOk) << listed.err;
+  EXPECT_EQ(nlohmann::json::parse(listed.out)["runs"], nlohmann::json::array()) << listed.out;
+  EXPECT_FALSE(std::filesystem::exists(db));
+  // A file that is there but cannot be opened as a store is no missing store: an error of the
+  // machine (3), for a listing as for a command that records.
+  const CliResult proc = Cli({"db", "runs", "--db", "/proc/version"});
+  EXPECT_EQ(proc.code, kExitError) << proc.out << proc.err;
+  EXPECT_EQ(proc.out, "");
+  const std::string train_log = std::string(CMAX_TEST_DATA) + "/train/older_wps_release.log";
+  EXPECT_EQ(Cli({"--db", "/proc/cmax.db", "train", "log", train_log}).code, kExitError);
   ASSERT_TRUE(store::Store::Open({.path = db}));
   auto no_run = Cli({"db", "show", "99", "--db", db});
   EXPECT_EQ(no_run.code, kExitUsage);
@@ -850,6 +876,53 @@ TEST(Cli, NcclAnalyzeJudgesLogsAndRecordsTheRun) {
   EXPECT_NE(listed.out.find("gb200-nvl72"), std::string::npos) << listed.out;
 }
 
+// SIGTERM (or Ctrl-C) during an analysis of files: 128 + the signal and nothing recorded, as the
+// other commands do; the analysers used to finish, record the run as ok and exit 0.
+TEST(Cli, AnAnalysisStoppedBySigtermRecordsNothing) {
+  testing::TempDir dir;
+  const std::string db = dir.File("cmax.db");
+  const std::string train_log = std::string(CMAX_TEST_DATA) + "/train/older_wps_release.log";
+  const std::string trace = dir.File("trace.json");
+  std::ofstream(trace) << "{\"traceEvents\": []}";
+  const std::string nccl_log = dir.File("nccl.log");
+  std::ofstream(nccl_log) << "# nothing\n";
+  for (const std::vector<std::string>& command :
+       {std::vector<std::string>{"train", "log", train_log},
+        std::vector<std::string>{"train", "trace", trace},
+        std::vector<std::string>{"nccl", "analyze", nccl_log}}) {
+    std::vector<std::string> args = {"--db", db};
+    args.insert(args.end(), command.begin(), command.end());
+    sys::RequestInterrupt(SIGTERM);
+    const CliResult stopped = Cli(args);
+    sys::ClearInterrupt();
+    EXPECT_EQ(stopped.code, 128 + SIGTERM)
+        << command[0] << " " << command[1] << ": " << stopped.err;
+    EXPECT_NE(stopped.err.find("interrupted; nothing was recorded"), std::string::npos)
+        << stopped.err;
+    EXPECT_FALSE(std::filesystem::exists(db)) << command[0] << " " << command[1];
+  }
+  // Not stopped, the same log is recorded, its start no later than its end.
+  const CliResult recorded = Cli({"--db", db, "train", "log", train_log});
+  EXPECT_EQ(recorded.code, kExitOk) << recorded.err;
+  auto store = store::Store::Open({.path = db});
+  ASSERT_TRUE(store) << store.error().message;
+  const auto run = store->LoadRun(1);
+  ASSERT_TRUE(run);
+  ASSERT_TRUE(run->run.ended_at);
+  EXPECT_LE(run->run.started_at, *run->run.ended_at);
+  // A file named twice would count twice (a trace is a rank): refused before anything is read.
+  for (const std::vector<std::string>& command :
+       {std::vector<std::string>{"train", "log", train_log, train_log},
+        std::vector<std::string>{"train", "trace", trace, dir.Path() + "/./trace.json"},
+        std::vector<std::string>{"nccl", "analyze", nccl_log, nccl_log}}) {
+    std::vector<std::string> args = {"--db", db};
+    args.insert(args.end(), command.begin(), command.end());
+    const CliResult twice = Cli(args);
+    EXPECT_EQ(twice.code, kExitUsage) << command[0] << " " << command[1] << ": " << twice.err;
+    EXPECT_NE(twice.err.find("is given twice"), std::string::npos) << twice.err;
+  }
+}
+
 // Providers: each run records the one it evaluates (--provider, or CMAX_PROVIDER, and the flag
 // does not outlive its command); `cmax rate --provider` rates one, `--providers` ranks them all
 // with the attestation that names each.
@@ -948,6 +1021,16 @@ TEST(Cli, CmaxDbEnvironmentVariableSelectsTheStore) {
   auto path = Cli({"db", "path"});
   ::unsetenv("CMAX_DB");
   EXPECT_EQ(path.out, db + "\n");
+  // An empty variable is an unset one, as XDG's are; an empty --db names nothing and is refused
+  // rather than read as the default store (`--db "$UNSET"`).
+  ::setenv("CMAX_DB", "", 1);
+  auto default_path = Cli({"db", "path"});
+  ::unsetenv("CMAX_DB");
+  EXPECT_EQ(default_path.out, Cli({"db", "path"}).out);
+  const CliResult empty = Cli({"--db", "", "db", "path"});
+  EXPECT_EQ(empty.code, kExitUsage);
+  EXPECT_NE(empty.err.find("--db: must name the store's file"), std::string::npos) << empty.err;
+  EXPECT_EQ(empty.out, "");
 }
 
 TEST(Cli, LabEnvPrintsTheSlurmConfLine) {
