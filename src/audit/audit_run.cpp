@@ -105,7 +105,8 @@ Result<AuditIo> ThroughHostRoot(const std::string& host_root, const AuditIo& io,
   through.runner = &view.runner.emplace(*io.runner, host_root);
   through.path = std::string(sys::kHostPath);
   through.env = [env = io.env](const std::string& name) -> std::string {
-    if (!env || std::ranges::count(kContainersOwnVariables, name) > 0) return {};
+    if (name == "HOME") return std::string(sys::kHostHome);
+    if (!env || std::ranges::count(sys::kContainersOwnVariables, name) > 0) return {};
     return env(name);
   };
   return through;

@@ -95,7 +95,7 @@ GradedAudit AuditThisHost(const AuditOptions& options, const PreparedAudit& prep
 // Refers to `io`, which must outlive it.
 SideEffectIo SideEffectIoFor(const AuditIo& io, std::optional<WallTime> deadline);
 // The variables of this process the audit reads (local_evidence.hpp's kAuditEnvironment), as
-// `io` gives them (through a host root, without kContainersOwnVariables).
+// `io` gives them (through a host root, without sys::kContainersOwnVariables).
 std::map<std::string, std::string> AuditEnvironment(const AuditIo& io);
 // The side effects the audit may take (side_effects.hpp's ForChecks). From a container it takes
 // no image import (that would write on the host) and no login to other nodes (there is no job
@@ -103,18 +103,9 @@ std::map<std::string, std::string> AuditEnvironment(const AuditIo& io);
 SideEffectOptions AuditSideEffects(const AuditOptions& options,
                                    const std::vector<const CheckSpec*>& checks);
 
-// The variables that, in a container reading its host through a mounted root, describe the
-// container and not the host: NVIDIA_VISIBLE_DEVICES is there for the container toolkit to give
-// it NVML, not what a tenant's job gets; SLURM_CONF, HOME and KUBECONFIG name files of the
-// container's own tree, which read below the root would be the wrong files or none;
-// KUBERNETES_SERVICE_HOST is the audit pod's. Through a host root they read as unset, so the
-// host's own defaults (/etc/slurm/slurm.conf) are read instead.
-inline constexpr std::string_view kContainersOwnVariables[] = {
-    "NVIDIA_VISIBLE_DEVICES", "SLURM_CONF", "HOME", "KUBECONFIG", "KUBERNETES_SERVICE_HOST"};
-
 // What an audit reads a host through when it runs in a container with the host's root mounted
 // at `host_root`: files below it, programs chrooted there under the host's default PATH, this
-// process's variables without kContainersOwnVariables. The
+// process's variables without sys::kContainersOwnVariables and with the host's HOME. The
 // returned io points into `view`, which must outlive it; an empty `host_root` gives `io` as it
 // is. kInvalidArgument: not an absolute path to a folder.
 struct HostRootView {

@@ -2,7 +2,6 @@
 
 #include <unistd.h>
 
-#include <csignal>
 #include <ostream>
 #include <sys/stat.h>
 
@@ -50,9 +49,9 @@ std::streamsize ControlCharacterFilter::xsputn(const char* s, std::streamsize n)
 }
 
 int ExitCodeOf(const Error& error) {
-  if (error.code == ErrorCode::kInterrupted) {
-    const int signal = sys::InterruptSignal();
-    return 128 + (signal != 0 ? signal : SIGINT);
+  // Stopped by the user's Ctrl-C or SIGTERM; an EINTR no signal of the user's caused is an error.
+  if (error.code == ErrorCode::kInterrupted && sys::InterruptSignal() != 0) {
+    return 128 + sys::InterruptSignal();
   }
   return error.code == ErrorCode::kInvalidArgument || error.code == ErrorCode::kNotFound
              ? kExitUsage

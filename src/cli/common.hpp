@@ -37,7 +37,7 @@ class ControlCharacterFilter : public std::streambuf {
 
 // The exit code for an error a command cannot go on from: kExitUsage when what the user gave
 // is at fault (kInvalidArgument, kNotFound), 128 + the signal when Ctrl-C or SIGTERM stopped it
-// (kInterrupted), kExitError otherwise.
+// (kInterrupted, with the signal heard), kExitError otherwise.
 int ExitCodeOf(const Error& error);
 
 // How a command ends, the same in every command. `command` names it on stderr ("cmax db show").

@@ -44,8 +44,8 @@ Result<Prepared> Prepare(const TargetOptions& o, const PaceOptions& pace, const 
     if (path->empty() || *path == "-") continue;
     if (auto ok = sys::CheckOutputPath(*path); !ok) return tl::unexpected(ok.error());
   }
-  if (!o.output_file.empty() && o.output_file != "-" &&
-      sys::AbsolutePath(o.output_file) == sys::AbsolutePath(o.requests_file)) {
+  if (!o.output_file.empty() && o.output_file != "-" && !o.requests_file.empty() &&
+      o.requests_file != "-" && !sys::FirstRepeatedFile({o.output_file, o.requests_file}).empty()) {
     return Fail(ErrorCode::kInvalidArgument,
                 "--output-file and --requests-file name the same file ({}): the requests would "
                 "overwrite the results",

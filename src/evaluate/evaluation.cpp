@@ -241,7 +241,8 @@ class PhaseRunner {
                                                 .cmax_version = h.cmax_version,
                                                 .provider = provider_,
                                                 .fs = h.fs,
-                                                .clock = h.clock},
+                                                .clock = h.clock,
+                                                .interrupted = h.interrupted},
                                     .fs = h.fs,
                                     .runner = h.runner,
                                     .interrupted = h.interrupted,
@@ -263,7 +264,8 @@ class PhaseRunner {
          .cmax_version = h.cmax_version,
          .provider = provider_,
          .fs = h.fs,
-         .clock = h.clock});
+         .clock = h.clock,
+         .interrupted = h.interrupted});
     if (!report) return {FromError("network", phase.name, report.error()), {}};
     return FromRun("network", phase.name, std::move(report->record));
   }
@@ -276,7 +278,8 @@ class PhaseRunner {
                                      .cmax_version = h.cmax_version,
                                      .provider = provider_,
                                      .fs = h.fs,
-                                     .clock = h.clock};
+                                     .clock = h.clock,
+                                     .interrupted = h.interrupted};
     if (!phase.logs.empty()) {
       auto report = train::AnalyzeTrainLogFiles({.files = phase.logs, .reference = phase.reference},
                                                 store_io);

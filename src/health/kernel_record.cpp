@@ -289,6 +289,7 @@ std::optional<KernelRecord> ParseLogLine(std::string_view line, int default_year
       return record;
     }
   }
+  record.bare = true;
   record.message = std::string(line);
   return record;
 }

@@ -20,6 +20,10 @@ struct KernelRecord {
   std::optional<WallTime> wall_time;    // when the prefix carried a date
   std::string host;                     // journal and syslog prefixes name the host
   bool continuation = false;            // /dev/kmsg flag 'c': continues the previous record
+  // A saved line with none of a kernel log's prefixes (ParseLogLine's last case): its whole text
+  // is the message. Any text reads so, so a file of nothing else cannot be told from one that is
+  // no kernel log.
+  bool bare = false;
   std::string message;
 };
 

@@ -58,7 +58,7 @@ bool LogScanner::BeforeSince(const KernelRecord& record) {
 
 void LogScanner::Add(KernelRecord record) {
   ++summary_.records;
-  if (record.wall_time || record.monotonic_us) ++summary_.dated;
+  if (!record.bare) ++summary_.framed;
   if (!record.wall_time && record.monotonic_us && boot_time_) {
     record.wall_time = *boot_time_ + std::chrono::milliseconds(*record.monotonic_us / 1000);
   }

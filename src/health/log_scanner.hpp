@@ -28,7 +28,7 @@ struct LogSummary {
   std::string source;    // "/dev/kmsg", or the file replayed
   bool saved = false;    // a saved log (a file, stdin), not /dev/kmsg
   uint64_t records = 0;  // records read
-  uint64_t dated = 0;    // records whose prefix carried a time (all of /dev/kmsg's)
+  uint64_t framed = 0;   // records with a kernel log's prefix, read or not (all of /dev/kmsg's)
   uint64_t events = 0;   // records that were health events
   uint64_t skipped_by_since = 0;
   uint64_t undated = 0;     // records --since could not place (no date, no boot clock)

@@ -113,7 +113,7 @@ std::vector<Finding> PassiveFindings(const PassiveFacts& facts, const PassiveOpt
     f.expected = "the whole log read";
     f.remediation = "Run cmax health as root, where /dev/kmsg (or the saved log) can be read.";
     findings.push_back(std::move(f));
-  } else if (log.saved && log.dated == 0) {
+  } else if (log.saved && log.framed == 0) {
     // Any text reads as bare kernel messages; a file in which no line carries a kernel log's
     // prefix cannot be told from one that is not a kernel log at all, and its silence about
     // faults proves nothing. (The events it does hold are still reported below.)
@@ -127,11 +127,12 @@ std::vector<Finding> PassiveFindings(const PassiveFacts& facts, const PassiveOpt
                  ? fmt::format("none of the {} lines of {} is the kernel's (syslog lines of other "
                                "programs only)",
                                lines, log.source)
-                 : fmt::format("none of the {} lines of {} carries a kernel log's time prefix "
-                               "(dmesg, dmesg -T or --time-format iso, journalctl -k, syslog, "
-                               "/dev/kmsg records): it cannot be told from other text",
+                 : fmt::format("none of the {} lines of {} carries a kernel log's prefix "
+                               "(dmesg's time, journalctl -k's or syslog's date and \"host "
+                               "kernel:\", a /dev/kmsg record's header): it cannot be told from "
+                               "other text",
                                lines, log.source));
-    f.expected = "a kernel log with its time prefixes";
+    f.expected = "a kernel log with its prefixes";
     f.remediation =
         "Save the log with its times (dmesg -T, journalctl -k -o short-iso) or run cmax health "
         "on the node, where /dev/kmsg is read.";
@@ -303,7 +304,7 @@ std::vector<EvidenceItem> PassiveEvidence(const PassiveFacts& facts) {
                    {{"source", log.source},
                     {"error", facts.log_error ? Json(*facts.log_error) : Json(nullptr)},
                     {"records", log.records},
-                    {"dated", log.dated},
+                    {"framed", log.framed},
                     {"events", log.events},
                     {"lost", log.lost},
                     {"overruns", log.overruns},

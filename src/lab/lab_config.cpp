@@ -28,6 +28,15 @@ Result<void> ValidateSpec(const LabSpec& spec) {
   if (SanitizeUtf8(spec.dir) != spec.dir) {
     return Fail(ErrorCode::kInvalidArgument, "lab folder path must be valid UTF-8 text");
   }
+  // It is written into slurm.conf (StateSaveLocation=DIR/...): a line break would add lines of
+  // its own to a configuration root's daemons obey, and Slurm cuts a value at a space or '#'.
+  if (spec.dir.find_first_of(" \t#") != std::string::npos ||
+      std::ranges::any_of(spec.dir, IsControlCharacter)) {
+    return Fail(ErrorCode::kInvalidArgument,
+                "lab folder must be a path without spaces, '#' or control characters (it is "
+                "written into slurm.conf), got '{}'",
+                SanitizeUtf8(spec.dir));
+  }
   // One line of slurm.conf: an absolute path, no line break, no space Slurm would cut it at.
   if (!spec.prolog.empty() &&
       (spec.prolog[0] != '/' || spec.prolog.find_first_of(" \t\r\n#") != std::string::npos ||

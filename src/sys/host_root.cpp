@@ -136,7 +136,11 @@ ProcessSpec HostRootProcessRunner::Rooted(const ProcessSpec& spec, const std::st
   // image sets LD_LIBRARY_PATH to its own folders), and none of the loader's other settings
   // (LD_AUDIT, LD_BIND_NOW ...) the image's environment may carry.
   std::vector<std::string> host_env = {"PATH=" + std::string(kHostPath),
+                                       "HOME=" + std::string(kHostHome),
                                        "LD_LIBRARY_PATH=", "LD_PRELOAD="};
+  // The container's own, removed (an empty SLURM_CONF would be a file of no name to Slurm).
+  host_env.insert(host_env.end(), std::begin(kContainersOwnVariables),
+                  std::end(kContainersOwnVariables));
   for (const std::string& variable : environment) {
     const std::string name = variable.substr(0, variable.find('='));
     if (name.starts_with("LD_") && name != "LD_LIBRARY_PATH" && name != "LD_PRELOAD") {

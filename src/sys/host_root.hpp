@@ -16,6 +16,16 @@
 
 namespace cmax::sys {
 
+// This process's variables that, in a container reading its host through a mounted root,
+// describe the container and not the host: NVIDIA_VISIBLE_DEVICES is there for the container
+// toolkit to give it NVML, not what a tenant's job gets; SLURM_CONF and KUBECONFIG name files of
+// the container's tree, which below the root would be the wrong files or none;
+// KUBERNETES_SERVICE_HOST is the audit pod's. The host's programs run without them (so that
+// Slurm's read the host's /etc/slurm/slurm.conf), and HOME is the host's root's, kHostHome.
+inline constexpr std::string_view kContainersOwnVariables[] = {
+    "NVIDIA_VISIBLE_DEVICES", "SLURM_CONF", "KUBECONFIG", "KUBERNETES_SERVICE_HOST"};
+inline constexpr std::string_view kHostHome = "/root";
+
 // The search path programs of the host are found in and run with (Debian's and most
 // distributions' default for root), in place of the image's.
 inline constexpr std::string_view kHostPath =

@@ -23,17 +23,19 @@ namespace {
 
 using SteadyTime = std::chrono::steady_clock::time_point;
 
+// Ours with `add` applied: "KEY=VALUE" replaces or adds KEY, "KEY" alone removes it.
 std::vector<std::string> BuildEnvironment(const std::vector<std::string>& add) {
+  const auto name = [](std::string_view text) { return text.substr(0, text.find('=')); };
   std::vector<std::string> env;
   for (char** entry = environ; entry != nullptr && *entry != nullptr; ++entry) {
     const std::string_view text(*entry);
-    const std::string_view key = text.substr(0, text.find('=') + 1);
-    const bool replaced = std::any_of(add.begin(), add.end(), [&](const std::string& a) {
-      return std::string_view(a).substr(0, key.size()) == key;
-    });
+    const bool replaced = std::any_of(add.begin(), add.end(),
+                                      [&](const std::string& a) { return name(a) == name(text); });
     if (!replaced) env.emplace_back(text);
   }
-  env.insert(env.end(), add.begin(), add.end());
+  for (const std::string& a : add) {
+    if (a.find('=') != std::string::npos) env.push_back(a);
+  }
   return env;
 }
 

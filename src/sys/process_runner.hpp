@@ -20,8 +20,10 @@ struct ProcessSpec {
   std::vector<std::string> argv;
   // When true, argv must hold exactly one string: a script for /bin/sh -c.
   bool use_shell = false;
-  std::vector<std::string> env_add;  // "KEY=VALUE", added to (or replacing in) our environment
-  std::string cwd;                   // empty: ours
+  // "KEY=VALUE" added to (or replacing in) our environment; "KEY" alone, without '=', removes
+  // KEY from it.
+  std::vector<std::string> env_add;
+  std::string cwd;  // empty: ours
   std::optional<std::string> stdin_data;
   Duration timeout = std::chrono::seconds(60);
   // Time between SIGTERM and SIGKILL to the group when the timeout strikes.

@@ -338,9 +338,10 @@ nlohmann::json TrainFiguresJson(const TrainFigures& f, const TrainLog& log) {
   for (const TrainStep& s : log.steps) {
     if (!f.rank || s.rank == f.rank) of_rank.push_back(&s);
   }
+  // Indices 0, k, 2k ... and the last: at most kMaxListedSteps with k = ceil((n-1) / (max-1)).
   const size_t every = of_rank.size() <= kMaxListedSteps
                            ? 1
-                           : (of_rank.size() + kMaxListedSteps - 1) / kMaxListedSteps;
+                           : (of_rank.size() - 1 + kMaxListedSteps - 2) / (kMaxListedSteps - 1);
   json steps = json::array();
   for (size_t at = 0; at < of_rank.size(); ++at) {
     if (at % every != 0 && at + 1 != of_rank.size()) continue;

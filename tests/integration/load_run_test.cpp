@@ -107,6 +107,12 @@ TEST(LoadRun, BadInputIsRefusedBeforeAnythingIsSentOrStored) {
   TargetOptions same_file = Target(sim);
   same_file.output_file = shell.dir.File("out.json");
   same_file.requests_file = shell.dir.File("./out.json");
+  // ... also through a link to it.
+  std::ofstream(shell.dir.File("kept.json")) << "{}";
+  std::filesystem::create_symlink(shell.dir.File("kept.json"), shell.dir.File("link.json"));
+  TargetOptions linked = Target(sim);
+  linked.output_file = shell.dir.File("kept.json");
+  linked.requests_file = shell.dir.File("link.json");
   // Trust that is not there, or holds no certificate: every request would fail as "tls".
   TargetOptions no_ca = Target(sim);
   no_ca.cacert = shell.dir.File("none.pem");
@@ -116,7 +122,7 @@ TEST(LoadRun, BadInputIsRefusedBeforeAnythingIsSentOrStored) {
   text_ca.cacert = shell.dir.File("notes.txt");
   std::ofstream(text_ca.cacert) << "not a certificate\n";
   for (const TargetOptions& t :
-       {bad_body, bad_url, bad_path, same_file, no_ca, folder_ca, text_ca}) {
+       {bad_body, bad_url, bad_path, same_file, linked, no_ca, folder_ca, text_ca}) {
     const auto report = RunEndpoint(t, Small(), {.requests = 1}, shell.Io());
     ASSERT_FALSE(report) << t.url << " " << t.cacert;
     EXPECT_NE(report.error().code, ErrorCode::kIo) << report.error().message;

@@ -660,9 +660,10 @@ TEST(RunLocalAudit, AHostMountedInAContainerIsReadThroughItsRoot) {
   ASSERT_TRUE(through);
   EXPECT_EQ(AuditEnvironment(*through).count("NVIDIA_VISIBLE_DEVICES"), 0U);
   EXPECT_EQ(AuditEnvironment(io).at("NVIDIA_VISIBLE_DEVICES"), "all");
-  for (const std::string_view name : kContainersOwnVariables) {
+  for (const std::string_view name : sys::kContainersOwnVariables) {
     EXPECT_EQ(through->env(std::string(name)), "") << name;
   }
+  EXPECT_EQ(through->env("HOME"), "/root");  // the host's root's, not the image's /home/image
   EXPECT_EQ(through->env("CMAX_NODE_NAME"), "");
   container = {{"CMAX_NODE_NAME", "gpu7"}};
   EXPECT_EQ(through->env("CMAX_NODE_NAME"), "gpu7");  // this process's own, passed on

@@ -132,6 +132,21 @@ TEST(PassiveRun, AFileThatIsNoKernelLogIsNeverAPass) {
     EXPECT_EQ(log->observed, observed) << log->message;
     EXPECT_NE(report->exit_code, 0);
   }
+  // A kernel log whose dates cannot be read (a month in a language not known here, 29 February
+  // in a year that lacks it) is still a kernel log: its lines carry the prefix.
+  for (const char* line : {"ноя 30 09:22:28 gpu2 kernel: Linux version 6.1.0-27-amd64\n",
+                           "[Xyz Foo 30 09:22:28 2026] Linux version 6.1.0-27-amd64\n"}) {
+    PassiveRunOptions foreign = Check(shell.Log(line));
+    foreign.slurm_healthcheck = false;
+    foreign.since.clear();
+    const auto read = RunPassiveHealth(foreign, shell.Io());
+    ASSERT_TRUE(read) << read.error().message;
+    ASSERT_TRUE(read->record);
+    const auto log = std::ranges::find_if(
+        read->record->findings, [](const Finding& f) { return f.check_id == "health.kernel_log"; });
+    ASSERT_NE(log, read->record->findings.end());
+    EXPECT_EQ(log->status, CheckStatus::kPass) << line << log->message;
+  }
   // Bare messages (dmesg --notime) that name a fault: the fault is reported all the same.
   PassiveRunOptions bare = Check(
       shell.Log("NVRM: Xid (PCI:0000:17:00): 79, pid=1, name=x, GPU has fallen off the bus.\n"));

@@ -55,6 +55,11 @@ TEST(LabConfig, ValidatesTheSpec) {
     EXPECT_FALSE(with([&](LabSpec& s) { s.dir = dir; })) << dir;
   }
   EXPECT_FALSE(with([](LabSpec& s) { s.dir = "/tmp/lab\xff"; })) << "not UTF-8";
+  // Written into slurm.conf: a line break would add lines root's daemons obey (a Prolog).
+  for (const char* dir :
+       {"/tmp/lab\nProlog=/tmp/evil.sh", "/tmp/a lab", "/tmp/lab#x", "/tmp/lab\x1b[31m"}) {
+    EXPECT_FALSE(with([&](LabSpec& s) { s.dir = dir; })) << dir;
+  }
   EXPECT_FALSE(with([](LabSpec& s) { s.nodes = 0; }));
   EXPECT_FALSE(with([](LabSpec& s) { s.nodes = 65; }));
   EXPECT_FALSE(with([](LabSpec& s) { s.spares = -1; }));

@@ -102,16 +102,29 @@ TEST(HostRootProcessRunner, RunsEachProgramChrootedIntoTheRoot) {
       {.argv = {"nvidia-smi", "-q"}, .env_add = {"LC_ALL=C"}}, "/host");
   EXPECT_EQ(smi.argv, (std::vector<std::string>{"chroot", "/host", "nvidia-smi", "-q"}));
   // The host's search path and libraries, not the image's; the caller's own variables after.
-  EXPECT_EQ(smi.env_add, (std::vector<std::string>{"PATH=" + std::string(kHostPath),
-                                                   "LD_LIBRARY_PATH=", "LD_PRELOAD=", "LC_ALL=C"}));
+  // The container's own variables removed ("NAME" alone), so that the host's Slurm reads the
+  // host's slurm.conf, not the container's SLURM_CONF; HOME the host's root's.
+  const std::vector<std::string> host_env = {"PATH=" + std::string(kHostPath),
+                                             "HOME=/root",
+                                             "LD_LIBRARY_PATH=",
+                                             "LD_PRELOAD=",
+                                             "NVIDIA_VISIBLE_DEVICES",
+                                             "SLURM_CONF",
+                                             "KUBECONFIG",
+                                             "KUBERNETES_SERVICE_HOST"};
+  std::vector<std::string> with_caller = host_env;
+  with_caller.emplace_back("LC_ALL=C");
+  EXPECT_EQ(smi.env_add, with_caller);
   // Every other loader variable of this process is blanked too.
-  EXPECT_EQ(
-      HostRootProcessRunner::Rooted(
-          {.argv = {"nvcc"}}, "/host",
-          {"LD_AUDIT=/x.so", "HOME=/root", "LD_LIBRARY_PATH=/cuda", "LD_BIND_NOW=1", "OLD_LD_X=1"})
-          .env_add,
-      (std::vector<std::string>{"PATH=" + std::string(kHostPath),
-                                "LD_LIBRARY_PATH=", "LD_PRELOAD=", "LD_AUDIT=", "LD_BIND_NOW="}));
+  EXPECT_EQ(HostRootProcessRunner::Rooted({.argv = {"nvcc"}}, "/host",
+                                          {"LD_AUDIT=/x.so", "HOME=/root", "LD_LIBRARY_PATH=/cuda",
+                                           "LD_BIND_NOW=1", "OLD_LD_X=1"})
+                .env_add,
+            [&] {
+              std::vector<std::string> blanked = host_env;
+              blanked.insert(blanked.end(), {"LD_AUDIT=", "LD_BIND_NOW="});
+              return blanked;
+            }());
   const ProcessSpec shell =
       HostRootProcessRunner::Rooted({.argv = {"echo $HOME"}, .use_shell = true}, "/host");
   EXPECT_FALSE(shell.use_shell);

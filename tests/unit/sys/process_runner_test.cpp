@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <gtest/gtest.h>
@@ -177,6 +178,21 @@ TEST(ProcessRunner, FeedsStdinAndSetsEnvironmentAndFolder) {
   auto r = runner.Run(spec);
   ASSERT_TRUE(r);
   EXPECT_EQ(r->stdout_text, "input hello\n" + dir.Path() + "\n");
+}
+
+// "NAME" alone removes a variable of ours from the child's environment; "NAME=" sets it empty
+// (what a host's Slurm would read as a configuration file of no name).
+TEST(ProcessRunner, ANameAloneRemovesTheVariable) {
+  ::setenv("CMAX_TEST_GONE", "ours", 1);
+  ::setenv("CMAX_TEST_EMPTY", "ours", 1);
+  PosixProcessRunner runner;
+  auto r =
+      runner.Run({.argv = {"sh", "-c", "echo ${CMAX_TEST_GONE-unset} [${CMAX_TEST_EMPTY-unset}]"},
+                  .env_add = {"CMAX_TEST_GONE", "CMAX_TEST_EMPTY="}});
+  ::unsetenv("CMAX_TEST_GONE");
+  ::unsetenv("CMAX_TEST_EMPTY");
+  ASSERT_TRUE(r) << r.error().message;
+  EXPECT_EQ(r->stdout_text, "unset []\n");
 }
 
 TEST(ProcessRunner, LargeStdinDoesNotDeadlock) {

@@ -36,7 +36,15 @@ TEST(TrainFiguresJson, ListsAtMostTheCapOfStepsAndSaysHowOften) {
   ASSERT_EQ(j["steps"].size(), 8'335U);  // steps 1, 4, ... 25,000, and 25,001
   EXPECT_EQ(j["steps"][1]["step"], 4);
   EXPECT_EQ(j["steps"].back()["step"], 25'001);
-  EXPECT_LE(j["steps"].size(), kMaxListedSteps);
+  // At the cap's edges too: never one more than it.
+  for (const int64_t n : {10'001, 20'000, 20'001, 29'998}) {
+    std::vector<TrainStep> steps;
+    for (int64_t i = 1; i <= n; ++i) steps.push_back(Step(i, 1000));
+    const TrainLog edge = Log(std::move(steps));
+    const nlohmann::json listed = TrainFiguresJson(AnalyzeTrainLog(edge), edge);
+    EXPECT_LE(listed["steps"].size(), kMaxListedSteps) << n;
+    EXPECT_EQ(listed["steps"].back()["step"], n);
+  }
   const TrainLog few = Log({Step(1, 900), Step(2, 1000)});
   const nlohmann::json all = TrainFiguresJson(AnalyzeTrainLog(few), few);
   EXPECT_EQ(all["steps_listed_every"], 1);
