@@ -53,8 +53,11 @@ test: setup
 	@$(MAKE) --no-print-directory tree-check
 	@echo "make test: all passed"
 
+# The free disk is printed first: a full disk shows up later only as a linker's "No space left
+# on device" (docs/PERFORMANCE.md says what the three trees take).
 tree-before:
 	@mkdir -p build && git status --porcelain --ignored >build/tree-before.txt
+	@df -Pk build | awk 'NR == 2 { printf "make test: %.1f GB free for build/\n", $$4 / 1048576 }'
 
 tree-check:
 	@[ -f build/tree-before.txt ] || { echo "tree-check: run make tree-before first" >&2; exit 1; }
