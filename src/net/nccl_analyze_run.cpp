@@ -236,24 +236,16 @@ Result<NcclAnalyzeReport> AnalyzeNcclFiles(const NcclAnalyzeOptions& options,
   const auto interrupted = [&io] { return io.interrupted && io.interrupted(); };
   std::vector<NcclInput> inputs;
   for (const std::string& file : options.files) {
-    if (interrupted()) return Fail(ErrorCode::kInterrupted, "interrupted; nothing was recorded");
+    if (interrupted()) return sys::StoppedNothingRecorded();
     if (file == "-") {
       inputs.push_back({.name = "stdin", .output = ParseNcclTestsOutput(io.stdin_text)});
       continue;
     }
-    auto text = io.fs->ReadFile(file, kMaxNcclLogBytes);
-    if (!text && interrupted()) {
-      return Fail(ErrorCode::kInterrupted, "interrupted reading {}; nothing was recorded",
-                  SanitizeUtf8(file));
-    }
-    if (!text) {
-      return Fail(text.error().code == ErrorCode::kNotFound ? ErrorCode::kNotFound
-                                                            : ErrorCode::kInvalidArgument,
-                  "{}: {}", SanitizeUtf8(file), text.error().message);
-    }
+    auto text = sys::ReadInputFile(*io.fs, file, kMaxNcclLogBytes, interrupted);
+    if (!text) return tl::unexpected(text.error());
     inputs.push_back({.name = file, .output = ParseNcclTestsOutput(*text)});
   }
-  if (interrupted()) return Fail(ErrorCode::kInterrupted, "interrupted; nothing was recorded");
+  if (interrupted()) return sys::StoppedNothingRecorded();
   NcclRunExtras extras;
   extras.started_at = started;
   extras.evidence.push_back(

@@ -9,6 +9,7 @@
 #include <cstring>
 #include <sys/stat.h>
 
+#include "core/strings.hpp"
 #include "sys/interrupt.hpp"
 
 namespace cmax::sys {
@@ -91,6 +92,23 @@ Result<std::string> LocalFileSystem::ReadFile(const std::string& path, size_t ma
     data.append(buffer, static_cast<size_t>(n));
   }
   return data;
+}
+
+Result<std::string> ReadInputFile(const FileSystem& fs, const std::string& path, size_t max_bytes,
+                                  const std::function<bool()>& interrupted) {
+  auto text = fs.ReadFile(path, max_bytes);
+  if (text) return text;
+  if (interrupted && interrupted()) {
+    return Fail(ErrorCode::kInterrupted, "interrupted reading {}; nothing was recorded",
+                SanitizeUtf8(path));
+  }
+  return Fail(text.error().code == ErrorCode::kNotFound ? ErrorCode::kNotFound
+                                                        : ErrorCode::kInvalidArgument,
+              "{}: {}", SanitizeUtf8(path), text.error().message);
+}
+
+tl::unexpected<Error> StoppedNothingRecorded() {
+  return Fail(ErrorCode::kInterrupted, "interrupted; nothing was recorded");
 }
 
 bool LocalFileSystem::Exists(const std::string& path) const {

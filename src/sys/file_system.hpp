@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstddef>
+#include <functional>
 #include <map>
 #include <string>
 #include <string_view>
@@ -44,6 +45,15 @@ class FileSystem {
   // Removes a file; one that is not there is not an error.
   virtual Result<void> RemoveFile(const std::string& path) = 0;
 };
+
+// An analyser's input file (`nccl analyze`, `train log`), read whole, with the errors its
+// command reports: a read cut by the user's Ctrl-C or SIGTERM (`interrupted` says it was) is
+// kInterrupted, nothing recorded; a file not there kNotFound; any other failure
+// kInvalidArgument. Each message names the file.
+Result<std::string> ReadInputFile(const FileSystem& fs, const std::string& path, size_t max_bytes,
+                                  const std::function<bool()>& interrupted);
+// What an analyser the user stopped between its files returns: kInterrupted, nothing recorded.
+tl::unexpected<Error> StoppedNothingRecorded();
 
 class LocalFileSystem final : public FileSystem {
  public:

@@ -11,6 +11,7 @@
 
 #include "core/strings.hpp"
 #include "store/run_writer.hpp"
+#include "sys/file_system.hpp"
 #include "sys/gzip_file.hpp"
 #include "sys/host.hpp"
 
@@ -115,7 +116,7 @@ Result<TraceFigures> ReadAndAnalyzeTraces(const TraceRunOptions& options,
   for (size_t w = 1; w < workers; ++w) threads.emplace_back(work);
   work();
   for (std::thread& t : threads) t.join();
-  if (stop()) return Fail(ErrorCode::kInterrupted, "interrupted; nothing was recorded");
+  if (stop()) return sys::StoppedNothingRecorded();
 
   std::vector<RankAnalysis> ranks;
   for (size_t i = 0; i < n; ++i) {

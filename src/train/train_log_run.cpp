@@ -144,27 +144,19 @@ Result<TrainLogReport> AnalyzeTrainLogFiles(const TrainLogOptions& options, cons
   const auto interrupted = [&io] { return io.interrupted && io.interrupted(); };
   TrainLogReport report;
   for (const std::string& file : options.files) {
-    if (interrupted()) return Fail(ErrorCode::kInterrupted, "interrupted; nothing was recorded");
+    if (interrupted()) return sys::StoppedNothingRecorded();
     TrainLogFile one{.name = file == "-" ? "stdin" : file};
     if (file == "-") {
       one.log = ParseTorchTitanLog(io.stdin_text);
     } else {
-      auto text = io.fs->ReadFile(file, kMaxTrainLogBytes);
-      if (!text && interrupted()) {
-        return Fail(ErrorCode::kInterrupted, "interrupted reading {}; nothing was recorded",
-                    SanitizeUtf8(file));
-      }
-      if (!text) {
-        return Fail(text.error().code == ErrorCode::kNotFound ? ErrorCode::kNotFound
-                                                              : ErrorCode::kInvalidArgument,
-                    "{}: {}", SanitizeUtf8(file), text.error().message);
-      }
+      auto text = sys::ReadInputFile(*io.fs, file, kMaxTrainLogBytes, interrupted);
+      if (!text) return tl::unexpected(text.error());
       one.log = ParseTorchTitanLog(*text);
     }
     one.figures = AnalyzeTrainLog(one.log, options.figures);
     report.files.push_back(std::move(one));
   }
-  if (interrupted()) return Fail(ErrorCode::kInterrupted, "interrupted; nothing was recorded");
+  if (interrupted()) return sys::StoppedNothingRecorded();
   return RecordTrainLogs(
       std::move(report.files), io,
       {.started_at = started, .reference = reference, .exit_zero = options.exit_zero});

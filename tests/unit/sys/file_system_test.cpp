@@ -32,6 +32,37 @@ TEST(LocalFileSystem, MissingAndOversizedFilesAreErrors) {
   EXPECT_FALSE(fs.ReadFile(dir.File("big"), 10));
 }
 
+TEST(ReadInputFile, SaysWhyAnAnalysersFileWasNotRead) {
+  MemoryFileSystem fs;
+  fs.AddFile("/logs/big.log", std::string(100, 'x'));
+  fs.AddFile("/logs/ok.log", "text");
+  const auto never = [] { return false; };
+  const auto always = [] { return true; };
+
+  auto ok = ReadInputFile(fs, "/logs/ok.log", 1000, never);
+  ASSERT_TRUE(ok);
+  EXPECT_EQ(*ok, "text");
+  EXPECT_TRUE(ReadInputFile(fs, "/logs/ok.log", 1000, {}));  // no signal to hear
+
+  auto missing = ReadInputFile(fs, "/logs/gone.log", 1000, never);
+  ASSERT_FALSE(missing);
+  EXPECT_EQ(missing.error().code, ErrorCode::kNotFound);
+  EXPECT_EQ(missing.error().message.rfind("/logs/gone.log: ", 0), 0U) << missing.error().message;
+
+  auto too_big = ReadInputFile(fs, "/logs/big.log", 10, never);
+  ASSERT_FALSE(too_big);
+  EXPECT_EQ(too_big.error().code, ErrorCode::kInvalidArgument);
+
+  // A read that failed while the user asked to stop is the stop, whatever else failed.
+  auto cut = ReadInputFile(fs, "/logs/gone.log", 1000, always);
+  ASSERT_FALSE(cut);
+  EXPECT_EQ(cut.error().code, ErrorCode::kInterrupted);
+  EXPECT_EQ(cut.error().message, "interrupted reading /logs/gone.log; nothing was recorded");
+  EXPECT_TRUE(ReadInputFile(fs, "/logs/ok.log", 1000, always));  // what was read is kept
+
+  EXPECT_EQ(StoppedNothingRecorded().value().code, ErrorCode::kInterrupted);
+}
+
 TEST(LocalFileSystem, AtomicWriteSetsModeWhateverTheUmask) {
   testing::TempDir dir;
   LocalFileSystem fs;
