@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
+#include "core/json_read.hpp"
 #include "core/keys.hpp"
 #include "core/strings.hpp"
 
@@ -124,9 +125,10 @@ Result<GpuClass> ParseClass(const json& c, size_t index) {
 }  // namespace
 
 Result<ActiveThresholds> ActiveThresholds::Parse(std::string_view text) {
-  const json root = json::parse(text, nullptr, false);
-  if (root.is_discarded()) return tl::unexpected(Bad("document", "not JSON"));
-  if (!root.is_object() || root.value("schema", "") != "cmax.active-thresholds/v1") {
+  auto object = ParseJsonObject(text);
+  if (!object) return tl::unexpected(Bad("document", object.error().message));
+  const json& root = *object;
+  if (root.value("schema", "") != "cmax.active-thresholds/v1") {
     return tl::unexpected(Bad("document", "not a cmax.active-thresholds/v1 document"));
   }
   if (auto ok = OnlyKeys(root, {"schema", "classes", "shares_of_peak"}, "document"); !ok) {

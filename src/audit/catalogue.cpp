@@ -8,6 +8,7 @@
 #include <set>
 #include <utility>
 
+#include "core/json_read.hpp"
 #include "core/keys.hpp"
 #include "core/strings.hpp"
 
@@ -224,10 +225,9 @@ bool CheckSpec::AppliesTo(AuditTarget target) const {
 }
 
 Result<AuditCatalogue> AuditCatalogue::Parse(std::string_view json) {
-  const Json root = Json::parse(json, nullptr, /*allow_exceptions=*/false);
-  if (root.is_discarded() || !root.is_object()) {
-    return tl::unexpected(Bad("the document", "not a JSON object"));
-  }
+  auto object = ParseJsonObject(json);
+  if (!object) return tl::unexpected(Bad("the document", object.error().message));
+  const Json& root = *object;
   if (auto ok = KnownKeys(root, kRootKeys, "root"); !ok) return tl::unexpected(ok.error());
   if (!root.contains("schema") || root["schema"] != "cmax.audit-catalogue/v1") {
     return tl::unexpected(Bad("the document", "schema must be \"cmax.audit-catalogue/v1\""));

@@ -74,7 +74,7 @@ std::string Shown(const json& value) {
 
 // What the minimum table said of a version, as a verdict: below the minimum, the table's
 // advisories and CVEs say what the version is exposed to.
-Verdict GradedVersion(const Inputs& in, std::string_view component, const std::string& version,
+Verdict GradedVersion(const Inputs& in, GradedComponent component, const std::string& version,
                       const VersionGrade& grade) {
   Verdict verdict{Verdict::Kind::kUnknown, SanitizeUtf8(version),
                   grade.minimum.empty() ? "" : ">= " + grade.minimum, grade.reason};
@@ -85,7 +85,7 @@ Verdict GradedVersion(const Inputs& in, std::string_view component, const std::s
     default: verdict.kind = Verdict::Kind::kUnknown; break;
   }
   if (grade.status == CheckStatus::kFail || grade.status == CheckStatus::kWarn) {
-    if (const ComponentMinimums* entry = in.context.minimums->Find(component)) {
+    if (const ComponentMinimums* entry = in.context.minimums->Find(component.name)) {
       verdict.links = entry->advisories;
       for (const std::string& cve : entry->cves) {
         verdict.links.push_back("https://www.cve.org/CVERecord?id=" + cve);
@@ -97,7 +97,7 @@ Verdict GradedVersion(const Inputs& in, std::string_view component, const std::s
 
 // A component's version against the minimum table; null: not installed (N/A). `as` grades
 // that text instead of the key's value (a kernel release reduced to its ABI).
-Verdict VersionRule(const Inputs& in, std::string_view key, std::string_view component,
+Verdict VersionRule(const Inputs& in, std::string_view key, GradedComponent component,
                     std::string_view what, std::string_view as = {}) {
   const json* value = Get(in, key);
   if (value == nullptr) return NotCollected(key);
@@ -106,7 +106,7 @@ Verdict VersionRule(const Inputs& in, std::string_view key, std::string_view com
   if (in.context.minimums == nullptr) return Unknown("no minimum-version table");
   const std::string version = as.empty() ? value->get<std::string>() : std::string(as);
   return GradedVersion(in, component, version,
-                       GradeVersion(*in.context.minimums, component, version, in.context.now));
+                       GradeVersion(*in.context.minimums, component.name, version, in.context.now));
 }
 
 // AMD's driver release against the minimum of each Instinct model here (amd_driver.hpp says how

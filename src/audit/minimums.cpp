@@ -4,6 +4,7 @@
 #include <charconv>
 #include <cstdlib>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <set>
@@ -271,6 +272,17 @@ Result<MinimumTable> MinimumTable::Parse(std::string_view json) {
     return tl::unexpected(Bad("the document", "\"components\" must be an object, not empty"));
   }
   for (const auto& [name, value] : components->items()) {
+    if (std::ranges::find(kGradedComponents, name) == kGradedComponents.end()) {
+      const std::vector<std::string_view> graded(kGradedComponents.begin(),
+                                                 kGradedComponents.end());
+      const auto nearest = NearestKey(name, graded);
+      const int line = LineOfJsonKey(json, name);
+      return Fail(ErrorCode::kInvalidArgument,
+                  "minimum table{}: no check grades a component named '{}'{}; the checks grade {}",
+                  line > 0 ? fmt::format(" line {}", line) : "", SanitizeUtf8(name.substr(0, 60)),
+                  nearest ? fmt::format(" (did you mean '{}'?)", *nearest) : "",
+                  fmt::join(graded, ", "));
+    }
     auto component = ParseComponent(value, "component '" + SanitizeUtf8(name) + "'");
     if (!component) return tl::unexpected(component.error());
     table.components_[name] = std::move(*component);

@@ -7,6 +7,7 @@
 // a component or branch the table does not know is UNKNOWN, never PASS.
 #pragma once
 
+#include <array>
 #include <map>
 #include <optional>
 #include <string>
@@ -18,6 +19,26 @@
 #include "core/run_record.hpp"
 
 namespace cmax::audit {
+
+// The components the audit's version checks grade (grading.cpp spells them from this list, checked
+// when it compiles). A table's entry for any other is refused: a misspelt "nvidia_driver" would
+// leave the driver's check UNKNOWN with only "no entry for nvidia-driver" to say why.
+inline constexpr std::array<std::string_view, 11> kGradedComponents = {
+    "nvidia-driver", "nvidia-container-toolkit", "cuda-toolkit", "docker",
+    "runc",          "connectx-firmware",        "dcgm",         "dcgm-exporter",
+    "nvhpc",         "linux-ubuntu-noble",       "amd-driver"};
+
+// A component's name as a grading rule spells it: a name not in kGradedComponents does not
+// compile.
+struct GradedComponent {
+  // NOLINTNEXTLINE(google-explicit-constructor): rules pass the name as a literal.
+  consteval GradedComponent(const char* text) : name(text) {
+    bool known = false;
+    for (const std::string_view graded : kGradedComponents) known = known || graded == name;
+    if (!known) throw "not in kGradedComponents";  // at compile time: an error there
+  }
+  std::string_view name;
+};
 
 // How a version finds its minimum.
 enum class MinimumSelect {

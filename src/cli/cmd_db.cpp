@@ -20,7 +20,7 @@ struct DbOptions {
   CLI::App* show = nullptr;
   CLI::App* path = nullptr;
   int limit = 20;
-  std::string run;
+  std::string run = "latest";
   bool json = false;
 };
 

@@ -15,7 +15,7 @@ namespace cmax::cli {
 namespace {
 
 struct ReportOptions {
-  std::string run;
+  std::string run = "latest";
   std::string format = "text";
   std::string output;
   bool json = false;

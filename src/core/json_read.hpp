@@ -6,8 +6,10 @@
 
 #include <initializer_list>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "core/result.hpp"
 #include "core/strings.hpp"
@@ -56,8 +58,23 @@ inline std::string TextAt(const nlohmann::json& j, std::initializer_list<const c
 // object (an array)". For the files people write (rubrics, platforms, tables).
 inline Result<nlohmann::json> ParseJsonObject(std::string_view text) {
   nlohmann::json doc;
+  // nlohmann keeps the last of two equal keys in an object; a person who wrote both meant one
+  // of them, and which is not ours to guess.
+  std::vector<std::set<std::string>> keys_by_depth;
+  std::string repeated;
+  const auto note_keys = [&](int /*depth*/, nlohmann::json::parse_event_t event,
+                             nlohmann::json& parsed) {
+    using JsonEvent = nlohmann::json::parse_event_t;
+    if (event == JsonEvent::object_start) keys_by_depth.emplace_back();
+    if (event == JsonEvent::object_end && !keys_by_depth.empty()) keys_by_depth.pop_back();
+    if (event == JsonEvent::key && !keys_by_depth.empty() && repeated.empty() &&
+        !keys_by_depth.back().insert(parsed.get<std::string>()).second) {
+      repeated = parsed.get<std::string>();
+    }
+    return true;
+  };
   try {
-    doc = nlohmann::json::parse(text);
+    doc = nlohmann::json::parse(text, note_keys);
   } catch (const nlohmann::json::exception& e) {
     std::string why = e.what();
     if (const size_t at = why.find("parse error "); at != std::string::npos) {
@@ -68,6 +85,10 @@ inline Result<nlohmann::json> ParseJsonObject(std::string_view text) {
   if (!doc.is_object()) {
     return Fail(ErrorCode::kInvalidArgument, "not a JSON object (the text is a JSON {})",
                 doc.type_name());
+  }
+  if (!repeated.empty()) {
+    return Fail(ErrorCode::kInvalidArgument, "the key \"{}\" appears twice in one object",
+                SanitizeUtf8(repeated.substr(0, 60)));
   }
   return doc;
 }

@@ -115,7 +115,18 @@ std::string SanitizeUtf8(std::string_view text) {
               code <= 0x10FFFF;
     }
     if (valid) {
-      out.append(text.substr(i, length));
+      // Valid, but what no output should carry: C1 controls (a terminal may obey U+009B as an
+      // escape), code points XML 1.0 does not allow (U+FFFE, U+FFFF and the other
+      // noncharacters), line and paragraph separators (a line break to some readers), and the
+      // bidirectional overrides and isolates (text shown in another order than it is read).
+      const bool unsafe = (code >= 0x80 && code <= 0x9F) || (code >= 0xFDD0 && code <= 0xFDEF) ||
+                          (code & 0xFFFE) == 0xFFFE || code == 0x2028 || code == 0x2029 ||
+                          (code >= 0x202A && code <= 0x202E) || (code >= 0x2066 && code <= 0x2069);
+      if (unsafe) {
+        out += kReplacement;
+      } else {
+        out.append(text.substr(i, length));
+      }
       i += length;
     } else {
       out += kReplacement;
@@ -278,9 +289,20 @@ bool IsControlCharacter(char c) {
 }
 
 void ShowControlCharacters(std::string& text) {
-  for (char& c : text) {
-    if (IsControlCharacter(c) && c != '\n' && c != '\t') c = '?';
+  size_t out = 0;
+  for (size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    // A C1 control in UTF-8 (U+0080-U+009F: 0xC2 then 0x80-0x9F): U+009B is an escape to xterm.
+    if (static_cast<unsigned char>(c) == 0xC2 && i + 1 < text.size() &&
+        static_cast<unsigned char>(text[i + 1]) >= 0x80 &&
+        static_cast<unsigned char>(text[i + 1]) <= 0x9F) {
+      text[out++] = '?';
+      ++i;
+      continue;
+    }
+    text[out++] = IsControlCharacter(c) && c != '\n' && c != '\t' ? '?' : c;
   }
+  text.resize(out);
 }
 
 }  // namespace cmax

@@ -68,14 +68,17 @@ std::optional<std::string> DecodeBase64(std::string_view text);
 std::string PercentEncode(std::string_view text);
 
 // Text from outside (hostnames, log lines, server strings) may hold any bytes. Renderers call
-// this first: invalid UTF-8 sequences become U+FFFD, and C0 control characters other than
-// tab and newline become U+FFFD too, so no output format can be broken by them.
+// this first: invalid UTF-8 sequences become U+FFFD, and so do C0 control characters other than
+// tab and newline, DEL, C1 controls, noncharacters (U+FFFE, U+FFFF, U+FDD0-FDEF), U+2028/2029
+// and the bidirectional overrides, so no output format (terminal, HTML, XML, Markdown) can be
+// broken or disguised by them.
 std::string SanitizeUtf8(std::string_view text);
 
 // A C0 control character or DEL: what a terminal may obey instead of showing.
 bool IsControlCharacter(char c);
 // For text bound for a terminal that must keep its lines (stderr, logs): every control character
-// but tab and newline becomes '?'. Cheaper than SanitizeUtf8, and leaves UTF-8 alone.
+// but tab and newline becomes '?', C1 controls in UTF-8 too. Cheaper than SanitizeUtf8, and
+// leaves the rest of UTF-8 alone.
 void ShowControlCharacters(std::string& text);
 
 }  // namespace cmax

@@ -28,7 +28,7 @@ struct Prepared {
   Slo slo;
   std::optional<Price> price;
   RunDescription description;
-  std::string key;  // taken out of what the run shows, should a server echo it
+  std::vector<std::string> secrets;  // taken out of what the run shows (RequestSecrets)
 };
 
 Result<Prepared> Prepare(const TargetOptions& o, const PaceOptions& pace, const LoadRunIo& io) {
@@ -75,7 +75,7 @@ Result<Prepared> Prepare(const TargetOptions& o, const PaceOptions& pace, const 
   }
   auto key = ApiKey({.file = o.api_key_file, .env = o.api_key_env}, *api, *io.fs, io.env);
   if (!key) return tl::unexpected(key.error());
-  p.key = *key;
+  p.secrets = RequestSecrets(*key, o.headers);
   auto headers = RequestHeaders(*api, *key, o.headers);
   if (!headers) return tl::unexpected(headers.error());
   p.target.headers = std::move(*headers);
@@ -172,7 +172,7 @@ Result<Measured> Measure(Prepared& p, Workload& workload, const LoadShape& shape
   if (!run) return tl::unexpected(run.error());
   Measured m{std::move(*run), {}, {}};
   m.summary = Summarize(m.run, p.slo, p.price);
-  RedactSecret(m.summary, p.key);
+  RedactSecrets(m.run, m.summary, p.secrets);
   m.result = ResultJson(p.description, m.run, m.summary);
   return m;
 }

@@ -107,6 +107,31 @@ Result<std::vector<std::string>> RequestHeaders(Api api, const std::string& key,
   return headers;
 }
 
+std::vector<std::string> RequestSecrets(const std::string& key,
+                                        const std::vector<std::string>& extra) {
+  std::vector<std::string> secrets;
+  if (!key.empty()) secrets.push_back(key);
+  for (const std::string& header : extra) {
+    const size_t colon = header.find(':');
+    if (colon == std::string::npos) continue;
+    const std::string name = ToLower(Trim(std::string_view(header).substr(0, colon)));
+    const bool credential = name == "authorization" || name == "proxy-authorization" ||
+                            name == "cookie" || name.find("key") != std::string::npos ||
+                            name.find("token") != std::string::npos ||
+                            name.find("secret") != std::string::npos;
+    if (!credential) continue;
+    const std::string_view value = Trim(std::string_view(header).substr(colon + 1));
+    if (value.empty()) continue;
+    secrets.emplace_back(value);
+    // "Bearer sk-...": a gateway may echo the token alone.
+    if (const size_t space = value.find(' '); space != std::string_view::npos) {
+      const std::string_view credential_alone = Trim(value.substr(space + 1));
+      if (!credential_alone.empty()) secrets.emplace_back(credential_alone);
+    }
+  }
+  return secrets;
+}
+
 Result<Slo> ParseGoodput(const std::vector<std::string>& items) {
   Slo slo;
   for (const std::string& item : items) {

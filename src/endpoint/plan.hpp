@@ -48,6 +48,13 @@ Result<std::string> ApiKey(const KeySource& source, Api api, sys::FileSystem& fs
 Result<std::vector<std::string>> RequestHeaders(Api api, const std::string& key,
                                                 const std::vector<std::string>& extra);
 
+// What the requests carry that must never be printed or written, though a gateway may echo it in
+// an error body: the API key, and each --header whose name says it carries credentials
+// (Authorization, Proxy-Authorization, Cookie, or a name holding "key", "token" or "secret"),
+// its whole value and the credential after a scheme word ("Bearer", "Basic").
+std::vector<std::string> RequestSecrets(const std::string& key,
+                                        const std::vector<std::string>& extra);
+
 // --goodput items: "ttft:MS", "tpot:MS", "e2el:MS", comma-separated or repeated.
 Result<Slo> ParseGoodput(const std::vector<std::string>& items);
 

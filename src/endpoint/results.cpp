@@ -1,6 +1,8 @@
 #include "endpoint/results.hpp"
 
+#include <algorithm>
 #include <fmt/format.h>
+#include <functional>
 
 #include "core/strings.hpp"
 
@@ -282,12 +284,26 @@ std::string FailureText(const RequestRecord& r) {
   return text;
 }
 
-void RedactSecret(LoadSummary& summary, const std::string& secret) {
-  // A gateway may echo the key it refused in its error body.
-  if (secret.size() < 4) return;
-  for (size_t at = summary.first_failure.find(secret); at != std::string::npos;
-       at = summary.first_failure.find(secret, at)) {
-    summary.first_failure.replace(at, secret.size(), "[redacted]");
+namespace {
+
+void Redact(std::string& text, const std::string& secret) {
+  for (size_t at = text.find(secret); at != std::string::npos; at = text.find(secret, at)) {
+    text.replace(at, secret.size(), "[redacted]");
+  }
+}
+
+}  // namespace
+
+void RedactSecrets(LoadResult& run, LoadSummary& summary, const std::vector<std::string>& secrets) {
+  // The longest first: "Bearer sk-1" before "sk-1", so the whole value goes at once.
+  std::vector<std::string> ordered;
+  for (const std::string& s : secrets) {
+    if (s.size() >= 4) ordered.push_back(s);
+  }
+  std::ranges::sort(ordered, std::greater<>{}, &std::string::size);
+  for (const std::string& secret : ordered) {
+    Redact(summary.first_failure, secret);
+    for (RequestRecord& r : run.records) Redact(r.error_message, secret);
   }
 }
 

@@ -58,9 +58,11 @@ inline constexpr double kMinCpuWindowS = 0.5;
 // else the error class and its message.
 std::string FailureText(const RequestRecord& record);
 
-// Takes the API key out of what the summary shows and stores (a gateway may echo a key it
-// refused); before the summary's findings and result are made.
-void RedactSecret(LoadSummary& summary, const std::string& secret);
+// Takes the secrets (RequestSecrets: the API key, credential headers) out of every request's
+// error and the summary's first failure, which the output and requests files, the store and the
+// terminal show (a gateway may echo a key it refused); before the findings and result are made.
+// A secret under 4 characters is left: it would redact ordinary words.
+void RedactSecrets(LoadResult& run, LoadSummary& summary, const std::vector<std::string>& secrets);
 
 LoadSummary Summarize(const LoadResult& run, const Slo& slo, const std::optional<Price>& price);
 

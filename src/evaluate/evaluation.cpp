@@ -460,6 +460,18 @@ Result<Evaluation> Evaluate(const EvaluationOptions& options, const EvaluationIo
       host_io.provider = files->attestation->provider;
     }
   }
+  // An attestation is one provider's promises: another's evaluation rated with it would be
+  // scored on its prices, SLA and certificates, under its name.
+  const std::string evaluated = !host_io.provider.empty()
+                                    ? host_io.provider
+                                    : (hio.env ? hio.env("CMAX_PROVIDER") : std::string());
+  if (files->attestation && !evaluated.empty() && files->attestation->provider != evaluated) {
+    return Fail(ErrorCode::kInvalidArgument,
+                "attestation {}: it is provider {}'s, and this evaluation is of provider {} (from "
+                "--provider, CMAX_PROVIDER or the plan)",
+                attestation_path, SanitizeUtf8(files->attestation->provider),
+                SanitizeUtf8(evaluated));
+  }
   const PhaseRunner runner(options, io, host_io.provider);
   std::vector<PhaseOutcome> phases;
   auto host = audit::EvaluateHost(

@@ -147,11 +147,13 @@ std::vector<Finding> PassiveFindings(const PassiveFacts& facts, const PassiveOpt
     f.remediation = "Run the cmax agent so the log is read as it is written.";
     findings.push_back(std::move(f));
   } else if (log.cut_lines > 0) {
-    Finding f = Make("health.kernel_log", CheckStatus::kWarn, Severity::kLow,
-                     fmt::format("{} records read, {} lines cut", log.records, log.cut_lines),
-                     fmt::format("{} lines of {} were longer than the line limit and were read "
-                                 "only up to it; kernel records are far shorter",
-                                 log.cut_lines, log.source));
+    Finding f =
+        Make("health.kernel_log", CheckStatus::kWarn, Severity::kLow,
+             fmt::format("{} records read, {} lines cut", log.records, log.cut_lines),
+             fmt::format("{} {} of {} {} longer than the line limit and {} read "
+                         "only up to it; kernel records are far shorter",
+                         log.cut_lines, log.cut_lines == 1 ? "line" : "lines", log.source,
+                         log.cut_lines == 1 ? "was" : "were", log.cut_lines == 1 ? "was" : "were"));
     f.expected = "0 lines cut";
     findings.push_back(std::move(f));
   } else {

@@ -15,7 +15,7 @@ std::vector<std::string> Refusals(const TargetFacts& t, const SafetyFlags& f) {
     why.push_back(fmt::format(
         "{} is not this host: run cmax inject on it (for example `srun -w {} --overlap cmax "
         "inject ...`)",
-        t.node, t.node));
+        SanitizeUtf8(t.node), ShellWord(t.node)));
   }
   if (t.scheduler_known && !t.in_scheduler) {
     why.push_back(fmt::format("{} is not a node the scheduler knows", t.node));

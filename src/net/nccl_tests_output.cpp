@@ -331,9 +331,11 @@ struct Parser {
     const std::string_view line = Trim(WithoutPrefix(raw, source));
     if (line.empty()) return;
     if (line.front() == '#') return Comment(line, source);
-    // A row: its first word all digits (an NCCL line's starts with a host name and a colon).
-    if (IsDigit(line.front())) {
-      size_t end = 0;
+    // A row: its first word all digits (an NCCL line's starts with a host name and a colon). A
+    // first word of a minus and digits is a row no run prints: said, not passed over.
+    const bool negative = line.front() == '-' && line.size() > 1 && IsDigit(line[1]);
+    if (IsDigit(line.front()) || negative) {
+      size_t end = negative ? 1 : 0;
       while (end < line.size() && IsDigit(line[end])) ++end;
       if (end == line.size() || line[end] == ' ' || line[end] == '\t') return Row(line, source);
     }

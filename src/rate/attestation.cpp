@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <fmt/format.h>
+#include <set>
 #include <yaml-cpp/yaml.h>
 
 #include "core/sha256.hpp"
@@ -25,6 +26,7 @@ Result<void> OnlyKeys(const YAML::Node& map, std::initializer_list<std::string_v
     return Fail(ErrorCode::kInvalidArgument, "attestation line {}: {} must be a map", LineOf(map),
                 where);
   }
+  std::set<std::string> seen;
   for (auto it = map.begin(); it != map.end(); ++it) {
     const std::string key = it->first.IsScalar() ? it->first.Scalar() : std::string("?");
     if (std::ranges::find(known, key) == known.end()) {
@@ -32,6 +34,11 @@ Result<void> OnlyKeys(const YAML::Node& map, std::initializer_list<std::string_v
                   "attestation line {}: unknown key \"{}\" in {} (known: {})", LineOf(it->first),
                   SanitizeUtf8(key), where,
                   Join(std::vector<std::string>(known.begin(), known.end()), ", "));
+    }
+    // YAML reads the first of two equal keys: a file stating two prices would be priced at one.
+    if (!seen.insert(key).second) {
+      return Fail(ErrorCode::kInvalidArgument, "attestation line {}: \"{}\" appears twice in {}",
+                  LineOf(it->first), SanitizeUtf8(key), where);
     }
   }
   return {};
@@ -202,7 +209,15 @@ Result<Attestation> ParseAttestation(std::string_view yaml, WallTime now) {
                   LineOf(root["provider"]));
     }
     out.provider = provider;
-    out.source = SanitizeUtf8(root["source"].Scalar());
+    // Who attests is one line in every report; a YAML block scalar would break the text's lines.
+    const std::string& source = root["source"].Scalar();
+    if (source.size() > 1000 || SanitizeUtf8(source) != source ||
+        source.find_first_of("\n\t\r") != std::string::npos) {
+      return Fail(ErrorCode::kInvalidArgument,
+                  "attestation line {}: source must be up to 1000 printable characters on one line",
+                  LineOf(root["source"]));
+    }
+    out.source = source;
     auto date = Date(root, "date");
     if (!date) return tl::unexpected(date.error());
     if (!*date)
@@ -304,9 +319,17 @@ Result<Attestation> ParseAttestation(std::string_view yaml, WallTime now) {
       if (!promised) return tl::unexpected(promised.error());
       auto delivered = Date(delivery, "delivered");
       if (!delivered) return tl::unexpected(delivered.error());
+      if (*delivered && **delivered > now) {
+        return Fail(ErrorCode::kInvalidArgument,
+                    "attestation line {}: delivery delivered is in the future: capacity not "
+                    "delivered yet has no delivered date",
+                    LineOf(delivery["delivered"]));
+      }
       if (*promised && *delivered) {
-        out.facts["availability.delivery_late_days"] =
-            std::chrono::duration_cast<std::chrono::hours>(**delivered - **promised).count() / 24;
+        // Early is on time: a provider is not scored above one that kept its date.
+        out.facts["availability.delivery_late_days"] = std::max<int64_t>(
+            0,
+            std::chrono::duration_cast<std::chrono::hours>(**delivered - **promised).count() / 24);
       } else if (*promised && !*delivered && now > **promised) {
         // Not delivered yet and already late: as late as today.
         out.facts["availability.delivery_late_days"] =

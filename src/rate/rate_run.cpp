@@ -57,7 +57,8 @@ Result<Attestation> LoadAttestation(const std::string& path, const Rubric& rubri
                                     const RateIo& io) {
   auto text = io.fs->ReadFile(path, kFileLimit);
   if (!text) {
-    return Fail(ErrorCode::kInvalidArgument, "--attestation {}: {}", path, text.error().message);
+    // Named by --attestation or by a plan: the file is what to look at, whichever it was.
+    return Fail(ErrorCode::kInvalidArgument, "attestation {}: {}", path, text.error().message);
   }
   auto parsed = ParseAttestation(*text, io.clock->Now());
   if (!parsed) return Fail(ErrorCode::kInvalidArgument, "{}: {}", path, parsed.error().message);
@@ -132,7 +133,7 @@ Result<RatingFiles> LoadRatingFiles(const RateOptions& options, const RateIo& io
   if (!options.rubric.empty()) {
     auto text = io.fs->ReadFile(options.rubric, kFileLimit);
     if (!text) {
-      return Fail(ErrorCode::kInvalidArgument, "--rubric {}: {}", options.rubric,
+      return Fail(ErrorCode::kInvalidArgument, "rubric {}: {}", options.rubric,
                   text.error().message);
     }
     auto parsed = Rubric::Parse(*text);
@@ -161,6 +162,20 @@ Result<Rating> RateRuns(const std::vector<std::string>& runs, const RatingFiles&
     }
   }
   std::ranges::sort(records, std::greater<>(), [](const RunRecord& r) { return r.run.id; });
+  // An attestation is one provider's promises: rating another's runs with it would score them
+  // on its prices, SLA and certificates, under its name.
+  if (files.attestation && !files.attestation->provider.empty()) {
+    for (const RunRecord& record : records) {
+      if (!record.run.provider.empty() && record.run.provider != files.attestation->provider) {
+        return Fail(ErrorCode::kInvalidArgument,
+                    "the attestation is provider {}'s, and run {} is of provider {}: rate that "
+                    "provider's runs with --provider {}, or name {}'s attestation",
+                    SanitizeUtf8(files.attestation->provider), record.run.id,
+                    SanitizeUtf8(record.run.provider), ShellWord(files.attestation->provider),
+                    SanitizeUtf8(record.run.provider));
+      }
+    }
+  }
   RatingInputs inputs{.attestation = files.attestation ? &*files.attestation : nullptr,
                       .now = io.clock->Now()};
   for (const RunRecord& record : records) inputs.runs.push_back(&record);
@@ -183,6 +198,11 @@ Result<Rating> RateRuns(const std::vector<std::string>& runs, const RatingFiles&
     if (std::ranges::find(rated_providers, name) == rated_providers.end()) {
       rated_providers.push_back(name);
     }
+  }
+  // No attestation to name the provider: the runs' own, when they are one provider's.
+  if (rating.provider.empty() && rated_providers.size() == 1 && !records.empty() &&
+      !records.front().run.provider.empty()) {
+    rating.provider = records.front().run.provider;
   }
   if (rated_providers.size() > 1) {
     rating.notes.push_back(

@@ -667,7 +667,9 @@ std::string RatingText(const Rating& r, int verbosity) {
                                k.contract_usd_per_year)
                  : std::string(" (no price attested)"));
     if (v.delivery_late_days) {
-      out += fmt::format("  delivery: {} days late\n", Number(*v.delivery_late_days));
+      out += *v.delivery_late_days > 0
+                 ? fmt::format("  delivery: {} days late\n", Number(*v.delivery_late_days))
+                 : std::string("  delivery: on time\n");
     }
     if (verbosity > 0) {
       for (const std::string& formula : v.formulas) out += "  " + formula + "\n";

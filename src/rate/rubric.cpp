@@ -37,7 +37,15 @@ Result<std::string> Text(const json& object, const char* key, std::string_view w
     return Fail(ErrorCode::kInvalidArgument, "rubric: {}: \"{}\" must be a non-empty string", where,
                 key);
   }
-  return it->get<std::string>();
+  // Names and titles are printed on terminals and in every report, one line each.
+  const std::string& text = it->get_ref<const std::string&>();
+  if (text.find_first_of("\t\n") != std::string::npos || SanitizeUtf8(text) != text) {
+    return Fail(ErrorCode::kInvalidArgument,
+                "rubric: {}: \"{}\" holds a line break, a control character or bytes that are not "
+                "UTF-8",
+                where, key);
+  }
+  return text;
 }
 
 Result<double> Number(const json& object, const char* key, std::string_view where, double low,
@@ -559,6 +567,18 @@ Result<Rubric> Rubric::Parse(std::string_view text) {
       return Fail(ErrorCode::kInvalidArgument,
                   "rubric: goodput: job_gpus, contract_hours and mtbf_gpu_hours must be above 0");
     }
+    // GPUs come whole, and a GPU that fails more than once an hour is no fleet to price: a
+    // 1e-300 MTBF made every cost infinite.
+    if (g.job_gpus != std::floor(g.job_gpus) ||
+        g.blast_radius_gpus != std::floor(g.blast_radius_gpus)) {
+      return Fail(ErrorCode::kInvalidArgument,
+                  "rubric: goodput: job_gpus and blast_radius_gpus are whole GPUs");
+    }
+    if (g.mtbf_gpu_hours < 1) {
+      return Fail(
+          ErrorCode::kInvalidArgument,
+          "rubric: goodput: mtbf_gpu_hours must be at least 1 (GPU-hours between failures)");
+    }
     rubric.goodput_ = g;
   }
   if (const auto templates = doc.find("sla_templates"); templates != doc.end()) {
@@ -566,12 +586,29 @@ Result<Rubric> Rubric::Parse(std::string_view text) {
     if (!parsed) return tl::unexpected(parsed.error());
     rubric.sla_templates_ = std::move(*parsed);
   }
+  // A weight of 0 leaves a category or an item out; all of them at 0 leave nothing to score.
+  double category_weights = 0;
   for (const RubricCategory& category : rubric.categories_) {
     if (std::ranges::none_of(rubric.items_,
                              [&](const auto& item) { return item.category == category.id; })) {
       return Fail(ErrorCode::kInvalidArgument, "rubric: category {} has no item",
                   SanitizeUtf8(category.id));
     }
+    double item_weights = 0;
+    for (const RubricItem& item : rubric.items_) {
+      if (item.category == category.id) item_weights += item.weight;
+    }
+    if (category.weight > 0 && item_weights <= 0) {
+      return Fail(ErrorCode::kInvalidArgument,
+                  "rubric: category {} weighs {} but every item of it weighs 0: nothing in it "
+                  "could be scored",
+                  SanitizeUtf8(category.id), category.weight);
+    }
+    category_weights += category.weight;
+  }
+  if (category_weights <= 0) {
+    return Fail(ErrorCode::kInvalidArgument,
+                "rubric: every category weighs 0: nothing could be scored");
   }
   return rubric;
 }

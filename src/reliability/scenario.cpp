@@ -1,9 +1,11 @@
 #include "reliability/scenario.hpp"
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <fmt/format.h>
 #include <map>
+#include <set>
 #include <string_view>
 #include <vector>
 #include <yaml-cpp/yaml.h>
@@ -26,10 +28,16 @@ int LineOf(const YAML::Node& node) {
 // Every key of a map must be one the reader knows: a misspelt one is an error, never ignored.
 Result<void> OnlyKeys(const YAML::Node& map, const std::vector<std::string_view>& known,
                       std::string_view what) {
+  std::set<std::string> seen;
   for (auto it = map.begin(); it != map.end(); ++it) {
     const std::string key = it->first.IsScalar() ? it->first.Scalar() : std::string("?");
     if (std::find(known.begin(), known.end(), key) == known.end()) {
       return tl::unexpected(UnknownKey(what, key, LineOf(it->first), known));
+    }
+    // YAML reads the first of two equal keys: `code: 79, code: 80` would inject 79 unsaid.
+    if (!seen.insert(key).second) {
+      return Fail(ErrorCode::kInvalidArgument, "{} line {}: \"{}\" appears twice", what,
+                  LineOf(it->first), SanitizeUtf8(key));
     }
   }
   return {};
@@ -165,6 +173,25 @@ Result<Scenario> ParseScenario(std::string_view text) {
         return Fail(ErrorCode::kInvalidArgument,
                     "scenario: signals need both prometheus (a URL) and query");
       }
+      // Said by a dry run too, not first when the faults are already injected.
+      if (!s.prometheus.empty() && !s.prometheus.starts_with("http://") &&
+          !s.prometheus.starts_with("https://")) {
+        return Fail(ErrorCode::kInvalidArgument,
+                    "scenario line {}: signals prometheus must be an http:// or https:// URL",
+                    LineOf(signals["prometheus"]));
+      }
+      if (!s.alert_webhook.empty()) {
+        const size_t colon = s.alert_webhook.rfind(':');
+        const auto port = colon == std::string::npos
+                              ? std::nullopt
+                              : ParseWhole<unsigned>(s.alert_webhook.substr(colon + 1));
+        if (colon == 0 || !port || *port > 65535) {
+          return Fail(ErrorCode::kInvalidArgument,
+                      "scenario line {}: signals webhook must be HOST:PORT to listen on (port "
+                      "0-65535, 0 for any)",
+                      LineOf(signals["webhook"]));
+        }
+      }
     }
     const YAML::Node steps = root["steps"];
     if (!steps || !steps.IsSequence() || steps.size() == 0) {
@@ -234,6 +261,17 @@ Result<Scenario> ParseScenario(std::string_view text) {
       if (step.node.empty()) {
         return Fail(ErrorCode::kInvalidArgument, "scenario step {}: no node", i + 1);
       }
+      // A node is a host's name (Slurm's, Kubernetes'): it goes into commands and the hints
+      // people copy, where `;` or `$(...)` would be a command of their own.
+      if (!std::ranges::all_of(step.node, [](char c) {
+            return std::isalnum(static_cast<unsigned char>(c)) != 0 || c == '-' || c == '.' ||
+                   c == '_';
+          })) {
+        return Fail(ErrorCode::kInvalidArgument,
+                    "scenario line {}: step {}: the node must be a host name (letters, digits, "
+                    "'-', '.', '_')",
+                    LineOf(n), i + 1);
+      }
       if (auto record = StepRecord(step); !record) {
         return Fail(ErrorCode::kInvalidArgument, "scenario step {}: {}", i + 1,
                     record.error().message);
@@ -277,6 +315,13 @@ Result<std::string> StepRecord(const Step& step) {
         return Fail(ErrorCode::kInvalidArgument, "unknown simulated fault '{}'", step.fault);
       }
       if (step.pci.empty()) return Fail(ErrorCode::kInvalidArgument, "nvml-sim needs gpu");
+      // An index of the simulated GPUs (as nvidia-smi numbers them) or a PCI address.
+      if (const auto index = ParseWhole<unsigned>(step.pci);
+          !(index && *index < 64) && !inject::FullPciAddress(step.pci)) {
+        return Fail(ErrorCode::kInvalidArgument,
+                    "nvml-sim gpu '{}' is neither a GPU index (0-63) nor a PCI address",
+                    SanitizeUtf8(step.pci));
+      }
       return fmt::format("simulated NVML: {} on GPU {}{}", step.fault, step.pci,
                          step.value != 0 ? fmt::format(" (value {})", step.value) : "");
     }

@@ -146,6 +146,13 @@ Result<RackMap> ParseRacks(std::string_view text) {
     const auto fields = SplitFields(line);
     if (fields.empty()) continue;
     const std::string rack(fields[0]);
+    // Rack and tray names go into Slurm's drain reasons and the journal.
+    if (SanitizeUtf8(line) != line) {
+      return Fail(ErrorCode::kInvalidArgument,
+                  "line {}: a control character or bytes that are "
+                  "not UTF-8",
+                  line_number);
+    }
     if (racks.contains(rack)) {
       return Fail(ErrorCode::kInvalidArgument, "line {}: rack {} named twice", line_number, rack);
     }
@@ -167,6 +174,8 @@ Result<RackMap> ParseRacks(std::string_view text) {
       return Fail(ErrorCode::kInvalidArgument, "line {}: rack {} has no trays", line_number, rack);
     }
   }
+  // A rack file with no rack would turn the rack rules off unsaid (an empty or truncated file).
+  if (racks.empty()) return Fail(ErrorCode::kInvalidArgument, "no rack in it");
   return racks;
 }
 

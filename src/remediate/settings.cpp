@@ -32,7 +32,12 @@ Result<ControllerConfig> BuildControllerConfig(const ControllerSettings& o, sys:
     return Fail(ErrorCode::kInvalidArgument, "--architecture must be hgx or nvl72, got '{}'",
                 SanitizeUtf8(o.architecture));
   }
-  if (o.act == o.dry_run) {
+  if (o.act && o.dry_run) {
+    return Fail(ErrorCode::kInvalidArgument,
+                "--act and --dry-run exclude each other: --act lets cmax drain, requeue, reset "
+                "and resume nodes, --dry-run only says what it would do");
+  }
+  if (!o.act && !o.dry_run) {
     return Fail(ErrorCode::kInvalidArgument,
                 "say --act to let cmax drain, requeue, reset and resume nodes, or --dry-run to "
                 "see what it would do");
@@ -53,6 +58,15 @@ Result<ControllerConfig> BuildControllerConfig(const ControllerSettings& o, sys:
   c.policy.probation = SecondsAsDuration(o.probation_min * 60);
   c.policy.validation_timeout = c.validation.timeout;
   c.policy.escalation_faults = o.escalation_faults;
+  // Node names go into drain reasons and the journal: a host's name, nothing a terminal obeys.
+  for (const std::string& node : o.nodes) {
+    if (node.empty() || node.size() > 253 || SanitizeUtf8(node) != node ||
+        node.find_first_of(" \t\n") != std::string::npos) {
+      return Fail(ErrorCode::kInvalidArgument,
+                  "--node '{}': a node's name, without spaces or control characters",
+                  SanitizeUtf8(node.substr(0, 60)));
+    }
+  }
   c.nodes = o.nodes;
   if (!o.racks_file.empty()) {
     if (o.architecture != "nvl72") {

@@ -90,7 +90,8 @@ Result<RecordedWhole> RecordWholeRun(const std::string& db_path, const RunStart&
 }
 
 Result<int64_t> ResolveRunId(Store& store, const std::string& text, const std::string& command) {
-  if (text.empty() || text == "latest") return store.LatestRunId(command);
+  // An empty word is a script's unset variable, not a wish for the newest run.
+  if (text == "latest") return store.LatestRunId(command);
   const std::optional<int64_t> id = ParseWhole<int64_t>(text);
   if (!id || *id <= 0) {
     return Fail(ErrorCode::kInvalidArgument, "'{}' is not a run id (a number, or 'latest')", text);

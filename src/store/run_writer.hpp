@@ -69,8 +69,8 @@ Result<RecordedWhole> RecordWholeRun(const std::string& db_path, const RunStart&
                                      const std::vector<Finding>& findings,
                                      const std::vector<Metric>& metrics, WallTime ended_at);
 
-// A run named by a person: "latest" (or empty) for the newest, of `command` when one is given,
-// or its id. kInvalidArgument when the text is neither.
+// A run named by a person: "latest" for the newest, of `command` when one is given, or its id.
+// kInvalidArgument when the text is neither (an empty one too).
 Result<int64_t> ResolveRunId(Store& store, const std::string& text,
                              const std::string& command = "");
 // The stored run `run_text` names, from the store at `db_path`, which must exist. Errors:

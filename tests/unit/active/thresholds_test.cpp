@@ -122,6 +122,7 @@ TEST(ActiveThresholds, RefusesWhatIsNotATableInWords) {
     std::string says;
   } cases[] = {
       {"not json", "not JSON"},
+      {"{\n  \"schema\": \"cmax.active-thresholds/v1\",\n  \"classes\": [,]\n}", "at line 3"},
       {R"({"schema": "other/v1", "classes": []})", "not a cmax.active-thresholds/v1"},
       {doc(good_class, R"(, "clases": [])"), "did you mean 'classes'"},
       {doc(good_class + "," + good_class), "x given twice"},

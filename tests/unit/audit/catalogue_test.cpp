@@ -201,6 +201,12 @@ TEST(AuditCatalogue, RefusesABrokenCatalogue) {
   }
   EXPECT_FALSE(AuditCatalogue::Parse("not json"));
   EXPECT_FALSE(AuditCatalogue::Parse("[]"));
+  // Whoever edits data/audit_catalogue.json is told where it stops being JSON.
+  auto broken =
+      AuditCatalogue::Parse("{\n  \"schema\": \"cmax.audit-catalogue/v1\",\n  \"checks\": [,]\n}");
+  ASSERT_FALSE(broken);
+  EXPECT_NE(broken.error().message.find("not JSON: at line 3"), std::string::npos)
+      << broken.error().message;
 }
 
 TEST(ShowCatalogue, ListsOneCheckPerLineUnderItsProfile) {

@@ -22,6 +22,7 @@ namespace cmax::audit {
 namespace {
 
 using nlohmann::json;
+using namespace std::string_view_literals;
 
 TEST(LocalEvidenceParsers, ReadWhatProgramsAndFilesSay) {
   EXPECT_EQ(ParseNvccRelease("nvcc: NVIDIA (R) Cuda compiler driver\nCuda compilation tools, "
@@ -52,9 +53,9 @@ TEST(LocalEvidenceParsers, ReadWhatProgramsAndFilesSay) {
   EXPECT_EQ(SoftLimit(limits, "Max stack size"), "unlimited");
   EXPECT_EQ(SoftLimit(limits, "Max nothing"), std::nullopt);
   const std::string cache =
-      std::string("ld.so-1.7.0\0glibc-ld.so.cache1.1\0", 32) +
-      std::string("libnccl.so.2\0/usr/lib/x86_64-linux-gnu/libnccl.so.2\0", 53) +
-      std::string("libc.so.6\0/lib/x86_64-linux-gnu/libc.so.6\0", 42);
+      std::string("ld.so-1.7.0\0glibc-ld.so.cache1.1"sv) +
+      std::string("libnccl.so.2\0/usr/lib/x86_64-linux-gnu/libnccl.so.2\0\0"sv) +
+      std::string("libc.so.6\0/lib/x86_64-linux-gnu/libc.so.6\0"sv);
   EXPECT_EQ(CachedLibraries(cache, "libnccl.so"),
             std::vector<std::string>{"/usr/lib/x86_64-linux-gnu/libnccl.so.2"});
   EXPECT_TRUE(CachedLibraries(cache, "libgdrapi.so").empty());

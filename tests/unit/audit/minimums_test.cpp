@@ -26,18 +26,18 @@ const json kTable = {
     {"grace_days", 3},
     {"max_age_days", 10},
     {"components",
-     {{"driver",
+     {{"nvidia-driver",
        {{"select", "major"}, {"minimums", {{"550", "550.90.01"}, {"570", "570.200.10"}}}}},
       {"runc",
        {{"select", "major.minor"},
         {"unlisted", "fail"},
         {"minimums", {{"1.1", "1.1.20"}, {"1.3", "1.3.9"}, {"1.5", "1.5.0-rc.4"}}}}},
-      {"firmware", {{"select", "train"}, {"minimums", {{"28", "5000"}, {"32", "2000"}}}}},
-      {"ctk",
+      {"connectx-firmware", {{"select", "train"}, {"minimums", {{"28", "5000"}, {"32", "2000"}}}}},
+      {"nvidia-container-toolkit",
        {{"select", "whole"},
         {"minimums", {{"*", "1.20.0"}}},
         {"available", {{"*", "2026-10-10"}}}}},
-      {"gpu-driver",
+      {"amd-driver",
        {{"select", "model"},
         {"minimums",
          {{"MI210", "30.20"}, {"MI300X", "31.50"}, {"MI355X", "31.50"}, {"MI400", "32.00"}}},
@@ -55,14 +55,14 @@ TEST(GradeVersion, HoldsEachVersionToItsReleaseLine) {
   };
   const std::vector<Case> cases = {
       // a driver branch: its own minimum; newer than every branch passes; others are unknown
-      {"driver", "570.200.10", CheckStatus::kPass, "570.200.10"},
-      {"driver", "570.211.01", CheckStatus::kPass, "570.200.10"},
-      {"driver", "570.86.15", CheckStatus::kFail, "570.200.10"},
-      {"driver", "550.90.01", CheckStatus::kPass, "550.90.01"},
-      {"driver", "550.54.15", CheckStatus::kFail, "550.90.01"},
-      {"driver", "595.10.01", CheckStatus::kPass, ""},
-      {"driver", "560.35.03", CheckStatus::kUnknown, ""},
-      {"driver", "535.309.01", CheckStatus::kUnknown, ""},
+      {"nvidia-driver", "570.200.10", CheckStatus::kPass, "570.200.10"},
+      {"nvidia-driver", "570.211.01", CheckStatus::kPass, "570.200.10"},
+      {"nvidia-driver", "570.86.15", CheckStatus::kFail, "570.200.10"},
+      {"nvidia-driver", "550.90.01", CheckStatus::kPass, "550.90.01"},
+      {"nvidia-driver", "550.54.15", CheckStatus::kFail, "550.90.01"},
+      {"nvidia-driver", "595.10.01", CheckStatus::kPass, ""},
+      {"nvidia-driver", "560.35.03", CheckStatus::kUnknown, ""},
+      {"nvidia-driver", "535.309.01", CheckStatus::kUnknown, ""},
       // runc: per major.minor; a release candidate below its release; an unmaintained branch
       // is held to the next one
       {"runc", "1.3.9", CheckStatus::kPass, "1.3.9"},
@@ -79,22 +79,22 @@ TEST(GradeVersion, HoldsEachVersionToItsReleaseLine) {
       {"runc", "1.0.0", CheckStatus::kFail, "1.1.20"},
       {"runc", "1.6.0", CheckStatus::kPass, ""},
       // firmware: the train's patch
-      {"firmware", "28.43.5000", CheckStatus::kPass, "5000"},
-      {"firmware", "28.39.4999", CheckStatus::kFail, "5000"},
-      {"firmware", "32.41.2100", CheckStatus::kPass, "2000"},
-      {"firmware", "30.1.1", CheckStatus::kUnknown, ""},
-      {"firmware", "40.1.1", CheckStatus::kPass, ""},
+      {"connectx-firmware", "28.43.5000", CheckStatus::kPass, "5000"},
+      {"connectx-firmware", "28.39.4999", CheckStatus::kFail, "5000"},
+      {"connectx-firmware", "32.41.2100", CheckStatus::kPass, "2000"},
+      {"connectx-firmware", "30.1.1", CheckStatus::kUnknown, ""},
+      {"connectx-firmware", "40.1.1", CheckStatus::kPass, ""},
       // one minimum, with its fix not available yet: not in effect
-      {"ctk", "1.19.9", CheckStatus::kPass, "1.20.0"},
+      {"nvidia-container-toolkit", "1.19.9", CheckStatus::kPass, "1.20.0"},
       // a package epoch is not a newer release
-      {"driver", "1:570.86.15", CheckStatus::kFail, "570.200.10"},
-      {"driver", "1:570.211.01", CheckStatus::kPass, "570.200.10"},
-      {"firmware", "28", CheckStatus::kUnknown, "5000"},
-      {"firmware", "28.43", CheckStatus::kUnknown, "5000"},
+      {"nvidia-driver", "1:570.86.15", CheckStatus::kFail, "570.200.10"},
+      {"nvidia-driver", "1:570.211.01", CheckStatus::kPass, "570.200.10"},
+      {"connectx-firmware", "28", CheckStatus::kUnknown, "5000"},
+      {"connectx-firmware", "28.43", CheckStatus::kUnknown, "5000"},
       // what cannot be graded
       {"docker", "29.7.0", CheckStatus::kUnknown, ""},
-      {"driver", "not a version", CheckStatus::kUnknown, ""},
-      {"driver", "", CheckStatus::kUnknown, ""},
+      {"nvidia-driver", "not a version", CheckStatus::kUnknown, ""},
+      {"nvidia-driver", "", CheckStatus::kUnknown, ""},
       {"runc", "1", CheckStatus::kUnknown, ""},
       {"runc", "runc version \"1.3.9\"", CheckStatus::kUnknown, ""},
   };
@@ -138,7 +138,7 @@ TEST(GradeVersion, ByModelTheWorstOfTheModelsPresentDecides) {
       {{"MI400", "MI210"}, "30.10", CheckStatus::kFail, "30.20", "(MI210's)"},
       {{"MI210", "MI210", "MI400"}, "31.60", CheckStatus::kPass, "32.00", "(MI400's)"},
       // a model the table does not list: never a pass, but a listed one can still fail
-      {{"MI400X"}, "40.10", CheckStatus::kUnknown, "", "no minimum of gpu-driver for MI400X"},
+      {{"MI400X"}, "40.10", CheckStatus::kUnknown, "", "no minimum of amd-driver for MI400X"},
       {{"MI300X", "MI400X"}, "31.60", CheckStatus::kUnknown, "31.50", "no minimum for MI400X"},
       {{"MI300X", "MI400X"}, "31.10", CheckStatus::kFail, "31.50", "below"},
       {{}, "31.60", CheckStatus::kUnknown, "", "no model"},
@@ -146,23 +146,25 @@ TEST(GradeVersion, ByModelTheWorstOfTheModelsPresentDecides) {
   };
   for (const Case& c : cases) {
     const VersionGrade grade =
-        GradeVersionForModels(*table, "gpu-driver", c.models, c.observed, now);
+        GradeVersionForModels(*table, "amd-driver", c.models, c.observed, now);
     EXPECT_EQ(grade.status, c.want) << c.observed << ": " << grade.reason;
     EXPECT_EQ(grade.minimum, c.minimum) << c.observed;
     EXPECT_NE(grade.reason.find(c.says), std::string::npos) << grade.reason;
   }
   // By model only with the models: the plain grade cannot place it, and a component of another
   // kind is not graded by model.
-  EXPECT_EQ(GradeVersion(*table, "gpu-driver", "31.60", now).status, CheckStatus::kUnknown);
-  EXPECT_EQ(GradeVersionForModels(*table, "driver", {"MI300X"}, "570.211.01", now).status,
+  EXPECT_EQ(GradeVersion(*table, "amd-driver", "31.60", now).status, CheckStatus::kUnknown);
+  EXPECT_EQ(GradeVersionForModels(*table, "nvidia-driver", {"MI300X"}, "570.211.01", now).status,
             CheckStatus::kUnknown);
-  EXPECT_NE(MinimumTableText(*table, now).find("gpu-driver (by GPU model;"), std::string::npos);
+  EXPECT_NE(MinimumTableText(*table, now).find("amd-driver (by GPU model;"), std::string::npos);
 }
 
 TEST(GradeVersion, AFixGetsItsGracePeriodThenFails) {
   auto table = MinimumTable::Parse(kTable.dump());
   ASSERT_TRUE(table);
-  const auto at = [&](const char* when) { return GradeVersion(*table, "ctk", "1.19.9", At(when)); };
+  const auto at = [&](const char* when) {
+    return GradeVersion(*table, "nvidia-container-toolkit", "1.19.9", At(when));
+  };
   EXPECT_EQ(at("2026-10-09T23:59:00Z").status, CheckStatus::kPass);  // not available yet
   EXPECT_EQ(at("2026-10-10T00:00:00Z").status, CheckStatus::kWarn);  // day 0 of the grace
   const VersionGrade in_grace = at("2026-10-12T12:00:00Z");
@@ -172,9 +174,11 @@ TEST(GradeVersion, AFixGetsItsGracePeriodThenFails) {
   EXPECT_EQ(at("2026-10-13T00:00:00Z").status, CheckStatus::kFail);
   EXPECT_EQ(at("2026-10-13T00:00:00Z").minimum, "1.20.0");
   // After enforcement, an epoch does not lift a version over its minimum.
-  EXPECT_EQ(GradeVersion(*table, "ctk", "5:1.19.9", At("2026-10-20T00:00:00Z")).status,
+  EXPECT_EQ(GradeVersion(*table, "nvidia-container-toolkit", "5:1.19.9", At("2026-10-20T00:00:00Z"))
+                .status,
             CheckStatus::kFail);
-  EXPECT_EQ(GradeVersion(*table, "ctk", "5:1.20.1-1~ubuntu.22.04~jammy", At("2026-10-20T00:00:00Z"))
+  EXPECT_EQ(GradeVersion(*table, "nvidia-container-toolkit", "5:1.20.1-1~ubuntu.22.04~jammy",
+                         At("2026-10-20T00:00:00Z"))
                 .status,
             CheckStatus::kPass);
 }
@@ -189,7 +193,7 @@ TEST(MinimumTable, SaysWhenItIsOldOrFromTheFuture) {
   const WallTime before = At("2026-09-29T00:00:00Z");
   EXPECT_NE(table->AgeNotice(before).find("dated in the future (2026-10-01)"), std::string::npos);
   // A table from the future grades nothing.
-  const VersionGrade grade = GradeVersion(*table, "driver", "570.211.01", before);
+  const VersionGrade grade = GradeVersion(*table, "nvidia-driver", "570.211.01", before);
   EXPECT_EQ(grade.status, CheckStatus::kUnknown);
   EXPECT_EQ(table->Sha256(), Sha256Hex(kTable.dump()));
 }
@@ -198,11 +202,11 @@ TEST(MinimumTable, TheBuiltinOneIsThePublicTablesValues) {
   const MinimumTable& table = MinimumTable::Builtin();
   EXPECT_EQ(FormatIso8601(table.Generated()).substr(0, 10), "2026-09-25");
   EXPECT_EQ(table.Sha256().size(), 64U);
-  for (const char* component :
-       {"nvidia-driver", "nvidia-container-toolkit", "cuda-toolkit", "docker", "runc",
-        "connectx-firmware", "dcgm", "dcgm-exporter", "amd-driver"}) {
+  // Every component a check grades has its minimums; the parser refuses any other.
+  for (const std::string_view component : kGradedComponents) {
     EXPECT_NE(table.Find(component), nullptr) << component;
   }
+  EXPECT_EQ(table.Components().size(), kGradedComponents.size());
   const WallTime now = At("2026-09-28T00:00:00Z");
   EXPECT_EQ(GradeVersion(table, "nvidia-driver", "580.159.03", now).status, CheckStatus::kPass);
   EXPECT_EQ(GradeVersion(table, "nvidia-driver", "580.95.05", now).status, CheckStatus::kFail);
@@ -234,37 +238,46 @@ TEST(MinimumTable, RefusesABrokenTable) {
       {"negative grace", changed([](json& d) { d["grace_days"] = -1; }), "grace_days"},
       {"no components", changed([](json& d) { d["components"] = json::object(); }),
        "\"components\""},
-      {"unknown select", changed([](json& d) { d["components"]["driver"]["select"] = "minor"; }),
+      {"unknown select",
+       changed([](json& d) { d["components"]["nvidia-driver"]["select"] = "minor"; }),
        "\"select\""},
       {"an unlisted model that fails",
-       changed([](json& d) { d["components"]["gpu-driver"]["unlisted"] = "fail"; }),
+       changed([](json& d) { d["components"]["amd-driver"]["unlisted"] = "fail"; }),
        "cannot be fail"},
       {"a model not as hardware names it",
-       changed([](json& d) { d["components"]["gpu-driver"]["minimums"]["mi300x"] = "31.0"; }),
+       changed([](json& d) { d["components"]["amd-driver"]["minimums"]["mi300x"] = "31.0"; }),
        "selector 'mi300x' does not fit"},
-      {"unknown unlisted", changed([](json& d) { d["components"]["driver"]["unlisted"] = "pass"; }),
+      {"unknown unlisted",
+       changed([](json& d) { d["components"]["nvidia-driver"]["unlisted"] = "pass"; }),
        "\"unlisted\""},
       {"selector of another kind",
        changed([](json& d) { d["components"]["runc"]["minimums"]["1"] = "1.0.0"; }),
        "selector '1' does not fit"},
       {"minimum not a version",
-       changed([](json& d) { d["components"]["driver"]["minimums"]["550"] = "latest"; }),
+       changed([](json& d) { d["components"]["nvidia-driver"]["minimums"]["550"] = "latest"; }),
        "not a version"},
       {"train minimum not a number",
-       changed([](json& d) { d["components"]["firmware"]["minimums"]["28"] = "28.1.1"; }),
+       changed([](json& d) { d["components"]["connectx-firmware"]["minimums"]["28"] = "28.1.1"; }),
        "not a number"},
       {"availability of no minimum", changed([](json& d) {
-         d["components"]["ctk"]["available"] = {{"1.2", "2026-01-01"}};
+         d["components"]["nvidia-container-toolkit"]["available"] = {{"1.2", "2026-01-01"}};
        }),
        "has no minimum"},
-      {"availability not a date",
-       changed([](json& d) { d["components"]["ctk"]["available"]["*"] = "soon"; }), "YYYY-MM-DD"},
+      {"availability not a date", changed([](json& d) {
+         d["components"]["nvidia-container-toolkit"]["available"]["*"] = "soon";
+       }),
+       "YYYY-MM-DD"},
       {"a selector not written as a version's is",
        changed([](json& d) { d["components"]["runc"]["minimums"]["1.05"] = "1.5.1"; }),
        "selector '1.05' does not fit"},
-      {"select not a string", changed([](json& d) { d["components"]["driver"]["select"] = 5; }),
-       "\"select\""},
-      {"unknown component key", changed([](json& d) { d["components"]["ctk"]["minimum"] = "1.0"; }),
+      {"select not a string",
+       changed([](json& d) { d["components"]["nvidia-driver"]["select"] = 5; }), "\"select\""},
+      {"a component no check grades (misspelt)", changed([](json& d) {
+         d["components"]["nvidia_driver"] = d["components"]["nvidia-driver"];
+       }),
+       "no check grades a component named 'nvidia_driver' (did you mean 'nvidia-driver'?)"},
+      {"unknown component key",
+       changed([](json& d) { d["components"]["nvidia-container-toolkit"]["minimum"] = "1.0"; }),
        "did you mean 'minimums'"},
   };
   for (const Row& row : rows) {

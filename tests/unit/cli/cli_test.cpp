@@ -979,11 +979,25 @@ TEST(Cli, RunsNameTheirProviderAndRateRanksThem) {
   ASSERT_EQ(listed.code, kExitOk) << listed.err;
   EXPECT_EQ(nlohmann::json::parse(listed.out)["runs"][2]["provider"], "Alpha");
   EXPECT_NE(Cli({"db", "runs", "--db", db}).out.find("PROVIDER"), std::string::npos);
-  // cmax run with an attestation evaluates the provider it names, unless told otherwise.
+  // cmax run with an attestation evaluates the provider it names; another provider's is refused
+  // (Alpha's run would be rated on Beta's prices, SLA and certificates, under Beta's name).
   ASSERT_NE(Cli({"run", "--db", db, "--no-html", "--attestation", beta}).code, kExitError);
-  ASSERT_NE(
-      Cli({"--provider", "Alpha", "run", "--db", db, "--no-html", "--attestation", beta}).code,
-      kExitError);
+  const auto others =
+      Cli({"--provider", "Alpha", "run", "--db", db, "--no-html", "--attestation", beta});
+  EXPECT_EQ(others.code, kExitUsage);
+  EXPECT_NE(others.err.find("it is provider Beta's, and this evaluation is of provider Alpha"),
+            std::string::npos)
+      << others.err;
+  ASSERT_NE(Cli({"--provider", "Alpha", "run", "--db", db, "--no-html"}).code, kExitError);
+  // Nor does cmax rate rate Alpha's runs with Beta's attestation.
+  const auto rated_as_beta =
+      Cli({"rate", "--db", db, "--provider", "Alpha", "--attestation", beta});
+  EXPECT_EQ(rated_as_beta.code, kExitUsage);
+  EXPECT_NE(rated_as_beta.err.find("the attestation is provider Beta's"), std::string::npos)
+      << rated_as_beta.err;
+  const auto alpha = Cli({"rate", "--db", db, "--provider", "Alpha", "--json"});
+  ASSERT_EQ(alpha.code, kExitOk) << alpha.err;
+  EXPECT_EQ(nlohmann::json::parse(alpha.out)["provider"], "Alpha");  // the runs' own name
   // Newest first: each evaluation's health phase (a run of its own), then the evaluation.
   const auto runs = nlohmann::json::parse(Cli({"db", "runs", "--db", db, "--json"}).out)["runs"];
   ASSERT_GE(runs.size(), 4U);

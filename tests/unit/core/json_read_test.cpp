@@ -31,5 +31,17 @@ TEST(ParseJsonObject, SaysWhereTheTextStopsBeingJson) {
             "not JSON:");
 }
 
+TEST(ParseJsonObject, AKeyTwiceInOneObjectIsRefused) {
+  // nlohmann keeps the last; which of the two a person meant is not ours to guess.
+  const auto twice = ParseJsonObject(R"({"name": "a", "items": [], "name": "b"})");
+  ASSERT_FALSE(twice);
+  EXPECT_EQ(twice.error().message, "the key \"name\" appears twice in one object");
+  const auto nested = ParseJsonObject(R"({"a": {"w": 1, "w": 2}})");
+  ASSERT_FALSE(nested);
+  EXPECT_NE(nested.error().message.find("\"w\""), std::string::npos);
+  // The same key in two objects, at any depth, is no repeat.
+  EXPECT_TRUE(ParseJsonObject(R"({"w": 0, "a": [{"w": 1}, {"w": 2}], "b": {"w": {"w": 3}}})"));
+}
+
 }  // namespace
 }  // namespace cmax

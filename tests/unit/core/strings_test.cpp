@@ -176,21 +176,43 @@ TEST_P(SanitizeUtf8Test, ReplacesWhatCouldBreakAnOutputFormat) {
 
 const std::string kBad = "\xEF\xBF\xBD";
 
-INSTANTIATE_TEST_SUITE_P(Table, SanitizeUtf8Test,
-                         ::testing::Values(Utf8Case{"plain ascii", "plain ascii"},
-                                           Utf8Case{"tab\tand\nnewline", "tab\tand\nnewline"},
-                                           Utf8Case{"caf\xC3\xA9 \xE2\x82\xAC \xF0\x9F\x98\x80",
-                                                    "caf\xC3\xA9 \xE2\x82\xAC \xF0\x9F\x98\x80"},
-                                           Utf8Case{"esc\x1b[31mred", "esc" + kBad + "[31mred"},
-                                           Utf8Case{std::string("nul\0x", 5), "nul" + kBad + "x"},
-                                           Utf8Case{"del\x7f", "del" + kBad},
-                                           Utf8Case{"lone \x80 byte", "lone " + kBad + " byte"},
-                                           Utf8Case{"cut \xE2\x82", "cut " + kBad + kBad},
-                                           Utf8Case{"overlong \xC0\xAF", "overlong " + kBad + kBad},
-                                           Utf8Case{"surrogate \xED\xA0\x80",
-                                                    "surrogate " + kBad + kBad + kBad},
-                                           Utf8Case{"too big \xF4\x90\x80\x80",
-                                                    "too big " + kBad + kBad + kBad + kBad}));
+INSTANTIATE_TEST_SUITE_P(
+    Table, SanitizeUtf8Test,
+    ::testing::Values(Utf8Case{"plain ascii", "plain ascii"},
+                      Utf8Case{"tab\tand\nnewline", "tab\tand\nnewline"},
+                      Utf8Case{"caf\xC3\xA9 \xE2\x82\xAC \xF0\x9F\x98\x80",
+                               "caf\xC3\xA9 \xE2\x82\xAC \xF0\x9F\x98\x80"},
+                      Utf8Case{"esc\x1b[31mred", "esc" + kBad + "[31mred"},
+                      Utf8Case{std::string("nul\0x", 5), "nul" + kBad + "x"},
+                      Utf8Case{"del\x7f", "del" + kBad},
+                      Utf8Case{"lone \x80 byte", "lone " + kBad + " byte"},
+                      Utf8Case{"cut \xE2\x82", "cut " + kBad + kBad},
+                      Utf8Case{"overlong \xC0\xAF", "overlong " + kBad + kBad},
+                      Utf8Case{"surrogate \xED\xA0\x80", "surrogate " + kBad + kBad + kBad},
+                      Utf8Case{"too big \xF4\x90\x80\x80", "too big " + kBad + kBad + kBad + kBad},
+                      // Valid UTF-8 that no output should carry.
+                      Utf8Case{"csi \xC2\x9B"
+                               "31m",
+                               "csi " + kBad + "31m"},
+                      Utf8Case{"nel \xC2\x85", "nel " + kBad},
+                      Utf8Case{"nbsp \xC2\xA0 stays", "nbsp \xC2\xA0 stays"},
+                      Utf8Case{"xml \xEF\xBF\xBE\xEF\xBF\xBF", "xml " + kBad + kBad},
+                      Utf8Case{"nonchar \xEF\xB7\x90", "nonchar " + kBad},
+                      Utf8Case{"plane \xF0\x9F\xBF\xBF", "plane " + kBad},
+                      Utf8Case{"ls \xE2\x80\xA8", "ls " + kBad},
+                      Utf8Case{"rlo \xE2\x80\xAE"
+                               "cod.exe",
+                               "rlo " + kBad + "cod.exe"},
+                      Utf8Case{"isolate \xE2\x81\xA6", "isolate " + kBad},
+                      Utf8Case{"dash \xE2\x80\x94 stays", "dash \xE2\x80\x94 stays"}));
+
+TEST(ShowControlCharacters, C0AndC1ControlsBecomeQuestionMarksAndUtf8Stays) {
+  std::string text =
+      "a\x1b[31m\tb\nc\xC2\x9B"
+      "31m \xC2\xA0 caf\xC3\xA9\x7f\xC2";
+  ShowControlCharacters(text);
+  EXPECT_EQ(text, "a?[31m\tb\nc?31m \xC2\xA0 caf\xC3\xA9?\xC2");
+}
 
 TEST(PercentEncode, OnlyUnreservedCharactersStay) {
   EXPECT_EQ(PercentEncode("gpu-1.rack_2~"), "gpu-1.rack_2~");

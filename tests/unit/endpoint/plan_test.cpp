@@ -106,6 +106,14 @@ TEST_F(ApiKeyTest, ANamedKeyThatIsEmptyOrMissingIsAnError) {
   EXPECT_NE(unset.error().message.find("not set or empty"), std::string::npos);
 }
 
+TEST(RequestSecrets, TheKeyAndEveryCredentialHeader) {
+  EXPECT_EQ(RequestSecrets("sk-1", {"X-Trace: 7", "Authorization: Bearer tok-9", "X-Api-Key:  k-2 ",
+                                    "Cookie: s=3", "X-Auth-Token: t-4"}),
+            (std::vector<std::string>{"sk-1", "Bearer tok-9", "tok-9", "k-2", "s=3", "t-4"}));
+  EXPECT_EQ(RequestSecrets("", {"Accept: text/plain", "Authorization:", "nocolon"}),
+            std::vector<std::string>{});
+}
+
 TEST(RequestHeaders, KeyAsEachApiWantsItThenTheUsersOwn) {
   EXPECT_EQ(RequestHeaders(Api::kChat, "sk", {"X-A: 1"}).value(),
             (std::vector<std::string>{"Authorization: Bearer sk", "X-A: 1"}));

@@ -99,16 +99,21 @@ TEST(LoadSummary, AnEmptyStreamIsAFailureToo) {
   EXPECT_EQ(Errors(LoadFindings(s)).status, CheckStatus::kFail);
 }
 
-TEST(LoadSummary, AKeyEchoedByTheServerIsRedacted) {
+TEST(LoadSummary, AKeyEchoedByTheServerIsRedactedWhereverItIsShownOrWritten) {
   LoadResult run;
   run.duration_s = 1;
   run.records = {
-      Failed(0, 401, ErrorClass::kHttp4xx, "HTTP 401: invalid key sk-secret-123 (sk-secret-123)")};
+      Failed(0, 401, ErrorClass::kHttp4xx, "HTTP 401: invalid key sk-secret-123 (sk-secret-123)"),
+      Failed(1, 401, ErrorClass::kHttp4xx, "HTTP 401: auth=Bearer sk-secret-123 tok=abcd-77")};
   LoadSummary s = Summarize(run, {}, std::nullopt);
-  RedactSecret(s, "sk-secret-123");
+  RedactSecrets(run, s, {"sk-secret-123", "Bearer abcd-77", "abcd-77"});
   EXPECT_EQ(s.first_failure, "HTTP/1.1 401: invalid key [redacted] ([redacted])");
-  RedactSecret(s, "");  // no key: nothing to take out, nothing broken
+  // Each request's error: what the output and requests files hold.
+  EXPECT_EQ(run.records[0].error_message, "HTTP 401: invalid key [redacted] ([redacted])");
+  EXPECT_EQ(run.records[1].error_message, "HTTP 401: auth=Bearer [redacted] tok=[redacted]");
+  RedactSecrets(run, s, {"", "abc"});  // no key, or one too short to tell from words
   EXPECT_EQ(s.first_failure, "HTTP/1.1 401: invalid key [redacted] ([redacted])");
+  EXPECT_EQ(ResultJson({}, run, s).dump().find("sk-secret"), std::string::npos);
 }
 
 TEST(LoadSummary, ClientCpuShareOnlyOverAMeasurableRun) {

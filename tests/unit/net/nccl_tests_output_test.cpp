@@ -176,6 +176,16 @@ TEST(NcclTestsOutput, FiguresNoNetworkMeasuresAreLeftOutAndSaid) {
   ASSERT_FALSE(rows.problems.empty());
   EXPECT_NE(rows.problems[0].find("a figure no network measures"), std::string::npos)
       << rows.problems[0];
+
+  // A text row of a negative size is no row a run prints: said, where it was passed over.
+  std::string negative = Read("modern_all_reduce");
+  negative.replace(row, 12, "          -8");
+  const NcclTestsOutput said = ParseNcclTestsOutput(negative);
+  ASSERT_FALSE(said.problems.empty());
+  EXPECT_NE(said.problems[0].find("a row whose size is not a number:"), std::string::npos)
+      << said.problems[0];
+  EXPECT_EQ(said.tables[0].rows.size(),
+            ParseNcclTestsOutput(Read("modern_all_reduce")).tables[0].rows.size() - 1);
 }
 
 }  // namespace

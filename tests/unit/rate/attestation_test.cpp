@@ -60,6 +60,13 @@ TEST(Attestation, ReportsAgeDeliveriesAndSilence) {
   const auto late = with("delivery:\n  promised: 2026-11-20\n");
   EXPECT_EQ(late->facts.at("availability.delivery_late_days"), 12);
   EXPECT_EQ(late->notes, std::vector<std::string>{"promised capacity not delivered yet"});
+  // Delivered early is on time, not "-30 days late".
+  EXPECT_EQ(with("delivery:\n  promised: 2026-11-20\n  delivered: 2026-10-21\n")
+                ->facts.at("availability.delivery_late_days"),
+            0);
+  EXPECT_EQ(with("delivery:\n  promised: 2026-11-20\n  delivered: 2026-11-23\n")
+                ->facts.at("availability.delivery_late_days"),
+            3);
   EXPECT_EQ(with("pricing:\n  gpu_hour_usd: 2.1\n")->facts.at("pricing.published"), false);
   // Judged today: a report current when attested has lapsed since, whatever the file says.
   EXPECT_EQ(with("security:\n  soc2_type2_report: 2026-06-30\n", "2027-11-01")
@@ -102,6 +109,14 @@ TEST(Attestation, MalformedFieldsAreRefusedNamingTheLine) {
       {"date: [2026\n", "not YAML"},
       {"schema: cmax.attestation/v1\nprovider: \"A\\nB\"\nsource: S\ndate: 2026-11-30\n",
        "line 2: provider must be 1 to 128 printable characters on one line"},
+      // Two prices, two providers: YAML keeps the first; the file is refused instead.
+      {"date: 2026-11-30\npricing:\n  gpu_hour_usd: 0.01\n  gpu_hour_usd: 2.49\n",
+       "line 7: \"gpu_hour_usd\" appears twice in pricing"},
+      {"date: 2026-11-30\nprovider: Other\n", "line 5: \"provider\" appears twice"},
+      {"schema: cmax.attestation/v1\nprovider: P\nsource: |\n  two\n  lines\ndate: 2026-11-30\n",
+       "line 3: source must be up to 1000 printable characters on one line"},
+      {"date: 2026-11-30\ndelivery:\n  promised: 2026-10-01\n  delivered: 9999-12-31\n",
+       "line 7: delivery delivered is in the future"},
   };
   for (const Case& c : cases) {
     const std::string text =

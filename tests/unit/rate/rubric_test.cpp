@@ -154,6 +154,24 @@ TEST(Rubric, EveryMistakeIsRefusedNamingWhere) {
          r["goodput"] = {{"mtbf_gpu_hours", 0}};
        },
        "must be above 0"},
+      {"goodput mtbf too small to price",
+       [](json& r) {
+         r["goodput"] = {{"job_gpus", 8}, {"contract_hours", 730}, {"mtbf_gpu_hours", 1e-300}};
+       },
+       "mtbf_gpu_hours must be at least 1"},
+      {"half a GPU",
+       [](json& r) {
+         r["goodput"] = {{"job_gpus", 0.5}, {"contract_hours", 730}, {"mtbf_gpu_hours", 100}};
+       },
+       "whole GPUs"},
+      {"every item of a category weighs 0", [](json& r) { r["items"][0]["weight"] = 0; },
+       "every item of it weighs 0"},
+      {"every category weighs 0", [](json& r) { r["categories"][0]["weight"] = 0; },
+       "every category weighs 0"},
+      {"a name with a terminal escape", [](json& r) { r["name"] = "t\x1b[31m"; },
+       "\"name\" holds a line break, a control character"},
+      {"a title over two lines", [](json& r) { r["items"][0]["title"] = "a\nb"; },
+       "\"title\" holds a line break"},
   };
   for (const Case& c : cases) {
     json rubric = Minimal();

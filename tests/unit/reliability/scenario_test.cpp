@@ -69,6 +69,9 @@ TEST(Scenario, NvmlSimAndDcgmSteps) {
   EXPECT_FALSE(ParseScenario("steps: [{inject: pcie-sbr, node: gpu6, gpu: 'gpu0'}]"));
   EXPECT_FALSE(ParseScenario("steps: [{inject: nvml-sim, fault: melt, node: n, gpu: 0}]"));
   EXPECT_FALSE(ParseScenario("steps: [{inject: nvml-sim, fault: lost, node: n}]"));
+  // The GPU is an index or a PCI address: -1 read as "GPU -1" in the dry run before.
+  EXPECT_FALSE(ParseScenario("steps: [{inject: nvml-sim, fault: lost, node: n, gpu: -1}]"));
+  EXPECT_TRUE(ParseScenario("steps: [{inject: nvml-sim, fault: lost, node: n, gpu: '17:00.0'}]"));
   EXPECT_FALSE(ParseScenario("steps: [{inject: dcgm, field: nope, value: 1, node: n, gpu: 0}]"));
   EXPECT_FALSE(ParseScenario("steps: [{inject: dcgm, field: xid, value: 1, node: n, gpu: x}]"));
 }
@@ -82,6 +85,16 @@ steps: [{inject: xid, code: 79, node: n, gpu: '17:00.0'}])");
   EXPECT_EQ(s->alert_query, "up == 0");
   EXPECT_EQ(s->alert_node_label, "host");
   EXPECT_FALSE(ParseScenario(R"(signals: {prometheus: "http://prom:9090"}
+steps: [{inject: xid, code: 79, node: n, gpu: '17:00.0'}])"));
+  // Said before anything is injected, by a dry run too.
+  EXPECT_FALSE(ParseScenario(R"(signals: {prometheus: "file:///etc/shadow", query: "up"}
+steps: [{inject: xid, code: 79, node: n, gpu: '17:00.0'}])"));
+  for (const char* webhook : {"999.1.1.1:99999", "nocolon", ":9099", "h:port"}) {
+    EXPECT_FALSE(ParseScenario(std::string("signals: {webhook: \"") + webhook +
+                               "\"}\nsteps: [{inject: xid, code: 79, node: n, gpu: '17:00.0'}]"))
+        << webhook;
+  }
+  EXPECT_TRUE(ParseScenario(R"(signals: {webhook: "0.0.0.0:9099"}
 steps: [{inject: xid, code: 79, node: n, gpu: '17:00.0'}])"));
 }
 
@@ -108,6 +121,18 @@ TEST(Scenario, RefusesWhatCannotRun) {
   ASSERT_FALSE(twice);
   EXPECT_NE(twice.error().message.find("the name a is already a step's"), std::string::npos)
       << twice.error().message;
+  // A node is a host name: it goes into commands and hints people copy.
+  const auto shell =
+      ParseScenario("steps: [{inject: xid, code: 79, node: 'n; id', gpu: '17:00.0'}]");
+  ASSERT_FALSE(shell);
+  EXPECT_NE(shell.error().message.find("the node must be a host name"), std::string::npos)
+      << shell.error().message;
+  // YAML keeps the first of two equal keys: the step would inject Xid 79 and say nothing.
+  const auto two_codes =
+      ParseScenario("steps: [{inject: xid, code: 79, code: 80, node: n, gpu: '17:00.0'}]");
+  ASSERT_FALSE(two_codes);
+  EXPECT_NE(two_codes.error().message.find("\"code\" appears twice"), std::string::npos)
+      << two_codes.error().message;
   const auto again = ParseScenario(
       "steps: [{inject: xid, code: 79, node: n, gpu: '17:00.0'},\n"
       "        {inject: xid, code: 79, node: n, gpu: '17:00.0'}]");

@@ -146,6 +146,9 @@ TEST(RackFile, RefusesWhatCannotBeRight) {
   EXPECT_FALSE(ParseRacks("rack-a t1\nrack-a t2\n"));     // a rack twice
   EXPECT_FALSE(ParseRacks("rack-a\n"));                   // no trays
   EXPECT_FALSE(ParseRacks("rack-a t[3-1]\n"));
+  EXPECT_FALSE(ParseRacks(""));  // no rack: the rules would be off unsaid
+  EXPECT_FALSE(ParseRacks("# only a comment\n\n"));
+  EXPECT_FALSE(ParseRacks("rack\x1b[2J t1\n"));  // names go into drain reasons
   EXPECT_FALSE(ParseRacks("rack-a t[1-x]\n"));
   EXPECT_FALSE(ParseRacks("rack-a t[1-2\n"));
   EXPECT_FALSE(ParseRacks("rack-a t]1[\n"));
@@ -154,7 +157,7 @@ TEST(RackFile, RefusesWhatCannotBeRight) {
   const auto e = ParseRacks("rack-a t1\n\nrack-b t1\n");
   ASSERT_FALSE(e);
   EXPECT_NE(e.error().message.find("line 3"), std::string::npos) << e.error().message;
-  EXPECT_TRUE(ParseRacks("# nothing\n").value().empty());
+  EXPECT_FALSE(ParseRacks("# nothing\n"));
 }
 
 }  // namespace

@@ -56,7 +56,12 @@ TEST(ControllerSettings, RefusedWithAReason) {
   refused(ControllerSettings{}, "say --act");  // neither --act nor --dry-run
   ControllerSettings both = Acting();
   both.dry_run = true;
-  refused(both, "say --act");
+  refused(both, "--act and --dry-run exclude each other");
+  for (const char* node : {"", "a\x1b[2Jb", "gpu1 gpu2"}) {
+    ControllerSettings named = Acting();
+    named.nodes = {"gpu1", node};
+    refused(named, "a node's name, without spaces or control characters");
+  }
   ControllerSettings no_validation = Acting();
   no_validation.validation_command = "  ";
   refused(no_validation, "--validation-command is required");

@@ -21,7 +21,7 @@ TEST(StoredRun, EachAnswerAndWhoseFaultItIs) {
   ASSERT_TRUE(run->writer.Finish(0, SystemClock().Now()));
   const int64_t id = run->writer.RunId();
 
-  const auto latest = LoadStoredRun(db, "");
+  const auto latest = LoadStoredRun(db, "latest");
   ASSERT_TRUE(latest) << latest.error().message;
   EXPECT_EQ(latest->run.id, id);
   EXPECT_EQ(latest->run.target, "node/gpu1");
@@ -30,7 +30,9 @@ TEST(StoredRun, EachAnswerAndWhoseFaultItIs) {
   const auto none_of_that_kind = LoadStoredRun(db, "latest", "reliability");
   ASSERT_FALSE(none_of_that_kind);
   EXPECT_EQ(none_of_that_kind.error().code, ErrorCode::kUnavailable);
-  for (const std::string& text : {std::string("1x"), std::string("-3"), std::string("99")}) {
+  // An empty word (a script's unset variable) is no run, not the newest.
+  for (const std::string& text :
+       {std::string("1x"), std::string("-3"), std::string("99"), std::string()}) {
     const auto bad = LoadStoredRun(db, text);
     ASSERT_FALSE(bad) << text;
     EXPECT_EQ(bad.error().code, ErrorCode::kInvalidArgument) << text << ": " << bad.error().message;
