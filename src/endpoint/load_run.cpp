@@ -171,8 +171,8 @@ Result<Measured> Measure(Prepared& p, Workload& workload, const LoadShape& shape
   auto run = RunLoad(*p.engine, p.target, workload, shape, io.hooks);
   if (!run) return tl::unexpected(run.error());
   Measured m{std::move(*run), {}, {}};
+  RedactSecrets(m.run, p.secrets);
   m.summary = Summarize(m.run, p.slo, p.price);
-  RedactSecrets(m.run, m.summary, p.secrets);
   m.result = ResultJson(p.description, m.run, m.summary);
   return m;
 }

@@ -115,13 +115,18 @@ std::vector<std::string> RequestSecrets(const std::string& key,
     const size_t colon = header.find(':');
     if (colon == std::string::npos) continue;
     const std::string name = ToLower(Trim(std::string_view(header).substr(0, colon)));
-    const bool credential = name == "authorization" || name == "proxy-authorization" ||
-                            name == "cookie" || name.find("key") != std::string::npos ||
-                            name.find("token") != std::string::npos ||
-                            name.find("secret") != std::string::npos;
+    const auto has = [&name](std::string_view part) {
+      return name.find(part) != std::string::npos;
+    };
+    // "token" as a word of the name (X-Token, X-Auth-Token), not X-Max-Tokens.
+    const auto words = Split(name, '-');
+    const bool credential = has("auth") || has("key") || has("secret") || has("pass") ||
+                            has("credential") || has("cookie") || has("session") ||
+                            has("signature") || std::ranges::find(words, "token") != words.end();
     if (!credential) continue;
     const std::string_view value = Trim(std::string_view(header).substr(colon + 1));
-    if (value.empty()) continue;
+    // A number is a setting, not a secret: redacting it would hide ordinary figures.
+    if (value.empty() || ParseWhole<uint64_t>(value)) continue;
     secrets.emplace_back(value);
     // "Bearer sk-...": a gateway may echo the token alone.
     if (const size_t space = value.find(' '); space != std::string_view::npos) {

@@ -49,9 +49,10 @@ Result<std::vector<std::string>> RequestHeaders(Api api, const std::string& key,
                                                 const std::vector<std::string>& extra);
 
 // What the requests carry that must never be printed or written, though a gateway may echo it in
-// an error body: the API key, and each --header whose name says it carries credentials
-// (Authorization, Proxy-Authorization, Cookie, or a name holding "key", "token" or "secret"),
-// its whole value and the credential after a scheme word ("Bearer", "Basic").
+// an error body: the API key, and each --header whose name says it carries credentials (a name
+// holding "auth", "key", "secret", "pass", "credential", "cookie", "session" or "signature", or
+// the word "token"), its whole value and the credential after a scheme word ("Bearer",
+// "Basic"); a value that is a number is a setting, not a secret.
 std::vector<std::string> RequestSecrets(const std::string& key,
                                         const std::vector<std::string>& extra);
 

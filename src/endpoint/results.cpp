@@ -286,15 +286,27 @@ std::string FailureText(const RequestRecord& r) {
 
 namespace {
 
+constexpr std::string_view kRedacted = "[redacted]";
+// A secret cut where the engine cut the server's body: at least this much of its start is masked.
+constexpr size_t kCutSecretMin = 8;
+
 void Redact(std::string& text, const std::string& secret) {
-  for (size_t at = text.find(secret); at != std::string::npos; at = text.find(secret, at)) {
-    text.replace(at, secret.size(), "[redacted]");
+  for (size_t at = text.find(secret); at != std::string::npos;
+       at = text.find(secret, at + kRedacted.size())) {
+    text.replace(at, secret.size(), kRedacted);
+  }
+  // The engine keeps the start of an error body: a secret may end it, cut short.
+  for (size_t n = std::min(secret.size() - 1, text.size()); n >= kCutSecretMin; --n) {
+    if (std::string_view(text).ends_with(std::string_view(secret).substr(0, n))) {
+      text.replace(text.size() - n, n, kRedacted);
+      break;
+    }
   }
 }
 
 }  // namespace
 
-void RedactSecrets(LoadResult& run, LoadSummary& summary, const std::vector<std::string>& secrets) {
+void RedactSecrets(LoadResult& run, const std::vector<std::string>& secrets) {
   // The longest first: "Bearer sk-1" before "sk-1", so the whole value goes at once.
   std::vector<std::string> ordered;
   for (const std::string& s : secrets) {
@@ -302,7 +314,6 @@ void RedactSecrets(LoadResult& run, LoadSummary& summary, const std::vector<std:
   }
   std::ranges::sort(ordered, std::greater<>{}, &std::string::size);
   for (const std::string& secret : ordered) {
-    Redact(summary.first_failure, secret);
     for (RequestRecord& r : run.records) Redact(r.error_message, secret);
   }
 }

@@ -59,10 +59,12 @@ inline constexpr double kMinCpuWindowS = 0.5;
 std::string FailureText(const RequestRecord& record);
 
 // Takes the secrets (RequestSecrets: the API key, credential headers) out of every request's
-// error and the summary's first failure, which the output and requests files, the store and the
-// terminal show (a gateway may echo a key it refused); before the findings and result are made.
-// A secret under 4 characters is left: it would redact ordinary words.
-void RedactSecrets(LoadResult& run, LoadSummary& summary, const std::vector<std::string>& secrets);
+// error, from which the output and requests files, the store and the terminal are made (a
+// gateway may echo a key it refused): before Summarize, so that its cut of the first failure
+// cannot cut a secret in two. A secret that ends an error body the engine cut short is masked
+// from its first 8 characters. A secret under 4 characters is left: it would redact ordinary
+// words.
+void RedactSecrets(LoadResult& run, const std::vector<std::string>& secrets);
 
 LoadSummary Summarize(const LoadResult& run, const Slo& slo, const std::optional<Price>& price);
 

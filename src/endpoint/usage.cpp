@@ -93,8 +93,10 @@ double CacheHitRate(const TokenUsage& usage) {
 }
 
 Result<std::map<std::string, Price>> ParsePrices(std::string_view text) {
-  const json root = json::parse(text, nullptr, /*allow_exceptions=*/false);
-  if (!root.is_object() || TextOf(root, "schema") != "cmax.prices/v1" || !root.contains("models") ||
+  auto object = ParseJsonObject(text);  // says where it stops being JSON, refuses a key twice
+  if (!object) return Fail(ErrorCode::kInvalidArgument, "prices: {}", object.error().message);
+  const json& root = *object;
+  if (TextOf(root, "schema") != "cmax.prices/v1" || !root.contains("models") ||
       !root["models"].is_object()) {
     return Fail(ErrorCode::kInvalidArgument, "prices: not a cmax.prices/v1 document with models");
   }

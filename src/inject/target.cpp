@@ -15,7 +15,7 @@ std::vector<std::string> Refusals(const TargetFacts& t, const SafetyFlags& f) {
     why.push_back(fmt::format(
         "{} is not this host: run cmax inject on it (for example `srun -w {} --overlap cmax "
         "inject ...`)",
-        SanitizeUtf8(t.node), ShellWord(t.node)));
+        t.node, ShellWord(t.node)));
   }
   if (t.scheduler_known && !t.in_scheduler) {
     why.push_back(fmt::format("{} is not a node the scheduler knows", t.node));
@@ -32,14 +32,17 @@ std::vector<std::string> Refusals(const TargetFacts& t, const SafetyFlags& f) {
   if (f.destructive && t.runs_jobs && !f.force) {
     why.push_back(fmt::format("{} runs jobs: say --force to inject anyway", t.node));
   }
-  if (f.dry_run) return why;
-  if (!t.root) why.push_back("must run as root (writing /dev/kmsg needs it)");
-  if (!t.lab && !f.yes) {
-    why.push_back(fmt::format(
-        "{} is not a lab node: say --yes to inject a real fault, which the provider's health "
-        "checks will act on",
-        t.node));
+  if (!f.dry_run) {
+    if (!t.root) why.push_back("must run as root (writing /dev/kmsg needs it)");
+    if (!t.lab && !f.yes) {
+      why.push_back(fmt::format(
+          "{} is not a lab node: say --yes to inject a real fault, which the provider's health "
+          "checks will act on",
+          t.node));
+    }
   }
+  // The node's name and its drain reason come from the user and the scheduler.
+  for (std::string& reason : why) reason = SanitizeUtf8(reason);
   return why;
 }
 

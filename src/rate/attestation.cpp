@@ -210,7 +210,8 @@ Result<Attestation> ParseAttestation(std::string_view yaml, WallTime now) {
     }
     out.provider = provider;
     // Who attests is one line in every report; a YAML block scalar would break the text's lines.
-    const std::string& source = root["source"].Scalar();
+    // A folded scalar (`source: >`) ends in one line break: not a second line.
+    const std::string source(Trim(root["source"].Scalar()));
     if (source.size() > 1000 || SanitizeUtf8(source) != source ||
         source.find_first_of("\n\t\r") != std::string::npos) {
       return Fail(ErrorCode::kInvalidArgument,
@@ -319,7 +320,7 @@ Result<Attestation> ParseAttestation(std::string_view yaml, WallTime now) {
       if (!promised) return tl::unexpected(promised.error());
       auto delivered = Date(delivery, "delivered");
       if (!delivered) return tl::unexpected(delivered.error());
-      if (*delivered && **delivered > now) {
+      if (*delivered && **delivered > now + kDay) {  // a day's slack, as for the file's date
         return Fail(ErrorCode::kInvalidArgument,
                     "attestation line {}: delivery delivered is in the future: capacity not "
                     "delivered yet has no delivered date",

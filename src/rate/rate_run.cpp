@@ -100,6 +100,19 @@ KeptWithRuns KeptWith(const std::vector<const RunRecord*>& runs, const Rubric& r
     const std::string yaml =
         doc.is_object() && doc.contains("yaml") && doc["yaml"].is_string() ? doc["yaml"] : "";
     if (auto parsed = ParseAttestation(yaml, now)) {
+      // One provider's promises rate only that provider's runs (an evaluation recorded before
+      // cmax refused the mix may have kept another's).
+      const auto other = std::ranges::find_if(runs, [&](const RunRecord* r) {
+        return !r->run.provider.empty() && r->run.provider != parsed->provider;
+      });
+      if (other != runs.end()) {
+        out.note = fmt::format(
+            "the attestation kept with run {} is provider {}'s and run {} is of provider {}: not "
+            "used",
+            record->run.id, SanitizeUtf8(parsed->provider), (*other)->run.id,
+            SanitizeUtf8((*other)->run.provider));
+        break;
+      }
       out.attestation = std::move(*parsed);
       out.note = fmt::format("the attestation kept with run {} ({}), judged today", record->run.id,
                              out.attestation->source);

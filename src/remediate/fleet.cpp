@@ -143,6 +143,7 @@ Result<RackMap> ParseRacks(std::string_view text) {
     ++line_number;
     if (const size_t hash = line.find('#'); hash != std::string_view::npos)
       line = line.substr(0, hash);
+    if (line.ends_with('\r')) line.remove_suffix(1);  // a file saved with CRLF line ends
     const auto fields = SplitFields(line);
     if (fields.empty()) continue;
     const std::string rack(fields[0]);

@@ -1009,6 +1009,15 @@ TEST(Cli, RunsNameTheirProviderAndRateRanksThem) {
   EXPECT_EQ(newest,
             (std::vector<std::pair<std::string, std::string>>{
                 {"health", "Alpha"}, {"run", "Alpha"}, {"health", "Beta"}, {"run", "Beta"}}));
+  // Beta's evaluation kept Beta's attestation: rating it with Alpha's run leaves it out, said.
+  const auto kept_other =
+      Cli({"rate", "--db", db, "--json", std::to_string(runs[1]["id"].get<int64_t>()),
+           std::to_string(runs[3]["id"].get<int64_t>())});
+  ASSERT_EQ(kept_other.code, kExitOk) << kept_other.err;
+  const auto kept_doc = nlohmann::json::parse(kept_other.out);
+  EXPECT_TRUE(kept_doc["provider"].is_null()) << kept_doc["provider"];
+  EXPECT_NE(kept_doc["notes"].dump().find("is provider Beta's and run"), std::string::npos)
+      << kept_doc["notes"];
   // Nothing named in a store of several providers: the rating says its runs are mixed, and
   // leaves the journal's drains out.
   const auto mixed = Cli({"rate", "--db", db, "--json"});

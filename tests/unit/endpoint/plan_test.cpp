@@ -110,8 +110,13 @@ TEST(RequestSecrets, TheKeyAndEveryCredentialHeader) {
   EXPECT_EQ(RequestSecrets("sk-1", {"X-Trace: 7", "Authorization: Bearer tok-9", "X-Api-Key:  k-2 ",
                                     "Cookie: s=3", "X-Auth-Token: t-4"}),
             (std::vector<std::string>{"sk-1", "Bearer tok-9", "tok-9", "k-2", "s=3", "t-4"}));
-  EXPECT_EQ(RequestSecrets("", {"Accept: text/plain", "Authorization:", "nocolon"}),
+  EXPECT_EQ(RequestSecrets("", {"Accept: text/plain", "Authorization:", "nocolon",
+                                "X-Max-Tokens: 2048", "X-Api-Key: 12345"}),
             std::vector<std::string>{});
+  // Gateways' own names for the same thing.
+  EXPECT_EQ(RequestSecrets("", {"cf-aig-authorization: Bearer cf-1", "Helicone-Auth: h-2",
+                                "X-Token: t-3", "X-Password: p-4"}),
+            (std::vector<std::string>{"Bearer cf-1", "cf-1", "h-2", "t-3", "p-4"}));
 }
 
 TEST(RequestHeaders, KeyAsEachApiWantsItThenTheUsersOwn) {

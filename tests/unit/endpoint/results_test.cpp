@@ -105,15 +105,33 @@ TEST(LoadSummary, AKeyEchoedByTheServerIsRedactedWhereverItIsShownOrWritten) {
   run.records = {
       Failed(0, 401, ErrorClass::kHttp4xx, "HTTP 401: invalid key sk-secret-123 (sk-secret-123)"),
       Failed(1, 401, ErrorClass::kHttp4xx, "HTTP 401: auth=Bearer sk-secret-123 tok=abcd-77")};
-  LoadSummary s = Summarize(run, {}, std::nullopt);
-  RedactSecrets(run, s, {"sk-secret-123", "Bearer abcd-77", "abcd-77"});
-  EXPECT_EQ(s.first_failure, "HTTP/1.1 401: invalid key [redacted] ([redacted])");
-  // Each request's error: what the output and requests files hold.
+  RedactSecrets(run, {"sk-secret-123", "Bearer abcd-77", "abcd-77"});
+  // Each request's error: what the output and requests files hold; the summary is made from them.
   EXPECT_EQ(run.records[0].error_message, "HTTP 401: invalid key [redacted] ([redacted])");
   EXPECT_EQ(run.records[1].error_message, "HTTP 401: auth=Bearer [redacted] tok=[redacted]");
-  RedactSecrets(run, s, {"", "abc"});  // no key, or one too short to tell from words
+  const LoadSummary s = Summarize(run, {}, std::nullopt);
   EXPECT_EQ(s.first_failure, "HTTP/1.1 401: invalid key [redacted] ([redacted])");
   EXPECT_EQ(ResultJson({}, run, s).dump().find("sk-secret"), std::string::npos);
+  RedactSecrets(run, {"", "abc"});  // no key, or one too short to tell from words
+  EXPECT_EQ(run.records[0].error_message, "HTTP 401: invalid key [redacted] ([redacted])");
+}
+
+TEST(LoadSummary, AKeyCutShortWithTheServersBodyIsRedactedToo) {
+  // The engine keeps the start of an error body (200 bytes): a long key may end it, cut.
+  const std::string key = "sk-" + std::string(160, 'k');
+  std::string body = std::string(150, '.') + " key " + key;
+  body.resize(200);
+  LoadResult run;
+  run.duration_s = 1;
+  run.records = {Failed(0, 401, ErrorClass::kHttp4xx, body)};
+  RedactSecrets(run, {key});
+  EXPECT_EQ(run.records[0].error_message.find("sk-kkk"), std::string::npos)
+      << run.records[0].error_message;
+  EXPECT_TRUE(run.records[0].error_message.ends_with(" key [redacted]"));
+  // A key that is itself within "[redacted]" ends: it is not found again in what replaced it.
+  run.records = {Failed(0, 401, ErrorClass::kHttp4xx, "bad key: redacted")};
+  RedactSecrets(run, {"redacted"});
+  EXPECT_EQ(run.records[0].error_message, "bad key: [redacted]");
 }
 
 TEST(LoadSummary, ClientCpuShareOnlyOverAMeasurableRun) {

@@ -60,6 +60,13 @@ TEST(Attestation, ReportsAgeDeliveriesAndSilence) {
   const auto late = with("delivery:\n  promised: 2026-11-20\n");
   EXPECT_EQ(late->facts.at("availability.delivery_late_days"), 12);
   EXPECT_EQ(late->notes, std::vector<std::string>{"promised capacity not delivered yet"});
+  // A folded source is one line.
+  ASSERT_TRUE(
+      ParseAttestation("schema: cmax.attestation/v1\nprovider: P\nsource: >\n  the sales\n  "
+                       "team\ndate: 2026-11-30\n",
+                       Day("2026-12-02")));
+  // Delivered today, east of UTC, is not in the future.
+  EXPECT_TRUE(with("delivery:\n  promised: 2026-11-20\n  delivered: 2026-12-03\n"));
   // Delivered early is on time, not "-30 days late".
   EXPECT_EQ(with("delivery:\n  promised: 2026-11-20\n  delivered: 2026-10-21\n")
                 ->facts.at("availability.delivery_late_days"),

@@ -158,6 +158,10 @@ TEST(RackFile, RefusesWhatCannotBeRight) {
   ASSERT_FALSE(e);
   EXPECT_NE(e.error().message.find("line 3"), std::string::npos) << e.error().message;
   EXPECT_FALSE(ParseRacks("# nothing\n"));
+  // Saved on Windows: CRLF line ends are line ends.
+  const auto crlf = ParseRacks("rack-a t1 t2\r\nrack-b t3\r\n");
+  ASSERT_TRUE(crlf) << crlf.error().message;
+  EXPECT_EQ(crlf->at("rack-a"), (std::vector<std::string>{"t1", "t2"}));
 }
 
 }  // namespace
