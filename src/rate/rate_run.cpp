@@ -86,6 +86,16 @@ struct KeptWithRuns {
   const Rubric& RubricOr(const Rubric& rubric) const { return scaled ? *scaled : rubric; }
 };
 
+// The first of `runs` recorded for another provider than the attestation's, or null: one
+// provider's promises (prices, SLA, certificates) rate only that provider's runs.
+const RunRecord* OtherProvidersRun(const Attestation& attestation,
+                                   const std::vector<const RunRecord*>& runs) {
+  const auto other = std::ranges::find_if(runs, [&](const RunRecord* r) {
+    return !r->run.provider.empty() && r->run.provider != attestation.provider;
+  });
+  return other == runs.end() ? nullptr : *other;
+}
+
 KeptWithRuns KeptWith(const std::vector<const RunRecord*>& runs, const Rubric& rubric,
                       WallTime now) {
   KeptWithRuns out;
@@ -100,17 +110,13 @@ KeptWithRuns KeptWith(const std::vector<const RunRecord*>& runs, const Rubric& r
     const std::string yaml =
         doc.is_object() && doc.contains("yaml") && doc["yaml"].is_string() ? doc["yaml"] : "";
     if (auto parsed = ParseAttestation(yaml, now)) {
-      // One provider's promises rate only that provider's runs (an evaluation recorded before
-      // cmax refused the mix may have kept another's).
-      const auto other = std::ranges::find_if(runs, [&](const RunRecord* r) {
-        return !r->run.provider.empty() && r->run.provider != parsed->provider;
-      });
-      if (other != runs.end()) {
+      // An evaluation recorded before cmax refused the mix may have kept another's.
+      if (const RunRecord* other = OtherProvidersRun(*parsed, runs)) {
         out.note = fmt::format(
             "the attestation kept with run {} is provider {}'s and run {} is of provider {}: not "
             "used",
-            record->run.id, SanitizeUtf8(parsed->provider), (*other)->run.id,
-            SanitizeUtf8((*other)->run.provider));
+            record->run.id, SanitizeUtf8(parsed->provider), other->run.id,
+            SanitizeUtf8(other->run.provider));
         break;
       }
       out.attestation = std::move(*parsed);
@@ -175,23 +181,19 @@ Result<Rating> RateRuns(const std::vector<std::string>& runs, const RatingFiles&
     }
   }
   std::ranges::sort(records, std::greater<>(), [](const RunRecord& r) { return r.run.id; });
-  // An attestation is one provider's promises: rating another's runs with it would score them
-  // on its prices, SLA and certificates, under its name.
-  if (files.attestation && !files.attestation->provider.empty()) {
-    for (const RunRecord& record : records) {
-      if (!record.run.provider.empty() && record.run.provider != files.attestation->provider) {
-        return Fail(ErrorCode::kInvalidArgument,
-                    "the attestation is provider {}'s, and run {} is of provider {}: rate that "
-                    "provider's runs with --provider {}, or name {}'s attestation",
-                    SanitizeUtf8(files.attestation->provider), record.run.id,
-                    SanitizeUtf8(record.run.provider), ShellWord(files.attestation->provider),
-                    SanitizeUtf8(record.run.provider));
-      }
-    }
-  }
   RatingInputs inputs{.attestation = files.attestation ? &*files.attestation : nullptr,
                       .now = io.clock->Now()};
   for (const RunRecord& record : records) inputs.runs.push_back(&record);
+  if (files.attestation) {
+    if (const RunRecord* other = OtherProvidersRun(*files.attestation, inputs.runs)) {
+      return Fail(ErrorCode::kInvalidArgument,
+                  "the attestation is provider {}'s, and run {} is of provider {}: rate that "
+                  "provider's runs with --provider {}, or name {}'s attestation",
+                  SanitizeUtf8(files.attestation->provider), other->run.id,
+                  SanitizeUtf8(other->run.provider), ShellWord(files.attestation->provider),
+                  SanitizeUtf8(other->run.provider));
+    }
+  }
   // None named: the attestation an evaluation kept with its run; and a lab's scaled bands.
   const KeptWithRuns kept = KeptWith(inputs.runs, files.RubricToUse(), io.clock->Now());
   if (!files.attestation && kept.attestation) inputs.attestation = &*kept.attestation;
