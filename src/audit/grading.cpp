@@ -146,9 +146,10 @@ Verdict AmdDriverRule(const Inputs& in) {
   }
   if (in.context.minimums == nullptr) return Unknown("no minimum-version table");
   const std::string release = version->get<std::string>();
+  constexpr GradedComponent kAmdDriver = "amd-driver";
   return GradedVersion(
-      in, "amd-driver", release,
-      GradeVersionForModels(*in.context.minimums, "amd-driver", named, release, in.context.now));
+      in, kAmdDriver, release,
+      GradeVersionForModels(*in.context.minimums, kAmdDriver.name, named, release, in.context.now));
 }
 
 // A program found on PATH (its path) or not (null).

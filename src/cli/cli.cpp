@@ -95,8 +95,7 @@ std::vector<Command> SetupCli(CLI::App& app, Context& ctx, const TreeNeeded& nee
                  "for `cmax rate`, the provider to rate")
       ->envname("CMAX_PROVIDER")
       ->check([](const std::string& name) -> std::string {
-        if (name.empty() || name.size() > 128 || SanitizeUtf8(name) != name ||
-            name.find_first_of("\n\t") != std::string::npos) {
+        if (!IsOneLine(name, 128)) {
           return "a provider's name: 1 to 128 printable characters";
         }
         return "";

@@ -44,8 +44,9 @@ ControlCharacterFilter::int_type ControlCharacterFilter::overflow(int_type c) {
 
 std::streamsize ControlCharacterFilter::xsputn(const char* s, std::streamsize n) {
   std::string shown(s, static_cast<size_t>(n));
-  ShowControlCharacters(shown);
-  return sink_->sputn(shown.data(), n);
+  ShowControlCharacters(shown);  // may shorten it: a C1 control's two bytes become one '?'
+  const auto size = static_cast<std::streamsize>(shown.size());
+  return sink_->sputn(shown.data(), size) == size ? n : 0;
 }
 
 int ExitCodeOf(const Error& error) {

@@ -5,12 +5,14 @@
 #pragma once
 
 #include <initializer_list>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "core/keys.hpp"
 #include "core/result.hpp"
 #include "core/strings.hpp"
 
@@ -61,15 +63,20 @@ inline Result<nlohmann::json> ParseJsonObject(std::string_view text) {
   // nlohmann keeps the last of two equal keys in an object; a person who wrote both meant one
   // of them, and which is not ours to guess.
   std::vector<std::set<std::string>> keys_by_depth;
+  std::map<std::string, int> times_seen;  // in the whole text: which `"key":` is the repeat
   std::string repeated;
+  int repeated_occurrence = 0;
   const auto note_keys = [&](int /*depth*/, nlohmann::json::parse_event_t event,
                              nlohmann::json& parsed) {
     using JsonEvent = nlohmann::json::parse_event_t;
     if (event == JsonEvent::object_start) keys_by_depth.emplace_back();
     if (event == JsonEvent::object_end && !keys_by_depth.empty()) keys_by_depth.pop_back();
-    if (event == JsonEvent::key && !keys_by_depth.empty() && repeated.empty() &&
-        !keys_by_depth.back().insert(parsed.get<std::string>()).second) {
-      repeated = parsed.get<std::string>();
+    if (event != JsonEvent::key || keys_by_depth.empty() || !repeated.empty()) return true;
+    const std::string& key = parsed.get_ref<const std::string&>();
+    const int occurrence = ++times_seen[key];
+    if (!keys_by_depth.back().insert(key).second) {
+      repeated = key;
+      repeated_occurrence = occurrence;
     }
     return true;
   };
@@ -87,7 +94,13 @@ inline Result<nlohmann::json> ParseJsonObject(std::string_view text) {
                 doc.type_name());
   }
   if (!repeated.empty()) {
-    return Fail(ErrorCode::kInvalidArgument, "the key \"{}\" appears twice in one object",
+    // Counted in the text as written: with an escape anywhere (a key written "n\u0061me", a
+    // value holding \"name\":) the count could point at another line, so none is said.
+    const int line = text.find('\\') == std::string_view::npos
+                         ? LineOfJsonKey(text, repeated, repeated_occurrence)
+                         : 0;
+    return Fail(ErrorCode::kInvalidArgument, "{}the key \"{}\" appears twice in one object",
+                line > 0 ? fmt::format("line {}: ", line) : std::string(),
                 SanitizeUtf8(repeated.substr(0, 60)));
   }
   return doc;

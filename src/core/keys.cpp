@@ -58,19 +58,29 @@ Error UnknownKey(std::string_view what, std::string_view key, int line,
   return Error{ErrorCode::kInvalidArgument, std::move(message)};
 }
 
-int LineOfJsonKey(std::string_view text, std::string_view key) {
-  const std::string quoted = fmt::format("\"{}\"", key);
-  size_t at = 0;
-  while ((at = text.find(quoted, at)) != std::string_view::npos) {
-    size_t after = at + quoted.size();
+int LineOfJsonKey(std::string_view text, std::string_view key, int occurrence) {
+  // String by string, so that a quote inside a value is never taken for a key's.
+  int line = 1;
+  for (size_t i = 0; i < text.size(); ++i) {
+    if (text[i] == '\n') ++line;
+    if (text[i] != '"') continue;
+    const size_t start = i + 1;
+    size_t end = start;
+    while (end < text.size() && text[end] != '"') end += text[end] == '\\' ? 2 : 1;
+    if (end >= text.size()) return 0;
+    const int at = line;
+    line += static_cast<int>(std::count(text.begin() + static_cast<ptrdiff_t>(start),
+                                        text.begin() + static_cast<ptrdiff_t>(end), '\n'));
+    size_t after = end + 1;
     while (after < text.size() && (text[after] == ' ' || text[after] == '\t' ||
                                    text[after] == '\r' || text[after] == '\n')) {
       ++after;
     }
-    if (after < text.size() && text[after] == ':') {
-      return 1 + static_cast<int>(std::count(text.begin(), text.begin() + at, '\n'));
+    if (after < text.size() && text[after] == ':' && text.substr(start, end - start) == key &&
+        --occurrence <= 0) {
+      return at;
     }
-    at += quoted.size();
+    i = end;
   }
   return 0;
 }

@@ -22,8 +22,8 @@ std::optional<std::string_view> NearestKey(std::string_view key,
 Error UnknownKey(std::string_view what, std::string_view key, int line,
                  const std::vector<std::string_view>& known);
 
-// The 1-based line of the first `"key":` in a JSON text, 0 when not found (nlohmann's DOM keeps
-// no positions; the first occurrence is where a person looks).
-int LineOfJsonKey(std::string_view text, std::string_view key);
+// The 1-based line of the first `"key":` in a JSON text (or of the `occurrence`th), 0 when not
+// found (nlohmann's DOM keeps no positions; the first occurrence is where a person looks).
+int LineOfJsonKey(std::string_view text, std::string_view key, int occurrence = 1);
 
 }  // namespace cmax

@@ -288,19 +288,73 @@ bool IsControlCharacter(char c) {
   return static_cast<unsigned char>(c) < 0x20 || c == 0x7f;
 }
 
+std::string AsOneLine(std::string_view text) {
+  std::string line = SanitizeUtf8(text);
+  std::ranges::replace_if(
+      line, [](char c) { return c == '\n' || c == '\t'; }, '?');
+  return line;
+}
+
+bool IsOneLine(std::string_view text, size_t max) {
+  return !text.empty() && text.size() <= max && text.find_first_of("\t\n") == std::string::npos &&
+         SanitizeUtf8(text) == text;
+}
+
+namespace {
+
+// The length of the well-formed UTF-8 sequence at text[i] (Unicode's table 3-7: no overlong
+// form, no surrogate, nothing past U+10FFFF), 0 when none starts there.
+size_t Utf8SequenceAt(const std::string& text, size_t i) {
+  const auto at = [&](size_t k) { return static_cast<unsigned char>(text[i + k]); };
+  const unsigned char b = at(0);
+  if (b < 0x80) return 1;
+  size_t length = 0;
+  unsigned char low = 0x80;
+  unsigned char high = 0xBF;  // the second byte's range
+  if (b >= 0xC2 && b <= 0xDF) {
+    length = 2;
+  } else if (b >= 0xE0 && b <= 0xEF) {
+    length = 3;
+    low = b == 0xE0 ? 0xA0 : 0x80;
+    high = b == 0xED ? 0x9F : 0xBF;
+  } else if (b >= 0xF0 && b <= 0xF4) {
+    length = 4;
+    low = b == 0xF0 ? 0x90 : 0x80;
+    high = b == 0xF4 ? 0x8F : 0xBF;
+  } else {
+    return 0;
+  }
+  if (i + length > text.size() || at(1) < low || at(1) > high) return 0;
+  for (size_t k = 2; k < length; ++k) {
+    if (at(k) < 0x80 || at(k) > 0xBF) return 0;
+  }
+  return length;
+}
+
+}  // namespace
+
 void ShowControlCharacters(std::string& text) {
   size_t out = 0;
-  for (size_t i = 0; i < text.size(); ++i) {
+  for (size_t i = 0; i < text.size();) {
     const char c = text[i];
+    const size_t length = Utf8SequenceAt(text, i);
     // A C1 control in UTF-8 (U+0080-U+009F: 0xC2 then 0x80-0x9F): U+009B is an escape to xterm.
-    if (static_cast<unsigned char>(c) == 0xC2 && i + 1 < text.size() &&
-        static_cast<unsigned char>(text[i + 1]) >= 0x80 &&
+    if (length == 2 && static_cast<unsigned char>(c) == 0xC2 &&
         static_cast<unsigned char>(text[i + 1]) <= 0x9F) {
       text[out++] = '?';
+      i += 2;
+    } else if (length > 1) {
+      for (size_t k = 0; k < length; ++k) text[out++] = text[i + k];
+      i += length;
+    } else if (length == 0) {
+      // A byte of no UTF-8 sequence: 0x80-0x9F is C1 to a terminal in an 8-bit locale.
+      const auto b = static_cast<unsigned char>(c);
+      text[out++] = b <= 0x9F ? '?' : c;
       ++i;
-      continue;
+    } else {
+      text[out++] = IsControlCharacter(c) && c != '\n' && c != '\t' ? '?' : c;
+      ++i;
     }
-    text[out++] = IsControlCharacter(c) && c != '\n' && c != '\t' ? '?' : c;
   }
   text.resize(out);
 }

@@ -76,9 +76,17 @@ std::string SanitizeUtf8(std::string_view text);
 
 // A C0 control character or DEL: what a terminal may obey instead of showing.
 bool IsControlCharacter(char c);
+// Text shown as one line on terminals and in every report (a name, a title, a source): 1 to
+// `max` bytes that SanitizeUtf8 leaves as they are, with no tab or line break.
+bool IsOneLine(std::string_view text, size_t max);
+// A name from outside (a file's: any bytes but '/' and NUL) made one printable line for reports:
+// SanitizeUtf8, then a line break or tab becomes '?'.
+std::string AsOneLine(std::string_view text);
 // For text bound for a terminal that must keep its lines (stderr, logs): every control character
-// but tab and newline becomes '?', C1 controls in UTF-8 too. Cheaper than SanitizeUtf8, and
-// leaves the rest of UTF-8 alone.
+// but tab and newline becomes '?', C1 controls in UTF-8 too, and a byte 0x80-0x9F that is not
+// part of well-formed UTF-8 (C1 to a terminal in an 8-bit locale, which well-formed UTF-8 can
+// still reach through its continuation bytes). Cheaper than SanitizeUtf8, and leaves the rest
+// of UTF-8, and bytes 0xA0-0xFF that are not UTF-8, alone.
 void ShowControlCharacters(std::string& text);
 
 }  // namespace cmax

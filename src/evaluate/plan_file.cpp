@@ -45,9 +45,7 @@ Result<void> OnlyKeys(const YAML::Node& map, const std::vector<std::string_view>
 Result<std::string> Text(const YAML::Node& map, const char* key, size_t max = 4096) {
   const YAML::Node node = map[key];
   if (!node || node.IsNull()) return std::string();
-  if (!node.IsScalar() || node.Scalar().empty() || node.Scalar().size() > max ||
-      SanitizeUtf8(node.Scalar()) != node.Scalar() ||
-      node.Scalar().find_first_of("\n\r\t") != std::string::npos) {
+  if (!node.IsScalar() || !IsOneLine(node.Scalar(), max)) {
     return tl::unexpected(
         Invalid(node, fmt::format("{} must be text of 1 to {} printable characters", key, max)));
   }
@@ -183,9 +181,7 @@ Result<EndpointPhasePlan> EndpointOf(const YAML::Node& entry, const std::string&
 // A list of one-line texts; empty when the key is absent.
 // A scalar of one printable line, 1 to 4096 characters.
 bool OneLine(const YAML::Node& item) {
-  return item.IsScalar() && !item.Scalar().empty() && item.Scalar().size() <= 4096 &&
-         SanitizeUtf8(item.Scalar()) == item.Scalar() &&
-         item.Scalar().find_first_of("\n\r\t") == std::string::npos;
+  return item.IsScalar() && IsOneLine(item.Scalar(), 4096);
 }
 
 Result<std::vector<std::string>> Texts(const YAML::Node& map, const char* key,

@@ -225,7 +225,7 @@ Result<NcclAnalyzeReport> AnalyzeNcclFiles(const NcclAnalyzeOptions& options,
   if (options.files.empty()) return Fail(ErrorCode::kInvalidArgument, "no file given");
   if (const std::string twice = sys::FirstRepeatedFile(options.files); !twice.empty()) {
     return Fail(ErrorCode::kInvalidArgument, "{} is given twice: its curves would count twice",
-                SanitizeUtf8(twice));
+                AsOneLine(twice));
   }
   const WallTime started = io.clock->Now();
   auto loaded = LoadNcclPlatforms(options.platforms_file, *io.fs);
@@ -243,7 +243,7 @@ Result<NcclAnalyzeReport> AnalyzeNcclFiles(const NcclAnalyzeOptions& options,
     }
     auto text = sys::ReadInputFile(*io.fs, file, kMaxNcclLogBytes, interrupted);
     if (!text) return tl::unexpected(text.error());
-    inputs.push_back({.name = file, .output = ParseNcclTestsOutput(*text)});
+    inputs.push_back({.name = AsOneLine(file), .output = ParseNcclTestsOutput(*text)});
   }
   if (interrupted()) return sys::StoppedNothingRecorded();
   NcclRunExtras extras;

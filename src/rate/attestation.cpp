@@ -200,14 +200,10 @@ Result<Attestation> ParseAttestation(std::string_view yaml, WallTime now) {
                     std::string_view(key) == "provider" ? "whose it is" : "who attests and how");
       }
     }
-    // Both are one line in every report: printable, no tab or line break, at most `max` bytes.
-    const auto one_line = [](const std::string& text, size_t max) {
-      return text.size() <= max && SanitizeUtf8(text) == text &&
-             text.find_first_of("\n\t\r") == std::string::npos;
-    };
-    // The same names `--provider` takes: the provider is recorded with runs and shown in tables.
+    // Both are one line in every report. The same names `--provider` takes: the provider is
+    // recorded with runs and shown in tables.
     const std::string& provider = root["provider"].Scalar();
-    if (!one_line(provider, 128)) {
+    if (!IsOneLine(provider, 128)) {
       return Fail(ErrorCode::kInvalidArgument,
                   "attestation line {}: provider must be 1 to 128 printable characters on one line",
                   LineOf(root["provider"]));
@@ -216,9 +212,9 @@ Result<Attestation> ParseAttestation(std::string_view yaml, WallTime now) {
     // A YAML block scalar would break the text's lines; a folded one (`source: >`) ends in one
     // line break, which is not a second line.
     const std::string source(Trim(root["source"].Scalar()));
-    if (!one_line(source, 1000)) {
+    if (!IsOneLine(source, 1000)) {
       return Fail(ErrorCode::kInvalidArgument,
-                  "attestation line {}: source must be up to 1000 printable characters on one line",
+                  "attestation line {}: source must be 1 to 1000 printable characters on one line",
                   LineOf(root["source"]));
     }
     out.source = source;

@@ -39,7 +39,7 @@ Result<std::string> Text(const json& object, const char* key, std::string_view w
   }
   // Names and titles are printed on terminals and in every report, one line each.
   const std::string& text = it->get_ref<const std::string&>();
-  if (text.find_first_of("\t\n") != std::string::npos || SanitizeUtf8(text) != text) {
+  if (!IsOneLine(text, text.size())) {
     return Fail(ErrorCode::kInvalidArgument,
                 "rubric: {}: \"{}\" holds a line break, a control character or bytes that are not "
                 "UTF-8",

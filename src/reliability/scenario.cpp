@@ -92,6 +92,30 @@ double Secs(Duration d) {
 
 }  // namespace
 
+Result<void> CheckAlertSignals(std::string_view prometheus, std::string_view query,
+                               std::string_view webhook) {
+  if (prometheus.empty() != query.empty()) {
+    return Fail(ErrorCode::kInvalidArgument, "{} is needed with {}",
+                prometheus.empty() ? "prometheus (a URL)" : "query",
+                prometheus.empty() ? "query" : "prometheus");
+  }
+  if (!prometheus.empty() && !prometheus.starts_with("http://") &&
+      !prometheus.starts_with("https://")) {
+    return Fail(ErrorCode::kInvalidArgument, "prometheus must be an http:// or https:// URL");
+  }
+  if (!webhook.empty()) {
+    const size_t colon = webhook.rfind(':');
+    const auto port = colon == std::string_view::npos
+                          ? std::nullopt
+                          : ParseWhole<unsigned>(webhook.substr(colon + 1));
+    if (colon == 0 || !port || *port > 65535) {
+      return Fail(ErrorCode::kInvalidArgument,
+                  "webhook must be HOST:PORT to listen on (port 0-65535, 0 for any)");
+    }
+  }
+  return {};
+}
+
 Result<Scenario> ParseScenario(std::string_view text) {
   YAML::Node root;
   try {
@@ -169,28 +193,11 @@ Result<Scenario> ParseScenario(std::string_view text) {
       s.alert_query = Text(signals, "query");
       if (!Text(signals, "node_label").empty()) s.alert_node_label = Text(signals, "node_label");
       s.alert_webhook = Text(signals, "webhook");
-      if (s.prometheus.empty() != s.alert_query.empty()) {
-        return Fail(ErrorCode::kInvalidArgument,
-                    "scenario: signals need both prometheus (a URL) and query");
-      }
-      // Said by a dry run too, not first when the faults are already injected.
-      if (!s.prometheus.empty() && !s.prometheus.starts_with("http://") &&
-          !s.prometheus.starts_with("https://")) {
-        return Fail(ErrorCode::kInvalidArgument,
-                    "scenario line {}: signals prometheus must be an http:// or https:// URL",
-                    LineOf(signals["prometheus"]));
-      }
-      if (!s.alert_webhook.empty()) {
-        const size_t colon = s.alert_webhook.rfind(':');
-        const auto port = colon == std::string::npos
-                              ? std::nullopt
-                              : ParseWhole<unsigned>(s.alert_webhook.substr(colon + 1));
-        if (colon == 0 || !port || *port > 65535) {
-          return Fail(ErrorCode::kInvalidArgument,
-                      "scenario line {}: signals webhook must be HOST:PORT to listen on (port "
-                      "0-65535, 0 for any)",
-                      LineOf(signals["webhook"]));
-        }
+      if (auto ok = CheckAlertSignals(s.prometheus, s.alert_query, s.alert_webhook); !ok) {
+        const std::string& why = ok.error().message;
+        const YAML::Node at = signals[why.substr(0, why.find(' '))];
+        return Fail(ErrorCode::kInvalidArgument, "scenario line {}: signals {}",
+                    LineOf(at ? at : signals), why);
       }
     }
     const YAML::Node steps = root["steps"];
@@ -248,18 +255,18 @@ Result<Scenario> ParseScenario(std::string_view text) {
                      : fmt::format("{}-{}-{}", inject,
                                    by_code ? std::to_string(step.code) : step.fault, step.node))
               : Text(n, "name");
-      // Names and nodes are printed and stored: no control characters (a terminal would obey
-      // them), and short enough to read.
-      for (const std::string* shown : {&step.name, &step.node}) {
-        if (shown->size() > 200 || std::any_of(shown->begin(), shown->end(), IsControlCharacter)) {
-          return Fail(ErrorCode::kInvalidArgument,
-                      "scenario line {}: step {}: names and nodes must be at most 200 "
-                      "characters, without control characters",
-                      LineOf(n), i + 1);
-        }
-      }
       if (step.node.empty()) {
         return Fail(ErrorCode::kInvalidArgument, "scenario step {}: no node", i + 1);
+      }
+      // Names and nodes are printed and stored: one printable line each (a terminal would obey
+      // a control character), and short enough to read.
+      for (const std::string* shown : {&step.name, &step.node}) {
+        if (!IsOneLine(*shown, 200)) {
+          return Fail(ErrorCode::kInvalidArgument,
+                      "scenario line {}: step {}: names and nodes must be at most 200 "
+                      "printable characters on one line",
+                      LineOf(n), i + 1);
+        }
       }
       // A node is a host's name (Slurm's, Kubernetes'): it goes into commands and the hints
       // people copy, where `;` or `$(...)` would be a command of their own.

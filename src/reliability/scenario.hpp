@@ -70,6 +70,13 @@ struct Scenario {
 //     - {inject: pcie-sbr, node: gpu6, gpu: "0000:17:00.0"}   (run with --allow-destructive)
 Result<Scenario> ParseScenario(std::string_view text);
 
+// The alert signals as a scenario or the flags give them, checked before anything is injected
+// (a dry run says it too): the Prometheus server an http:// or https:// URL and a query with
+// it, the webhook HOST:PORT to listen on. The error names the bad one ("prometheus", "query",
+// "webhook") first.
+Result<void> CheckAlertSignals(std::string_view prometheus, std::string_view query,
+                               std::string_view webhook);
+
 struct StepResult {
   Step step;
   std::string record;        // what was written

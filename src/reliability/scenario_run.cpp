@@ -85,6 +85,16 @@ Result<ReliabilityReport> RunScenarioFile(const ScenarioRunOptions& o, const Rel
   if (!scenario) {
     return Fail(ErrorCode::kInvalidArgument, "{}: {}", o.scenario_path, scenario.error().message);
   }
+  // The flags' signals replace the scenario's one by one, and are held to the same rules.
+  const std::string prometheus = o.prometheus.empty() ? scenario->prometheus : o.prometheus;
+  const std::string query = o.alert_query.empty() ? scenario->alert_query : o.alert_query;
+  const std::string webhook = o.alert_webhook.empty() ? scenario->alert_webhook : o.alert_webhook;
+  if (auto ok = CheckAlertSignals(prometheus, query, webhook); !ok) {
+    return Fail(ErrorCode::kInvalidArgument,
+                "alert signals (--prometheus, --alert-query, "
+                "--alert-webhook or the scenario's): {}",
+                ok.error().message);
+  }
   // Every step's safety first: nothing is injected when any step would be refused. Whether a
   // node is drained is checked again just before its step (it may change meanwhile).
   size_t refused = 0;
@@ -150,9 +160,6 @@ Result<ReliabilityReport> RunScenarioFile(const ScenarioRunOptions& o, const Rel
     Out(io, FormatIso8601(io.clock->Now()) + " " + SanitizeUtf8(line));
   };
   hooks.stop = io.stop;
-  const std::string prometheus = o.prometheus.empty() ? scenario->prometheus : o.prometheus;
-  const std::string query = o.alert_query.empty() ? scenario->alert_query : o.alert_query;
-  const std::string webhook = o.alert_webhook.empty() ? scenario->alert_webhook : o.alert_webhook;
   sys::CurlHttpClient http;
   std::optional<PrometheusAlerts> prometheus_alerts;
   std::unique_ptr<WebhookAlerts> webhook_alerts;

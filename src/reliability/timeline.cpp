@@ -88,8 +88,10 @@ std::string_view VerdictName(Verdict verdict) {
 }
 
 Result<std::map<std::string, PassBars>> ParsePassBars(std::string_view text) {
-  const nlohmann::json root = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
-  if (!root.is_object() || TextOf(root, "schema") != "cmax.reliability-bars/v1") {
+  auto parsed = ParseJsonObject(text);  // a repeated bar refused, not one of the two kept
+  if (!parsed) return Fail(ErrorCode::kInvalidArgument, "pass bars: {}", parsed.error().message);
+  const nlohmann::json& root = *parsed;
+  if (TextOf(root, "schema") != "cmax.reliability-bars/v1") {
     return Fail(ErrorCode::kInvalidArgument,
                 "pass bars: not a cmax.reliability-bars/v1 JSON document");
   }

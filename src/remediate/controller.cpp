@@ -456,8 +456,18 @@ Result<std::string> Controller::Execute(const ActionRow& row, NodeEntry& entry) 
   return Fail(ErrorCode::kInternal, "unknown action");
 }
 
+bool IsNodeName(std::string_view node) {
+  return IsOneLine(node, 253) && node.find(' ') == std::string_view::npos;
+}
+
 Result<OperatorOutcome> RecordOperatorWord(store::Store& store, const OperatorWord& word,
                                            WallTime now) {
+  if (!IsNodeName(word.node)) {
+    return Fail(ErrorCode::kInvalidArgument,
+                "'{}' is not a node's name: no spaces or control "
+                "characters, at most 253 bytes",
+                AsOneLine(word.node.substr(0, 60)));
+  }
   Journal journal(store.Db());
   auto entry = journal.Node(word.node, now);
   if (!entry) return tl::unexpected(entry.error());

@@ -6,6 +6,7 @@
 
 #include <map>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "core/clock.hpp"
@@ -78,9 +79,14 @@ class Controller {
   bool policy_saved_ = false;
 };
 
+// A node's name as cmax takes it from a person: a host's name (1 to 253 bytes), nothing a
+// terminal obeys and no space; it goes into drain reasons, the journal and every view.
+bool IsNodeName(std::string_view node);
+
 // A person's word about a node (`cmax remediate repaired NODE`, `retire NODE`), recorded as an
 // event through the policy the controller last ran with (the defaults when none has run on this
-// store); the actions it plans are carried out by the running controller.
+// store); the actions it plans are carried out by the running controller. A node that is not
+// IsNodeName is refused (kInvalidArgument) and nothing is written.
 struct OperatorWord {
   std::string node;
   EventKind kind = EventKind::kRepaired;

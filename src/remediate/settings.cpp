@@ -60,11 +60,10 @@ Result<ControllerConfig> BuildControllerConfig(const ControllerSettings& o, sys:
   c.policy.escalation_faults = o.escalation_faults;
   // Node names go into drain reasons and the journal: a host's name, nothing a terminal obeys.
   for (const std::string& node : o.nodes) {
-    if (node.empty() || node.size() > 253 || SanitizeUtf8(node) != node ||
-        node.find_first_of(" \t\n") != std::string::npos) {
+    if (!IsNodeName(node)) {
       return Fail(ErrorCode::kInvalidArgument,
                   "--node '{}': a node's name, without spaces or control characters",
-                  SanitizeUtf8(node.substr(0, 60)));
+                  AsOneLine(node.substr(0, 60)));
     }
   }
   c.nodes = o.nodes;

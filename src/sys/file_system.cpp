@@ -100,11 +100,11 @@ Result<std::string> ReadInputFile(const FileSystem& fs, const std::string& path,
   if (text) return text;
   if (interrupted && interrupted()) {
     return Fail(ErrorCode::kInterrupted, "interrupted reading {}; nothing was recorded",
-                SanitizeUtf8(path));
+                AsOneLine(path));
   }
   return Fail(text.error().code == ErrorCode::kNotFound ? ErrorCode::kNotFound
                                                         : ErrorCode::kInvalidArgument,
-              "{}: {}", SanitizeUtf8(path), text.error().message);
+              "{}: {}", AsOneLine(path), text.error().message);
 }
 
 tl::unexpected<Error> StoppedNothingRecorded() {

@@ -82,11 +82,11 @@ Result<TraceFigures> ReadAndAnalyzeTraces(const TraceRunOptions& options,
   // Each file is a rank: one given twice would be two ranks and double every collective.
   if (const std::string twice = sys::FirstRepeatedFile(options.files); !twice.empty()) {
     return Fail(ErrorCode::kInvalidArgument, "{} is given twice: each trace is one rank's",
-                SanitizeUtf8(twice));
+                AsOneLine(twice));
   }
   for (const std::string& file : options.files) {
     if (::access(file.c_str(), R_OK) != 0) {
-      return Fail(ErrorCode::kNotFound, "{}: no such file (or not readable)", SanitizeUtf8(file));
+      return Fail(ErrorCode::kNotFound, "{}: no such file (or not readable)", AsOneLine(file));
     }
   }
   const size_t n = options.files.size();
@@ -106,7 +106,7 @@ Result<TraceFigures> ReadAndAnalyzeTraces(const TraceRunOptions& options,
         problems[i] = trace.error().message;
         continue;
       }
-      analysed[i] = AnalyzeRank(file, *trace, options.report.rank);
+      analysed[i] = AnalyzeRank(AsOneLine(file), *trace, options.report.rank);
     }
   };
   const unsigned cores = sys::UsableCores();  // `taskset -c 0`: one worker
@@ -123,12 +123,12 @@ Result<TraceFigures> ReadAndAnalyzeTraces(const TraceRunOptions& options,
     if (analysed[i]) {
       ranks.push_back(std::move(*analysed[i]));
     } else if (unreadable != nullptr) {
-      unreadable->push_back({options.files[i], problems[i]});
+      unreadable->push_back({AsOneLine(options.files[i]), problems[i]});
     }
   }
   if (ranks.empty()) {
     return Fail(ErrorCode::kInvalidArgument, "no readable trace: {}: {}",
-                SanitizeUtf8(options.files.front()), problems.front());
+                AsOneLine(options.files.front()), problems.front());
   }
   return CombineRanks(std::move(ranks), options.report);
 }

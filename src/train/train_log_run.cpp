@@ -132,7 +132,7 @@ Result<const TrainReference*> FindReference(const std::string& id) {
 Result<TrainLogReport> AnalyzeTrainLogFiles(const TrainLogOptions& options, const TrainLogIo& io) {
   if (options.files.empty()) return Fail(ErrorCode::kInvalidArgument, "no file given");
   if (const std::string twice = sys::FirstRepeatedFile(options.files); !twice.empty()) {
-    return Fail(ErrorCode::kInvalidArgument, "{} is given twice", SanitizeUtf8(twice));
+    return Fail(ErrorCode::kInvalidArgument, "{} is given twice", AsOneLine(twice));
   }
   const TrainReference* reference = nullptr;
   if (!options.reference.empty()) {
@@ -145,7 +145,7 @@ Result<TrainLogReport> AnalyzeTrainLogFiles(const TrainLogOptions& options, cons
   TrainLogReport report;
   for (const std::string& file : options.files) {
     if (interrupted()) return sys::StoppedNothingRecorded();
-    TrainLogFile one{.name = file == "-" ? "stdin" : file};
+    TrainLogFile one{.name = file == "-" ? "stdin" : AsOneLine(file)};
     if (file == "-") {
       one.log = ParseTorchTitanLog(io.stdin_text);
     } else {

@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
+#include "core/json_read.hpp"
 #include "core/keys.hpp"
 #include "core/strings.hpp"
 
@@ -60,13 +61,14 @@ std::string TrainReference::Words() const {
 }
 
 Result<TrainReferences> TrainReferences::Parse(std::string_view text) {
-  json root;
-  try {
-    root = json::parse(text);
-  } catch (const json::exception& e) {
-    return Fail(ErrorCode::kInvalidArgument, "train references: not JSON: {}", e.what());
+  // As every file people write is read (the built-in one is such a file too): a repeated key
+  // refused, an error that says where.
+  auto parsed = ParseJsonObject(text);
+  if (!parsed) {
+    return Fail(ErrorCode::kInvalidArgument, "train references: {}", parsed.error().message);
   }
-  if (!root.is_object() || root.value("schema", "") != "cmax.train-references/v1") {
+  const json& root = *parsed;
+  if (TextOf(root, "schema") != "cmax.train-references/v1") {
     return Fail(ErrorCode::kInvalidArgument,
                 "train references: not a cmax.train-references/v1 document");
   }

@@ -304,6 +304,15 @@ TEST(Cli, ErrorsReachTheTerminalWithoutControlCharacters) {
   err << "server said: \x1b[2J\x1b]0;owned\x07 gone\r\n" << '\x7f' << "caf\xc3\xa9\tok\n";
   err.flush();
   EXPECT_EQ(sink.str(), "server said: ?[2J?]0;owned? gone?\n?caf\xc3\xa9\tok\n");
+  // A C1 control's two bytes become one '?': exactly what is shown is written, nothing past it.
+  std::ostringstream c1_sink;
+  ControlCharacterFilter c1_filter(c1_sink.rdbuf());
+  std::ostream c1(&c1_filter);
+  c1 << "a\xC2\x9B"
+     << "31m b\xC2\x85"
+     << "c\n";
+  c1.flush();
+  EXPECT_EQ(c1_sink.str(), "a?31m b?c\n");
 }
 
 TEST(Cli, CorruptStoreIsAnErrorNamingTheFileAndIsLeftAlone) {
@@ -861,6 +870,13 @@ TEST(Cli, NcclAnalyzeJudgesLogsAndRecordsTheRun) {
   const auto loose = Cli({"nccl", "analyze", "--db", db, "-v", "--tolerance", "50", file});
   EXPECT_EQ(loose.code, kExitOk) << loose.out;
   EXPECT_NE(loose.out.find("    64 MiB         19.10"), std::string::npos) << loose.out;
+  // A file's name is any bytes: one with a line break stays on its line in the text.
+  const std::string odd = dir.File("a\nFAIL forged.log");
+  std::filesystem::copy_file(file, odd);
+  const auto named = Cli({"nccl", "analyze", "--db", db, "--exit-zero", odd});
+  EXPECT_EQ(named.code, kExitOk) << named.err;
+  EXPECT_NE(named.out.find("a?FAIL forged.log"), std::string::npos) << named.out;
+  EXPECT_EQ(named.out.find("\nFAIL forged"), std::string::npos) << named.out;
 
   const auto missing = Cli({"nccl", "analyze", "--db", db, dir.File("nope.log")});
   EXPECT_EQ(missing.code, kExitUsage);

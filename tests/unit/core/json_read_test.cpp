@@ -4,6 +4,8 @@
 #include <gtest/gtest.h>
 #include <string>
 
+#include "core/keys.hpp"
+
 namespace cmax {
 namespace {
 
@@ -35,12 +37,37 @@ TEST(ParseJsonObject, AKeyTwiceInOneObjectIsRefused) {
   // nlohmann keeps the last; which of the two a person meant is not ours to guess.
   const auto twice = ParseJsonObject(R"({"name": "a", "items": [], "name": "b"})");
   ASSERT_FALSE(twice);
-  EXPECT_EQ(twice.error().message, "the key \"name\" appears twice in one object");
-  const auto nested = ParseJsonObject(R"({"a": {"w": 1, "w": 2}})");
+  EXPECT_EQ(twice.error().message, "line 1: the key \"name\" appears twice in one object");
+  // The line is the repeat's, past the same key in other objects before it.
+  const auto nested = ParseJsonObject(
+      "{\"w\": 0,\n \"a\": [{\"w\": 1}],\n \"b\": {\"w\": 1,\n"
+      "  \"x\": 2,\n  \"w\": 2}}");
   ASSERT_FALSE(nested);
-  EXPECT_NE(nested.error().message.find("\"w\""), std::string::npos);
+  EXPECT_EQ(nested.error().message, "line 5: the key \"w\" appears twice in one object");
+  // With an escape in the text, counting could point elsewhere: no line then.
+  const auto escaped = ParseJsonObject(R"({"x": {"n\u0061me": 1, "name": 2}, "name": 3})");
+  ASSERT_FALSE(escaped);
+  EXPECT_EQ(escaped.error().message, "the key \"name\" appears twice in one object");
   // The same key in two objects, at any depth, is no repeat.
   EXPECT_TRUE(ParseJsonObject(R"({"w": 0, "a": [{"w": 1}, {"w": 2}], "b": {"w": {"w": 3}}})"));
+}
+
+// Where a key is, for the errors that name a line: only a key counts, never the same text as a
+// value or inside one, and the n-th occurrence when asked.
+TEST(LineOfJsonKey, CountsKeysNotValues) {
+  const std::string text =
+      "{\"note\": \"m\",\n"
+      " \"x\": \"\\\"m\\\": 1\",\n"
+      " \"a\": {\"m\": 1},\n"
+      " \"b\", \" :m\": 2,\n"
+      " \"m\"\n  : 2}";
+  EXPECT_EQ(LineOfJsonKey(text, "m"), 3);
+  EXPECT_EQ(LineOfJsonKey(text, "m", 2), 5);
+  EXPECT_EQ(LineOfJsonKey(text, "m", 3), 0);
+  EXPECT_EQ(LineOfJsonKey(text, " :m"), 4);
+  EXPECT_EQ(LineOfJsonKey(text, "note"), 1);
+  EXPECT_EQ(LineOfJsonKey(text, "absent"), 0);
+  EXPECT_EQ(LineOfJsonKey("{\"m\": \"unclosed", "x"), 0);
 }
 
 }  // namespace

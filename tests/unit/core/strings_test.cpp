@@ -212,6 +212,35 @@ TEST(ShowControlCharacters, C0AndC1ControlsBecomeQuestionMarksAndUtf8Stays) {
       "31m \xC2\xA0 caf\xC3\xA9\x7f\xC2";
   ShowControlCharacters(text);
   EXPECT_EQ(text, "a?[31m\tb\nc?31m \xC2\xA0 caf\xC3\xA9?\xC2");
+  // Raw C1 bytes (U+009B as Latin-1 writes it) too; continuation bytes of UTF-8 stay, also
+  // those in 0x80-0x9F (U+0100 is C4 80, U+20AC E2 82 AC, U+1F600 F0 9F 98 80).
+  std::string raw =
+      "x\x9B"
+      "31m \x85\xA0 \xC4\x80 \xE2\x82\xAC \xF0\x9F\x98\x80 \xE2\x82\x9B\x9B";
+  ShowControlCharacters(raw);
+  EXPECT_EQ(raw, "x?31m ?\xA0 \xC4\x80 \xE2\x82\xAC \xF0\x9F\x98\x80 \xE2\x82\x9B?");
+  // What only looks like a sequence is none: an overlong C0 9B, E0 80 (overlong), ED A0
+  // (a surrogate), F4 90 (past U+10FFFF), F5 and a sequence cut short at the end.
+  std::string forged = "\xC0\x9B|\xE0\x80\x9B|\xED\xA0\x80|\xF4\x90\x80\x80|\xF5\x80|\xE2\x82";
+  ShowControlCharacters(forged);
+  EXPECT_EQ(forged, "\xC0?|\xE0??|\xED\xA0?|\xF4???|\xF5?|\xE2?");
+}
+
+// One printable line: what names and titles must be (IsOneLine), and what a file's name is
+// made into for a report (AsOneLine).
+TEST(OneLine, NamesAreCheckedOrMadeOneLine) {
+  EXPECT_TRUE(IsOneLine("Lab Cloud", 128));
+  EXPECT_TRUE(IsOneLine("caf\xC3\xA9", 5));
+  EXPECT_FALSE(IsOneLine("caf\xC3\xA9", 4));
+  for (const std::string bad : {"", "a\nb", "a\tb", "a\rb", "a\x1b[2J", "\xff",
+                                "a\xC2\x9B"
+                                "b",
+                                "\xE2\x80\xAE" /* U+202E */}) {
+    EXPECT_FALSE(IsOneLine(bad, 128)) << bad;
+  }
+  EXPECT_EQ(AsOneLine("a\nFAIL b\tc"), "a?FAIL b?c");
+  EXPECT_EQ(AsOneLine("caf\xC3\xA9.log"), "caf\xC3\xA9.log");
+  EXPECT_TRUE(IsOneLine(AsOneLine("x\r\n\x1b\xff\xE2\x80\xAE"), 64));
 }
 
 TEST(PercentEncode, OnlyUnreservedCharactersStay) {

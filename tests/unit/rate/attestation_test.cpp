@@ -121,7 +121,9 @@ TEST(Attestation, MalformedFieldsAreRefusedNamingTheLine) {
        "line 7: \"gpu_hour_usd\" appears twice in pricing"},
       {"date: 2026-11-30\nprovider: Other\n", "line 5: \"provider\" appears twice"},
       {"schema: cmax.attestation/v1\nprovider: P\nsource: |\n  two\n  lines\ndate: 2026-11-30\n",
-       "line 3: source must be up to 1000 printable characters on one line"},
+       "line 3: source must be 1 to 1000 printable characters on one line"},
+      {"schema: cmax.attestation/v1\nprovider: P\nsource: \"   \"\ndate: 2026-11-30\n",
+       "line 3: source must be 1 to 1000 printable characters on one line"},
       {"date: 2026-11-30\ndelivery:\n  promised: 2026-10-01\n  delivered: 9999-12-31\n",
        "line 7: delivery delivered is in the future"},
   };

@@ -95,6 +95,43 @@ TEST(ScenarioRun, ADryRunShowsTheStepsAndRecordsNothing) {
   EXPECT_EQ(shell.out.size(), 2U);
 }
 
+// --prometheus, --alert-query and --alert-webhook are held to the scenario's rules, each
+// combined with what the scenario says, before anything is shown or injected.
+TEST(ScenarioRun, AlertSignalsGivenAsFlagsAreCheckedFirst) {
+  const std::string two = TwoSteps();
+  const std::string one = two.substr(0, two.find("  - {name: reset"));
+  struct Case {
+    std::string scenario;
+    ScenarioRunOptions flags;
+    const char* error;
+  };
+  const std::string with_query = "signals: {prometheus: \"http://p:9090\", query: up}\n" + one;
+  for (const Case& c : std::vector<Case>{
+           {one, {.prometheus = "file:///etc/shadow", .alert_query = "up"}, "prometheus must be"},
+           {one, {.prometheus = "http://p:9090"}, "query is needed with prometheus"},
+           {with_query, {.prometheus = "ftp://p"}, "prometheus must be"},
+           {one, {.alert_webhook = "9099"}, "webhook must be HOST:PORT"},
+       }) {
+    Shell shell;
+    shell.fs.AddFile("/s.yaml", c.scenario);
+    ScenarioRunOptions o = c.flags;
+    o.scenario_path = "/s.yaml";
+    o.dry_run = true;
+    const auto run = RunScenarioFile(o, shell.Io());
+    ASSERT_FALSE(run) << c.error;
+    EXPECT_EQ(run.error().code, ErrorCode::kInvalidArgument);
+    EXPECT_NE(run.error().message.find(c.error), std::string::npos) << run.error().message;
+    EXPECT_TRUE(shell.out.empty()) << shell.out.front();
+  }
+  // A flag that completes the scenario's pair is taken.
+  Shell shell;
+  shell.fs.AddFile("/s.yaml", with_query);
+  ScenarioRunOptions o{.scenario_path = "/s.yaml", .dry_run = true, .yes = true};
+  o.alert_query = "max(ALERTS)";
+  const auto run = RunScenarioFile(o, shell.Io());
+  EXPECT_TRUE(run) << run.error().message;
+}
+
 TEST(ScenarioRun, ARebootNeedsItsFlagAndSaysWhy) {
   Shell shell;
   const auto run = RebootAndTime({.node = "gpu1", .yes = true}, shell.Io());

@@ -84,11 +84,19 @@ steps: [{inject: xid, code: 79, node: n, gpu: '17:00.0'}])");
   EXPECT_EQ(s->prometheus, "http://prom:9090");
   EXPECT_EQ(s->alert_query, "up == 0");
   EXPECT_EQ(s->alert_node_label, "host");
-  EXPECT_FALSE(ParseScenario(R"(signals: {prometheus: "http://prom:9090"}
-steps: [{inject: xid, code: 79, node: n, gpu: '17:00.0'}])"));
-  // Said before anything is injected, by a dry run too.
-  EXPECT_FALSE(ParseScenario(R"(signals: {prometheus: "file:///etc/shadow", query: "up"}
-steps: [{inject: xid, code: 79, node: n, gpu: '17:00.0'}])"));
+  auto alone = ParseScenario(R"(signals: {prometheus: "http://prom:9090"}
+steps: [{inject: xid, code: 79, node: n, gpu: '17:00.0'}])");
+  ASSERT_FALSE(alone);
+  EXPECT_EQ(alone.error().message, "scenario line 1: signals query is needed with prometheus");
+  // Said before anything is injected, by a dry run too, at the line of the bad one.
+  auto file = ParseScenario(R"(name: x
+signals:
+  query: up
+  prometheus: "file:///etc/shadow"
+steps: [{inject: xid, code: 79, node: n, gpu: '17:00.0'}])");
+  ASSERT_FALSE(file);
+  EXPECT_EQ(file.error().message,
+            "scenario line 4: signals prometheus must be an http:// or https:// URL");
   for (const char* webhook : {"999.1.1.1:99999", "nocolon", ":9099", "h:port"}) {
     EXPECT_FALSE(ParseScenario(std::string("signals: {webhook: \"") + webhook +
                                "\"}\nsteps: [{inject: xid, code: 79, node: n, gpu: '17:00.0'}]"))
@@ -96,6 +104,39 @@ steps: [{inject: xid, code: 79, node: n, gpu: '17:00.0'}])"));
   }
   EXPECT_TRUE(ParseScenario(R"(signals: {webhook: "0.0.0.0:9099"}
 steps: [{inject: xid, code: 79, node: n, gpu: '17:00.0'}])"));
+}
+
+// The same rules hold for --prometheus, --alert-query and --alert-webhook given as flags.
+TEST(Scenario, AlertSignalsAreCheckedWhereverTheyComeFrom) {
+  struct Case {
+    const char* prometheus;
+    const char* query;
+    const char* webhook;
+    const char* error;  // "" when accepted
+  };
+  for (const Case& c : std::initializer_list<Case>{
+           {"", "", "", ""},
+           {"http://prom:9090", "up == 0", "", ""},
+           {"https://prom.example/", "up", "[::1]:0", ""},
+           {"", "", "0.0.0.0:9099", ""},
+           {"http://prom:9090", "", "", "query is needed with prometheus"},
+           {"", "up", "", "prometheus (a URL) is needed with query"},
+           {"gopher://prom", "up", "", "prometheus must be an http:// or https:// URL"},
+           {"prom:9090", "up", "", "prometheus must be an http:// or https:// URL"},
+           {"", "", "nocolon", "webhook must be HOST:PORT"},
+           {"", "", ":9099", "webhook must be HOST:PORT"},
+           {"", "", "h:65536", "webhook must be HOST:PORT"},
+           {"", "", "h:-1", "webhook must be HOST:PORT"},
+       }) {
+    auto ok = CheckAlertSignals(c.prometheus, c.query, c.webhook);
+    if (*c.error == '\0') {
+      EXPECT_TRUE(ok) << c.prometheus << " " << c.query << " " << c.webhook << ": "
+                      << ok.error().message;
+    } else {
+      ASSERT_FALSE(ok) << c.prometheus << " " << c.query << " " << c.webhook;
+      EXPECT_EQ(ok.error().message.rfind(c.error, 0), 0U) << ok.error().message;
+    }
+  }
 }
 
 TEST(Scenario, RefusesWhatCannotRun) {

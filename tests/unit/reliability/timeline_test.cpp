@@ -107,6 +107,13 @@ TEST(Timeline, BarsAreData) {
     "architectures": {"x": {"detect_s": -1, "out_of_service_s": 2}}})"));
   EXPECT_FALSE(ParsePassBars(R"({"schema": "cmax.reliability-bars/v1",
     "architectures": {"x": {"detect_s": 1}}})"));
+  // Two bars for one step: which was meant is not ours to guess.
+  auto twice = ParsePassBars(R"({"schema": "cmax.reliability-bars/v1",
+    "architectures": {"x": {"detect_s": 1, "out_of_service_s": 2,
+                            "detect_s": 60}}})");
+  ASSERT_FALSE(twice);
+  EXPECT_EQ(twice.error().message,
+            "pass bars: line 3: the key \"detect_s\" appears twice in one object");
 }
 
 }  // namespace

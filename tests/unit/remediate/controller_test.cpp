@@ -523,6 +523,23 @@ TEST_F(ControllerTest, AnOperatorsWordIsJudgedByTheControllersPolicy) {
   EXPECT_FALSE(nothing->note.empty());
 }
 
+// The name goes into the drain reason, the journal and every view: a host's name only, and a
+// refused one leaves the journal as it was.
+TEST_F(ControllerTest, AnOperatorsWordForSomethingThatIsNotANodeNameIsRefused) {
+  for (const std::string& bad : std::vector<std::string>{
+           "", "gpu1 gpu2", "gpu1\n", "gpu\x1b[2J", "gpu\tx", std::string(254, 'n'), "gpu\xff"}) {
+    auto word = RecordOperatorWord(*store_, {bad, EventKind::kRetire, "alice"}, clock_.Now());
+    ASSERT_FALSE(word) << bad;
+    EXPECT_EQ(word.error().code, ErrorCode::kInvalidArgument) << bad;
+    EXPECT_EQ(word.error().message.find('\x1b'), std::string::npos);
+  }
+  auto nodes = Journal(store_->Db()).Nodes();
+  ASSERT_TRUE(nodes);
+  EXPECT_TRUE(nodes->empty());
+  EXPECT_TRUE(IsNodeName("gpu-17.rack3.example.com"));
+  EXPECT_TRUE(IsNodeName(std::string(253, 'n')));
+}
+
 TEST(PolicyJson, RoundTripsAndOldStoresKeepDefaults) {
   PolicyConfig c;
   c.architecture = Architecture::kNvl72;

@@ -68,6 +68,8 @@ TEST(TrainReferences, ABadFileIsRefusedInWords) {
   const std::vector<std::pair<std::string, std::string>> cases = {
       {"nope", "not JSON"},
       {R"({"schema": "other"})", "not a cmax.train-references/v1"},
+      {"[1]", "not a JSON object"},
+      {head + R"({"id": "a", "id": "b", "model": "m"}]})", "line 1: the key \"id\" appears twice"},
       {head + good + "," + good + "]}", "\"a\" appears twice"},
       {head +
            R"({"id": "a", "model": "m", "platform": "p", "gpus": 8, "parallelism": "x", "tps": 1})" +
