@@ -93,6 +93,17 @@ class ActiveSchedule : public ::testing::Test {
     auto last = store->LatestRunByHost("health", "active checks");
     return last ? *last : std::map<std::string, store::RunSummary>{};
   }
+  // What the checks' jobs wrote, for a failure's message.
+  std::string JobLogs() {
+    std::string out;
+    std::error_code ignored;
+    for (const auto& entry :
+         std::filesystem::directory_iterator(dir_.File("active-checks"), ignored)) {
+      auto text = fs_.ReadFile(entry.path().string(), 1 << 16);
+      out += "\n--- " + entry.path().filename().string() + "\n" + (text ? *text : "?");
+    }
+    return out;
+  }
   static const ScheduleDecision* Of(const ScheduleReport& r, const std::string& node) {
     for (const ScheduleDecision& d : r.decisions) {
       if (d.node == node) return &d;
@@ -122,10 +133,12 @@ TEST_F(ActiveSchedule, ANodeWithAJobIsNeverChosenTheIdleOnesAreCheckedOnceAWeek)
   const sys::ScopedEnv provider("CMAX_PROVIDER", "Lab Cloud");
   auto report = ScheduleActiveChecks({}, Io(runner_));
   ASSERT_TRUE(report) << report.error().message;
-  EXPECT_EQ(report->submitted, 3);
-  EXPECT_EQ(report->started, 3);
+  // Each decision and outcome with any failure: this test once failed under ctest -j2 alone.
+  const std::string said = ScheduleText(*report, false);
+  EXPECT_EQ(report->submitted, 3) << said;
+  EXPECT_EQ(report->started, 3) << said;
   const ScheduleDecision* busy = Of(*report, "gpu2");
-  ASSERT_NE(busy, nullptr);
+  ASSERT_NE(busy, nullptr) << said;
   EXPECT_FALSE(busy->submit);
   // Slurm moves a node between the two as the job's cores are counted.
   EXPECT_TRUE(busy->why == "mixed: a job runs there" || busy->why == "allocated: a job runs there")
@@ -134,14 +147,13 @@ TEST_F(ActiveSchedule, ANodeWithAJobIsNeverChosenTheIdleOnesAreCheckedOnceAWeek)
   for (const char* node : {"gpu1", "gpu3", "gpu4"}) {
     const ScheduleDecision* d = Of(*report, node);
     ASSERT_NE(d, nullptr) << node;
-    EXPECT_TRUE(d->submit) << node;
-    EXPECT_EQ(d->outcome, "started") << node;
+    EXPECT_TRUE(d->submit) << node << "\n" << said;
+    EXPECT_EQ(d->outcome, "started") << node << "\n" << said;
     EXPECT_FALSE(d->job_id.empty()) << node;
   }
 
   // Each job ran `cmax health --active` on its node and recorded it: no run for gpu2.
-  ASSERT_TRUE(testing::WaitUntil([&] { return Checked().size() == 3; }, 60s))
-      << ScheduleText(*report, false);
+  ASSERT_TRUE(testing::WaitUntil([&] { return Checked().size() == 3; }, 60s)) << said << JobLogs();
   EXPECT_FALSE(Checked().contains("gpu2"));
   EXPECT_TRUE(std::filesystem::exists(
       dir_.File("active-checks/gpu1-" + Of(*report, "gpu1")->job_id + ".out")));
@@ -149,7 +161,7 @@ TEST_F(ActiveSchedule, ANodeWithAJobIsNeverChosenTheIdleOnesAreCheckedOnceAWeek)
   // Within the week, nothing more for those three; gpu2 still busy.
   auto again = ScheduleActiveChecks({}, Io(runner_));
   ASSERT_TRUE(again) << again.error().message;
-  EXPECT_EQ(again->submitted, 0);
+  EXPECT_EQ(again->submitted, 0) << ScheduleText(*again, false);
   EXPECT_NE(Of(*again, "gpu1")->why.find("last checked"), std::string::npos)
       << Of(*again, "gpu1")->why;
   EXPECT_NE(Of(*again, "gpu1")->why.find("every 7 days"), std::string::npos);
