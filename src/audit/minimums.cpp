@@ -120,7 +120,8 @@ bool SelectorFits(MinimumSelect select, std::string_view selector) {
 }
 
 Result<std::vector<std::string>> StringList(const Json& object, const char* key,
-                                            std::string_view where) {
+                                            std::string_view where, bool (*fits)(std::string_view),
+                                            const char* what) {
   std::vector<std::string> out;
   const auto it = object.find(key);
   if (it == object.end()) return out;
@@ -129,6 +130,11 @@ Result<std::vector<std::string>> StringList(const Json& object, const char* key,
     if (!value.is_string()) {
       return tl::unexpected(
           Bad(where, fmt::format("\"{}\" holds a value that is not a string", key)));
+    }
+    if (!fits(value.get_ref<const std::string&>())) {
+      return tl::unexpected(
+          Bad(where, fmt::format("\"{}\" holds '{}', which is not {}", key,
+                                 AsOneLine(value.get<std::string>().substr(0, 80)), what)));
     }
     out.push_back(value.get<std::string>());
   }
@@ -224,10 +230,10 @@ Result<ComponentMinimums> ParseComponent(const Json& value, const std::string& w
       out.available[selector] = *when;
     }
   }
-  auto advisories = StringList(value, "advisories", where);
+  auto advisories = StringList(value, "advisories", where, IsAdvisoryAddress, "an http(s) address");
   if (!advisories) return tl::unexpected(advisories.error());
   out.advisories = std::move(*advisories);
-  auto cves = StringList(value, "cves", where);
+  auto cves = StringList(value, "cves", where, IsCveId, "a CVE id (CVE-YYYY-NNNN)");
   if (!cves) return tl::unexpected(cves.error());
   out.cves = std::move(*cves);
   return out;
@@ -238,6 +244,19 @@ std::string DateOf(WallTime time) {
 }
 
 }  // namespace
+
+bool IsCveId(std::string_view text) {
+  const auto digits = [](std::string_view part) {
+    return std::ranges::all_of(part, [](char c) { return c >= '0' && c <= '9'; });
+  };
+  return text.size() >= 13 && text.size() <= 32 && text.starts_with("CVE-") &&
+         digits(text.substr(4, 4)) && text[8] == '-' && digits(text.substr(9));
+}
+
+bool IsAdvisoryAddress(std::string_view text) {
+  return (text.starts_with("https://") || text.starts_with("http://")) && IsOneLine(text, 2048) &&
+         text.find(' ') == std::string_view::npos;
+}
 
 Result<MinimumTable> MinimumTable::Parse(std::string_view json) {
   const auto parsed = ParseJsonObject(json);

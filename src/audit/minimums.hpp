@@ -60,9 +60,15 @@ struct ComponentMinimums {
   UnlistedBranch unlisted = UnlistedBranch::kUnknown;
   std::map<std::string, std::string> minimums;  // selector -> minimum version
   std::map<std::string, WallTime> available;    // selector -> when its fix became available
-  std::vector<std::string> advisories;          // URLs
-  std::vector<std::string> cves;
+  std::vector<std::string> advisories;          // URLs (IsAdvisoryAddress)
+  std::vector<std::string> cves;                // IsCveId
 };
+
+// What a table may name, as `--show-minimums` prints them and a failed check links them: a CVE
+// id (CVE-YYYY-NNNN, four or more digits at the end) and an advisory's http(s) address of one
+// printable line without spaces. Text from an advisory that is neither is not taken.
+bool IsCveId(std::string_view text);
+bool IsAdvisoryAddress(std::string_view text);
 
 class MinimumTable {
  public:

@@ -113,7 +113,10 @@ struct Fix {
 };
 
 std::string DateOf(const std::string& timestamp) {
-  if (timestamp.size() >= 10 && timestamp[4] == '-' && timestamp[7] == '-') {
+  // A day the calendar has (as the table's reader takes it), or none: one advisory's
+  // "2026-13-99" made the whole table invalid, naming no file.
+  if (timestamp.size() >= 10 && timestamp[4] == '-' && timestamp[7] == '-' &&
+      ParseIso8601(timestamp.substr(0, 10) + "T00:00:00Z")) {
     return timestamp.substr(0, 10);
   }
   return {};
@@ -156,7 +159,7 @@ std::vector<Fix> CsafFixes(const json& doc, const std::string& name) {
   const json& references = JsonAt(doc, {"document", "references"});
   if (references.is_array()) {
     for (const json& r : references) {
-      if (TextAt(r, {"category"}) == "self" && !TextAt(r, {"url"}).empty()) {
+      if (TextAt(r, {"category"}) == "self" && IsAdvisoryAddress(TextAt(r, {"url"}))) {
         advisories.insert(TextAt(r, {"url"}));
       }
     }
@@ -205,7 +208,7 @@ std::vector<Fix> CsafFixes(const json& doc, const std::string& name) {
           if (!second.empty()) version = second;
         }
         Fix fix{component, version, name, date, advisories, {}};
-        if (!cve.empty()) fix.cves.insert(cve);
+        if (IsCveId(cve)) fix.cves.insert(cve);
         fixes.push_back(std::move(fix));
       }
     };
@@ -242,22 +245,25 @@ std::vector<Fix> OsvFixes(const json& doc, const std::string& name,
   const json& aliases = JsonAt(doc, {"aliases"});
   if (aliases.is_array()) {
     for (const json& a : aliases) {
-      if (a.is_string() && a.get<std::string>().starts_with("CVE-"))
+      if (a.is_string() && IsCveId(a.get_ref<const std::string&>()))
         cves.insert(a.get<std::string>());
     }
   }
   const std::string id = TextAt(doc, {"id"});
-  if (id.starts_with("CVE-")) cves.insert(id);
+  if (IsCveId(id)) cves.insert(id);
   std::set<std::string> advisories;
   const json& references = JsonAt(doc, {"references"});
   if (references.is_array()) {
     for (const json& r : references) {
-      if (TextAt(r, {"type"}) == "ADVISORY" && !TextAt(r, {"url"}).empty()) {
+      if (TextAt(r, {"type"}) == "ADVISORY" && IsAdvisoryAddress(TextAt(r, {"url"}))) {
         advisories.insert(TextAt(r, {"url"}));
       }
     }
   }
-  if (advisories.empty() && !id.empty()) advisories.insert("https://osv.dev/vulnerability/" + id);
+  if (const std::string osv = "https://osv.dev/vulnerability/" + id;
+      advisories.empty() && !id.empty() && IsAdvisoryAddress(osv)) {
+    advisories.insert(osv);
+  }
   const std::string date = DateOf(TextAt(doc, {"published"}));
   const json& affected = JsonAt(doc, {"affected"});
   if (!affected.is_array()) return fixes;
@@ -500,15 +506,22 @@ Result<MinimumsBuild> BuildMinimumsFromFiles(const std::vector<std::string>& pat
     }
   }
   constexpr size_t kMaxFolders = 10'000;
-  for (size_t i = 0; i < folders.size() && i < kMaxFolders; ++i) {
+  for (size_t i = 0; i < folders.size(); ++i) {
+    if (i == kMaxFolders) {
+      return Fail(ErrorCode::kInvalidArgument,
+                  "more than {} folders below {}: name the folders of the advisories meant",
+                  kMaxFolders, AsOneLine(folders.front()));
+    }
     auto names = fs.ListDir(folders[i]);
     if (!names) return tl::unexpected(names.error());
     std::ranges::sort(*names);
     for (const std::string& name : *names) {
       const std::string child = folders[i] + "/" + name;
       if (fs.IsDirectory(child)) {
-        folders.push_back(child);
-      } else if (name.ends_with(".json")) {
+        // A link to a folder is not followed: `ln -s . again` would list it all again and again.
+        if (!fs.ReadLink(child)) folders.push_back(child);
+      } else if (name.ends_with(".json") && fs.IsRegularFile(child)) {
+        // Only files: a FIFO named *.json would wait for a writer forever.
         files.emplace_back(child, true);
       }
     }

@@ -35,7 +35,15 @@ inline Result<std::string> TextOf(std::string_view what, const nlohmann::json& o
     return Fail(ErrorCode::kInvalidArgument, "{}: {}: \"{}\" must be a{} string", what, where, key,
                 may_be_empty ? "" : " non-empty");
   }
-  return it->get<std::string>();
+  // Each is printed on a line of its own (a listing, a verdict, the nccl.conf recommended): a
+  // line break would forge another line, an escape would reach the terminal.
+  const std::string& text = it->get_ref<const std::string&>();
+  if (!text.empty() && !IsOneLine(text, 4096)) {
+    return Fail(ErrorCode::kInvalidArgument,
+                "{}: {}: \"{}\" must be one printable line (no line break or control character)",
+                what, where, key);
+  }
+  return text;
 }
 
 }  // namespace cmax::net

@@ -1,6 +1,7 @@
 #include "net/nccl_recipe.hpp"
 
 #include <algorithm>
+#include <array>
 #include <fmt/format.h>
 #include <set>
 
@@ -17,6 +18,14 @@ extern const char* const kBuiltinNcclRecipes;
 namespace {
 
 using nlohmann::json;
+
+// A setting as nccl.conf and the environment name it: NCCL_IB_HCA, FI_PROVIDER.
+bool IsSettingName(std::string_view name) {
+  return !name.empty() && name.size() <= 128 && name[0] >= 'A' && name[0] <= 'Z' &&
+         std::ranges::all_of(name, [](char c) {
+           return (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
+         });
+}
 
 // Debugging settings that take a choice away from NCCL's tuner (NCCL's environment
 // documentation: "should not be used in production").
@@ -45,6 +54,13 @@ Result<std::vector<NcclRecipeSetting>> SettingsOf(const json& recipe, const char
     if (!name) return tl::unexpected(name.error());
     if (!why) return tl::unexpected(why.error());
     if (!source) return tl::unexpected(source.error());
+    // A name goes into the nccl.conf recommended, before its '=': NCCL's own form only.
+    if (!IsSettingName(*name)) {
+      return Fail(ErrorCode::kInvalidArgument,
+                  "nccl recipes: {}: \"name\" must be an environment variable's name (capitals, "
+                  "digits and '_': NCCL_IB_HCA, FI_PROVIDER)",
+                  at);
+    }
     setting.name = *name;
     setting.why = *why;
     setting.source = *source;
@@ -77,6 +93,15 @@ Result<NcclRecipe> ParseRecipe(const json& value, size_t index) {
   if (!name) return tl::unexpected(name.error());
   if (!title) return tl::unexpected(title.error());
   if (!fabric) return tl::unexpected(fabric.error());
+  // The fabric decides which rules hold (RoCE's GID index): a misspelt one would turn them off.
+  constexpr std::array<std::string_view, 6> kFabrics = {"any", "infiniband", "roce",
+                                                        "efa", "tcpxo",      "ethernet"};
+  if (std::ranges::find(kFabrics, *fabric) == kFabrics.end()) {
+    return Fail(ErrorCode::kInvalidArgument,
+                "nccl recipes: {}: \"fabric\" must be one of any, infiniband, roce, efa, tcpxo, "
+                "ethernet",
+                where);
+  }
   r.name = *name;
   r.title = *title;
   r.fabric = *fabric;
@@ -93,6 +118,10 @@ Result<NcclRecipe> ParseRecipe(const json& value, size_t index) {
                 "nccl recipes: {}: \"vendor_tuned\" must be a list of names", r.name);
   }
   r.vendor_tuned = tuned->get<std::vector<std::string>>();
+  if (!std::ranges::all_of(r.vendor_tuned, IsSettingName)) {
+    return Fail(ErrorCode::kInvalidArgument,
+                "nccl recipes: {}: \"vendor_tuned\" must be environment variables' names", r.name);
+  }
   const auto topo = value.find("needs_topology_file");
   if (topo == value.end() || !topo->is_boolean()) {
     return Fail(ErrorCode::kInvalidArgument,
@@ -430,14 +459,16 @@ nlohmann::json RecipeVerdictJson(const RecipeVerdict& verdict, const NcclNodeSet
 }
 
 std::string RecipeVerdictText(const RecipeVerdict& verdict, const NcclNodeSettings& node) {
-  std::string out = fmt::format(
-      "NCCL settings against the {} recipe ({})\n", verdict.recipe,
-      node.conf_files.empty() ? std::string("no configuration file") : Join(node.conf_files, ", "));
+  // Messages quote the node's values, which the environment can give any bytes: one line each,
+  // or NCCL_ALGO=$'Ring\n  ok  fine' would print a verdict of its own.
+  std::string out = fmt::format("NCCL settings against the {} recipe ({})\n", verdict.recipe,
+                                node.conf_files.empty() ? std::string("no configuration file")
+                                                        : AsOneLine(Join(node.conf_files, ", ")));
   for (const RecipeItem& i : verdict.items) {
-    out += fmt::format("  {:<9} {}\n", RecipeStatusName(i.status), i.message);
+    out += fmt::format("  {:<9} {}\n", RecipeStatusName(i.status), AsOneLine(i.message));
   }
   if (verdict.items.empty()) out += "  ok        nothing to change\n";
-  for (const std::string& n : verdict.notes) out += "note: " + n + "\n";
+  for (const std::string& n : verdict.notes) out += "note: " + AsOneLine(n) + "\n";
   if (!verdict.recommended.empty()) {
     out += "\n# The recommended /etc/nccl.conf for this node\n";
     for (const NcclRecipeSetting& s : verdict.recommended) {

@@ -132,9 +132,25 @@ RunInfo ReadRunInfo(const Statement& stmt) {
 // folder cannot be written (SQLite keeps the -wal and -shm files beside the store).
 Result<void> CheckStorePath(const StoreOptions& options) {
   struct stat st {};
-  if (::stat(options.path.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) {
+  const bool there = ::stat(options.path.c_str(), &st) == 0;
+  if (there && S_ISDIR(st.st_mode)) {
     return Fail(ErrorCode::kIo,
                 "{} is a directory, not a store file; give --db (or CMAX_DB) a file path",
+                options.path);
+  }
+  // SQLite would open /dev/null, a FIFO or a disk, and write its journal beside it (as root,
+  // /dev/null-journal in /dev): a store is a regular file.
+  if (there && !S_ISREG(st.st_mode)) {
+    return Fail(ErrorCode::kInvalidArgument,
+                "{} is not a regular file; give --db (or CMAX_DB) a store file's path",
+                options.path);
+  }
+  // An empty file is no store yet: the commands that only read make none of it. (Read to be
+  // sure: /proc's files say size 0 and are not empty.)
+  if (there && st.st_size == 0 && (!options.create || options.read_only) &&
+      sys::LocalFileSystem().ReadFile(options.path, 1).value_or("x").empty()) {
+    return Fail(ErrorCode::kNotFound,
+                "no cmax store at {} (an empty file; a command that measures makes it one)",
                 options.path);
   }
   if (options.read_only) return {};

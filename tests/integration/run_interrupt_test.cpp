@@ -22,6 +22,28 @@ void WriteScript(const std::string& path, const std::string& body) {
   ::chmod(path.c_str(), 0755);
 }
 
+// Output that never reached stdout (a full disk; /dev/full here) is a failure of the command,
+// exit 3 with the cause, not 0: a script reading `cmax report > page.html && publish` must know.
+TEST(StdoutLost, AWriteThatFailedIsExitThree) {
+  testing::TempDir dir;
+  sys::PosixProcessRunner runner;
+  for (const std::string& args :
+       {std::string("--version"), "--db " + dir.File("cmax.db") + " db path",
+        "--db " + dir.File("cmax.db") + " nccl platforms"}) {
+    auto r = runner.Run(
+        {.argv = {"/bin/sh", "-c", std::string(CMAX_BINARY) + " " + args + " > /dev/full"}});
+    ASSERT_TRUE(r) << args;
+    EXPECT_EQ(r->exit_code, 3) << args << ": " << r->stderr_text;
+    EXPECT_NE(r->stderr_text.find("cannot write to standard output: No space left on device"),
+              std::string::npos)
+        << args << ": " << r->stderr_text;
+    auto fine = runner.Run(
+        {.argv = {"/bin/sh", "-c", std::string(CMAX_BINARY) + " " + args + " > /dev/null"}});
+    ASSERT_TRUE(fine);
+    EXPECT_EQ(fine->exit_code, 0) << args << ": " << fine->stderr_text;
+  }
+}
+
 class InterruptTest : public ::testing::TestWithParam<int> {};
 
 TEST_P(InterruptTest, RunIsClosedAsInterruptedWithItsFindings) {

@@ -2,7 +2,10 @@
 // from those schemas (tests/data/advisories), then read and graded as cmax reads its own.
 #include "audit/minimums_build.hpp"
 
+#include <unistd.h>
+
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
 #include "audit/minimums.hpp"
 #include "support/temp_dir.hpp"
@@ -102,6 +105,81 @@ TEST(MinimumsBuild, ABaseTableKeepsWhatNoAdvisoryRaises) {
   ASSERT_TRUE(table) << table.error().message;
   EXPECT_EQ(GradeVersion(*table, "runc", "1.1.14", At("2026-09-26T00:00:00Z")).status,
             CheckStatus::kFail);
+}
+
+// An advisory's CVE ids and addresses are printed by --show-minimums and linked from failed
+// checks: one that is not a CVE id or a web address of one line is not taken, and the fix is.
+TEST(MinimumsBuild, AnAdvisorysTextThatIsNoCveOrAddressIsLeftOut) {
+  sys::LocalFileSystem fs;
+  json osv = json::parse(*fs.ReadFile(kAdvisories + "/runc-GHSA-aaaa-bbbb-cccc.osv.json", 1 << 20));
+  osv["aliases"] = {"CVE-2026-22222", "CVE-2026-1\x1b[31mRED\nrunc 1.9 >= 9.9.9", "CVE-1"};
+  osv["references"] = {{{"type", "ADVISORY"}, {"url", "https://x/\x1b]0;pwned\x07\nFAKE LINE"}},
+                       {{"type", "ADVISORY"}, {"url", "file:///etc/shadow"}}};
+  osv["id"] = "GHSA-\x1b[2J";
+  osv["published"] = "2026-13-99T00:00:00Z";  // no such day: the fix is taken undated
+  auto built = BuildMinimums({{"hostile.osv.json", osv.dump()}}, At("2026-09-25T00:00:00Z"));
+  ASSERT_TRUE(built) << built.error().message;
+  const json& runc = built->table["components"]["runc"];
+  EXPECT_EQ(runc["cves"], json({"CVE-2026-22222"})) << runc;
+  EXPECT_EQ(runc["advisories"], json::array()) << runc;  // the OSV page of a hostile id neither
+  EXPECT_EQ(runc["minimums"]["1.2"], "1.2.8") << runc;
+  EXPECT_FALSE(runc.contains("available") && runc["available"].contains("1.2")) << runc;
+  EXPECT_TRUE(MinimumTable::Parse(built->table.dump()));
+}
+
+// This machine's files, counting what is read.
+class CountingFileSystem final : public sys::FileSystem {
+ public:
+  Result<std::string> ReadFile(const std::string& path, size_t max_bytes) const override {
+    ++reads;
+    return local_.ReadFile(path, max_bytes);
+  }
+  bool Exists(const std::string& path) const override { return local_.Exists(path); }
+  bool IsDirectory(const std::string& path) const override { return local_.IsDirectory(path); }
+  bool IsRegularFile(const std::string& path) const override { return local_.IsRegularFile(path); }
+  Result<std::vector<std::string>> ListDir(const std::string& path) const override {
+    return local_.ListDir(path);
+  }
+  Result<std::string> ReadLink(const std::string& path) const override {
+    return local_.ReadLink(path);
+  }
+  Result<void> WriteFileAtomic(const std::string& path, std::string_view data,
+                               mode_t mode) override {
+    return local_.WriteFileAtomic(path, data, mode);
+  }
+  Result<void> WriteOutputFile(const std::string& path, std::string_view data,
+                               mode_t mode) override {
+    return local_.WriteOutputFile(path, data, mode);
+  }
+  Result<void> CreateDirs(const std::string& path, mode_t mode) override {
+    return local_.CreateDirs(path, mode);
+  }
+  Result<void> RemoveFile(const std::string& path) override { return local_.RemoveFile(path); }
+  mutable size_t reads = 0;
+
+ private:
+  sys::LocalFileSystem local_;
+};
+
+// A mirror's folder is walked once: a link back to a folder above is not followed (`ln -s . a`
+// made it read every file up to 10,000 times), and a FIFO named *.json is passed over instead
+// of waited on.
+TEST(MinimumsBuild, AFolderIsWalkedOnceAndOnlyItsFilesRead) {
+  CountingFileSystem fs;
+  testing::TempDir dir;
+  const std::string mirror = dir.File("mirror");
+  ASSERT_TRUE(fs.CreateDirs(mirror + "/2026", 0755));
+  const std::string runc = "runc-GHSA-aaaa-bbbb-cccc.osv.json";
+  ASSERT_TRUE(fs.WriteFileAtomic(mirror + "/2026/" + runc,
+                                 *fs.ReadFile(kAdvisories + "/" + runc, 1 << 20), 0644));
+  ASSERT_EQ(::symlink(".", (mirror + "/again").c_str()), 0);
+  ASSERT_EQ(::symlink("..", (mirror + "/2026/up").c_str()), 0);
+  ASSERT_EQ(::mkfifo((mirror + "/2026/waiting.json").c_str(), 0644), 0);
+  fs.reads = 0;
+  auto built = BuildMinimumsFromFiles({mirror}, "", At("2026-09-25T00:00:00Z"), fs);
+  ASSERT_TRUE(built) << built.error().message;
+  EXPECT_EQ(fs.reads, 1U);  // the one advisory, once
+  EXPECT_FALSE(built->used.empty());
 }
 
 TEST(MinimumsBuild, BadInputIsAnErrorNamingIt) {

@@ -272,6 +272,22 @@ TEST(MinimumTable, RefusesABrokenTable) {
        "selector '1.05' does not fit"},
       {"select not a string",
        changed([](json& d) { d["components"]["nvidia-driver"]["select"] = 5; }), "\"select\""},
+      // What --show-minimums prints and a failed check links: never a terminal's escape, a
+      // second line, or an address that is not the web's.
+      {"a CVE with an escape and a forged line", changed([](json& d) {
+         d["components"]["runc"]["cves"] = {"CVE-2026-1\x1b[31m\nrunc 1.9 >= 9.9.9"};
+       }),
+       "?runc 1.9 >= 9.9.9', which is not a CVE id"},
+      {"a CVE id cut short",
+       changed([](json& d) { d["components"]["runc"]["cves"] = {"CVE-26-1"}; }),
+       "which is not a CVE id"},
+      {"an advisory that is no web address",
+       changed([](json& d) { d["components"]["runc"]["advisories"] = {"javascript:alert(1)"}; }),
+       "which is not an http(s) address"},
+      {"an advisory with a line break", changed([](json& d) {
+         d["components"]["runc"]["advisories"] = {"https://x/\x1b]0;pwned\x07\nFAKE"};
+       }),
+       "which is not an http(s) address"},
       {"a component no check grades (misspelt)", changed([](json& d) {
          d["components"]["nvidia_driver"] = d["components"]["nvidia-driver"];
        }),

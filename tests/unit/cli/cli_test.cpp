@@ -331,6 +331,27 @@ TEST(Cli, CorruptStoreIsAnErrorNamingTheFileAndIsLeftAlone) {
   EXPECT_TRUE(bytes.str() == std::string(4096, '\x01')) << "the corrupt store was modified";
 }
 
+// The commands that read never write where --db points: a device is no store (as root, SQLite
+// left /dev/null-journal in /dev), and an empty file stays empty (it became a 118 KB store).
+TEST(Cli, TheCommandsThatReadLeaveWhatDbNamesAsItIs) {
+  for (auto args : std::vector<std::vector<std::string>>{
+           {"db", "runs"}, {"db", "show", "latest"}, {"report"}, {"compare", "1", "2"}, {"rate"}}) {
+    args.insert(args.begin(), {"--db", "/dev/null"});
+    auto r = Cli(args);
+    EXPECT_EQ(r.code, kExitUsage) << args[2] << ": " << r.err;
+    EXPECT_NE(r.err.find("/dev/null is not a regular file"), std::string::npos) << r.err;
+  }
+  EXPECT_FALSE(std::ifstream("/dev/null-journal").good());
+  testing::TempDir dir;
+  const std::string empty = dir.File("empty.db");
+  std::ofstream(empty).close();
+  EXPECT_EQ(Cli({"--db", empty, "db", "runs"}).code, kExitOk);
+  EXPECT_NE(Cli({"--db", empty, "db", "show", "latest"}).code, kExitOk);
+  struct stat st {};
+  ASSERT_EQ(::stat(empty.c_str(), &st), 0);
+  EXPECT_EQ(st.st_size, 0);
+}
+
 TEST(Cli, RunWhoseProcessDiedShowsAsAbandoned) {
   testing::TempDir dir;
   const std::string db = dir.File("cmax.db");

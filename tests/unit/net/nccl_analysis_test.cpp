@@ -343,10 +343,18 @@ TEST(NcclPlatforms, RefusesWhatIsWrongAndSaysWhat) {
       // take (a space, an escape) could never be chosen.
       {doc(R"({"collective": "bogus", "busbw_gbs": 1, "basis": "b"})"),
        "\"collective\" bogus is none of nccl-tests'"},
-      {R"({"schema": "cmax.nccl-platforms/v1", "platforms": [{"name": "bad name\u001b", "title": "t",
+      {R"({"schema": "cmax.nccl-platforms/v1", "platforms": [{"name": "bad name", "title": "t",
           "gpus_per_node": 8, "expected": [)" +
            good + "]}]}",
        "must be a word of letters, digits and ._-"},
+      // `nccl platforms` prints titles and bases on lines of their own.
+      {R"({"schema": "cmax.nccl-platforms/v1", "platforms": [{"name": "p",
+          "title": "x\u001b[31m\nh100-fake all_reduce 1 node 9999 GB/s",
+          "gpus_per_node": 8, "expected": [)" +
+           good + "]}]}",
+       "\"title\" must be one printable line"},
+      {doc(R"({"collective": "*", "busbw_gbs": 1, "basis": "b\nforged"})"),
+       "\"basis\" must be one printable line"},
   };
   for (const auto& [text, want] : table) {
     const auto parsed = NcclPlatforms::Parse(text);

@@ -45,6 +45,37 @@ TEST(NcclRecipes, BrokenRecipesAreRefusedSayingWhere) {
                      "vendor_tuned": [], "needs_topology_file": "yes"}]})",
           "needs_topology_file");
   refused(head + R"({"name": "a", "title": "t", "fabric": "any", "setings": []}]})", "setings");
+  // What is printed on lines of its own, the nccl.conf recommended among them, cannot forge
+  // another line (a value "2\nNCCL_ALGO=Tree" recommended what the rules forbid) or reach the
+  // terminal as an escape; a misspelt fabric would turn its rules off.
+  const auto with_setting = [&](const std::string& setting) {
+    return head + R"({"name": "a", "title": "t", "fabric": "any", "settings": [)" + setting +
+           R"(], "avoid": [], "vendor_tuned": [], "needs_topology_file": false}]})";
+  };
+  refused(with_setting(R"({"name": "NCCL_IB_GID_INDEX", "value": "2\nNCCL_ALGO=Tree",
+                           "why": "w", "source": "s"})"),
+          "\"value\" must be one printable line");
+  refused(with_setting(R"({"name": "NCCL_X", "value": "1", "why": "x\nNCCL_PROTO=LL",
+                           "source": "s"})"),
+          "\"why\" must be one printable line");
+  refused(with_setting(R"({"name": "NCCL_X", "value": "1", "why": "w",
+                           "source": "\u001b[31mred"})"),
+          "\"source\" must be one printable line");
+  refused(with_setting(R"({"name": "NCCL_X=1\nNCCL_ALGO", "value": "1", "why": "w",
+                           "source": "s"})"),
+          "\"name\" must be one printable line");
+  refused(with_setting(R"({"name": "NCCL_X=1", "value": "1", "why": "w", "source": "s"})"),
+          "\"name\" must be an environment variable's name");
+  refused(with_setting(R"({"name": "nccl_x", "value": "1", "why": "w", "source": "s"})"),
+          "\"name\" must be an environment variable's name");
+  refused(head + R"({"name": "a", "title": "t", "fabric": "rocee", "settings": [], "avoid": [],
+                     "vendor_tuned": [], "needs_topology_file": false}]})",
+          "\"fabric\" must be one of");
+  refused(head + R"({"name": "a", "title": "t", "fabric": "any", "settings": [], "avoid": [],
+                     "vendor_tuned": ["NCCL_A B"], "needs_topology_file": false}]})",
+          "\"vendor_tuned\" must be");
+  EXPECT_TRUE(NcclRecipes::Parse(
+      with_setting(R"({"name": "FI_PROVIDER", "value": "", "why": "w", "source": "https://x"})")));
 }
 
 TEST(NcclRecipes, TheConfigurationFileAsNcclReadsIt) {
@@ -169,6 +200,12 @@ TEST(NcclRecipes, TheRecommendedFileIsPrintedWithItsReasons) {
   const auto json = RecipeVerdictJson(v, node);
   EXPECT_EQ(json["schema"], "cmax.nccl-recipe/v1");
   EXPECT_EQ(json["items"].size(), 2U);
+  // A value from the environment with a line break stays on its item's line.
+  node.env = {{"NCCL_ALGO", "Ring\n  ok        everything is fine"}};
+  const std::string forged =
+      RecipeVerdictText(JudgeNcclSettings(node, *NcclRecipes::Builtin().Find("azure-nd-v5")), node);
+  EXPECT_EQ(forged.find("\n  ok        everything"), std::string::npos) << forged;
+  EXPECT_NE(forged.find("Ring?  ok"), std::string::npos) << forged;
 }
 
 TEST(NcclRecipes, TheNodeIsReadFromItsFilesInNcclsOrder) {

@@ -292,6 +292,44 @@ TEST(Store, MissingStoreIsNotCreatedWhenAskedNotTo) {
   EXPECT_FALSE(std::ifstream(dir.File("none.db")).good());
 }
 
+// An empty file is no store yet: a command that only reads leaves it as it is (it used to make
+// a 118 KB store of it); one that records makes it one.
+TEST(Store, AnEmptyFileIsNoStoreForAReaderAndBecomesOneForAWriter) {
+  testing::TempDir dir;
+  const std::string path = dir.File("empty.db");
+  std::ofstream(path).close();
+  for (const StoreOptions& reader : {StoreOptions{.path = path, .create = false},
+                                     StoreOptions{.path = path, .read_only = true}}) {
+    auto store = Store::Open(reader);
+    ASSERT_FALSE(store);
+    EXPECT_EQ(store.error().code, ErrorCode::kNotFound) << store.error().message;
+    struct stat st {};
+    ASSERT_EQ(::stat(path.c_str(), &st), 0);
+    EXPECT_EQ(st.st_size, 0);
+    EXPECT_FALSE(std::ifstream(path + "-journal").good());
+    EXPECT_FALSE(std::ifstream(path + "-wal").good());
+  }
+  EXPECT_TRUE(Store::Open({.path = path}));
+}
+
+// SQLite would open a device or a FIFO and write its journal beside it: as root, --db /dev/null
+// left /dev/null-journal in /dev.
+TEST(Store, AStoreIsARegularFile) {
+  testing::TempDir dir;
+  const std::string fifo = dir.File("fifo.db");
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  for (const std::string& path : {std::string("/dev/null"), fifo}) {
+    for (const bool create : {true, false}) {
+      auto store = Store::Open({.path = path, .create = create});
+      ASSERT_FALSE(store) << path;
+      EXPECT_EQ(store.error().code, ErrorCode::kInvalidArgument) << store.error().message;
+      EXPECT_NE(store.error().message.find("not a regular file"), std::string::npos);
+    }
+  }
+  EXPECT_FALSE(std::ifstream("/dev/null-journal").good());
+  EXPECT_FALSE(std::ifstream(fifo + "-journal").good());
+}
+
 TEST(Store, LockedStoreIsABusyErrorNamingTheFile) {
   testing::TempDir dir;
   const std::string path = dir.File("cmax.db");
