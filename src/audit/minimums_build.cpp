@@ -510,7 +510,8 @@ Result<MinimumsBuild> BuildMinimumsFromFiles(const std::vector<std::string>& pat
     if (i == kMaxFolders) {
       return Fail(ErrorCode::kInvalidArgument,
                   "more than {} folders below {}: name the folders of the advisories meant",
-                  kMaxFolders, AsOneLine(folders.front()));
+                  kMaxFolders,
+                  paths.size() == 1 ? AsOneLine(paths.front()) : std::string("the folders given"));
     }
     auto names = fs.ListDir(folders[i]);
     if (!names) return tl::unexpected(names.error());

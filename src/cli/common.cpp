@@ -2,6 +2,8 @@
 
 #include <unistd.h>
 
+#include <cerrno>
+#include <cstring>
 #include <ostream>
 #include <sys/stat.h>
 
@@ -47,6 +49,42 @@ std::streamsize ControlCharacterFilter::xsputn(const char* s, std::streamsize n)
   ShowControlCharacters(shown);  // may shorten it: a C1 control's two bytes become one '?'
   const auto size = static_cast<std::streamsize>(shown.size());
   return sink_->sputn(shown.data(), size) == size ? n : 0;
+}
+
+void FailureRecordingBuffer::Failed() {
+  if (error_ == 0) error_ = errno != 0 ? errno : EIO;
+}
+
+FailureRecordingBuffer::int_type FailureRecordingBuffer::overflow(int_type c) {
+  if (traits_type::eq_int_type(c, traits_type::eof())) return traits_type::not_eof(c);
+  errno = 0;
+  if (traits_type::eq_int_type(sink_->sputc(traits_type::to_char_type(c)), traits_type::eof())) {
+    Failed();
+    return traits_type::eof();
+  }
+  return c;
+}
+
+std::streamsize FailureRecordingBuffer::xsputn(const char* s, std::streamsize n) {
+  errno = 0;
+  const std::streamsize written = sink_->sputn(s, n);
+  if (written != n) Failed();
+  return written;
+}
+
+int FailureRecordingBuffer::sync() {
+  errno = 0;
+  const int result = sink_->pubsync();
+  if (result != 0) Failed();
+  return result;
+}
+
+int ExitCodeAfterOutput(int code, const FailureRecordingBuffer& out, std::ostream& err) {
+  if (out.FirstError() == 0 || out.FirstError() == EPIPE) return code;
+  if (code != kExitOk && code != kExitChecksFailed) return code;
+  err << "cmax: cannot write to standard output: " << std::strerror(out.FirstError()) << "\n";
+  err.flush();
+  return kExitError;
 }
 
 int ExitCodeOf(const Error& error) {

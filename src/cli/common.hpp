@@ -35,6 +35,31 @@ class ControlCharacterFilter : public std::streambuf {
   std::streambuf* sink_;
 };
 
+// stdout as the commands write it, remembering the first write that failed and why (errno at
+// that moment): a full disk or /dev/full loses what was asked for, and the exit code must say so.
+class FailureRecordingBuffer : public std::streambuf {
+ public:
+  explicit FailureRecordingBuffer(std::streambuf* sink) : sink_(sink) {}
+  std::streambuf* Sink() const { return sink_; }
+  int FirstError() const { return error_; }  // 0: every write went through
+
+ protected:
+  int_type overflow(int_type c) override;
+  std::streamsize xsputn(const char* s, std::streamsize n) override;
+  int sync() override;
+
+ private:
+  void Failed();
+  std::streambuf* sink_;
+  int error_ = 0;
+};
+
+// The exit code once stdout is flushed: `code` when every write went through, or when the
+// reader closed the pipe (EPIPE: `cmax report --json | head` stops reading, as it means to);
+// otherwise the cause on `err` and 3 in place of 0 or 1 (a command that failed keeps its code
+// and its own message).
+int ExitCodeAfterOutput(int code, const FailureRecordingBuffer& out, std::ostream& err);
+
 // The exit code for an error a command cannot go on from: kExitUsage when what the user gave
 // is at fault (kInvalidArgument, kNotFound), 128 + the signal when Ctrl-C or SIGTERM stopped it
 // (kInterrupted, with the signal heard), kExitError otherwise.

@@ -472,8 +472,10 @@ std::string RecipeVerdictText(const RecipeVerdict& verdict, const NcclNodeSettin
   if (!verdict.recommended.empty()) {
     out += "\n# The recommended /etc/nccl.conf for this node\n";
     for (const NcclRecipeSetting& s : verdict.recommended) {
-      out += fmt::format("# {} ({})\n{}{}={}\n", s.why, s.source, s.value.empty() ? "# " : "",
-                         s.name, s.value.empty() ? "<set me>" : s.value);
+      // A value can come from this node (its HCAs' names): one line, as every other.
+      out += fmt::format("# {} ({})\n{}{}={}\n", AsOneLine(s.why), AsOneLine(s.source),
+                         s.value.empty() ? "# " : "", AsOneLine(s.name),
+                         s.value.empty() ? "<set me>" : AsOneLine(s.value));
     }
   }
   return out;

@@ -315,6 +315,55 @@ TEST(Cli, ErrorsReachTheTerminalWithoutControlCharacters) {
   EXPECT_EQ(c1_sink.str(), "a?31m b?c\n");
 }
 
+// A sink that takes `room` bytes, then fails as a full disk (or a closed pipe) does.
+class FullSink : public std::streambuf {
+ public:
+  FullSink(size_t room, int error) : room_(room), error_(error) {}
+  std::string taken;
+
+ protected:
+  int_type overflow(int_type c) override {
+    if (traits_type::eq_int_type(c, traits_type::eof())) return traits_type::not_eof(c);
+    const char one = traits_type::to_char_type(c);
+    return xsputn(&one, 1) == 1 ? c : traits_type::eof();
+  }
+  std::streamsize xsputn(const char* s, std::streamsize n) override {
+    const auto fits = std::min<std::streamsize>(n, static_cast<std::streamsize>(room_));
+    taken.append(s, static_cast<size_t>(fits));
+    room_ -= static_cast<size_t>(fits);
+    if (fits < n) errno = error_;
+    return fits;
+  }
+  int sync() override { return 0; }
+
+ private:
+  size_t room_;
+  int error_;
+};
+
+// What never reached stdout is a failure of the command (exit 3 and why), not 0 or 1; a reader
+// that closed the pipe (`| head`) is not; a command that failed keeps its own code.
+TEST(Cli, OutputThatDidNotReachStdoutIsExitThree) {
+  const auto after = [](size_t room, int error, int code, const std::string& text) {
+    FullSink sink(room, error);
+    FailureRecordingBuffer recorder(&sink);
+    std::ostream out(&recorder);
+    out << text;
+    out.flush();
+    std::ostringstream err;
+    errno = 0;  // stale by the time the command ends: the cause is the one recorded
+    return std::pair{ExitCodeAfterOutput(code, recorder, err), err.str()};
+  };
+  EXPECT_EQ(after(100, ENOSPC, kExitOk, "all of it"), std::pair(kExitOk, std::string()));
+  EXPECT_EQ(
+      after(4, ENOSPC, kExitOk, "more than four"),
+      std::pair(kExitError, std::string("cmax: cannot write to standard output: No space left on "
+                                        "device\n")));
+  EXPECT_EQ(after(4, ENOSPC, kExitChecksFailed, "more than four").first, kExitError);
+  EXPECT_EQ(after(4, EPIPE, kExitOk, "more than four"), std::pair(kExitOk, std::string()));
+  EXPECT_EQ(after(4, ENOSPC, kExitUsage, "more than four"), std::pair(kExitUsage, std::string()));
+}
+
 TEST(Cli, CorruptStoreIsAnErrorNamingTheFileAndIsLeftAlone) {
   testing::TempDir dir;
   const std::string db = dir.File("cmax.db");
@@ -334,6 +383,7 @@ TEST(Cli, CorruptStoreIsAnErrorNamingTheFileAndIsLeftAlone) {
 // The commands that read never write where --db points: a device is no store (as root, SQLite
 // left /dev/null-journal in /dev), and an empty file stays empty (it became a 118 KB store).
 TEST(Cli, TheCommandsThatReadLeaveWhatDbNamesAsItIs) {
+  const bool journal_before = std::ifstream("/dev/null-journal").good();  // an old cmax's
   for (auto args : std::vector<std::vector<std::string>>{
            {"db", "runs"}, {"db", "show", "latest"}, {"report"}, {"compare", "1", "2"}, {"rate"}}) {
     args.insert(args.begin(), {"--db", "/dev/null"});
@@ -341,7 +391,9 @@ TEST(Cli, TheCommandsThatReadLeaveWhatDbNamesAsItIs) {
     EXPECT_EQ(r.code, kExitUsage) << args[2] << ": " << r.err;
     EXPECT_NE(r.err.find("/dev/null is not a regular file"), std::string::npos) << r.err;
   }
-  EXPECT_FALSE(std::ifstream("/dev/null-journal").good());
+  if (!journal_before) {
+    EXPECT_FALSE(std::ifstream("/dev/null-journal").good());
+  }
   testing::TempDir dir;
   const std::string empty = dir.File("empty.db");
   std::ofstream(empty).close();

@@ -318,6 +318,7 @@ TEST(Store, AStoreIsARegularFile) {
   testing::TempDir dir;
   const std::string fifo = dir.File("fifo.db");
   ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  const bool journal_before = std::ifstream("/dev/null-journal").good();  // an old cmax's
   for (const std::string& path : {std::string("/dev/null"), fifo}) {
     for (const bool create : {true, false}) {
       auto store = Store::Open({.path = path, .create = create});
@@ -326,7 +327,9 @@ TEST(Store, AStoreIsARegularFile) {
       EXPECT_NE(store.error().message.find("not a regular file"), std::string::npos);
     }
   }
-  EXPECT_FALSE(std::ifstream("/dev/null-journal").good());
+  if (!journal_before) {
+    EXPECT_FALSE(std::ifstream("/dev/null-journal").good());
+  }
   EXPECT_FALSE(std::ifstream(fifo + "-journal").good());
 }
 
