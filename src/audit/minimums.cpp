@@ -246,11 +246,8 @@ std::string DateOf(WallTime time) {
 }  // namespace
 
 bool IsCveId(std::string_view text) {
-  const auto digits = [](std::string_view part) {
-    return std::ranges::all_of(part, [](char c) { return c >= '0' && c <= '9'; });
-  };
   return text.size() >= 13 && text.size() <= 32 && text.starts_with("CVE-") &&
-         digits(text.substr(4, 4)) && text[8] == '-' && digits(text.substr(9));
+         AllDigits(text.substr(4, 4)) && text[8] == '-' && AllDigits(text.substr(9));
 }
 
 bool IsAdvisoryAddress(std::string_view text) {
