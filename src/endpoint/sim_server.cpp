@@ -27,6 +27,14 @@ constexpr size_t kMaxOutput = size_t{32} << 20;  // a client that stops reading 
 constexpr int64_t kSweepNs = 100'000'000;        // how often the timeouts are looked at
 constexpr size_t kMaxPipelined = size_t{1} << 20;
 constexpr size_t kHugeLineBytes = size_t{10} << 20;
+// A stream is made a slice at a time, so that one answer of a million tokens (decode 0, or far
+// behind its schedule) neither holds the loop while every other client waits nor piles up
+// faster than its client reads: the next slice is made once this one is in the socket.
+constexpr size_t kSliceBytes = size_t{256} << 10;
+// A byte-split or trickled answer is made whole before it is sent a byte at a time: it is cut to
+// this many tokens (the usage it reports says so), and byte-split sends this many bytes a turn.
+constexpr uint64_t kMaxDribbleTokens = 1024;
+constexpr size_t kDribbleBytesPerTurn = 4096;
 
 enum class Phase { kIdle, kStream, kWhole, kDribble };
 
@@ -36,7 +44,8 @@ struct Conn {
   std::string in;  // bytes received while an answer is under way (pipelining)
   std::string out;
   size_t out_off = 0;
-  bool writing = false;  // EPOLLOUT registered
+  bool writing = false;            // EPOLLOUT registered
+  bool make_when_written = false;  // the next slice of a stream waits for the socket to drain
   bool close_after_flush = false;
   Phase phase = Phase::kIdle;
   uint64_t serial = 0;  // of the answer under way; a timer for another one is stale
@@ -242,6 +251,9 @@ struct SimServer::Impl {
     c.usage.input = tokens;
     c.usage.cached = hit_blocks * config.block_tokens;
     c.usage.output = c.request.max_tokens;
+    if (c.fault == SimFault::kByteSplit || c.fault == SimFault::kTrickle) {
+      c.usage.output = std::min(c.usage.output, kMaxDribbleTokens);
+    }
     stats.input_tokens += c.usage.input;
     stats.cached_tokens += c.usage.cached;
     stats.cache_evictions = cache.Evictions();
@@ -287,7 +299,8 @@ struct SimServer::Impl {
   void Step(Conn& c, int64_t now) {
     if (c.phase == Phase::kDribble) {
       const size_t rest = c.out.size() - c.out_off;
-      const size_t take = c.fault == SimFault::kByteSplit ? rest : std::min<size_t>(rest, 1);
+      const size_t take =
+          std::min(rest, c.fault == SimFault::kByteSplit ? kDribbleBytesPerTurn : 1);
       // Every byte its own send(): a client must reassemble frames split at any byte.
       for (size_t i = 0; i < take; ++i) {
         const ssize_t n = ::send(c.fd, c.out.data() + c.out_off, 1, MSG_NOSIGNAL | MSG_DONTWAIT);
@@ -317,9 +330,20 @@ struct SimServer::Impl {
       Finish(c);
       return;
     }
+    if (c.writing) {  // the last slice is still on its way: the next when the socket drains
+      c.make_when_written = true;
+      return;
+    }
     const Api api = c.request.api;
     const uint64_t middle = c.usage.output / 2;
+    const size_t slice_end = c.out.size() + kSliceBytes;
     while (c.next_token < c.usage.output && c.due_ns <= now) {
+      if (c.out.size() >= slice_end) {
+        // Others' turn: the rest of what is due at the next one, or once this slice is sent.
+        if (Flush(c) && !c.writing) Schedule(c, std::max(c.due_ns, MonotonicNanos()));
+        if (c.writing) c.make_when_written = true;
+        return;
+      }
       // Only the first chunk carries the send time.
       const int64_t sent = c.next_token == 0 ? MonotonicNanos() : 0;
       if (c.next_token == middle) {
@@ -562,7 +586,14 @@ Result<void> SimServer::Run(const std::function<bool()>& stop) {
       } else if (fd == s.timer_fd) {
         s.RunTimers();
       } else if (static_cast<size_t>(fd) < s.conns.size() && s.conns[fd]) {
-        if ((events[i].events & EPOLLOUT) != 0U && !s.Flush(*s.conns[fd])) continue;
+        if ((events[i].events & EPOLLOUT) != 0U) {
+          Conn& c = *s.conns[fd];
+          if (!s.Flush(c)) continue;
+          if (c.make_when_written && !c.writing) {
+            c.make_when_written = false;
+            if (c.phase == Phase::kStream) s.Step(c, MonotonicNanos());
+          }
+        }
         if (s.conns[fd] && (events[i].events & (EPOLLIN | EPOLLHUP | EPOLLERR)) != 0U) {
           s.Readable(fd);
         }

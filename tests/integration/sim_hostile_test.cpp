@@ -203,6 +203,59 @@ TEST(SimHostileClient, ThousandsOfIdleConnectionsAreClosedAtTheIdleTimeout) {
   EXPECT_EQ(sim.Stop().closed_idle, 2000U);
 }
 
+std::string ChatRequest(std::string_view body, std::string_view extra_headers = {}) {
+  return "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nConnection: close\r\n" +
+         std::string(extra_headers) + "Content-Length: " + std::to_string(body.size()) +
+         "\r\n\r\n" + std::string(body);
+}
+
+size_t Count(std::string_view text, std::string_view what) {
+  size_t n = 0;
+  for (size_t at = text.find(what); at != std::string_view::npos; at = text.find(what, at + 1)) ++n;
+  return n;
+}
+
+// 400,000 tokens with no decode delay are all due at once: the answer (over 60 MB) is made as its
+// client reads it, other clients are answered while it waits unread, and it ends whole (it used
+// to be made in one go, holding every other client, and cut off past the 32 MB output bound).
+TEST(SimHostileClient, AnAnswerOfHundredsOfThousandsOfTokensIsMadeAsItIsRead) {
+  testing::SimFixture sim;
+  ASSERT_TRUE(sim.Up());
+  const int fd = Connect(PortOf(sim));
+  SendAll(fd, ChatRequest(R"({"model":"m","messages":[{"role":"user","content":"hi"}],)"
+                          R"("stream":true,"max_tokens":400000})"));
+  pollfd p{fd, POLLIN, 0};
+  ASSERT_EQ(::poll(&p, 1, 10000), 1) << "the stream never began";
+  ExpectStillServes(PortOf(sim));  // while the big answer sits unread
+  const Answer a = ReadUntilClosed(fd, std::chrono::seconds(120));
+  ::close(fd);
+  EXPECT_TRUE(a.closed);
+  EXPECT_GT(a.bytes.size(), size_t{32} << 20);
+  EXPECT_EQ(Count(a.bytes, R"("finish_reason":"length")"), 1U);
+  EXPECT_NE(a.bytes.find("data: [DONE]\n\n\r\n0\r\n\r\n", a.bytes.size() - 64), std::string::npos)
+      << "the stream was cut off";
+  EXPECT_EQ(sim.Stop().tokens, 400000U);
+}
+
+// A byte-split answer is sent a byte per write: a million tokens would be 150 MB held for the
+// whole of it. It is cut to 1,024 tokens, and its usage says so.
+TEST(SimHostileClient, AByteSplitAnswerIsCutToAThousandTokens) {
+  testing::SimFixture sim;
+  ASSERT_TRUE(sim.Up());
+  const int fd = Connect(PortOf(sim));
+  SendAll(fd, ChatRequest(R"({"model":"m","messages":[{"role":"user","content":"hi"}],)"
+                          R"("stream":true,"stream_options":{"include_usage":true},)"
+                          R"("max_tokens":1000000})",
+                          "x-cmax-sim-fault: byte-split\r\n"));
+  const Answer a = ReadUntilClosed(fd, std::chrono::seconds(60));
+  ::close(fd);
+  EXPECT_TRUE(a.closed);
+  EXPECT_NE(a.bytes.find(R"("completion_tokens":1024)"), std::string::npos)
+      << a.bytes.substr(0, 400);
+  EXPECT_NE(a.bytes.find("data: [DONE]"), std::string::npos);
+  ExpectStillServes(PortOf(sim));
+}
+
 TEST(SimHostileClient, ConnectionsPastTheLimitAreAnswered503AndLaterOnesServed) {
   SimConfig config;
   config.max_connections = 50;
