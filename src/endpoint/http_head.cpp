@@ -37,4 +37,9 @@ std::optional<uint64_t> ContentLengthItem(std::string_view item) {
   return n;
 }
 
+bool IsFieldNameCharacter(char c) {
+  return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+         std::string_view("!#$%&'*+-.^_`|~").find(c) != std::string_view::npos;
+}
+
 }  // namespace cmax::endpoint

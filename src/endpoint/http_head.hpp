@@ -20,5 +20,8 @@ std::vector<std::string_view> HeadLines(std::string_view head);
 // One item of a Content-Length list ("5" of "5, 5"), spaces around it allowed: plain digits, at
 // most 18 (no sign, no overflow); nullopt for anything else.
 std::optional<uint64_t> ContentLengthItem(std::string_view item);
+// Whether `c` may stand in a header's name (RFC 9110 5.6.2's tchar): letters, digits and
+// !#$%&'*+-.^_`|~; no space, no control, no separator.
+bool IsFieldNameCharacter(char c);
 
 }  // namespace cmax::endpoint

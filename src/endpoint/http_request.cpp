@@ -92,15 +92,37 @@ bool HttpRequestParser::ParseHead() {
     Error(505, "HTTP version not supported");
     return false;
   }
+  std::optional<uint64_t> length;  // Content-Length, however often given, saying one length
   for (size_t i = 1; i < lines.size(); ++i) {
     if (lines[i].empty()) continue;
+    // RFC 9112 5.1-5.2: a name is a token right up to its colon, and a line that continues the
+    // one before (obsolete folding) is refused, so that no two readers of these bytes could take
+    // them for different requests.
     const size_t colon = lines[i].find(':');
-    if (colon == std::string_view::npos || colon == 0) {
+    if (colon == std::string_view::npos || colon == 0 ||
+        !std::ranges::all_of(lines[i].substr(0, colon), IsFieldNameCharacter)) {
       Error(400, "malformed header line");
       return false;
     }
-    request_.headers[ToLower(Trim(lines[i].substr(0, colon)))] =
-        std::string(Trim(lines[i].substr(colon + 1)));
+    const std::string name = ToLower(lines[i].substr(0, colon));
+    const std::string_view value = Trim(lines[i].substr(colon + 1));
+    if (name == "content-length") {
+      // RFC 9112 6.3: every value given (twice, or as a list "5, 5") must be the same length.
+      for (const std::string_view item : Split(value, ',')) {
+        const std::optional<uint64_t> n = ContentLengthItem(item);
+        if (!n) {
+          Error(400, "bad Content-Length");
+          return false;
+        }
+        if (length && *length != *n) {
+          Error(400, "conflicting Content-Length values");
+          return false;
+        }
+        length = n;
+      }
+      continue;
+    }
+    request_.headers[name] = std::string(value);
   }
   const std::string connection = ToLower(request_.Header("connection"));
   request_.keep_alive = request_.minor_version == 1
@@ -110,18 +132,13 @@ bool HttpRequestParser::ParseHead() {
     Error(501, "chunked request bodies are not supported; send Content-Length");
     return false;
   }
-  const std::string length = request_.Header("content-length");
-  if (!length.empty()) {
-    const std::optional<size_t> n = ParseWhole<size_t>(length);
-    if (!n) {
-      Error(400, "bad Content-Length");
-      return false;
-    }
-    if (*n > max_body_) {
+  if (length) {
+    if (*length > max_body_) {
       Error(413, "request body too large");
       return false;
     }
-    body_left_ = *n;
+    request_.headers["content-length"] = std::to_string(*length);
+    body_left_ = *length;
   }
   return true;
 }

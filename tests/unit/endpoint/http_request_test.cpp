@@ -55,6 +55,17 @@ TEST(HttpRequestParser, KeepAliveFollowsTheVersionAndConnectionHeader) {
   EXPECT_TRUE(keep("GET / HTTP/1.1\n"));  // bare LF line ends are accepted
 }
 
+TEST(HttpRequestParser, ContentLengthGivenAgainWithTheSameValueIsOneLength) {
+  for (const std::string head : {"Content-Length: 2\r\nContent-Length: 2\r\n",
+                                 "Content-Length: 2, 2\r\n", "content-length:2 \r\n"}) {
+    HttpRequestParser p(1024);
+    p.Feed("POST / HTTP/1.1\r\n" + head + "\r\n{}GET");
+    ASSERT_EQ(p.GetState(), HttpRequestParser::State::kDone) << head;
+    EXPECT_EQ(p.Request().body, "{}");
+    EXPECT_EQ(p.Request().Header("content-length"), "2");
+  }
+}
+
 TEST(HttpRequestParser, BadRequestsGetTheirStatus) {
   const auto status = [](const std::string& bytes, size_t max_body = 1024) {
     HttpRequestParser p(max_body);
@@ -66,6 +77,17 @@ TEST(HttpRequestParser, BadRequestsGetTheirStatus) {
   EXPECT_EQ(status("GET / HTTP/2.0\r\n\r\n"), 505);
   EXPECT_EQ(status("GET / HTTP/1.1\r\nno colon\r\n\r\n"), 400);
   EXPECT_EQ(status("POST / HTTP/1.1\r\nContent-Length: x1\r\n\r\n"), 400);
+  EXPECT_EQ(status("POST / HTTP/1.1\r\nContent-Length: -1\r\n\r\n"), 400);
+  EXPECT_EQ(status("POST / HTTP/1.1\r\nContent-Length: \r\n\r\n"), 400);
+  // Lengths that disagree: two readers of these bytes could see two different requests.
+  EXPECT_EQ(status("POST / HTTP/1.1\r\nContent-Length: 2\r\nContent-Length: 40\r\n\r\n"), 400);
+  EXPECT_EQ(status("POST / HTTP/1.1\r\nContent-Length: 2, 40\r\n\r\n"), 400);
+  EXPECT_EQ(status("POST / HTTP/1.1\r\nContent-Length: 2,\r\n\r\n"), 400);
+  // A name is a token up to its colon; a folded line continues none.
+  EXPECT_EQ(status("POST / HTTP/1.1\r\nContent-Length : 2\r\n\r\n"), 400);
+  EXPECT_EQ(status("POST / HTTP/1.1\r\n Content-Length: 2\r\n\r\n"), 400);
+  EXPECT_EQ(status("GET / HTTP/1.1\r\nX-A: 1\r\n\tfolded\r\n\r\n"), 400);
+  EXPECT_EQ(status("GET / HTTP/1.1\r\nX\x01A: 1\r\n\r\n"), 400);
   EXPECT_EQ(status("POST / HTTP/1.1\r\nContent-Length: 5000\r\n\r\n"), 413);
   EXPECT_EQ(status("POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n"), 501);
   EXPECT_EQ(status("GET / HTTP/1.1\r\nX: " + std::string(70 << 10, 'a')), 431);
