@@ -194,7 +194,34 @@ Result<std::unique_ptr<Workload>> MakePromptFileWorkload(const NextLine& next,
       return Fail(ErrorCode::kInvalidArgument, "prompts line {}: not a JSON object", number);
     }
     Conversation c;
-    const uint64_t max_tokens = PositiveCount(doc, "max_tokens").value_or(default_max_tokens);
+    const auto kinds = std::ranges::count_if(std::array{"prompt", "messages", "turns"},
+                                             [&doc](const char* k) { return doc.contains(k); });
+    if (kinds > 1) {
+      return Fail(ErrorCode::kInvalidArgument,
+                  "prompts line {}: one of \"prompt\", \"messages\" or \"turns\", not {}", number,
+                  kinds);
+    }
+    if (kinds == 1) {
+      // A misspelt "max_token" would otherwise leave every answer at the default length.
+      for (const auto& [key, value] : doc.items()) {
+        if (key != "prompt" && key != "messages" && key != "turns" && key != "max_tokens") {
+          return Fail(ErrorCode::kInvalidArgument,
+                      "prompts line {}: unknown key \"{}\" (a line holds \"prompt\", \"messages\" "
+                      "or \"turns\", and \"max_tokens\")",
+                      number, AsOneLine(key));
+        }
+      }
+    }
+    uint64_t max_tokens = default_max_tokens;
+    if (doc.contains("max_tokens")) {
+      const json& v = doc["max_tokens"];
+      if (!v.is_number_integer() || v.get<int64_t>() < 1 || v.get<uint64_t>() > kMaxPromptTokens) {
+        return Fail(ErrorCode::kInvalidArgument,
+                    "prompts line {}: \"max_tokens\" must be a whole number from 1 to {}", number,
+                    kMaxPromptTokens);
+      }
+      max_tokens = v.get<uint64_t>();
+    }
     if (doc.contains("prompt") && doc["prompt"].is_string()) {
       c.turns.push_back(doc["prompt"].get<std::string>());
     } else if (doc.contains("turns") && doc["turns"].is_array()) {
