@@ -198,7 +198,8 @@ Command SetupTrainCommand(CLI::App& parent) {
       "the straggler ranks (the rank the others wait for, found from kernel durations, not\n"
       "clocks); a per-step timeline; and what limits the job, in words. A trace cut short is\n"
       "used up to where it stops, and said so. Recorded as a run (cmax report). Exit 0\n"
-      "compute-bound, 1 something limits the job or a file is not a trace, 2 usage");
+      "compute-bound, 1 something limits the job or one of the files is not a trace (the\n"
+      "others are used), 2 usage or no file is a trace");
   Opt(o->trace, "FILE", o->trace_options.files, "Trace files, one per rank (.json or .json.gz)")
       ->required();
   Num(o->trace, "--jobs", o->trace_options.jobs, Whole(0, 1024),
@@ -212,7 +213,7 @@ Command SetupTrainCommand(CLI::App& parent) {
        "profiler stops inside it)");
   Flag(o->trace, "--json", o->json, "Print the figures as JSON (schema cmax.train-trace/v1)");
   Flag(o->trace, "--exit-zero", o->trace_options.exit_zero,
-       "Exit 0 even when something limits the job");
+       "Exit 0 even when something limits the job (not when no file is a trace)");
   o->references = app->add_subcommand(
       "references",
       "List the published training throughput cmax holds runs against (TorchTitan's own\n"

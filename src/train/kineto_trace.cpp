@@ -626,6 +626,8 @@ class TraceParser {
       const std::optional<int64_t> step = Integer(std::string_view(e_.name).substr(13));
       if (step && e_.dur_ns && *e_.dur_ns >= 0 && *e_.ts_ns <= INT64_MAX - *e_.dur_ns) {
         trace_.steps.push_back({*step, *e_.ts_ns, *e_.ts_ns + *e_.dur_ns});
+      } else if (step) {
+        ++trace_.skipped_steps;
       }
       return;
     }

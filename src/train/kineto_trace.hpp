@@ -80,6 +80,7 @@ struct KinetoTrace {
   uint64_t bytes = 0;        // read (uncompressed)
   size_t events = 0;         // every event object in traceEvents
   size_t skipped = 0;        // events with a GPU stream but no usable time, left out
+  size_t skipped_steps = 0;  // ProfilerStep#N marks with no usable time (1e308 us), left out
   bool ended_early = false;  // the input stopped before its JSON did: what came before is used
   std::string end_reason;    // why: "cut off inside traceEvents at byte 1234", zlib's words
 };

@@ -174,6 +174,7 @@ RankAnalysis AnalyzeRank(std::string file, const KinetoTrace& trace, const RankO
   f.bytes = trace.bytes;
   f.events = trace.events;
   f.skipped = trace.skipped;
+  f.skipped_steps = trace.skipped_steps;
   f.ended_early = trace.ended_early;
   f.end_reason = trace.end_reason;
 
@@ -298,6 +299,11 @@ TraceFigures CombineRanks(std::vector<RankAnalysis> ranks, const TraceReportOpti
     if (r.figures.skipped > 0) {
       out.notes.push_back(fmt::format("rank {}: {} GPU events without a usable time left out",
                                       r.figures.rank, r.figures.skipped));
+    }
+    if (r.figures.skipped_steps > 0) {
+      out.notes.push_back(
+          fmt::format("rank {}: {} profiler step marks without a usable time left out",
+                      r.figures.rank, r.figures.skipped_steps));
     }
   }
 

@@ -61,6 +61,7 @@ struct RankFigures {
   size_t gpu_events = 0;
   size_t collectives = 0;
   size_t skipped = 0;
+  size_t skipped_steps = 0;
   std::optional<int64_t> first_gpu_ns;   // on the rank's own clock
   std::vector<int64_t> steps;            // the profiler steps analysed
   std::optional<int64_t> left_out_step;  // the last, left out (RankOptions)

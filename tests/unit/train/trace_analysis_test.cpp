@@ -273,6 +273,27 @@ TEST(TraceFigures, IdleGpusAndNoGpuAtAll) {
   EXPECT_EQ(none.verdict, "no GPU events in the traces (a CPU-only trace?)");
 }
 
+// A time no int64 of nanoseconds holds (1e308 us) leaves its event out, and a note says how many.
+TEST(TraceFigures, EventsWithoutAUsableTimeAreLeftOutAndCounted) {
+  StringByteSource input(
+      R"({"traceEvents": [)"
+      R"({"ph": "X", "cat": "kernel", "name": "gemm", "ts": 100, "dur": 50, "args": {"stream": 7}},)"
+      R"({"ph": "X", "cat": "kernel", "name": "gemm", "ts": 200, "dur": 1e308, "args": {"stream": 7}},)"
+      R"({"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#1", "ts": 90, "dur": 1e308},)"
+      R"({"ph": "X", "cat": "kernel", "name": "gemm", "ts": 300, "dur": 50, "args": {"stream": 7}}]})");
+  auto trace = ReadKinetoTrace(input);
+  ASSERT_TRUE(trace) << trace.error().message;
+  const TraceFigures f = AnalyzeTraces({{"rank0.json", *trace}});
+  ASSERT_EQ(f.ranks.size(), 1U);
+  EXPECT_EQ(f.ranks[0].gpu_events, 2U);
+  const auto noted = [&f](std::string_view text) {
+    return std::ranges::any_of(
+        f.notes, [text](const std::string& n) { return n.find(text) != std::string::npos; });
+  };
+  EXPECT_TRUE(noted("rank 0: 1 GPU events without a usable time left out"));
+  EXPECT_TRUE(noted("rank 0: 1 profiler step marks without a usable time left out"));
+}
+
 TEST(TraceFigures, RankRangesAreCompact) {
   EXPECT_EQ(RankRanges({8, 9, 10, 11, 12, 13, 14, 15}), "8-15");
   EXPECT_EQ(RankRanges({3, 0, 1, 7, 9, 10}), "0-1,3,7,9-10");
