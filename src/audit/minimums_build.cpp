@@ -102,6 +102,26 @@ std::string VersionIn(std::string_view text) {
   return {};
 }
 
+// An OSV event's version, which is the whole of its text ("1.2.8", "v1.2.8", "1.5.0-rc.3",
+// "28.0.0+incompatible"), or nothing: unlike a CSAF product's name, the text is no sentence to
+// find a version in ("banana runc 9.9.9" made a 9.9 line of runc).
+std::string OsvVersion(std::string_view text) {
+  const std::string version = VersionIn(text);
+  if (version.empty()) return {};
+  const size_t at = text.find(version);
+  const std::string_view before = text.substr(0, at);
+  const std::string_view after = text.substr(at + version.size());
+  const bool build =
+      !after.empty() && after[0] == '+' && after.size() > 1 &&
+      std::ranges::all_of(after.substr(1), [](char c) {
+        return std::isalnum(static_cast<unsigned char>(c)) != 0 || c == '.' || c == '-';
+      });
+  if ((before.empty() || before == "v" || before == "V") && (after.empty() || build)) {
+    return version;
+  }
+  return {};
+}
+
 // A fix for one release line of one component, from one document.
 struct Fix {
   std::string component;
@@ -280,11 +300,16 @@ std::vector<Fix> OsvFixes(const json& doc, const std::string& name,
       for (const json& event : events) {
         if (const std::string introduced = TextAt(event, {"introduced"}); !introduced.empty()) {
           if (open) affected_ranges.push_back({component, *open, "", false, name});
-          open = introduced == "0" ? introduced : VersionIn(introduced);
+          open = introduced == "0" ? introduced : OsvVersion(introduced);
           continue;
         }
-        const std::string fixed = VersionIn(TextAt(event, {"fixed"}));
-        const std::string last = VersionIn(TextAt(event, {"last_affected"}));
+        const std::string fixed_text = TextAt(event, {"fixed"});
+        const std::string fixed = OsvVersion(fixed_text);
+        const std::string last = OsvVersion(TextAt(event, {"last_affected"}));
+        if (fixed.empty() && !fixed_text.empty()) {
+          // Said by the build, as a fixed version it cannot compare.
+          fixes.push_back({component, fixed_text, name, date, {}, {}});
+        }
         if (open && !open->empty() && (!fixed.empty() || !last.empty())) {
           affected_ranges.push_back(
               {component, *open, fixed.empty() ? last : fixed, fixed.empty(), name});
@@ -340,8 +365,19 @@ Result<MinimumsBuild> BuildMinimums(const std::vector<AdvisoryDocument>& documen
   std::vector<Affected> affected;
   for (const AdvisoryDocument& d : documents) {
     const std::string name = SanitizeUtf8(d.name);
-    auto doc = json::parse(d.text, nullptr, false);
-    if (doc.is_discarded() || !doc.is_object()) {
+    json doc;
+    try {
+      doc = json::parse(d.text);
+    } catch (const json::exception& e) {
+      // nlohmann says where and why: "syntax error while parsing value - invalid string:
+      // ill-formed UTF-8 byte; last read: ..."
+      std::string why = e.what();
+      if (const size_t at = why.find("parse error "); at != std::string::npos)
+        why.erase(0, at + 12);
+      return Fail(ErrorCode::kInvalidArgument, "{}: not JSON: {}", name,
+                  AsOneLine(why.substr(0, 240)));
+    }
+    if (!doc.is_object()) {
       return Fail(ErrorCode::kInvalidArgument, "{}: not a JSON object", name);
     }
     std::vector<Fix> found;
@@ -379,7 +415,14 @@ Result<MinimumsBuild> BuildMinimums(const std::vector<AdvisoryDocument>& documen
     const Kind* kind = KindOf(fix.component);
     std::string minimum = fix.version;
     const auto selector = MinimumSelector(kind->select, fix.version);
-    if (!selector) continue;
+    const auto left_out = [&out, &fix] {
+      out.ignored.push_back(fmt::format("{}: {} fixed in \"{}\", not a version cmax can compare",
+                                        fix.document, fix.component, AsOneLine(fix.version)));
+    };
+    if (!selector) {
+      left_out();
+      continue;
+    }
     if (kind->select == MinimumSelect::kTrain) {
       // A firmware train's minimum is its last field (28.39.4702: train 28, 4702).
       minimum = minimum.substr(minimum.rfind('.') + 1);
@@ -387,10 +430,13 @@ Result<MinimumsBuild> BuildMinimums(const std::vector<AdvisoryDocument>& documen
     Line& line = lines[fix.component][*selector];
     const auto newer =
         line.minimum.empty() ? std::optional<int>(1) : CompareTableVersions(minimum, line.minimum);
-    if (newer && *newer > 0) {
+    if (!newer) {
+      left_out();
+      continue;
+    }
+    if (*newer > 0) {
       line = {minimum, fix.document, fix.date};
-    } else if (newer && *newer == 0 && !fix.date.empty() &&
-               (line.date.empty() || fix.date < line.date)) {
+    } else if (*newer == 0 && !fix.date.empty() && (line.date.empty() || fix.date < line.date)) {
       line.date = fix.date;  // the same fix in two advisories: available since the first
       line.document = fix.document;
     }

@@ -127,6 +127,33 @@ TEST(MinimumsBuild, AnAdvisorysTextThatIsNoCveOrAddressIsLeftOut) {
   EXPECT_TRUE(MinimumTable::Parse(built->table.dump()));
 }
 
+// An OSV event's version is the whole of its text: "banana\nrunc 9.9.9" made a runc 9.9 line
+// with minimum 9.9.9. Such a fix is said in the ignored lines, not taken and not lost unsaid.
+TEST(MinimumsBuild, AFixedVersionThatIsNoVersionIsSaid) {
+  sys::LocalFileSystem fs;
+  json osv = json::parse(*fs.ReadFile(kAdvisories + "/runc-GHSA-aaaa-bbbb-cccc.osv.json", 1 << 20));
+  json other = osv;
+  for (json& affected : other["affected"]) {
+    for (json& range : affected["ranges"]) {
+      for (json& event : range["events"]) {
+        if (event.contains("fixed")) event["fixed"] = "banana\nrunc 9.9.9";
+      }
+    }
+  }
+  auto built = BuildMinimums({{"good.osv.json", osv.dump()}, {"odd.osv.json", other.dump()}},
+                             At("2026-09-25T00:00:00Z"));
+  ASSERT_TRUE(built) << built.error().message;
+  const json& runc = built->table["components"]["runc"];
+  EXPECT_EQ(runc["minimums"],
+            json({{"1.2", "1.2.8"}, {"1.3", "1.3.6"}, {"1.4", "1.4.3"}, {"1.5", "1.5.0-rc.3"}}))
+      << runc;
+  EXPECT_TRUE(std::ranges::any_of(built->ignored, [](const std::string& line) {
+    return line ==
+           "odd.osv.json: runc fixed in \"banana?runc 9.9.9\", not a version cmax can "
+           "compare";
+  })) << ::testing::PrintToString(built->ignored);
+}
+
 // This machine's files, counting what is read.
 class CountingFileSystem final : public sys::FileSystem {
  public:
@@ -189,7 +216,10 @@ TEST(MinimumsBuild, BadInputIsAnErrorNamingIt) {
     ASSERT_FALSE(built) << says;
     EXPECT_NE(built.error().message.find(says), std::string::npos) << built.error().message;
   };
-  refused({{"a.json", "not json"}}, "a.json: not a JSON object");
+  refused({{"a.json", "not json"}}, "a.json: not JSON: at line 1, column 2: syntax error");
+  // Bytes that are not UTF-8 say so (they were "not a JSON object").
+  refused({{"u.json", "{\"id\": \"GHSA-\xff\"}"}}, "u.json: not JSON: ");
+  refused({{"u.json", "{\"id\": \"GHSA-\xff\"}"}}, "UTF-8");
   refused({{"b.json", "[1, 2]"}}, "b.json: not a JSON object");
   refused({{"c.json", R"({"title": "x"})"}}, "c.json: neither a CSAF document");
   refused({{"d.json", R"({"id": "GHSA-1", "affected": []})"}}, "no advisory names a fixed version");
