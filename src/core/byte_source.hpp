@@ -6,8 +6,10 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstring>
+#include <functional>
 #include <string>
 #include <string_view>
+#include <utility>
 
 #include "core/result.hpp"
 
@@ -37,6 +39,22 @@ class StringByteSource final : public ByteSource {
   std::string_view text_;
   size_t piece_ = 0;
   size_t at_ = 0;
+};
+
+// `source` until `stop` says so, then an error (kInterrupted) at the next read: a reader of a
+// trace of many gigabytes gives up at its next buffer when Ctrl-C comes, not at the file's end.
+class StoppableByteSource final : public ByteSource {
+ public:
+  StoppableByteSource(ByteSource& source, std::function<bool()> stop)
+      : source_(source), stop_(std::move(stop)) {}
+  Result<size_t> Read(char* into, size_t size) override {
+    if (stop_ && stop_()) return Fail(ErrorCode::kInterrupted, "interrupted");
+    return source_.Read(into, size);
+  }
+
+ private:
+  ByteSource& source_;
+  std::function<bool()> stop_;
 };
 
 }  // namespace cmax

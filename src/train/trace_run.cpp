@@ -101,7 +101,8 @@ Result<TraceFigures> ReadAndAnalyzeTraces(const TraceRunOptions& options,
         problems[i] = source.error().message;
         continue;
       }
-      auto trace = ReadKinetoTrace(**source);
+      StoppableByteSource stoppable(**source, stop);
+      auto trace = ReadKinetoTrace(stoppable);
       if (!trace) {
         problems[i] = trace.error().message;
         continue;

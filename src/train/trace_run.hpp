@@ -43,7 +43,7 @@ std::vector<Metric> TraceMetrics(const TraceFigures& figures);
 
 // Reads and analyses the traces. A missing file is an error before anything is read; a file
 // that is not a trace is left out with its reason, unless none is left.
-// `interrupted` (Ctrl-C) stops it between files with kInterrupted.
+// `interrupted` (Ctrl-C) stops it with kInterrupted at the next buffer read, inside a file too.
 Result<TraceFigures> ReadAndAnalyzeTraces(const TraceRunOptions& options,
                                           std::vector<TraceFileProblem>* unreadable,
                                           const std::function<bool()>& interrupted = {});

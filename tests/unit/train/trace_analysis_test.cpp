@@ -4,13 +4,22 @@
 // tests/data/train/trace/NAME.trace.json gives NAME.expected.json.
 #include "train/trace_analysis.hpp"
 
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <csignal>
 #include <gtest/gtest.h>
 #include <string>
+#include <sys/stat.h>
+#include <thread>
 #include <vector>
 
 #include "support/corpus.hpp"
 #include "support/golden.hpp"
 #include "support/kineto_writer.hpp"
+#include "support/temp_dir.hpp"
+#include "train/trace_run.hpp"
 
 namespace cmax::train {
 namespace {
@@ -292,6 +301,46 @@ TEST(TraceFigures, EventsWithoutAUsableTimeAreLeftOutAndCounted) {
   };
   EXPECT_TRUE(noted("rank 0: 1 GPU events without a usable time left out"));
   EXPECT_TRUE(noted("rank 0: 1 profiler step marks without a usable time left out"));
+}
+
+// Ctrl-C while one trace is read stops the read at its next buffer, not at the file's end: an
+// endless trace through a FIFO is given up within a few MB of the stop (it read on forever).
+TEST(TraceRun, AStopIsHeardInsideOneTrace) {
+  testing::TempDir dir;
+  const std::string fifo = dir.File("rank0_trace.json");
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  std::signal(SIGPIPE, SIG_IGN);
+  std::atomic<size_t> written{0};
+  std::atomic<bool> stop{false};
+  std::thread writer([&] {
+    const int fd = ::open(fifo.c_str(), O_WRONLY | O_CLOEXEC);
+    if (fd < 0) return;
+    std::string events;
+    for (int i = 0; i < 10000; ++i) {
+      events += R"({"ph": "X", "cat": "kernel", "name": "gemm", "ts": 1, "dur": 2, )"
+                R"("args": {"stream": 7}},)";
+    }
+    const std::string head = R"({"traceEvents": [)";
+    size_t sent = 0;
+    bool ok = ::write(fd, head.data(), head.size()) > 0;
+    // Up to 1 GB; the reader closing its end (EPIPE) ends it first.
+    while (ok && sent < (size_t{1} << 30)) {
+      const ssize_t n = ::write(fd, events.data(), events.size());
+      ok = n > 0;
+      sent += ok ? static_cast<size_t>(n) : 0;
+      written = sent;
+      if (sent > (size_t{4} << 20)) stop = true;  // Ctrl-C, once 4 MB are on their way
+    }
+    ::close(fd);
+  });
+  std::vector<TraceFileProblem> unreadable;
+  auto figures = ReadAndAnalyzeTraces({.files = {fifo}, .jobs = 1}, &unreadable,
+                                      [&stop] { return stop.load(); });
+  const size_t at_stop = written.load();
+  writer.join();
+  ASSERT_FALSE(figures);
+  EXPECT_EQ(figures.error().code, ErrorCode::kInterrupted);
+  EXPECT_LT(at_stop, size_t{64} << 20) << "the whole stream was read";
 }
 
 TEST(TraceFigures, RankRangesAreCompact) {
