@@ -54,7 +54,8 @@ struct Conn {
   SimUsage usage;
   std::string id;
   uint64_t next_token = 0;
-  int64_t due_ns = 0;
+  int64_t due_ns = 0;    // when the stream's next token is due
+  int64_t timer_ns = 0;  // when its timer fires: a timer for another moment is stale
   bool chunked = true;
   bool keep_alive = true;
   int64_t active_ns = 0;         // the last byte that came or went
@@ -166,7 +167,7 @@ struct SimServer::Impl {
   }
 
   void Schedule(Conn& c, int64_t due_ns) {
-    c.due_ns = due_ns;
+    c.timer_ns = due_ns;
     timers.push(Timer{due_ns, c.fd, c.serial});
   }
 
@@ -292,6 +293,7 @@ struct SimServer::Impl {
     c.out += Head(200, "text/event-stream", c.chunked, c.keep_alive, std::string::npos, {},
                   c.fault == SimFault::kHttp10);
     if (!Flush(c)) return;
+    c.due_ns = first;
     Schedule(c, first);
   }
 
@@ -339,9 +341,14 @@ struct SimServer::Impl {
     const size_t slice_end = c.out.size() + kSliceBytes;
     while (c.next_token < c.usage.output && c.due_ns <= now) {
       if (c.out.size() >= slice_end) {
-        // Others' turn: the rest of what is due at the next one, or once this slice is sent.
-        if (Flush(c) && !c.writing) Schedule(c, std::max(c.due_ns, MonotonicNanos()));
-        if (c.writing) c.make_when_written = true;
+        // Others' turn: the rest of what is due at the next one (due_ns kept: a stream behind
+        // its schedule catches up), or once this slice is sent.
+        if (!Flush(c)) return;  // closed: `c` is gone
+        if (c.writing) {
+          c.make_when_written = true;
+        } else {
+          Schedule(c, MonotonicNanos() + 1);
+        }
         return;
       }
       // Only the first chunk carries the send time.
@@ -534,7 +541,7 @@ struct SimServer::Impl {
       timers.pop();
       if (static_cast<size_t>(t.fd) >= conns.size() || !conns[t.fd]) continue;
       Conn& c = *conns[t.fd];
-      if (c.serial != t.serial || c.phase == Phase::kIdle || c.due_ns != t.due_ns) continue;
+      if (c.serial != t.serial || c.phase == Phase::kIdle || c.timer_ns != t.due_ns) continue;
       Step(c, now);
     }
   }

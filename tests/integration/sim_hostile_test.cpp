@@ -237,6 +237,33 @@ TEST(SimHostileClient, AnAnswerOfHundredsOfThousandsOfTokensIsMadeAsItIsRead) {
   EXPECT_EQ(sim.Stop().tokens, 400000U);
 }
 
+// A client that leaves (a reset) while a huge answer is being made a slice at a time: the
+// connection is closed where the send fails and nothing of it is touched after (under ASan: a
+// use after free once), and the server goes on serving.
+TEST(SimHostileClient, AClientThatLeavesHalfWayThroughAHugeAnswerIsLetGo) {
+  testing::SimFixture sim;
+  ASSERT_TRUE(sim.Up());
+  for (int round = 0; round < 5; ++round) {
+    const int fd = Connect(PortOf(sim));
+    SendAll(fd, ChatRequest(R"({"model":"m","messages":[{"role":"user","content":"hi"}],)"
+                            R"("stream":true,"max_tokens":1000000})"));
+    char buffer[65536];
+    size_t got = 0;
+    while (got < (size_t{1} << 20)) {  // a MB of it, then gone
+      pollfd p{fd, POLLIN, 0};
+      ASSERT_EQ(::poll(&p, 1, 10000), 1);
+      const ssize_t n = ::recv(fd, buffer, sizeof(buffer), 0);
+      ASSERT_GT(n, 0);
+      got += static_cast<size_t>(n);
+    }
+    const linger reset{.l_onoff = 1, .l_linger = 0};
+    ::setsockopt(fd, SOL_SOCKET, SO_LINGER, &reset, sizeof(reset));
+    ::close(fd);
+  }
+  ExpectStillServes(PortOf(sim));
+  EXPECT_LT(sim.Stop().tokens, 5U * 1000000U);
+}
+
 // A byte-split answer is sent a byte per write: a million tokens would be 150 MB held for the
 // whole of it. It is cut to 1,024 tokens, and its usage says so.
 TEST(SimHostileClient, AByteSplitAnswerIsCutToAThousandTokens) {
