@@ -102,24 +102,29 @@ std::string VersionIn(std::string_view text) {
   return {};
 }
 
-// An OSV event's version, which is the whole of its text ("1.2.8", "v1.2.8", "1.5.0-rc.3",
-// "28.0.0+incompatible"), or nothing: unlike a CSAF product's name, the text is no sentence to
-// find a version in ("banana runc 9.9.9" made a 9.9 line of runc).
+// An OSV event's version, which is the whole of its text: digits and dots, a semver
+// pre-release ("-rc.3", "-beta.1") and build ("+incompatible") allowed, a leading 'v' dropped
+// ("1.2.8", "v1.2.8", "1.5.0-rc.3", "28.0.0+incompatible"); nothing for other text. Unlike a
+// CSAF product's name, it is no sentence to find a version in ("banana runc 9.9.9" made a 9.9
+// line of runc) and holds no Debian epoch ("9:1.2.8" would fail every 1.2.x).
 std::string OsvVersion(std::string_view text) {
-  const std::string version = VersionIn(text);
-  if (version.empty()) return {};
-  const size_t at = text.find(version);
-  const std::string_view before = text.substr(0, at);
-  const std::string_view after = text.substr(at + version.size());
-  const bool build =
-      !after.empty() && after[0] == '+' && after.size() > 1 &&
-      std::ranges::all_of(after.substr(1), [](char c) {
-        return std::isalnum(static_cast<unsigned char>(c)) != 0 || c == '.' || c == '-';
-      });
-  if ((before.empty() || before == "v" || before == "V") && (after.empty() || build)) {
-    return version;
-  }
-  return {};
+  if (!text.empty() && (text[0] == 'v' || text[0] == 'V')) text.remove_prefix(1);
+  const auto identifier = [](std::string_view part) {
+    return !part.empty() && std::ranges::all_of(part, [](char c) {
+      return std::isalnum(static_cast<unsigned char>(c)) != 0 || c == '.' || c == '-';
+    });
+  };
+  const size_t plus = text.find('+');
+  if (plus != std::string_view::npos && !identifier(text.substr(plus + 1))) return {};
+  const std::string_view version = text.substr(0, plus);
+  const size_t dash = version.find('-');
+  if (dash != std::string_view::npos && !identifier(version.substr(dash + 1))) return {};
+  const std::string_view numbers = version.substr(0, dash);
+  const bool dotted =
+      !numbers.empty() && numbers.front() != '.' && numbers.back() != '.' &&
+      numbers.find("..") == std::string_view::npos && numbers.find('.') != std::string_view::npos &&
+      std::ranges::all_of(numbers, [](char c) { return (c >= '0' && c <= '9') || c == '.'; });
+  return dotted ? std::string(version) : std::string();
 }
 
 // A fix for one release line of one component, from one document.
@@ -130,6 +135,7 @@ struct Fix {
   std::string date;      // YYYY-MM-DD the fix became available; may be empty
   std::set<std::string> advisories;
   std::set<std::string> cves;
+  bool comparable = true;  // false: the advisory's text is no version (said, not taken)
 };
 
 std::string DateOf(const std::string& timestamp) {
@@ -259,7 +265,8 @@ bool Inside(const Affected& range, const std::string& version) {
 }
 
 std::vector<Fix> OsvFixes(const json& doc, const std::string& name,
-                          std::vector<Affected>& affected_ranges) {
+                          std::vector<Affected>& affected_ranges,
+                          std::vector<std::string>& ignored) {
   std::vector<Fix> fixes;
   std::set<std::string> cves;
   const json& aliases = JsonAt(doc, {"aliases"});
@@ -301,14 +308,30 @@ std::vector<Fix> OsvFixes(const json& doc, const std::string& name,
         if (const std::string introduced = TextAt(event, {"introduced"}); !introduced.empty()) {
           if (open) affected_ranges.push_back({component, *open, "", false, name});
           open = introduced == "0" ? introduced : OsvVersion(introduced);
+          if (open->empty()) {
+            ignored.push_back(
+                fmt::format("{}: {} introduced in \"{}\", not a version: its range is "
+                            "left out",
+                            name, component, AsOneLine(introduced)));
+          }
           continue;
         }
         const std::string fixed_text = TextAt(event, {"fixed"});
         const std::string fixed = OsvVersion(fixed_text);
-        const std::string last = OsvVersion(TextAt(event, {"last_affected"}));
+        const std::string last_text = TextAt(event, {"last_affected"});
+        const std::string last = OsvVersion(last_text);
         if (fixed.empty() && !fixed_text.empty()) {
           // Said by the build, as a fixed version it cannot compare.
-          fixes.push_back({component, fixed_text, name, date, {}, {}});
+          fixes.push_back({.component = component,
+                           .version = fixed_text,
+                           .document = name,
+                           .comparable = false});
+        }
+        if (last.empty() && !last_text.empty()) {
+          ignored.push_back(
+              fmt::format("{}: {} last affected in \"{}\", not a version: its range "
+                          "is left out",
+                          name, component, AsOneLine(last_text)));
         }
         if (open && !open->empty() && (!fixed.empty() || !last.empty())) {
           affected_ranges.push_back(
@@ -388,7 +411,7 @@ Result<MinimumsBuild> BuildMinimums(const std::vector<AdvisoryDocument>& documen
         out.ignored.push_back(name + ": withdrawn");
         continue;
       }
-      found = OsvFixes(doc, name, affected);
+      found = OsvFixes(doc, name, affected, out.ignored);
     } else if (d.in_folder) {
       // A mirror holds other files too (provider-metadata.json, indexes, changes.csv's kin).
       out.ignored.push_back(name + ": neither a CSAF document nor an OSV record");
@@ -419,7 +442,7 @@ Result<MinimumsBuild> BuildMinimums(const std::vector<AdvisoryDocument>& documen
       out.ignored.push_back(fmt::format("{}: {} fixed in \"{}\", not a version cmax can compare",
                                         fix.document, fix.component, AsOneLine(fix.version)));
     };
-    if (!selector) {
+    if (!fix.comparable || !selector) {
       left_out();
       continue;
     }

@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 
 #include "audit/minimums.hpp"
+#include "core/strings.hpp"
 #include "support/temp_dir.hpp"
 #include "sys/file_system.hpp"
 
@@ -128,29 +129,59 @@ TEST(MinimumsBuild, AnAdvisorysTextThatIsNoCveOrAddressIsLeftOut) {
 }
 
 // An OSV event's version is the whole of its text: "banana\nrunc 9.9.9" made a runc 9.9 line
-// with minimum 9.9.9. Such a fix is said in the ignored lines, not taken and not lost unsaid.
-TEST(MinimumsBuild, AFixedVersionThatIsNoVersionIsSaid) {
+// with minimum 9.9.9, and an epoch "9:1.2.8" would have failed every 1.2.x. Such a fix is said in
+// the ignored lines, not taken and not lost unsaid; semver's pre-release and build parts are
+// versions.
+TEST(MinimumsBuild, AnOsvVersionIsTheWholeOfItsText) {
   sys::LocalFileSystem fs;
-  json osv = json::parse(*fs.ReadFile(kAdvisories + "/runc-GHSA-aaaa-bbbb-cccc.osv.json", 1 << 20));
-  json other = osv;
-  for (json& affected : other["affected"]) {
-    for (json& range : affected["ranges"]) {
-      for (json& event : range["events"]) {
-        if (event.contains("fixed")) event["fixed"] = "banana\nrunc 9.9.9";
-      }
+  const json osv =
+      json::parse(*fs.ReadFile(kAdvisories + "/runc-GHSA-aaaa-bbbb-cccc.osv.json", 1 << 20));
+  // The record's events with the first fix (1.2.8) written as `fixed`.
+  const auto with_first_fix = [&osv](const std::string& fixed) {
+    json doc = osv;
+    for (json& event : doc["affected"][0]["ranges"][0]["events"]) {
+      if (event.contains("fixed") && event["fixed"] == "1.2.8") event["fixed"] = fixed;
     }
+    return doc.dump();
+  };
+  struct Case {
+    std::string fixed;
+    std::string minimum_1_2;  // empty: the fix is said among the ignored, and no 1.2 line
+  };
+  for (const Case& c : std::vector<Case>{{"banana\nrunc 9.9.9", ""},
+                                         {"9:1.2.8", ""},
+                                         {"1.2.8 (Linux)", ""},
+                                         {"1..2", ""},
+                                         {"v1.2.9", "1.2.9"},
+                                         {"1.2.9+incompatible", "1.2.9"},
+                                         {"1.2.9-beta.1", "1.2.9-beta.1"},
+                                         {"1.2.9-rc.2+build.5", "1.2.9-rc.2"}}) {
+    auto built =
+        BuildMinimums({{"odd.osv.json", with_first_fix(c.fixed)}}, At("2026-09-25T00:00:00Z"));
+    ASSERT_TRUE(built) << built.error().message;
+    const json& minimums = built->table["components"]["runc"]["minimums"];
+    const bool said = std::ranges::any_of(built->ignored, [&c](const std::string& line) {
+      return line == "odd.osv.json: runc fixed in \"" + AsOneLine(c.fixed) +
+                         "\", not a version cmax can compare";
+    });
+    if (c.minimum_1_2.empty()) {
+      EXPECT_TRUE(said) << c.fixed << ": " << ::testing::PrintToString(built->ignored);
+      EXPECT_FALSE(minimums.contains("1.2")) << c.fixed << ": " << minimums;
+    } else {
+      EXPECT_FALSE(said) << c.fixed;
+      EXPECT_EQ(minimums.value("1.2", ""), c.minimum_1_2) << c.fixed << ": " << minimums;
+    }
+    EXPECT_FALSE(minimums.contains("9.9")) << c.fixed << ": " << minimums;
+    EXPECT_EQ(minimums.value("1.3", ""), "1.3.6");
   }
-  auto built = BuildMinimums({{"good.osv.json", osv.dump()}, {"odd.osv.json", other.dump()}},
-                             At("2026-09-25T00:00:00Z"));
+  json bad_start = json::parse(with_first_fix("1.2.8"));
+  bad_start["affected"][0]["ranges"][0]["events"][0]["introduced"] = "since forever";
+  auto built = BuildMinimums({{"odd.osv.json", bad_start.dump()}}, At("2026-09-25T00:00:00Z"));
   ASSERT_TRUE(built) << built.error().message;
-  const json& runc = built->table["components"]["runc"];
-  EXPECT_EQ(runc["minimums"],
-            json({{"1.2", "1.2.8"}, {"1.3", "1.3.6"}, {"1.4", "1.4.3"}, {"1.5", "1.5.0-rc.3"}}))
-      << runc;
   EXPECT_TRUE(std::ranges::any_of(built->ignored, [](const std::string& line) {
     return line ==
-           "odd.osv.json: runc fixed in \"banana?runc 9.9.9\", not a version cmax can "
-           "compare";
+           "odd.osv.json: runc introduced in \"since forever\", not a version: its range "
+           "is left out";
   })) << ::testing::PrintToString(built->ignored);
 }
 
