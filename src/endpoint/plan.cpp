@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include "core/strings.hpp"
+#include "endpoint/http_head.hpp"
 #include "endpoint/workload.hpp"
 
 namespace cmax::endpoint {
@@ -98,7 +99,10 @@ Result<std::vector<std::string>> RequestHeaders(Api api, const std::string& key,
                   "--header '{}...' holds a line break: a header is one line",
                   SanitizeUtf8(h.substr(0, std::min<size_t>(h.find_first_of("\r\n"), 40))));
     }
-    if (colon == std::string::npos || colon == 0) {
+    // A name is a token right up to its colon (RFC 9112 5.1): "X-Key : v" is refused by
+    // servers that follow it, serve-sim among them, with a 400 for every request.
+    if (colon == std::string::npos || colon == 0 ||
+        !std::ranges::all_of(std::string_view(h).substr(0, colon), IsFieldNameCharacter)) {
       return Fail(ErrorCode::kInvalidArgument, "--header '{}' is not 'Name: value'",
                   SanitizeUtf8(h.substr(0, std::min<size_t>(colon, 40))));
     }

@@ -201,19 +201,19 @@ Result<std::unique_ptr<Workload>> MakePromptFileWorkload(const NextLine& next,
                   "prompts line {}: one of \"prompt\", \"messages\" or \"turns\", not {}", number,
                   kinds);
     }
-    if (kinds == 1) {
-      // A misspelt "max_token" would otherwise leave every answer at the default length.
-      for (const auto& [key, value] : doc.items()) {
-        if (key != "prompt" && key != "messages" && key != "turns" && key != "max_tokens") {
-          return Fail(ErrorCode::kInvalidArgument,
-                      "prompts line {}: unknown key \"{}\" (a line holds \"prompt\", \"messages\" "
-                      "or \"turns\", and \"max_tokens\")",
-                      number, AsOneLine(key));
-        }
+    // Other keys (a dataset's "id", "category") are passed over, but one that names a length
+    // ("max_token", "max_new_tokens", "output_len") would leave every answer at the default.
+    for (const auto& [key, value] : doc.items()) {
+      const std::string lower = ToLower(key);
+      if (key != "max_tokens" && (lower.find("token") != std::string::npos ||
+                                  lower.ends_with("len") || lower.ends_with("length"))) {
+        return Fail(ErrorCode::kInvalidArgument,
+                    "prompts line {}: \"{}\" is not read: an answer's length is \"max_tokens\"",
+                    number, AsOneLine(key));
       }
     }
     uint64_t max_tokens = default_max_tokens;
-    if (doc.contains("max_tokens")) {
+    if (doc.contains("max_tokens") && !doc["max_tokens"].is_null()) {
       const json& v = doc["max_tokens"];
       if (!v.is_number_integer() || v.get<int64_t>() < 1 || v.get<uint64_t>() > kMaxPromptTokens) {
         return Fail(ErrorCode::kInvalidArgument,

@@ -602,11 +602,17 @@ class TraceParser {
 
   void Keep() {
     ++trace_.events;
-    if (std::string_view(e_.ph) != "X"sv || !e_.ts_ns) return;
+    if (std::string_view(e_.ph) != "X"sv) return;
     // HTA's GPU kernels: categories kernel, gpu_memcpy, gpu_memset (not cuda_sync's waits).
     const bool gpu_category = e_.cat.empty() || StartsWith(e_.cat, "kernel") ||
                               (StartsWith(e_.cat, "gpu_mem") && e_.cat.size() > 7);
-    if (e_.stream && *e_.stream != -1 && gpu_category) {
+    const bool gpu = e_.stream && *e_.stream != -1 && gpu_category;
+    if (!e_.ts_ns) {  // no start, or one no int64 of nanoseconds holds: counted, left out
+      if (gpu) ++trace_.skipped;
+      if (!gpu && StartsWith(e_.name, "ProfilerStep#")) ++trace_.skipped_steps;
+      return;
+    }
+    if (gpu) {
       if (!e_.dur_ns || *e_.dur_ns < 0 || *e_.ts_ns > INT64_MAX - *e_.dur_ns) {
         ++trace_.skipped;
         return;

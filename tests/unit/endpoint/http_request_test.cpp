@@ -86,7 +86,7 @@ TEST(HttpRequestParser, BadRequestsGetTheirStatus) {
   // A name is a token up to its colon; a folded line continues none.
   EXPECT_EQ(status("POST / HTTP/1.1\r\nContent-Length : 2\r\n\r\n"), 400);
   EXPECT_EQ(status("POST / HTTP/1.1\r\n Content-Length: 2\r\n\r\n"), 400);
-  EXPECT_EQ(status("GET / HTTP/1.1\r\nX-A: 1\r\n\tfolded\r\n\r\n"), 400);
+  EXPECT_EQ(status("GET / HTTP/1.1\r\nX-A: 1\r\n\tfolded: x\r\n\r\n"), 400);
   EXPECT_EQ(status("GET / HTTP/1.1\r\nX\x01A: 1\r\n\r\n"), 400);
   EXPECT_EQ(status("POST / HTTP/1.1\r\nContent-Length: 5000\r\n\r\n"), 413);
   EXPECT_EQ(status("POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n"), 501);

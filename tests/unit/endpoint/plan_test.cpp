@@ -126,7 +126,7 @@ TEST(RequestHeaders, KeyAsEachApiWantsItThenTheUsersOwn) {
             (std::vector<std::string>{"x-api-key: sk", "anthropic-version: 2023-06-01"}));
   EXPECT_EQ(RequestHeaders(Api::kCompletions, "", {}).value(), std::vector<std::string>{});
   EXPECT_FALSE(RequestHeaders(Api::kChat, "sk\r\nX-Evil: 1", {}));
-  for (const char* bad : {"NoColon", ": empty name"}) {
+  for (const char* bad : {"NoColon", ": empty name", "X-Key : v", " X-Key: v", "X Key: v"}) {
     auto h = RequestHeaders(Api::kChat, "", {bad});
     ASSERT_FALSE(h) << bad;
     EXPECT_NE(h.error().message.find("is not 'Name: value'"), std::string::npos);

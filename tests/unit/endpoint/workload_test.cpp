@@ -3,6 +3,7 @@
 // traces whose equal block ids become identical text, cut to the input length, with a marker.
 #include "endpoint/workload.hpp"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include "endpoint/prefix_cache.hpp"
@@ -74,6 +75,24 @@ TEST(PromptFile, ThreeShapesCycledAndBadLinesNamed) {
   EXPECT_NE(bad.error().message.find("line 2"), std::string::npos);
   EXPECT_FALSE(MakePromptFileWorkload("", 5));
   EXPECT_FALSE(MakePromptFileWorkload("not json\n", 5));
+}
+
+// A dataset's other keys are passed over and a null max_tokens is none; a key that names a
+// length other than max_tokens is refused (each answer would have run to the default).
+TEST(PromptFile, OtherKeysArePassedOverButNotAnotherLength) {
+  auto w = MakePromptFileWorkload(
+      R"({"id": 7, "category": "chat", "challenge": "x", "prompt": "p", "max_tokens": null})", 50);
+  ASSERT_TRUE(w) << w.error().message;
+  EXPECT_EQ((*w)->Next()->max_tokens[0], 50U);
+  for (const char* key :
+       {"max_token", "maxTokens", "max_new_tokens", "output_len", "OutputLength"}) {
+    auto refused = MakePromptFileWorkload(fmt::format(R"({{"prompt": "p", "{}": 500}})", key), 50);
+    ASSERT_FALSE(refused) << key;
+    EXPECT_EQ(refused.error().message,
+              fmt::format("prompts line 1: \"{}\" is not read: an answer's length is "
+                          "\"max_tokens\"",
+                          key));
+  }
 }
 
 TEST(Trace, EqualIdsAreIdenticalBlocksCutToTheInputLength) {

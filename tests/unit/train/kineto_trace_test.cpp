@@ -205,7 +205,7 @@ TEST(KinetoTrace, EventsWithMissingOrWrongFieldsAreLeftOutOrCounted) {
   ]})");
   auto trace = ReadKinetoTrace(input);
   ASSERT_TRUE(trace) << trace.error().message;
-  EXPECT_EQ(trace->skipped, 2U);     // no dur; a negative one
+  EXPECT_EQ(trace->skipped, 4U);     // no dur, a negative one, no ts, one no int64 of ns holds
   ASSERT_EQ(trace->gpu.size(), 2U);  // the number-named one (stream as a string); string times
   EXPECT_EQ(trace->gpu[0].kind, KernelKind::kCompute);  // no name: not communication
   EXPECT_EQ(trace->gpu[1].start_ns, 20500);

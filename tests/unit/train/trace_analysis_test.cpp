@@ -289,6 +289,9 @@ TEST(TraceFigures, EventsWithoutAUsableTimeAreLeftOutAndCounted) {
       R"({"ph": "X", "cat": "kernel", "name": "gemm", "ts": 100, "dur": 50, "args": {"stream": 7}},)"
       R"({"ph": "X", "cat": "kernel", "name": "gemm", "ts": 200, "dur": 1e308, "args": {"stream": 7}},)"
       R"({"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#1", "ts": 90, "dur": 1e308},)"
+      R"({"ph": "X", "cat": "kernel", "name": "gemm", "ts": 1e308, "dur": 5, "args": {"stream": 7}},)"
+      R"({"ph": "X", "cat": "kernel", "name": "gemm", "dur": 5, "args": {"stream": 7}},)"
+      R"({"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#2", "ts": 1e308, "dur": 9},)"
       R"({"ph": "X", "cat": "kernel", "name": "gemm", "ts": 300, "dur": 50, "args": {"stream": 7}}]})");
   auto trace = ReadKinetoTrace(input);
   ASSERT_TRUE(trace) << trace.error().message;
@@ -299,8 +302,8 @@ TEST(TraceFigures, EventsWithoutAUsableTimeAreLeftOutAndCounted) {
     return std::ranges::any_of(
         f.notes, [text](const std::string& n) { return n.find(text) != std::string::npos; });
   };
-  EXPECT_TRUE(noted("rank 0: 1 GPU events without a usable time left out"));
-  EXPECT_TRUE(noted("rank 0: 1 profiler step marks without a usable time left out"));
+  EXPECT_TRUE(noted("rank 0: 3 GPU events without a usable time left out"));
+  EXPECT_TRUE(noted("rank 0: 2 profiler step marks without a usable time left out"));
 }
 
 // Ctrl-C while one trace is read stops the read at its next buffer, not at the file's end: an
