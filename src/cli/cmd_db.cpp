@@ -25,7 +25,7 @@ struct DbOptions {
 };
 
 int ListRuns(const DbOptions& options, Context& ctx) {
-  auto store = store::Store::Open({.path = ctx.DbPath(), .create = false});
+  auto store = store::Store::Open({.path = ctx.DbPath(), .create = false, .read_only = true});
   if (!store) {
     // No store yet is not an error for a listing: there are simply no runs.
     if (store.error().code == ErrorCode::kNotFound) {

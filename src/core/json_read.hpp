@@ -4,6 +4,7 @@
 // (serve-sim died on {"stream": "yes"}). Header-only: every user links nlohmann already.
 #pragma once
 
+#include <algorithm>
 #include <initializer_list>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -54,6 +55,40 @@ inline std::string TextAt(const nlohmann::json& j, std::initializer_list<const c
   const nlohmann::json& v = JsonAt(j, path);
   return v.is_string() ? v.get<std::string>() : std::string();
 }
+
+// How deep `text` nests arrays and objects (brackets inside strings not counted), counting no
+// further than `stop_past`. JSON from someone else's store is taken only when shallow: nlohmann
+// parses without recursion but dumps with one call per level, and 100,000 levels (200 KB) broke
+// the stack of every report.
+inline int JsonNesting(std::string_view text, int stop_past) {
+  int depth = 0;
+  int deepest = 0;
+  bool in_string = false;
+  for (size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (in_string) {
+      if (c == '\\') {
+        ++i;
+      } else if (c == '"') {
+        in_string = false;
+      }
+      continue;
+    }
+    if (c == '"') {
+      in_string = true;
+    } else if (c == '[' || c == '{') {
+      deepest = std::max(deepest, ++depth);
+      if (deepest > stop_past) return deepest;
+    } else if ((c == ']' || c == '}') && depth > 0) {
+      --depth;
+    }
+  }
+  return deepest;
+}
+
+// The deepest JSON cmax writes into a store is a few levels; a stored value deeper than this is
+// not cmax's, and is shown as a note instead of parsed.
+inline constexpr int kMaxStoredJsonNesting = 64;
 
 // `text` as a JSON object, or an error (kInvalidArgument) that says where a person should look:
 // "not JSON: at line 3, column 14: syntax error ... unexpected end of input", or "not a JSON

@@ -1,6 +1,7 @@
 #include "core/run_record.hpp"
 
 #include <array>
+#include <unordered_map>
 #include <utility>
 
 namespace cmax {
@@ -86,6 +87,18 @@ Result<RunState> ParseRunState(std::string_view text) {
 
 std::string_view FindingCategory(std::string_view check_id) {
   return check_id.substr(0, check_id.find('.'));
+}
+
+std::vector<FindingGroup> FindingsByCategory(const std::vector<Finding>& findings) {
+  std::vector<FindingGroup> groups;
+  std::unordered_map<std::string_view, size_t> index;
+  for (const Finding& f : findings) {
+    const std::string_view category = FindingCategory(f.check_id);
+    const auto [at, added] = index.try_emplace(category, groups.size());
+    if (added) groups.push_back({category, {}});
+    groups[at->second].findings.push_back(&f);
+  }
+  return groups;
 }
 
 StatusCounts CountStatuses(const std::vector<Finding>& findings) {

@@ -304,13 +304,6 @@ std::string RenderHtml(const RunRecord& record) {
 
   out += "<section>\n<h2>Findings</h2>\n";
   if (record.findings.empty()) out += "<p>No findings were recorded.</p>\n";
-  std::vector<std::string_view> categories;
-  for (const Finding& f : record.findings) {
-    const std::string_view category = FindingCategory(f.check_id);
-    if (std::find(categories.begin(), categories.end(), category) == categories.end()) {
-      categories.push_back(category);
-    }
-  }
   // Per category the problems first, in full; what passed folds away under them with its
   // result only (a pass has nothing to remediate), which keeps a fleet's page readable and
   // small: 10,000 findings are well under 2 MB (bench/report_bench.cpp).
@@ -318,14 +311,11 @@ std::string RenderHtml(const RunRecord& record) {
     return anchored.erase(f.check_id) > 0 ? " id=\"f-" + HtmlEscape(f.check_id) + "\""
                                           : std::string();
   };
-  for (std::string_view category : categories) {
+  for (const auto& [category, group] : FindingsByCategory(record.findings)) {
     out += fmt::format("<h3>{}</h3>\n", HtmlEscape(category));
     int passed = 0;
     int problems = 0;
-    for (const Finding& f : record.findings) {
-      if (FindingCategory(f.check_id) != category) continue;
-      ++(f.status == CheckStatus::kPass ? passed : problems);
-    }
+    for (const Finding* f : group) ++(f->status == CheckStatus::kPass ? passed : problems);
     if (problems > 0) {
       // Fixed column widths, so the tables of every category line up.
       out +=
@@ -335,8 +325,9 @@ std::string RenderHtml(const RunRecord& record) {
           "</colgroup>\n"
           "<thead><tr><th>Status</th><th>Check</th><th>Result</th><th>Observed</th>"
           "<th>Expected</th><th>Remediation</th></tr></thead>\n<tbody>\n";
-      for (const Finding& f : record.findings) {
-        if (FindingCategory(f.check_id) != category || f.status == CheckStatus::kPass) continue;
+      for (const Finding* finding : group) {
+        const Finding& f = *finding;
+        if (f.status == CheckStatus::kPass) continue;
         std::string remediation = HtmlEscape(f.remediation);
         for (const std::string& link : f.links) remediation += "<br>" + RenderLink(link);
         out += fmt::format(
@@ -356,8 +347,9 @@ std::string RenderHtml(const RunRecord& record) {
           "passed</summary>\n<table class=\"findings passed\">\n<colgroup><col "
           "style=\"width:18rem\"><col><col style=\"width:18rem\"></colgroup>\n<tbody>\n",
           passed);
-      for (const Finding& f : record.findings) {
-        if (FindingCategory(f.check_id) != category || f.status != CheckStatus::kPass) continue;
+      for (const Finding* finding : group) {
+        const Finding& f = *finding;
+        if (f.status != CheckStatus::kPass) continue;
         out += fmt::format("<tr{}><td><code>{}</code></td><td>{}</td><td>{}</td></tr>\n",
                            anchor_of(f), HtmlEscape(f.check_id), HtmlEscape(f.message),
                            f.observed == f.message ? std::string() : HtmlEscape(f.observed));

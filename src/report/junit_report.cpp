@@ -23,13 +23,6 @@ std::string Details(const Finding& f) {
 // system-out so CI shows it without failing the build.
 std::string RenderJunit(const RunRecord& record) {
   const RunInfo& run = record.run;
-  std::vector<std::string_view> categories;
-  for (const Finding& f : record.findings) {
-    const std::string_view category = FindingCategory(f.check_id);
-    if (std::find(categories.begin(), categories.end(), category) == categories.end()) {
-      categories.push_back(category);
-    }
-  }
   const StatusCounts all = CountStatuses(record.findings);
   const double seconds =
       run.ended_at ? std::chrono::duration<double>(*run.ended_at - run.started_at).count() : 0.0;
@@ -39,11 +32,7 @@ std::string RenderJunit(const RunRecord& record) {
       "time=\"{:.3f}\">\n",
       XmlEscape(fmt::format("cmax {} #{}", run.command, run.id)), all.Total(), all.fail,
       all.unknown, all.skip, seconds);
-  for (std::string_view category : categories) {
-    std::vector<const Finding*> members;
-    for (const Finding& f : record.findings) {
-      if (FindingCategory(f.check_id) == category) members.push_back(&f);
-    }
+  for (const auto& [category, members] : FindingsByCategory(record.findings)) {
     int failures = 0;
     int errors = 0;
     int skipped = 0;

@@ -219,20 +219,13 @@ std::string RenderMarkdown(const RunRecord& record) {
   out += RenderActiveFleetMarkdown(record);
   out += "## Findings\n\n";
   if (record.findings.empty()) out += "No findings were recorded.\n";
-  std::vector<std::string_view> categories;
-  for (const Finding& f : record.findings) {
-    const std::string_view category = FindingCategory(f.check_id);
-    if (std::find(categories.begin(), categories.end(), category) == categories.end()) {
-      categories.push_back(category);
-    }
-  }
-  for (const std::string_view category : categories) {
+  for (const auto& [category, group] : FindingsByCategory(record.findings)) {
     out += fmt::format(
         "### {}\n\n| Status | Check | Result | Observed | Expected | Remediation |\n"
         "|---|---|---|---|---|---|\n",
         MarkdownEscape(category));
-    for (const Finding& f : record.findings) {
-      if (FindingCategory(f.check_id) != category) continue;
+    for (const Finding* finding : group) {
+      const Finding& f = *finding;
       std::string remediation = MarkdownEscape(f.remediation);
       for (const std::string& link : f.links) {
         remediation += (remediation.empty() ? "" : " ") + MarkdownEscape(link);

@@ -27,21 +27,14 @@ std::string Paint(std::string_view text, std::string_view color, bool enabled) {
   return fmt::format("{}{}{}", color, text, kReset);
 }
 
-// Categories in the order their first finding appears, so related checks stay together.
-std::vector<std::string_view> CategoriesInOrder(const std::vector<Finding>& findings) {
-  std::vector<std::string_view> order;
-  for (const Finding& f : findings) {
-    const std::string_view category = FindingCategory(f.check_id);
-    if (std::find(order.begin(), order.end(), category) == order.end()) order.push_back(category);
-  }
-  return order;
-}
-
 // Outside text may span lines; continuation lines keep the column the first one started in.
 std::string Indented(std::string_view text, const std::string& indent) {
-  std::string out = SanitizeUtf8(text);
-  for (size_t pos = out.find('\n'); pos != std::string::npos; pos = out.find('\n', pos + 1)) {
-    out.insert(pos + 1, indent);
+  const std::string clean = SanitizeUtf8(text);
+  std::string out;
+  out.reserve(clean.size());
+  for (const char c : clean) {  // one pass: inserting at each line break was quadratic
+    out += c;
+    if (c == '\n') out += indent;
   }
   return out;
 }
@@ -80,10 +73,10 @@ std::string RenderText(const RunRecord& record, const TextOptions& options) {
     status_width = std::max(status_width, StatusName(f.status).size());
   }
 
-  for (std::string_view category : CategoriesInOrder(record.findings)) {
+  for (const auto& [category, group] : FindingsByCategory(record.findings)) {
     out += fmt::format("\n{}\n", Paint(SanitizeUtf8(category), "\x1b[1m", options.color));
-    for (const Finding& f : record.findings) {
-      if (FindingCategory(f.check_id) != category) continue;
+    for (const Finding* finding : group) {
+      const Finding& f = *finding;
       const std::string status = fmt::format("{:<{}}", StatusName(f.status), status_width);
       const std::string& headline = f.message.empty() ? f.observed : f.message;
       const std::string indent(2 + status_width + 2 + id_width + 2, ' ');

@@ -190,9 +190,20 @@ Result<void> CheckIsCmaxStore(Database& db) {
   if (auto ok = db.Execute("BEGIN"); !ok) return ok;
   auto version = db.QueryInt("PRAGMA user_version");
   auto tables = version ? db.QueryInt("SELECT count(*) FROM sqlite_master") : version;
+  // cmax makes tables and indexes only: a view or trigger is someone's SQL that would run inside
+  // every command reading the file (a recursive view never ends).
+  auto code = tables ? db.QueryInt(
+                           "SELECT count(*) FROM sqlite_master WHERE type IN "
+                           "('view', 'trigger')")
+                     : tables;
   (void)db.Execute("COMMIT");
   if (!version) return tl::unexpected(version.error());
   if (!tables) return tl::unexpected(tables.error());
+  if (!code) return tl::unexpected(code.error());
+  if (*code > 0) {
+    return Fail(ErrorCode::kCorrupt,
+                "{} holds views or triggers, which no cmax store has; it was not read", db.Path());
+  }
   if (*version == 0 && *tables > 0) {
     return Fail(ErrorCode::kCorrupt,
                 "{} is an SQLite database but not a cmax store; it was left as it is", db.Path());

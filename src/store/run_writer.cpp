@@ -101,7 +101,7 @@ Result<int64_t> ResolveRunId(Store& store, const std::string& text, const std::s
 
 Result<RunRecord> LoadStoredRun(const std::string& db_path, const std::string& run_text,
                                 const std::string& command) {
-  auto store = Store::Open({.path = db_path, .create = false});
+  auto store = Store::Open({.path = db_path, .create = false, .read_only = true});
   if (!store) {
     // A --db that names no file a store can be (/dev/null) is the user's to fix, as elsewhere.
     return Fail(store.error().code == ErrorCode::kInvalidArgument ? ErrorCode::kInvalidArgument

@@ -28,7 +28,29 @@ Result<Database> Database::Open(const std::string& path, bool create, bool read_
   if (rc != SQLITE_OK) return tl::unexpected(db.MakeError(rc, "cannot open"));
   sqlite3_busy_timeout(raw, busy_timeout_ms);
   sqlite3_extended_result_codes(raw, 1);
+  // No function of the schema's own (a view's, a trigger's) runs with this process's rights.
+  (void)db.Execute("PRAGMA trusted_schema=OFF");
   return db;
+}
+
+Result<Database> Database::CopyIntoMemory() const {
+  sqlite3* raw = nullptr;
+  const int rc =
+      sqlite3_open_v2(":memory:", &raw, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, nullptr);
+  Database copy(raw, path_, busy_timeout_ms_);
+  if (rc != SQLITE_OK) return tl::unexpected(copy.MakeError(rc, "cannot open memory for"));
+  sqlite3_backup* backup = sqlite3_backup_init(raw, "main", db_.get(), "main");
+  if (backup == nullptr) return tl::unexpected(copy.MakeError(sqlite3_errcode(raw), "cannot copy"));
+  const int stepped = sqlite3_backup_step(backup, -1);
+  sqlite3_backup_finish(backup);
+  if (stepped != SQLITE_DONE) return tl::unexpected(MakeError(stepped, "cannot copy"));
+  return copy;
+}
+
+void Database::StopWhen(bool (*stop)()) {
+  sqlite3_progress_handler(
+      db_.get(), 10000, [](void* ask) { return reinterpret_cast<bool (*)()>(ask)() ? 1 : 0; },
+      reinterpret_cast<void*>(stop));
 }
 
 Error Database::MakeError(int rc, std::string_view what) const {

@@ -30,6 +30,12 @@ class Database {
   Result<Statement> Prepare(std::string_view sql);
   Result<int64_t> QueryInt(std::string_view sql);
   int64_t LastInsertId() const;
+  // The whole database copied into a new one in memory (SQLite's backup), named as this one:
+  // an older store is migrated there for a command that only reads, leaving the file as it was.
+  Result<Database> CopyIntoMemory() const;
+  // From now on a statement gives up (kInterrupted) once `stop` says so: a reading command on
+  // someone else's store (a view that never ends) hears Ctrl-C and SIGTERM.
+  void StopWhen(bool (*stop)());
   const std::string& Path() const { return path_; }
 
   // An Error for SQLite result code rc, naming the file and the operation.

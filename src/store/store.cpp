@@ -11,7 +11,9 @@
 #include <sys/stat.h>
 #include <thread>
 
+#include "core/json_read.hpp"
 #include "sys/file_system.hpp"
+#include "sys/interrupt.hpp"
 
 namespace cmax::store {
 namespace {
@@ -43,6 +45,10 @@ std::string LabelsJson(const std::map<std::string, std::string>& labels) {
 }
 
 std::map<std::string, std::string> ParseLabels(const std::string& text) {
+  if (JsonNesting(text, kMaxStoredJsonNesting) > kMaxStoredJsonNesting) {
+    return {{"labels",
+             fmt::format("(nested deeper than {} levels: not shown)", kMaxStoredJsonNesting)}};
+  }
   Json value = Json::parse(text, nullptr, false);
   std::map<std::string, std::string> labels;
   if (!value.is_object()) return labels;
@@ -146,14 +152,21 @@ Result<void> CheckStorePath(const StoreOptions& options) {
                 options.path);
   }
   // An empty file is no store yet: the commands that only read make none of it. (Read to be
-  // sure: /proc's files say size 0 and are not empty.)
-  if (there && st.st_size == 0 && (!options.create || options.read_only) &&
-      sys::LocalFileSystem().ReadFile(options.path, 1).value_or("x").empty()) {
-    return Fail(ErrorCode::kNotFound,
-                "no cmax store at {} (an empty file; a command that measures makes it one)",
-                options.path);
+  // sure: /proc's files say size 0 and are not empty, and SQLite would read one as an empty
+  // database.)
+  if (there && st.st_size == 0) {
+    const bool empty = sys::LocalFileSystem().ReadFile(options.path, 1).value_or("x").empty();
+    if (!empty) {
+      return Fail(ErrorCode::kIo, "{} says it is empty and is not: no store (a file of /proc?)",
+                  options.path);
+    }
+    if (!options.create || options.read_only) {
+      return Fail(ErrorCode::kNotFound,
+                  "no cmax store at {} (an empty file; a command that measures makes it one)",
+                  options.path);
+    }
   }
-  if (options.read_only) return {};
+  // Even a reader needs the folder: a store in WAL mode is read through its -shm file there.
   const size_t slash = options.path.rfind('/');
   const std::string folder = slash == std::string::npos ? "."
                              : slash == 0               ? "/"
@@ -214,13 +227,21 @@ Result<Store> Store::Open(const StoreOptions& options) {
       }
       if (auto ok = Migrate(*owned, Migrations()); !ok) return tl::unexpected(ok.error());
     } else {
+      owned->StopWhen(sys::Interrupted);
       auto version = owned->QueryInt("PRAGMA user_version");
       if (!version) return tl::unexpected(version.error());
-      if (*version != LatestSchemaVersion()) {
+      if (*version > LatestSchemaVersion()) {
         return Fail(ErrorCode::kUnsupported,
-                    "{} has schema version {}, this cmax reads {}; open it once read-write to "
-                    "migrate",
+                    "{} has schema version {}, newer than this cmax knows ({}); use a newer cmax",
                     options.path, *version, LatestSchemaVersion());
+      }
+      if (*version < LatestSchemaVersion()) {
+        // An older store is read through a copy migrated in memory: reading never changes it.
+        auto copy = owned->CopyIntoMemory();
+        if (!copy) return tl::unexpected(copy.error());
+        owned = std::make_unique<Database>(std::move(*copy));
+        owned->StopWhen(sys::Interrupted);
+        if (auto ok = Migrate(*owned, Migrations()); !ok) return tl::unexpected(ok.error());
       }
     }
     return Store(std::move(owned));
@@ -425,7 +446,13 @@ Result<RunRecord> Store::LoadRun(int64_t run_id) {
     auto row = evidence->Step();
     if (!row) return tl::unexpected(row.error());
     if (!*row) break;
-    record.evidence.push_back({evidence->ColumnText(0), evidence->ColumnText(1)});
+    std::string value = evidence->ColumnText(1);
+    // Not cmax's: every reader of it would recurse once per level (a report, rate, compare).
+    if (JsonNesting(value, kMaxStoredJsonNesting) > kMaxStoredJsonNesting) {
+      value = fmt::format("\"(evidence nested deeper than {} levels: not shown)\"",
+                          kMaxStoredJsonNesting);
+    }
+    record.evidence.push_back({evidence->ColumnText(0), std::move(value)});
   }
 
   auto findings = db_->Prepare(

@@ -39,6 +39,8 @@ std::string BesideStore(const std::string& db_path, std::string_view name);
 struct StoreOptions {
   std::string path;
   bool create = true;  // false: a missing file is an error (read-only commands)
+  // Reads only: the file is never written (an older store is migrated in a copy in memory), and
+  // Ctrl-C or SIGTERM stops a statement.
   bool read_only = false;
   int busy_timeout_ms = 5000;
 };

@@ -185,6 +185,103 @@ TEST(Store, MigratesAnEmptyDatabaseAndAPreviousSchema) {
   EXPECT_TRUE(store->Providers()->empty());
 }
 
+// A store someone handed over is evidence: reading it (a report, a listing, rate) leaves every
+// byte as it was, an older schema included (it is migrated in a copy in memory: it used to be
+// migrated in place and switched to WAL).
+TEST(Store, AReaderLeavesAnOlderStoreAsItWas) {
+  testing::TempDir dir;
+  const std::string path = dir.File("old.db");
+  {
+    auto db = Database::Open(path, true, false, 1000);
+    ASSERT_TRUE(db);
+    const std::vector<Migration> first_only(Migrations().begin(), Migrations().begin() + 1);
+    ASSERT_TRUE(Migrate(*db, first_only));
+    ASSERT_TRUE(db->Execute(
+        "INSERT INTO runs (command, target, host, started_at, state, cmax_version) VALUES "
+        "('run', 'vm/standalone', 'h', '2026-11-29T09:22:28.911Z', 'ok', '0.0.1')"));
+  }
+  const std::string before = ReadBytes(path);
+  {
+    auto store = Store::Open({.path = path, .create = false, .read_only = true});
+    ASSERT_TRUE(store) << store.error().message;
+    auto record = store->LoadRun(1);
+    ASSERT_TRUE(record) << record.error().message;
+    EXPECT_EQ(record->run.cmax_version, "0.0.1");
+    EXPECT_EQ(record->run.provider, "");
+  }
+  EXPECT_TRUE(ReadBytes(path) == before) << "the store was changed by a reader";
+  EXPECT_FALSE(std::ifstream(path + "-wal").good());
+}
+
+// SQL of the store's own runs inside every command that reads it: a view, a trigger.
+TEST(Store, AStoreWithViewsOrTriggersIsNotRead) {
+  testing::TempDir dir;
+  for (const char* sql :
+       {"ALTER TABLE runs RENAME TO runs_real; CREATE VIEW runs AS WITH RECURSIVE c(x) AS "
+        "(SELECT 1 UNION ALL SELECT x + 1 FROM c) SELECT r.* FROM runs_real r, c",
+        "CREATE TRIGGER t AFTER INSERT ON runs BEGIN DELETE FROM findings; END"}) {
+    const std::string path = dir.File("hostile.db");
+    std::remove(path.c_str());
+    ASSERT_TRUE(Store::Open({.path = path}));
+    {
+      auto db = Database::Open(path, false, false, 1000);
+      ASSERT_TRUE(db);
+      ASSERT_TRUE(db->Execute(sql)) << sql;
+    }
+    for (const bool read_only : {true, false}) {
+      auto store = Store::Open({.path = path, .create = false, .read_only = read_only});
+      ASSERT_FALSE(store) << sql;
+      EXPECT_EQ(store.error().code, ErrorCode::kCorrupt);
+      EXPECT_NE(store.error().message.find("holds views or triggers"), std::string::npos);
+    }
+  }
+}
+
+// Evidence or labels nested past any depth cmax writes are shown as a note: every reader of
+// them recursed once per level, and 100,000 levels (200 KB) broke the stack of every report.
+TEST(Store, EvidenceNestedTooDeepIsANote) {
+  testing::TempDir dir;
+  const std::string path = dir.File("deep.db");
+  auto store = Store::Open({.path = path});
+  ASSERT_TRUE(store);
+  const int64_t id = store->BeginRun(Start()).value();
+  const std::string deep = std::string(100000, '[') + std::string(100000, ']');
+  const std::string shallow = R"({"a": [[["\"[[[["]]]})";
+  ASSERT_TRUE(store->AddEvidence(id, {{"deep", deep}, {"shallow", shallow}}));
+  ASSERT_TRUE(store->AddMetrics(id, {{"m", {{"l", "v"}}, 1.0, "s"}}));
+  {
+    auto db = Database::Open(path, false, false, 1000);
+    ASSERT_TRUE(db);
+    ASSERT_TRUE(db->Execute("UPDATE metrics SET labels = '{\"a\":" + deep + "}'"));
+  }
+  auto record = store->LoadRun(id);
+  ASSERT_TRUE(record) << record.error().message;
+  ASSERT_EQ(record->evidence.size(), 2U);
+  EXPECT_EQ(record->evidence[0].value_json,
+            "\"(evidence nested deeper than 64 levels: not shown)\"");
+  EXPECT_EQ(record->evidence[1].value_json, shallow) << "a bracket inside a string is no level";
+  ASSERT_EQ(record->metrics.size(), 1U);
+  EXPECT_EQ(record->metrics[0].labels.at("labels"), "(nested deeper than 64 levels: not shown)");
+}
+
+// A statement of a reader gives up when asked to stop (Ctrl-C, SIGTERM): a query that would
+// never end returns kInterrupted.
+bool StopNow() {
+  return true;
+}
+
+TEST(Store, AReadersStatementStopsWhenAsked) {
+  testing::TempDir dir;
+  auto db = Database::Open(dir.File("x.db"), true, false, 1000);
+  ASSERT_TRUE(db);
+  db->StopWhen(StopNow);
+  auto endless = db->QueryInt(
+      "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c) "
+      "SELECT max(x) FROM c");
+  ASSERT_FALSE(endless);
+  EXPECT_EQ(endless.error().code, ErrorCode::kInterrupted);
+}
+
 // Schema 8: each run names the provider it evaluates; the newest of each kind per provider.
 TEST(Store, RunsNameTheirProvider) {
   testing::TempDir dir;
