@@ -142,19 +142,25 @@ TEST(Store, StoresEvents) {
   EXPECT_EQ(store->LoadEvents("", 10)->size(), 2u);
 }
 
+// A store as the first schema left it, with a run in it; open for more.
+Database FirstSchemaStore(const std::string& path) {
+  auto db = Database::Open(path, true, false, 1000);
+  EXPECT_TRUE(db);
+  const std::vector<Migration> first_only(Migrations().begin(), Migrations().begin() + 1);
+  EXPECT_TRUE(Migrate(*db, first_only));
+  EXPECT_EQ(db->QueryInt("PRAGMA user_version").value(), 1);
+  EXPECT_TRUE(db->Execute(
+      "INSERT INTO runs (command, target, host, started_at, state, cmax_version) VALUES "
+      "('run', 'vm/standalone', 'h', '2026-11-29T09:22:28.911Z', 'ok', '0.0.1')"));
+  return std::move(*db);
+}
+
 TEST(Store, MigratesAnEmptyDatabaseAndAPreviousSchema) {
   testing::TempDir dir;
   const std::string path = dir.File("old.db");
   {
-    // A store as the first schema left it, with a run in it.
-    auto db = Database::Open(path, true, false, 1000);
-    ASSERT_TRUE(db);
-    const std::vector<Migration> first_only(Migrations().begin(), Migrations().begin() + 1);
-    ASSERT_TRUE(Migrate(*db, first_only));
-    EXPECT_EQ(db->QueryInt("PRAGMA user_version").value(), 1);
-    ASSERT_TRUE(db->Execute(
-        "INSERT INTO runs (command, target, host, started_at, state, cmax_version) VALUES "
-        "('run', 'vm/standalone', 'h', '2026-11-29T09:22:28.911Z', 'ok', '0.0.1')"));
+    Database db_store = FirstSchemaStore(path);
+    Database* db = &db_store;
     ASSERT_TRUE(db->Execute(
         "INSERT INTO findings (run_id, check_id, status, severity, message) VALUES "
         "(1, 'host.os', 'FAIL', 'high', 'kept across the findings rebuild (schema 6)')"));
@@ -191,15 +197,7 @@ TEST(Store, MigratesAnEmptyDatabaseAndAPreviousSchema) {
 TEST(Store, AReaderLeavesAnOlderStoreAsItWas) {
   testing::TempDir dir;
   const std::string path = dir.File("old.db");
-  {
-    auto db = Database::Open(path, true, false, 1000);
-    ASSERT_TRUE(db);
-    const std::vector<Migration> first_only(Migrations().begin(), Migrations().begin() + 1);
-    ASSERT_TRUE(Migrate(*db, first_only));
-    ASSERT_TRUE(db->Execute(
-        "INSERT INTO runs (command, target, host, started_at, state, cmax_version) VALUES "
-        "('run', 'vm/standalone', 'h', '2026-11-29T09:22:28.911Z', 'ok', '0.0.1')"));
-  }
+  (void)FirstSchemaStore(path);
   const std::string before = ReadBytes(path);
   {
     auto store = Store::Open({.path = path, .create = false, .read_only = true});
