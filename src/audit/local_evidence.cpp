@@ -304,14 +304,17 @@ std::optional<std::string> SoftLimit(std::string_view limits, std::string_view r
 std::vector<std::string> CachedLibraries(std::string_view cache, std::string_view stem) {
   std::set<std::string> found;
   const std::string needle = "/" + std::string(stem);
-  for (size_t at = cache.find(needle); at != std::string_view::npos;
-       at = cache.find(needle, at + 1)) {
-    // The cache's strings are NUL-terminated absolute paths.
-    size_t start = at;
-    while (start > 0 && cache[start - 1] != '\0' && at - start < 4096) --start;
-    const size_t end = cache.find('\0', at);
-    if (end == std::string_view::npos || cache[start] != '/') continue;
-    found.insert(SanitizeUtf8(cache.substr(start, end - start)));
+  // The cache's strings are NUL-terminated absolute paths: each string once (searching out
+  // from every match was quadratic in a forged cache of matches and no NUL: minutes at 16 MB).
+  for (size_t begin = 0; begin < cache.size();) {
+    const size_t end = cache.find('\0', begin);
+    if (end == std::string_view::npos) break;  // no NUL after it: no path of the cache
+    const std::string_view path = cache.substr(begin, end - begin);
+    if (path.size() <= 4096 && path.starts_with('/') &&
+        path.find(needle) != std::string_view::npos) {
+      found.insert(SanitizeUtf8(path));
+    }
+    begin = end + 1;
   }
   return {found.begin(), found.end()};
 }

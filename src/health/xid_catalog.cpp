@@ -77,7 +77,17 @@ Result<XidCatalog> XidCatalog::Parse(std::string_view text) {
     if (!entry.is_object() || !entry.contains("code") || !entry["code"].is_number_integer()) {
       return Fail(ErrorCode::kInvalidArgument, "an XID entry has no integer \"code\"");
     }
-    const int code = entry["code"].get<int>();
+    // Read as the 64-bit number it is: 4294967375 read as an int was Xid 79, and a catalogue
+    // saying "info" for it made a GPU fallen off the bus a PASS.
+    const auto wide = entry["code"].get<int64_t>();
+    if (!entry["code"].is_number_unsigned() && wide < 0) {
+      return Fail(ErrorCode::kInvalidArgument, "an XID code is negative: {}", wide);
+    }
+    if (entry["code"].get<uint64_t>() > 100000) {
+      return Fail(ErrorCode::kInvalidArgument, "an XID code is past any the driver uses: {}",
+                  entry["code"].get<uint64_t>());
+    }
+    const int code = static_cast<int>(wide);
     auto meaning = ParseMeaning(entry, "xid " + std::to_string(code));
     if (!meaning) return tl::unexpected(meaning.error());
     if (!catalog.xids_.emplace(code, std::move(*meaning)).second) {

@@ -59,6 +59,11 @@ TEST(LocalEvidenceParsers, ReadWhatProgramsAndFilesSay) {
   EXPECT_EQ(CachedLibraries(cache, "libnccl.so"),
             std::vector<std::string>{"/usr/lib/x86_64-linux-gnu/libnccl.so.2"});
   EXPECT_TRUE(CachedLibraries(cache, "libgdrapi.so").empty());
+  // A forged cache: matches with no NUL after them name nothing (and are read once).
+  std::string forged;
+  for (int i = 0; i < 100000; ++i) forged += "/libnccl.so";
+  EXPECT_TRUE(CachedLibraries(forged, "libnccl.so").empty());
+  EXPECT_TRUE(CachedLibraries(forged + '\0', "libnccl.so").empty()) << "longer than a path";
 }
 
 // A GPU node as the audit reads it: driver 580.95.05 (below its branch's minimum), GDRCopy

@@ -81,6 +81,15 @@ TEST(XidCatalog, RejectsMalformedCatalogues) {
   EXPECT_FALSE(XidCatalog::Parse(
       R"({"schema":"cmax.xid-catalog/v1","xids":[{"code":1,"severity":"low","action":"none"},
           {"code":1,"severity":"low","action":"none"}]})"));
+  // 4294967375 read as an int is 79: an "info" entry of that code made a GPU fallen off the bus
+  // a PASS. Codes are read whole, and held to a range.
+  for (const char* code : {"4294967375", "-79", "18446744073709551615", "100001"}) {
+    auto wide =
+        XidCatalog::Parse(std::string(R"({"schema":"cmax.xid-catalog/v1","xids":[{"code":)") +
+                          code + R"(,"severity":"info","action":"none"}]})");
+    ASSERT_FALSE(wide) << code;
+    EXPECT_NE(wide.error().message.find("XID code"), std::string::npos) << wide.error().message;
+  }
   auto custom = XidCatalog::Parse(
       R"({"schema":"cmax.xid-catalog/v1","xids":[{"code":13,"name":"X","severity":"critical",
           "action":"drain-and-rma","source":"site policy"}]})");
