@@ -199,7 +199,8 @@ std::string ComparisonText(const Comparison& c) {
                        m.evidence_before.empty() ? "not in that rating" : m.evidence_before,
                        m.evidence_after);
   }
-  return out + measured;
+  // Names, notes and evidence come from stores and files: shown, never obeyed by a terminal.
+  return SanitizeUtf8(out + measured);
 }
 
 json ComparisonJson(const Comparison& c) {

@@ -93,7 +93,8 @@ std::string RankingText(const Ranking& r) {
   }
   out += fmt::format("\nRubric {} (sha256 {}); {}.\n", r.rubric, r.rubric_sha256.substr(0, 12),
                      r.relative_note);
-  return out;
+  // Names, notes and evidence come from stores and files: shown, never obeyed by a terminal.
+  return SanitizeUtf8(out);
 }
 
 json RankingJson(const Ranking& r) {

@@ -698,7 +698,8 @@ std::string RatingText(const Rating& r, int verbosity) {
       }
     }
   }
-  return out;
+  // Names, notes and evidence come from stores and files: shown, never obeyed by a terminal.
+  return SanitizeUtf8(out);
 }
 
 json RatingJson(const Rating& r) {

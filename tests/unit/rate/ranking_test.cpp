@@ -5,6 +5,8 @@
 
 #include <gtest/gtest.h>
 
+#include "rate/rating.hpp"
+
 namespace cmax::rate {
 namespace {
 
@@ -109,6 +111,26 @@ TEST(Ranking, TooSmallAFieldHasNoRelativeTiers) {
   EXPECT_EQ(tied.providers[0].provider, "c");
   EXPECT_EQ(tied.providers[1].provider, "a");
   EXPECT_EQ(tied.providers[2].provider, "b");
+}
+
+// A provider's name and a rating's notes come from stores and attestations someone else wrote:
+// the text for a terminal holds no escape (an OSC title, a screen clear, a C1 CSI) and no
+// bidi override, in the ranking and in the rating alike.
+TEST(Ranking, TheTextHoldsNoTerminalControl) {
+  const std::string hostile =
+      "Acme\x1b]0;pwned\x07\x1b[2J\xc2\x9b"
+      "31m\xe2\x80\xae";
+  Rating rated = Rated(70, 0.9);
+  rated.provider = hostile;
+  rated.notes = {hostile};
+  const Ranking r = RankProviders(Bands(), {{hostile, rated}, {"b", Rated(60, 0.9)}});
+  for (const std::string& text : {RankingText(r), RatingText(rated, 1)}) {
+    EXPECT_EQ(text.find('\x1b'), std::string::npos) << text;
+    EXPECT_EQ(text.find('\x07'), std::string::npos) << text;
+    EXPECT_EQ(text.find("\xc2\x9b"), std::string::npos) << text;
+    EXPECT_EQ(text.find("\xe2\x80\xae"), std::string::npos) << text;
+    EXPECT_NE(text.find("Acme"), std::string::npos) << text;
+  }
 }
 
 }  // namespace
