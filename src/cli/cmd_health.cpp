@@ -153,7 +153,11 @@ Command SetupHealthCommand(CLI::App& parent) {
   Opt(app, "--from-file", options->run.from_file,
       "Replay a saved kernel log (raw kmsg, dmesg [-T], journalctl -k, syslog)");
   Opt(app, "--since", options->run.since,
-      "Only records since: a duration (15m, 2h, 3d) or a UTC time");
+      "Only records since: a duration (15m, 2h, 3d) or a UTC time")
+      // `--since "$UNSET"` would otherwise read the whole log unasked.
+      ->check([](const std::string& text) -> std::string {
+        return text.empty() ? "a duration or a UTC time (leave --since out for the whole log)" : "";
+      });
   Opt(app, "--xid-catalog", options->run.xid_catalog,
       "Use this XID catalogue (JSON, like data/xid_catalog.json)");
   Num(app, "--mount-timeout", options->run.mount_timeout_s, SecondsIn(600),

@@ -34,6 +34,11 @@ Result<SinceFilter> ParseSince(std::string_view text, WallTime now, int64_t now_
     }
     since.wall = now - std::chrono::seconds(seconds);
   }
+  // A minute of leeway for clocks; past it, nothing would be read and the node would look clean.
+  if (*since.wall - now > std::chrono::minutes(1)) {
+    return Fail(ErrorCode::kInvalidArgument,
+                "--since is in the future ('{}'): no record would be read", text);
+  }
   if (now - *since.wall > std::chrono::seconds(kMaxSinceSeconds)) {
     return Fail(ErrorCode::kInvalidArgument, "--since reaches back more than ten years: '{}'",
                 text);

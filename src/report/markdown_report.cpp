@@ -67,7 +67,9 @@ std::string InputsMarkdown(const std::vector<GoodputRow>& inputs,
   std::string out;
   if (!formulas.empty()) {
     out += "```text\n";
-    for (std::string formula : formulas) {
+    for (const std::string& text : formulas) {
+      // One line each, no backtick to close the fence, and nothing a terminal obeys.
+      std::string formula = AsOneLine(text);
       std::erase(formula, '`');
       out += formula + "\n";
     }

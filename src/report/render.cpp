@@ -117,7 +117,7 @@ std::string RenderRunList(const std::vector<RunListEntry>& runs, const std::stri
   const bool providers =
       std::ranges::any_of(runs, [](const RunListEntry& e) { return !e.run.provider.empty(); });
   const auto provider_cell = [providers](const std::string& provider) {
-    return providers ? fmt::format("{:<16}  ", SanitizeUtf8(provider.empty() ? "-" : provider))
+    return providers ? fmt::format("{:<16}  ", AsOneLine(provider.empty() ? "-" : provider))
                      : std::string();
   };
   std::string text = fmt::format("{:>5}  {:<8}  {:<13}  {:<24}  {:>8}  {:<28}  {}{}\n", "ID",
@@ -128,8 +128,8 @@ std::string RenderRunList(const std::vector<RunListEntry>& runs, const std::stri
     const std::string took = r.ended_at ? FormatDuration(*r.ended_at - r.started_at) : "-";
     text +=
         fmt::format("{:>5}  {:<8}  {:<13}  {:<24}  {:>8}  {:<28}  {}{}/{}/{}/{}/{}/{}\n", r.id,
-                    SanitizeUtf8(r.command), e.state, FormatIso8601(r.started_at), took,
-                    SanitizeUtf8(r.target), provider_cell(r.provider), e.counts.pass, e.counts.warn,
+                    AsOneLine(r.command), e.state, FormatIso8601(r.started_at), took,
+                    AsOneLine(r.target), provider_cell(r.provider), e.counts.pass, e.counts.warn,
                     e.counts.fail, e.counts.skip, e.counts.attest, e.counts.unknown);
   }
   return text;

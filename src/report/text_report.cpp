@@ -49,14 +49,16 @@ std::string RunHeadline(const RunInfo& run, bool color) {
   } else if (run.state == RunState::kOk) {
     state_color = StatusColor(CheckStatus::kPass);
   }
-  std::string out = fmt::format("cmax {} #{}  {}", SanitizeUtf8(run.command), run.id,
+  // The run's names are one line each, wherever they came from (a store someone handed over):
+  // a line break in one would start a line of the report's own.
+  std::string out = fmt::format("cmax {} #{}  {}", AsOneLine(run.command), run.id,
                                 Paint(state, state_color, color));
   if (run.exit_code) out += fmt::format(" (exit {})", *run.exit_code);
   out += "\n";
-  out += fmt::format("  host {} · target {} · started {}", SanitizeUtf8(run.host),
-                     SanitizeUtf8(run.target), FormatIso8601(run.started_at));
+  out += fmt::format("  host {} · target {} · started {}", AsOneLine(run.host),
+                     AsOneLine(run.target), FormatIso8601(run.started_at));
   if (run.ended_at) out += " · took " + FormatDuration(*run.ended_at - run.started_at);
-  out += fmt::format(" · cmax {}\n", SanitizeUtf8(run.cmax_version));
+  out += fmt::format(" · cmax {}\n", AsOneLine(run.cmax_version));
   return out;
 }
 
@@ -74,14 +76,14 @@ std::string RenderText(const RunRecord& record, const TextOptions& options) {
   }
 
   for (const auto& [category, group] : FindingsByCategory(record.findings)) {
-    out += fmt::format("\n{}\n", Paint(SanitizeUtf8(category), "\x1b[1m", options.color));
+    out += fmt::format("\n{}\n", Paint(AsOneLine(category), "\x1b[1m", options.color));
     for (const Finding* finding : group) {
       const Finding& f = *finding;
       const std::string status = fmt::format("{:<{}}", StatusName(f.status), status_width);
       const std::string& headline = f.message.empty() ? f.observed : f.message;
       const std::string indent(2 + status_width + 2 + id_width + 2, ' ');
       out += fmt::format("  {}  {:<{}}  {}\n", Paint(status, StatusColor(f.status), options.color),
-                         SanitizeUtf8(f.check_id), id_width, Indented(headline, indent));
+                         AsOneLine(f.check_id), id_width, Indented(headline, indent));
       const bool problem = f.status == CheckStatus::kWarn || f.status == CheckStatus::kFail ||
                            f.status == CheckStatus::kUnknown;
       if ((problem || options.detail >= 1) && (!f.observed.empty() || !f.expected.empty())) {
@@ -99,7 +101,7 @@ std::string RenderText(const RunRecord& record, const TextOptions& options) {
       }
       if (options.detail >= 1) {
         for (const std::string& link : f.links) {
-          out += fmt::format("{}see: {}\n", indent, SanitizeUtf8(link));
+          out += fmt::format("{}see: {}\n", indent, AsOneLine(link));
         }
       }
     }
@@ -108,7 +110,7 @@ std::string RenderText(const RunRecord& record, const TextOptions& options) {
   if (options.show_evidence && !record.evidence.empty()) {
     out += fmt::format("\n{}\n", Paint("evidence", "\x1b[1m", options.color));
     for (const EvidenceItem& item : record.evidence) {
-      out += fmt::format("  {} = {}\n", SanitizeUtf8(item.key), SanitizeUtf8(item.value_json));
+      out += fmt::format("  {} = {}\n", AsOneLine(item.key), AsOneLine(item.value_json));
     }
   }
   if (!record.metrics.empty()) {
@@ -119,8 +121,8 @@ std::string RenderText(const RunRecord& record, const TextOptions& options) {
         labels += fmt::format("{}{}={}", labels.empty() ? "{" : ",", key, value);
       }
       if (!labels.empty()) labels += "}";
-      out += fmt::format("  {}{} = {:g} {}\n", SanitizeUtf8(m.name), SanitizeUtf8(labels), m.value,
-                         SanitizeUtf8(m.unit));
+      out += fmt::format("  {}{} = {:g} {}\n", AsOneLine(m.name), AsOneLine(labels), m.value,
+                         AsOneLine(m.unit));
     }
   }
 

@@ -497,6 +497,9 @@ TEST(Cli, HealthUsageErrors) {
   EXPECT_EQ(wrong_class.code, kExitUsage);
   EXPECT_NE(wrong_class.err.find("not a class of the table"), std::string::npos) << wrong_class.err;
   EXPECT_EQ(Cli({"health", "--passive", "--since", "soon"}).code, kExitUsage);
+  // An unset variable's empty value read the whole log; a future time read none of it.
+  EXPECT_EQ(Cli({"health", "--passive", "--since", ""}).code, kExitUsage);
+  EXPECT_EQ(Cli({"health", "--passive", "--since", "9999-12-31T23:59:59Z"}).code, kExitUsage);
   EXPECT_EQ(Cli({"health", "--passive", "--drain"}).code, kExitUsage);
   EXPECT_EQ(Cli({"health", "--passive", "--mount-timeout", "nan"}).code, kExitUsage);
   EXPECT_EQ(Cli({"health", "--passive", "--xid-catalog", "/no/such/catalog.json"}).code,

@@ -138,7 +138,7 @@ TEST(LogScanner, SinceFiltersOnEitherClockAndKeepsUndatedRecords) {
   EXPECT_EQ(*since->wall, now - std::chrono::minutes(10));
   EXPECT_EQ(*since->monotonic_us, 5'000'000'000 - 600'000'000);
   EXPECT_TRUE(ParseSince("2026-11-29T09:00:00Z", now, 0));
-  for (const char* bad : {"", "10", "10x", "-5m", "0m", "soon"})
+  for (const char* bad : {"", "10", "10x", "-5m", "0m", "soon", "9999-12-31T23:59:59Z"})
     EXPECT_FALSE(ParseSince(bad, now, 0)) << bad;
 
   LogScanner scanner(XidCatalog::Builtin(), *since, std::nullopt);

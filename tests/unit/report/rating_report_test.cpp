@@ -213,6 +213,14 @@ TEST(RatingReport, SlaRiskHasItsTable) {
   EXPECT_NE(md.find("### SLA risk"), std::string::npos);
   EXPECT_NE(md.find("| Breaches per contract-year | "), std::string::npos);
   EXPECT_NE(md.find(" USD of "), std::string::npos);
+  // A formula from a store someone else wrote: one line in the fence, nothing a terminal obeys.
+  nlohmann::json forged = nlohmann::json::parse(r.evidence.back().value_json);
+  forged["sla"]["formulas"] = {"N ~ x\x1b[2J\n# forged heading"};
+  r.evidence.back().value_json = forged.dump();
+  const std::string forged_md = RenderMarkdown(r);
+  EXPECT_EQ(forged_md.find('\x1b'), std::string::npos) << forged_md;
+  EXPECT_EQ(forged_md.find("\n# forged heading"), std::string::npos) << forged_md;
+  EXPECT_NE(forged_md.find("[2J?# forged heading\n```"), std::string::npos) << forged_md;
 
   attested.sla_template.clear();
   const rate::Rating none = rate::RateEvidence(rate::Rubric::Builtin(), {{&r}, &attested});

@@ -109,6 +109,22 @@ TEST(Report, TextHasNoEscapesOfItsOwnWithoutColorAndNoneFromOutsideWithIt) {
   EXPECT_NE(color.find("\x1b[2mSKIP"), std::string::npos);
 }
 
+// A store someone handed over may hold line breaks in what cmax keeps as one line (the host, the
+// target, a check id, a metric): each stays on its line, so no line of the report is forged.
+TEST(Report, OneLineFieldsStayOnTheirLineInText) {
+  RunRecord r = HostileRun();
+  r.run.host = "node\nFAIL  gpu.forged  from the host";
+  r.run.target = "t\nFAIL  gpu.forged  from the target";
+  r.findings[0].check_id = "host.os\nFAIL  gpu.forged  from a check id";
+  r.metrics[0].unit = "GB/s\nFAIL  gpu.forged  from a unit";
+  r.evidence[0].key = "k\nFAIL  gpu.forged  from evidence";
+  const std::string text = RenderText(r, {.show_evidence = true});
+  EXPECT_EQ(text.find("\nFAIL  gpu.forged"), std::string::npos) << text;
+  EXPECT_NE(text.find("node?FAIL  gpu.forged  from the host"), std::string::npos) << text;
+  const std::string runs = RenderRunList({{r.run, {}, "failed"}}, "s.db", false);
+  EXPECT_EQ(runs.find("\nFAIL"), std::string::npos) << runs;
+}
+
 TEST(Report, JsonMatchesGoldenAndSchema) {
   const std::string json = RenderJson(HostileRun());
   testing::ExpectGolden("report/hostile.json", json);
