@@ -94,7 +94,16 @@ std::string HostRootFileSystem::InRoot(const std::string& path, bool follow_last
 }
 
 Result<std::string> HostRootFileSystem::ReadFile(const std::string& path, size_t max_bytes) const {
-  return inner_.ReadFile(InRoot(path), max_bytes);
+  const std::string real = InRoot(path);
+  // A FIFO in the root (etc/os-release) blocked the audit until SIGTERM, and a link into /dev
+  // opened the real host's device as root: what the audit reads of a host is a regular file.
+  if (inner_.Exists(real) && !inner_.IsRegularFile(real) && !inner_.IsDirectory(real)) {
+    return Fail(ErrorCode::kInvalidArgument,
+                "{} is not a regular file (a FIFO, socket or device under the host root): not "
+                "read",
+                path);
+  }
+  return inner_.ReadFile(real, max_bytes);
 }
 bool HostRootFileSystem::Exists(const std::string& path) const {
   return inner_.Exists(InRoot(path));

@@ -2,9 +2,12 @@
 // refused, and programs run through chroot(8) (the spec, and chroot really run).
 #include "sys/host_root.hpp"
 
+#include <fcntl.h>
 #include <unistd.h>
 
 #include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <thread>
 
 #include "support/temp_dir.hpp"
 
@@ -54,6 +57,35 @@ TEST(HostRootFileSystem, ReadsBelowTheRootAndWritesNothing) {
   EXPECT_FALSE(host.RemoveFile("/etc/os-release"));
   EXPECT_FALSE(host.WriteOutputFile("/etc/x", "x", 0644));
   EXPECT_EQ(*local.ReadFile(root.File("etc/os-release"), 1 << 20), "ID=rooted\n");
+}
+
+// What the audit reads of a host is a regular file: a FIFO planted in the root blocked the audit
+// until SIGTERM, and a link to a device opened the real host's device, as root.
+TEST(HostRootFileSystem, ReadsOnlyRegularFiles) {
+  testing::TempDir root;
+  LocalFileSystem local;
+  ASSERT_TRUE(local.CreateDirs(root.File("etc"), 0755));
+  ASSERT_EQ(::symlink("/dev/null", root.File("etc/nccl.conf").c_str()), 0);
+  const std::string fifo = root.File("etc/os-release");
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  // Were the FIFO opened, this writer would meet the reader and end its read at once (a failure,
+  // not a hang); it is released below when nothing opened it.
+  std::thread writer([&fifo] {
+    const int fd = ::open(fifo.c_str(), O_WRONLY | O_CLOEXEC);
+    if (fd >= 0) ::close(fd);
+  });
+  HostRootFileSystem host(local, root.Path());
+  for (const char* path : {"/etc/os-release", "/etc/nccl.conf"}) {
+    auto read = host.ReadFile(path, 1 << 20);
+    EXPECT_FALSE(read) << path;  // not ASSERT: the writer must still be joined
+    if (read) continue;
+    EXPECT_NE(read.error().message.find("is not a regular file"), std::string::npos)
+        << read.error().message;
+  }
+  const int release = ::open(fifo.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  writer.join();
+  if (release >= 0) ::close(release);
+  EXPECT_TRUE(host.ReadFile("/proc/self/status", 1 << 20)) << "the kernel's files are regular";
 }
 
 // Links are followed as the host follows them: an absolute target starts again at the host's
