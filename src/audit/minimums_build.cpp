@@ -392,13 +392,8 @@ Result<MinimumsBuild> BuildMinimums(const std::vector<AdvisoryDocument>& documen
     try {
       doc = json::parse(d.text);
     } catch (const json::exception& e) {
-      // nlohmann says where and why: "syntax error while parsing value - invalid string:
-      // ill-formed UTF-8 byte; last read: ..."
-      std::string why = e.what();
-      if (const size_t at = why.find("parse error "); at != std::string::npos)
-        why.erase(0, at + 12);
       return Fail(ErrorCode::kInvalidArgument, "{}: not JSON: {}", name,
-                  AsOneLine(why.substr(0, 240)));
+                  AsOneLine(JsonParseProblem(e)));
     }
     if (!doc.is_object()) {
       return Fail(ErrorCode::kInvalidArgument, "{}: not a JSON object", name);

@@ -86,6 +86,15 @@ inline int JsonNesting(std::string_view text, int stop_past) {
   return deepest;
 }
 
+// What nlohmann says of text that is not JSON, without its exception's prefix: "at line 3,
+// column 14: syntax error while parsing value - ...", cut to 240 bytes; it quotes the text it
+// read, so the caller sanitizes it for where it goes.
+inline std::string JsonParseProblem(const nlohmann::json::exception& e) {
+  std::string why = e.what();
+  if (const size_t at = why.find("parse error "); at != std::string::npos) why.erase(0, at + 12);
+  return why.substr(0, 240);
+}
+
 // The deepest JSON cmax writes into a store is a few levels; a stored value deeper than this is
 // not cmax's, and is shown as a note instead of parsed.
 inline constexpr int kMaxStoredJsonNesting = 64;
@@ -118,11 +127,7 @@ inline Result<nlohmann::json> ParseJsonObject(std::string_view text) {
   try {
     doc = nlohmann::json::parse(text, note_keys);
   } catch (const nlohmann::json::exception& e) {
-    std::string why = e.what();
-    if (const size_t at = why.find("parse error "); at != std::string::npos) {
-      why = why.substr(at + 12);
-    }
-    return Fail(ErrorCode::kInvalidArgument, "not JSON: {}", SanitizeUtf8(why.substr(0, 240)));
+    return Fail(ErrorCode::kInvalidArgument, "not JSON: {}", SanitizeUtf8(JsonParseProblem(e)));
   }
   if (!doc.is_object()) {
     return Fail(ErrorCode::kInvalidArgument, "not a JSON object (the text is a JSON {})",

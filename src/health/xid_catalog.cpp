@@ -79,15 +79,12 @@ Result<XidCatalog> XidCatalog::Parse(std::string_view text) {
     }
     // Read as the 64-bit number it is: 4294967375 read as an int was Xid 79, and a catalogue
     // saying "info" for it made a GPU fallen off the bus a PASS.
-    const auto wide = entry["code"].get<int64_t>();
-    if (!entry["code"].is_number_unsigned() && wide < 0) {
-      return Fail(ErrorCode::kInvalidArgument, "an XID code is negative: {}", wide);
+    // (nlohmann reads a number that is not negative as unsigned.)
+    if (!entry["code"].is_number_unsigned() || entry["code"].get<uint64_t>() > 100000) {
+      return Fail(ErrorCode::kInvalidArgument, "an XID code is 0 to 100000, not {}",
+                  entry["code"].dump());
     }
-    if (entry["code"].get<uint64_t>() > 100000) {
-      return Fail(ErrorCode::kInvalidArgument, "an XID code is past any the driver uses: {}",
-                  entry["code"].get<uint64_t>());
-    }
-    const int code = static_cast<int>(wide);
+    const int code = entry["code"].get<int>();
     auto meaning = ParseMeaning(entry, "xid " + std::to_string(code));
     if (!meaning) return tl::unexpected(meaning.error());
     if (!catalog.xids_.emplace(code, std::move(*meaning)).second) {

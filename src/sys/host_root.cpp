@@ -97,7 +97,7 @@ Result<std::string> HostRootFileSystem::ReadFile(const std::string& path, size_t
   const std::string real = InRoot(path);
   // A FIFO in the root (etc/os-release) blocked the audit until SIGTERM, and a link into /dev
   // opened the real host's device as root: what the audit reads of a host is a regular file.
-  if (inner_.Exists(real) && !inner_.IsRegularFile(real) && !inner_.IsDirectory(real)) {
+  if (!inner_.IsRegularFile(real) && inner_.Exists(real) && !inner_.IsDirectory(real)) {
     return Fail(ErrorCode::kInvalidArgument,
                 "{} is not a regular file (a FIFO, socket or device under the host root): not "
                 "read",
