@@ -1,11 +1,13 @@
 #include "net/netns_lab.hpp"
 
 #include <algorithm>
+#include <chrono>
 #include <cstdint>
 #include <fmt/format.h>
 #include <optional>
 
 #include "core/strings.hpp"
+#include "sys/file_lock.hpp"
 #include "sys/file_system.hpp"
 #include "sys/process_runner.hpp"
 
@@ -176,6 +178,17 @@ Result<void> NetnsLab::Run(const std::vector<std::string>& argv) {
 }
 
 Result<void> NetnsLab::Up(sys::FileSystem& fs, const std::string& agent_path) {
+  // Two labs coming up at once (two sweeps, or tests in parallel) would both read the same
+  // free block before either had claimed it, and give their bridges one address: the route to
+  // one lab's hosts then leads into the other's. Choosing and claiming the block is one step
+  // among cmax processes on this host.
+  auto claiming = sys::FileLock::Take(kNetnsLabLockPath, std::chrono::seconds(60));
+  if (!claiming) {
+    return Fail(claiming.error().code,
+                "namespace lab: another lab is being brought up here and did not finish within "
+                "60 s: {}",
+                claiming.error().message);
+  }
   Down();  // what a crashed lab of this tag left
   std::string in_use;
   for (const std::vector<std::string>& argv :

@@ -37,6 +37,9 @@ struct NetnsLabPlan {
   std::vector<NetnsHost> hosts;
 };
 
+// Held while a lab chooses its block and claims it (its bridge's address): one lab at a time.
+inline constexpr const char* kNetnsLabLockPath = "/run/lock/cmax-netns-lab.lock";
+
 // The 512 blocks of 198.18.0.0/15, block b being 198.(18 + b / 256).(b % 256).0/24.
 inline constexpr int kNetnsLabBlocks = 512;
 
@@ -70,7 +73,8 @@ class NetnsLab {
     if (up_) Down();
   }
   // Up from nothing (what a crashed lab of the same tag left is taken down first), in the first
-  // free block (the plan's addresses are moved there: read Plan() after Up); the agent script
+  // free block (the plan's addresses are moved there: read Plan() after Up; the choice is made
+  // under kNetnsLabLockPath, so that two labs never take one block); the agent script
   // written to `agent_path` (mode 0755). Refused when no block is free: two labs' routes would
   // mix, and the host's own would be touched.
   Result<void> Up(sys::FileSystem& fs, const std::string& agent_path);

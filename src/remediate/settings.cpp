@@ -1,13 +1,7 @@
 #include "remediate/settings.hpp"
 
-#include <fcntl.h>
-#include <unistd.h>
-
-#include <cerrno>
 #include <cmath>
-#include <cstring>
 #include <fmt/format.h>
-#include <sys/file.h>
 #include <utility>
 
 #include "core/log.hpp"
@@ -142,22 +136,14 @@ Result<std::unique_ptr<SchedulerChoice>> MakeScheduler(
 
 Result<ControllerLock> ControllerLock::Take(const std::string& store_path) {
   const std::string path = store_path + ".remediate.lock";
-  const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-  if (fd < 0) return Fail(ErrorCode::kIo, "cannot open {}: {}", path, std::strerror(errno));
-  if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
-    ::close(fd);
+  auto lock = sys::FileLock::TryTake(path);
+  if (!lock && lock.error().code == ErrorCode::kBusy) {
     return Fail(ErrorCode::kBusy,
                 "another controller holds {}; only one controller may act on a store at a time",
                 path);
   }
-  return ControllerLock(fd);
-}
-
-ControllerLock::ControllerLock(ControllerLock&& other) noexcept
-    : fd_(std::exchange(other.fd_, -1)) {}
-
-ControllerLock::~ControllerLock() {
-  if (fd_ >= 0) ::close(fd_);
+  if (!lock) return tl::unexpected(lock.error());
+  return ControllerLock(std::move(*lock));
 }
 
 Result<ControllerLoopReport> RunControllerLoop(const ControllerSettings& settings,

@@ -16,6 +16,7 @@
 #include "remediate/kube_config.hpp"
 #include "remediate/kubernetes.hpp"
 #include "remediate/slurm.hpp"
+#include "sys/file_lock.hpp"
 #include "sys/file_system.hpp"
 #include "sys/http_client.hpp"
 #include "sys/process_runner.hpp"
@@ -82,13 +83,10 @@ std::map<std::string, std::string> KubeEnvironment(
 class ControllerLock {
  public:
   static Result<ControllerLock> Take(const std::string& store_path);
-  ControllerLock(ControllerLock&& other) noexcept;
-  ControllerLock& operator=(ControllerLock&&) = delete;
-  ~ControllerLock();
 
  private:
-  explicit ControllerLock(int fd) : fd_(fd) {}
-  int fd_ = -1;
+  explicit ControllerLock(sys::FileLock lock) : lock_(std::move(lock)) {}
+  sys::FileLock lock_;
 };
 
 // `cmax remediate run`: the controller's passes, one or until stopped.

@@ -65,7 +65,7 @@ class IbPairRun : public ::testing::Test {
     return {.peer = "127.0.0.1",
             .launch = {"env", "STANDIN_IB_DEVICES=" + peer_devices,
                        "PATH=" + dir_.File("bin") + ":/usr/bin:/bin"},
-            .port = testing::FreePort(),
+            .port = testing::FreePort(3),  // rail i on port + i
             .seconds = 1,
             .start_within = 10s,
             .sysfs = dir_.File("sys")};

@@ -7,7 +7,10 @@
 #include <unistd.h>
 
 #include <gtest/gtest.h>
+#include <latch>
+#include <optional>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "core/clock.hpp"
@@ -110,6 +113,38 @@ TEST_F(NetnsLabTest, AHostThatIsGoneFailsItsGroupAndIsNamed) {
   ASSERT_EQ(verdict.slow.size(), 1U) << BadNodeVerdictText(verdict);
   EXPECT_EQ(verdict.slow[0].node, "h2");
   EXPECT_FALSE(verdict.slow[0].busbw_gbs);
+}
+
+// Two labs brought up at the same moment (two sweeps, or two of these tests run in parallel)
+// each take a block of their own: both used to read the same first free block before either
+// claimed it, gave their bridges one address, and the route to one lab's hosts led into the
+// other's (a sweep then failed now and then under `ctest --parallel`).
+TEST(NetnsLabUp, TwoLabsBroughtUpAtOnceTakeBlocksOfTheirOwn) {
+  if (geteuid() != 0) GTEST_SKIP() << "network namespaces need root";
+  testing::TempDir dir;
+  sys::LocalFileSystem fs;
+  for (int round = 0; round < 3; ++round) {
+    sys::PosixProcessRunner runners[2];
+    std::optional<NetnsLab> labs[2];
+    for (int i = 0; i < 2; ++i) {
+      auto plan = PlanNetnsLab(
+          std::string(1, static_cast<char>('p' + i)) + std::to_string(getpid() % 1000), 2);
+      ASSERT_TRUE(plan) << plan.error().message;
+      labs[i].emplace(*plan, runners[i]);
+    }
+    std::latch start(2);
+    Result<void> up[2];
+    std::thread second([&] {
+      start.arrive_and_wait();
+      up[1] = labs[1]->Up(fs, dir.File("agent1.sh"));
+    });
+    start.arrive_and_wait();
+    up[0] = labs[0]->Up(fs, dir.File("agent0.sh"));
+    second.join();
+    ASSERT_TRUE(up[0]) << up[0].error().message;
+    ASSERT_TRUE(up[1]) << up[1].error().message;
+    EXPECT_NE(labs[0]->Plan().subnet, labs[1]->Plan().subnet) << "round " << round;
+  }
 }
 
 // A lab of 4 hosts with one link slowed ("" none), the stand-in from `min_bytes` to 256 KiB.
