@@ -363,11 +363,13 @@ Result<void> Store::AddEvents(const std::vector<Event>& events, std::optional<in
 
 namespace {
 
-// A run's finding counts, read after its kRunColumns.
+// A run's finding counts, read after its kRunColumns. A status that is none of cmax's (a store
+// edited by hand) counts as FAIL, as LoadRun reads it, so that the list and the report agree.
 constexpr const char* kCountColumns =
     "(SELECT count(*) FROM findings f WHERE f.run_id = r.id AND f.status = 'PASS'), "
     "(SELECT count(*) FROM findings f WHERE f.run_id = r.id AND f.status = 'WARN'), "
-    "(SELECT count(*) FROM findings f WHERE f.run_id = r.id AND f.status = 'FAIL'), "
+    "(SELECT count(*) FROM findings f WHERE f.run_id = r.id AND (f.status IS NULL OR f.status "
+    "NOT IN ('PASS', 'WARN', 'SKIP', 'ATTEST', 'UNKNOWN'))), "
     "(SELECT count(*) FROM findings f WHERE f.run_id = r.id AND f.status = 'SKIP'), "
     "(SELECT count(*) FROM findings f WHERE f.run_id = r.id AND f.status = 'ATTEST'), "
     "(SELECT count(*) FROM findings f WHERE f.run_id = r.id AND f.status = 'UNKNOWN')";
@@ -388,10 +390,10 @@ RunSummary ReadRunSummary(const Statement& stmt) {
 Result<std::map<std::string, RunSummary>> Store::LatestRunByHost(const std::string& command,
                                                                  const std::string& target_prefix) {
   // Newest first; the first row of each host is its latest run.
-  auto stmt = db_->Prepare(
-      fmt::format("SELECT {}, {} FROM runs r WHERE command = ? AND substr(target, 1, ?) = ? "
-                  "ORDER BY id DESC",
-                  kRunColumns, kCountColumns));
+  auto stmt = db_->Prepare(fmt::format(
+      "SELECT {}, {} FROM runs r WHERE command = ? AND substr(ifnull(target, ''), 1, ?) = ? "
+      "ORDER BY id DESC",
+      kRunColumns, kCountColumns));
   if (!stmt) return tl::unexpected(stmt.error());
   stmt->Bind(1, std::string_view(command));
   stmt->Bind(2, static_cast<int64_t>(target_prefix.size()));
@@ -494,7 +496,7 @@ Result<int64_t> Store::LatestProviderRunId(const std::string& provider, const st
                                            const std::string& target_prefix) {
   auto stmt = db_->Prepare(
       "SELECT max(id) FROM runs WHERE provider = ?1 AND command = ?2 AND "
-      "substr(target, 1, length(?3)) = ?3");
+      "substr(ifnull(target, ''), 1, length(?3)) = ?3");
   if (!stmt) return tl::unexpected(stmt.error());
   stmt->Bind(1, std::string_view(provider));
   stmt->Bind(2, std::string_view(command));
@@ -528,10 +530,11 @@ Result<std::vector<Store::JournalDrain>> Store::JournalDrains() {
   return out;
 }
 
+// A target no cmax wrote (NULL, in a store edited by hand) is read as "", here as in LoadRun.
 Result<int64_t> Store::LatestRunId(const std::string& command, const std::string& target_prefix) {
   auto stmt = db_->Prepare(
       "SELECT max(id) FROM runs WHERE (?1 = '' OR command = ?1) AND "
-      "substr(target, 1, length(?2)) = ?2");
+      "substr(ifnull(target, ''), 1, length(?2)) = ?2");
   if (!stmt) return tl::unexpected(stmt.error());
   stmt->Bind(1, std::string_view(command));
   stmt->Bind(2, std::string_view(target_prefix));

@@ -1,5 +1,6 @@
 #include "store/store.hpp"
 
+#include <algorithm>
 #include <atomic>
 #include <fstream>
 #include <gtest/gtest.h>
@@ -260,6 +261,66 @@ TEST(Store, EvidenceNestedTooDeepIsANote) {
   EXPECT_EQ(record->evidence[1].value_json, shallow) << "a bracket inside a string is no level";
   ASSERT_EQ(record->metrics.size(), 1U);
   EXPECT_EQ(record->metrics[0].labels.at("labels"), "(nested deeper than 64 levels: not shown)");
+}
+
+// A store handed over may hold a status no cmax wrote (edited with sqlite3, the CHECK set
+// aside): the run's findings read it as a failure, and so must the list of runs, or `db runs`
+// says "0 failed" of a run whose report shows a failure.
+TEST(Store, AStatusNoCmaxWroteCountsAsAFailureInTheListAsInTheRun) {
+  testing::TempDir dir;
+  const std::string path = dir.File("cmax.db");
+  auto store = Store::Open({.path = path});
+  ASSERT_TRUE(store);
+  const int64_t id = store->BeginRun(Start()).value();
+  ASSERT_TRUE(store->AddFindings(
+      id, {MakeFinding("a", CheckStatus::kPass), MakeFinding("b", CheckStatus::kPass),
+           MakeFinding("c", CheckStatus::kWarn)}));
+  {
+    auto db = Database::Open(path, false, false, 1000);
+    ASSERT_TRUE(db);
+    ASSERT_TRUE(db->Execute("PRAGMA ignore_check_constraints = ON"));
+    ASSERT_TRUE(db->Execute("UPDATE findings SET status = 'bogus' WHERE check_id = 'a'"));
+    ASSERT_TRUE(db->Execute("UPDATE findings SET status = 'pass' WHERE check_id = 'b'"));
+  }
+  auto record = store->LoadRun(id);
+  ASSERT_TRUE(record) << record.error().message;
+  const auto failed = std::ranges::count_if(
+      record->findings, [](const Finding& f) { return f.status == CheckStatus::kFail; });
+  EXPECT_EQ(failed, 2);
+  auto runs = store->ListRuns(10);
+  ASSERT_TRUE(runs);
+  ASSERT_EQ(runs->size(), 1U);
+  EXPECT_EQ((*runs)[0].counts.fail, failed);
+  EXPECT_EQ((*runs)[0].counts.pass, 0);
+  EXPECT_EQ((*runs)[0].counts.warn, 1);
+}
+
+// A run with no target (a store whose schema was edited to allow it) is still the latest run
+// for `report latest`: the prefix filter matched no NULL, and the store looked empty.
+TEST(Store, ARunWithNoTargetIsStillTheLatest) {
+  testing::TempDir dir;
+  const std::string path = dir.File("cmax.db");
+  auto store = Store::Open({.path = path});
+  ASSERT_TRUE(store);
+  const int64_t id = store->BeginRun(Start()).value();
+  {
+    auto db = Database::Open(path, false, false, 1000);
+    ASSERT_TRUE(db);
+    ASSERT_TRUE(db->Execute("PRAGMA writable_schema = ON"));
+    ASSERT_TRUE(
+        db->Execute("UPDATE sqlite_schema SET sql = replace(sql, 'target TEXT NOT NULL', "
+                    "'target TEXT') WHERE name = 'runs'"));
+  }
+  {
+    auto db = Database::Open(path, false, false, 1000);
+    ASSERT_TRUE(db);
+    ASSERT_TRUE(db->Execute("UPDATE runs SET target = NULL"));
+  }
+  auto reopened = Store::Open({.path = path});
+  ASSERT_TRUE(reopened) << reopened.error().message;
+  auto latest = reopened->LatestRunId();
+  ASSERT_TRUE(latest) << latest.error().message;
+  EXPECT_EQ(*latest, id);
 }
 
 // A statement of a reader gives up when asked to stop (Ctrl-C, SIGTERM): a query that would
