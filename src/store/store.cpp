@@ -145,9 +145,10 @@ Result<void> CheckStorePath(const StoreOptions& options) {
                 options.path);
   }
   // SQLite would open /dev/null, a FIFO or a disk, and write its journal beside it (as root,
-  // /dev/null-journal in /dev): a store is a regular file.
+  // /dev/null-journal in /dev): a store is a regular file. kIo like a folder given as the store,
+  // so that every command, reader or not, exits 3 for it.
   if (there && !S_ISREG(st.st_mode)) {
-    return Fail(ErrorCode::kInvalidArgument,
+    return Fail(ErrorCode::kIo,
                 "{} is not a regular file; give --db (or CMAX_DB) a store file's path",
                 options.path);
   }

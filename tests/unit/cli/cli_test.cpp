@@ -384,11 +384,15 @@ TEST(Cli, CorruptStoreIsAnErrorNamingTheFileAndIsLeftAlone) {
 // left /dev/null-journal in /dev), and an empty file stays empty (it became a 118 KB store).
 TEST(Cli, TheCommandsThatReadLeaveWhatDbNamesAsItIs) {
   const bool journal_before = std::ifstream("/dev/null-journal").good();  // an old cmax's
-  for (auto args : std::vector<std::vector<std::string>>{
-           {"db", "runs"}, {"db", "show", "latest"}, {"report"}, {"compare", "1", "2"}, {"rate"}}) {
+  for (auto args : std::vector<std::vector<std::string>>{{"db", "runs"},
+                                                         {"db", "show", "latest"},
+                                                         {"report"},
+                                                         {"compare", "1", "2"},
+                                                         {"rate"},
+                                                         {"health", "--passive"}}) {
     args.insert(args.begin(), {"--db", "/dev/null"});
     auto r = Cli(args);
-    EXPECT_EQ(r.code, kExitUsage) << args[2] << ": " << r.err;
+    EXPECT_EQ(r.code, kExitError) << args[2] << ": " << r.err;  // as a measuring command's
     EXPECT_NE(r.err.find("/dev/null is not a regular file"), std::string::npos) << r.err;
   }
   if (!journal_before) {

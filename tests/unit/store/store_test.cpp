@@ -479,7 +479,7 @@ TEST(Store, AStoreIsARegularFile) {
     for (const bool create : {true, false}) {
       auto store = Store::Open({.path = path, .create = create});
       ASSERT_FALSE(store) << path;
-      EXPECT_EQ(store.error().code, ErrorCode::kInvalidArgument) << store.error().message;
+      EXPECT_EQ(store.error().code, ErrorCode::kIo) << store.error().message;  // exit 3
       EXPECT_NE(store.error().message.find("not a regular file"), std::string::npos);
     }
   }
