@@ -92,8 +92,10 @@ Result<RecordedWhole> RecordWholeRun(const std::string& db_path, const RunStart&
 Result<int64_t> ResolveRunId(Store& store, const std::string& text, const std::string& command) {
   // An empty word is a script's unset variable, not a wish for the newest run.
   if (text == "latest") return store.LatestRunId(command);
+  // Any whole number: cmax numbers runs from 1, but a store handed over may hold others, and
+  // `rate` names the newest run of each kind by its id, whatever it is.
   const std::optional<int64_t> id = ParseWhole<int64_t>(text);
-  if (!id || *id <= 0) {
+  if (!id) {
     return Fail(ErrorCode::kInvalidArgument, "'{}' is not a run id (a number, or 'latest')", text);
   }
   return *id;
@@ -103,10 +105,8 @@ Result<RunRecord> LoadStoredRun(const std::string& db_path, const std::string& r
                                 const std::string& command) {
   auto store = Store::Open({.path = db_path, .create = false, .read_only = true});
   if (!store) {
-    // A --db that names no file a store can be (/dev/null) is the user's to fix, as elsewhere.
-    return Fail(store.error().code == ErrorCode::kInvalidArgument ? ErrorCode::kInvalidArgument
-                                                                  : ErrorCode::kUnavailable,
-                "{}", store.error().message);
+    // Exit 3, as for every command: the store cannot be read (a folder, a device, corrupt).
+    return Fail(ErrorCode::kUnavailable, "{}", store.error().message);
   }
   auto id = ResolveRunId(*store, run_text, command);
   if (!id) {

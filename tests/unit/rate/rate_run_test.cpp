@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include "store/run_writer.hpp"
+#include "store/sqlite.hpp"
 #include "support/temp_dir.hpp"
 #include "sys/file_system.hpp"
 
@@ -51,6 +52,29 @@ TEST(RateRun, AProvidersRatingReadsItsFleetViewBesideTheNodesChecks) {
   ASSERT_TRUE(all) << all.error().message;
   EXPECT_EQ(all->runs.size(), 3U);
   EXPECT_NE(std::ranges::find(all->runs, passive), all->runs.end());
+}
+
+// A store handed over whose run ids are not cmax's (a negative one, set by hand): plain `rate`
+// rates the newest run by the id the store gives, rather than refusing it as if typed ("'-5' is
+// not a run id", exit 2, with nothing typed).
+TEST(RateRun, TheNewestRunIsRatedWhateverItsId) {
+  testing::TempDir dir;
+  const std::string path = dir.File("cmax.db");
+  SystemClock clock;
+  auto run = store::RecordWholeRun(
+      path,
+      {.command = "health", .target = "node/gpu1", .started_at = clock.Now(), .cmax_version = "t"},
+      {}, {}, {}, clock.Now());
+  ASSERT_TRUE(run) << run.error().message;
+  {
+    auto db = store::Database::Open(path, false, false, 1000);
+    ASSERT_TRUE(db);
+    ASSERT_TRUE(db->Execute("UPDATE runs SET id = -5"));
+  }
+  sys::LocalFileSystem fs;
+  auto rating = RateStoredRuns({}, {.db_path = path, .fs = &fs, .clock = &clock});
+  ASSERT_TRUE(rating) << rating.error().message;
+  EXPECT_EQ(rating->runs, std::vector<int64_t>{-5});
 }
 
 }  // namespace
