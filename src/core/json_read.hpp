@@ -99,10 +99,19 @@ inline std::string JsonParseProblem(const nlohmann::json::exception& e) {
 // not cmax's, and is shown as a note instead of parsed.
 inline constexpr int kMaxStoredJsonNesting = 64;
 
+// The deepest a file people write for cmax nests (rubrics, platforms, tables, nccl-tests'
+// output: a few levels); deeper is no such file, and is refused before it is parsed (a rubric
+// nested 60,000 levels crashed `rate` when its bad value was printed).
+inline constexpr int kMaxFileJsonNesting = 64;
+
 // `text` as a JSON object, or an error (kInvalidArgument) that says where a person should look:
 // "not JSON: at line 3, column 14: syntax error ... unexpected end of input", or "not a JSON
 // object (an array)". For the files people write (rubrics, platforms, tables).
 inline Result<nlohmann::json> ParseJsonObject(std::string_view text) {
+  if (JsonNesting(text, kMaxFileJsonNesting) > kMaxFileJsonNesting) {
+    return Fail(ErrorCode::kInvalidArgument, "nested deeper than {} levels: no file cmax reads",
+                kMaxFileJsonNesting);
+  }
   nlohmann::json doc;
   // nlohmann keeps the last of two equal keys in an object; a person who wrote both meant one
   // of them, and which is not ours to guess.

@@ -8,6 +8,7 @@
 #include <map>
 #include <set>
 
+#include "core/json_read.hpp"
 #include "core/strings.hpp"
 
 namespace cmax::net {
@@ -166,6 +167,9 @@ struct Parser {
   std::vector<std::string_view> row_words;  // a row's, reused
   std::string line_source;                  // a line's launcher prefix, reused
   std::set<std::pair<std::string, uint64_t>> tuning_seen;
+  // Each table's hosts so far (by its index): a run over thousands of hosts names each once,
+  // without a scan of the list per rank line (100,000 ranks took minutes).
+  std::set<std::pair<size_t, std::string>> hosts_seen;
 
   NcclTable& NewTable(const std::string& source) {
     // A launcher's prefix is whatever bytes the log holds: made valid text once, per table.
@@ -241,8 +245,9 @@ struct Parser {
       const std::vector<std::string_view> words = Words(text);
       const auto on = std::ranges::find(words, std::string_view("on"));
       if (on != words.end() && on + 1 != words.end()) {
-        const std::string host = SanitizeUtf8(*(on + 1));
-        if (std::ranges::find(table.hosts, host) == table.hosts.end()) table.hosts.push_back(host);
+        std::string host = SanitizeUtf8(*(on + 1));
+        const auto index = static_cast<size_t>(&table - out.tables.data());
+        if (hosts_seen.emplace(index, host).second) table.hosts.push_back(std::move(host));
       }
       return;
     }
@@ -479,6 +484,12 @@ class KeepingSaxParser : public nlohmann::detail::json_sax_dom_parser<json> {
 // nccl-tests' -J file (JSON_FILE_VERSION 3, nccl-tests 2.17.3 and later): one table.
 NcclTestsOutput ParseNcclTestsJson(std::string_view text) {
   NcclTestsOutput out;
+  if (JsonNesting(text, kMaxFileJsonNesting) > kMaxFileJsonNesting) {
+    out.problems.push_back(
+        fmt::format("not nccl-tests JSON: nested deeper than {} levels (its files nest 4)",
+                    kMaxFileJsonNesting));
+    return out;
+  }
   json doc;
   KeepingSaxParser sax(doc);
   json::sax_parse(text.begin(), text.end(), &sax, nlohmann::detail::input_format_t::json, false);
@@ -494,13 +505,12 @@ NcclTestsOutput ParseNcclTestsJson(std::string_view text) {
   }
   table.nccl_version = JsonText(doc, "nccl_version");
   if (const auto devices = doc.find("devices"); devices != doc.end() && devices->is_array()) {
+    std::set<std::string> seen;
     for (const json& d : *devices) {
       if (!d.is_object()) continue;
       ++table.ranks;
       const std::string host = JsonText(d, "hostname");
-      if (!host.empty() && std::ranges::find(table.hosts, host) == table.hosts.end()) {
-        table.hosts.push_back(host);
-      }
+      if (!host.empty() && seen.insert(host).second) table.hosts.push_back(host);
     }
   }
   if (const auto results = doc.find("results"); results != doc.end() && results->is_array()) {

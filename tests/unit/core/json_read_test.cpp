@@ -29,8 +29,23 @@ TEST(ParseJsonObject, SaysWhereTheTextStopsBeingJson) {
   const auto odd = ParseJsonObject("\x1b[31m\xff");
   ASSERT_FALSE(odd);
   EXPECT_EQ(SanitizeUtf8(odd.error().message), odd.error().message);
-  EXPECT_EQ(std::string(ParseJsonObject(std::string(100000, '[')).error().message).substr(0, 9),
-            "not JSON:");
+}
+
+// A file nested past what any file cmax reads does (a rubric 60,000 levels deep crashed `rate`
+// when the bad value was printed) is refused before it is parsed; 64 levels are read.
+TEST(ParseJsonObject, ATextNestedPastSixtyFourLevelsIsRefused) {
+  const auto nested = [](int levels) {
+    return "{\"a\": " + std::string(levels - 1, '[') + std::string(levels - 1, ']') + "}";
+  };
+  EXPECT_TRUE(ParseJsonObject(nested(64)));
+  for (const std::string& text : {nested(65), nested(60000), std::string(100000, '[')}) {
+    const auto doc = ParseJsonObject(text);
+    ASSERT_FALSE(doc);
+    EXPECT_EQ(doc.error().message, "nested deeper than 64 levels: no file cmax reads");
+  }
+  EXPECT_TRUE(ParseJsonObject(
+      R"({"a": "[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[["})"))
+      << "a bracket in a string is no level";
 }
 
 TEST(ParseJsonObject, AKeyTwiceInOneObjectIsRefused) {

@@ -152,6 +152,18 @@ TEST(NcclTestsOutput, CutShortAndGarbageAreSaidAndTheRestKept) {
 
 // A figure no network measures (1e308 GB/s, a negative time) is a slip or a corrupt file: its
 // row is left out and said, never a peak of 300 digits; so is a JSON result without a size.
+// A -J file nested 50,000 levels (100 KB) crashed `nccl analyze` when it quoted the bad result;
+// no nccl-tests file nests past a few levels.
+TEST(NcclTestsOutput, JsonNestedPastAnyNcclTestsFileIsSaidNotRead) {
+  const std::string deep =
+      R"({"results": [{"x": )" + std::string(50000, '[') + std::string(50000, ']') + "}]}";
+  const NcclTestsOutput out = ParseNcclTestsOutput(deep);
+  EXPECT_TRUE(out.tables.empty());
+  ASSERT_EQ(out.problems.size(), 1U);
+  EXPECT_EQ(out.problems[0],
+            "not nccl-tests JSON: nested deeper than 64 levels (its files nest 4)");
+}
+
 TEST(NcclTestsOutput, FiguresNoNetworkMeasuresAreLeftOutAndSaid) {
   std::string text = Read("json_file_v3");
   text.replace(text.find("\"bus_bw\": 22.09"), 15, "\"bus_bw\": 1e308");
