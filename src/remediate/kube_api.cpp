@@ -1,5 +1,6 @@
 #include "remediate/kube_api.hpp"
 
+#include <algorithm>
 #include <fmt/format.h>
 #include <thread>
 #include <utility>
@@ -90,14 +91,27 @@ KubeApi::KubeApi(sys::HttpClient& http, sys::FileSystem& fs, const Clock& clock,
       options_(std::move(options)) {}
 
 Result<std::string> KubeApi::Token() const {
-  if (connection_.token_file.empty()) return connection_.token;
-  // Read each time: service-account tokens are rotated by the kubelet.
-  auto text = fs_.ReadFile(connection_.token_file, 64 * 1024);
-  if (!text) {
-    return Fail(ErrorCode::kPermissionDenied, "cannot read the token file: {}",
-                text.error().message);
+  std::string token = connection_.token;
+  if (!connection_.token_file.empty()) {
+    // Read each time: service-account tokens are rotated by the kubelet.
+    auto text = fs_.ReadFile(connection_.token_file, 64 * 1024);
+    if (!text) {
+      return Fail(ErrorCode::kPermissionDenied, "cannot read the token file: {}",
+                  text.error().message);
+    }
+    token = std::string(Trim(*text));
   }
-  return std::string(Trim(*text));
+  // A bearer token is visible ASCII (RFC 6750's b64token is narrower still): a line break in a
+  // kubeconfig's token, or inside a token file, would add headers of its own to every request
+  // ("abc\r\nHost: elsewhere"). Refused without showing it: it is a secret.
+  if (std::ranges::any_of(token, [](char c) { return c < '!' || c > '~'; })) {
+    return Fail(
+        ErrorCode::kInvalidArgument,
+        "the Kubernetes token{} holds a space, a line break or another byte a bearer "
+        "token cannot: not sent",
+        connection_.token_file.empty() ? "" : " in " + SanitizeUtf8(connection_.token_file));
+  }
+  return token;
 }
 
 Result<sys::HttpResponse> KubeApi::Call(const std::string& method, const std::string& path,

@@ -237,6 +237,30 @@ TEST_F(KubernetesTest, TheTokenIsReadAgainAndNeverShown) {
   EXPECT_EQ(r.error().code, ErrorCode::kPermissionDenied);
 }
 
+// A token with a line break (in a kubeconfig, or inside a token file) would have added headers
+// of its own to every request: "abc\r\nX-Injected: yes" reached the server as two headers.
+// Nothing is sent, and the error does not show the token.
+TEST_F(KubernetesTest, ATokenThatWouldAddHeadersIsNotSent) {
+  for (const std::string& token :
+       {std::string("abc\r\nX-Injected: yes"), std::string("abc def"), std::string("ab\x7f")}) {
+    for (const bool in_file : {true, false}) {
+      if (in_file) {
+        ASSERT_TRUE(fs_.WriteFileAtomic(dir_.File("token"), token + "\n", 0600));
+        connection_.token_file = dir_.File("token");
+      } else {
+        connection_.token_file.clear();
+        connection_.token = token;
+      }
+      auto k = Make();
+      auto nodes = k.Nodes();
+      ASSERT_FALSE(nodes);
+      EXPECT_EQ(nodes.error().code, ErrorCode::kInvalidArgument);
+      EXPECT_EQ(nodes.error().message.find("abc"), std::string::npos) << nodes.error().message;
+    }
+  }
+  EXPECT_TRUE(api_.Http().Requests().empty()) << "a request was sent";
+}
+
 TEST_F(KubernetesTest, AListWhoseContinueTokenNeverMovesIsAnError) {
   // A broken or hostile server would otherwise keep the list going for ever.
   options_.api.page_size = 1;
