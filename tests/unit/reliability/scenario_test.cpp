@@ -180,6 +180,17 @@ TEST(Scenario, RefusesWhatCannotRun) {
   ASSERT_TRUE(again) << again.error().message;
   EXPECT_EQ(again->steps[0].name, "xid-79-n");
   EXPECT_EQ(again->steps[1].name, "xid-79-n-2");
+  // A name given that a repeat's number would take is skipped by the next repeat.
+  const auto around = ParseScenario(
+      "steps: [{inject: xid, code: 79, node: n, gpu: '17:00.0'},\n"
+      "        {inject: xid, code: 79, node: n, gpu: '17:00.0'},\n"
+      "        {name: xid-79-n-3, inject: xid, code: 48, node: n, gpu: '17:00.0'},\n"
+      "        {inject: xid, code: 79, node: n, gpu: '17:00.0'}]");
+  ASSERT_TRUE(around) << around.error().message;
+  std::vector<std::string> names;
+  for (const Step& step : around->steps) names.push_back(step.name);
+  EXPECT_EQ(names,
+            (std::vector<std::string>{"xid-79-n", "xid-79-n-2", "xid-79-n-3", "xid-79-n-4"}));
 }
 
 // A provider in miniature: drains a node `delay` after a fault is injected for it (or never),
