@@ -188,6 +188,21 @@ std::optional<int64_t> After(std::string_view text, std::string_view key) {
   return Whole(rest.substr(0, end));
 }
 
+// Bounds no real run is near, so that the figures the rating scores come from a log that can
+// be true: tokens a second per GPU (a 1B model reaches tens of thousands), TFLOPS per GPU (a
+// B200's dense FP4 is about 10,000), GiB per GPU, MFU (past 100 % is real: TorchTitan divides by
+// an A100's peak for a GPU it does not know, which the figures call out; past 100 times that is
+// no GPU).
+constexpr double kMaxTokensPerS = 1e8;
+constexpr double kMaxMfuPct = 1e4;
+constexpr double kMaxTflops = 1e5;
+constexpr double kMaxGib = 1e5;
+
+std::optional<double> Plausible(std::optional<double> v, double low, double high) {
+  if (!v || !std::isfinite(*v) || *v < low || *v > high) return std::nullopt;
+  return v;
+}
+
 // The fields of a metric line after "step: N": "loss:  6.1384  memory: 49.66GiB(52.28%) ...".
 void ReadFields(std::string_view fields, TrainStep& step, std::vector<std::string>& unread) {
   std::vector<std::string_view> words = SplitFields(fields);
@@ -209,10 +224,10 @@ void ReadFields(std::string_view fields, TrainStep& step, std::vector<std::strin
       // "49.66GiB(52.28%)"
       const size_t gib = value.find("GiB");
       if (gib != std::string_view::npos) {
-        step.memory_gib = Number(value.substr(0, gib));
+        step.memory_gib = Plausible(Number(value.substr(0, gib)), 0, kMaxGib);
         std::string_view pct = value.substr(gib + 3);
         if (pct.starts_with('(') && pct.ends_with(')')) {
-          step.memory_pct = Number(pct.substr(1, pct.size() - 2));
+          step.memory_pct = Plausible(Number(pct.substr(1, pct.size() - 2)), 0, 100);
         }
       }
       if (!step.memory_gib) unread.push_back("memory: " + std::string(value));
@@ -231,12 +246,22 @@ void ReadFields(std::string_view fields, TrainStep& step, std::vector<std::strin
       step.loss = number;
     } else if (key == "grad_norm") {
       step.grad_norm = number;
-    } else if (key == "tps" || key == "wps") {
-      step.tps = number;
-    } else if (key == "tflops") {
-      step.tflops = number;
-    } else if (key == "mfu") {
-      step.mfu_pct = number;
+    } else if (key == "tps" || key == "wps" || key == "tflops" || key == "mfu") {
+      // What the rating scores: a figure no GPU reaches (1e300 tokens/s, a negative TFLOPS or
+      // MFU) is a log that is wrong, not a result, and is said among the unread.
+      const bool tokens = key == "tps" || key == "wps";
+      const std::optional<double> figure = tokens            ? Plausible(number, 0, kMaxTokensPerS)
+                                           : key == "tflops" ? Plausible(number, 0, kMaxTflops)
+                                                             : Plausible(number, 0, kMaxMfuPct);
+      if (!figure) {
+        unread.push_back(std::string(key) + ": " + std::string(value) + " (no GPU measures that)");
+      } else if (tokens) {
+        step.tps = figure;
+      } else if (key == "tflops") {
+        step.tflops = figure;
+      } else {
+        step.mfu_pct = figure;
+      }
     } else {
       step.other[SanitizeUtf8(key)] = *number;
     }
@@ -374,7 +399,8 @@ void TorchTitanLogReader::Message(std::string_view message, std::optional<int> r
       bool any = false;
       for (std::string_view part : Split(message.substr(open + 1, close - open - 1), ',')) {
         const auto n = Whole(Trim(part));
-        if (!n || *n <= 0) {
+        // A mesh past a million GPUs is no mesh (and the product would overflow).
+        if (!n || *n <= 0 || *n > 1'000'000 || product > 1'000'000 / *n) {
           any = false;
           break;
         }

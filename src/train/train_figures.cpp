@@ -22,6 +22,7 @@ std::optional<double> Median(std::vector<double> values) {
 // Coefficient of variation in percent; none below two values or at a zero mean.
 std::optional<double> SpreadPct(const std::vector<double>& values) {
   if (values.size() < 2) return std::nullopt;
+  if (!std::ranges::all_of(values, [](double v) { return std::isfinite(v); })) return std::nullopt;
   double sum = 0;
   for (double v : values) sum += v;
   const double mean = sum / static_cast<double>(values.size());
@@ -41,6 +42,8 @@ std::optional<double> MedianOf(const std::vector<const TrainStep*>& steps, Field
 }
 
 std::string Thousands(double value) {
+  // Past what a whole number holds (or not a number), as it is: llround would overflow.
+  if (!std::isfinite(value) || std::fabs(value) >= 1e15) return fmt::format("{:.3g}", value);
   const auto whole = static_cast<int64_t>(std::llround(value));
   std::string digits = std::to_string(whole < 0 ? -whole : whole);
   std::string out;

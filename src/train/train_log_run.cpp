@@ -1,5 +1,6 @@
 #include "train/train_log_run.hpp"
 
+#include <cmath>
 #include <fmt/format.h>
 
 #include "core/strings.hpp"
@@ -109,7 +110,10 @@ std::vector<Metric> TrainMetrics(const std::string& name, const TrainFigures& f)
   std::vector<Metric> out;
   const std::map<std::string, std::string> labels = {{"log", SanitizeUtf8(name)}};
   const auto add = [&](const char* metric, const std::optional<double>& v, const char* unit) {
-    if (v) out.push_back({.name = metric, .labels = labels, .value = *v, .unit = unit});
+    // Finite only: SQLite stores NaN as NULL, which the store refuses (the run was lost).
+    if (v && std::isfinite(*v)) {
+      out.push_back({.name = metric, .labels = labels, .value = *v, .unit = unit});
+    }
   };
   add("train.tokens_per_s_per_gpu", f.tokens_per_s_per_gpu, "tokens/s");
   add("train.tflops_per_gpu", f.tflops_per_gpu, "TFLOPS");

@@ -1,5 +1,6 @@
 #include "train/train_references.hpp"
 
+#include <cmath>
 #include <cstdlib>
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -41,6 +42,7 @@ Result<std::string> FieldText(const json& object, const char* key, std::string_v
 }
 
 std::string Thousands(double value) {
+  if (!std::isfinite(value) || std::fabs(value) >= 1e15) return fmt::format("{:.3g}", value);
   const auto whole = static_cast<int64_t>(value);
   if (static_cast<double>(whole) != value) return fmt::format("{:.1f}", value);
   std::string digits = std::to_string(whole);

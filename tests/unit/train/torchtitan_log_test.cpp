@@ -187,6 +187,46 @@ TEST(TorchTitanLog, PrefixesAndNumbers) {
   EXPECT_EQ(other.notes.size(), 1U);  // the step line without a number
 }
 
+// Figures no GPU reaches are a log that is wrong, not a result: said among the unread, never
+// scored (1e300 tokens/s earned full marks for training throughput). An MFU past 100 % is real
+// (TorchTitan divides by an A100's peak for GPUs it does not know) and is kept.
+TEST(TorchTitanLog, FiguresNoGpuReachesAreSaidNotTaken) {
+  const TrainLog log = ParseTorchTitanLog(
+      "step: 1  tps: 1e300  tflops: -1e300  mfu: -3%  memory: -49GiB(-5%)\n"
+      "step: 2  tps: 5,000  tflops: 400  mfu: 212.5%  memory: 49.66GiB(52.28%)\n"
+      "step: 3  tps: nan  tflops: 1e6  mfu: 1e5%\n");
+  ASSERT_EQ(log.steps.size(), 3U);
+  for (size_t i : {0U, 2U}) {
+    EXPECT_FALSE(log.steps[i].tps) << i;
+    EXPECT_FALSE(log.steps[i].tflops) << i;
+    EXPECT_FALSE(log.steps[i].mfu_pct) << i;
+  }
+  EXPECT_FALSE(log.steps[0].memory_gib);
+  EXPECT_EQ(log.steps[1].tps, 5000);
+  EXPECT_EQ(log.steps[1].tflops, 400);
+  EXPECT_EQ(log.steps[1].mfu_pct, 212.5);
+  EXPECT_EQ(log.steps[1].memory_gib, 49.66);
+  ASSERT_FALSE(log.notes.empty());
+  EXPECT_NE(log.notes[0].find("tps: 1e300 (no GPU measures that)"), std::string::npos)
+      << log.notes[0];
+}
+
+// A device mesh whose sizes' product passes a million GPUs (or overflows) names no world size.
+TEST(TorchTitanLog, AMeshPastAMillionGpusIsNoWorldSize) {
+  for (const char* sizes :
+       {"[3037000500, 3037000500]", "[4294967296, 4294967296]", "[1024, 1024, 2]"}) {
+    const TrainLog log = ParseTorchTitanLog(
+        std::string("[titan] 2025-01-01 00:00:00,000 - root - INFO - Building 2-D device mesh with "
+                    "['a', 'b'], ") +
+        sizes + "\n");
+    EXPECT_FALSE(log.info.world_size) << sizes;
+  }
+  const TrainLog fine = ParseTorchTitanLog(
+      "[titan] 2025-01-01 00:00:00,000 - root - INFO - Building 2-D device mesh with ['a', 'b'], "
+      "[512, 8]\n");
+  EXPECT_EQ(fine.info.world_size, 4096);
+}
+
 // torchrun's report cut off before its closing line still names the rank.
 TEST(TorchTitanLog, AReportCutShortIsKept) {
   const TrainLog log = ParseTorchTitanLog(

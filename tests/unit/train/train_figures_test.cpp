@@ -131,6 +131,18 @@ TEST(AnalyzeTrainLog, AnMfuAboveOneHundredPercentIsCalledOut) {
   EXPECT_TRUE(AnalyzeTrainLog(log).notes.empty());
 }
 
+// A figure past what a whole number holds is shown as it is, never as an overflowed one
+// ("--9,223,372,036,854,775,808 tokens/s/GPU"); a jitter of steps too fast to invert is none.
+TEST(AnalyzeTrainLog, FiguresPastAWholeNumberAreShownAsTheyAre) {
+  const TrainLog log = Log({Step(1, 1e30), Step(10, 1e30), Step(20, 1e30)});
+  const TrainFigures f = AnalyzeTrainLog(log);
+  const std::string text = TrainFiguresText(f, log);
+  EXPECT_EQ(text.find("-9,223"), std::string::npos) << text;
+  EXPECT_NE(text.find("1e+30"), std::string::npos) << text;
+  const TrainLog tiny = Log({Step(1, 1e-300), Step(10, 1e-310), Step(20, 1e-300)});
+  EXPECT_FALSE(AnalyzeTrainLog(tiny).jitter_pct);
+}
+
 // The root cause names rank 5: its exception wins over rank 2's earlier one (rank 2 failed
 // because rank 5 had). Without a report, the first failure seen.
 TEST(AnalyzeTrainLog, TheFirstErrorIsTheRootCauseRanks) {
