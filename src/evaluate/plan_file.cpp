@@ -9,7 +9,9 @@
 #include "active/thresholds.hpp"
 #include "core/keys.hpp"
 #include "core/strings.hpp"
+#include "core/yaml_document.hpp"
 #include "endpoint/api.hpp"
+#include "health/log_scanner.hpp"
 #include "net/nccl_platforms.hpp"
 #include "train/train_log_run.hpp"
 
@@ -470,7 +472,9 @@ Result<ActivePhasePlan> ActiveOf(const YAML::Node& node) {
 Result<Plan> ParsePlan(std::string_view yaml, const std::string& base_dir) {
   YAML::Node root;
   try {
-    root = YAML::Load(std::string(yaml));
+    auto one = LoadOneYamlDocument(yaml, "plan");
+    if (!one) return tl::unexpected(one.error());
+    root = *one;
   } catch (const YAML::Exception& e) {
     return Fail(ErrorCode::kInvalidArgument, "plan is not YAML: {}", e.what());
   }
@@ -508,6 +512,17 @@ Result<Plan> ParsePlan(std::string_view yaml, const std::string& base_dir) {
         if (auto ok = OnlyKeys(health, {"since"}, "health"); !ok) return tl::unexpected(ok.error());
         auto since = Text(health, "since", 64);
         if (!since) return tl::unexpected(since.error());
+        // Its form is checked here, before anything runs (a plan's "yesterday" ran the whole
+        // evaluation, then made the health phase UNTESTED); whether the time lies in the future
+        // is said on the evaluation's own clock. Durations are placed back from a fixed "now"
+        // that any of them fits behind.
+        if (!since->empty() && !ParseIso8601(*since)) {
+          constexpr WallTime kSomeNow{std::chrono::hours(24 * 365 * 30)};
+          if (auto form = health::ParseSince(*since, kSomeNow, 0); !form) {
+            return tl::unexpected(
+                Invalid(health["since"], "health.since: " + form.error().message));
+          }
+        }
         if (!since->empty()) plan.health_since = *since;
       }
     }

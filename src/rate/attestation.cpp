@@ -8,6 +8,7 @@
 
 #include "core/sha256.hpp"
 #include "core/strings.hpp"
+#include "core/yaml_document.hpp"
 
 namespace cmax::rate {
 namespace {
@@ -174,7 +175,9 @@ const std::vector<std::string>& AttestationFacts() {
 Result<Attestation> ParseAttestation(std::string_view yaml, WallTime now) {
   YAML::Node root;
   try {
-    root = YAML::Load(std::string(yaml));
+    auto one = LoadOneYamlDocument(yaml, "attestation");
+    if (!one) return tl::unexpected(one.error());
+    root = *one;
   } catch (const YAML::Exception& e) {
     return Fail(ErrorCode::kInvalidArgument, "attestation is not YAML: {}", e.what());
   }

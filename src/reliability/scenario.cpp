@@ -12,6 +12,7 @@
 
 #include "core/keys.hpp"
 #include "core/strings.hpp"
+#include "core/yaml_document.hpp"
 #include "health/xid_catalog.hpp"
 #include "inject/dcgm.hpp"
 #include "inject/kernel_lines.hpp"
@@ -119,7 +120,9 @@ Result<void> CheckAlertSignals(std::string_view prometheus, std::string_view que
 Result<Scenario> ParseScenario(std::string_view text) {
   YAML::Node root;
   try {
-    root = YAML::Load(std::string(text));
+    auto one = LoadOneYamlDocument(text, "scenario");
+    if (!one) return tl::unexpected(one.error());
+    root = *one;
   } catch (const YAML::Exception& e) {
     return Fail(ErrorCode::kInvalidArgument, "scenario is not YAML or JSON: {}", e.what());
   }

@@ -3,6 +3,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include "core/strings.hpp"
+#include "core/yaml_document.hpp"
 
 namespace cmax::remediate {
 namespace {
@@ -51,7 +52,9 @@ Result<KubeConnection> ParseKubeconfig(std::string_view text, const std::string&
                                        const std::string& base_dir) {
   YAML::Node root;
   try {
-    root = YAML::Load(std::string(text));
+    auto one = LoadOneYamlDocument(text, "kubeconfig");
+    if (!one) return tl::unexpected(one.error());
+    root = *one;
   } catch (const YAML::Exception& e) {
     return Fail(ErrorCode::kInvalidArgument, "kubeconfig is not YAML: {}", e.what());
   }

@@ -8,6 +8,10 @@
 #include <sstream>
 #include <string>
 
+#include "rate/attestation.hpp"
+#include "reliability/scenario.hpp"
+#include "remediate/kube_config.hpp"
+
 namespace cmax::evaluate {
 namespace {
 
@@ -16,6 +20,33 @@ std::string Example() {
   std::stringstream text;
   text << in.rdbuf();
   return text.str();
+}
+
+// Every YAML file cmax reads holds one document: yaml-cpp's Load kept the first and dropped a
+// second after `---` without a word (a plan's reliability phases, an attestation's security
+// claims, then "does not say"). The four parsers refuse a second document.
+TEST(PlanFile, EveryYamlFileHoldsOneDocument) {
+  const std::string second = "\n---\nreliability: [{name: x, scenario: s.yaml}]\n";
+  const std::string plan = Example() + second;
+  const auto parsed = ParsePlan(plan, "/plans");
+  ASSERT_FALSE(parsed);
+  EXPECT_EQ(parsed.error().message,
+            "plan: 2 YAML documents (`---` lines); cmax reads one, and would ignore the rest");
+  const auto attestation = rate::ParseAttestation(
+      "schema: cmax.attestation/v1\nprovider: P\n---\nsecurity: {}\n", WallTime{});
+  ASSERT_FALSE(attestation);
+  EXPECT_EQ(attestation.error().message.rfind("attestation: 2 YAML documents", 0), 0U)
+      << attestation.error().message;
+  const auto scenario = reliability::ParseScenario(
+      "steps: [{inject: xid, code: 79, node: n, gpu: '17:00.0'}]\n---\npoll_s: 1\n");
+  ASSERT_FALSE(scenario);
+  EXPECT_EQ(scenario.error().message.rfind("scenario: 2 YAML documents", 0), 0U)
+      << scenario.error().message;
+  const auto kubeconfig =
+      remediate::ParseKubeconfig("apiVersion: v1\n---\nkind: Config\n", "", "/");
+  ASSERT_FALSE(kubeconfig);
+  EXPECT_EQ(kubeconfig.error().message.rfind("kubeconfig: 2 YAML documents", 0), 0U)
+      << kubeconfig.error().message;
 }
 
 TEST(PlanFile, ANetworkSweepTakesTheSweepsOptions) {
@@ -208,6 +239,8 @@ TEST(PlanFile, BadPlansAreRefusedWithTheirLine) {
        "\"active-fleet\" is the name of a phase of every run"},
       {head + "training:\n  - {name: health, logs: [a]}\n", "\"health\" is the name of a phase"},
       {head + "health: {since: 1h, every: 2}\n", "unknown key 'every'"},
+      {head + "health: {since: yesterday}\n", "health.since: --since takes a duration"},
+      {head + "health: {since: 11000d}\n", "health.since: --since takes a duration"},
       {head + "provider: \"a\\nb\"\n", "provider must be text"},
       {head + "provider: " + std::string(129, 'p') + "\n", "provider must be text of 1 to 128"},
       {head + "attestation: [a]\n", "attestation must be text"},
