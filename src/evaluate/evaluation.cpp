@@ -34,8 +34,11 @@ Result<Plan> ReadPlan(const std::string& path, sys::FileSystem& fs) {
   if (path.empty()) return Plan{};
   auto text = fs.ReadFile(path, kMaxPlanBytes);
   if (!text) {
-    return Fail(ErrorCode::kInvalidArgument, "cannot read the plan {}: {}", path,
-                text.error().message);
+    // A signal while a FIFO given as the plan waited for its writer is an interruption (exit
+    // 128+N), not a plan that cannot be read.
+    return Fail(text.error().code == ErrorCode::kInterrupted ? ErrorCode::kInterrupted
+                                                             : ErrorCode::kInvalidArgument,
+                "cannot read the plan {}: {}", path, text.error().message);
   }
   auto plan = ParsePlan(*text, FolderOf(path));
   if (!plan) return Fail(ErrorCode::kInvalidArgument, "{}: {}", path, plan.error().message);

@@ -51,6 +51,13 @@ Result<std::vector<int64_t>> ProviderRuns(store::Store& store, const std::string
   return ids;
 }
 
+// A file named on the command line or in a plan that cannot be read is the user's to fix (exit
+// 2), unless a signal ended the wait for it (a FIFO without a writer): then exit 128+N.
+ErrorCode InputError(const Error& error) {
+  return error.code == ErrorCode::kInterrupted ? ErrorCode::kInterrupted
+                                               : ErrorCode::kInvalidArgument;
+}
+
 // The attestation at `path`, read and checked against `rubric` (its SLA template must be one of
 // the rubric's).
 Result<Attestation> LoadAttestation(const std::string& path, const Rubric& rubric,
@@ -58,7 +65,7 @@ Result<Attestation> LoadAttestation(const std::string& path, const Rubric& rubri
   auto text = io.fs->ReadFile(path, kFileLimit);
   if (!text) {
     // Named by --attestation or by a plan: the file is what to look at, whichever it was.
-    return Fail(ErrorCode::kInvalidArgument, "attestation {}: {}", path, text.error().message);
+    return Fail(InputError(text.error()), "attestation {}: {}", path, text.error().message);
   }
   auto parsed = ParseAttestation(*text, io.clock->Now());
   if (!parsed) return Fail(ErrorCode::kInvalidArgument, "{}: {}", path, parsed.error().message);
@@ -152,8 +159,7 @@ Result<RatingFiles> LoadRatingFiles(const RateOptions& options, const RateIo& io
   if (!options.rubric.empty()) {
     auto text = io.fs->ReadFile(options.rubric, kFileLimit);
     if (!text) {
-      return Fail(ErrorCode::kInvalidArgument, "rubric {}: {}", options.rubric,
-                  text.error().message);
+      return Fail(InputError(text.error()), "rubric {}: {}", options.rubric, text.error().message);
     }
     auto parsed = Rubric::Parse(*text);
     if (!parsed) {

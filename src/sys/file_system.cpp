@@ -66,7 +66,17 @@ Result<void> WriteAll(int fd, std::string_view data, const std::string& path) {
 }  // namespace
 
 Result<std::string> LocalFileSystem::ReadFile(const std::string& path, size_t max_bytes) const {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY);
+  // A device is no file to read: /dev/zero fed a GiB before the size limit said no, and opening
+  // one can act (a watchdog starts counting). Refused before it is opened. A FIFO is read (a
+  // shell's `<(...)`), and a Ctrl-C or SIGTERM while it waits for a writer ends the wait.
+  struct stat before {};
+  if (::stat(path.c_str(), &before) == 0 && (S_ISCHR(before.st_mode) || S_ISBLK(before.st_mode))) {
+    return Fail(ErrorCode::kInvalidArgument, "{} is a device; name a file to read", path);
+  }
+  int fd = -1;
+  while ((fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY)) < 0 && errno == EINTR) {
+    if (Interrupted()) return Fail(ErrorCode::kInterrupted, "opening {} was interrupted", path);
+  }
   if (fd < 0) return ErrnoError("cannot open", path);
   FdCloser closer(fd);
   struct stat st {};
@@ -98,7 +108,7 @@ Result<std::string> ReadInputFile(const FileSystem& fs, const std::string& path,
                                   const std::function<bool()>& interrupted) {
   auto text = fs.ReadFile(path, max_bytes);
   if (text) return text;
-  if (interrupted && interrupted()) {
+  if ((interrupted && interrupted()) || text.error().code == ErrorCode::kInterrupted) {
     return Fail(ErrorCode::kInterrupted, "interrupted reading {}; nothing was recorded",
                 AsOneLine(path));
   }

@@ -5,9 +5,11 @@
 #include "rate/rate_run.hpp"
 
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
 #include "store/run_writer.hpp"
 #include "store/sqlite.hpp"
+#include "support/stop_while_blocked.hpp"
 #include "support/temp_dir.hpp"
 #include "sys/file_system.hpp"
 
@@ -75,6 +77,26 @@ TEST(RateRun, TheNewestRunIsRatedWhateverItsId) {
   auto rating = RateStoredRuns({}, {.db_path = path, .fs = &fs, .clock = &clock});
   ASSERT_TRUE(rating) << rating.error().message;
   EXPECT_EQ(rating->runs, std::vector<int64_t>{-5});
+}
+
+// A rubric or attestation named as a FIFO waits for its writer; Ctrl-C or SIGTERM meanwhile is
+// an interruption (exit 128+N), not a file that cannot be read (exit 2, "Interrupted system
+// call").
+TEST(RateRun, AStopWhileARatingFileWaitsIsAnInterruption) {
+  testing::TempDir dir;
+  const std::string fifo = dir.File("rubric.json");
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  sys::LocalFileSystem fs;
+  SystemClock clock;
+  for (const bool rubric : {true, false}) {
+    RateOptions options;
+    (rubric ? options.rubric : options.attestation) = fifo;
+    auto files = testing::WithAStopWhileBlocked([&] {
+      return LoadRatingFiles(options, {.db_path = dir.File("cmax.db"), .fs = &fs, .clock = &clock});
+    });
+    ASSERT_FALSE(files);
+    EXPECT_EQ(files.error().code, ErrorCode::kInterrupted) << files.error().message;
+  }
 }
 
 }  // namespace

@@ -10,6 +10,7 @@
 #include <sys/un.h>
 #include <thread>
 
+#include "support/stop_while_blocked.hpp"
 #include "support/temp_dir.hpp"
 
 namespace cmax::sys {
@@ -151,6 +152,30 @@ TEST(LocalFileSystem, OutputFileWritesThroughFifos) {
   struct stat st {};
   ASSERT_EQ(::lstat(fifo.c_str(), &st), 0);
   EXPECT_TRUE(S_ISFIFO(st.st_mode));
+}
+
+// A device is no file to read (/dev/zero fed a GiB before the size limit said no; opening a
+// watchdog starts it): refused before it is opened, whatever the limit.
+TEST(LocalFileSystem, ReadFileRefusesDevices) {
+  LocalFileSystem fs;
+  for (const char* device : {"/dev/zero", "/dev/null", "/dev/urandom"}) {
+    auto read = fs.ReadFile(device, size_t{1} << 30);
+    ASSERT_FALSE(read) << device;
+    EXPECT_EQ(read.error().code, ErrorCode::kInvalidArgument);
+    EXPECT_EQ(read.error().message, std::string(device) + " is a device; name a file to read");
+  }
+}
+
+// A FIFO given as an input waits for its writer in open(); a stop asked meanwhile (Ctrl-C,
+// SIGTERM) ends the wait as an interruption.
+TEST(LocalFileSystem, AStopWhileAFifoWaitsForItsWriterIsAnInterruption) {
+  cmax::testing::TempDir dir;
+  const std::string fifo = dir.File("pipe");
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  auto read =
+      cmax::testing::WithAStopWhileBlocked([&] { return LocalFileSystem().ReadFile(fifo, 1000); });
+  ASSERT_FALSE(read);
+  EXPECT_EQ(read.error().code, ErrorCode::kInterrupted) << read.error().message;
 }
 
 TEST(LocalFileSystem, OutputFileRefusesDirectoriesBlockDevicesAndSockets) {
