@@ -203,21 +203,53 @@ std::optional<double> Plausible(std::optional<double> v, double low, double high
   return v;
 }
 
+// What a metric line held that was not read: its first few words, each cut short, and how many
+// more (a line of ten million words kept them all, 800 MB, and printed 60 MB of note).
+struct Unread {
+  static constexpr size_t kShown = 8;
+  static constexpr size_t kWordBytes = 80;
+  std::vector<std::string> shown;
+  size_t more = 0;
+  void Add(std::string text) {
+    if (shown.size() == kShown) {
+      ++more;
+      return;
+    }
+    if (text.size() > kWordBytes) text = text.substr(0, kWordBytes) + "...";
+    shown.push_back(std::move(text));
+  }
+  bool empty() const { return shown.empty(); }
+  std::string Text() const {
+    std::string out = Join(shown, ", ");
+    if (more > 0) out += fmt::format(" and {} more", more);
+    return out;
+  }
+};
+
+// The next whitespace-separated word of `text` from `at` ("" at the end), `at` moved past it.
+std::string_view NextWord(std::string_view text, size_t& at) {
+  const auto space = [](char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\n'; };
+  while (at < text.size() && space(text[at])) ++at;
+  const size_t begin = at;
+  while (at < text.size() && !space(text[at])) ++at;
+  return text.substr(begin, at - begin);
+}
+
 // The fields of a metric line after "step: N": "loss:  6.1384  memory: 49.66GiB(52.28%) ...".
-void ReadFields(std::string_view fields, TrainStep& step, std::vector<std::string>& unread) {
-  std::vector<std::string_view> words = SplitFields(fields);
-  for (size_t i = 0; i < words.size(); ++i) {
-    std::string_view key = words[i];
+void ReadFields(std::string_view fields, TrainStep& step, Unread& unread) {
+  size_t at = 0;
+  for (std::string_view word = NextWord(fields, at); !word.empty(); word = NextWord(fields, at)) {
+    std::string_view key = word;
     std::string_view value;
     const size_t colon = key.find(':');
     if (colon == std::string_view::npos) {
-      unread.emplace_back(key);
+      unread.Add(std::string(key));
       continue;
     }
     if (colon + 1 < key.size()) {  // "key:value" in one word
       value = key.substr(colon + 1);
-    } else if (i + 1 < words.size()) {
-      value = words[++i];
+    } else {
+      value = NextWord(fields, at);
     }
     key = key.substr(0, colon);
     if (key == "memory") {
@@ -230,7 +262,7 @@ void ReadFields(std::string_view fields, TrainStep& step, std::vector<std::strin
           step.memory_pct = Plausible(Number(pct.substr(1, pct.size() - 2)), 0, 100);
         }
       }
-      if (!step.memory_gib) unread.push_back("memory: " + std::string(value));
+      if (!step.memory_gib) unread.Add("memory: " + std::string(value));
       continue;
     }
     if (key == "mfu" && value == "N/A") {
@@ -239,7 +271,7 @@ void ReadFields(std::string_view fields, TrainStep& step, std::vector<std::strin
     }
     const std::optional<double> number = Number(value);
     if (!number) {
-      unread.push_back(std::string(key) + ": " + std::string(value));
+      unread.Add(std::string(key) + ": " + std::string(value));
       continue;
     }
     if (key == "loss") {
@@ -254,7 +286,7 @@ void ReadFields(std::string_view fields, TrainStep& step, std::vector<std::strin
                                            : key == "tflops" ? Plausible(number, 0, kMaxTflops)
                                                              : Plausible(number, 0, kMaxMfuPct);
       if (!figure) {
-        unread.push_back(std::string(key) + ": " + std::string(value) + " (no GPU measures that)");
+        unread.Add(std::string(key) + ": " + std::string(value) + " (no GPU measures that)");
       } else if (tokens) {
         step.tps = figure;
       } else if (key == "tflops") {
@@ -357,11 +389,11 @@ void TorchTitanLogReader::Message(std::string_view message, std::optional<int> r
     }
     TrainStep step{.step = *number, .rank = rank, .line = line};
     if (time && first_time_) step.time_s = static_cast<double>(*time - *first_time_) / 1000;
-    std::vector<std::string> unread;
+    Unread unread;
     ReadFields(rest.substr(digits), step, unread);
     if (!unread.empty() && log_.notes.size() < kMaxNotes) {
       log_.notes.push_back(
-          fmt::format("line {}: not read: {}", line, SanitizeUtf8(Join(unread, ", "))));
+          fmt::format("line {}: not read: {}", line, SanitizeUtf8(unread.Text())));
     }
     (validation ? log_.validation : log_.steps).push_back(std::move(step));
     return;

@@ -211,6 +211,19 @@ TEST(TorchTitanLog, FiguresNoGpuReachesAreSaidNotTaken) {
       << log.notes[0];
 }
 
+// What a metric line held that was not read is said in a few words, each cut short, and a
+// count: a line of ten million unread words was kept whole (800 MB) and printed as a 60 MB note.
+TEST(TorchTitanLog, AnUnreadLineIsSaidInAFewWords) {
+  std::string line = "step: 1  tps: 10  " + std::string(200, 'x') + " ";
+  for (int i = 0; i < 1000; ++i) line += "a ";
+  const TrainLog log = ParseTorchTitanLog(line + "\n");
+  ASSERT_EQ(log.steps.size(), 1U);
+  EXPECT_EQ(log.steps[0].tps, 10);
+  ASSERT_EQ(log.notes.size(), 1U);
+  EXPECT_EQ(log.notes[0], "line 1: not read: " + std::string(80, 'x') +
+                              "..., a, a, a, a, a, a, a and 993 more");
+}
+
 // A device mesh whose sizes' product passes a million GPUs (or overflows) names no world size.
 TEST(TorchTitanLog, AMeshPastAMillionGpusIsNoWorldSize) {
   for (const char* sizes :
