@@ -240,6 +240,19 @@ TEST(PlanFile, BadPlansAreRefusedWithTheirLine) {
       {head + "training:\n  - {name: health, logs: [a]}\n", "\"health\" is the name of a phase"},
       {head + "health: {since: 1h, every: 2}\n", "unknown key 'every'"},
       {head + "health: {since: yesterday}\n", "health.since: --since takes a duration"},
+      {head + "training:\n  - {name: t, command: [a], env: [&a \"K=" + std::string(4000, 'v') +
+           "\"" + [] {
+             std::string aliases;
+             for (int i = 0; i < 300; ++i) aliases += ", *a";
+             return aliases;
+           }() + "]}\n",
+       "env holds more than 1048576 bytes of text"},
+      {head + "training:\n  - {name: t, command: [a], env: [&a K=1" + [] {
+             std::string aliases;
+             for (int i = 0; i < 10000; ++i) aliases += ", *a";
+             return aliases;
+           }() + "]}\n",
+       "env holds 10001 entries, more than 10000"},
       {head + "health: {since: 11000d}\n", "health.since: --since takes a duration"},
       {head + "provider: \"a\\nb\"\n", "provider must be text"},
       {head + "provider: " + std::string(129, 'p') + "\n", "provider must be text of 1 to 128"},
