@@ -99,6 +99,46 @@ inline std::string JsonParseProblem(const nlohmann::json::exception& e) {
 // not cmax's, and is shown as a note instead of parsed.
 inline constexpr int kMaxStoredJsonNesting = 64;
 
+// The first key that appears twice in one object of a JSON text, read as its events: `repeat`
+// empty when none, `occurrence` which `"key":` of the whole text (by count) is the repeat.
+struct JsonRepeatedKey : nlohmann::json_sax<nlohmann::json> {
+  std::vector<std::set<std::string>> keys_by_depth;
+  std::map<std::string, int> times_seen;
+  std::string repeat;
+  int occurrence = 0;
+
+  bool null() override { return true; }
+  bool boolean(bool /*value*/) override { return true; }
+  bool number_integer(number_integer_t /*value*/) override { return true; }
+  bool number_unsigned(number_unsigned_t /*value*/) override { return true; }
+  bool number_float(number_float_t /*value*/, const string_t& /*text*/) override { return true; }
+  bool string(string_t& /*value*/) override { return true; }
+  bool binary(binary_t& /*value*/) override { return true; }
+  bool start_object(std::size_t /*size*/) override {
+    keys_by_depth.emplace_back();
+    return true;
+  }
+  bool key(string_t& name) override {
+    if (!repeat.empty() || keys_by_depth.empty()) return true;
+    const int seen = ++times_seen[name];
+    if (!keys_by_depth.back().insert(name).second) {
+      repeat = name;
+      occurrence = seen;
+    }
+    return true;
+  }
+  bool end_object() override {
+    if (!keys_by_depth.empty()) keys_by_depth.pop_back();
+    return true;
+  }
+  bool start_array(std::size_t /*size*/) override { return true; }
+  bool end_array() override { return true; }
+  bool parse_error(std::size_t /*position*/, const std::string& /*token*/,
+                   const nlohmann::detail::exception& /*error*/) override {
+    return false;
+  }
+};
+
 // The deepest a file people write for cmax nests (rubrics, platforms, tables, nccl-tests'
 // output: a few levels); deeper is no such file, and is refused before it is parsed (a rubric
 // nested 60,000 levels crashed `rate` when its bad value was printed).
@@ -113,44 +153,30 @@ inline Result<nlohmann::json> ParseJsonObject(std::string_view text) {
                 kMaxFileJsonNesting);
   }
   nlohmann::json doc;
-  // nlohmann keeps the last of two equal keys in an object; a person who wrote both meant one
-  // of them, and which is not ours to guess.
-  std::vector<std::set<std::string>> keys_by_depth;
-  std::map<std::string, int> times_seen;  // in the whole text: which `"key":` is the repeat
-  std::string repeated;
-  int repeated_occurrence = 0;
-  const auto note_keys = [&](int /*depth*/, nlohmann::json::parse_event_t event,
-                             nlohmann::json& parsed) {
-    using JsonEvent = nlohmann::json::parse_event_t;
-    if (event == JsonEvent::object_start) keys_by_depth.emplace_back();
-    if (event == JsonEvent::object_end && !keys_by_depth.empty()) keys_by_depth.pop_back();
-    if (event != JsonEvent::key || keys_by_depth.empty() || !repeated.empty()) return true;
-    const std::string& key = parsed.get_ref<const std::string&>();
-    const int occurrence = ++times_seen[key];
-    if (!keys_by_depth.back().insert(key).second) {
-      repeated = key;
-      repeated_occurrence = occurrence;
-    }
-    return true;
-  };
   try {
-    doc = nlohmann::json::parse(text, note_keys);
+    doc = nlohmann::json::parse(text);
   } catch (const nlohmann::json::exception& e) {
     return Fail(ErrorCode::kInvalidArgument, "not JSON: {}", SanitizeUtf8(JsonParseProblem(e)));
   }
+  // nlohmann keeps the last of two equal keys in an object; a person who wrote both meant one
+  // of them, and which is not ours to guess. Found in a second pass of events: nlohmann's parser
+  // with a callback scans an array's elements at the end of each object in it (8,000 rubric
+  // items took 6 s there).
+  JsonRepeatedKey repeated;
+  (void)nlohmann::json::sax_parse(text, &repeated);
   if (!doc.is_object()) {
     return Fail(ErrorCode::kInvalidArgument, "not a JSON object (the text is a JSON {})",
                 doc.type_name());
   }
-  if (!repeated.empty()) {
+  if (!repeated.repeat.empty()) {
     // Counted in the text as written: with an escape anywhere (a key written "n\u0061me", a
     // value holding \"name\":) the count could point at another line, so none is said.
     const int line = text.find('\\') == std::string_view::npos
-                         ? LineOfJsonKey(text, repeated, repeated_occurrence)
+                         ? LineOfJsonKey(text, repeated.repeat, repeated.occurrence)
                          : 0;
     return Fail(ErrorCode::kInvalidArgument, "{}the key \"{}\" appears twice in one object",
                 line > 0 ? fmt::format("line {}: ", line) : std::string(),
-                SanitizeUtf8(repeated.substr(0, 60)));
+                SanitizeUtf8(repeated.repeat.substr(0, 60)));
   }
   return doc;
 }
