@@ -115,8 +115,8 @@ Result<std::vector<YAML::Node>> Entries(const YAML::Node& root, const char* key)
     return tl::unexpected(Invalid(list, fmt::format("{} must be a list", key)));
   }
   if (list.size() > kMaxPhases) {
-    return tl::unexpected(
-        Invalid(list, fmt::format("{} lists {} phases, more than {}", key, list.size(), kMaxPhases)));
+    return tl::unexpected(Invalid(
+        list, fmt::format("{} lists {} phases, more than {}", key, list.size(), kMaxPhases)));
   }
   for (const YAML::Node& entry : list) {
     if (!entry.IsMap()) {
@@ -200,9 +200,8 @@ constexpr size_t kMaxListBytes = size_t{1} << 20;
 
 Result<void> ListFits(const YAML::Node& list, const char* key, const std::string& where) {
   if (list.size() > kMaxListItems) {
-    return tl::unexpected(Invalid(
-        list, fmt::format("{}: {} holds {} entries, more than {}", where, key, list.size(),
-                          kMaxListItems)));
+    return tl::unexpected(Invalid(list, fmt::format("{}: {} holds {} entries, more than {}", where,
+                                                    key, list.size(), kMaxListItems)));
   }
   size_t bytes = 0;
   for (const YAML::Node& item : list) {

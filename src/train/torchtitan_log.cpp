@@ -218,7 +218,7 @@ struct Unread {
     if (text.size() > kWordBytes) text = text.substr(0, kWordBytes) + "...";
     shown.push_back(std::move(text));
   }
-  bool empty() const { return shown.empty(); }
+  bool Empty() const { return shown.empty(); }
   std::string Text() const {
     std::string out = Join(shown, ", ");
     if (more > 0) out += fmt::format(" and {} more", more);
@@ -391,9 +391,8 @@ void TorchTitanLogReader::Message(std::string_view message, std::optional<int> r
     if (time && first_time_) step.time_s = static_cast<double>(*time - *first_time_) / 1000;
     Unread unread;
     ReadFields(rest.substr(digits), step, unread);
-    if (!unread.empty() && log_.notes.size() < kMaxNotes) {
-      log_.notes.push_back(
-          fmt::format("line {}: not read: {}", line, SanitizeUtf8(unread.Text())));
+    if (!unread.Empty() && log_.notes.size() < kMaxNotes) {
+      log_.notes.push_back(fmt::format("line {}: not read: {}", line, SanitizeUtf8(unread.Text())));
     }
     (validation ? log_.validation : log_.steps).push_back(std::move(step));
     return;

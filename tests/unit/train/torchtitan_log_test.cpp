@@ -220,8 +220,8 @@ TEST(TorchTitanLog, AnUnreadLineIsSaidInAFewWords) {
   ASSERT_EQ(log.steps.size(), 1U);
   EXPECT_EQ(log.steps[0].tps, 10);
   ASSERT_EQ(log.notes.size(), 1U);
-  EXPECT_EQ(log.notes[0], "line 1: not read: " + std::string(80, 'x') +
-                              "..., a, a, a, a, a, a, a and 993 more");
+  EXPECT_EQ(log.notes[0],
+            "line 1: not read: " + std::string(80, 'x') + "..., a, a, a, a, a, a, a and 993 more");
 }
 
 // A device mesh whose sizes' product passes a million GPUs (or overflows) names no world size.
