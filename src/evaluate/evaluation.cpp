@@ -6,6 +6,7 @@
 #include "core/strings.hpp"
 #include "endpoint/load_run.hpp"
 #include "evaluate/plan_file.hpp"
+#include "health/log_scanner.hpp"
 #include "health/passive_run.hpp"
 #include "net/nccl_analyze_run.hpp"
 #include "net/nccl_sweep.hpp"
@@ -445,6 +446,14 @@ Result<Evaluation> Evaluate(const EvaluationOptions& options, const EvaluationIo
   }
   auto plan = ReadPlan(options.plan, *hio.fs);
   if (!plan) return tl::unexpected(plan.error());
+  // The plan's health.since against this clock too (its form was checked as it was read): a
+  // time in the future or more than ten years back is refused before anything runs.
+  if (plan->health && !options.plan.empty()) {
+    if (auto since = health::ParseSince(plan->health_since, hio.clock->Now(), 0); !since) {
+      return Fail(ErrorCode::kInvalidArgument, "{}: health.since: {}", options.plan,
+                  since.error().message);
+    }
+  }
   const rate::RateIo rate_io{.db_path = hio.db_path, .fs = hio.fs, .clock = hio.clock};
   const std::string attestation_path =
       options.attestation.empty() ? plan->attestation : options.attestation;

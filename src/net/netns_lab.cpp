@@ -183,10 +183,14 @@ Result<void> NetnsLab::Up(sys::FileSystem& fs, const std::string& agent_path) {
   // one lab's hosts then leads into the other's. Choosing and claiming the block is one step
   // among cmax processes on this host.
   auto claiming = sys::FileLock::Take(kNetnsLabLockPath, std::chrono::seconds(60));
-  if (!claiming) {
-    return Fail(claiming.error().code,
+  if (!claiming && claiming.error().code == ErrorCode::kBusy) {
+    return Fail(ErrorCode::kBusy,
                 "namespace lab: another lab is being brought up here and did not finish within "
-                "60 s: {}",
+                "60 s ({} is held)",
+                kNetnsLabLockPath);
+  }
+  if (!claiming) {
+    return Fail(claiming.error().code, "namespace lab: cannot take its lock: {}",
                 claiming.error().message);
   }
   Down();  // what a crashed lab of this tag left

@@ -38,7 +38,9 @@ struct NetnsLabPlan {
 };
 
 // Held while a lab chooses its block and claims it (its bridge's address): one lab at a time.
-inline constexpr const char* kNetnsLabLockPath = "/run/lock/cmax-netns-lab.lock";
+// In /run, which only root writes (a lab needs root), not the world-writable /run/lock, where
+// anyone could plant the file and hold the lock.
+inline constexpr const char* kNetnsLabLockPath = "/run/cmax-netns-lab.lock";
 
 // The 512 blocks of 198.18.0.0/15, block b being 198.(18 + b / 256).(b % 256).0/24.
 inline constexpr int kNetnsLabBlocks = 512;

@@ -91,7 +91,9 @@ KubeApi::KubeApi(sys::HttpClient& http, sys::FileSystem& fs, const Clock& clock,
       options_(std::move(options)) {}
 
 Result<std::string> KubeApi::Token() const {
-  std::string token = connection_.token;
+  // Trimmed at both ends whatever its source: a token from a Secret made --from-file, or a
+  // kubeconfig's `token: |` block, ends in a line break that is not the token's.
+  std::string token(Trim(connection_.token));
   if (!connection_.token_file.empty()) {
     // Read each time: service-account tokens are rotated by the kubelet.
     auto text = fs_.ReadFile(connection_.token_file, 64 * 1024);

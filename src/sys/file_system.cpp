@@ -83,6 +83,9 @@ Result<std::string> LocalFileSystem::ReadFile(const std::string& path, size_t ma
   if (::fstat(fd, &st) == 0 && S_ISDIR(st.st_mode)) {
     return Fail(ErrorCode::kInvalidArgument, "{} is a directory; name a file to read", path);
   }
+  if (S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode)) {  // swapped in after the look above
+    return Fail(ErrorCode::kInvalidArgument, "{} is a device; name a file to read", path);
+  }
   std::string data;
   char buffer[16384];
   while (true) {

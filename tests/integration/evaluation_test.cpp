@@ -270,9 +270,14 @@ TEST(Evaluation, EveryPhaseOfThePlanIsAccountedForInOneRun) {
 
 TEST(Evaluation, ABadPlanIsRefusedBeforeAnythingRuns) {
   Shell shell;
-  for (const std::string& plan :
-       {shell.Plan("schema: cmax.plan/v1\nendpoints:\n  - {name: e, url: x, model: m}\n"),
-        shell.dir.File("no-such-plan.yaml")}) {
+  // "": no plan file at all. The last two: a time the plan's form allows that lies, on this
+  // clock, more than ten years back, or ahead.
+  for (const std::string& yaml :
+       {std::string("schema: cmax.plan/v1\nendpoints:\n  - {name: e, url: x, model: m}\n"),
+        std::string(),
+        std::string("schema: cmax.plan/v1\nhealth: {since: \"2000-01-01T00:00:00Z\"}\n"),
+        std::string("schema: cmax.plan/v1\nhealth: {since: \"2999-01-01T00:00:00Z\"}\n")}) {
+    const std::string plan = yaml.empty() ? shell.dir.File("no-such-plan.yaml") : shell.Plan(yaml);
     const auto evaluation = Evaluate({.plan = plan}, shell.Io());
     ASSERT_FALSE(evaluation);
     EXPECT_EQ(evaluation.error().code, ErrorCode::kInvalidArgument);

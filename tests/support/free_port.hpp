@@ -43,6 +43,28 @@ inline bool CanBindLoopback(int port) {
   return ok;
 }
 
+// Where the ephemeral range leaves no room below it (a container's `1024 65535`): a port the
+// kernel picks, with the window this helper otherwise avoids; -1 when `count` cannot follow it.
+inline int KernelsFreePort(int count) {
+  for (int attempt = 0; attempt < 100; ++attempt) {
+    const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    if (fd < 0) return -1;
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t length = sizeof(addr);
+    const bool ok = ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0 &&
+                    ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &length) == 0;
+    ::close(fd);
+    if (!ok) return -1;
+    const int first = ntohs(addr.sin_port);
+    bool all_free = first + count - 1 <= 65535;
+    for (int i = 1; i < count && all_free; ++i) all_free = CanBindLoopback(first + i);
+    if (all_free) return first;
+  }
+  return -1;
+}
+
 // A loopback port nothing listens on now, for a server that must be told its port up front
 // (Prometheus, openssl s_server, ib_write_bw): the first of `count` free consecutive ports, or -1.
 inline int FreePort(int count = 1) {
@@ -50,7 +72,7 @@ inline int FreePort(int count = 1) {
   // slurmctld ports from 23817 on, tests/integration) and the ephemeral range.
   constexpr int kLowest = 20000;
   const int end = std::min(23800, FirstEphemeralPort());
-  if (end - kLowest < 1000) return -1;
+  if (end - kLowest < 1000) return KernelsFreePort(count);  // an ephemeral range set wide
   static std::mt19937 pick(std::random_device{}() ^ static_cast<unsigned>(::getpid()));
   std::uniform_int_distribution<int> base(kLowest, end - count);
   for (int attempt = 0; attempt < 1000; ++attempt) {

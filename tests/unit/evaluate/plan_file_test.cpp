@@ -31,22 +31,26 @@ TEST(PlanFile, EveryYamlFileHoldsOneDocument) {
   const auto parsed = ParsePlan(plan, "/plans");
   ASSERT_FALSE(parsed);
   EXPECT_EQ(parsed.error().message,
-            "plan: 2 YAML documents (`---` lines); cmax reads one, and would ignore the rest");
+            "plan: a second YAML document (after a `---` line); cmax reads one, and would ignore "
+            "the rest");
   const auto attestation = rate::ParseAttestation(
       "schema: cmax.attestation/v1\nprovider: P\n---\nsecurity: {}\n", WallTime{});
   ASSERT_FALSE(attestation);
-  EXPECT_EQ(attestation.error().message.rfind("attestation: 2 YAML documents", 0), 0U)
+  EXPECT_EQ(attestation.error().message.rfind("attestation: a second YAML document", 0), 0U)
       << attestation.error().message;
   const auto scenario = reliability::ParseScenario(
       "steps: [{inject: xid, code: 79, node: n, gpu: '17:00.0'}]\n---\npoll_s: 1\n");
   ASSERT_FALSE(scenario);
-  EXPECT_EQ(scenario.error().message.rfind("scenario: 2 YAML documents", 0), 0U)
+  EXPECT_EQ(scenario.error().message.rfind("scenario: a second YAML document", 0), 0U)
       << scenario.error().message;
   const auto kubeconfig =
       remediate::ParseKubeconfig("apiVersion: v1\n---\nkind: Config\n", "", "/");
   ASSERT_FALSE(kubeconfig);
-  EXPECT_EQ(kubeconfig.error().message.rfind("kubeconfig: 2 YAML documents", 0), 0U)
+  EXPECT_EQ(kubeconfig.error().message.rfind("kubeconfig: a second YAML document", 0), 0U)
       << kubeconfig.error().message;
+  // A closing `---` (editors and tools write one) opens no second document.
+  EXPECT_TRUE(ParsePlan(Example() + "\n---\n", "/plans"));
+  EXPECT_TRUE(ParsePlan("---\n" + Example() + "\n...\n", "/plans"));
 }
 
 TEST(PlanFile, ANetworkSweepTakesTheSweepsOptions) {

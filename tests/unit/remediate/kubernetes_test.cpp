@@ -259,6 +259,11 @@ TEST_F(KubernetesTest, ATokenThatWouldAddHeadersIsNotSent) {
     }
   }
   EXPECT_TRUE(api_.Http().Requests().empty()) << "a request was sent";
+  // A line break at an end (a Secret made --from-file, a `token: |` block) is not the token's.
+  connection_.token_file.clear();
+  connection_.token = "token-1\n";
+  EXPECT_TRUE(Make().Nodes());
+  EXPECT_EQ(Header(0, "authorization"), "Bearer token-1");
 }
 
 TEST_F(KubernetesTest, AListWhoseContinueTokenNeverMovesIsAnError) {
