@@ -15,6 +15,13 @@
 namespace cmax::evaluate {
 namespace {
 
+// ", *a" `count` times: YAML aliases to the anchor `a`.
+std::string Aliases(int count) {
+  std::string aliases;
+  for (int i = 0; i < count; ++i) aliases += ", *a";
+  return aliases;
+}
+
 std::string Example() {
   std::ifstream in(std::string(CMAX_TEST_DATA) + "/../../data/plan.example.yaml");
   std::stringstream text;
@@ -245,21 +252,9 @@ TEST(PlanFile, BadPlansAreRefusedWithTheirLine) {
       {head + "health: {since: 1h, every: 2}\n", "unknown key 'every'"},
       {head + "health: {since: yesterday}\n", "health.since: --since takes a duration"},
       {head + "training:\n  - {name: t, command: [a], env: [&a \"K=" + std::string(4000, 'v') +
-           "\"" +
-           [] {
-             std::string aliases;
-             for (int i = 0; i < 300; ++i) aliases += ", *a";
-             return aliases;
-           }() +
-           "]}\n",
+           "\"" + Aliases(300) + "]}\n",
        "env holds more than 1048576 bytes of text"},
-      {head + "training:\n  - {name: t, command: [a], env: [&a K=1" +
-           [] {
-             std::string aliases;
-             for (int i = 0; i < 10000; ++i) aliases += ", *a";
-             return aliases;
-           }() +
-           "]}\n",
+      {head + "training:\n  - {name: t, command: [a], env: [&a K=1" + Aliases(10000) + "]}\n",
        "env holds 10001 entries, more than 10000"},
       {head + "health: {since: 11000d}\n", "health.since: --since takes a duration"},
       {head + "provider: \"a\\nb\"\n", "provider must be text"},
