@@ -9,6 +9,7 @@
 #include "core/strings.hpp"
 #include "store/run_writer.hpp"
 #include "store/store.hpp"
+#include "sys/host.hpp"
 
 namespace cmax::active {
 namespace {
@@ -42,6 +43,8 @@ std::string NotIdle(const std::string& state) {
 
 Result<sys::ProcessResult> Slurm(const ScheduleIo& io, std::vector<std::string> argv) {
   sys::ProcessSpec spec{.argv = std::move(argv), .env_add = io.slurm_env};
+  // sbatch hands the job this environment: the checks record under the provider named here.
+  if (!io.provider.empty()) spec.env_add.push_back("CMAX_PROVIDER=" + io.provider);
   spec.timeout = std::chrono::seconds(30);
   return io.runner->Run(spec);
 }
@@ -217,7 +220,10 @@ std::vector<std::string> ActiveCheckPairJob(const ScheduleDecision& a, const Sch
   return argv;
 }
 
-Result<ScheduleReport> ScheduleActiveChecks(const ScheduleOptions& options, const ScheduleIo& io) {
+Result<ScheduleReport> ScheduleActiveChecks(const ScheduleOptions& options,
+                                            const ScheduleIo& asked_io) {
+  ScheduleIo io = asked_io;
+  if (io.provider.empty()) io.provider = sys::GetEnv("CMAX_PROVIDER");
   std::vector<std::string> sinfo = {"sinfo", "-h", "-N", "-o", "%N|%T|%G"};
   if (!options.partition.empty()) sinfo.push_back("--partition=" + options.partition);
   if (!options.nodes.empty()) sinfo.push_back("--nodes=" + Join(options.nodes, ","));
@@ -231,7 +237,7 @@ Result<ScheduleReport> ScheduleActiveChecks(const ScheduleOptions& options, cons
 
   auto store = store::Store::Open({.path = io.db_path});
   if (!store) return tl::unexpected(store.error());
-  auto latest = store->LatestRunByHost("health", "active checks");
+  auto latest = store->LatestRunByHost("health", "active checks", io.provider);
   if (!latest) return tl::unexpected(latest.error());
   std::map<std::string, LastCheck> last;
   for (const auto& [host, run] : *latest) {
@@ -336,7 +342,8 @@ Result<ScheduleReport> ScheduleActiveChecks(const ScheduleOptions& options, cons
        .target = "active schedule",
        .host = io.host,
        .started_at = started,
-       .cmax_version = io.cmax_version},
+       .cmax_version = io.cmax_version,
+       .provider = io.provider},
       {{"active.fleet", report.fleet.evidence_json},
        {"active.submitted",
         submitted.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)},

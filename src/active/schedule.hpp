@@ -103,6 +103,10 @@ struct ScheduleIo {
   std::string cmax_version;            // for the run the schedule records
   std::string host;
   const Clock* clock = nullptr;
+  // The provider whose nodes these are: only its checks pace the schedule (another provider's
+  // gpu1 is not this one's), and its checks' jobs and the schedule's run are recorded under it.
+  // Empty: $CMAX_PROVIDER's, as every command's runs (none: every check in the store counts).
+  std::string provider;
 };
 
 struct ScheduleReport {

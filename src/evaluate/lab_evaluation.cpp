@@ -12,6 +12,7 @@
 #include <optional>
 #include <thread>
 
+#include "active/schedule.hpp"
 #include "audit/minimums.hpp"
 #include "core/strings.hpp"
 #include "endpoint/sim_server.hpp"
@@ -32,6 +33,18 @@ constexpr int kNodes = 2;
 // The GPU of each node the fault goes to; each node's agent watches its own (the lab's nodes
 // share this host's kernel log).
 constexpr const char* kGpus[kNodes] = {"0000:17:00.0", "0000:3b:00.0"};
+constexpr int kGpusPerNode = 8;
+// The program the weekly active checks' jobs run on the nodes: cmax, given the node's own
+// simulated GPUs and CUDA probes.
+constexpr const char* kNodeCmax = "node-cmax";
+// Where those jobs write their output.
+constexpr const char* kCheckLogs = "active-checks";
+
+// The PCI addresses of a node's GPUs: the first is the one its fault goes to.
+std::string BusId(int node, int gpu) {
+  return gpu == 0 ? std::string(kGpus[node])
+                  : fmt::format("0000:{:02x}:00.0", 0x40 + kGpusPerNode * node + gpu);
+}
 
 std::string Day(WallTime time) {
   return FormatIso8601(time).substr(0, 10);
@@ -74,20 +87,24 @@ std::string ScenarioYaml() {
 }
 
 std::string PlanYaml(const ProviderProfile& profile, const std::string& provider, WallTime since,
-                     int sim_port) {
+                     int sim_port, bool probes_simulated) {
   return fmt::format(
       "# The plan cmax run --lab wrote for the simulated provider ({}).\n"
       "schema: cmax.plan/v1\n"
       "provider: {}\n"
       "{}"
       "health: {{since: \"{}\"}}  # the kernel log since the lab came up\n"
+      "{}"
       "endpoints:\n"
       "  - {{name: serve-sim, url: \"http://127.0.0.1:{}/v1\", model: lab-model, concurrency: 8,\n"
       "     requests: 200, input_len: 256, prefix_len: 128, output_len: 16, timeout_s: 30}}\n"
       "reliability:\n"
       "  - {{name: xid-48, scenario: scenario.yaml}}\n",
       profile.name, provider, profile.attestation ? "attestation: attestation.yaml\n" : "",
-      FormatIso8601(since), sim_port);
+      FormatIso8601(since),
+      probes_simulated ? "active: {level: quick}  # as on gpu1: its simulated GPUs and probes\n"
+                       : "",
+      sim_port);
 }
 
 // Waits until a daemon's log holds `text` (its ready line), or it died, or `limit` passed, or
@@ -107,11 +124,11 @@ bool LogSays(sys::FileSystem& fs, const std::string& log, const std::string& tex
 }
 
 bool IsLabProviderFile(const std::string& name) {
-  for (const char* suffix : {".db", ".db-wal", ".db-shm", "-nvml.json", ".lock"}) {
+  for (const char* suffix : {".db", ".db-wal", ".db-shm", "-nvml.json", "-probes.json", ".lock"}) {
     if (name.ends_with(suffix)) return true;
   }
   return (name.starts_with("agent-") && name.ends_with(".log")) || name == "plan.yaml" ||
-         name == "scenario.yaml" || name == "attestation.yaml";
+         name == "scenario.yaml" || name == "attestation.yaml" || name == kNodeCmax;
 }
 
 // The driver the provider's GPUs run: a stale one (below the minimum of its branch in the
@@ -151,7 +168,7 @@ class SimulatedProvider {
   SimulatedProvider(const SimulatedProvider&) = delete;
   SimulatedProvider& operator=(const SimulatedProvider&) = delete;
 
-  Result<void> BringUp(lab::LabSpec& spec) {
+  Result<void> BringUp(lab::LabSpec& spec, const std::string& provider) {
     Say(fmt::format("lab: starting Slurm ({} nodes) in {}", kNodes, spec.dir));
     lab::LabContext ctx{fs_, runner_, *io_.evaluation.host.clock,
                         [this](std::string_view line) { Say(fmt::format("lab: {}", line)); }};
@@ -174,16 +191,27 @@ class SimulatedProvider {
       nvml_lib_.emplace("CMAX_NVML_LIB", io_.nvml_sim_lib);
       nvml_state_.emplace("CMAX_NVML_SIM_STATE", GpuState(0));
     }
+    if (ProbesSimulated()) {
+      for (int i = 0; i < kNodes; ++i) {
+        if (auto ok = WriteProbes(i); !ok) return ok;
+      }
+      // Its active checks, as that node's, probe through the stand-in too.
+      probes_lib_.emplace("CMAX_PROBES_LIB", io_.probes_sim_lib);
+      probes_state_.emplace("CMAX_PROBES_SIM", ProbesState(0));
+    }
     if (auto ok = StartEndpoint(); !ok) return ok;
     if (profile_.checks != ProviderProfile::Checks::kNone) {
       for (int i = 0; i < kNodes; ++i) {
         if (auto ok = StartAgent(i); !ok) return ok;
       }
     }
+    if (profile_.weekly_checks) return RunWeeklyChecks(provider);
     return {};
   }
 
   int SimPort() const { return sim_ ? sim_->Port() : 0; }
+  // Its GPUs and their CUDA probes are simulated: active checks can run on its nodes.
+  bool ProbesSimulated() const { return !io_.nvml_sim_lib.empty() && !io_.probes_sim_lib.empty(); }
 
   // The slow provider's controller starts with the phase that injects: its first pass is done
   // before the fault, so the fault waits for the next one, `interval_s` later.
@@ -222,6 +250,8 @@ class SimulatedProvider {
     sim_stop_ = true;
     if (sim_thread_.joinable()) sim_thread_.join();
     slurm_conf_.reset();
+    probes_state_.reset();
+    probes_lib_.reset();
     nvml_state_.reset();
     nvml_lib_.reset();
     if (!lab_dir_.empty()) {
@@ -295,16 +325,138 @@ class SimulatedProvider {
   // stand-in). The first is the GPU its fault goes to and its agent watches.
   Result<void> WriteGpus(int index) {
     std::string gpus;
-    for (int g = 0; g < 8; ++g) {
-      const std::string bus = g == 0 ? std::string(kGpus[index])
-                                     : fmt::format("0000:{:02x}:00.0", 0x40 + 8 * index + g);
+    for (int g = 0; g < kGpusPerNode; ++g) {
       gpus += fmt::format("{}{{\"bus_id\": \"{}\", \"name\": \"NVIDIA H100 80GB HBM3\"}}",
-                          g == 0 ? "" : ", ", bus);
+                          g == 0 ? "" : ", ", BusId(index, g));
     }
     return fs_.WriteFileAtomic(GpuState(index),
                                fmt::format("{{\"driver_version\": \"{}\", \"gpus\": [{}]}}\n",
                                            DriverVersion(profile_), gpus),
                                0644);
+  }
+
+  // The provider's weekly active checks (`cmax health schedule`), as its cron would run them,
+  // once as it comes up: a pass that submits each idle node's check (`cmax health --active` in
+  // a whole-node Slurm job, recording into the evaluation's store), the checks themselves, then
+  // the next day's pass, which finds every node checked and records the fleet's view that the
+  // evaluation's active-fleet phase reads.
+  Result<void> RunWeeklyChecks(const std::string& provider) {
+    if (!ProbesSimulated()) {
+      Say("lab: no weekly active checks: the simulated NVML and CUDA probes (stand-ins) are not "
+          "beside cmax");
+      return {};
+    }
+    std::vector<std::string> nodes;
+    for (int i = 0; i < kNodes; ++i) nodes.push_back(lab::NodeName(i + 1));
+    const std::string node_cmax = options_.dir + "/" + kNodeCmax;
+    if (auto ok = fs_.WriteFileAtomic(node_cmax, NodeCmaxScript(), 0700); !ok) return ok;
+    const active::ScheduleOptions schedule{
+        .nodes = nodes, .start_within = 30s, .log_dir = options_.dir + "/" + kCheckLogs};
+    const active::ScheduleIo io{.runner = &runner_,
+                                .slurm_env = lab::SlurmEnv(lab_dir_),
+                                .db_path = sys::AbsolutePath(io_.evaluation.host.db_path),
+                                .cmax_binary = node_cmax,
+                                .cmax_version = io_.evaluation.host.cmax_version,
+                                .host = sys::Hostname(),
+                                .clock = io_.evaluation.host.clock,
+                                .provider = provider};
+    Say("lab: the provider's weekly active checks (cmax health schedule)");
+    for (int pass = 1; pass <= 2; ++pass) {
+      auto report = active::ScheduleActiveChecks(schedule, io);
+      if (!report) {
+        return Fail(report.error().code, "the provider's weekly active checks: {}",
+                    report.error().message);
+      }
+      std::vector<std::string> jobs;
+      for (const active::ScheduleDecision& d : report->decisions) {
+        if (!d.job_id.empty()) jobs.push_back(d.job_id);
+        if (pass == 1 || !d.job_id.empty()) {
+          Say(fmt::format(
+              "lab: {}: {}", d.node,
+              d.job_id.empty() ? d.why : fmt::format("check job {} {}", d.job_id, d.outcome)));
+        }
+      }
+      if (jobs.empty()) {
+        Say(fmt::format("lab: the fleet's view (run {}): {}", report->run_id,
+                        report->fleet.finding.message));
+        return {};
+      }
+      if (!JobsEnded(jobs)) {
+        return Fail(ErrorCode::kUnavailable,
+                    "the provider's active checks (jobs {}) did not end within 60 s; their "
+                    "output: {}/{}",
+                    Join(jobs, ", "), options_.dir, kCheckLogs);
+      }
+    }
+    // The second pass submitted again: a check ended without recording. The evaluation goes on;
+    // its active-fleet phase reads the view that says so.
+    Say("lab: a node's active check recorded nothing (its output: " + options_.dir + "/" +
+        kCheckLogs + ")");
+    return {};
+  }
+
+  // Until none of `jobs` is in Slurm's queue any more, 60 s at most, or the evaluation is
+  // interrupted.
+  bool JobsEnded(const std::vector<std::string>& jobs) {
+    const auto deadline = std::chrono::steady_clock::now() + 60s;
+    const std::function<bool()>& interrupted = io_.evaluation.host.interrupted;
+    while (std::chrono::steady_clock::now() < deadline && !(interrupted && interrupted())) {
+      sys::ProcessSpec squeue{.argv = {"squeue", "-h", "-j", Join(jobs, ","), "-o", "%i"},
+                              .env_add = lab::SlurmEnv(lab_dir_)};
+      squeue.timeout = 10s;
+      auto queue = runner_.Run(squeue);
+      // A job long gone is "Invalid job id" to squeue: ended too.
+      if (queue &&
+          (queue->Succeeded() ? Trim(queue->stdout_text).empty()
+                              : queue->stderr_text.find("Invalid job id") != std::string::npos)) {
+        return true;
+      }
+      std::this_thread::sleep_for(200ms);
+    }
+    return false;
+  }
+
+  // The node's CUDA probes, through their stand-in (libcmax-probes-sim.so): figures a healthy
+  // H100 SXM reaches (BF16 GEMM above 80 % of its 989 TFLOP/s peak, copies above the limits).
+  Result<void> WriteProbes(int index) {
+    std::string devices;
+    std::string gemm;
+    std::string hbm;
+    std::string in;
+    std::string out;
+    for (int g = 0; g < kGpusPerNode; ++g) {
+      const char* comma = g == 0 ? "" : ", ";
+      devices += fmt::format("{}\"{}\"", comma, BusId(index, g));
+      gemm += fmt::format("{}{}", comma, 805 + g);
+      hbm += fmt::format("{}{}", comma, 3010 + 2 * g);
+      in += fmt::format("{}55.{}", comma, g);
+      out += fmt::format("{}53.{}", comma, g);
+    }
+    return fs_.WriteFileAtomic(
+        ProbesState(index),
+        fmt::format("{{\"devices\": [{}], \"gemm_bf16\": [{}], \"hbm_copy\": [{}], "
+                    "\"host_to_device\": [{}], \"device_to_host\": [{}]}}\n",
+                    devices, gemm, hbm, in, out),
+        0644);
+  }
+  std::string ProbesState(int index) const {
+    return options_.dir + "/" + lab::NodeName(index + 1) + "-probes.json";
+  }
+
+  // cmax as the lab's nodes run it for their checks: every node of the lab is this host, so the
+  // node a job runs on ($SLURMD_NODENAME) picks its GPUs' and probes' files.
+  std::string NodeCmaxScript() const {
+    const std::string dir = ShellQuote(options_.dir + "/");
+    return fmt::format(
+        "#!/bin/sh\n"
+        "# cmax on a node of the simulated provider (written by cmax run --lab): the node's\n"
+        "# GPUs and CUDA probes are stand-ins, read from its own files in this folder.\n"
+        "node=\"${{SLURMD_NODENAME:?the lab's nodes run this in their Slurm jobs}}\"\n"
+        "export CMAX_NVML_LIB={} CMAX_PROBES_LIB={}\n"
+        "export CMAX_NVML_SIM_STATE={}\"$node-nvml.json\" CMAX_PROBES_SIM={}\"$node-probes.json\"\n"
+        "exec {} \"$@\"\n",
+        ShellQuote(io_.nvml_sim_lib), ShellQuote(io_.probes_sim_lib), dir, dir,
+        ShellQuote(io_.cmax_binary));
   }
 
   void ControllerPass() {
@@ -340,6 +492,8 @@ class SimulatedProvider {
   std::optional<sys::ScopedEnv> slurm_conf_;
   std::optional<sys::ScopedEnv> nvml_lib_;
   std::optional<sys::ScopedEnv> nvml_state_;
+  std::optional<sys::ScopedEnv> probes_lib_;
+  std::optional<sys::ScopedEnv> probes_state_;
   std::vector<int> agents_;
   std::unique_ptr<endpoint::SimServer> sim_;
   std::atomic<bool> sim_stop_{false};
@@ -358,11 +512,13 @@ const std::vector<ProviderProfile>& ProviderProfiles() {
   static const std::vector<ProviderProfile> kProfiles = {
       {.name = "good",
        .summary = "an agent on every node drains, resets and validates a faulty GPU at once; "
-                  "attested; its endpoint answers every request",
+                  "active checks on idle nodes weekly; attested; its endpoint answers every "
+                  "request",
        .checks = ProviderProfile::Checks::kAgents},
       {.name = "slow",
        .summary = "agents report faults, but the provider acts on them only every 7.5 s (7.5 "
-                  "min at the real scale); attested; its endpoint answers every request",
+                  "min at the real scale); active checks on idle nodes weekly; attested; its "
+                  "endpoint answers every request",
        .checks = ProviderProfile::Checks::kSlowController,
        .interval_s = 7.5},
       {.name = "negligent",
@@ -373,7 +529,8 @@ const std::vector<ProviderProfile>& ProviderProfiles() {
        .attestation = false,
        .endpoint_error_share = 0.05,
        .stale_driver = true,
-       .prefix_cache = false},
+       .prefix_cache = false,
+       .weekly_checks = false},
   };
   return kProfiles;
 }
@@ -392,10 +549,13 @@ Result<Evaluation> EvaluateLab(const LabEvaluationOptions& asked, const LabEvalu
   options.dir = sys::AbsolutePath(options.dir);
 
   LabEvaluationIo io = asked_io;
-  if (io.nvml_sim_lib.empty() && io.cmax_binary.find('/') != std::string::npos) {
+  // The stand-ins the build puts beside cmax: ../lib/ from its folder.
+  for (auto [lib, name] : {std::pair{&io.nvml_sim_lib, "libnvml-sim.so"},
+                           std::pair{&io.probes_sim_lib, "libcmax-probes-sim.so"}}) {
+    if (!lib->empty() || io.cmax_binary.find('/') == std::string::npos) continue;
     const std::string beside =
-        io.cmax_binary.substr(0, io.cmax_binary.rfind('/') + 1) + "../lib/libnvml-sim.so";
-    if (io.evaluation.host.fs->Exists(beside)) io.nvml_sim_lib = beside;
+        io.cmax_binary.substr(0, io.cmax_binary.rfind('/') + 1) + "../lib/" + name;
+    if (io.evaluation.host.fs->Exists(beside)) *lib = beside;
   }
   const ProviderProfile* profile = FindProviderProfile(options.profile);
   if (profile == nullptr) {
@@ -423,6 +583,12 @@ Result<Evaluation> EvaluateLab(const LabEvaluationOptions& asked, const LabEvalu
       if (IsLabProviderFile(name)) (void)fs.RemoveFile(options.dir + "/" + name);
     }
   }
+  const std::string check_logs = options.dir + "/" + kCheckLogs;
+  if (auto names = fs.ListDir(check_logs)) {
+    for (const std::string& name : *names) {
+      if (name.ends_with(".out")) (void)fs.RemoveFile(check_logs + "/" + name);
+    }
+  }
 
   const std::string provider = fmt::format("cmax lab ({})", profile->name);
   // A build whose built-in rubric is broken stops at its first use: here, before any daemon
@@ -430,13 +596,14 @@ Result<Evaluation> EvaluateLab(const LabEvaluationOptions& asked, const LabEvalu
   (void)rate::Rubric::Builtin();
   SimulatedProvider simulated(options, io, *profile);
   const WallTime since = io.evaluation.host.clock->Now();
-  if (auto ok = simulated.BringUp(spec); !ok) return tl::unexpected(ok.error());
+  if (auto ok = simulated.BringUp(spec, provider); !ok) return tl::unexpected(ok.error());
 
   const WallTime now = io.evaluation.host.clock->Now();
   const std::string plan = options.dir + "/plan.yaml";
   for (const auto& [path, text] :
        {std::pair{options.dir + "/scenario.yaml", ScenarioYaml()},
-        std::pair{plan, PlanYaml(*profile, provider, since, simulated.SimPort())},
+        std::pair{plan, PlanYaml(*profile, provider, since, simulated.SimPort(),
+                                 simulated.ProbesSimulated())},
         std::pair{options.dir + "/attestation.yaml",
                   profile->attestation ? AttestationYaml(provider, now) : std::string()}}) {
     if (text.empty()) continue;

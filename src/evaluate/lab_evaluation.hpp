@@ -34,6 +34,9 @@ struct ProviderProfile {
   double endpoint_error_share = 0;  // the share of requests serve-sim answers with HTTP 500
   bool stale_driver = false;        // its GPUs' driver misses the security fixes of its branch
   bool prefix_cache = true;         // its endpoint reuses cached prompt prefixes
+  // It runs `cmax health schedule`: each idle node's active checks, weekly (the rubric's
+  // monitoring.active-checks-* items read the fleet's view it records).
+  bool weekly_checks = true;
 };
 const std::vector<ProviderProfile>& ProviderProfiles();  // good, slow, negligent
 const ProviderProfile* FindProviderProfile(std::string_view name);
@@ -53,6 +56,9 @@ struct LabEvaluationIo {
   // libnvml-sim.so for the agents' GPUs; empty: the one the build puts beside cmax_binary
   // (../lib/libnvml-sim.so), and agents without NVML when that is not there either.
   std::string nvml_sim_lib;
+  // libcmax-probes-sim.so for the weekly active checks' CUDA probes; empty: the one beside
+  // cmax_binary (../lib/), and no weekly checks when that (or the simulated NVML) is missing.
+  std::string probes_sim_lib;
 };
 
 // Errors: kInvalidArgument (an unknown profile), kUnavailable (what the lab needs and this

@@ -389,16 +389,18 @@ RunSummary ReadRunSummary(const Statement& stmt) {
 }  // namespace
 
 Result<std::map<std::string, RunSummary>> Store::LatestRunByHost(const std::string& command,
-                                                                 const std::string& target_prefix) {
+                                                                 const std::string& target_prefix,
+                                                                 const std::string& provider) {
   // Newest first; the first row of each host is its latest run.
   auto stmt = db_->Prepare(fmt::format(
-      "SELECT {}, {} FROM runs r WHERE command = ? AND substr(ifnull(target, ''), 1, ?) = ? "
-      "ORDER BY id DESC",
+      "SELECT {}, {} FROM runs r WHERE command = ?1 AND substr(ifnull(target, ''), 1, ?2) = ?3 "
+      "AND (?4 = '' OR ifnull(provider, '') = ?4) ORDER BY id DESC",
       kRunColumns, kCountColumns));
   if (!stmt) return tl::unexpected(stmt.error());
   stmt->Bind(1, std::string_view(command));
   stmt->Bind(2, static_cast<int64_t>(target_prefix.size()));
   stmt->Bind(3, std::string_view(target_prefix));
+  stmt->Bind(4, std::string_view(provider));
   std::map<std::string, RunSummary> latest;
   while (true) {
     auto row = stmt->Step();

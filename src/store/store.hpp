@@ -82,9 +82,11 @@ class Store {
   // Newest first.
   Result<std::vector<RunSummary>> ListRuns(int limit);
   // Each host's latest run of `command` whose target starts with `target_prefix`, with its
-  // counts: a node's last active check.
+  // counts: a node's last active check. Of `provider`'s runs only, when one is named (two
+  // providers' clusters may both have a gpu1); empty: of every provider's.
   Result<std::map<std::string, RunSummary>> LatestRunByHost(const std::string& command,
-                                                            const std::string& target_prefix);
+                                                            const std::string& target_prefix,
+                                                            const std::string& provider = "");
   Result<RunRecord> LoadRun(int64_t run_id);
   // The newest run, optionally of one command, and of those optionally one whose target starts
   // with `target_prefix`; NotFound when there is none.

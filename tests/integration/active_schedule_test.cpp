@@ -16,6 +16,7 @@
 #include "core/strings.hpp"
 #include "lab/lab.hpp"
 #include "report/render.hpp"
+#include "store/run_writer.hpp"
 #include "store/store.hpp"
 #include "support/free_port.hpp"
 #include "support/temp_dir.hpp"
@@ -30,6 +31,7 @@ using namespace std::chrono_literals;
 
 // Its own ports: the reliability lab (27817) and the evaluation (28917) run under other locks.
 constexpr int kPortBase = 29817;
+constexpr const char* kProvider = "Lab Cloud";
 
 // The lab's real process runner, with one thing added: just before the check for `node` is
 // submitted, a tenant's job takes that node whole, as one could at any moment.
@@ -87,10 +89,11 @@ class ActiveSchedule : public ::testing::Test {
             .cmax_binary = CMAX_BINARY,
             .clock = &clock_};
   }
-  std::map<std::string, store::RunSummary> Checked() {
+  // Each node's latest check (of `provider`'s, when named).
+  std::map<std::string, store::RunSummary> Checked(const std::string& provider = "") {
     auto store = store::Store::Open({.path = dir_.File("cmax.db")});
     if (!store) return {};
-    auto last = store->LatestRunByHost("health", "active checks");
+    auto last = store->LatestRunByHost("health", "active checks", provider);
     return last ? *last : std::map<std::string, store::RunSummary>{};
   }
   // What the checks' jobs wrote, for a failure's message.
@@ -129,8 +132,20 @@ TEST_F(ActiveSchedule, ANodeWithAJobIsNeverChosenTheIdleOnesAreCheckedOnceAWeek)
     return taken == "mixed" || taken == "allocated";
   })) << taken;
 
+  // Another provider's cluster has a gpu1 too, checked a moment ago: that says nothing of this
+  // one's gpu1.
+  auto other =
+      store::RecordWholeRun(dir_.File("cmax.db"),
+                            {.command = "health",
+                             .target = "active checks (quick)",
+                             .host = "gpu1",
+                             .started_at = clock_.Now(),
+                             .provider = "Other Cloud"},
+                            {}, {{.check_id = "active.probe.gemm-bf16"}}, {}, clock_.Now());
+  ASSERT_TRUE(other) << other.error().message;
+
   // As `cmax --provider "Lab Cloud" health schedule` sets it: the pass and its jobs record it.
-  const sys::ScopedEnv provider("CMAX_PROVIDER", "Lab Cloud");
+  const sys::ScopedEnv provider("CMAX_PROVIDER", kProvider);
   auto report = ScheduleActiveChecks({}, Io(runner_));
   ASSERT_TRUE(report) << report.error().message;
   // Each decision and outcome with any failure: this test once failed under ctest -j2 alone.
@@ -153,8 +168,9 @@ TEST_F(ActiveSchedule, ANodeWithAJobIsNeverChosenTheIdleOnesAreCheckedOnceAWeek)
   }
 
   // Each job ran `cmax health --active` on its node and recorded it: no run for gpu2.
-  ASSERT_TRUE(testing::WaitUntil([&] { return Checked().size() == 3; }, 60s)) << said << JobLogs();
-  EXPECT_FALSE(Checked().contains("gpu2"));
+  ASSERT_TRUE(testing::WaitUntil([&] { return Checked(kProvider).size() == 3; }, 60s))
+      << said << JobLogs();
+  EXPECT_FALSE(Checked(kProvider).contains("gpu2"));
   EXPECT_TRUE(std::filesystem::exists(
       dir_.File("active-checks/gpu1-" + Of(*report, "gpu1")->job_id + ".out")));
 
@@ -183,9 +199,9 @@ TEST_F(ActiveSchedule, ANodeWithAJobIsNeverChosenTheIdleOnesAreCheckedOnceAWeek)
   auto run = store->LoadRun(again->run_id);
   ASSERT_TRUE(run) << run.error().message;
   EXPECT_EQ(run->run.target, "active schedule");
-  EXPECT_EQ(run->run.provider, "Lab Cloud");
-  for (const auto& [node, check] : Checked()) {
-    EXPECT_EQ(check.run.provider, "Lab Cloud") << node;  // Slurm handed the job the environment
+  EXPECT_EQ(run->run.provider, kProvider);
+  for (const auto& [node, check] : Checked()) {        // every node's newest check, anyone's
+    EXPECT_EQ(check.run.provider, kProvider) << node;  // Slurm handed the job the environment
   }
   std::map<std::string, double> metrics;
   for (const Metric& m : run->metrics) metrics[m.name] = m.value;
@@ -199,7 +215,7 @@ TEST_F(ActiveSchedule, ANodeWithAJobIsNeverChosenTheIdleOnesAreCheckedOnceAWeek)
   const size_t gpu2 = html.find("<code>gpu2</code>");
   ASSERT_NE(gpu2, std::string::npos) << html;
   EXPECT_EQ(html.find("passed a check within the interval"), std::string::npos);
-  for (const auto& [node, check] : Checked()) {
+  for (const auto& [node, check] : Checked(kProvider)) {
     const size_t row = html.find("<code>" + node + "</code>");
     EXPECT_GT(row, gpu2) << node;
     const size_t end = html.find("</tr>", row);
@@ -211,7 +227,7 @@ TEST_F(ActiveSchedule, ANodeWithAJobIsNeverChosenTheIdleOnesAreCheckedOnceAWeek)
         << cells;
   }
   // The schedule's own runs are not checks: still three nodes with one.
-  EXPECT_EQ(Checked().size(), 3U);
+  EXPECT_EQ(Checked(kProvider).size(), 3U);
 }
 
 TEST_F(ActiveSchedule, ACheckThatCannotStartBecauseATenantArrivedIsCancelled) {

@@ -116,6 +116,23 @@ TEST_F(LabEvaluationTest, TheThreeProfilesAreRatedInOrderForTheirReasons) {
     EXPECT_EQ(phases["serve-sim"], "ran") << profile;
     EXPECT_NE(phases["xid-48"], "untested") << profile;
     EXPECT_EQ(phases["network"], "untested") << profile;
+    // This host exercised as gpu1 (its simulated GPUs and CUDA probes); the fleet's view from
+    // the provider's weekly checks, which the negligent provider never runs.
+    EXPECT_EQ(phases["active"], "ran") << profile;
+    const bool weekly_checks = profile != std::string("negligent");
+    EXPECT_EQ(phases["active-fleet"], weekly_checks ? "ran" : "untested") << profile;
+    // Each node's check in the view is this provider's own, run on that node: one store holds
+    // three providers whose nodes are all called gpu1 and gpu2.
+    if (weekly_checks) {
+      const json& rows = doc["evidence"]["phase.active-fleet.active.fleet"];
+      EXPECT_EQ(rows.size(), 2U) << profile << rows;
+      for (const json& row : rows) {
+        const json check =
+            CmaxJson("lab.db", {"report", std::to_string(row["run"].get<int64_t>())});
+        EXPECT_EQ(check["run"]["provider"], doc["run"]["provider"]) << row;
+        EXPECT_EQ(check["run"]["host"], row["node"]) << row;
+      }
+    }
     // Re-rated from the store later, the run is rated as it was: on the lab's scaled bands.
     const json again = CmaxJson("lab.db", {"rate", run_ids[profile]});
     EXPECT_EQ(again["tier"], ratings[profile]["tier"]) << profile;
@@ -126,13 +143,14 @@ TEST_F(LabEvaluationTest, TheThreeProfilesAreRatedInOrderForTheirReasons) {
   const json& negligent = ratings["negligent"];
   // In order, well apart. Which tiers depends on this host's kernel log, which the lab's audit
   // reads as its nodes' (health.xid-7d): with the fake Xids other tests write to /dev/kmsg still
-  // in the ring buffer (a test that overruns it pushes them out), good is Gold (86) and slow
-  // Silver (79.5); without them Platinum (93.6) and Gold (80.3). Slow sits on the Gold bar, so
-  // the tiers themselves are not asserted apart; its score is, and the items below say why.
+  // in the ring buffer (a test that overruns it pushes them out), good is Platinum (90.0, on the
+  // bar) and slow Gold (83.7); without them both score higher, slow near the Platinum bar. So
+  // the tiers themselves are not asserted apart; the scores are, and the items below say why.
   EXPECT_GE(good["score"].get<double>() - slow["score"].get<double>(), 5.0)
       << good["score"] << " " << slow["score"];
   EXPECT_TRUE(good["tier"] == "Platinum" || good["tier"] == "Gold") << good["score"];
-  EXPECT_TRUE(slow["tier"] == "Gold" || slow["tier"] == "Silver") << slow["score"];
+  EXPECT_TRUE(slow["tier"] == "Platinum" || slow["tier"] == "Gold" || slow["tier"] == "Silver")
+      << slow["score"];
   EXPECT_LE(TierRank(good), TierRank(slow));
   // The negligent provider attests nothing, so about half of what is rated is unknown: a
   // Participation Ribbon on what was measured, or Untestable when confidence falls under 40%.
@@ -159,6 +177,15 @@ TEST_F(LabEvaluationTest, TheThreeProfilesAreRatedInOrderForTheirReasons) {
   EXPECT_LT(Item(negligent, "availability.endpoint-errors")["score"].get<double>(), 1.0);
   EXPECT_EQ(Item(good, "availability.endpoint-errors")["score"], 1.0);
   EXPECT_EQ(Item(good, "security.soc2-iso27001")["score"], 1.0);
+  // The good and slow providers check their idle nodes weekly, and every check passed; the
+  // negligent one's fleet was never checked: no evidence, so no score.
+  for (const json* rating : {&good, &slow}) {
+    for (const char* item : {"monitoring.active-checks-weekly", "monitoring.active-checks-pass"}) {
+      EXPECT_EQ(Item(*rating, item)["score"], 1.0) << item << " " << Item(*rating, item);
+    }
+  }
+  EXPECT_TRUE(Item(negligent, "monitoring.active-checks-weekly")["score"].is_null())
+      << Item(negligent, "monitoring.active-checks-weekly");
   // Its endpoint caches no prompt prefix; the good one's reuses all it could.
   EXPECT_EQ(Item(negligent, "availability.endpoint-prefix-cache")["score"], 0.0)
       << Item(negligent, "availability.endpoint-prefix-cache");

@@ -371,6 +371,38 @@ TEST(Store, RunsNameTheirProvider) {
   EXPECT_EQ((*store->ListRuns(10))[1].run.provider, "Beta");
 }
 
+// A node's last check, per host: of one provider's runs when one is named (two providers'
+// clusters both have a gpu1), else of anyone's.
+TEST(Store, EachHostsLatestRunIsOfTheProviderNamed) {
+  testing::TempDir dir;
+  auto store = Store::Open({.path = dir.File("cmax.db")});
+  ASSERT_TRUE(store);
+  const auto check = [&](const char* host, const char* provider) {
+    return *store->BeginRun({.command = "health",
+                             .target = "active checks (quick)",
+                             .host = host,
+                             .started_at = At(1),
+                             .provider = provider});
+  };
+  const int64_t alpha1 = check("gpu1", "Alpha");
+  const int64_t beta1 = check("gpu1", "Beta");
+  const int64_t alpha2 = check("gpu2", "Alpha");
+  const int64_t none3 = check("gpu3", "");
+  const auto hosts = [&](const std::string& provider) {
+    auto latest = store->LatestRunByHost("health", "active checks", provider);
+    EXPECT_TRUE(latest) << latest.error().message;
+    std::map<std::string, int64_t> ids;
+    for (const auto& [host, run] : latest.value_or(std::map<std::string, RunSummary>{})) {
+      ids[host] = run.run.id;
+    }
+    return ids;
+  };
+  EXPECT_EQ(hosts("Alpha"), (std::map<std::string, int64_t>{{"gpu1", alpha1}, {"gpu2", alpha2}}));
+  EXPECT_EQ(hosts("Beta"), (std::map<std::string, int64_t>{{"gpu1", beta1}}));
+  EXPECT_EQ(hosts(""),
+            (std::map<std::string, int64_t>{{"gpu1", beta1}, {"gpu2", alpha2}, {"gpu3", none3}}));
+}
+
 TEST(Store, ProcessesOpeningANewStoreAtOnceAllSucceed) {
   // Parallel `cmax run` on a fresh store: each must see the others' migrations, not redo them.
   for (int round = 0; round < 5; ++round) {
