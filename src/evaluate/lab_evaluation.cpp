@@ -382,6 +382,12 @@ class SimulatedProvider {
         return {};
       }
       if (!JobsEnded(jobs)) {
+        const std::function<bool()>& interrupted = io_.evaluation.host.interrupted;
+        if (interrupted && interrupted()) {
+          return Fail(ErrorCode::kInterrupted,
+                      "interrupted while the provider's active checks ran (jobs {})",
+                      Join(jobs, ", "));
+        }
         return Fail(ErrorCode::kUnavailable,
                     "the provider's active checks (jobs {}) did not end within 60 s; their "
                     "output: {}/{}",
