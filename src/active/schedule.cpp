@@ -170,6 +170,10 @@ std::string CheckLine(const std::string& node, const std::string& peer,
                                     "--db",
                                     ShellQuote(io.db_path)};
   if (!peer.empty()) check.insert(check.end(), {"--peer", ShellQuote(peer)});
+  if (options.burn_s) check.insert(check.end(), {"--burn", fmt::format("{:g}", *options.burn_s)});
+  if (options.deadline_s) {
+    check.insert(check.end(), {"--deadline", fmt::format("{:g}", *options.deadline_s)});
+  }
   for (const std::string& arg : options.check_args) check.push_back(ShellQuote(arg));
   return Join(check, " ");
 }

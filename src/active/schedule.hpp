@@ -88,7 +88,9 @@ struct ScheduleOptions {
   int nice = 10000;  // Slurm's lowest priority adjustment: tenants' jobs go first
   bool dry_run = false;
   std::string log_dir;                  // the jobs' output; "" beside the store
-  std::vector<std::string> check_args;  // more for `cmax health --active` (--burn 60, ...)
+  std::optional<double> burn_s;         // each check's --burn; none: its level's
+  std::optional<double> deadline_s;     // each check's --deadline; none: its own default
+  std::vector<std::string> check_args;  // more for `cmax health --active` (--peer-address ...)
   // Due nodes two by two, each pair in one whole two-node job: each node's check, one after
   // the other, also tests its InfiniBand/RoCE rails against the other's (`--peer`); a last odd
   // node is checked alone.

@@ -29,20 +29,15 @@ struct ScheduleFlags {
 };
 
 int RunSchedule(ScheduleFlags o, Context& ctx) {
-  o.options.level = o.level == "full" ? active::ActiveLevel::kFull : active::ActiveLevel::kQuick;
+  o.options.level = active::ActiveLevelNamed(o.level);
   o.options.every = SecondsAsDuration(o.every_days * 86400);
   o.options.start_within = SecondsAsDuration(o.start_within_s);
   o.options.nodes = o.nodes;
   o.options.partition = o.partition;
   o.options.log_dir = o.log_dir;
   o.options.dry_run = o.dry_run;
-  if (o.burn_s >= 0)
-    o.options.check_args.insert(o.options.check_args.end(),
-                                {"--burn", fmt::format("{:g}", o.burn_s)});
-  if (o.deadline_s > 0) {
-    o.options.check_args.insert(o.options.check_args.end(),
-                                {"--deadline", fmt::format("{:g}", o.deadline_s)});
-  }
+  if (o.burn_s >= 0) o.options.burn_s = o.burn_s;
+  if (o.deadline_s > 0) o.options.deadline_s = o.deadline_s;
   sys::PosixProcessRunner runner;
   SystemClock clock;
   const active::ScheduleIo io{.runner = &runner,

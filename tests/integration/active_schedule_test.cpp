@@ -367,7 +367,8 @@ TEST(PairedChecks, TheDueNodesTwoByTwoInTheirOrderTheOddOneAlone) {
   EXPECT_EQ(plan[2].peer, "");  // odd: alone
   EXPECT_EQ(plan[3].peer, "");  // not due
 
-  const ScheduleOptions options{.nice = 10000, .check_args = {"--burn", "0"}, .pairs = true};
+  const ScheduleOptions options{
+      .nice = 10000, .burn_s = 0, .deadline_s = 90.5, .check_args = {"-v"}, .pairs = true};
   const ScheduleIo io{.db_path = "/var/lib/cmax/cmax.db", .cmax_binary = "/usr/bin/cmax"};
   const ScheduleDecision gpu3{.node = "gpu3", .gpus = 8};
   const ScheduleDecision gpu1{.node = "gpu1", .gpus = 4};
@@ -385,7 +386,7 @@ TEST(PairedChecks, TheDueNodesTwoByTwoInTheirOrderTheOddOneAlone) {
   EXPECT_EQ(std::vector<std::string>(argv.begin(), argv.end() - 1), head);  // no common --gres
   const std::string step =
       "'/usr/bin/cmax' health --active --level quick --node '{}' --db "
-      "'/var/lib/cmax/cmax.db' --peer '{}' '--burn' '0'";
+      "'/var/lib/cmax/cmax.db' --peer '{}' --burn 0 --deadline 90.5 '-v'";
   // Each step asks for its node's GPUs: a whole-node job's steps get none unless asked.
   EXPECT_EQ(argv.back(), "srun --nodes=1 --ntasks=1 '--nodelist=gpu3' --gres=gpu:8 " +
                              fmt::format(fmt::runtime(step), "gpu3", "gpu1") +
