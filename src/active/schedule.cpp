@@ -245,6 +245,7 @@ Result<ScheduleReport> ScheduleActiveChecks(const ScheduleOptions& options,
   if (!latest) return tl::unexpected(latest.error());
   std::map<std::string, LastCheck> last;
   for (const auto& [host, run] : *latest) {
+    if (options.not_before && run.run.started_at < *options.not_before) continue;
     last[host] = {.at = run.run.started_at, .run_id = run.run.id, .counts = run.counts};
   }
 
@@ -262,6 +263,10 @@ Result<ScheduleReport> ScheduleActiveChecks(const ScheduleOptions& options,
   for (size_t i = 0; i < report.decisions.size(); ++i) {
     ScheduleDecision& first = report.decisions[i];
     if (!first.submit) continue;
+    if (!options.submit) {
+      first.outcome = "not submitted: this pass records the fleet's view only";
+      continue;
+    }
     // A pair's second node (PairDueNodes put it right after the first) goes in the first's job.
     std::vector<ScheduleDecision*> job = {&first};
     if (!first.peer.empty()) job.push_back(&report.decisions[++i]);
@@ -328,7 +333,7 @@ Result<ScheduleReport> ScheduleActiveChecks(const ScheduleOptions& options,
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(500));  // Slurm's pace, not a test's
   }
-  if (report.submitted == 0 &&
+  if (options.submit && report.submitted == 0 &&
       std::ranges::any_of(report.decisions, [](const ScheduleDecision& d) { return d.submit; })) {
     return Fail(ErrorCode::kUnavailable, "no check could be submitted: {}",
                 report.decisions.front().outcome);

@@ -87,6 +87,10 @@ struct ScheduleOptions {
   Duration start_within = std::chrono::seconds(60);
   int nice = 10000;  // Slurm's lowest priority adjustment: tenants' jobs go first
   bool dry_run = false;
+  // false: the fleet's view is recorded as on any pass, and nothing is submitted.
+  bool submit = true;
+  // Checks made before this do not count (a fleet whose nodes are new: cmax run --lab's lab).
+  std::optional<WallTime> not_before;
   std::string log_dir;                  // the jobs' output; "" beside the store
   std::optional<double> burn_s;         // each check's --burn; none: its level's
   std::optional<double> deadline_s;     // each check's --deadline; none: its own default

@@ -1,15 +1,18 @@
 #include "evaluate/lab_evaluation.hpp"
 
 #include <signal.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <filesystem>
 #include <fmt/format.h>
 #include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <sys/stat.h>
 #include <thread>
 
 #include "active/schedule.hpp"
@@ -121,6 +124,44 @@ bool LogSays(sys::FileSystem& fs, const std::string& log, const std::string& tex
     std::this_thread::sleep_for(50ms);
   }
   return false;
+}
+
+// Marks a folder as a lab evaluation's own: only such a folder is cleaned before the next one.
+constexpr const char* kLabFolderMark = ".cmax-lab-run";
+
+// Each evaluation removes what the last one wrote in its folder (stores among them) and root
+// runs a script it writes there on the lab's nodes: the folder must be new, empty or marked as
+// a lab's own, hold no store of the person's, and be writable by its owner (this user) alone.
+Result<void> CheckLabFolder(const std::string& dir, const std::string& db_path,
+                            sys::FileSystem& fs) {
+  const std::filesystem::path store = std::filesystem::path(sys::AbsolutePath(db_path));
+  if (store.parent_path().lexically_normal() == std::filesystem::path(dir).lexically_normal()) {
+    return Fail(ErrorCode::kInvalidArgument,
+                "the store {} is in the lab's folder {}, which each evaluation cleans: name "
+                "another with --lab-dir",
+                store.string(), dir);
+  }
+  struct stat st {};
+  if (::stat(dir.c_str(), &st) != 0) return {};  // new: made below, 0700
+  if (!S_ISDIR(st.st_mode)) {
+    return Fail(ErrorCode::kInvalidArgument, "--lab-dir {} is not a folder", dir);
+  }
+  if (st.st_uid != ::geteuid() || (st.st_mode & (S_IWGRP | S_IWOTH)) != 0) {
+    return Fail(ErrorCode::kInvalidArgument,
+                "--lab-dir {} must be this user's and writable by no one else (its mode is "
+                "{:o}): root runs a script from it on the lab's nodes",
+                dir, st.st_mode & 07777);
+  }
+  auto names = fs.ListDir(dir);
+  if (!names) return tl::unexpected(names.error());
+  if (!names->empty() && std::ranges::find(*names, kLabFolderMark) == names->end()) {
+    return Fail(ErrorCode::kInvalidArgument,
+                "--lab-dir {} holds files no lab evaluation marked as its own, and each one "
+                "cleans its folder (its *.db among them): name a new or empty folder, or remove "
+                "this one",
+                dir);
+  }
+  return {};
 }
 
 bool IsLabProviderFile(const std::string& name) {
@@ -350,8 +391,12 @@ class SimulatedProvider {
     for (int i = 0; i < kNodes; ++i) nodes.push_back(lab::NodeName(i + 1));
     const std::string node_cmax = options_.dir + "/" + kNodeCmax;
     if (auto ok = fs_.WriteFileAtomic(node_cmax, NodeCmaxScript(), 0700); !ok) return ok;
-    const active::ScheduleOptions schedule{
-        .nodes = nodes, .start_within = 30s, .log_dir = options_.dir + "/" + kCheckLogs};
+    // The lab's nodes are new: checks an earlier evaluation of this provider recorded in the
+    // store are not theirs.
+    active::ScheduleOptions schedule{.nodes = nodes,
+                                     .start_within = 30s,
+                                     .not_before = io_.evaluation.host.clock->Now(),
+                                     .log_dir = options_.dir + "/" + kCheckLogs};
     const active::ScheduleIo io{.runner = &runner_,
                                 .slurm_env = lab::SlurmEnv(lab_dir_),
                                 .db_path = sys::AbsolutePath(io_.evaluation.host.db_path),
@@ -361,43 +406,45 @@ class SimulatedProvider {
                                 .clock = io_.evaluation.host.clock,
                                 .provider = provider};
     Say("lab: the provider's weekly active checks (cmax health schedule)");
-    for (int pass = 1; pass <= 2; ++pass) {
-      auto report = active::ScheduleActiveChecks(schedule, io);
-      if (!report) {
-        return Fail(report.error().code, "the provider's weekly active checks: {}",
-                    report.error().message);
-      }
-      std::vector<std::string> jobs;
-      for (const active::ScheduleDecision& d : report->decisions) {
-        if (!d.job_id.empty()) jobs.push_back(d.job_id);
-        if (pass == 1 || !d.job_id.empty()) {
-          Say(fmt::format(
-              "lab: {}: {}", d.node,
-              d.job_id.empty() ? d.why : fmt::format("check job {} {}", d.job_id, d.outcome)));
-        }
-      }
-      if (jobs.empty()) {
-        Say(fmt::format("lab: the fleet's view (run {}): {}", report->run_id,
-                        report->fleet.finding.message));
-        return {};
-      }
-      if (!JobsEnded(jobs)) {
-        const std::function<bool()>& interrupted = io_.evaluation.host.interrupted;
-        if (interrupted && interrupted()) {
-          return Fail(ErrorCode::kInterrupted,
-                      "interrupted while the provider's active checks ran (jobs {})",
-                      Join(jobs, ", "));
-        }
-        return Fail(ErrorCode::kUnavailable,
-                    "the provider's active checks (jobs {}) did not end within 60 s; their "
-                    "output: {}/{}",
-                    Join(jobs, ", "), options_.dir, kCheckLogs);
-      }
+    auto submitted = active::ScheduleActiveChecks(schedule, io);
+    if (!submitted) {
+      return Fail(submitted.error().code, "the provider's weekly active checks: {}",
+                  submitted.error().message);
     }
-    // The second pass submitted again: a check ended without recording. The evaluation goes on;
-    // its active-fleet phase reads the view that says so.
-    Say("lab: a node's active check recorded nothing (its output: " + options_.dir + "/" +
-        kCheckLogs + ")");
+    std::vector<std::string> jobs;
+    for (const active::ScheduleDecision& d : submitted->decisions) {
+      if (!d.job_id.empty()) jobs.push_back(d.job_id);
+      Say(fmt::format("lab: {}: {}", d.node,
+                      !d.job_id.empty()   ? fmt::format("check job {} {}", d.job_id, d.outcome)
+                      : d.outcome.empty() ? d.why
+                                          : d.outcome + " (" + d.why + ")"));
+    }
+    if (!jobs.empty() && !JobsEnded(jobs)) {
+      const std::function<bool()>& interrupted = io_.evaluation.host.interrupted;
+      if (interrupted && interrupted()) {
+        return Fail(ErrorCode::kInterrupted,
+                    "interrupted while the provider's active checks ran (jobs {})",
+                    Join(jobs, ", "));
+      }
+      // Not left on the nodes the evaluation is about to fault: its view says they are unchecked.
+      sys::ProcessSpec scancel{.argv = {"scancel"}, .env_add = lab::SlurmEnv(lab_dir_)};
+      scancel.argv.insert(scancel.argv.end(), jobs.begin(), jobs.end());
+      scancel.timeout = 10s;
+      (void)runner_.Run(scancel);
+      Say(
+          fmt::format("lab: the active checks (jobs {}) did not end within 60 s: cancelled; "
+                      "their output: {}/{}",
+                      Join(jobs, ", "), options_.dir, kCheckLogs));
+    }
+    // The next day's pass: the fleet's view with the checks just made, nothing submitted (a check
+    // that recorded nothing leaves its node unchecked there, and the phase says so).
+    schedule.submit = false;
+    auto view = active::ScheduleActiveChecks(schedule, io);
+    if (!view) {
+      return Fail(view.error().code, "the provider's fleet view: {}", view.error().message);
+    }
+    Say(fmt::format("lab: the fleet's view (run {}): {}", view->run_id,
+                    view->fleet.finding.message));
     return {};
   }
 
@@ -433,8 +480,9 @@ class SimulatedProvider {
     for (int g = 0; g < kGpusPerNode; ++g) {
       const char* comma = g == 0 ? "" : ", ";
       devices += fmt::format("{}\"{}\"", comma, BusId(index, g));
-      gemm += fmt::format("{}{}", comma, 805 + g);
-      hbm += fmt::format("{}{}", comma, 3010 + 2 * g);
+      // Each node's own figures, so that a node reading another's file would show.
+      gemm += fmt::format("{}{}", comma, 805 + 10 * index + g);
+      hbm += fmt::format("{}{}", comma, 3010 + 20 * index + 2 * g);
       in += fmt::format("{}55.{}", comma, g);
       out += fmt::format("{}53.{}", comma, g);
     }
@@ -457,7 +505,7 @@ class SimulatedProvider {
         "#!/bin/sh\n"
         "# cmax on a node of the simulated provider (written by cmax run --lab): the node's\n"
         "# GPUs and CUDA probes are stand-ins, read from its own files in this folder.\n"
-        "node=\"${{SLURMD_NODENAME:?the lab's nodes run this in their Slurm jobs}}\"\n"
+        "node=\"${{SLURMD_NODENAME:?the lab nodes run this in their Slurm jobs}}\"\n"
         "export CMAX_NVML_LIB={} CMAX_PROBES_LIB={}\n"
         "export CMAX_NVML_SIM_STATE={}\"$node-nvml.json\" CMAX_PROBES_SIM={}\"$node-probes.json\"\n"
         "exec {} \"$@\"\n",
@@ -580,7 +628,14 @@ Result<Evaluation> EvaluateLab(const LabEvaluationOptions& asked, const LabEvalu
                 Join(lacks, "; "));
   }
   sys::FileSystem& fs = *io.evaluation.host.fs;
+  if (auto ok = CheckLabFolder(options.dir, io.evaluation.host.db_path, fs); !ok)
+    return tl::unexpected(ok.error());
   if (auto ok = fs.CreateDirs(options.dir, 0700); !ok) return tl::unexpected(ok.error());
+  if (auto ok = fs.WriteFileAtomic(options.dir + "/" + kLabFolderMark,
+                                   "cmax run --lab's folder: each evaluation cleans it\n", 0600);
+      !ok) {
+    return tl::unexpected(ok.error());
+  }
   // A folder used before holds the last provider's stores (a journal that remembers gpu1's
   // last fault would send it to repair this time), logs and files: each evaluation starts
   // clean. Only what this code writes there is removed.
@@ -590,7 +645,9 @@ Result<Evaluation> EvaluateLab(const LabEvaluationOptions& asked, const LabEvalu
     }
   }
   const std::string check_logs = options.dir + "/" + kCheckLogs;
-  if (auto names = fs.ListDir(check_logs)) {
+  std::error_code ignored;
+  if (auto names = fs.ListDir(check_logs);
+      names && !std::filesystem::is_symlink(check_logs, ignored)) {
     for (const std::string& name : *names) {
       if (name.ends_with(".out")) (void)fs.RemoveFile(check_logs + "/" + name);
     }

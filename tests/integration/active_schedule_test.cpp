@@ -228,6 +228,23 @@ TEST_F(ActiveSchedule, ANodeWithAJobIsNeverChosenTheIdleOnesAreCheckedOnceAWeek)
   }
   // The schedule's own runs are not checks: still three nodes with one.
   EXPECT_EQ(Checked(kProvider).size(), 3U);
+
+  // A fleet whose nodes are new (cmax run --lab's): checks made before `not_before` do not
+  // count, so every idle node is due again; a pass that does not submit still records the view.
+  const ScheduleOptions view_only{.submit = false, .not_before = clock_.Now()};
+  auto fresh = ScheduleActiveChecks(view_only, Io(runner_));
+  ASSERT_TRUE(fresh) << fresh.error().message;
+  EXPECT_EQ(fresh->submitted, 0) << ScheduleText(*fresh, false);
+  EXPECT_GT(fresh->run_id, again->run_id);
+  for (const char* node : {"gpu1", "gpu3", "gpu4"}) {
+    const ScheduleDecision* d = Of(*fresh, node);
+    ASSERT_NE(d, nullptr) << node;
+    EXPECT_TRUE(d->submit) << node << ": " << d->why;
+    EXPECT_FALSE(d->last_check.has_value()) << node;
+    EXPECT_EQ(d->outcome, "not submitted: this pass records the fleet's view only") << node;
+    EXPECT_TRUE(d->job_id.empty()) << node;
+  }
+  EXPECT_EQ(fresh->fleet.finding.status, CheckStatus::kWarn);
 }
 
 TEST_F(ActiveSchedule, ACheckThatCannotStartBecauseATenantArrivedIsCancelled) {

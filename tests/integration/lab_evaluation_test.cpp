@@ -131,6 +131,14 @@ TEST_F(LabEvaluationTest, TheThreeProfilesAreRatedInOrderForTheirReasons) {
             CmaxJson("lab.db", {"report", std::to_string(row["run"].get<int64_t>())});
         EXPECT_EQ(check["run"]["provider"], doc["run"]["provider"]) << row;
         EXPECT_EQ(check["run"]["host"], row["node"]) << row;
+        // The node's own simulated GPUs: gpu1's first GPU probes at 805 TFLOP/s, gpu2's at 815.
+        double gemm = 0;
+        for (const json& m : check["metrics"]) {
+          if (m["name"] == "active.probe.gemm_bf16_tflops" && m["labels"]["gpu"] == "0") {
+            gemm = m["value"].get<double>();
+          }
+        }
+        EXPECT_EQ(gemm, row["node"] == "gpu1" ? 805.0 : 815.0) << row;
       }
     }
     // Re-rated from the store later, the run is rated as it was: on the lab's scaled bands.
@@ -253,6 +261,43 @@ TEST_F(LabEvaluationTest, ASecondEvaluationInTheSameFolderStartsClean) {
     EXPECT_TRUE(tier == "Gold" || tier == "Platinum") << i << " " << tier;
     EXPECT_EQ(Item(doc["evidence"]["rating"], "reliability.time-to-service")["score"], 1.0) << i;
   }
+}
+
+// Each evaluation cleans its folder (stores among them) and root runs a script from it on the
+// lab's nodes: a folder that is not the lab's own, is writable by others, or holds the store is
+// refused before anything starts, and left as it was.
+TEST_F(LabEvaluationTest, AFolderThatIsNotTheLabsOwnIsRefusedAndLeftAsItWas) {
+  const auto run_lab = [&](const std::string& db, const std::string& lab) {
+    sys::PosixProcessRunner runner;
+    auto r = runner.Run({.argv = {CMAX_BINARY, "--db", db, "run", "--lab", "--lab-dir", lab,
+                                  "--lab-port", "28917", "--no-html"}});
+    EXPECT_TRUE(r) << r.error().message;
+    return r ? *r : sys::ProcessResult{};
+  };
+  // Someone's folder with their store in it.
+  const std::string theirs = dir_.File("theirs");
+  std::filesystem::create_directories(theirs);
+  std::ofstream(theirs + "/cmax.db") << "their store";
+  sys::ProcessResult r = run_lab(dir_.File("mine.db"), theirs);
+  EXPECT_EQ(r.exit_code, 2) << r.stderr_text;
+  EXPECT_NE(r.stderr_text.find("no lab evaluation marked as its own"), std::string::npos)
+      << r.stderr_text;
+  EXPECT_EQ(testing::FileText(theirs + "/cmax.db"), "their store");
+  EXPECT_EQ(r.stderr_text.find("lab: starting"), std::string::npos) << r.stderr_text;
+  // The store in the lab's folder.
+  const std::string with_store = dir_.File("with-store");
+  r = run_lab(with_store + "/lab.db", with_store);
+  EXPECT_EQ(r.exit_code, 2) << r.stderr_text;
+  EXPECT_NE(r.stderr_text.find("is in the lab's folder"), std::string::npos) << r.stderr_text;
+  // An empty folder others may write to.
+  const std::string open = dir_.File("open");
+  std::filesystem::create_directories(open);
+  std::filesystem::permissions(open, std::filesystem::perms::all);
+  r = run_lab(dir_.File("mine.db"), open);
+  EXPECT_EQ(r.exit_code, 2) << r.stderr_text;
+  EXPECT_NE(r.stderr_text.find("writable by no one else (its mode is 777)"), std::string::npos)
+      << r.stderr_text;
+  EXPECT_TRUE(std::filesystem::is_empty(open));
 }
 
 TEST_F(LabEvaluationTest, AnInterruptedEvaluationLeavesNoDaemonBehind) {
