@@ -132,7 +132,9 @@ constexpr const char* kLabFolderMark = ".cmax-lab-run";
 // Each evaluation removes what the last one wrote in its folder (stores among them) and root
 // runs a script it writes there on the lab's nodes: the folder must be new, empty or marked as
 // a lab's own, hold no store of the person's, and be writable by its owner (this user) alone.
-Result<void> CheckLabFolder(const std::string& dir, const std::string& db_path,
+// The default folder (`named` false: lab-run beside the store) is cmax's by its name, and an
+// earlier version made it without the mark.
+Result<void> CheckLabFolder(const std::string& dir, bool named, const std::string& db_path,
                             sys::FileSystem& fs) {
   const std::filesystem::path store = std::filesystem::path(sys::AbsolutePath(db_path));
   if (store.parent_path().lexically_normal() == std::filesystem::path(dir).lexically_normal()) {
@@ -154,7 +156,7 @@ Result<void> CheckLabFolder(const std::string& dir, const std::string& db_path,
   }
   auto names = fs.ListDir(dir);
   if (!names) return tl::unexpected(names.error());
-  if (!names->empty() && std::ranges::find(*names, kLabFolderMark) == names->end()) {
+  if (named && !names->empty() && std::ranges::find(*names, kLabFolderMark) == names->end()) {
     return Fail(ErrorCode::kInvalidArgument,
                 "--lab-dir {} holds files no lab evaluation marked as its own, and each one "
                 "cleans its folder (its *.db among them): name a new or empty folder, or remove "
@@ -598,8 +600,8 @@ const ProviderProfile* FindProviderProfile(std::string_view name) {
 
 Result<Evaluation> EvaluateLab(const LabEvaluationOptions& asked, const LabEvaluationIo& asked_io) {
   LabEvaluationOptions options = asked;
-  if (options.dir.empty())
-    options.dir = store::BesideStore(asked_io.evaluation.host.db_path, "lab-run");
+  const bool named = !options.dir.empty();
+  if (!named) options.dir = store::BesideStore(asked_io.evaluation.host.db_path, "lab-run");
   options.dir = sys::AbsolutePath(options.dir);
 
   LabEvaluationIo io = asked_io;
@@ -628,7 +630,7 @@ Result<Evaluation> EvaluateLab(const LabEvaluationOptions& asked, const LabEvalu
                 Join(lacks, "; "));
   }
   sys::FileSystem& fs = *io.evaluation.host.fs;
-  if (auto ok = CheckLabFolder(options.dir, io.evaluation.host.db_path, fs); !ok)
+  if (auto ok = CheckLabFolder(options.dir, named, io.evaluation.host.db_path, fs); !ok)
     return tl::unexpected(ok.error());
   if (auto ok = fs.CreateDirs(options.dir, 0700); !ok) return tl::unexpected(ok.error());
   if (auto ok = fs.WriteFileAtomic(options.dir + "/" + kLabFolderMark,

@@ -300,6 +300,25 @@ TEST_F(LabEvaluationTest, AFolderThatIsNotTheLabsOwnIsRefusedAndLeftAsItWas) {
   EXPECT_TRUE(std::filesystem::is_empty(open));
 }
 
+// The default folder, lab-run beside the store, is cmax's by its name: one an earlier version
+// made (no mark) is still used, cleaned and marked.
+TEST_F(LabEvaluationTest, TheDefaultFolderFromAnEarlierVersionIsStillTheLabs) {
+  const std::string old = dir_.File("store/lab-run");
+  std::filesystem::create_directories(old);
+  std::filesystem::permissions(old, std::filesystem::perms::owner_all);
+  std::ofstream(old + "/plan.yaml") << "# an earlier evaluation's plan\n";
+  sys::PosixProcessRunner runner;
+  sys::ProcessSpec spec{.argv = {CMAX_BINARY, "--db", dir_.File("store/cmax.db"), "run", "--lab",
+                                 "--lab-port", "28917", "--no-html"}};
+  spec.timeout = 170s;
+  auto r = runner.Run(spec);
+  ASSERT_TRUE(r) << r.error().message;
+  EXPECT_TRUE(r->exit_code == 0 || r->exit_code == 1) << r->exit_code << r->stderr_text;
+  EXPECT_TRUE(std::filesystem::exists(old + "/.cmax-lab-run"));
+  EXPECT_NE(testing::FileText(old + "/plan.yaml").find("cmax run --lab wrote"), std::string::npos);
+  EXPECT_EQ(ProcessesMentioning(old), std::vector<std::string>()) << "left behind";
+}
+
 TEST_F(LabEvaluationTest, AnInterruptedEvaluationLeavesNoDaemonBehind) {
   const std::string lab = dir_.File("lab-interrupted");
   const std::string log = dir_.File("interrupted.log");
