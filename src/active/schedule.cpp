@@ -267,6 +267,10 @@ Result<ScheduleReport> ScheduleActiveChecks(const ScheduleOptions& options,
       first.outcome = "not submitted: this pass records the fleet's view only";
       continue;
     }
+    if (io.interrupted && io.interrupted()) {
+      first.outcome = "not submitted: interrupted";
+      continue;
+    }
     // A pair's second node (PairDueNodes put it right after the first) goes in the first's job.
     std::vector<ScheduleDecision*> job = {&first};
     if (!first.peer.empty()) job.push_back(&report.decisions[++i]);
@@ -292,11 +296,20 @@ Result<ScheduleReport> ScheduleActiveChecks(const ScheduleOptions& options,
   const WallTime give_up =
       io.clock->Now() + std::chrono::duration_cast<std::chrono::milliseconds>(options.start_within);
   while (!pending.empty()) {
+    // After Ctrl-C: one more look (which the interrupt must not cut short), then the checks
+    // still waiting are cancelled; the ones running go on and record.
+    const bool interrupted = io.interrupted && io.interrupted();
     std::vector<std::string> ids;  // a pair's two nodes share one job: asked for once
     for (const ScheduleDecision* d : pending) {
       if (std::ranges::find(ids, d->job_id) == ids.end()) ids.push_back(d->job_id);
     }
-    auto queue = Slurm(io, {"squeue", "-h", "-j", Join(ids, ","), "-o", "%i|%T|%r"});
+    sys::ProcessSpec squeue{.argv = {"squeue", "-h", "-j", Join(ids, ","), "-o", "%i|%T|%r"},
+                            .env_add = io.slurm_env};
+    squeue.timeout = std::chrono::seconds(30);
+    squeue.runs_past_interrupt = interrupted;
+    auto queue = io.runner->Run(squeue);
+    // Cut short by an interrupt that came while it ran: asked again, past it.
+    if (!interrupted && io.interrupted && io.interrupted()) continue;
     std::map<std::string, std::string> waiting;  // job id -> Slurm's reason
     if (queue && queue->Succeeded()) {
       for (std::string_view line : SplitLines(queue->stdout_text)) {
@@ -315,23 +328,39 @@ Result<ScheduleReport> ScheduleActiveChecks(const ScheduleOptions& options,
     }
     pending = std::move(still);
     if (pending.empty()) break;
-    if (io.clock->Now() >= give_up) {
+    if (interrupted || io.clock->Now() >= give_up) {
       std::map<std::string, bool> cancelled;  // job id -> scancel succeeded (a pair shares one)
       for (ScheduleDecision* d : pending) {
         if (!cancelled.contains(d->job_id)) {
-          auto run = Slurm(io, {"scancel", d->job_id});
+          sys::ProcessSpec scancel{.argv = {"scancel", d->job_id}, .env_add = io.slurm_env};
+          scancel.timeout = std::chrono::seconds(30);
+          scancel.runs_past_interrupt = true;
+          auto run = io.runner->Run(scancel);
           cancelled[d->job_id] = run && run->Succeeded();
         }
-        d->outcome = fmt::format(
-            "cancelled: it did not start within {} ({}); the node{} busy or cannot be had "
-            "whole{}",
-            FormatDuration(options.start_within), waiting[d->job_id],
-            d->peer.empty() ? " is" : " or its pair " + d->peer + " is",
-            cancelled[d->job_id] ? "" : "; scancel failed, cancel job " + d->job_id + " by hand");
+        const std::string not_cancelled =
+            cancelled[d->job_id] ? "" : "; scancel failed, cancel job " + d->job_id + " by hand";
+        d->outcome =
+            interrupted
+                ? "cancelled: interrupted before it started" + not_cancelled
+                : fmt::format(
+                      "cancelled: it did not start within {} ({}); the node{} busy or "
+                      "cannot be had whole{}",
+                      FormatDuration(options.start_within), waiting[d->job_id],
+                      d->peer.empty() ? " is" : " or its pair " + d->peer + " is", not_cancelled);
       }
       break;
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(500));  // Slurm's pace, not a test's
+  }
+  if (io.interrupted && io.interrupted()) {
+    std::vector<std::string> said;
+    for (const ScheduleDecision& d : report.decisions) {
+      if (d.submit)
+        said.push_back(d.node + ": " + (d.job_id.empty() ? "" : "job " + d.job_id + " ") +
+                       d.outcome);
+    }
+    return Fail(ErrorCode::kInterrupted, "interrupted; nothing recorded ({})", Join(said, "; "));
   }
   if (options.submit && report.submitted == 0 &&
       std::ranges::any_of(report.decisions, [](const ScheduleDecision& d) { return d.submit; })) {

@@ -113,6 +113,9 @@ struct ScheduleIo {
   // gpu1 is not this one's), and its checks' jobs and the schedule's run are recorded under it.
   // Empty: $CMAX_PROVIDER's, as every command's runs (none: every check in the store counts).
   std::string provider;
+  // True once Ctrl-C or SIGTERM came: nothing more is submitted, the checks still waiting for
+  // their node are cancelled (none is left in a tenant's way unwatched), kInterrupted.
+  std::function<bool()> interrupted;
 };
 
 struct ScheduleReport {
@@ -126,7 +129,8 @@ struct ScheduleReport {
 
 // Records one run (command "health", target "active schedule": not itself a check) with the
 // fleet's view, after submitting. Errors: sinfo or the store cannot be read (kUnavailable), an
-// sbatch that fails for every node.
+// sbatch that fails for every node, an interruption (kInterrupted: what was submitted, started
+// and cancelled in its message; nothing recorded).
 Result<ScheduleReport> ScheduleActiveChecks(const ScheduleOptions& options, const ScheduleIo& io);
 
 // The `sbatch` argv for one node's check; its GPUs asked for by count (--gres=gpu:N) where

@@ -10,6 +10,7 @@
 #include "cli/flags.hpp"
 #include "cli/numbers.hpp"
 #include "sys/host.hpp"
+#include "sys/interrupt.hpp"
 #include "sys/process_runner.hpp"
 
 namespace cmax::cli {
@@ -45,7 +46,8 @@ int RunSchedule(ScheduleFlags o, Context& ctx) {
                               .cmax_binary = sys::SelfExecutable(),
                               .cmax_version = VersionString(),
                               .host = sys::Hostname(),
-                              .clock = &clock};
+                              .clock = &clock,
+                              .interrupted = sys::Interrupted};
   auto report = active::ScheduleActiveChecks(o.options, io);
   if (!report) return PrintError(ctx, "cmax health schedule", report.error());
   ctx.out << active::ScheduleText(*report, o.dry_run);

@@ -406,7 +406,8 @@ class SimulatedProvider {
                                 .cmax_version = io_.evaluation.host.cmax_version,
                                 .host = sys::Hostname(),
                                 .clock = io_.evaluation.host.clock,
-                                .provider = provider};
+                                .provider = provider,
+                                .interrupted = io_.evaluation.host.interrupted};
     Say("lab: the provider's weekly active checks (cmax health schedule)");
     auto submitted = active::ScheduleActiveChecks(schedule, io);
     if (!submitted) {

@@ -240,7 +240,7 @@ Result<ProcessResult> PosixProcessRunner::Run(const ProcessSpec& spec) {
     }
     const SteadyTime now = std::chrono::steady_clock::now();
     if (!term_sent_at && now >= deadline) result.timed_out = true;
-    if (!term_sent_at && Interrupted()) result.interrupted = true;
+    if (!term_sent_at && !spec.runs_past_interrupt && Interrupted()) result.interrupted = true;
     if (!term_sent_at && !stop_asked && spec.keep_running && !spec.keep_running()) {
       stop_asked = true;
     }

@@ -36,6 +36,9 @@ struct ProcessSpec {
   // Asked about every 100 ms while the program runs; false stops it as on_output's false does
   // (a server whose client has given up).
   std::function<bool()> keep_running;
+  // Runs to its end (or its timeout) after a Ctrl-C too: the clean-up a stopped command still
+  // owes (scancel of its queued jobs), which the interrupt would otherwise cut short.
+  bool runs_past_interrupt = false;
 };
 
 struct ProcessResult {

@@ -3,6 +3,7 @@
 // real binary, in a real job) and records into the store, a second pass within the interval
 // submits nothing, and a node that gets a job between the look and the start has its check
 // cancelled instead of waiting in the tenant's way.
+#include <signal.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -23,6 +24,7 @@
 #include "support/wait.hpp"
 #include "sys/file_system.hpp"
 #include "sys/host.hpp"
+#include "sys/interrupt.hpp"
 
 namespace cmax::active {
 namespace {
@@ -262,6 +264,41 @@ TEST_F(ActiveSchedule, ACheckThatCannotStartBecauseATenantArrivedIsCancelled) {
   auto queue = Slurm({"squeue", "-h", "-n", "cmax-active-check", "-o", "%i"});
   ASSERT_TRUE(queue);
   EXPECT_EQ(Trim(queue->stdout_text), "");
+}
+
+// Ctrl-C just after a check was submitted to a node a tenant has just taken: the check waiting
+// for it is cancelled (the interrupt does not cut that scancel, or the look before it, short),
+// nothing more is submitted, nothing is recorded, and the error says what became of each.
+TEST_F(ActiveSchedule, ACtrlCCancelsTheChecksStillWaitingAndRecordsNothing) {
+  struct Interrupting : TenantArrives {
+    using TenantArrives::TenantArrives;
+    Result<sys::ProcessResult> Run(const sys::ProcessSpec& spec) override {
+      auto result = TenantArrives::Run(spec);
+      if (!spec.argv.empty() && spec.argv[0] == "sbatch") sys::RequestInterrupt(SIGINT);
+      return result;
+    }
+  };
+  struct ClearAtEnd {
+    ~ClearAtEnd() { sys::ClearInterrupt(); }
+  } clear;
+  Interrupting runner(runner_, lab::SlurmEnv(spec_.dir), "gpu3");
+  ScheduleIo io = Io(runner);
+  io.interrupted = sys::Interrupted;
+  const ScheduleOptions options{.nodes = {"gpu3", "gpu4"}, .start_within = 60s};
+  auto report = ScheduleActiveChecks(options, io);
+  sys::ClearInterrupt();
+  ASSERT_FALSE(report);
+  EXPECT_EQ(report.error().code, ErrorCode::kInterrupted);
+  const std::string& said = report.error().message;
+  EXPECT_NE(said.find("cancelled: interrupted before it started"), std::string::npos) << said;
+  EXPECT_NE(said.find("gpu4: not submitted: interrupted"), std::string::npos) << said;
+  // Nothing of ours waits behind the tenant, and no view was recorded.
+  auto queue = Slurm({"squeue", "-h", "-n", "cmax-active-check", "-o", "%i"});
+  ASSERT_TRUE(queue);
+  EXPECT_EQ(Trim(queue->stdout_text), "");
+  auto store = store::Store::Open({.path = dir_.File("cmax.db")});
+  ASSERT_TRUE(store);
+  EXPECT_FALSE(store->LatestRunId("health", "active schedule"));
 }
 
 // --pairs: two idle nodes in one two-node job; each node's check runs as a step on it and tests
