@@ -173,6 +173,15 @@ TEST_F(ActiveSchedule, ANodeWithAJobIsNeverChosenTheIdleOnesAreCheckedOnceAWeek)
   ASSERT_TRUE(testing::WaitUntil([&] { return Checked(kProvider).size() == 3; }, 60s))
       << said << JobLogs();
   EXPECT_FALSE(Checked(kProvider).contains("gpu2"));
+  // And their jobs have ended: a check records before its process (slower to exit under ASan)
+  // and its job are done, and a node still held by it is not idle for the next pass.
+  ASSERT_TRUE(testing::WaitUntil(
+      [&] {
+        auto queue = Slurm({"squeue", "-h", "-n", "cmax-active-check", "-o", "%i"});
+        return queue && queue->Succeeded() && Trim(queue->stdout_text).empty();
+      },
+      60s))
+      << said << JobLogs();
   EXPECT_TRUE(std::filesystem::exists(
       dir_.File("active-checks/gpu1-" + Of(*report, "gpu1")->job_id + ".out")));
 
