@@ -41,12 +41,19 @@ std::string NotIdle(const std::string& state) {
   return state + ": not idle";
 }
 
-Result<sys::ProcessResult> Slurm(const ScheduleIo& io, std::vector<std::string> argv) {
+// `runs_past_interrupt`: the look and the clean-up a Ctrl-C must not cut short.
+Result<sys::ProcessResult> Slurm(const ScheduleIo& io, std::vector<std::string> argv,
+                                 bool runs_past_interrupt = false) {
   sys::ProcessSpec spec{.argv = std::move(argv), .env_add = io.slurm_env};
   // sbatch hands the job this environment: the checks record under the provider named here.
   if (!io.provider.empty()) spec.env_add.push_back("CMAX_PROVIDER=" + io.provider);
   spec.timeout = std::chrono::seconds(30);
+  spec.runs_past_interrupt = runs_past_interrupt;
   return io.runner->Run(spec);
+}
+
+bool Interrupted(const ScheduleIo& io) {
+  return io.interrupted && io.interrupted();
 }
 
 std::string Said(const sys::ProcessResult& r) {
@@ -267,7 +274,7 @@ Result<ScheduleReport> ScheduleActiveChecks(const ScheduleOptions& options,
       first.outcome = "not submitted: this pass records the fleet's view only";
       continue;
     }
-    if (io.interrupted && io.interrupted()) {
+    if (Interrupted(io)) {
       first.outcome = "not submitted: interrupted";
       continue;
     }
@@ -298,18 +305,14 @@ Result<ScheduleReport> ScheduleActiveChecks(const ScheduleOptions& options,
   while (!pending.empty()) {
     // After Ctrl-C: one more look (which the interrupt must not cut short), then the checks
     // still waiting are cancelled; the ones running go on and record.
-    const bool interrupted = io.interrupted && io.interrupted();
+    const bool interrupted = Interrupted(io);
     std::vector<std::string> ids;  // a pair's two nodes share one job: asked for once
     for (const ScheduleDecision* d : pending) {
       if (std::ranges::find(ids, d->job_id) == ids.end()) ids.push_back(d->job_id);
     }
-    sys::ProcessSpec squeue{.argv = {"squeue", "-h", "-j", Join(ids, ","), "-o", "%i|%T|%r"},
-                            .env_add = io.slurm_env};
-    squeue.timeout = std::chrono::seconds(30);
-    squeue.runs_past_interrupt = interrupted;
-    auto queue = io.runner->Run(squeue);
+    auto queue = Slurm(io, {"squeue", "-h", "-j", Join(ids, ","), "-o", "%i|%T|%r"}, interrupted);
     // Cut short by an interrupt that came while it ran: asked again, past it.
-    if (!interrupted && io.interrupted && io.interrupted()) continue;
+    if (!interrupted && Interrupted(io)) continue;
     std::map<std::string, std::string> waiting;  // job id -> Slurm's reason
     if (queue && queue->Succeeded()) {
       for (std::string_view line : SplitLines(queue->stdout_text)) {
@@ -332,10 +335,7 @@ Result<ScheduleReport> ScheduleActiveChecks(const ScheduleOptions& options,
       std::map<std::string, bool> cancelled;  // job id -> scancel succeeded (a pair shares one)
       for (ScheduleDecision* d : pending) {
         if (!cancelled.contains(d->job_id)) {
-          sys::ProcessSpec scancel{.argv = {"scancel", d->job_id}, .env_add = io.slurm_env};
-          scancel.timeout = std::chrono::seconds(30);
-          scancel.runs_past_interrupt = true;
-          auto run = io.runner->Run(scancel);
+          auto run = Slurm(io, {"scancel", d->job_id}, true);
           cancelled[d->job_id] = run && run->Succeeded();
         }
         const std::string not_cancelled =
@@ -353,7 +353,7 @@ Result<ScheduleReport> ScheduleActiveChecks(const ScheduleOptions& options,
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(500));  // Slurm's pace, not a test's
   }
-  if (io.interrupted && io.interrupted()) {
+  if (Interrupted(io)) {
     std::vector<std::string> said;
     for (const ScheduleDecision& d : report.decisions) {
       if (d.submit)

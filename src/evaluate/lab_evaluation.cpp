@@ -310,6 +310,9 @@ class SimulatedProvider {
   }
 
  private:
+  bool Interrupted() const {
+    return io_.evaluation.host.interrupted && io_.evaluation.host.interrupted();
+  }
   void Say(std::string_view line) const {
     if (io_.evaluation.progress) io_.evaluation.progress(line);
   }
@@ -423,8 +426,7 @@ class SimulatedProvider {
                                           : d.outcome + " (" + d.why + ")"));
     }
     if (!jobs.empty() && !JobsEnded(jobs)) {
-      const std::function<bool()>& interrupted = io_.evaluation.host.interrupted;
-      if (interrupted && interrupted()) {
+      if (Interrupted()) {
         return Fail(ErrorCode::kInterrupted,
                     "interrupted while the provider's active checks ran (jobs {})",
                     Join(jobs, ", "));
@@ -455,8 +457,7 @@ class SimulatedProvider {
   // interrupted.
   bool JobsEnded(const std::vector<std::string>& jobs) {
     const auto deadline = std::chrono::steady_clock::now() + 60s;
-    const std::function<bool()>& interrupted = io_.evaluation.host.interrupted;
-    while (std::chrono::steady_clock::now() < deadline && !(interrupted && interrupted())) {
+    while (std::chrono::steady_clock::now() < deadline && !Interrupted()) {
       sys::ProcessSpec squeue{.argv = {"squeue", "-h", "-j", Join(jobs, ","), "-o", "%i"},
                               .env_add = lab::SlurmEnv(lab_dir_)};
       squeue.timeout = 10s;
