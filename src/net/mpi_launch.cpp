@@ -26,8 +26,14 @@ std::vector<std::string> MpirunPrefix(const std::string& mpirun,
                                    "none"};
   if (!agent.empty()) argv.insert(argv.end(), {"--mca", "plm_rsh_agent", agent});
   if (!subnet.empty()) {
-    argv.insert(argv.end(), {"--mca", "oob_tcp_if_include", subnet, "--mca", "btl", "tcp,self",
-                             "--mca", "btl_tcp_if_include", subnet});
+    // A subnet is a namespace lab's, whose "hosts" share this machine's cores. mpirun sees one
+    // slot per host, so it does not know the ranks oversubscribe the cores and lets each spin
+    // while it waits: on 2 cores, 4 lab hosts' all_reduce fell to 0.05-0.07 GB/s from 1.2 over 2
+    // hosts, a 94-96 % drop that was the lab's CPUs, not its links. Yielding while idle, as
+    // OpenMPI does when it knows it oversubscribes: 0.55-0.76 GB/s (docs/PERFORMANCE.md).
+    argv.insert(argv.end(),
+                {"--mca", "oob_tcp_if_include", subnet, "--mca", "btl", "tcp,self", "--mca",
+                 "btl_tcp_if_include", subnet, "--mca", "mpi_yield_when_idle", "1"});
   }
   for (const std::string& e : env) argv.insert(argv.end(), {"-x", e});
   return argv;

@@ -34,7 +34,8 @@ struct MpiLaunch {
 };
 
 // mpirun's own part of a command line: `slots` ranks on each of `addresses`, unbound (see
-// below), through `agent` and over `subnet` when given, with `env` ("NAME=VALUE") passed to
+// below), through `agent` and over `subnet` when given (a namespace lab's, whose ranks then
+// yield while they wait: they share this machine's cores), with `env` ("NAME=VALUE") passed to
 // every rank (-x). The program and its arguments follow.
 std::vector<std::string> MpirunPrefix(const std::string& mpirun,
                                       const std::vector<std::string>& addresses, int slots,
