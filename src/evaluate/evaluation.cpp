@@ -230,18 +230,17 @@ class PhaseRunner {
     return Stored("reliability", phase.name, report->run_id);
   }
 
-  // The plan's sweep run and its logs analysed, or the plan's nccl-tests logs analysed; with
-  // neither, UNTESTED.
+  // The plan's sweep run and its logs analysed, its hosts searched for a bad node, or its
+  // nccl-tests logs analysed; with none of them, UNTESTED.
   PhaseResult Network(const NetworkPhasePlan& phase) const {
     const audit::HostRunIo& h = io_.host;
-    if (phase.sweep) {
-      net::NcclSweepRequest request = *phase.sweep;
-      request.analysis = {.platform = phase.platform, .tolerance_pct = phase.tolerance_pct};
+    const auto with_stand_in = [&](net::NcclSweepRequest request, const char* folder) {
       if (request.nccl_tests_dir.empty()) request.sweep.cpu_perf = io_.cpu_perf;
       // The logs beside the store, a folder per phase and evaluation.
-      request.out_dir = net::NcclLogFolder(h.db_path, "nccl-sweep-" + phase.name, h.clock->Now());
-      auto report = net::SweepNccl(std::move(request),
-                                   {.analyze = {.db_path = h.db_path,
+      request.out_dir = net::NcclLogFolder(h.db_path, folder + phase.name, h.clock->Now());
+      return request;
+    };
+    const net::NcclSweepIo sweep_io{.analyze = {.db_path = h.db_path,
                                                 .cmax_version = h.cmax_version,
                                                 .provider = provider_,
                                                 .fs = h.fs,
@@ -252,14 +251,28 @@ class PhaseRunner {
                                     .interrupted = h.interrupted,
                                     .progress = [this, &phase](std::string_view line) {
                                       Say(fmt::format("network {}: {}", phase.name, line));
-                                    }});
+                                    }};
+    if (phase.sweep) {
+      net::NcclSweepRequest request = with_stand_in(*phase.sweep, "nccl-sweep-");
+      request.analysis = {.platform = phase.platform, .tolerance_pct = phase.tolerance_pct};
+      auto report = net::SweepNccl(std::move(request), sweep_io);
       if (!report) return {FromError("network", phase.name, report.error()), {}};
       return FromRun("network", phase.name, std::move(report->analyzed.record));
     }
+    if (phase.find_bad_node) {
+      net::NcclSweepRequest request = with_stand_in(*phase.find_bad_node, "nccl-find-");
+      const net::BadNodeOptions finder{
+          .tolerance = phase.tolerance_pct / 100,
+          .reference_gbs = phase.reference_gbs,
+          .max_measurements = static_cast<size_t>(phase.max_measurements)};
+      auto report = net::FindNcclBadNodes(std::move(request), finder, sweep_io);
+      if (!report) return {FromError("network", phase.name, report.error()), {}};
+      return FromRun("network", phase.name, std::move(report->record));
+    }
     if (phase.logs.empty()) {
       return {Untested("network", phase.name,
-                       "neither logs of a sweep (logs: [FILE]) nor a sweep to run (sweep: "
-                       "{hosts: [...]})"),
+                       "neither logs of a sweep (logs: [FILE]), a sweep to run (sweep: {hosts: "
+                       "[...]}) nor hosts to search (find_bad_node: {hosts: [...]})"),
               {}};
     }
     auto report = net::AnalyzeNcclFiles(

@@ -89,8 +89,21 @@ std::string ScenarioYaml() {
       kGpus[0]);
 }
 
+// The provider's fabric searched for a node that drags it down (find-bad-node), its four hosts
+// network namespaces on this machine. They share its cores, so a healthy pair's all_reduce
+// varies a lot from run to run: on 2 cores 1.2 to 3.2 GB/s at 1 MiB (38 % of the best), against
+// 0.02 GB/s through a link slowed to 200 Mbit/s. A pair is slow at 80 % below the best, not 10 %.
+std::string NetworkYaml(const ProviderProfile& profile) {
+  return fmt::format(
+      "network:  # its fabric: 4 hosts as network namespaces here, the CPU stand-in between them\n"
+      "  - {{name: fabric, tolerance_pct: 80,\n"
+      "     find_bad_node: {{netns_lab: 4, min_bytes: 1M, max_bytes: 1M, iters: 5, warmup: 1,\n"
+      "                     step_timeout_s: 60{}}}}}\n",
+      profile.slow_link.empty() ? "" : fmt::format(", slow_links: [\"{}\"]", profile.slow_link));
+}
+
 std::string PlanYaml(const ProviderProfile& profile, const std::string& provider, WallTime since,
-                     int sim_port, bool probes_simulated) {
+                     int sim_port, bool probes_simulated, bool fabric) {
   return fmt::format(
       "# The plan cmax run --lab wrote for the simulated provider ({}).\n"
       "schema: cmax.plan/v1\n"
@@ -102,12 +115,13 @@ std::string PlanYaml(const ProviderProfile& profile, const std::string& provider
       "  - {{name: serve-sim, url: \"http://127.0.0.1:{}/v1\", model: lab-model, concurrency: 8,\n"
       "     requests: 200, input_len: 256, prefix_len: 128, output_len: 16, timeout_s: 30}}\n"
       "reliability:\n"
-      "  - {{name: xid-48, scenario: scenario.yaml}}\n",
+      "  - {{name: xid-48, scenario: scenario.yaml}}\n"
+      "{}",
       profile.name, provider, profile.attestation ? "attestation: attestation.yaml\n" : "",
       FormatIso8601(since),
       probes_simulated ? "active: {level: quick}  # as on gpu1: its simulated GPUs and probes\n"
                        : "",
-      sim_port);
+      sim_port, fabric ? NetworkYaml(profile) : "");
 }
 
 // Waits until a daemon's log holds `text` (its ready line), or it died, or `limit` passed, or
@@ -582,13 +596,15 @@ const std::vector<ProviderProfile>& ProviderProfiles() {
       {.name = "negligent",
        .summary = "no health checks: nothing drains a faulty node; a GPU driver from 2023, "
                   "without its branch's security fixes; no attestation; 5% of its endpoint's "
-                  "requests fail and it caches no prompt prefix",
+                  "requests fail and it caches no prompt prefix; one host's network link runs "
+                  "at 200 Mbit/s",
        .checks = ProviderProfile::Checks::kNone,
        .attestation = false,
        .endpoint_error_share = 0.05,
        .stale_driver = true,
        .prefix_cache = false,
-       .weekly_checks = false},
+       .weekly_checks = false,
+       .slow_link = "h3:200mbit"},
   };
   return kProfiles;
 }
@@ -667,10 +683,11 @@ Result<Evaluation> EvaluateLab(const LabEvaluationOptions& asked, const LabEvalu
 
   const WallTime now = io.evaluation.host.clock->Now();
   const std::string plan = options.dir + "/plan.yaml";
+  const bool fabric = !io.evaluation.cpu_perf.empty() && fs.Exists(io.evaluation.cpu_perf);
   for (const auto& [path, text] :
        {std::pair{options.dir + "/scenario.yaml", ScenarioYaml()},
         std::pair{plan, PlanYaml(*profile, provider, since, simulated.SimPort(),
-                                 simulated.ProbesSimulated())},
+                                 simulated.ProbesSimulated(), fabric)},
         std::pair{options.dir + "/attestation.yaml",
                   profile->attestation ? AttestationYaml(provider, now) : std::string()}}) {
     if (text.empty()) continue;

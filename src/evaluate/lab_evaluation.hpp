@@ -1,9 +1,9 @@
 // `cmax run --lab`: an evaluation of a simulated provider, end to end on one machine. It brings
 // up the lab (real Slurm daemons on loopback, lab/), runs the provider as a profile says
 // (cmax's agents and remediation as its health checks, serve-sim as its inference endpoint,
-// its attestation), writes a plan for it, evaluates it like any provider (evaluation.hpp),
-// injecting a GPU fault and timing detection, drain and return to service, and takes
-// everything down again, whatever happened: no daemon outlives the command.
+// its attestation; its fabric four network namespaces here), writes a plan for it, evaluates it
+// like any provider (evaluation.hpp), injecting a GPU fault and timing detection, drain and return
+// to service, and takes everything down again, whatever happened: no daemon outlives the command.
 //
 // The lab's pass bars are the published ones divided by 60 (detect within 2 s, not 2 minutes),
 // so that every profile finishes in under 3 minutes; the rubric's time bands are scaled the
@@ -37,6 +37,9 @@ struct ProviderProfile {
   // It runs `cmax health schedule`: each idle node's active checks, weekly (the rubric's
   // monitoring.active-checks-* items read the fleet's view it records).
   bool weekly_checks = true;
+  // Its fabric, four hosts made as network namespaces on this machine: this host's link slowed
+  // ("h3:200mbit", tc's token bucket) and nobody noticed; empty: every link as fast as the rest.
+  std::string slow_link;
 };
 const std::vector<ProviderProfile>& ProviderProfiles();  // good, slow, negligent
 const ProviderProfile* FindProviderProfile(std::string_view name);
@@ -59,6 +62,8 @@ struct LabEvaluationIo {
   // libcmax-probes-sim.so for the weekly active checks' CUDA probes; empty: the one beside
   // cmax_binary (../lib/), and no weekly checks when that (or the simulated NVML) is missing.
   std::string probes_sim_lib;
+  // The fabric's all_reduce runs evaluation.cpu_perf (cmax-mpi-perf, the CPU stand-in for
+  // nccl-tests) between the namespace hosts; without it the network phase is UNTESTED.
 };
 
 // Errors: kInvalidArgument (an unknown profile), kUnavailable (what the lab needs and this

@@ -233,18 +233,17 @@ Result<std::vector<std::string>> Texts(const YAML::Node& map, const char* key,
   return out;
 }
 
-// A network entry's `sweep`: `cmax nccl sweep`'s options, by their long names.
+// A network entry's `sweep`: `cmax nccl sweep`'s options, by their long names; its
+// `find_bad_node` takes them too (`what`), and `more` keys of its own, read by the caller.
 Result<net::NcclSweepRequest> SweepOf(const YAML::Node& node, const std::string& base_dir,
-                                      const std::string& where) {
-  if (auto ok =
-          OnlyKeys(node,
-                   {"hosts", "hostfile", "nccl_tests", "launcher", "collectives", "variants",
-                    "nodes", "min_bytes", "max_bytes", "factor", "iters", "warmup", "gpus_per_node",
-                    "step_timeout_s", "env", "netns_lab", "slow_links", "srun_mpi"},
-                   where + " sweep");
-      !ok) {
-    return tl::unexpected(ok.error());
-  }
+                                      const std::string& where, const std::string& what = "sweep",
+                                      const std::vector<std::string_view>& more = {}) {
+  std::vector<std::string_view> known = {
+      "hosts",         "hostfile",       "nccl_tests", "launcher",  "collectives", "variants",
+      "nodes",         "min_bytes",      "max_bytes",  "factor",    "iters",       "warmup",
+      "gpus_per_node", "step_timeout_s", "env",        "netns_lab", "slow_links",  "srun_mpi"};
+  known.insert(known.end(), more.begin(), more.end());
+  if (auto ok = OnlyKeys(node, known, where + " " + what); !ok) return tl::unexpected(ok.error());
   net::NcclSweepRequest r;
   net::NcclSweepOptions& o = r.sweep;
   for (auto [key, into] : {std::pair{"hosts", &o.hosts},
@@ -300,7 +299,7 @@ Result<net::NcclSweepRequest> SweepOf(const YAML::Node& node, const std::string&
   o.step_timeout = SecondsAsDuration(step_timeout_s);
   if (r.lab_hosts == 0 && o.hosts.empty() && r.hostfile.empty()) {
     return tl::unexpected(
-        Invalid(node, fmt::format("{}: a sweep needs hosts, a hostfile or a netns_lab", where)));
+        Invalid(node, fmt::format("{}: {} needs hosts, a hostfile or a netns_lab", where, what)));
   }
   return r;
 }
@@ -328,8 +327,9 @@ Result<std::vector<std::string>> Files(const YAML::Node& entry, const char* key,
 
 Result<NetworkPhasePlan> NetworkOf(const YAML::Node& entry, const std::string& base_dir,
                                    std::set<std::string>& seen) {
-  if (auto ok = OnlyKeys(entry, {"name", "logs", "sweep", "platform", "tolerance_pct"},
-                         "a network phase");
+  if (auto ok =
+          OnlyKeys(entry, {"name", "logs", "sweep", "find_bad_node", "platform", "tolerance_pct"},
+                   "a network phase");
       !ok) {
     return tl::unexpected(ok.error());
   }
@@ -337,17 +337,37 @@ Result<NetworkPhasePlan> NetworkOf(const YAML::Node& entry, const std::string& b
   auto name = PhaseName(entry, seen);
   if (!name) return tl::unexpected(name.error());
   out.name = *name;
-  auto logs = Files(entry, "logs", "network " + *name, base_dir);
+  const std::string where = "network " + *name;
+  auto logs = Files(entry, "logs", where, base_dir);
   if (!logs) return tl::unexpected(logs.error());
   out.logs = std::move(*logs);
-  if (const YAML::Node sweep = entry["sweep"]; sweep && !sweep.IsNull()) {
-    if (!out.logs.empty()) {
-      return tl::unexpected(Invalid(
-          sweep, fmt::format("network {}: logs or a sweep, not both (two phases can)", *name)));
-    }
-    auto request = SweepOf(sweep, base_dir, "network " + *name);
+  const YAML::Node sweep = entry["sweep"];
+  const YAML::Node find = entry["find_bad_node"];
+  const bool has_sweep = sweep && !sweep.IsNull();
+  const bool has_find = find && !find.IsNull();
+  if (static_cast<int>(!out.logs.empty()) + static_cast<int>(has_sweep) +
+          static_cast<int>(has_find) >
+      1) {
+    return tl::unexpected(Invalid(
+        entry,
+        fmt::format("{}: logs, a sweep or find_bad_node, one of them (two phases can)", where)));
+  }
+  if (has_sweep) {
+    auto request = SweepOf(sweep, base_dir, where);
     if (!request) return tl::unexpected(request.error());
     out.sweep = std::move(*request);
+  }
+  if (has_find) {
+    auto request =
+        SweepOf(find, base_dir, where, "find_bad_node", {"reference_gbs", "max_measurements"});
+    if (!request) return tl::unexpected(request.error());
+    out.find_bad_node = std::move(*request);
+    double reference = 0;
+    for (auto ok : {Number(find, "reference_gbs", 0.001, 1e6, reference),
+                    Number(find, "max_measurements", 2, 10000, out.max_measurements)}) {
+      if (!ok) return tl::unexpected(ok.error());
+    }
+    if (reference > 0) out.reference_gbs = reference;
   }
   auto platform = Text(entry, "platform", 64);
   if (!platform) return tl::unexpected(platform.error());
@@ -356,8 +376,17 @@ Result<NetworkPhasePlan> NetworkOf(const YAML::Node& entry, const std::string& b
         Invalid(entry["platform"], fmt::format("network {}: no platform \"{}\" (known: {})", *name,
                                                *platform, net::NcclPlatforms::Builtin().Names())));
   }
+  if (has_find && !platform->empty()) {
+    return tl::unexpected(Invalid(
+        entry["platform"],
+        fmt::format("{}: a platform is for logs or a sweep (find_bad_node compares the hosts "
+                    "with each other, or with its reference_gbs)",
+                    where)));
+  }
   out.platform = *platform;
-  if (auto ok = Number(entry, "tolerance_pct", 0.1, 90, out.tolerance_pct); !ok) {
+  if (auto ok =
+          Number(entry, "tolerance_pct", has_find ? 1 : 0.1, has_find ? 95 : 90, out.tolerance_pct);
+      !ok) {
     return tl::unexpected(ok.error());
   }
   return out;

@@ -44,15 +44,22 @@ struct TrainingPhasePlan {
   std::string reference;  // a published figure's id (cmax train references); "": none
 };
 
-// The network: nccl-tests logs analysed (cmax nccl analyze), or a sweep run and analysed (cmax
-// nccl sweep); an entry with neither is UNTESTED.
+// The network: nccl-tests logs analysed (cmax nccl analyze), a sweep run and analysed (cmax
+// nccl sweep), or the hosts searched for a node that drags them down (cmax nccl find-bad-node,
+// the rubric's networking.nccl-bad-node); an entry with none of them is UNTESTED.
 struct NetworkPhasePlan {
   std::string name;
   std::vector<std::string> logs;  // paths (relative to the plan's folder)
   // What `cmax nccl sweep` would be given (its out_dir and the stand-in's path are the
   // evaluation's to choose).
   std::optional<net::NcclSweepRequest> sweep;
+  // What `cmax nccl find-bad-node` would be given: its hosts, sizes and deadline as a sweep's,
+  // its reference figure (none: the best measured) and its bound on measurements.
+  std::optional<net::NcclSweepRequest> find_bad_node;
+  std::optional<double> reference_gbs;
+  int max_measurements = 64;
   std::string platform;  // a built-in platform's name; empty: none
+  // How much lower is a dip, a drop or (find_bad_node) a slow node's pair.
   double tolerance_pct = 10;
 };
 

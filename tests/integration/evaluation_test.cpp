@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -51,6 +52,18 @@ struct Shell {
     EXPECT_TRUE(fs.WriteFileAtomic(path, yaml, 0600));
     return path;
   }
+  // A folder of stand-in nccl-tests binaries (shell scripts, named as such): all_reduce_perf
+  // prints a real run's table.
+  std::string NcclTestsStandIn() {
+    const std::string tests = dir.File("nccl-tests");
+    EXPECT_TRUE(fs.CreateDirs(tests, 0755));
+    EXPECT_TRUE(
+        fs.WriteFileAtomic(tests + "/all_reduce_perf",
+                           "#!/bin/sh\n# A stand-in for nccl-tests' all_reduce_perf.\ncat " +
+                               std::string(CMAX_TEST_DATA) + "/nccl/modern_all_reduce.txt\n",
+                           0755));
+    return tests;
+  }
 };
 
 const PhaseOutcome* Find(const std::vector<PhaseOutcome>& phases, const std::string& name) {
@@ -65,13 +78,7 @@ const PhaseOutcome* Find(const std::vector<PhaseOutcome>& phases, const std::str
 // binaries (shell scripts, named as such): all_reduce prints a table, alltoall fails.
 TEST(Evaluation, ANetworkSweepRunsAsAPhaseAndKeepsItsLogs) {
   Shell shell;
-  const std::string tests = shell.dir.File("nccl-tests");
-  ASSERT_TRUE(shell.fs.CreateDirs(tests, 0755));
-  ASSERT_TRUE(
-      shell.fs.WriteFileAtomic(tests + "/all_reduce_perf",
-                               "#!/bin/sh\n# A stand-in for nccl-tests' all_reduce_perf.\ncat " +
-                                   std::string(CMAX_TEST_DATA) + "/nccl/modern_all_reduce.txt\n",
-                               0755));
+  const std::string tests = shell.NcclTestsStandIn();
   ASSERT_TRUE(shell.fs.WriteFileAtomic(
       tests + "/alltoall_perf",
       "#!/bin/sh\n# A stand-in for nccl-tests' alltoall_perf, failing.\necho 'Test NCCL failure "
@@ -111,6 +118,40 @@ TEST(Evaluation, ANetworkSweepRunsAsAPhaseAndKeepsItsLogs) {
   EXPECT_TRUE(std::ranges::any_of(shell.lines, [](const std::string& l) {
     return l.starts_with("network fabric: step 2/2: alltoall over 2 nodes");
   }));
+}
+
+// A plan's network entry with find_bad_node: `cmax nccl find-bad-node` run as a phase over two
+// hosts with the stand-in all_reduce_perf (a shell script printing a real run's table): the pair
+// is measured, nobody is slow, and the rubric's networking.nccl-bad-node metric is there.
+TEST(Evaluation, ABadNodeSearchRunsAsAPhaseAndCountsTheSlowNodes) {
+  Shell shell;
+  const std::string tests = shell.NcclTestsStandIn();
+  const std::string plan = shell.Plan(fmt::format(
+      "schema: cmax.plan/v1\n"
+      "health: false\n"
+      "network:\n"
+      "  - name: pairs\n"
+      "    find_bad_node: {{hosts: [localhost, 127.0.0.1], nccl_tests: '{}', gpus_per_node: 1,\n"
+      "                    step_timeout_s: 60}}\n",
+      tests));
+  const auto evaluation = Evaluate({.probe_timeout_s = 2, .plan = plan}, shell.Io());
+  ASSERT_TRUE(evaluation) << evaluation.error().message;
+  const PhaseOutcome* pairs = Find(evaluation->phases, "pairs");
+  ASSERT_NE(pairs, nullptr);
+  EXPECT_EQ(pairs->state, PhaseState::kRan) << pairs->reason;
+  EXPECT_GT(pairs->run_id, 0);
+  std::optional<double> slow_nodes;
+  for (const Metric& m : evaluation->record.metrics) {
+    if (m.name == "nccl.slow_nodes" && m.labels.at("phase") == "pairs") slow_nodes = m.value;
+  }
+  EXPECT_EQ(slow_nodes, 0);
+  const auto folders = shell.fs.ListDir(shell.dir.Path());
+  ASSERT_TRUE(folders);
+  EXPECT_TRUE(std::ranges::any_of(
+      *folders, [](const std::string& f) { return f.starts_with("nccl-find-pairs-"); }));
+  EXPECT_TRUE(std::ranges::any_of(shell.lines, [](const std::string& l) {
+    return l == "network pairs: measured 127.0.0.1,localhost: 257.82 GB/s";
+  })) << ::testing::PrintToString(shell.lines);
 }
 
 TEST(Evaluation, EveryPhaseOfThePlanIsAccountedForInOneRun) {

@@ -115,7 +115,19 @@ TEST_F(LabEvaluationTest, TheThreeProfilesAreRatedInOrderForTheirReasons) {
     for (const json& p : doc["evidence"]["evaluation.phases"]) phases[p["name"]] = p["state"];
     EXPECT_EQ(phases["serve-sim"], "ran") << profile;
     EXPECT_NE(phases["xid-48"], "untested") << profile;
-    EXPECT_EQ(phases["network"], "untested") << profile;
+    // Its fabric searched for a node that drags it down: four namespace hosts, of which the
+    // negligent provider's h3 has its link slowed to 200 Mbit/s (a check that failed).
+    const bool slow_link = profile == std::string("negligent");
+    EXPECT_EQ(phases["fabric"], slow_link ? "failed" : "ran") << profile;
+    std::vector<std::string> slow_nodes;
+    for (const json& f : doc["findings"]) {
+      if (f["check_id"] != "network.nccl-bad-node" || f["status"] != "FAIL") continue;
+      const std::string message = f["message"];  // "fabric: h3: 0.02 GB/s beside h1 ..."
+      slow_nodes.push_back(message.substr(0, message.find(':', sizeof("fabric:"))));
+    }
+    EXPECT_EQ(slow_nodes,
+              slow_link ? std::vector<std::string>{"fabric: h3"} : std::vector<std::string>{})
+        << profile << " " << doc["findings"];
     // This host exercised as gpu1 (its simulated GPUs and CUDA probes); the fleet's view from
     // the provider's weekly checks, which the negligent provider never runs.
     EXPECT_EQ(phases["active"], "ran") << profile;
@@ -194,6 +206,13 @@ TEST_F(LabEvaluationTest, TheThreeProfilesAreRatedInOrderForTheirReasons) {
   }
   EXPECT_TRUE(Item(negligent, "monitoring.active-checks-weekly")["score"].is_null())
       << Item(negligent, "monitoring.active-checks-weekly");
+  // No node drags the good and slow providers' fabric down; h3 drags the negligent one's.
+  for (const json* rating : {&good, &slow}) {
+    EXPECT_EQ(Item(*rating, "networking.nccl-bad-node")["score"], 1.0)
+        << Item(*rating, "networking.nccl-bad-node");
+  }
+  EXPECT_EQ(Item(negligent, "networking.nccl-bad-node")["score"], 0.0)
+      << Item(negligent, "networking.nccl-bad-node");
   // Its endpoint caches no prompt prefix; the good one's reuses all it could.
   EXPECT_EQ(Item(negligent, "availability.endpoint-prefix-cache")["score"], 0.0)
       << Item(negligent, "availability.endpoint-prefix-cache");

@@ -87,6 +87,38 @@ TEST(PlanFile, ANetworkSweepTakesTheSweepsOptions) {
   EXPECT_EQ(r.sweep.env, std::vector<std::string>{"NCCL_DEBUG=INFO"});
 }
 
+// find_bad_node takes the hosts and sizes as a sweep does, and the finder's own bounds; its
+// tolerance is the entry's.
+TEST(PlanFile, ABadNodeSearchTakesTheHostsAsASweepDoesAndTheFindersBounds) {
+  const auto plan = ParsePlan(
+      "schema: cmax.plan/v1\n"
+      "network:\n"
+      "  - name: pairs\n"
+      "    tolerance_pct: 80\n"
+      "    find_bad_node: {netns_lab: 4, slow_links: [\"h3:200mbit\"], min_bytes: 1M,\n"
+      "                    max_bytes: 1M, iters: 5, reference_gbs: 2.5, max_measurements: 12}\n"
+      "  - {name: hosts, find_bad_node: {hostfile: hosts.txt}}\n",
+      "/plans");
+  ASSERT_TRUE(plan) << plan.error().message;
+  ASSERT_EQ(plan->network.size(), 2U);
+  const NetworkPhasePlan& pairs = plan->network[0];
+  EXPECT_FALSE(pairs.sweep);
+  ASSERT_TRUE(pairs.find_bad_node);
+  EXPECT_EQ(pairs.find_bad_node->lab_hosts, 4);
+  EXPECT_EQ(pairs.find_bad_node->slow_links, std::vector<std::string>{"h3:200mbit"});
+  EXPECT_EQ(pairs.find_bad_node->sweep.max_bytes, "1M");
+  EXPECT_EQ(pairs.find_bad_node->sweep.iters, 5);
+  EXPECT_EQ(pairs.reference_gbs, 2.5);
+  EXPECT_EQ(pairs.max_measurements, 12);
+  EXPECT_EQ(pairs.tolerance_pct, 80);
+  const NetworkPhasePlan& hosts = plan->network[1];
+  ASSERT_TRUE(hosts.find_bad_node);
+  EXPECT_EQ(hosts.find_bad_node->hostfile, "/plans/hosts.txt");
+  EXPECT_FALSE(hosts.reference_gbs);  // the best pair measured
+  EXPECT_EQ(hosts.max_measurements, 64);
+  EXPECT_EQ(hosts.tolerance_pct, 10);
+}
+
 TEST(PlanFile, TheExampleNamesEveryPhase) {
   const auto plan = ParsePlan(Example(), "/plans");
   ASSERT_TRUE(plan) << plan.error().message;
@@ -213,7 +245,24 @@ TEST(PlanFile, BadPlansAreRefusedWithTheirLine) {
       {head + "network:\n  - {name: n, logs: [[a]]}\n", "each of logs is a file's path"},
       {head + "network:\n  - {name: n, platform: h1OO}\n", "no platform \"h1OO\" (known: h100"},
       {head + "network:\n  - {name: n, tolerance_pct: 0}\n", "tolerance_pct must be a number"},
-      {head + "network:\n  - {name: n, logs: [a], sweep: {hosts: [a]}}\n", "logs or a sweep"},
+      {head + "network:\n  - {name: n, logs: [a], sweep: {hosts: [a]}}\n",
+       "logs, a sweep or find_bad_node, one of them"},
+      {head + "network:\n  - {name: n, sweep: {hosts: [a]}, find_bad_node: {hosts: [a]}}\n",
+       "logs, a sweep or find_bad_node, one of them"},
+      {head + "network:\n  - {name: n, find_bad_node: {iters: 2}}\n",
+       "network n: find_bad_node needs hosts, a hostfile or a netns_lab"},
+      {head + "network:\n  - {name: n, find_bad_node: {hosts: [a], reference_gbs: 0}}\n",
+       "reference_gbs must be a number"},
+      {head + "network:\n  - {name: n, find_bad_node: {hosts: [a], max_measurements: 1}}\n",
+       "max_measurements must be a whole number from 2"},
+      {head + "network:\n  - {name: n, find_bad_node: {hosts: [a], tolerance: 5}}\n",
+       "unknown key 'tolerance'"},
+      {head + "network:\n  - {name: n, sweep: {hosts: [a], reference_gbs: 2}}\n",
+       "unknown key 'reference_gbs'"},
+      {head + "network:\n  - {name: n, platform: h100-nvlink, find_bad_node: {hosts: [a]}}\n",
+       "a platform is for logs or a sweep"},
+      {head + "network:\n  - {name: n, tolerance_pct: 95, sweep: {hosts: [a]}}\n",
+       "tolerance_pct must be a number from 0.1 to 90"},
       {head + "training:\n  - {name: t, logs: [a], traces: [b]}\n", "logs, traces or a command"},
       {head + "training:\n  - {name: t, traces: []}\n", "traces must be a list of files"},
       {head + "training:\n  - {name: t, logs: [a], steps: 10}\n", "steps is for a command"},
