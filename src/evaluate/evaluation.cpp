@@ -236,8 +236,14 @@ class PhaseRunner {
     const audit::HostRunIo& h = io_.host;
     const auto with_stand_in = [&](net::NcclSweepRequest request, const char* folder) {
       if (request.nccl_tests_dir.empty()) request.sweep.cpu_perf = io_.cpu_perf;
-      // The logs beside the store, a folder per phase and evaluation.
-      request.out_dir = net::NcclLogFolder(h.db_path, folder + phase.name, h.clock->Now());
+      // The logs beside the store (or in logs_dir), a folder per phase and evaluation.
+      const std::string kind = folder + phase.name;
+      request.out_dir =
+          options_.logs_dir.empty()
+              ? net::NcclLogFolder(h.db_path, kind, h.clock->Now())
+              : net::NcclLogFolder(options_.logs_dir + "/cmax.db", kind,  // as beside a store
+                                   h.clock->Now());
+      Say(fmt::format("network {}: logs in {}", phase.name, request.out_dir));
       return request;
     };
     const net::NcclSweepIo sweep_io{.analyze = {.db_path = h.db_path,

@@ -35,6 +35,9 @@ struct EvaluationOptions {
   // A lab's pass bars are its scenarios' own, scaled down to finish in minutes: the rubric's
   // time bands are scaled the same way (Rubric::WithTimesScaled), and its name says so.
   double time_scale = 1;
+  // Where the network phases keep their logs, a folder each; empty: beside the store. A lab's
+  // are in its own folder, which each lab evaluation cleans.
+  std::string logs_dir;
 };
 
 struct EvaluationIo {
@@ -42,8 +45,8 @@ struct EvaluationIo {
   std::function<void(std::string_view)> progress;  // a line per phase as it starts and ends
   // Called just before a phase runs (kind, name): a lab starts what that phase needs.
   std::function<void(const std::string& kind, const std::string& name)> before_phase;
-  // cmax-mpi-perf, for a network sweep without nccl-tests (the CPU stand-in); empty: such a
-  // sweep is refused.
+  // cmax-mpi-perf, for a network sweep or search without nccl-tests (the CPU stand-in); empty:
+  // such a sweep is refused, and `cmax run --lab` plans no network phase.
   std::string cpu_perf;
   // cmax-probe, for the active phase's CUDA probes (active::ProbeProgramBeside); empty: they
   // are SKIP.

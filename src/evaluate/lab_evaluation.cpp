@@ -42,6 +42,8 @@ constexpr int kGpusPerNode = 8;
 constexpr const char* kNodeCmax = "node-cmax";
 // Where those jobs write their output.
 constexpr const char* kCheckLogs = "active-checks";
+// The network phase's logs (EvaluationOptions::logs_dir), removed before each evaluation.
+constexpr const char* kNetworkLogs = "network-logs";
 
 // The PCI addresses of a node's GPUs: the first is the one its fault goes to.
 std::string BusId(int node, int gpu) {
@@ -90,15 +92,18 @@ std::string ScenarioYaml() {
 }
 
 // The provider's fabric searched for a node that drags it down (find-bad-node), its four hosts
-// network namespaces on this machine. They share its cores, so a healthy pair's all_reduce
-// varies a lot from run to run: on 2 cores 1.2 to 3.2 GB/s at 1 MiB (38 % of the best), against
-// 0.02 GB/s through a link slowed to 200 Mbit/s. A pair is slow at 80 % below the best, not 10 %.
+// network namespaces on this machine. They share its cores, so a group's figure says as much
+// about the cores as about the links: on 2 cores a healthy pair read 1.2 to 3.2 GB/s at 1 MiB
+// and all four hosts 0.46 to 0.76, 0.06 while other work ran, against 0.02 GB/s through a link
+// slowed to 200 Mbit/s. Held against the best pair, the four were slow; held against what the
+// lab asks of a link, 1 Gbit/s (0.125 GB/s, a group slow under 0.1), a healthy fabric passes in
+// one run and the slowed link is named.
 std::string NetworkYaml(const ProviderProfile& profile) {
   return fmt::format(
       "network:  # its fabric: 4 hosts as network namespaces here, the CPU stand-in between them\n"
-      "  - {{name: fabric, tolerance_pct: 80,\n"
+      "  - {{name: fabric, tolerance_pct: 20,\n"
       "     find_bad_node: {{netns_lab: 4, min_bytes: 1M, max_bytes: 1M, iters: 5, warmup: 1,\n"
-      "                     step_timeout_s: 60{}}}}}\n",
+      "                     step_timeout_s: 60, reference_gbs: 0.125{}}}}}\n",
       profile.slow_link.empty() ? "" : fmt::format(", slow_links: [\"{}\"]", profile.slow_link));
 }
 
@@ -673,6 +678,11 @@ Result<Evaluation> EvaluateLab(const LabEvaluationOptions& asked, const LabEvalu
     }
   }
 
+  const std::string network_logs = options.dir + "/" + kNetworkLogs;
+  if (!std::filesystem::is_symlink(network_logs, ignored)) {
+    std::filesystem::remove_all(network_logs, ignored);
+  }
+
   const std::string provider = fmt::format("cmax lab ({})", profile->name);
   // A build whose built-in rubric is broken stops at its first use: here, before any daemon
   // starts, rather than with the lab up.
@@ -698,6 +708,7 @@ Result<Evaluation> EvaluateLab(const LabEvaluationOptions& asked, const LabEvalu
   evaluation.plan = plan;
   evaluation.attestation.clear();
   evaluation.time_scale = kLabTimeScale;
+  evaluation.logs_dir = network_logs;
   EvaluationIo eio = io.evaluation;
   eio.before_phase = [&simulated, outer = io.evaluation.before_phase](const std::string& kind,
                                                                       const std::string& name) {

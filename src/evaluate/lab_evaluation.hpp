@@ -62,8 +62,6 @@ struct LabEvaluationIo {
   // libcmax-probes-sim.so for the weekly active checks' CUDA probes; empty: the one beside
   // cmax_binary (../lib/), and no weekly checks when that (or the simulated NVML) is missing.
   std::string probes_sim_lib;
-  // The fabric's all_reduce runs evaluation.cpu_perf (cmax-mpi-perf, the CPU stand-in for
-  // nccl-tests) between the namespace hosts; without it the network phase is UNTESTED.
 };
 
 // Errors: kInvalidArgument (an unknown profile), kUnavailable (what the lab needs and this

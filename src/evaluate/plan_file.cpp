@@ -238,14 +238,33 @@ Result<std::vector<std::string>> Texts(const YAML::Node& map, const char* key,
 Result<net::NcclSweepRequest> SweepOf(const YAML::Node& node, const std::string& base_dir,
                                       const std::string& where, const std::string& what = "sweep",
                                       const std::vector<std::string_view>& more = {}) {
+  const bool search = what == "find_bad_node";
   std::vector<std::string_view> known = {
-      "hosts",         "hostfile",       "nccl_tests", "launcher",  "collectives", "variants",
-      "nodes",         "min_bytes",      "max_bytes",  "factor",    "iters",       "warmup",
-      "gpus_per_node", "step_timeout_s", "env",        "netns_lab", "slow_links",  "srun_mpi"};
+      "hosts",     "hostfile",  "nccl_tests", "launcher",      "min_bytes",
+      "max_bytes", "iters",     "warmup",     "gpus_per_node", "step_timeout_s",
+      "env",       "netns_lab", "slow_links", "srun_mpi"};
+  // The search runs all_reduce at one size in every group it measures: the sweep's choices of
+  // collectives, variants, node counts and size steps would be read and then ignored.
+  for (const char* key : {"collectives", "variants", "nodes", "factor"}) {
+    if (!search) {
+      known.emplace_back(key);
+    } else if (node.IsMap() && node[key]) {
+      return tl::unexpected(Invalid(
+          node[key], fmt::format("{}: {} is for a sweep (find_bad_node runs all_reduce at one "
+                                 "size, min_bytes to max_bytes, in every group)",
+                                 where, key)));
+    }
+  }
   known.insert(known.end(), more.begin(), more.end());
   if (auto ok = OnlyKeys(node, known, where + " " + what); !ok) return tl::unexpected(ok.error());
   net::NcclSweepRequest r;
   net::NcclSweepOptions& o = r.sweep;
+  if (search) {  // `cmax nccl find-bad-node`'s defaults: one large size, the link's rate
+    o.min_bytes = "256M";
+    o.max_bytes = "256M";
+    o.iters = 10;
+    o.warmup = 2;
+  }
   for (auto [key, into] : {std::pair{"hosts", &o.hosts},
                            {"collectives", &o.collectives},
                            {"env", &o.env},
@@ -297,6 +316,27 @@ Result<net::NcclSweepRequest> SweepOf(const YAML::Node& node, const std::string&
     if (!ok) return tl::unexpected(ok.error());
   }
   o.step_timeout = SecondsAsDuration(step_timeout_s);
+  // What the sweep would refuse only once the phase ran, refused with the plan's line now.
+  const auto refuse = [&](const char* key, std::string_view why) {
+    return tl::unexpected(Invalid(node[key], fmt::format("{}: {}", where, why)));
+  };
+  if (r.lab_hosts == 0 && !r.slow_links.empty()) {
+    return refuse("slow_links", "slow_links slow a netns_lab's hosts: give the netns_lab");
+  }
+  if (r.lab_hosts > 0) {
+    if (!o.hosts.empty() || !r.hostfile.empty()) {
+      return refuse(o.hosts.empty() ? "hostfile" : "hosts",
+                    "a netns_lab makes its own hosts: no hosts or hostfile beside it");
+    }
+    if (!r.nccl_tests_dir.empty()) {
+      return refuse("nccl_tests",
+                    "a netns_lab runs the CPU stand-in (its hosts share this machine's GPUs, "
+                    "if any): no nccl_tests beside it");
+    }
+    if (o.launcher == net::NcclLauncher::kSrun) {
+      return refuse("launcher", "a netns_lab is reached through mpirun, not srun");
+    }
+  }
   if (r.lab_hosts == 0 && o.hosts.empty() && r.hostfile.empty()) {
     return tl::unexpected(
         Invalid(node, fmt::format("{}: {} needs hosts, a hostfile or a netns_lab", where, what)));

@@ -515,8 +515,10 @@ Result<NcclSweepReport> SweepNccl(NcclSweepRequest request, const NcclSweepIo& i
 
 namespace {
 
-Result<NcclBadNodeReport> RecordBadNodes(BadNodeVerdict verdict, size_t hosts, bool interrupted,
-                                         double tolerance, WallTime started_at,
+// `judged`: the figures had something to be held against, a reference given or a third node; a
+// pair alone, measured against its own figure, was "clean" and scored 1 on the rubric.
+Result<NcclBadNodeReport> RecordBadNodes(BadNodeVerdict verdict, size_t hosts, bool judged,
+                                         bool interrupted, double tolerance, WallTime started_at,
                                          const NcclSweepIo& io) {
   if (interrupted) {
     // A run cut by Ctrl-C reads as a slow group: nobody is convicted on it.
@@ -543,7 +545,7 @@ Result<NcclBadNodeReport> RecordBadNodes(BadNodeVerdict verdict, size_t hosts, b
       !v.measurements.empty() && std::ranges::all_of(v.measurements, [](const GroupMeasurement& m) {
         return m.busbw_gbs.has_value();
       });
-  const bool clean = measured && v.reference_gbs &&
+  const bool clean = judged && measured && v.reference_gbs &&
                      std::ranges::none_of(v.measurements, [&](const GroupMeasurement& m) {
                        return *m.busbw_gbs < *v.reference_gbs * (1 - tolerance);
                      });
@@ -560,6 +562,13 @@ Result<NcclBadNodeReport> RecordBadNodes(BadNodeVerdict verdict, size_t hosts, b
                         .message = fmt::format("no node of {} drags the group down (reference "
                                                "{:.2f} GB/s)",
                                                hosts, *v.reference_gbs)});
+  } else if (v.slow.empty() && !judged) {
+    findings.push_back({.check_id = "network.nccl-bad-node",
+                        .status = CheckStatus::kWarn,
+                        .severity = Severity::kMedium,
+                        .message = "nothing to judge the figures by: " +
+                                   (v.notes.empty() ? std::string("two nodes and no reference")
+                                                    : Join(v.notes, "; "))});
   } else if (v.slow.empty()) {
     const bool any = std::ranges::any_of(
         v.measurements, [](const GroupMeasurement& m) { return m.busbw_gbs.has_value(); });
@@ -669,7 +678,8 @@ Result<NcclBadNodeReport> FindNcclBadNodes(NcclSweepRequest request, const BadNo
         BadNodeOptions stoppable = finder;
         stoppable.stop = [&] { return interrupted; };
         BadNodeVerdict verdict = FindBadNodes(o.hosts, measure, stoppable);
-        auto report = RecordBadNodes(std::move(verdict), o.hosts.size(), interrupted,
+        const bool judged = o.hosts.size() > 2 || finder.reference_gbs.has_value();
+        auto report = RecordBadNodes(std::move(verdict), o.hosts.size(), judged, interrupted,
                                      finder.tolerance, started_at, io);
         if (!report) return tl::unexpected(report.error());
         out = std::move(*report);

@@ -9,7 +9,6 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <map>
-#include <optional>
 #include <string>
 #include <vector>
 
@@ -121,8 +120,9 @@ TEST(Evaluation, ANetworkSweepRunsAsAPhaseAndKeepsItsLogs) {
 }
 
 // A plan's network entry with find_bad_node: `cmax nccl find-bad-node` run as a phase over two
-// hosts with the stand-in all_reduce_perf (a shell script printing a real run's table): the pair
-// is measured, nobody is slow, and the rubric's networking.nccl-bad-node metric is there.
+// hosts with the stand-in all_reduce_perf (a shell script printing a real run's table): held
+// against a reference, the pair is fast and the rubric's networking.nccl-bad-node metric says
+// none is slow; with nothing to hold it against, the phase runs and scores nothing.
 TEST(Evaluation, ABadNodeSearchRunsAsAPhaseAndCountsTheSlowNodes) {
   Shell shell;
   const std::string tests = shell.NcclTestsStandIn();
@@ -132,19 +132,25 @@ TEST(Evaluation, ABadNodeSearchRunsAsAPhaseAndCountsTheSlowNodes) {
       "network:\n"
       "  - name: pairs\n"
       "    find_bad_node: {{hosts: [localhost, 127.0.0.1], nccl_tests: '{}', gpus_per_node: 1,\n"
+      "                    step_timeout_s: 60, reference_gbs: 250}}\n"
+      "  - name: alone\n"
+      "    find_bad_node: {{hosts: [localhost, 127.0.0.1], nccl_tests: '{}', gpus_per_node: 1,\n"
       "                    step_timeout_s: 60}}\n",
-      tests));
+      tests, tests));
   const auto evaluation = Evaluate({.probe_timeout_s = 2, .plan = plan}, shell.Io());
   ASSERT_TRUE(evaluation) << evaluation.error().message;
   const PhaseOutcome* pairs = Find(evaluation->phases, "pairs");
   ASSERT_NE(pairs, nullptr);
   EXPECT_EQ(pairs->state, PhaseState::kRan) << pairs->reason;
   EXPECT_GT(pairs->run_id, 0);
-  std::optional<double> slow_nodes;
+  const PhaseOutcome* alone = Find(evaluation->phases, "alone");
+  ASSERT_NE(alone, nullptr);
+  EXPECT_EQ(alone->state, PhaseState::kRan) << alone->reason;
+  std::map<std::string, double> slow_nodes;
   for (const Metric& m : evaluation->record.metrics) {
-    if (m.name == "nccl.slow_nodes" && m.labels.at("phase") == "pairs") slow_nodes = m.value;
+    if (m.name == "nccl.slow_nodes") slow_nodes[m.labels.at("phase")] = m.value;
   }
-  EXPECT_EQ(slow_nodes, 0);
+  EXPECT_EQ(slow_nodes, (std::map<std::string, double>{{"pairs", 0}}));
   const auto folders = shell.fs.ListDir(shell.dir.Path());
   ASSERT_TRUE(folders);
   EXPECT_TRUE(std::ranges::any_of(

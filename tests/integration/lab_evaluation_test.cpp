@@ -279,6 +279,17 @@ TEST_F(LabEvaluationTest, ASecondEvaluationInTheSameFolderStartsClean) {
     const json& tier = doc["evidence"]["rating"]["tier"];
     EXPECT_TRUE(tier == "Gold" || tier == "Platinum") << i << " " << tier;
     EXPECT_EQ(Item(doc["evidence"]["rating"], "reliability.time-to-service")["score"], 1.0) << i;
+    // The fabric's logs are this evaluation's alone, in the lab's folder, not beside the store.
+    std::vector<std::string> logs;
+    for (const auto& entry :
+         std::filesystem::directory_iterator(dir_.File("lab-again/network-logs"))) {
+      logs.push_back(entry.path().filename());
+    }
+    ASSERT_EQ(logs.size(), 1U) << i << " " << ::testing::PrintToString(logs);
+    EXPECT_TRUE(logs[0].starts_with("nccl-find-fabric-")) << logs[0];
+  }
+  for (const auto& entry : std::filesystem::directory_iterator(dir_.Path())) {
+    EXPECT_FALSE(entry.path().filename().string().starts_with("nccl-")) << entry.path();
   }
 }
 

@@ -163,7 +163,8 @@ TEST_F(NcclSweepTest, AnEarlierSweepsJsonFileIsNotTakenForThisOnes) {
 }
 
 // find-bad-node over two hosts of this machine: a search that settled scores; one stopped by
-// Ctrl-C names nobody and scores nothing.
+// Ctrl-C names nobody and scores nothing; and a pair with no reference, held against its own
+// figure, is no verdict (it was "clean" and scored 1).
 TEST_F(NcclSweepTest, FindBadNodeScoresOnlyASettledSearch) {
   NcclSweepRequest r = Request();
   r.sweep.hosts = {"localhost", "127.0.0.1"};
@@ -172,11 +173,20 @@ TEST_F(NcclSweepTest, FindBadNodeScoresOnlyASettledSearch) {
     return std::ranges::count_if(run.metrics,
                                  [](const Metric& m) { return m.name == "nccl.slow_nodes"; });
   };
-  auto clean = FindNcclBadNodes(r, {}, Io());
+  auto clean = FindNcclBadNodes(r, {.reference_gbs = 250}, Io());  // the table's: 257.82
   ASSERT_TRUE(clean) << clean.error().message;
   EXPECT_TRUE(clean->clean) << NcclBadNodeText(*clean);
   EXPECT_EQ(clean->exit_code, 0);
   EXPECT_EQ(slow_nodes(clean->record), 1);
+  auto alone = FindNcclBadNodes(r, {}, Io());
+  ASSERT_TRUE(alone) << alone.error().message;
+  EXPECT_FALSE(alone->clean) << NcclBadNodeText(*alone);
+  EXPECT_EQ(alone->exit_code, 0);
+  EXPECT_EQ(slow_nodes(alone->record), 0);
+  EXPECT_TRUE(std::ranges::any_of(alone->record.findings, [](const Finding& f) {
+    return f.check_id == "network.nccl-bad-node" && f.status == CheckStatus::kWarn &&
+           f.message.starts_with("nothing to judge the figures by: two nodes alone");
+  })) << NcclBadNodeText(*alone);
   NcclSweepIo io = Io();
   io.interrupted = [] { return true; };
   auto stopped = FindNcclBadNodes(r, {}, io);

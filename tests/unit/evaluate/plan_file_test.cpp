@@ -117,6 +117,12 @@ TEST(PlanFile, ABadNodeSearchTakesTheHostsAsASweepDoesAndTheFindersBounds) {
   EXPECT_FALSE(hosts.reference_gbs);  // the best pair measured
   EXPECT_EQ(hosts.max_measurements, 64);
   EXPECT_EQ(hosts.tolerance_pct, 10);
+  // `cmax nccl find-bad-node`'s defaults, not a sweep's: one large size.
+  const net::NcclSweepOptions& o = hosts.find_bad_node->sweep;
+  EXPECT_EQ(o.min_bytes, "256M");
+  EXPECT_EQ(o.max_bytes, "256M");
+  EXPECT_EQ(o.iters, 10);
+  EXPECT_EQ(o.warmup, 2);
 }
 
 TEST(PlanFile, TheExampleNamesEveryPhase) {
@@ -263,6 +269,20 @@ TEST(PlanFile, BadPlansAreRefusedWithTheirLine) {
        "a platform is for logs or a sweep"},
       {head + "network:\n  - {name: n, tolerance_pct: 95, sweep: {hosts: [a]}}\n",
        "tolerance_pct must be a number from 0.1 to 90"},
+      {head + "network:\n  - {name: n, find_bad_node: {hosts: [a], collectives: [alltoall]}}\n",
+       "network n: collectives is for a sweep (find_bad_node runs all_reduce"},
+      {head + "network:\n  - {name: n, find_bad_node: {hosts: [a], variants: [network]}}\n",
+       "variants is for a sweep"},
+      {head + "network:\n  - {name: n, find_bad_node: {hosts: [a], nodes: [2]}}\n",
+       "nodes is for a sweep"},
+      {head + "network:\n  - {name: n, sweep: {hosts: [a], slow_links: [\"a:1mbit\"]}}\n",
+       "slow_links slow a netns_lab's hosts: give the netns_lab"},
+      {head + "network:\n  - {name: n, find_bad_node: {netns_lab: 3, hostfile: h.txt}}\n",
+       "a netns_lab makes its own hosts"},
+      {head + "network:\n  - {name: n, sweep: {netns_lab: 3, nccl_tests: nt}}\n",
+       "a netns_lab runs the CPU stand-in"},
+      {head + "network:\n  - {name: n, sweep: {netns_lab: 3, launcher: srun}}\n",
+       "a netns_lab is reached through mpirun, not srun"},
       {head + "training:\n  - {name: t, logs: [a], traces: [b]}\n", "logs, traces or a command"},
       {head + "training:\n  - {name: t, traces: []}\n", "traces must be a list of files"},
       {head + "training:\n  - {name: t, logs: [a], steps: 10}\n", "steps is for a command"},
