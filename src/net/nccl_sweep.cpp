@@ -303,7 +303,7 @@ Result<NcclSweepReport> RunNcclSweep(const NcclSweepOptions& options, const std:
                                 .output_cap = kStepOutputCap};
     // A JSON file of an earlier sweep in the same folder must not stand in for this step's.
     if (!options.json_dir.empty()) (void)io.fs->RemoveFile(out_dir + "/" + step.log_name + ".json");
-    auto r = RunLauncher(spec, 1, *io.runner, outcome.crashes);
+    auto r = RunLauncher(spec, kLauncherCrashRetries, *io.runner, outcome.crashes);
     if (!r) {
       outcome.problem = r.error().message;
     } else {
@@ -648,7 +648,7 @@ Result<NcclBadNodeReport> FindNcclBadNodes(NcclSweepRequest request, const BadNo
                                 .timeout = o.step_timeout,
                                 .kill_grace = std::chrono::seconds(5),
                                 .output_cap = kStepOutputCap},
-                               1, *io.runner, crashes);
+                               kLauncherCrashRetries, *io.runner, crashes);
           if (!r) {
             m.problem = r.error().message;
           } else {

@@ -2,10 +2,12 @@
 // characters, addresses from 198.18.0.0/15 only, the commands in order, the agent's mapping.
 #include "net/netns_lab.hpp"
 
+#include <algorithm>
 #include <gtest/gtest.h>
 
 #include "core/strings.hpp"
 #include "net/mpi_launch.hpp"
+#include "sys/process_runner.hpp"
 
 namespace cmax::net {
 namespace {
@@ -114,6 +116,53 @@ TEST(MpiLaunch, OneRankPerHostUnboundOverTheLabsNetwork) {
             "all_reduce -b 1M -e 16M -n 5 -w 1");
   EXPECT_EQ(Join(MpiRunArgv({.perf = "p"}, {"a"}), " "),
             "mpirun --host a -np 1 --bind-to none p all_reduce -b 1M -e 16M -n 5 -w 1");
+}
+
+// A launcher that dies of a signal `crashes` times, each before any rank printed, then runs
+// (or, with `printed`, prints a rank's table header before each death).
+class CrashingLauncher final : public sys::ProcessRunner {
+ public:
+  CrashingLauncher(int crashes, bool printed) : crashes_(crashes), printed_(printed) {}
+  Result<sys::ProcessResult> Run(const sys::ProcessSpec& /*spec*/) override {
+    ++starts;
+    sys::ProcessResult r;
+    if (crashes_-- > 0) {
+      r.exit_code = 139;
+      r.stdout_text = printed_ ? "# Collective test starting: all_reduce_perf\n" : "";
+      r.stderr_text = "[vm:07646] *** Process received signal ***\n";
+      return r;
+    }
+    r.exit_code = 0;
+    r.stdout_text = "#  Rank  0 Group  0 Pid 1 on h1\n";
+    return r;
+  }
+  int starts = 0;
+
+ private:
+  int crashes_;
+  bool printed_;
+};
+
+// mpirun crashing as it starts its daemons in namespace hosts is started again, up to
+// kLauncherCrashRetries times; a crash after a rank printed is the run's answer, not retried.
+TEST(MpiLaunch, ALauncherThatCrashesBeforeAnyRankPrintedIsStartedAgain) {
+  for (int crashes = 0; crashes <= kLauncherCrashRetries + 1; ++crashes) {
+    CrashingLauncher launcher(crashes, false);
+    int retried = 0;
+    auto r = RunLauncher({.argv = {"mpirun"}}, kLauncherCrashRetries, launcher, retried);
+    ASSERT_TRUE(r);
+    const bool ran = crashes <= kLauncherCrashRetries;
+    EXPECT_EQ(r->exit_code, ran ? 0 : 139) << crashes;
+    EXPECT_EQ(retried, std::min(crashes, kLauncherCrashRetries)) << crashes;
+    EXPECT_EQ(launcher.starts, std::min(crashes, kLauncherCrashRetries) + 1) << crashes;
+  }
+  CrashingLauncher printed(1, true);
+  int retried = 0;
+  auto r = RunLauncher({.argv = {"mpirun"}}, kLauncherCrashRetries, printed, retried);
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->exit_code, 139);
+  EXPECT_EQ(retried, 0);
+  EXPECT_EQ(printed.starts, 1);
 }
 
 }  // namespace
