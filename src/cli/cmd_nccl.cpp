@@ -261,11 +261,7 @@ Command SetupNcclCommand(CLI::App& parent) {
       "with a node already seen fast, and named only when it is slow beside two fast nodes of\n"
       "different halves. Each run's log is kept (--out). Recorded as a run.\n"
       "Exit 0 none found, 1 a node named, 2 usage, 3 could not run");
-  net::NcclSweepOptions& f = o->find_hosts.request.sweep;
-  f.min_bytes = "256M";  // one large size: the link's rate, not the latency's
-  f.max_bytes = "256M";
-  f.iters = 10;
-  f.warmup = 2;
+  net::UseBadNodeSearchSizes(o->find_hosts.request.sweep);
   AddHostFlags(o->find, o->find_hosts, "");
   Num(o->find, "--tolerance", o->finder_tolerance_pct, Real(1, 95),
       "Percent below the reference that makes a group slow");

@@ -238,11 +238,9 @@ class PhaseRunner {
       if (request.nccl_tests_dir.empty()) request.sweep.cpu_perf = io_.cpu_perf;
       // The logs beside the store (or in logs_dir), a folder per phase and evaluation.
       const std::string kind = folder + phase.name;
-      request.out_dir =
-          options_.logs_dir.empty()
-              ? net::NcclLogFolder(h.db_path, kind, h.clock->Now())
-              : net::NcclLogFolder(options_.logs_dir + "/cmax.db", kind,  // as beside a store
-                                   h.clock->Now());
+      request.out_dir = options_.logs_dir.empty()
+                            ? net::NcclLogFolder(h.db_path, kind, h.clock->Now())
+                            : net::NcclLogFolderIn(options_.logs_dir, kind, h.clock->Now());
       Say(fmt::format("network {}: logs in {}", phase.name, request.out_dir));
       return request;
     };

@@ -259,12 +259,7 @@ Result<net::NcclSweepRequest> SweepOf(const YAML::Node& node, const std::string&
   if (auto ok = OnlyKeys(node, known, where + " " + what); !ok) return tl::unexpected(ok.error());
   net::NcclSweepRequest r;
   net::NcclSweepOptions& o = r.sweep;
-  if (search) {  // `cmax nccl find-bad-node`'s defaults: one large size, the link's rate
-    o.min_bytes = "256M";
-    o.max_bytes = "256M";
-    o.iters = 10;
-    o.warmup = 2;
-  }
+  if (search) net::UseBadNodeSearchSizes(o);
   for (auto [key, into] : {std::pair{"hosts", &o.hosts},
                            {"collectives", &o.collectives},
                            {"env", &o.env},

@@ -259,6 +259,7 @@ BadNodeVerdict FindBadNodes(const std::vector<std::string>& nodes, const Measure
     out.notes.push_back("fewer than two nodes: nothing to compare");
     return out;
   }
+  out.judged = group.size() > 2 || options.reference_gbs.has_value();
   Finder finder(measure, options, out);
   const std::optional<GroupMeasurement> whole = finder.Measure(group);
   if (!whole) return out;

@@ -44,6 +44,9 @@ struct BadNodeVerdict {
   std::vector<SlowNode> slow;
   std::vector<GroupMeasurement> measurements;  // every run, in order
   std::optional<double> reference_gbs;         // what "slow" was judged against
+  // The figures had something to be held against: a reference given, or a third node. A pair
+  // alone, held against its own figure, is no verdict either way.
+  bool judged = false;
   std::vector<std::string> notes;
 };
 

@@ -106,10 +106,29 @@ NcclSweepStep MakeStep(const NcclSweepOptions& o, const std::string& collective,
 
 }  // namespace
 
-std::string NcclLogFolder(const std::string& db_path, std::string_view kind, WallTime now) {
+namespace {
+
+std::string LogFolderName(std::string_view kind, WallTime now) {
   std::string stamp = FormatIso8601(now);
   std::erase(stamp, ':');
-  return store::BesideStore(db_path, fmt::format("{}-{}", kind, stamp));
+  return fmt::format("{}-{}", kind, stamp);
+}
+
+}  // namespace
+
+std::string NcclLogFolder(const std::string& db_path, std::string_view kind, WallTime now) {
+  return store::BesideStore(db_path, LogFolderName(kind, now));
+}
+
+std::string NcclLogFolderIn(const std::string& folder, std::string_view kind, WallTime now) {
+  return folder + "/" + LogFolderName(kind, now);
+}
+
+void UseBadNodeSearchSizes(NcclSweepOptions& options) {
+  options.min_bytes = "256M";
+  options.max_bytes = "256M";
+  options.iters = 10;
+  options.warmup = 2;
 }
 
 std::string CpuStandInBeside(const std::string& cmax_binary) {
@@ -515,10 +534,8 @@ Result<NcclSweepReport> SweepNccl(NcclSweepRequest request, const NcclSweepIo& i
 
 namespace {
 
-// `judged`: the figures had something to be held against, a reference given or a third node; a
-// pair alone, measured against its own figure, was "clean" and scored 1 on the rubric.
-Result<NcclBadNodeReport> RecordBadNodes(BadNodeVerdict verdict, size_t hosts, bool judged,
-                                         bool interrupted, double tolerance, WallTime started_at,
+Result<NcclBadNodeReport> RecordBadNodes(BadNodeVerdict verdict, size_t hosts, bool interrupted,
+                                         double tolerance, WallTime started_at,
                                          const NcclSweepIo& io) {
   if (interrupted) {
     // A run cut by Ctrl-C reads as a slow group: nobody is convicted on it.
@@ -545,7 +562,8 @@ Result<NcclBadNodeReport> RecordBadNodes(BadNodeVerdict verdict, size_t hosts, b
       !v.measurements.empty() && std::ranges::all_of(v.measurements, [](const GroupMeasurement& m) {
         return m.busbw_gbs.has_value();
       });
-  const bool clean = judged && measured && v.reference_gbs &&
+  // A pair held against its own figure is no verdict (it was "clean", and scored 1).
+  const bool clean = v.judged && measured && v.reference_gbs &&
                      std::ranges::none_of(v.measurements, [&](const GroupMeasurement& m) {
                        return *m.busbw_gbs < *v.reference_gbs * (1 - tolerance);
                      });
@@ -562,7 +580,7 @@ Result<NcclBadNodeReport> RecordBadNodes(BadNodeVerdict verdict, size_t hosts, b
                         .message = fmt::format("no node of {} drags the group down (reference "
                                                "{:.2f} GB/s)",
                                                hosts, *v.reference_gbs)});
-  } else if (v.slow.empty() && !judged) {
+  } else if (v.slow.empty() && !v.judged) {
     findings.push_back({.check_id = "network.nccl-bad-node",
                         .status = CheckStatus::kWarn,
                         .severity = Severity::kMedium,
@@ -678,8 +696,7 @@ Result<NcclBadNodeReport> FindNcclBadNodes(NcclSweepRequest request, const BadNo
         BadNodeOptions stoppable = finder;
         stoppable.stop = [&] { return interrupted; };
         BadNodeVerdict verdict = FindBadNodes(o.hosts, measure, stoppable);
-        const bool judged = o.hosts.size() > 2 || finder.reference_gbs.has_value();
-        auto report = RecordBadNodes(std::move(verdict), o.hosts.size(), judged, interrupted,
+        auto report = RecordBadNodes(std::move(verdict), o.hosts.size(), interrupted,
                                      finder.tolerance, started_at, io);
         if (!report) return tl::unexpected(report.error());
         out = std::move(*report);

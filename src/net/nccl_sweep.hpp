@@ -82,6 +82,12 @@ struct NcclSweepStep {
 // Where a sweep keeps its logs unless told: beside the store `db_path`, "<kind>-<UTC time>"
 // ("nccl-sweep-2026-12-03T184012.745Z": no ':' in names).
 std::string NcclLogFolder(const std::string& db_path, std::string_view kind, WallTime now);
+// The same name in `folder`.
+std::string NcclLogFolderIn(const std::string& folder, std::string_view kind, WallTime now);
+
+// What `cmax nccl find-bad-node` measures unless told: all_reduce at one large size, 256 MiB
+// (the link's rate, not its latency), 10 iterations after 2 warm-up.
+void UseBadNodeSearchSizes(NcclSweepOptions& options);
 
 // cmax-mpi-perf where the build puts it: beside the cmax binary.
 std::string CpuStandInBeside(const std::string& cmax_binary);
