@@ -8,8 +8,10 @@
 #include "evaluate/plan_file.hpp"
 #include "health/log_scanner.hpp"
 #include "health/passive_run.hpp"
+#include "net/mpi_launch.hpp"
 #include "net/nccl_analyze_run.hpp"
 #include "net/nccl_sweep.hpp"
+#include "net/netns_lab.hpp"
 #include "rate/rate_run.hpp"
 #include "reliability/scenario_run.hpp"
 #include "store/run_writer.hpp"
@@ -326,17 +328,55 @@ class PhaseRunner {
         .deadline = SecondsAsDuration(phase.deadline_s),
         .log_path = train::DefaultTrainLogPath(h.db_path, h.clock->Now()),
         .reference = phase.reference};
-    auto report =
-        train::RunAndRecordTraining(options,
-                                    {.runner = h.runner,
-                                     .fs = h.fs,
-                                     .progress =
-                                         [this, &phase](std::string_view line) {
-                                           Say(fmt::format("training {}: {}", phase.name, line));
-                                         }},
-                                    store_io);
-    if (!report) return {FromError("training", phase.name, report.error()), {}};
-    return FromRun("training", phase.name, std::move(report->recorded.record));
+    const auto run = [&](const train::TrainRunOptions& o) -> PhaseResult {
+      auto report =
+          train::RunAndRecordTraining(o,
+                                      {.runner = h.runner,
+                                       .fs = h.fs,
+                                       .progress =
+                                           [this, &phase](std::string_view line) {
+                                             Say(fmt::format("training {}: {}", phase.name, line));
+                                           }},
+                                      store_io);
+      if (!report) return {FromError("training", phase.name, report.error()), {}};
+      return FromRun("training", phase.name, std::move(report->recorded.record));
+    };
+    if (phase.netns_lab == 0) return run(options);
+    // One rank on each namespace host, launched by mpirun through the lab's agent; the log and
+    // the agent in a folder of their own, beside the store (or in logs_dir).
+    const std::string kind = "train-" + phase.name;
+    const std::string folder = options_.logs_dir.empty()
+                                   ? net::NcclLogFolder(h.db_path, kind, h.clock->Now())
+                                   : net::NcclLogFolderIn(options_.logs_dir, kind, h.clock->Now());
+    if (auto made = h.fs->CreateDirs(folder, 0755); !made) {
+      return {FromError("training", phase.name, made.error()), {}};
+    }
+    Say(fmt::format("training {}: log in {}", phase.name, folder));
+    options.log_path = folder + "/train.log";
+    std::optional<PhaseResult> result;
+    auto ran = net::WithNetnsLab(
+        {.hosts = phase.netns_lab,
+         .slow_links = phase.slow_links,
+         .agent_path = folder + "/agent.sh"},
+        *h.fs, *h.runner,
+        [this, &phase](std::string_view line) {
+          Say(fmt::format("training {}: {}", phase.name, line));
+        },
+        [&](const net::NetnsLabReach& reach) -> Result<void> {
+          std::vector<std::string> addresses;
+          for (const net::NetnsHost& host : reach.hosts) addresses.push_back(host.address);
+          options.command =
+              net::MpirunPrefix("mpirun", addresses, 1, reach.agent, reach.subnet, phase.env);
+          options.command.insert(options.command.end(), phase.command.begin(), phase.command.end());
+          // mpirun refuses root unless told; the lab needs root.
+          options.env.insert(options.env.end(),
+                             {"OMPI_ALLOW_RUN_AS_ROOT=1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1"});
+          options.crash_retries = net::kLauncherCrashRetries;
+          result = run(options);
+          return {};
+        });
+    if (!ran) return {FromError("training", phase.name, ran.error()), {}};
+    return std::move(*result);
   }
 
   void Say(std::string_view line) const {

@@ -11,6 +11,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <sys/stat.h>
 #include <thread>
@@ -42,8 +43,18 @@ constexpr int kGpusPerNode = 8;
 constexpr const char* kNodeCmax = "node-cmax";
 // Where those jobs write their output.
 constexpr const char* kCheckLogs = "active-checks";
-// The network phase's logs (EvaluationOptions::logs_dir), removed before each evaluation.
+// The fabric's logs (EvaluationOptions::logs_dir): the network search's, the training job's and
+// its traces; removed before each evaluation.
 constexpr const char* kNetworkLogs = "network-logs";
+// The fabric: namespace hosts on this machine.
+constexpr int kFabricHosts = 4;
+// The training job's rows per rank and step. Its layers are 256 x 256 floats (256 KiB of
+// gradient each); at 64 rows a layer's backward computes for about as long as its gradient
+// takes through a healthy lab link, and several times less than through the slowed one. On 2
+// cores: 1,450 tokens/s a rank and 13 % of the time exposed communication on a healthy
+// fabric, 500 and 63 % through h3 at 200 Mbit/s (at 128 rows, 11 % and 55 %, and once 20-35 %
+// through the slowed link: too close to the rubric's bands).
+constexpr int kTrainBatch = 64;
 
 // The PCI addresses of a node's GPUs: the first is the one its fault goes to.
 std::string BusId(int node, int gpu) {
@@ -102,13 +113,41 @@ std::string NetworkYaml(const ProviderProfile& profile) {
   return fmt::format(
       "network:  # its fabric: 4 hosts as network namespaces here, the CPU stand-in between them\n"
       "  - {{name: fabric, tolerance_pct: 20,\n"
-      "     find_bad_node: {{netns_lab: 4, min_bytes: 1M, max_bytes: 1M, iters: 5, warmup: 1,\n"
+      "     find_bad_node: {{netns_lab: {}, min_bytes: 1M, max_bytes: 1M, iters: 5, warmup: 1,\n"
       "                     step_timeout_s: 60, reference_gbs: 0.125{}}}}}\n",
+      kFabricHosts,
       profile.slow_link.empty() ? "" : fmt::format(", slow_links: [\"{}\"]", profile.slow_link));
 }
 
+// A string as YAML reads it whatever it holds: JSON's double-quoted form is YAML's too.
+std::string YamlString(const std::string& text) {
+  return nlohmann::json(text).dump();
+}
+
+// A data-parallel training job over the same fabric: cmax-train-sim (a CPU stand-in, named as
+// one), one rank per namespace host, each layer's gradient reduced while the next computes; its
+// log read for throughput and loss, its traces for the communication compute did not hide.
+std::string TrainingYaml(const ProviderProfile& profile, const std::string& train_sim,
+                         const std::string& trace_dir) {
+  std::string traces;
+  for (int rank = 0; rank < kFabricHosts; ++rank) {
+    traces += fmt::format("{}{}", rank == 0 ? "" : ", ",
+                          YamlString(fmt::format("{}/rank{}.trace.json", trace_dir, rank)));
+  }
+  return fmt::format(
+      "training:  # a data-parallel job over the fabric: cmax-train-sim, a CPU stand-in\n"
+      "  - {{name: job, netns_lab: {}, deadline_s: 120{},\n"
+      "     command: [{}, --steps, \"30\", --layers, \"4\", --width, \"256\", --batch, \"{}\",\n"
+      "               --trace-dir, {}]}}\n"
+      "  - {{name: job-traces, traces: [{}]}}\n",
+      kFabricHosts,
+      profile.slow_link.empty() ? "" : fmt::format(", slow_links: [\"{}\"]", profile.slow_link),
+      YamlString(train_sim), kTrainBatch, YamlString(trace_dir), traces);
+}
+
 std::string PlanYaml(const ProviderProfile& profile, const std::string& provider, WallTime since,
-                     int sim_port, bool probes_simulated, bool fabric) {
+                     int sim_port, bool probes_simulated, bool fabric,
+                     const std::string& training) {
   return fmt::format(
       "# The plan cmax run --lab wrote for the simulated provider ({}).\n"
       "schema: cmax.plan/v1\n"
@@ -121,12 +160,12 @@ std::string PlanYaml(const ProviderProfile& profile, const std::string& provider
       "     requests: 200, input_len: 256, prefix_len: 128, output_len: 16, timeout_s: 30}}\n"
       "reliability:\n"
       "  - {{name: xid-48, scenario: scenario.yaml}}\n"
-      "{}",
+      "{}{}",
       profile.name, provider, profile.attestation ? "attestation: attestation.yaml\n" : "",
       FormatIso8601(since),
       probes_simulated ? "active: {level: quick}  # as on gpu1: its simulated GPUs and probes\n"
                        : "",
-      sim_port, fabric ? NetworkYaml(profile) : "");
+      sim_port, fabric ? NetworkYaml(profile) : "", training);
 }
 
 // Waits until a daemon's log holds `text` (its ready line), or it died, or `limit` passed, or
@@ -694,10 +733,16 @@ Result<Evaluation> EvaluateLab(const LabEvaluationOptions& asked, const LabEvalu
   const WallTime now = io.evaluation.host.clock->Now();
   const std::string plan = options.dir + "/plan.yaml";
   const bool fabric = !io.evaluation.cpu_perf.empty() && fs.Exists(io.evaluation.cpu_perf);
+  const std::string train_sim =
+      io.cmax_binary.substr(0, io.cmax_binary.rfind('/') + 1) + "cmax-train-sim";
+  const std::string training =
+      fabric && fs.Exists(train_sim)
+          ? TrainingYaml(*profile, train_sim, network_logs + "/train-traces")
+          : std::string();
   for (const auto& [path, text] :
        {std::pair{options.dir + "/scenario.yaml", ScenarioYaml()},
         std::pair{plan, PlanYaml(*profile, provider, since, simulated.SimPort(),
-                                 simulated.ProbesSimulated(), fabric)},
+                                 simulated.ProbesSimulated(), fabric, training)},
         std::pair{options.dir + "/attestation.yaml",
                   profile->attestation ? AttestationYaml(provider, now) : std::string()}}) {
     if (text.empty()) continue;

@@ -13,6 +13,7 @@
 #include "endpoint/api.hpp"
 #include "health/log_scanner.hpp"
 #include "net/nccl_platforms.hpp"
+#include "net/netns_lab.hpp"
 #include "train/train_log_run.hpp"
 
 namespace cmax::evaluate {
@@ -318,6 +319,9 @@ Result<net::NcclSweepRequest> SweepOf(const YAML::Node& node, const std::string&
   if (r.lab_hosts == 0 && !r.slow_links.empty()) {
     return refuse("slow_links", "slow_links slow a netns_lab's hosts: give the netns_lab");
   }
+  if (auto slow = net::ParseSlowLinks(r.slow_links, r.lab_hosts); !slow) {
+    return refuse("slow_links", slow.error().message);
+  }
   if (r.lab_hosts > 0) {
     if (!o.hosts.empty() || !r.hostfile.empty()) {
       return refuse(o.hosts.empty() ? "hostfile" : "hosts",
@@ -429,10 +433,10 @@ Result<NetworkPhasePlan> NetworkOf(const YAML::Node& entry, const std::string& b
 
 Result<TrainingPhasePlan> TrainingOf(const YAML::Node& entry, const std::string& base_dir,
                                      std::set<std::string>& seen) {
-  if (auto ok = OnlyKeys(
-          entry,
-          {"name", "logs", "traces", "command", "env", "cwd", "steps", "deadline_s", "reference"},
-          "a training phase");
+  if (auto ok = OnlyKeys(entry,
+                         {"name", "logs", "traces", "command", "env", "cwd", "steps", "deadline_s",
+                          "reference", "netns_lab", "slow_links"},
+                         "a training phase");
       !ok) {
     return tl::unexpected(ok.error());
   }
@@ -447,7 +451,8 @@ Result<TrainingPhasePlan> TrainingOf(const YAML::Node& entry, const std::string&
   auto traces = Files(entry, "traces", where, base_dir);
   if (!traces) return tl::unexpected(traces.error());
   out.traces = std::move(*traces);
-  for (auto [key, into] : {std::pair{"command", &out.command}, {"env", &out.env}}) {
+  for (auto [key, into] :
+       {std::pair{"command", &out.command}, {"env", &out.env}, {"slow_links", &out.slow_links}}) {
     auto list = Texts(entry, key, where);
     if (!list) return tl::unexpected(list.error());
     *into = std::move(*list);
@@ -465,7 +470,7 @@ Result<TrainingPhasePlan> TrainingOf(const YAML::Node& entry, const std::string&
         entry, fmt::format("{}: logs, traces or a command, one of them (two phases can)", where)));
   }
   const bool runs = !out.command.empty();
-  for (const char* key : {"env", "cwd", "steps", "deadline_s"}) {
+  for (const char* key : {"env", "cwd", "steps", "deadline_s", "netns_lab", "slow_links"}) {
     if (!runs && entry[key] && !entry[key].IsNull()) {
       return tl::unexpected(
           Invalid(entry[key], fmt::format("{}: {} is for a command to run", where, key)));
@@ -480,6 +485,19 @@ Result<TrainingPhasePlan> TrainingOf(const YAML::Node& entry, const std::string&
   if (auto ok = Number(entry, "deadline_s", 1, 31622400, out.deadline_s); !ok) {
     return tl::unexpected(ok.error());
   }
+  if (auto ok = Number(entry, "netns_lab", 2, 200, out.netns_lab); !ok) {
+    return tl::unexpected(ok.error());
+  }
+  if (out.netns_lab == 0 && !out.slow_links.empty()) {
+    return tl::unexpected(
+        Invalid(entry["slow_links"],
+                fmt::format("{}: slow_links slow a netns_lab's hosts: give the netns_lab", where)));
+  }
+  if (auto slow = net::ParseSlowLinks(out.slow_links, out.netns_lab); !slow) {
+    return tl::unexpected(
+        Invalid(entry["slow_links"], fmt::format("{}: {}", where, slow.error().message)));
+  }
+
   auto reference = Text(entry, "reference", 256);
   if (!reference) return tl::unexpected(reference.error());
   if (!reference->empty()) {

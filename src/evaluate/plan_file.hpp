@@ -42,6 +42,10 @@ struct TrainingPhasePlan {
   std::optional<int64_t> steps;      // the step budget; none: it ends itself
   double deadline_s = 7200;
   std::string reference;  // a published figure's id (cmax train references); "": none
+  // The command run as one rank on each of this many namespace hosts (mpirun through the
+  // namespace lab, as a network sweep's netns_lab), their links slowed as slow_links say.
+  int netns_lab = 0;
+  std::vector<std::string> slow_links;
 };
 
 // The network: nccl-tests logs analysed (cmax nccl analyze), a sweep run and analysed (cmax

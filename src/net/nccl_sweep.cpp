@@ -1,7 +1,5 @@
 #include "net/nccl_sweep.hpp"
 
-#include <unistd.h>
-
 #include <algorithm>
 #include <cctype>
 #include <fmt/format.h>
@@ -465,51 +463,23 @@ Result<void> WithHosts(NcclSweepRequest& request, const NcclSweepIo& io, const W
                 "a namespace lab runs the CPU stand-in: its hosts share this machine's GPUs, if "
                 "any, so nccl-tests there would measure nothing of a network");
   }
-  // mpirun splits its rsh agent's command line at spaces.
-  if (request.out_dir.find_first_of(" \t\n") != std::string::npos) {
-    return Fail(ErrorCode::kInvalidArgument,
-                "a namespace lab's folder may not hold spaces (mpirun splits its agent's path): "
-                "'{}'",
-                SanitizeUtf8(request.out_dir));
-  }
-  // Six characters from the process id: another cmax's lab is not taken for a leftover of ours.
-  auto plan = PlanNetnsLab(
-      request.lab_tag.empty() ? fmt::format("s{}", ::getpid() % 100000) : request.lab_tag,
-      request.lab_hosts);
-  if (!plan) return tl::unexpected(plan.error());
-  std::vector<std::pair<std::string, std::string>> slow;
-  for (const std::string& s : request.slow_links) {
-    const size_t colon = s.find(':');
-    const std::string host = s.substr(0, colon);
-    if (colon == std::string::npos || colon + 1 == s.size() ||
-        std::ranges::none_of(plan->hosts, [&](const NetnsHost& h) { return h.name == host; })) {
-      return Fail(ErrorCode::kInvalidArgument,
-                  "slowed link '{}': HOST:RATE with a lab host (h1 to h{}) and a rate tc reads "
-                  "(200mbit)",
-                  SanitizeUtf8(s), request.lab_hosts);
-    }
-    slow.emplace_back(host, s.substr(colon + 1));
-  }
-  for (const NetnsHost& h : plan->hosts) options.hosts.push_back(h.name);
+  const NetnsLabRequest lab{.hosts = request.lab_hosts,
+                            .slow_links = request.slow_links,
+                            .tag = request.lab_tag,
+                            .agent_path = request.out_dir + "/agent.sh"};
+  if (auto ok = CheckNetnsLabRequest(lab); !ok) return tl::unexpected(ok.error());
+  options.hosts = NetnsHostNames(request.lab_hosts);
   if (auto ok = check(options); !ok) return ok;
   if (auto made = io.fs->CreateDirs(request.out_dir, 0755); !made) {
     return Fail(made.error().code, "{}: {}", SanitizeUtf8(request.out_dir), made.error().message);
   }
-  NetnsLab netns(*plan, *io.runner);
-  const std::string agent = request.out_dir + "/agent.sh";
-  if (auto up = netns.Up(*io.fs, agent); !up) return tl::unexpected(up.error());
-  for (const auto& [host, rate] : slow) {
-    if (auto slowed = netns.SlowLink(host, rate); !slowed) return tl::unexpected(slowed.error());
-  }
-  if (io.progress) {
-    io.progress(fmt::format("namespace lab up: {} hosts in {}{}", request.lab_hosts,
-                            netns.Plan().subnet, slow.empty() ? "" : ", links slowed as asked"));
-  }
-  for (const NetnsHost& h : netns.Plan().hosts) options.addresses[h.name] = h.address;
-  options.agent = agent;
-  options.subnet = netns.Plan().subnet;
-  options.launcher = NcclLauncher::kMpirun;
-  return run(options);  // the lab goes down with `netns`
+  return WithNetnsLab(lab, *io.fs, *io.runner, io.progress, [&](const NetnsLabReach& reach) {
+    for (const NetnsHost& h : reach.hosts) options.addresses[h.name] = h.address;
+    options.agent = reach.agent;
+    options.subnet = reach.subnet;
+    options.launcher = NcclLauncher::kMpirun;
+    return run(options);
+  });
 }
 
 }  // namespace

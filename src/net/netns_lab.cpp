@@ -1,5 +1,7 @@
 #include "net/netns_lab.hpp"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
@@ -242,5 +244,69 @@ void NetnsLab::Down() {
   }
   up_ = false;
 }
+
+std::vector<std::string> NetnsHostNames(int hosts) {
+  std::vector<std::string> out;
+  for (int i = 1; i <= hosts; ++i) out.push_back(fmt::format("h{}", i));
+  return out;
+}
+
+Result<std::vector<std::pair<std::string, std::string>>> ParseSlowLinks(
+    const std::vector<std::string>& specs, int hosts) {
+  const std::vector<std::string> names = NetnsHostNames(hosts);
+  std::vector<std::pair<std::string, std::string>> slow;
+  for (const std::string& s : specs) {
+    const size_t colon = s.find(':');
+    const std::string host = s.substr(0, colon);
+    if (colon == std::string::npos || colon + 1 == s.size() ||
+        std::ranges::find(names, host) == names.end()) {
+      return Fail(ErrorCode::kInvalidArgument,
+                  "slowed link '{}': HOST:RATE with a lab host (h1 to h{}) and a rate tc reads "
+                  "(200mbit)",
+                  SanitizeUtf8(s), hosts);
+    }
+    slow.emplace_back(host, s.substr(colon + 1));
+  }
+  return slow;
+}
+
+Result<std::vector<std::pair<std::string, std::string>>> CheckNetnsLabRequest(
+    const NetnsLabRequest& request) {
+  if (request.hosts < 2 || request.hosts > 200) {
+    return Fail(ErrorCode::kInvalidArgument, "namespace lab: 2 to 200 hosts, not {}",
+                request.hosts);
+  }
+  // mpirun splits its rsh agent's command line at blanks.
+  if (request.agent_path.empty() ||
+      request.agent_path.find_first_of(" \t\n") != std::string::npos) {
+    return Fail(ErrorCode::kInvalidArgument,
+                "a namespace lab's folder may not hold spaces (mpirun splits its agent's path): "
+                "'{}'",
+                SanitizeUtf8(request.agent_path));
+  }
+  return ParseSlowLinks(request.slow_links, request.hosts);
+}
+
+Result<void> WithNetnsLab(const NetnsLabRequest& request, sys::FileSystem& fs,
+                          sys::ProcessRunner& runner,
+                          const std::function<void(std::string_view)>& progress,
+                          const std::function<Result<void>(const NetnsLabReach&)>& run) {
+  auto slow = CheckNetnsLabRequest(request);
+  if (!slow) return tl::unexpected(slow.error());
+  // Six characters from the process id: another cmax's lab is not taken for a leftover of ours.
+  auto plan = PlanNetnsLab(
+      request.tag.empty() ? fmt::format("s{}", ::getpid() % 100000) : request.tag, request.hosts);
+  if (!plan) return tl::unexpected(plan.error());
+  NetnsLab lab(*plan, runner);
+  if (auto up = lab.Up(fs, request.agent_path); !up) return up;
+  for (const auto& [host, rate] : *slow) {
+    if (auto slowed = lab.SlowLink(host, rate); !slowed) return slowed;
+  }
+  if (progress) {
+    progress(fmt::format("namespace lab up: {} hosts in {}{}", request.hosts, lab.Plan().subnet,
+                         slow->empty() ? "" : ", links slowed as asked"));
+  }
+  return run({.hosts = lab.Plan().hosts, .agent = request.agent_path, .subnet = lab.Plan().subnet});
+}  // the lab goes down with `lab`
 
 }  // namespace cmax::net

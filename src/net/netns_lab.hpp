@@ -9,8 +9,10 @@
 // addresses, the commands); NetnsLab runs it through a ProcessRunner (real `ip` and `tc`, as root).
 #pragma once
 
+#include <functional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "core/result.hpp"
@@ -91,5 +93,41 @@ class NetnsLab {
   sys::ProcessRunner* runner_;
   bool up_ = false;
 };
+
+// A namespace lab for the length of one call, for whatever launches through mpirun: the
+// network sweep, the bad-node finder, a training job.
+struct NetnsLabRequest {
+  int hosts = 0;                        // 2 to 200
+  std::vector<std::string> slow_links;  // "h3:200mbit": that host's link slowed
+  std::string tag;                      // empty: from this process's id
+  std::string agent_path;  // where mpirun's rsh agent is written; no blanks (mpirun splits it)
+};
+
+// What a launch over the lab needs once it is up.
+struct NetnsLabReach {
+  std::vector<NetnsHost> hosts;
+  std::string agent;
+  std::string subnet;  // for MPI's TCP
+};
+
+// The hosts' names, h1 ... hN, known before the lab is made. Pure.
+std::vector<std::string> NetnsHostNames(int hosts);
+
+// Each "HOST:RATE" of `specs` as (host, rate), the host one of a lab of `hosts`. Pure.
+Result<std::vector<std::pair<std::string, std::string>>> ParseSlowLinks(
+    const std::vector<std::string>& specs, int hosts);
+
+// The request checked before anything is made (a wrong slowed link must not cost a lab): the
+// host count, the agent's path, each "HOST:RATE" naming one of its hosts. The slowed links as
+// (host, rate). Pure.
+Result<std::vector<std::pair<std::string, std::string>>> CheckNetnsLabRequest(
+    const NetnsLabRequest& request);
+
+// Checks the request, brings the lab up with its links slowed, says so through `progress`
+// (may be empty), calls `run`, and takes the lab down whatever `run` returns.
+Result<void> WithNetnsLab(const NetnsLabRequest& request, sys::FileSystem& fs,
+                          sys::ProcessRunner& runner,
+                          const std::function<void(std::string_view)>& progress,
+                          const std::function<Result<void>(const NetnsLabReach&)>& run);
 
 }  // namespace cmax::net

@@ -112,6 +112,22 @@ Result<TrainRunResult> RunTraining(const TrainRunOptions& options, const TrainRu
     return !budget_reached;
   };
   auto ran = io.runner->Run(spec);
+  for (int retry = 1; ran && retry <= options.crash_retries; ++retry) {
+    const sys::ProcessResult& p = *ran;
+    // The job's own lines (TorchTitan's logger writes them on stderr) say it had begun.
+    const TrainLog& seen = reader.Log();
+    const bool began = seen.info.start_step || !seen.steps.empty() || !seen.failures.empty();
+    if (p.signal == 0 || began || p.interrupted || p.timed_out || p.stopped) break;
+    const std::string note = fmt::format(
+        "cmax: the command died of signal {} before the job began; started again ({} of {})\n",
+        p.signal, retry, options.crash_retries);
+    if (log_file && !out.log_incomplete && !log_file->Append(note)) out.log_incomplete = true;
+    reader = TorchTitanLogReader();  // the crash's words are not the job's
+    splitters[0] = LineSplitter();
+    splitters[1] = LineSplitter();
+    steps_seen = 0;
+    ran = io.runner->Run(spec);
+  }
   if (!ran) return tl::unexpected(ran.error());
   for (LineSplitter& s : splitters) s.Finish(feed);
   reader.Finish();

@@ -18,11 +18,11 @@
 // per rank, tflops the floating-point work of the step per rank, memory this process's peak
 // resident set against the machine's memory. No mfu: a CPU's peak is not known here. With
 // --trace-dir each rank writes DIR/rank<R>.trace.json, a PyTorch profiler (Kineto) trace of its
-// steps as HTA reads one: each layer's compute and each reduction as device events on two
-// streams (compute on 7, communication on 20, the reductions named ncclKernel_AllReduce_... so
-// that the trace readers class them as communication), each with its host launch, and a
-// ProfilerStep#N mark per step. A reduction's end is when this rank saw it complete (tested
-// between blocks of compute rows, or waited for).
+// steps as HTA reads one (DIR is made where it is missing): each layer's compute and each reduction
+// as device events on two streams (compute on 7, communication on 20, the reductions named
+// ncclKernel_AllReduce_... so that the trace readers class them as communication), each with its
+// host launch, and a ProfilerStep#N mark per step. A reduction's end is when this rank saw it
+// complete (tested between blocks of compute rows, or waited for).
 //
 // SIGTERM or SIGINT (mpirun passes them on) ends the job after the step all ranks are in, with
 // TorchTitan's words, exit 0. Exit 2 for bad arguments, 1 when the loss is not finite.
@@ -45,6 +45,7 @@
 #include <string>
 #include <string_view>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <vector>
 
 namespace {
@@ -454,6 +455,12 @@ int Train(const Options& o, int rank, int world) {
     }
   }
   if (!o.trace_dir.empty()) {
+    // The folder is made where it is missing (every rank may try: one makes it).
+    if (::mkdir(o.trace_dir.c_str(), 0755) != 0 && errno != EEXIST) {
+      std::fprintf(stderr, "cmax-train-sim: cannot make %s: %s\n", o.trace_dir.c_str(),
+                   std::strerror(errno));
+      return 1;
+    }
     const std::string path = o.trace_dir + "/rank" + std::to_string(rank) + ".trace.json";
     if (!recorder.Write(path, rank, world)) {
       std::fprintf(stderr, "cmax-train-sim: cannot write %s: %s\n", path.c_str(),

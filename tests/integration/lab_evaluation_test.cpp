@@ -6,6 +6,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <gtest/gtest.h>
@@ -100,6 +101,7 @@ class LabEvaluationTest : public ::testing::Test {
 TEST_F(LabEvaluationTest, TheThreeProfilesAreRatedInOrderForTheirReasons) {
   std::map<std::string, json> ratings;
   std::map<std::string, std::string> run_ids;
+  std::map<std::string, double> tokens_per_s;
   for (const char* profile : {"good", "slow", "negligent"}) {
     const json doc = Evaluate(profile, "", "lab.db");  // one store: three providers
     ASSERT_TRUE(doc.contains("evidence")) << profile;
@@ -128,6 +130,19 @@ TEST_F(LabEvaluationTest, TheThreeProfilesAreRatedInOrderForTheirReasons) {
     EXPECT_EQ(slow_nodes,
               slow_link ? std::vector<std::string>{"fabric: h3"} : std::vector<std::string>{})
         << profile << " " << doc["findings"];
+    // A data-parallel training job over the same fabric (cmax-train-sim, one rank per host),
+    // its log and its traces read: through h3's slowed link each step's reductions take longer,
+    // so the job makes fewer tokens a second.
+    EXPECT_EQ(phases["job"], "ran") << profile << doc["evidence"]["evaluation.phases"];
+    EXPECT_EQ(phases["job-traces"], "ran") << profile;
+    for (const json& p : doc["evidence"]["evaluation.phases"]) {
+      if (p["name"] != "job") continue;
+      const json job = CmaxJson("lab.db", {"report", std::to_string(p["run"].get<int64_t>())});
+      for (const json& m : job["metrics"]) {
+        if (m["name"] == "train.tokens_per_s_per_gpu") tokens_per_s[profile] = m["value"];
+      }
+    }
+    EXPECT_GT(tokens_per_s[profile], 0) << profile;
     // This host exercised as gpu1 (its simulated GPUs and CUDA probes); the fleet's view from
     // the provider's weekly checks, which the negligent provider never runs.
     EXPECT_EQ(phases["active"], "ran") << profile;
@@ -213,6 +228,18 @@ TEST_F(LabEvaluationTest, TheThreeProfilesAreRatedInOrderForTheirReasons) {
   }
   EXPECT_EQ(Item(negligent, "networking.nccl-bad-node")["score"], 0.0)
       << Item(negligent, "networking.nccl-bad-node");
+  // The training job through the slowed link: fewer tokens a second than on the healthy
+  // fabrics (about a third: 500 against 1,450 here), and most of its communication exposed
+  // (63 % against 13 %: the healthy fabrics' is the ranks waiting on each other on shared
+  // cores).
+  EXPECT_LT(tokens_per_s["negligent"], 0.8 * tokens_per_s["good"]) << tokens_per_s["good"];
+  EXPECT_LT(tokens_per_s["negligent"], 0.8 * tokens_per_s["slow"]) << tokens_per_s["slow"];
+  EXPECT_EQ(Item(negligent, "networking.training-exposed-comm")["score"], 0.0)
+      << Item(negligent, "networking.training-exposed-comm");
+  for (const json* rating : {&good, &slow}) {
+    EXPECT_GT(Item(*rating, "networking.training-exposed-comm")["score"].get<double>(), 0.0)
+        << Item(*rating, "networking.training-exposed-comm");
+  }
   // Its endpoint caches no prompt prefix; the good one's reuses all it could.
   EXPECT_EQ(Item(negligent, "availability.endpoint-prefix-cache")["score"], 0.0)
       << Item(negligent, "availability.endpoint-prefix-cache");
@@ -285,11 +312,16 @@ TEST_F(LabEvaluationTest, ASecondEvaluationInTheSameFolderStartsClean) {
          std::filesystem::directory_iterator(dir_.File("lab-again/network-logs"))) {
       logs.push_back(entry.path().filename());
     }
-    ASSERT_EQ(logs.size(), 1U) << i << " " << ::testing::PrintToString(logs);
+    std::ranges::sort(logs);
+    ASSERT_EQ(logs.size(), 3U) << i << " " << ::testing::PrintToString(logs) << " "
+                               << doc["evidence"]["evaluation.phases"];
     EXPECT_TRUE(logs[0].starts_with("nccl-find-fabric-")) << logs[0];
+    EXPECT_TRUE(logs[1].starts_with("train-job-")) << logs[1];
+    EXPECT_EQ(logs[2], "train-traces");
   }
   for (const auto& entry : std::filesystem::directory_iterator(dir_.Path())) {
-    EXPECT_FALSE(entry.path().filename().string().starts_with("nccl-")) << entry.path();
+    const std::string name = entry.path().filename().string();
+    EXPECT_FALSE(name.starts_with("nccl-") || name.starts_with("train-")) << entry.path();
   }
 }
 

@@ -5,6 +5,7 @@
 #include "train/train_runner.hpp"
 
 #include <chrono>
+#include <filesystem>
 #include <gtest/gtest.h>
 #include <string>
 #include <vector>
@@ -103,6 +104,33 @@ TEST_F(TrainRunnerTest, ACrashMidRunIsFoundWithItsRank) {
   EXPECT_EQ(r.figures.first_error->host, "stand-in");
   EXPECT_EQ(r.figures.error_after_step, 30);
   EXPECT_NE(Log().find("torch.OutOfMemoryError"), std::string::npos);  // stderr kept too
+}
+
+// A launcher that dies of a signal before the job began (mpirun crashing as it starts its
+// daemons) is started again when asked; one that died after the job's first lines, on stderr as
+// TorchTitan's logger writes them, is the job's end.
+TEST_F(TrainRunnerTest, ACommandThatCrashesBeforeTheJobBeganIsStartedAgainWhenAsked) {
+  const std::string marker = dir_.File("crashed-once");
+  const TrainRunResult retried = Run({"segv-once", marker}, {.crash_retries = 2});
+  EXPECT_EQ(retried.ending, TrainEnding::kFinished) << retried.ending_words;
+  EXPECT_EQ(retried.figures.last_step, 20);
+  EXPECT_TRUE(retried.log.failures.empty()) << "the crash's words are not the job's";
+  const std::string log = Log();
+  EXPECT_NE(log.find("*** Process received signal ***"), std::string::npos) << log;
+  EXPECT_NE(log.find("died of signal 11 before the job began; started again (1 of 2)"),
+            std::string::npos)
+      << log;
+
+  const std::string marker2 = dir_.File("crashed-once-more");
+  const TrainRunResult not_asked = Run({"segv-once", marker2});
+  EXPECT_EQ(not_asked.ending, TrainEnding::kFailed) << not_asked.ending_words;
+  EXPECT_EQ(not_asked.process.signal, 11);
+
+  std::filesystem::remove(dir_.File("logs/train.log"));  // the runs above appended to it
+  const TrainRunResult late = Run({"segv-late"}, {.crash_retries = 2});
+  EXPECT_EQ(late.ending, TrainEnding::kFailed) << late.ending_words;
+  EXPECT_EQ(late.figures.last_step, 1);
+  EXPECT_EQ(Log().find("started again"), std::string::npos) << Log();
 }
 
 TEST_F(TrainRunnerTest, ACommandThatCannotStartIsAnError) {

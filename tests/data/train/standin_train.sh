@@ -8,8 +8,21 @@
 #   hang N       steps up to N, then waits in a "collective" that never returns
 #   crash N      steps up to N, then rank 3's out-of-memory traceback and torchrun's report,
 #                exit 1
+#   segv-once F  as a launcher that crashes as it starts: while file F does not exist, makes it,
+#                says so on stderr and dies of SIGSEGV; then "finish 20"
+#   segv-late    its lines on stderr (as TorchTitan's logger writes them): the start, step 1,
+#                then dies of SIGSEGV
 mode=$1
 last=${2:-50}
+if [ "$mode" = segv-once ]; then
+  if [ ! -e "$2" ]; then
+    : > "$2"
+    echo "[stand-in:00001] *** Process received signal ***" >&2
+    kill -SEGV $$
+  fi
+  mode=finish
+  last=20
+fi
 line() {
   printf '[rank0]:[titan] 2025-06-16 22:%02d:%02d,000 - root - INFO - %s\n' \
     $(( $1 / 60 % 60 )) $(( $1 % 60 )) "$2"
@@ -20,11 +33,13 @@ step() {
   line "$1" "step: $1  loss: $(( 12 - $1 / 20 )).1000  grad_norm:  1.0000  memory: 49.66GiB(52.28%)  tps: $tps  tflops: 335.00  mfu: 33.87%"
 }
 trap 'line 0 "Received SIGTERM: saving and stopping"; exit 0' TERM
+[ "$mode" = segv-late ] && exec 1>&2
 line 0 "Training starts at step 1"
 s=1
 if [ "$mode" = forever ]; then
   while :; do step $s; s=$(( s == 1 ? 10 : s + 10 )); done
 fi
+if [ "$mode" = segv-late ]; then step 1; kill -SEGV $$; fi
 while [ "$s" -le "$last" ]; do
   step $s
   s=$(( s == 1 ? 10 : s + 10 ))

@@ -125,6 +125,27 @@ TEST(PlanFile, ABadNodeSearchTakesTheHostsAsASweepDoesAndTheFindersBounds) {
   EXPECT_EQ(o.warmup, 2);
 }
 
+// A training command over a namespace lab: one rank a host, the named links slowed.
+TEST(PlanFile, ATrainingCommandCanRunOverANamespaceLab) {
+  const auto plan = ParsePlan(
+      "schema: cmax.plan/v1\n"
+      "training:\n"
+      "  - {name: job, netns_lab: 4, slow_links: [\"h3:200mbit\"], deadline_s: 120,\n"
+      "     command: [/opt/cmax/bin/cmax-train-sim, --steps, \"30\"], env: [OMP_NUM_THREADS=1]}\n"
+      "  - {name: plain, command: [./run_train.sh]}\n",
+      "/plans");
+  ASSERT_TRUE(plan) << plan.error().message;
+  ASSERT_EQ(plan->training.size(), 2U);
+  const TrainingPhasePlan& job = plan->training[0];
+  EXPECT_EQ(job.netns_lab, 4);
+  EXPECT_EQ(job.slow_links, std::vector<std::string>{"h3:200mbit"});
+  EXPECT_EQ(job.command,
+            (std::vector<std::string>{"/opt/cmax/bin/cmax-train-sim", "--steps", "30"}));
+  EXPECT_EQ(job.env, std::vector<std::string>{"OMP_NUM_THREADS=1"});
+  EXPECT_EQ(plan->training[1].netns_lab, 0);
+  EXPECT_TRUE(plan->training[1].slow_links.empty());
+}
+
 TEST(PlanFile, TheExampleNamesEveryPhase) {
   const auto plan = ParsePlan(Example(), "/plans");
   ASSERT_TRUE(plan) << plan.error().message;
@@ -290,6 +311,17 @@ TEST(PlanFile, BadPlansAreRefusedWithTheirLine) {
       {head + "training:\n  - {name: t, command: [x], env: [NOEQ]}\n",
        "env is a list of KEY=VALUE"},
       {head + "training:\n  - {name: t, comand: [x]}\n", "unknown key 'comand'"},
+      {head + "training:\n  - {name: t, logs: [a], netns_lab: 4}\n", "netns_lab is for a command"},
+      {head + "training:\n  - {name: t, command: [x], netns_lab: 1}\n",
+       "netns_lab must be a whole number from 2 to 200"},
+      {head + "training:\n  - {name: t, command: [x], slow_links: [\"h1:1mbit\"]}\n",
+       "slow_links slow a netns_lab's hosts: give the netns_lab"},
+      {head + "training:\n  - {name: t, command: [x], netns_lab: 2, slow_links: [\"h3:1mbit\"]}\n",
+       "slowed link 'h3:1mbit': HOST:RATE with a lab host (h1 to h2)"},
+      {head + "training:\n  - {name: t, command: [x], netns_lab: 2, slow_links: [h1]}\n",
+       "slowed link 'h1'"},
+      {head + "network:\n  - {name: n, sweep: {netns_lab: 3, slow_links: [\"h4:1mbit\"]}}\n",
+       "slowed link 'h4:1mbit'"},
       {head + "training:\n  - {name: t, logs: [a], reference: llama9}\n",
        "no reference \"llama9\""},
       {head + "training:\n  - {name: t, traces: [a], reference: llama9}\n",
