@@ -18,9 +18,11 @@
 namespace cmax::net {
 
 // A launcher that dies of a signal before any rank printed is started again, up to this many
-// times: OpenMPI 4.1.4's mpirun crashes now and then (SIGSEGV) while starting its daemons in
+// times: OpenMPI 4.1.4's mpirun crashed now and then (SIGSEGV) while starting its daemons in
 // namespace hosts (2 of 40 starts with the cores busy, 2026-12-06), and one retry still let a
-// sweep step fail twice running under `ctest --parallel 2`.
+// sweep step fail twice running under `ctest --parallel 2`. The cause was ORTE's routing tree
+// among the daemons; a namespace lab's mpirun now routes direct (MpirunPrefix), and the retries
+// stay for what is left.
 inline constexpr int kLauncherCrashRetries = 2;
 
 struct MpiLaunch {

@@ -117,10 +117,10 @@ Result<TrainRunResult> RunTraining(const TrainRunOptions& options, const TrainRu
     // The job's own lines (TorchTitan's logger writes them on stderr) say it had begun.
     const TrainLog& seen = reader.Log();
     const bool began = seen.info.start_step || !seen.steps.empty() || !seen.failures.empty();
-    if (p.signal == 0 || began || p.interrupted || p.timed_out || p.stopped) break;
-    const std::string note = fmt::format(
-        "cmax: the command died of signal {} before the job began; started again ({} of {})\n",
-        p.signal, retry, options.crash_retries);
+    if (p.Succeeded() || began || p.interrupted || p.timed_out || p.stopped) break;
+    const std::string note =
+        fmt::format("cmax: the command ended ({}) before the job began; started again ({} of {})\n",
+                    p.Describe(), retry, options.crash_retries);
     if (log_file && !out.log_incomplete && !log_file->Append(note)) out.log_incomplete = true;
     reader = TorchTitanLogReader();  // the crash's words are not the job's
     splitters[0] = LineSplitter();

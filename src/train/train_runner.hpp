@@ -35,11 +35,11 @@ struct TrainRunOptions {
   std::string log_path;  // the whole output as it came, stdout and stderr interleaved
   TrainFiguresOptions figures;
   std::string reference;  // a published figure's id to hold the run against; "": none
-  // A command that dies of a signal before the job began (no "Training starts" line, step or
-  // error of the job's read yet) is started again, up to this many times: mpirun crashes now
-  // and then as it starts its daemons in namespace hosts (net::kLauncherCrashRetries). What it
-  // printed stays in the log, with a line saying so.
-  int crash_retries = 0;
+  // A command that fails before the job began (no "Training starts" line, step or error of
+  // the job's read yet: it exited non-zero or died of a signal) is started again, up to this
+  // many times: mpirun crashes now and then as it starts its daemons in namespace hosts
+  // (net::kLauncherCrashRetries). What it printed stays in the log, with a line saying so.
+  int crash_retries = 0;  // 0: never (a job's own failure is not retried)
 };
 
 enum class TrainEnding {

@@ -15,6 +15,7 @@
 #include <sstream>
 #include <string>
 
+#include "support/corpus.hpp"
 #include "support/temp_dir.hpp"
 #include "support/wait.hpp"
 #include "sys/process_runner.hpp"
@@ -79,6 +80,18 @@ class LabEvaluationTest : public ::testing::Test {
     EXPECT_TRUE(doc.is_object()) << r->stdout_text.substr(0, 500);
     return doc;
   }
+  // The training job's log in a lab folder (the newest), for a failure's message.
+  static std::string TrainLogIn(const std::string& lab) {
+    std::string newest;
+    std::error_code ignored;
+    for (const auto& entry : std::filesystem::directory_iterator(lab + "/network-logs", ignored)) {
+      const std::string name = entry.path().filename();
+      if (name.starts_with("train-job-") && entry.path().string() > newest) {
+        newest = entry.path().string();
+      }
+    }
+    return newest.empty() ? "no training log" : testing::SlurpFile(newest + "/train.log");
+  }
   static json Item(const json& rating, const std::string& id) {
     for (const json& item : rating["items"]) {
       if (item["id"] == id) return item;
@@ -133,7 +146,8 @@ TEST_F(LabEvaluationTest, TheThreeProfilesAreRatedInOrderForTheirReasons) {
     // A data-parallel training job over the same fabric (cmax-train-sim, one rank per host),
     // its log and its traces read: through h3's slowed link each step's reductions take longer,
     // so the job makes fewer tokens a second.
-    EXPECT_EQ(phases["job"], "ran") << profile << doc["evidence"]["evaluation.phases"];
+    EXPECT_EQ(phases["job"], "ran") << profile << doc["evidence"]["evaluation.phases"]
+                                    << TrainLogIn(dir_.File(std::string("lab-") + profile));
     EXPECT_EQ(phases["job-traces"], "ran") << profile;
     for (const json& p : doc["evidence"]["evaluation.phases"]) {
       if (p["name"] != "job") continue;
@@ -314,7 +328,8 @@ TEST_F(LabEvaluationTest, ASecondEvaluationInTheSameFolderStartsClean) {
     }
     std::ranges::sort(logs);
     ASSERT_EQ(logs.size(), 3U) << i << " " << ::testing::PrintToString(logs) << " "
-                               << doc["evidence"]["evaluation.phases"];
+                               << doc["evidence"]["evaluation.phases"]
+                               << TrainLogIn(dir_.File("lab-again"));
     EXPECT_TRUE(logs[0].starts_with("nccl-find-fabric-")) << logs[0];
     EXPECT_TRUE(logs[1].starts_with("train-job-")) << logs[1];
     EXPECT_EQ(logs[2], "train-traces");

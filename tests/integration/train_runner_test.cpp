@@ -106,10 +106,10 @@ TEST_F(TrainRunnerTest, ACrashMidRunIsFoundWithItsRank) {
   EXPECT_NE(Log().find("torch.OutOfMemoryError"), std::string::npos);  // stderr kept too
 }
 
-// A launcher that dies of a signal before the job began (mpirun crashing as it starts its
-// daemons) is started again when asked; one that died after the job's first lines, on stderr as
-// TorchTitan's logger writes them, is the job's end.
-TEST_F(TrainRunnerTest, ACommandThatCrashesBeforeTheJobBeganIsStartedAgainWhenAsked) {
+// A launcher that fails before the job began (mpirun crashing, or failing to start its daemons,
+// in namespace hosts) is started again when asked; one that died after the job's first lines, on
+// stderr as TorchTitan's logger writes them, is the job's end.
+TEST_F(TrainRunnerTest, ALauncherThatFailsBeforeTheJobBeganIsStartedAgainWhenAsked) {
   const std::string marker = dir_.File("crashed-once");
   const TrainRunResult retried = Run({"segv-once", marker}, {.crash_retries = 2});
   EXPECT_EQ(retried.ending, TrainEnding::kFinished) << retried.ending_words;
@@ -117,9 +117,17 @@ TEST_F(TrainRunnerTest, ACommandThatCrashesBeforeTheJobBeganIsStartedAgainWhenAs
   EXPECT_TRUE(retried.log.failures.empty()) << "the crash's words are not the job's";
   const std::string log = Log();
   EXPECT_NE(log.find("*** Process received signal ***"), std::string::npos) << log;
-  EXPECT_NE(log.find("died of signal 11 before the job began; started again (1 of 2)"),
+  EXPECT_NE(log.find("ended (killed by signal 11) before the job began; started again (1 of 2)"),
             std::string::npos)
       << log;
+
+  std::filesystem::remove(dir_.File("logs/train.log"));
+  const TrainRunResult relaunched =
+      Run({"fail-once", dir_.File("failed-once")}, {.crash_retries = 2});
+  EXPECT_EQ(relaunched.ending, TrainEnding::kFinished) << relaunched.ending_words;
+  EXPECT_NE(Log().find("ended (exit 1) before the job began; started again (1 of 2)"),
+            std::string::npos)
+      << Log();
 
   const std::string marker2 = dir_.File("crashed-once-more");
   const TrainRunResult not_asked = Run({"segv-once", marker2});

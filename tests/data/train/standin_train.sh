@@ -10,13 +10,18 @@
 #                exit 1
 #   segv-once F  as a launcher that crashes as it starts: while file F does not exist, makes it,
 #                says so on stderr and dies of SIGSEGV; then "finish 20"
+#   fail-once F  the same, but failing to start its daemons: a message and exit 1
 #   segv-late    its lines on stderr (as TorchTitan's logger writes them): the start, step 1,
 #                then dies of SIGSEGV
 mode=$1
 last=${2:-50}
-if [ "$mode" = segv-once ]; then
+if [ "$mode" = segv-once ] || [ "$mode" = fail-once ]; then
   if [ ! -e "$2" ]; then
     : > "$2"
+    if [ "$mode" = fail-once ]; then
+      echo "ORTE was unable to reliably start one or more daemons." >&2
+      exit 1
+    fi
     echo "[stand-in:00001] *** Process received signal ***" >&2
     kill -SEGV $$
   fi

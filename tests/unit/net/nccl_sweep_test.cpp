@@ -105,7 +105,8 @@ TEST(NcclSweepPlan, TheStandInRunsOneRankPerHostFromTwoHosts) {
   EXPECT_EQ(Join(steps->front().argv, " "),
             "mpirun --host 198.18.0.1,198.18.0.2 -np 2 --bind-to none --mca plm_rsh_agent "
             "/l/agent.sh --mca oob_tcp_if_include 198.18.0.0/24 --mca btl tcp,self --mca "
-            "btl_tcp_if_include 198.18.0.0/24 --mca mpi_yield_when_idle 1 /b/cmax-mpi-perf "
+            "btl_tcp_if_include 198.18.0.0/24 --mca mpi_yield_when_idle 1 --mca routed direct "
+            "/b/cmax-mpi-perf "
             "all_reduce -b 64K -e 1M -f 2 -n 20 "
             "-w 5");
   EXPECT_EQ(Join(steps->front().env_add, " "),

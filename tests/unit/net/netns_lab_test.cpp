@@ -112,7 +112,8 @@ TEST(MpiLaunch, OneRankPerHostUnboundOverTheLabsNetwork) {
   EXPECT_EQ(Join(MpiRunArgv(launch, {"198.18.0.1", "198.18.0.3"}), " "),
             "mpirun --host 198.18.0.1,198.18.0.3 -np 2 --bind-to none --mca plm_rsh_agent "
             "/l/agent.sh --mca oob_tcp_if_include 198.18.0.0/24 --mca btl tcp,self --mca "
-            "btl_tcp_if_include 198.18.0.0/24 --mca mpi_yield_when_idle 1 /b/cmax-mpi-perf "
+            "btl_tcp_if_include 198.18.0.0/24 --mca mpi_yield_when_idle 1 --mca routed direct "
+            "/b/cmax-mpi-perf "
             "all_reduce -b 1M -e 16M -n 5 -w 1");
   EXPECT_EQ(Join(MpiRunArgv({.perf = "p"}, {"a"}), " "),
             "mpirun --host a -np 1 --bind-to none p all_reduce -b 1M -e 16M -n 5 -w 1");
