@@ -665,6 +665,11 @@ Result<Evaluation> EvaluateLab(const LabEvaluationOptions& asked, const LabEvalu
   const bool named = !options.dir.empty();
   if (!named) options.dir = store::BesideStore(asked_io.evaluation.host.db_path, "lab-run");
   options.dir = sys::AbsolutePath(options.dir);
+  // The folder's path is written into the plan (YAML, UTF-8).
+  if (SanitizeUtf8(options.dir) != options.dir) {
+    return Fail(ErrorCode::kInvalidArgument, "the lab's folder is not valid UTF-8: {}",
+                SanitizeUtf8(options.dir));
+  }
 
   LabEvaluationIo io = asked_io;
   // The stand-ins the build puts beside cmax: ../lib/ from its folder.

@@ -280,8 +280,8 @@ Result<std::vector<std::pair<std::string, std::string>>> CheckNetnsLabRequest(
   if (request.agent_path.empty() ||
       request.agent_path.find_first_of(" \t\n") != std::string::npos) {
     return Fail(ErrorCode::kInvalidArgument,
-                "a namespace lab's folder may not hold spaces (mpirun splits its agent's path): "
-                "'{}'",
+                "a namespace lab's folder may not hold spaces (mpirun splits its agent's path, "
+                "'{}')",
                 SanitizeUtf8(request.agent_path));
   }
   return ParseSlowLinks(request.slow_links, request.hosts);

@@ -112,21 +112,29 @@ Result<TrainRunResult> RunTraining(const TrainRunOptions& options, const TrainRu
     return !budget_reached;
   };
   auto ran = io.runner->Run(spec);
+  Duration spent = ran ? ran->duration : Duration{0};
   for (int retry = 1; ran && retry <= options.crash_retries; ++retry) {
     const sys::ProcessResult& p = *ran;
-    // The job's own lines (TorchTitan's logger writes them on stderr) say it had begun.
+    // The job's own lines (on either stream: TorchTitan's logger writes to stderr) say it had
+    // begun; a launcher that failed to start its daemons fails within seconds. Anything else
+    // is the job's own end, and is not run again.
     const TrainLog& seen = reader.Log();
     const bool began = seen.info.start_step || !seen.steps.empty() || !seen.failures.empty();
-    if (p.Succeeded() || began || p.interrupted || p.timed_out || p.stopped) break;
+    if (p.Succeeded() || began || p.interrupted || p.timed_out || p.stopped ||
+        p.duration > kLaunchFailureWithin || spent >= options.deadline) {
+      break;
+    }
     const std::string note =
         fmt::format("cmax: the command ended ({}) before the job began; started again ({} of {})\n",
                     p.Describe(), retry, options.crash_retries);
     if (log_file && !out.log_incomplete && !log_file->Append(note)) out.log_incomplete = true;
-    reader = TorchTitanLogReader();  // the crash's words are not the job's
+    reader = TorchTitanLogReader();  // the launcher's words are not the job's
     splitters[0] = LineSplitter();
     splitters[1] = LineSplitter();
     steps_seen = 0;
+    spec.timeout = options.deadline - spent;  // one deadline for every start
     ran = io.runner->Run(spec);
+    if (ran) spent += ran->duration;
   }
   if (!ran) return tl::unexpected(ran.error());
   for (LineSplitter& s : splitters) s.Finish(feed);

@@ -22,6 +22,9 @@
 
 namespace cmax::train {
 
+// How soon a launcher that could not start the job fails (mpirun: seconds).
+inline constexpr Duration kLaunchFailureWithin = std::chrono::seconds(60);
+
 struct TrainRunOptions {
   std::vector<std::string> command;  // argv; with use_shell one string for /bin/sh -c
   bool use_shell = false;
@@ -35,10 +38,11 @@ struct TrainRunOptions {
   std::string log_path;  // the whole output as it came, stdout and stderr interleaved
   TrainFiguresOptions figures;
   std::string reference;  // a published figure's id to hold the run against; "": none
-  // A command that fails before the job began (no "Training starts" line, step or error of
-  // the job's read yet: it exited non-zero or died of a signal) is started again, up to this
-  // many times: mpirun crashes now and then as it starts its daemons in namespace hosts
-  // (net::kLauncherCrashRetries). What it printed stays in the log, with a line saying so.
+  // A command that fails within kLaunchFailureWithin and before the job began (no "Training
+  // starts" line, step or error of the job's read yet: it exited non-zero or died of a signal)
+  // is started again, up to this many times, within the one deadline: mpirun failed now and
+  // then as it started its daemons in namespace hosts (net::kLauncherCrashRetries). What it
+  // printed stays in the log, with a line saying so.
   int crash_retries = 0;  // 0: never (a job's own failure is not retried)
 };
 

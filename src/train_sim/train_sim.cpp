@@ -18,14 +18,15 @@
 // per rank, tflops the floating-point work of the step per rank, memory this process's peak
 // resident set against the machine's memory. No mfu: a CPU's peak is not known here. With
 // --trace-dir each rank writes DIR/rank<R>.trace.json, a PyTorch profiler (Kineto) trace of its
-// steps as HTA reads one (DIR is made where it is missing): each layer's compute and each reduction
-// as device events on two streams (compute on 7, communication on 20, the reductions named
-// ncclKernel_AllReduce_... so that the trace readers class them as communication), each with its
-// host launch, and a ProfilerStep#N mark per step. A reduction's end is when this rank saw it
-// complete (tested between blocks of compute rows, or waited for).
+// first kMaxTracedSteps steps as HTA reads one (DIR is made where it is missing): each layer's
+// compute and each reduction as device events on two streams (compute on 7, communication on 20,
+// the reductions named ncclKernel_AllReduce_... so that the trace readers class them as
+// communication), each with its host launch, and a ProfilerStep#N mark per step. A reduction's end
+// is when this rank saw it complete (tested between blocks of compute rows, or waited for).
 //
-// SIGTERM or SIGINT (mpirun passes them on) ends the job after the step all ranks are in, with
-// TorchTitan's words, exit 0. Exit 2 for bad arguments, 1 when the loss is not finite.
+// SIGTERM or SIGINT to a rank ends the job after the step all ranks are in, with TorchTitan's
+// words, exit 0 (mpirun itself answers SIGTERM by killing its ranks: a job stopped through
+// mpirun writes no traces). Exit 2 for bad arguments, 1 when the loss is not finite.
 //
 //   mpirun -np 4 cmax-train-sim --steps 40 --layers 4 --width 256 --batch 64 --trace-dir t
 #include <mpi.h>
@@ -53,6 +54,9 @@ namespace {
 constexpr int kComputeStream = 7;
 constexpr int kCommStream = 20;
 constexpr int kDataBatches = 4;  // each rank's batches, cycled: the teacher map runs once each
+// A trace keeps this many steps, as a profiler's schedule would: its events are held in memory
+// until the end, and the log's peak memory would count them.
+constexpr int64_t kMaxTracedSteps = 200;
 
 struct Options {
   int64_t steps = 30;
@@ -136,6 +140,7 @@ std::optional<Options> ParseOptions(int argc, char** argv) {
 struct TraceEvent {
   bool communication = false;
   std::string name;
+  std::string dtype;  // a reduction's
   int64_t launch_ns = 0;
   int64_t start_ns = 0;
   int64_t end_ns = 0;  // 0: not yet seen complete
@@ -152,7 +157,9 @@ struct StepSpan {
 // The reductions in flight and the events this rank records.
 class Recorder {
  public:
-  explicit Recorder(bool keep) : keep_(keep) {}
+  explicit Recorder(bool tracing) : tracing_(tracing), keep_(tracing) {}
+  // Whether this step's events are kept (a trace's first kMaxTracedSteps steps).
+  void KeepStep(int64_t step) { keep_ = tracing_ && step <= kMaxTracedSteps; }
 
   void Compute(std::string name, int64_t start_ns, int64_t end_ns) {
     if (!keep_) return;
@@ -162,12 +169,15 @@ class Recorder {
                        .end_ns = end_ns,
                        .correlation = ++correlation_});
   }
-  // A reduction just posted; its end is set when it is seen complete.
-  void Posted(MPI_Request request, int64_t elements, int64_t at_ns) {
-    pending_.push_back({request, events_.size()});
+  // A reduction just posted (`dtype` as the trace names it); its end is set when it is seen
+  // complete.
+  void Posted(MPI_Request request, const char* name, const char* dtype, int64_t elements,
+              int64_t at_ns) {
+    pending_.push_back({request, keep_ ? events_.size() : kNoEvent});
     if (!keep_) return;
     events_.push_back({.communication = true,
-                       .name = "ncclKernel_AllReduce_Sum_float (cmax-train-sim: MPI_Iallreduce)",
+                       .name = name,
+                       .dtype = dtype,
                        .launch_ns = at_ns,
                        .start_ns = at_ns,
                        .elements = elements,
@@ -240,8 +250,9 @@ class Recorder {
       if (e.communication) {
         std::fprintf(f,
                      ", \"Collective name\": \"allreduce\", \"In msg nelems\": %lld, "
-                     "\"Out msg nelems\": %lld, \"Group size\": %d, \"dtype\": \"Float\"",
-                     static_cast<long long>(e.elements), static_cast<long long>(e.elements), world);
+                     "\"Out msg nelems\": %lld, \"Group size\": %d, \"dtype\": \"%s\"",
+                     static_cast<long long>(e.elements), static_cast<long long>(e.elements), world,
+                     e.dtype.c_str());
       }
       std::fprintf(f, "}}");
     }
@@ -251,12 +262,14 @@ class Recorder {
 
  private:
   void Ended(size_t event, int64_t at_ns) {
-    if (keep_) events_[event].end_ns = at_ns;
+    if (event != kNoEvent) events_[event].end_ns = at_ns;
   }
+  static constexpr size_t kNoEvent = SIZE_MAX;
   struct Pending {
     MPI_Request request;
     size_t event;
   };
+  bool tracing_;
   bool keep_;
   int64_t correlation_ = 0;
   std::vector<Pending> pending_;
@@ -340,108 +353,115 @@ std::pair<double, double> PeakMemory() {
   return {gib, total_gib > 0 ? 100.0 * gib / total_gib : 0.0};
 }
 
-int Train(const Options& o, int rank, int world) {
-  const int d = o.width;
-  const int b = o.batch;
-  const size_t weights = static_cast<size_t>(d) * d;
-  const size_t activations = static_cast<size_t>(b) * d;
-  std::mt19937_64 shared(o.seed);  // the same on every rank
-  std::mt19937_64 own(o.seed * 1000003 + static_cast<uint64_t>(rank) + 1);  // this rank's data
+int Train(const Options& options, int rank, int world) {
+  const int width = options.width;
+  const int rows = options.batch;
+  const int depth = options.layers;
+  const size_t weights = static_cast<size_t>(width) * width;
+  const size_t activations = static_cast<size_t>(rows) * width;
+  const auto at = [](int index) { return static_cast<size_t>(index); };
+  std::mt19937_64 shared(options.seed);  // the same on every rank
+  std::mt19937_64 own(options.seed * 1000003 + static_cast<uint64_t>(rank) + 1);  // its data
   std::normal_distribution<float> normal(0.0F, 1.0F);
-  const float spread = 1.0F / std::sqrt(static_cast<float>(d));
+  const float spread = 1.0F / std::sqrt(static_cast<float>(width));
 
   // The teacher map the network learns: the identity and a random part. Each weight starts at
   // the identity and a smaller random part, the same on every rank.
   Matrix teacher(weights);
   for (size_t i = 0; i < weights; ++i) teacher[i] = 0.5F * spread * normal(shared);
-  for (int i = 0; i < d; ++i) teacher[static_cast<size_t>(i) * d + i] += 1.0F;
-  std::vector<Matrix> w(static_cast<size_t>(o.layers), Matrix(weights));
-  for (Matrix& layer : w) {
+  for (int i = 0; i < width; ++i) teacher[at(i) * width + i] += 1.0F;
+  std::vector<Matrix> layers(at(depth), Matrix(weights));
+  for (Matrix& layer : layers) {
     for (size_t i = 0; i < weights; ++i) layer[i] = 0.05F * spread * normal(shared);
-    for (int i = 0; i < d; ++i) layer[static_cast<size_t>(i) * d + i] += 1.0F;
+    for (int i = 0; i < width; ++i) layer[at(i) * width + i] += 1.0F;
   }
-  Recorder recorder(!o.trace_dir.empty());
+  Recorder recorder(!options.trace_dir.empty());
   std::vector<Matrix> inputs(kDataBatches, Matrix(activations));
   std::vector<Matrix> targets(kDataBatches, Matrix(activations));
   for (int batch = 0; batch < kDataBatches; ++batch) {
-    for (float& x : inputs[static_cast<size_t>(batch)]) x = normal(own);
-    MatMul(inputs[static_cast<size_t>(batch)], teacher, targets[static_cast<size_t>(batch)], b, d,
-           d, recorder);
+    for (float& x : inputs[at(batch)]) x = normal(own);
+    MatMul(inputs[at(batch)], teacher, targets[at(batch)], rows, width, width, recorder);
   }
-  std::vector<Matrix> acts(static_cast<size_t>(o.layers) + 1, Matrix(activations));
-  std::vector<Matrix> grads(static_cast<size_t>(o.layers), Matrix(weights));
-  Matrix g(activations);
-  Matrix below(activations);
-  const double flops_per_step = 6.0 * b * static_cast<double>(d) * d * o.layers;
+  std::vector<Matrix> acts(at(depth) + 1, Matrix(activations));  // each layer's input, the output
+  std::vector<Matrix> grads(at(depth), Matrix(weights));
+  Matrix grad_out(activations);  // the loss's gradient by the current layer's output
+  Matrix grad_in(activations);   // ... by its input: the layer below's output
+  // Forward 2 r w^2 a layer, each weight's gradient 2 r w^2, each gradient passed below (every
+  // layer but the first) 2 r w^2.
+  const double flops_per_step =
+      2.0 * rows * static_cast<double>(width) * width * (3.0 * depth - 1.0);
 
   if (rank == 0) {
     LogLine(
         Format("Training starts at step 1, with local batch size %d, global batch size %d, "
                "total steps %lld (cmax-train-sim, a CPU stand-in for a training job)",
-               b, b * world, static_cast<long long>(o.steps)));
+               rows, rows * world, static_cast<long long>(options.steps)));
   }
   int64_t logged_at_ns = NowNs();
   int64_t logged_step = 0;
-  for (int64_t step = 1; step <= o.steps; ++step) {
+  bool stopped = false;
+  for (int64_t step = 1; step <= options.steps; ++step) {
+    recorder.KeepStep(step);
     const int64_t step_start = NowNs();
     const Matrix& input = inputs[static_cast<size_t>((step - 1) % kDataBatches)];
     const Matrix& target = targets[static_cast<size_t>((step - 1) % kDataBatches)];
     acts[0] = input;
-    for (int l = 0; l < o.layers; ++l) {
+    for (int l = 0; l < depth; ++l) {
       const int64_t t0 = NowNs();
-      MatMul(acts[static_cast<size_t>(l)], w[static_cast<size_t>(l)],
-             acts[static_cast<size_t>(l) + 1], b, d, d, recorder);
+      MatMul(acts[at(l)], layers[at(l)], acts[at(l) + 1], rows, width, width, recorder);
       recorder.Compute(Format("cmax_train_sim_gemm_forward_layer%d", l), t0, NowNs());
     }
-    // The loss: the mean over rows of the squared error; g its gradient by the output.
+    // The loss: the mean over rows of the squared error; grad_out its gradient by the output.
     double loss = 0;
-    const Matrix& out = acts[static_cast<size_t>(o.layers)];
+    const Matrix& out = acts[at(depth)];
     for (size_t i = 0; i < activations; ++i) {
       const float err = out[i] - target[i];
       loss += static_cast<double>(err) * err;
-      g[i] = 2.0F * err / static_cast<float>(b);
+      grad_out[i] = 2.0F * err / static_cast<float>(rows);
     }
-    loss /= b;
-    for (int l = o.layers - 1; l >= 0; --l) {
+    loss /= rows;
+    for (int l = depth - 1; l >= 0; --l) {
       const int64_t t0 = NowNs();
-      MatMulTransposedA(acts[static_cast<size_t>(l)], g, grads[static_cast<size_t>(l)], b, d, d,
-                        recorder);
-      if (l > 0) MatMulTransposedB(g, w[static_cast<size_t>(l)], below, b, d, d, recorder);
-      const int64_t t1 = NowNs();
-      recorder.Compute(Format("cmax_train_sim_gemm_backward_layer%d", l), t0, t1);
+      MatMulTransposedA(acts[at(l)], grad_out, grads[at(l)], rows, width, width, recorder);
+      if (l > 0) {
+        MatMulTransposedB(grad_out, layers[at(l)], grad_in, rows, width, width, recorder);
+      }
+      recorder.Compute(Format("cmax_train_sim_gemm_backward_layer%d", l), t0, NowNs());
       MPI_Request request = MPI_REQUEST_NULL;
-      MPI_Iallreduce(MPI_IN_PLACE, grads[static_cast<size_t>(l)].data(), static_cast<int>(weights),
-                     MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD, &request);
-      recorder.Posted(request, static_cast<int64_t>(weights), NowNs());
-      if (l > 0) std::swap(g, below);
+      MPI_Iallreduce(MPI_IN_PLACE, grads[at(l)].data(), static_cast<int>(weights), MPI_FLOAT,
+                     MPI_SUM, MPI_COMM_WORLD, &request);
+      recorder.Posted(request, "ncclKernel_AllReduce_Sum_float (cmax-train-sim: a gradient)",
+                      "Float", static_cast<int64_t>(weights), NowNs());
+      if (l > 0) std::swap(grad_out, grad_in);
     }
     recorder.WaitAll();
     // The loss over the ranks, and whether any was asked to stop: every rank ends together.
     double sums[2] = {loss, g_stop != 0 ? 1.0 : 0.0};
     MPI_Request request = MPI_REQUEST_NULL;
     MPI_Iallreduce(MPI_IN_PLACE, sums, 2, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD, &request);
-    recorder.Posted(request, 2, NowNs());
+    recorder.Posted(request, "ncclKernel_AllReduce_Sum_double (cmax-train-sim: the loss)", "Double",
+                    2, NowNs());
     recorder.WaitAll();
     const double mean_loss = sums[0] / world;
     const int64_t t0 = NowNs();
-    const auto rate = static_cast<float>(o.lr / world);
-    for (int l = 0; l < o.layers; ++l) {
-      float* weight = w[static_cast<size_t>(l)].data();
-      const float* grad = grads[static_cast<size_t>(l)].data();
+    const auto rate = static_cast<float>(options.lr / world);  // the mean of the ranks' gradients
+    for (int l = 0; l < depth; ++l) {
+      float* weight = layers[at(l)].data();
+      const float* grad = grads[at(l)].data();
       for (size_t i = 0; i < weights; ++i) weight[i] -= rate * grad[i];
     }
     const int64_t step_end = NowNs();
     recorder.Compute("cmax_train_sim_optimizer_step", t0, step_end);
     recorder.Step(step, step_start, step_end);
-    const bool stopping = sums[1] > 0;
-    const bool last = step == o.steps || stopping;
-    if (rank == 0 && (step == 1 || step % o.log_freq == 0 || last)) {
+    stopped = sums[1] > 0;
+    const bool last = step == options.steps || stopped;
+    if (rank == 0 && (step == 1 || step % options.log_freq == 0 || last)) {
       const double seconds = static_cast<double>(step_end - logged_at_ns) / 1e9;
       const auto steps_since = static_cast<double>(step - logged_step);
       const auto [gib, pct] = PeakMemory();
       LogLine(Format("step: %lld  loss: %.4f  memory: %.2fGiB(%.2f%%)  tps: %.0f  tflops: %.4f",
-                     static_cast<long long>(step), mean_loss, gib, pct, b * steps_since / seconds,
-                     flops_per_step * steps_since / seconds / 1e12));
+                     static_cast<long long>(step), mean_loss, gib, pct,
+                     rows * steps_since / seconds, flops_per_step * steps_since / seconds / 1e12));
       logged_at_ns = step_end;
       logged_step = step;
     }
@@ -449,26 +469,26 @@ int Train(const Options& o, int rank, int world) {
       if (rank == 0) std::fprintf(stderr, "cmax-train-sim: the loss is %f\n", mean_loss);
       return 1;
     }
-    if (stopping) {
+    if (stopped) {
       if (rank == 0) LogLine("Received a stop signal: stopping after this step");
       break;
     }
   }
-  if (!o.trace_dir.empty()) {
+  if (!options.trace_dir.empty()) {
     // The folder is made where it is missing (every rank may try: one makes it).
-    if (::mkdir(o.trace_dir.c_str(), 0755) != 0 && errno != EEXIST) {
-      std::fprintf(stderr, "cmax-train-sim: cannot make %s: %s\n", o.trace_dir.c_str(),
+    if (::mkdir(options.trace_dir.c_str(), 0755) != 0 && errno != EEXIST) {
+      std::fprintf(stderr, "cmax-train-sim: cannot make %s: %s\n", options.trace_dir.c_str(),
                    std::strerror(errno));
       return 1;
     }
-    const std::string path = o.trace_dir + "/rank" + std::to_string(rank) + ".trace.json";
+    const std::string path = options.trace_dir + "/rank" + std::to_string(rank) + ".trace.json";
     if (!recorder.Write(path, rank, world)) {
       std::fprintf(stderr, "cmax-train-sim: cannot write %s: %s\n", path.c_str(),
                    std::strerror(errno));
       return 1;
     }
   }
-  if (rank == 0 && g_stop == 0) LogLine("Training completed");
+  if (rank == 0 && !stopped) LogLine("Training completed");
   return 0;
 }
 

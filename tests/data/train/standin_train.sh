@@ -23,6 +23,7 @@ if [ "$mode" = segv-once ] || [ "$mode" = fail-once ]; then
       exit 1
     fi
     echo "[stand-in:00001] *** Process received signal ***" >&2
+    echo "stand-in:1:1 [0] NCCL WARN a line a job's log would count" >&2
     kill -SEGV $$
   fi
   mode=finish
