@@ -369,8 +369,8 @@ class PhaseRunner {
               net::MpirunPrefix("mpirun", addresses, 1, reach.agent, reach.subnet, phase.env);
           options.command.insert(options.command.end(), phase.command.begin(), phase.command.end());
           // mpirun refuses root unless told; the lab needs root.
-          options.env.insert(options.env.end(),
-                             {"OMPI_ALLOW_RUN_AS_ROOT=1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1"});
+          options.env.insert(options.env.end(), net::kMpirunAsRootEnv.begin(),
+                             net::kMpirunAsRootEnv.end());
           options.crash_retries = net::kLauncherCrashRetries;
           result = run(options);
           return {};

@@ -93,11 +93,10 @@ MpiPerfRun RunMpiPerf(const MpiLaunch& launch, const std::vector<std::string>& a
                       sys::ProcessRunner& runner) {
   MpiPerfRun out;
   // mpirun refuses root unless told; the lab needs root for its namespaces.
-  const sys::ProcessSpec spec{
-      .argv = MpiRunArgv(launch, addresses),
-      .env_add = {"OMPI_ALLOW_RUN_AS_ROOT=1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1"},
-      .timeout = launch.timeout,
-      .kill_grace = std::chrono::seconds(2)};
+  const sys::ProcessSpec spec{.argv = MpiRunArgv(launch, addresses),
+                              .env_add = kMpirunAsRootEnv,
+                              .timeout = launch.timeout,
+                              .kill_grace = std::chrono::seconds(2)};
   auto r = RunLauncher(spec, launch.crash_retries, runner, out.crashes);
   if (!r) {
     out.problem = r.error().message;

@@ -25,6 +25,10 @@ namespace cmax::net {
 // stay for what is left.
 inline constexpr int kLauncherCrashRetries = 2;
 
+// What mpirun needs in its environment to start as root (tests and namespace labs run as root).
+inline const std::vector<std::string> kMpirunAsRootEnv = {"OMPI_ALLOW_RUN_AS_ROOT=1",
+                                                          "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1"};
+
 struct MpiLaunch {
   std::string mpirun = "mpirun";
   std::string perf;    // cmax-mpi-perf's path

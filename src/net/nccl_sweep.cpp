@@ -85,7 +85,7 @@ NcclSweepStep MakeStep(const NcclSweepOptions& o, const std::string& collective,
     for (const std::string& node : step.nodes) addresses.push_back(Address(o, node));
     step.argv = MpirunPrefix(o.mpirun, addresses, ranks_per_node, o.agent, o.subnet, env);
     // mpirun refuses root unless told; the namespace lab needs root for its hosts.
-    step.env_add = {"OMPI_ALLOW_RUN_AS_ROOT=1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1"};
+    step.env_add = kMpirunAsRootEnv;
   }
   if (stand_in) {
     step.argv.insert(step.argv.end(), {o.cpu_perf, collective});
@@ -428,10 +428,9 @@ Result<void> WithHosts(NcclSweepRequest& request, const NcclSweepIo& io, const W
     if (!binaries) return tl::unexpected(binaries.error());
     options.binaries = std::move(*binaries);
     // One look at a binary's help: the JSON file where it can write one.
-    auto help =
-        io.runner->Run({.argv = {options.binaries.begin()->second, "-h"},
-                        .env_add = {"OMPI_ALLOW_RUN_AS_ROOT=1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1"},
-                        .timeout = std::chrono::seconds(20)});
+    auto help = io.runner->Run({.argv = {options.binaries.begin()->second, "-h"},
+                                .env_add = kMpirunAsRootEnv,
+                                .timeout = std::chrono::seconds(20)});
     if (help && NcclTestsHelpOffersJson(help->stdout_text + help->stderr_text)) {
       options.json_dir = request.out_dir;
     }
