@@ -256,8 +256,8 @@ Command SetupAuditCommand(CLI::App& parent) {
       Opt(app, "-p,--partition", s.partition,
           "Only these partitions' nodes (srun -p; a comma list)"),
       Opt(app, "-w,--nodelist", s.nodelist, "Only these nodes, a hostlist (gpu[1-4],gpu7)"),
-      Opt(app, "--srun-arg", s.srun_args,
-          "Passed to srun as it is, e.g. --srun-arg=--account=ops (repeatable)"),
+      Repeated(app, "--srun-arg", s.srun_args,
+               "Passed to srun as it is, e.g. --srun-arg=--account=ops (repeatable)"),
       Opt(app, "--remote-cmax", s.remote_cmax,
           "The cmax the nodes run (default: this one's path)")};
   for (CLI::Option* option : slurm_only) option->needs(slurm);

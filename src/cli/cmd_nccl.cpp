@@ -132,9 +132,9 @@ void AddHostFlags(CLI::App* sub, HostFlags& h, const std::string& what) {
                          "(root; 198.18.0.0/15), h1 ... hN, and run the CPU stand-in over them: "
                          "a test of cmax itself, and a lab to learn it in");
   lab->excludes(hosts)->excludes(hostfile);
-  Opt(sub, "--slow-link", r.slow_links,
-      "HOST:RATE: slow that lab host's link to RATE with tc's token bucket (h5:200mbit); "
-      "repeatable")
+  Repeated(sub, "--slow-link", r.slow_links,
+           "HOST:RATE: slow that lab host's link to RATE with tc's token bucket (h5:200mbit) "
+           "(repeatable)")
       ->needs(lab);
   Opt(sub, "--nccl-tests", r.nccl_tests_dir,
       "nccl-tests' build folder (all_reduce_perf ..., or *_perf_mpi); without it the CPU "
@@ -152,9 +152,9 @@ void AddHostFlags(CLI::App* sub, HostFlags& h, const std::string& what) {
       "Ranks per node with nccl-tests, one GPU each");
   Num(sub, "--step-timeout", h.step_timeout_s, SecondsIn(86400),
       "Seconds one run may take before it is killed as hung");
-  Opt(sub, "--env", w.env,
-      "NAME=VALUE for every run (NCCL_DEBUG=INFO, NCCL_DEBUG_SUBSYS=TUNING, NCCL_IB_HCA=...); "
-      "repeatable");
+  Repeated(sub, "--env", w.env,
+           "NAME=VALUE for every run (NCCL_DEBUG=INFO, NCCL_DEBUG_SUBSYS=TUNING, NCCL_IB_HCA=...) "
+           "(repeatable)");
   Opt(sub, "--out", r.out_dir,
       "Keep the logs in this folder (default: a folder named by the UTC time beside the store)");
 }

@@ -99,7 +99,8 @@ Command SetupRemediateCommand(CLI::App& parent) {
   Choice(r, "--conditions-from", run->loop.conditions_from, {"store", "kubernetes"},
          "Where node conditions come from: store (agents writing to this store) or "
          "kubernetes (what `cmax agent --publish-conditions` writes on each Node)");
-  Opt(r, "--node", run->controller.nodes, "Act only on these nodes (repeatable); default: all");
+  Repeated(r, "--node", run->controller.nodes,
+           "Act only on these nodes (repeatable); default: all");
   AddControllerFlags(*r, run->controller);
 
   CLI::App* status =

@@ -37,6 +37,7 @@ struct TrainFlags {
   train::TrainLogOptions options;
   train::TraceRunOptions trace_options;
   train::TrainRunOptions run_options;
+  net::NetnsLabRequest lab;
   int64_t step_budget = 0;  // 0: none
   double deadline_s = 7200;
   double stop_grace_s = 30;
@@ -110,9 +111,11 @@ int Run(const TrainFlags& o, Context& ctx) {
       .runner = &runner, .fs = &fs, .progress = [&ctx](std::string_view line) {
         if (!ctx.global.quiet) ctx.err << "cmax train run: " << line << std::endl;
       }};
-  auto report = train::RunAndRecordTraining(
-      options, io,
-      {.db_path = ctx.DbPath(), .cmax_version = VersionString(), .fs = &fs, .clock = &clock});
+  const train::TrainLogIo store_io{
+      .db_path = ctx.DbPath(), .cmax_version = VersionString(), .fs = &fs, .clock = &clock};
+  auto report = o.lab.hosts > 0
+                    ? train::RunAndRecordTrainingOverNetnsLab(options, o.lab, io, store_io)
+                    : train::RunAndRecordTraining(options, io, store_io);
   if (!report) return PrintError(ctx, "cmax train run", report.error());
   const int code = report->run.ending == train::TrainEnding::kInterrupted
                        ? 128 + sys::InterruptSignal()
@@ -170,7 +173,7 @@ Command SetupTrainCommand(CLI::App& parent) {
   Num(o->run, "--stop-grace", o->stop_grace_s, Positive(3600),
       "Seconds between SIGTERM and SIGKILL when stopping it (torchrun passes SIGTERM on to "
       "its ranks)");
-  Opt(o->run, "--env", r.env, "KEY=VALUE added to the command's environment (repeatable)")
+  Repeated(o->run, "--env", r.env, "KEY=VALUE added to the command's environment (repeatable)")
       ->check(CLI::Validator(
           [](std::string& value) -> std::string {
             const size_t eq = value.find('=');
@@ -182,6 +185,14 @@ Command SetupTrainCommand(CLI::App& parent) {
   Opt(o->run, "--log", r.log_path,
       "The log file (appended to); default: train-<time>.log beside the store");
   Flag(o->run, "--shell", o->shell, "Run COMMAND's words joined, through /bin/sh -c");
+  CLI::Option* lab = Num(o->run, "--netns-lab", o->lab.hosts, Whole(2, 200),
+                         "Run COMMAND as one rank on each of this many hosts made on this machine "
+                         "as network namespaces (root; as `cmax nccl sweep --netns-lab`), "
+                         "started by mpirun: cmax-train-sim over a fabric you can slow");
+  Repeated(o->run, "--slow-link", o->lab.slow_links,
+           "HOST:RATE: slow that lab host's link to RATE with tc's token bucket (h3:200mbit) "
+           "(repeatable)")
+      ->needs(lab);
   Num(o->run, "--warmup", o->warmup_steps, Whole(0, int64_t{1} << 40),
       "As for `log`: the logged steps up to this one are warm-up");
   Opt(o->run, "--reference", r.reference,

@@ -36,6 +36,16 @@ requires(!std::is_arithmetic_v<T>) CLI::Option* Opt(CLI::App* app, const std::st
   return option;
 }
 
+// A text given again for each value (--env A=1 --env B=2), gathered in order: one value an
+// occurrence, so that the word after it is never taken for another value, be it a positional or
+// the `--` before a command (a list option that takes several values ends them at `--` and
+// parses what follows as cmax's options). Its help says "(repeatable)"; flags_test holds every
+// such option to this.
+inline CLI::Option* Repeated(CLI::App* app, const std::string& name, std::vector<std::string>& into,
+                             const std::string& help) {
+  return app->add_option(name, into, help)->allow_extra_args(false);
+}
+
 // A number, in the range `rule` states (Whole, Real, Positive, Share, SecondsIn, AnyUnsigned).
 template <typename T>
 requires(std::is_arithmetic_v<T> &&

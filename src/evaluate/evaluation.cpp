@@ -328,22 +328,19 @@ class PhaseRunner {
         .deadline = SecondsAsDuration(phase.deadline_s),
         .log_path = train::DefaultTrainLogPath(h.db_path, h.clock->Now()),
         .reference = phase.reference};
-    const auto run = [&](const train::TrainRunOptions& o) -> PhaseResult {
-      auto report =
-          train::RunAndRecordTraining(o,
-                                      {.runner = h.runner,
-                                       .fs = h.fs,
-                                       .progress =
-                                           [this, &phase](std::string_view line) {
-                                             Say(fmt::format("training {}: {}", phase.name, line));
-                                           }},
-                                      store_io);
+    const train::TrainRunIo run_io{
+        .runner = h.runner, .fs = h.fs, .progress = [this, &phase](std::string_view line) {
+          Say(fmt::format("training {}: {}", phase.name, line));
+        }};
+    const auto recorded = [&](Result<train::TrainRunReport> report) -> PhaseResult {
       if (!report) return {FromError("training", phase.name, report.error()), {}};
       return FromRun("training", phase.name, std::move(report->recorded.record));
     };
-    if (phase.netns_lab == 0) return run(options);
-    // One rank on each namespace host, launched by mpirun through the lab's agent; the log and
-    // the agent in a folder of their own, beside the store (or in logs_dir).
+    if (phase.netns_lab == 0) {
+      return recorded(train::RunAndRecordTraining(options, run_io, store_io));
+    }
+    // One rank on each namespace host; the log in a folder of its own, beside the store (or in
+    // logs_dir), as a sweep's logs are.
     const std::string kind = "train-" + phase.name;
     const std::string folder = options_.logs_dir.empty()
                                    ? net::NcclLogFolder(h.db_path, kind, h.clock->Now())
@@ -353,30 +350,9 @@ class PhaseRunner {
     }
     Say(fmt::format("training {}: log in {}", phase.name, folder));
     options.log_path = folder + "/train.log";
-    std::optional<PhaseResult> result;
-    auto ran = net::WithNetnsLab(
-        {.hosts = phase.netns_lab,
-         .slow_links = phase.slow_links,
-         .agent_path = folder + "/agent.sh"},
-        *h.fs, *h.runner,
-        [this, &phase](std::string_view line) {
-          Say(fmt::format("training {}: {}", phase.name, line));
-        },
-        [&](const net::NetnsLabReach& reach) -> Result<void> {
-          std::vector<std::string> addresses;
-          for (const net::NetnsHost& host : reach.hosts) addresses.push_back(host.address);
-          options.command =
-              net::MpirunPrefix("mpirun", addresses, 1, reach.agent, reach.subnet, phase.env);
-          options.command.insert(options.command.end(), phase.command.begin(), phase.command.end());
-          // mpirun refuses root unless told; the lab needs root.
-          options.env.insert(options.env.end(), net::kMpirunAsRootEnv.begin(),
-                             net::kMpirunAsRootEnv.end());
-          options.crash_retries = net::kLauncherCrashRetries;
-          result = run(options);
-          return {};
-        });
-    if (!ran) return {FromError("training", phase.name, ran.error()), {}};
-    return std::move(*result);
+    return recorded(train::RunAndRecordTrainingOverNetnsLab(
+        std::move(options), {.hosts = phase.netns_lab, .slow_links = phase.slow_links}, run_io,
+        store_io));
   }
 
   void Say(std::string_view line) const {

@@ -462,10 +462,8 @@ Result<void> WithHosts(NcclSweepRequest& request, const NcclSweepIo& io, const W
                 "a namespace lab runs the CPU stand-in: its hosts share this machine's GPUs, if "
                 "any, so nccl-tests there would measure nothing of a network");
   }
-  const NetnsLabRequest lab{.hosts = request.lab_hosts,
-                            .slow_links = request.slow_links,
-                            .tag = request.lab_tag,
-                            .agent_path = request.out_dir + "/agent.sh"};
+  const NetnsLabRequest lab{
+      .hosts = request.lab_hosts, .slow_links = request.slow_links, .tag = request.lab_tag};
   if (auto ok = CheckNetnsLabRequest(lab); !ok) return tl::unexpected(ok.error());
   options.hosts = NetnsHostNames(request.lab_hosts);
   if (auto ok = check(options); !ok) return ok;

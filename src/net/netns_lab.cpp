@@ -169,6 +169,10 @@ std::string RshAgentScript(const NetnsLabPlan& plan) {
       plan.tag, cases);
 }
 
+std::string NetnsAgentPath(std::string_view tag) {
+  return fmt::format("/run/cmax-netns-{}-agent.sh", tag);
+}
+
 Result<void> NetnsLab::Run(const std::vector<std::string>& argv) {
   auto r = runner_->Run({.argv = argv, .timeout = std::chrono::seconds(30)});
   if (!r) return tl::unexpected(r.error());
@@ -179,7 +183,7 @@ Result<void> NetnsLab::Run(const std::vector<std::string>& argv) {
   return {};
 }
 
-Result<void> NetnsLab::Up(sys::FileSystem& fs, const std::string& agent_path) {
+Result<void> NetnsLab::Up(sys::FileSystem& fs) {
   // Two labs coming up at once (two sweeps, or tests in parallel) would both read the same
   // free block before either had claimed it, and give their bridges one address: the route to
   // one lab's hosts then leads into the other's. Choosing and claiming the block is one step
@@ -220,7 +224,8 @@ Result<void> NetnsLab::Up(sys::FileSystem& fs, const std::string& agent_path) {
       return ok;
     }
   }
-  if (auto ok = fs.WriteFileAtomic(agent_path, RshAgentScript(plan_), 0755); !ok) {
+  fs_ = &fs;
+  if (auto ok = fs.WriteFileAtomic(AgentPath(), RshAgentScript(plan_), 0755); !ok) {
     Down();
     return ok;
   }
@@ -242,6 +247,7 @@ void NetnsLab::Down() {
   for (const auto& argv : NetnsDownCommands(plan_)) {
     (void)runner_->Run({.argv = argv, .timeout = std::chrono::seconds(30)});
   }
+  if (fs_ != nullptr) (void)fs_->RemoveFile(AgentPath());
   up_ = false;
 }
 
@@ -276,14 +282,6 @@ Result<std::vector<std::pair<std::string, std::string>>> CheckNetnsLabRequest(
     return Fail(ErrorCode::kInvalidArgument, "namespace lab: 2 to 200 hosts, not {}",
                 request.hosts);
   }
-  // mpirun splits its rsh agent's command line at blanks.
-  if (request.agent_path.empty() ||
-      request.agent_path.find_first_of(" \t\n") != std::string::npos) {
-    return Fail(ErrorCode::kInvalidArgument,
-                "a namespace lab's folder may not hold spaces (mpirun splits its agent's path, "
-                "'{}')",
-                SanitizeUtf8(request.agent_path));
-  }
   return ParseSlowLinks(request.slow_links, request.hosts);
 }
 
@@ -298,7 +296,7 @@ Result<void> WithNetnsLab(const NetnsLabRequest& request, sys::FileSystem& fs,
       request.tag.empty() ? fmt::format("s{}", ::getpid() % 100000) : request.tag, request.hosts);
   if (!plan) return tl::unexpected(plan.error());
   NetnsLab lab(*plan, runner);
-  if (auto up = lab.Up(fs, request.agent_path); !up) return up;
+  if (auto up = lab.Up(fs); !up) return up;
   for (const auto& [host, rate] : *slow) {
     if (auto slowed = lab.SlowLink(host, rate); !slowed) return slowed;
   }
@@ -306,7 +304,7 @@ Result<void> WithNetnsLab(const NetnsLabRequest& request, sys::FileSystem& fs,
     progress(fmt::format("namespace lab up: {} hosts in {}{}", request.hosts, lab.Plan().subnet,
                          slow->empty() ? "" : ", links slowed as asked"));
   }
-  return run({.hosts = lab.Plan().hosts, .agent = request.agent_path, .subnet = lab.Plan().subnet});
+  return run({.hosts = lab.Plan().hosts, .agent = lab.AgentPath(), .subnet = lab.Plan().subnet});
 }  // the lab goes down with `lab`
 
 }  // namespace cmax::net

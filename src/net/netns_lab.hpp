@@ -65,6 +65,9 @@ std::vector<std::vector<std::string>> SlowLinkCommands(const NetnsHost& host,
 // The rsh agent mpirun calls as "AGENT ADDRESS COMMAND...": runs COMMAND in the address's
 // namespace with CMAX_MPI_PERF_HOST set to the host's name.
 std::string RshAgentScript(const NetnsLabPlan& plan);
+// Where a lab of `tag` writes its agent: in /run (root's, as the lock), never in the user's
+// folder, because mpirun splits its agent's command line at blanks and a folder may hold them.
+std::string NetnsAgentPath(std::string_view tag);
 
 class NetnsLab {
  public:
@@ -79,18 +82,20 @@ class NetnsLab {
   // Up from nothing (what a crashed lab of the same tag left is taken down first), in the first
   // free block (the plan's addresses are moved there: read Plan() after Up; the choice is made
   // under kNetnsLabLockPath, so that two labs never take one block); the agent script
-  // written to `agent_path` (mode 0755). Refused when no block is free: two labs' routes would
+  // written to AgentPath() (mode 0755). Refused when no block is free: two labs' routes would
   // mix, and the host's own would be touched.
-  Result<void> Up(sys::FileSystem& fs, const std::string& agent_path);
+  Result<void> Up(sys::FileSystem& fs);
   Result<void> SlowLink(const std::string& host_name, const std::string& rate);
-  // Everything the lab made, whatever is left of it. Safe to call twice.
+  // Everything the lab made, whatever is left of it, its agent too. Safe to call twice.
   void Down();
   const NetnsLabPlan& Plan() const { return plan_; }
+  std::string AgentPath() const { return NetnsAgentPath(plan_.tag); }
 
  private:
   Result<void> Run(const std::vector<std::string>& argv);
   NetnsLabPlan plan_;
   sys::ProcessRunner* runner_;
+  sys::FileSystem* fs_ = nullptr;  // the one Up wrote the agent with
   bool up_ = false;
 };
 
@@ -100,13 +105,12 @@ struct NetnsLabRequest {
   int hosts = 0;                        // 2 to 200
   std::vector<std::string> slow_links;  // "h3:200mbit": that host's link slowed
   std::string tag;                      // empty: from this process's id
-  std::string agent_path;  // where mpirun's rsh agent is written; no blanks (mpirun splits it)
 };
 
 // What a launch over the lab needs once it is up.
 struct NetnsLabReach {
   std::vector<NetnsHost> hosts;
-  std::string agent;
+  std::string agent;   // mpirun's rsh agent (NetnsAgentPath)
   std::string subnet;  // for MPI's TCP
 };
 

@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 
 #include "core/strings.hpp"
+#include "net/mpi_launch.hpp"
+#include "net/netns_lab.hpp"
 #include "store/store.hpp"
 #include "sys/append_file.hpp"
 
@@ -121,7 +123,7 @@ Result<TrainRunResult> RunTraining(const TrainRunOptions& options, const TrainRu
     const TrainLog& seen = reader.Log();
     const bool began = seen.info.start_step || !seen.steps.empty() || !seen.failures.empty();
     if (p.Succeeded() || began || p.interrupted || p.timed_out || p.stopped ||
-        p.duration > kLaunchFailureWithin || spent >= options.deadline) {
+        p.duration > options.retry_within || spent >= options.deadline) {
       break;
     }
     const std::string note =
@@ -241,6 +243,44 @@ Result<TrainRunReport> RunAndRecordTraining(const TrainRunOptions& options, cons
   if (!recorded) return tl::unexpected(recorded.error());
   report.recorded = std::move(*recorded);
   return report;
+}
+
+Result<TrainRunReport> RunAndRecordTrainingOverNetnsLab(TrainRunOptions options,
+                                                        const net::NetnsLabRequest& lab,
+                                                        const TrainRunIo& io,
+                                                        const TrainLogIo& store_io) {
+  if (options.command.empty()) return Fail(ErrorCode::kInvalidArgument, "no training command");
+  // What would refuse the run is refused before a lab is made for it.
+  if (options.log_path.empty()) {
+    return Fail(ErrorCode::kInvalidArgument, "no log file for the training run");
+  }
+  if (!options.reference.empty()) {
+    if (auto found = FindReference(options.reference); !found) {
+      return tl::unexpected(found.error());
+    }
+  }
+  std::vector<std::string> rank_command = options.command;
+  if (options.use_shell) rank_command = {"/bin/sh", "-c", Join(options.command, " ")};
+  std::optional<Result<TrainRunReport>> report;
+  auto ran = net::WithNetnsLab(
+      lab, *io.fs, *io.runner, io.progress, [&](const net::NetnsLabReach& reach) -> Result<void> {
+        std::vector<std::string> addresses;
+        for (const net::NetnsHost& host : reach.hosts) {
+          addresses.push_back(host.address);
+        }
+        options.command =
+            net::MpirunPrefix("mpirun", addresses, 1, reach.agent, reach.subnet, options.env);
+        options.command.insert(options.command.end(), rank_command.begin(), rank_command.end());
+        options.use_shell = false;
+        // mpirun refuses root unless told; the lab needs root.
+        options.env.insert(options.env.end(), net::kMpirunAsRootEnv.begin(),
+                           net::kMpirunAsRootEnv.end());
+        options.crash_retries = net::kLauncherCrashRetries;
+        report = RunAndRecordTraining(options, io, store_io);
+        return {};
+      });
+  if (!ran) return tl::unexpected(ran.error());
+  return std::move(*report);
 }
 
 }  // namespace cmax::train

@@ -15,6 +15,7 @@
 
 #include "core/clock.hpp"
 #include "core/result.hpp"
+#include "net/netns_lab.hpp"
 #include "sys/file_system.hpp"
 #include "sys/process_runner.hpp"
 #include "train/train_figures.hpp"
@@ -38,12 +39,13 @@ struct TrainRunOptions {
   std::string log_path;  // the whole output as it came, stdout and stderr interleaved
   TrainFiguresOptions figures;
   std::string reference;  // a published figure's id to hold the run against; "": none
-  // A command that fails within kLaunchFailureWithin and before the job began (no "Training
+  // A command that fails within retry_within and before the job began (no "Training
   // starts" line, step or error of the job's read yet: it exited non-zero or died of a signal)
   // is started again, up to this many times, within the one deadline: mpirun failed now and
   // then as it started its daemons in namespace hosts (net::kLauncherCrashRetries). What it
   // printed stays in the log, with a line saying so.
-  int crash_retries = 0;  // 0: never (a job's own failure is not retried)
+  int crash_retries = 0;                         // 0: never (a job's own failure is not retried)
+  Duration retry_within = kLaunchFailureWithin;  // a later failure is the job's, not retried
 };
 
 enum class TrainEnding {
@@ -91,5 +93,16 @@ struct TrainRunReport {
 // ending. The log file is required here: it is what the run's figures can be read again from.
 Result<TrainRunReport> RunAndRecordTraining(const TrainRunOptions& options, const TrainRunIo& io,
                                             const TrainLogIo& store_io);
+
+// RunAndRecordTraining with the command run as one rank on each host of a namespace lab made for
+// it (net::WithNetnsLab: root; `lab.slow_links` slowed), started by mpirun through the lab's
+// agent with options.env passed to the ranks (-x) and mpirun's run-as-root settings; with
+// use_shell, each rank runs the command through /bin/sh -c. The launcher is started again when
+// it fails before the job began (net::kLauncherCrashRetries); the lab is taken down when the run
+// ends. The lab's lines go to io.progress.
+Result<TrainRunReport> RunAndRecordTrainingOverNetnsLab(TrainRunOptions options,
+                                                        const net::NetnsLabRequest& lab,
+                                                        const TrainRunIo& io,
+                                                        const TrainLogIo& store_io);
 
 }  // namespace cmax::train

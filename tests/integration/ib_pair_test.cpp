@@ -209,7 +209,7 @@ TEST_F(IbPairRun, AcrossTwoNetworkNamespaces) {
   auto plan = net::PlanNetnsLab("ib" + std::to_string(getpid() % 1000), 1);
   ASSERT_TRUE(plan) << plan.error().message;
   net::NetnsLab lab(*plan, runner_);
-  auto up = lab.Up(fs_, dir_.File("agent.sh"));
+  auto up = lab.Up(fs_);
   ASSERT_TRUE(up) << up.error().message;
   const net::NetnsHost& peer = lab.Plan().hosts.at(0);
   ::setenv("STANDIN_IB_GBITS", "mlx5_0=391,mlx5_1=389.5", 1);

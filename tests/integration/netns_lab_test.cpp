@@ -21,6 +21,7 @@
 #include "support/temp_dir.hpp"
 #include "sys/file_system.hpp"
 #include "sys/process_runner.hpp"
+#include "train/train_runner.hpp"
 
 namespace cmax::net {
 namespace {
@@ -34,11 +35,11 @@ class NetnsLabTest : public ::testing::Test {
     auto plan = PlanNetnsLab("t" + std::to_string(getpid() % 1000), 4);
     ASSERT_TRUE(plan) << plan.error().message;
     lab_.emplace(*plan, runner_);
-    auto up = lab_->Up(fs_, dir_.File("agent.sh"));
+    auto up = lab_->Up(fs_);
     ASSERT_TRUE(up) << up.error().message;
     const NetnsLabPlan& placed = lab_->Plan();  // in the first free block: Up moves it there
     launch_ = {.perf = CMAX_MPI_PERF,
-               .agent = dir_.File("agent.sh"),
+               .agent = lab_->AgentPath(),
                .subnet = placed.subnet,
                .min_bytes = "64K",
                .max_bytes = "256K",
@@ -58,6 +59,7 @@ class NetnsLabTest : public ::testing::Test {
     const auto links = runner_.Run({.argv = {"ip", "-o", "link", "show"}});
     ASSERT_TRUE(links);
     EXPECT_EQ(links->stdout_text.find("cx" + lab_->Plan().tag), std::string::npos);
+    EXPECT_FALSE(fs_.Exists(lab_->AgentPath()));
   }
   std::vector<std::string> Addresses(const std::vector<std::string>& hosts) {
     std::vector<std::string> out;
@@ -136,10 +138,10 @@ TEST(NetnsLabUp, TwoLabsBroughtUpAtOnceTakeBlocksOfTheirOwn) {
     Result<void> up[2];
     std::thread second([&] {
       start.arrive_and_wait();
-      up[1] = labs[1]->Up(fs, dir.File("agent1.sh"));
+      up[1] = labs[1]->Up(fs);
     });
     start.arrive_and_wait();
-    up[0] = labs[0]->Up(fs, dir.File("agent0.sh"));
+    up[0] = labs[0]->Up(fs);
     second.join();
     ASSERT_TRUE(up[0]) << up[0].error().message;
     ASSERT_TRUE(up[1]) << up[1].error().message;
@@ -165,19 +167,20 @@ NcclSweepRequest LabRequest(const std::string& tag, const std::string& slow,
 }
 
 // `cmax nccl sweep --netns-lab 4 --slow-link h3:20mbit`, as a library call: the sweep makes its
-// own lab, shows the drop from 2 to 4 hosts, keeps its logs, and leaves nothing behind.
+// own lab, shows the drop from 2 to 4 hosts, keeps its logs, and leaves nothing behind. Its
+// folders hold blanks: mpirun's agent, which it splits at blanks, is the lab's own, in /run.
 TEST(NetnsLabSweep, TheSweepMakesItsLabShowsTheDropAndTakesItDown) {
   if (geteuid() != 0) GTEST_SKIP() << "network namespaces need root";
   testing::TempDir dir;
   sys::LocalFileSystem fs;
   sys::PosixProcessRunner runner;
   SystemClock clock;
-  NcclSweepRequest request = LabRequest("w", "h3:20mbit", "64K", dir.File("logs"));
+  NcclSweepRequest request = LabRequest("w", "h3:20mbit", "64K", dir.File("the logs"));
   request.sweep.collectives = {"all_reduce"};
   request.analysis.tolerance_pct = 80;  // healthy pairs here vary 2x; the slowed link is 100x
   std::vector<std::string> progress;
   auto report =
-      SweepNccl(request, {.analyze = {.db_path = dir.File("cmax.db"),
+      SweepNccl(request, {.analyze = {.db_path = dir.File("a store/cmax.db"),
                                       .cmax_version = "test",
                                       .fs = &fs,
                                       .clock = &clock},
@@ -202,6 +205,7 @@ TEST(NetnsLabSweep, TheSweepMakesItsLabShowsTheDropAndTakesItDown) {
   ASSERT_TRUE(netns);
   EXPECT_EQ(netns->stdout_text.find("cmax-" + request.lab_tag + "-"), std::string::npos)
       << netns->stdout_text;
+  EXPECT_FALSE(fs.Exists(NetnsAgentPath(request.lab_tag)));
 }
 
 // A namespace host that dies mid-sweep (its namespace deleted after the first step): the step
@@ -268,6 +272,53 @@ TEST(NetnsLabSweep, FindBadNodeNamesTheSlowedHostAndRecordsIt) {
   ASSERT_NE(failed, report->record.findings.end());
   EXPECT_TRUE(failed->message.starts_with("h2: ")) << failed->message;
   EXPECT_TRUE(fs.Exists(dir.File("logs/find-01-4n.log")));
+}
+
+// `cmax train run --netns-lab 2 --slow-link h2:100mbit -- cmax-train-sim ...`, as a library call:
+// one rank on each namespace host, started by mpirun through the lab's agent; the log in a folder
+// whose name holds a blank; the run recorded with the command that ran; the lab, its agent too,
+// gone after.
+TEST(NetnsLabTrain, TheJobRunsOneRankOnEachHostAndTheLabGoesAfter) {
+  if (geteuid() != 0) GTEST_SKIP() << "network namespaces need root";
+  testing::TempDir dir;
+  sys::LocalFileSystem fs;
+  sys::PosixProcessRunner runner;
+  SystemClock clock;
+  const std::string tag = "j" + std::to_string(getpid() % 1000);
+  const train::TrainRunOptions options{
+      .command = {CMAX_TRAIN_SIM, "--steps", "6", "--layers", "2", "--width", "64", "--batch", "16",
+                  "--log-freq", "1"},
+      .deadline = 120s,
+      .log_path = dir.File("a job/train.log")};
+  std::vector<std::string> progress;
+  auto report = train::RunAndRecordTrainingOverNetnsLab(
+      options, {.hosts = 2, .slow_links = {"h2:100mbit"}, .tag = tag},
+      {.runner = &runner,
+       .fs = &fs,
+       .progress = [&](std::string_view line) { progress.emplace_back(line); }},
+      {.db_path = dir.File("cmax.db"), .cmax_version = "test", .fs = &fs, .clock = &clock});
+  ASSERT_TRUE(report) << report.error().message;
+  const std::string log = fs.ReadFile(options.log_path, 1 << 20).value_or("");
+  EXPECT_EQ(report->run.ending, train::TrainEnding::kFinished) << log;
+  // Two ranks: the job's global batch is two of its local ones; six steps logged.
+  EXPECT_NE(log.find("global batch size 32"), std::string::npos) << log;
+  EXPECT_EQ(report->run.log.steps.size(), 6U) << log;
+  ASSERT_FALSE(progress.empty());
+  EXPECT_TRUE(progress[0].starts_with("namespace lab up: 2 hosts in 198.")) << progress[0];
+  EXPECT_NE(progress[0].find("links slowed as asked"), std::string::npos) << progress[0];
+  // What ran is recorded: mpirun through the lab's agent, then the job.
+  std::string command;
+  for (const EvidenceItem& item : report->recorded.record.evidence) {
+    if (item.key == "train.command") command = item.value_json;
+  }
+  EXPECT_NE(command.find("\"plm_rsh_agent\",\"" + NetnsAgentPath(tag) + "\""), std::string::npos)
+      << command;
+  EXPECT_NE(command.find(CMAX_TRAIN_SIM), std::string::npos) << command;
+  // Nothing of the lab is left.
+  const auto netns = runner.Run({.argv = {"ip", "netns", "list"}});
+  ASSERT_TRUE(netns);
+  EXPECT_EQ(netns->stdout_text.find("cmax-" + tag + "-"), std::string::npos) << netns->stdout_text;
+  EXPECT_FALSE(fs.Exists(NetnsAgentPath(tag)));
 }
 
 }  // namespace

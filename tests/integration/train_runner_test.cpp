@@ -129,6 +129,13 @@ TEST_F(TrainRunnerTest, ALauncherThatFailsBeforeTheJobBeganIsStartedAgainWhenAsk
             std::string::npos)
       << Log();
 
+  // A failure later than the launcher's start-up time is the job's own: not started again.
+  std::filesystem::remove(dir_.File("logs/train.log"));
+  const TrainRunResult slow =
+      Run({"fail-once", dir_.File("failed-once-late")}, {.crash_retries = 2, .retry_within = {}});
+  EXPECT_EQ(slow.ending, TrainEnding::kFailed) << slow.ending_words;
+  EXPECT_EQ(Log().find("started again"), std::string::npos) << Log();
+
   const std::string marker2 = dir_.File("crashed-once-more");
   const TrainRunResult not_asked = Run({"segv-once", marker2});
   EXPECT_EQ(not_asked.ending, TrainEnding::kFailed) << not_asked.ending_words;

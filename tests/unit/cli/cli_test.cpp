@@ -16,6 +16,7 @@
 #include "cli/common.hpp"
 #include "core/strings.hpp"
 #include "store/store.hpp"
+#include "support/corpus.hpp"
 #include "support/temp_dir.hpp"
 #include "sys/host.hpp"
 #include "sys/interrupt.hpp"
@@ -851,13 +852,28 @@ TEST(Cli, CompareNamesTheTrainingMeasurementsThatMoved) {
 }
 
 // `cmax train run` over the stand-in training job: stopped at its budget, recorded with how it
-// ended; a malformed --env is refused before anything runs.
+// ended; a malformed --env, or a lab asked for wrongly, is refused before anything runs.
 TEST(Cli, TrainRunStopsAtTheBudgetAndRecordsTheEnding) {
   testing::TempDir dir;
   const std::string db = dir.File("cmax.db");
   const std::string standin = std::string(CMAX_TEST_DATA) + "/train/standin_train.sh";
   const auto bad = Cli({"train", "run", "--db", db, "--env", "NOEQUALS", "--", "/bin/true"});
   EXPECT_EQ(bad.code, kExitUsage) << bad.err;
+  // A slowed link without a lab, and a lab of one host, are refused before anything runs.
+  const auto unlabbed =
+      Cli({"train", "run", "--db", db, "--slow-link", "h2:200mbit", "--", "/bin/true"});
+  EXPECT_EQ(unlabbed.code, kExitUsage) << unlabbed.err;
+  EXPECT_NE(unlabbed.err.find("--slow-link requires --netns-lab"), std::string::npos)
+      << unlabbed.err;
+  const auto alone = Cli({"train", "run", "--db", db, "--netns-lab", "1", "--", "/bin/true"});
+  EXPECT_EQ(alone.code, kExitUsage) << alone.err;
+  // After `--`, every word is the command's, also after a repeatable option: the environment
+  // reaches it, and its own options are not taken for cmax's.
+  const auto words =
+      Cli({"train", "run", "--db", db, "--log", dir.File("words.log"), "--env",
+           "CMAX_TEST_WORD=seen", "--", "/bin/sh", "-c", "echo \"$CMAX_TEST_WORD $0\"", "--steps"});
+  EXPECT_EQ(words.code, kExitError) << words.err;  // no metric line: nothing to read
+  EXPECT_EQ(testing::SlurpFile(dir.File("words.log")), "seen --steps\n");
   const auto ran = Cli({"train", "run", "--db", db, "--steps", "30", "--log", dir.File("t.log"),
                         "--", "/bin/sh", standin, "forever"});
   EXPECT_EQ(ran.code, kExitOk) << ran.err;

@@ -2,6 +2,7 @@
 // something, and never as a bare zero or an empty value anywhere in the real command tree.
 #include "cli/flags.hpp"
 
+#include <functional>
 #include <gtest/gtest.h>
 #include <sstream>
 #include <string>
@@ -51,25 +52,53 @@ TEST(Flags, AChoiceAndARangeAreEnforcedAtParse) {
   EXPECT_EQ(port, 0);
 }
 
-void ExpectNoBareDefaults(CLI::App& app, const std::string& path) {
-  for (const CLI::Option* option : app.get_options()) {
-    const std::string shown = option->get_default_str();
-    EXPECT_TRUE(shown != "0" && shown != "0.0" && shown != "[]" && shown != "{}")
-        << path << " " << option->get_name() << " shows the default '" << shown
-        << "': declare it with cli/flags.hpp";
-  }
+TEST(Flags, ARepeatedOptionTakesOneValueEachTime) {
+  CLI::App app;
+  std::vector<std::string> env;
+  std::vector<std::string> command;
+  Repeated(&app, "--env", env, "e (repeatable)");
+  app.add_option("COMMAND", command);
+  // A list option would end its values at `--` and take --steps for an option of cmax's.
+  app.parse("--env A=1 --env B=2 -- /bin/x --steps", false);
+  EXPECT_EQ(env, (std::vector<std::string>{"A=1", "B=2"}));
+  EXPECT_EQ(command, (std::vector<std::string>{"/bin/x", "--steps"}));
+}
+
+// `check` on every option of the real command tree, with the command's words ("cmax nccl sweep").
+void ForEveryOption(CLI::App& app, const std::string& path,
+                    const std::function<void(const std::string&, const CLI::Option&)>& check) {
+  for (const CLI::Option* option : app.get_options()) check(path, *option);
   for (CLI::App* sub : app.get_subcommands([](CLI::App*) { return true; })) {
-    ExpectNoBareDefaults(*sub, path + " " + sub->get_name());
+    ForEveryOption(*sub, path + " " + sub->get_name(), check);
   }
 }
 
-TEST(Flags, NoOptionOfAnyCommandShowsABareZero) {
+void ForEveryOptionOfCmax(
+    const std::function<void(const std::string&, const CLI::Option&)>& check) {
   CLI::App app;
   std::ostringstream out;
   std::ostringstream err;
   Context ctx{out, err, {}, false};
   const std::vector<Command> commands = SetupCli(app, ctx);
-  ExpectNoBareDefaults(app, "cmax");
+  ForEveryOption(app, "cmax", check);
+}
+
+// Every option whose help says it is repeatable is declared with Repeated.
+TEST(Flags, EveryRepeatableOptionTakesOneValueEachTime) {
+  ForEveryOptionOfCmax([](const std::string& path, const CLI::Option& option) {
+    if (option.get_description().find("repeatable") == std::string::npos) return;
+    EXPECT_FALSE(option.get_allow_extra_args())
+        << path << " " << option.get_name() << ": declare it with Repeated (cli/flags.hpp)";
+  });
+}
+
+TEST(Flags, NoOptionOfAnyCommandShowsABareZero) {
+  ForEveryOptionOfCmax([](const std::string& path, const CLI::Option& option) {
+    const std::string shown = option.get_default_str();
+    EXPECT_TRUE(shown != "0" && shown != "0.0" && shown != "[]" && shown != "{}")
+        << path << " " << option.get_name() << " shows the default '" << shown
+        << "': declare it with cli/flags.hpp";
+  });
 }
 
 }  // namespace

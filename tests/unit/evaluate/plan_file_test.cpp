@@ -180,7 +180,7 @@ TEST(PlanFile, TheExampleNamesEveryPhase) {
   EXPECT_TRUE(plan->network[0].logs[0].ends_with("/nccl/all_reduce_8n.log"))
       << plan->network[0].logs[0];
   EXPECT_EQ(plan->network[0].platform, "ib-ndr-400g-8rail");
-  ASSERT_EQ(plan->training.size(), 3U);
+  ASSERT_EQ(plan->training.size(), 4U);
   EXPECT_TRUE(plan->training[0].logs.at(0).ends_with("/titan/llama3_8b_rank0.log"));
   EXPECT_EQ(plan->training[1].traces.size(), 2U);
   const TrainingPhasePlan& run = plan->training[2];
@@ -190,6 +190,8 @@ TEST(PlanFile, TheExampleNamesEveryPhase) {
   EXPECT_TRUE(run.cwd.ends_with("/titan")) << run.cwd;
   EXPECT_EQ(run.steps, 100);
   EXPECT_EQ(run.deadline_s, 3600);
+  EXPECT_EQ(plan->training[3].netns_lab, 4);
+  EXPECT_EQ(plan->training[3].slow_links, (std::vector<std::string>{"h3:200mbit"}));
 }
 
 TEST(PlanFile, ASmallPlanTakesTheDefaults) {
