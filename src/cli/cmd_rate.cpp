@@ -78,9 +78,9 @@ Command SetupRateCommand(CLI::App& parent) {
   Opt(app, "--rubric", o->rate.rubric,
       "A rubric file (JSON, schema cmax.rubric/v1, like data/rubric/default.json) instead of "
       "the built-in one");
-  Opt(app, "--attestation", o->attestations,
-      "The provider's attestation (YAML, schema cmax.attestation/v1): security reports, SLA "
-      "terms, prices, delivery dates; with --providers, one per provider (repeat it)");
+  Repeated(app, "--attestation", o->attestations,
+           "The provider's attestation (YAML, schema cmax.attestation/v1): security reports, "
+           "SLA terms, prices, delivery dates; with --providers, one per provider (repeatable)");
   Flag(app, "--providers", o->providers,
        "Rank every provider in the store (runs recorded with --provider NAME), each on its "
        "newest runs, with its absolute tier and one relative to the field");

@@ -27,7 +27,8 @@ void ShowDefaultIfAny(CLI::Option* option, const T& value) {
 
 }  // namespace flags_detail
 
-// Text, or a list of texts (repeatable).
+// Text, or a list of texts: a positional list, or a list given once (`->delimiter(',')`); a
+// list given again for each value is Repeated.
 template <typename T>
 requires(!std::is_arithmetic_v<T>) CLI::Option* Opt(CLI::App* app, const std::string& name, T& into,
                                                     const std::string& help) {

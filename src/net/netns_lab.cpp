@@ -173,6 +173,10 @@ std::string NetnsAgentPath(std::string_view tag) {
   return fmt::format("/run/cmax-netns-{}-agent.sh", tag);
 }
 
+std::string NetnsAgentCommand(std::string_view tag) {
+  return "/bin/sh " + NetnsAgentPath(tag);
+}
+
 Result<void> NetnsLab::Run(const std::vector<std::string>& argv) {
   auto r = runner_->Run({.argv = argv, .timeout = std::chrono::seconds(30)});
   if (!r) return tl::unexpected(r.error());
@@ -184,6 +188,7 @@ Result<void> NetnsLab::Run(const std::vector<std::string>& argv) {
 }
 
 Result<void> NetnsLab::Up(sys::FileSystem& fs) {
+  fs_ = &fs;  // from the start: the Down below removes a crashed lab's agent too
   // Two labs coming up at once (two sweeps, or tests in parallel) would both read the same
   // free block before either had claimed it, and give their bridges one address: the route to
   // one lab's hosts then leads into the other's. Choosing and claiming the block is one step
@@ -224,7 +229,6 @@ Result<void> NetnsLab::Up(sys::FileSystem& fs) {
       return ok;
     }
   }
-  fs_ = &fs;
   if (auto ok = fs.WriteFileAtomic(AgentPath(), RshAgentScript(plan_), 0755); !ok) {
     Down();
     return ok;
@@ -304,7 +308,7 @@ Result<void> WithNetnsLab(const NetnsLabRequest& request, sys::FileSystem& fs,
     progress(fmt::format("namespace lab up: {} hosts in {}{}", request.hosts, lab.Plan().subnet,
                          slow->empty() ? "" : ", links slowed as asked"));
   }
-  return run({.hosts = lab.Plan().hosts, .agent = lab.AgentPath(), .subnet = lab.Plan().subnet});
+  return run({.hosts = lab.Plan().hosts, .agent = lab.AgentCommand(), .subnet = lab.Plan().subnet});
 }  // the lab goes down with `lab`
 
 }  // namespace cmax::net

@@ -68,6 +68,9 @@ std::string RshAgentScript(const NetnsLabPlan& plan);
 // Where a lab of `tag` writes its agent: in /run (root's, as the lock), never in the user's
 // folder, because mpirun splits its agent's command line at blanks and a folder may hold them.
 std::string NetnsAgentPath(std::string_view tag);
+// The agent as mpirun's plm_rsh_agent runs it: through /bin/sh, because Debian's and Ubuntu's
+// /run is mounted noexec, where the script itself could not be executed.
+std::string NetnsAgentCommand(std::string_view tag);
 
 class NetnsLab {
  public:
@@ -83,13 +86,15 @@ class NetnsLab {
   // free block (the plan's addresses are moved there: read Plan() after Up; the choice is made
   // under kNetnsLabLockPath, so that two labs never take one block); the agent script
   // written to AgentPath() (mode 0755). Refused when no block is free: two labs' routes would
-  // mix, and the host's own would be touched.
+  // mix, and the host's own would be touched. `fs` is kept to remove the agent in Down: it must
+  // outlive the lab.
   Result<void> Up(sys::FileSystem& fs);
   Result<void> SlowLink(const std::string& host_name, const std::string& rate);
   // Everything the lab made, whatever is left of it, its agent too. Safe to call twice.
   void Down();
   const NetnsLabPlan& Plan() const { return plan_; }
   std::string AgentPath() const { return NetnsAgentPath(plan_.tag); }
+  std::string AgentCommand() const { return NetnsAgentCommand(plan_.tag); }
 
  private:
   Result<void> Run(const std::vector<std::string>& argv);
@@ -110,7 +115,7 @@ struct NetnsLabRequest {
 // What a launch over the lab needs once it is up.
 struct NetnsLabReach {
   std::vector<NetnsHost> hosts;
-  std::string agent;   // mpirun's rsh agent (NetnsAgentPath)
+  std::string agent;   // mpirun's rsh agent (NetnsAgentCommand)
   std::string subnet;  // for MPI's TCP
 };
 
@@ -122,7 +127,7 @@ Result<std::vector<std::pair<std::string, std::string>>> ParseSlowLinks(
     const std::vector<std::string>& specs, int hosts);
 
 // The request checked before anything is made (a wrong slowed link must not cost a lab): the
-// host count, the agent's path, each "HOST:RATE" naming one of its hosts. The slowed links as
+// host count, each "HOST:RATE" naming one of its hosts. The slowed links as
 // (host, rate). Pure.
 Result<std::vector<std::pair<std::string, std::string>>> CheckNetnsLabRequest(
     const NetnsLabRequest& request);

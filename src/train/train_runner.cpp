@@ -261,6 +261,10 @@ Result<TrainRunReport> RunAndRecordTrainingOverNetnsLab(TrainRunOptions options,
   }
   std::vector<std::string> rank_command = options.command;
   if (options.use_shell) rank_command = {"/bin/sh", "-c", Join(options.command, " ")};
+  // The ranks get options.env by name (-x NAME: mpirun passes on its own value, which the runner
+  // sets): a value in mpirun's argv would be in `ps` and in the recorded command.
+  std::vector<std::string> env_names;
+  for (const std::string& e : options.env) env_names.push_back(e.substr(0, e.find('=')));
   std::optional<Result<TrainRunReport>> report;
   auto ran = net::WithNetnsLab(
       lab, *io.fs, *io.runner, io.progress, [&](const net::NetnsLabReach& reach) -> Result<void> {
@@ -269,7 +273,7 @@ Result<TrainRunReport> RunAndRecordTrainingOverNetnsLab(TrainRunOptions options,
           addresses.push_back(host.address);
         }
         options.command =
-            net::MpirunPrefix("mpirun", addresses, 1, reach.agent, reach.subnet, options.env);
+            net::MpirunPrefix("mpirun", addresses, 1, reach.agent, reach.subnet, env_names);
         options.command.insert(options.command.end(), rank_command.begin(), rank_command.end());
         options.use_shell = false;
         // mpirun refuses root unless told; the lab needs root.

@@ -96,7 +96,8 @@ Result<TrainRunReport> RunAndRecordTraining(const TrainRunOptions& options, cons
 
 // RunAndRecordTraining with the command run as one rank on each host of a namespace lab made for
 // it (net::WithNetnsLab: root; `lab.slow_links` slowed), started by mpirun through the lab's
-// agent with options.env passed to the ranks (-x) and mpirun's run-as-root settings; with
+// agent with options.env passed to the ranks by name (-x NAME: no value in mpirun's argv, nor in
+// the recorded command) and mpirun's run-as-root settings; with
 // use_shell, each rank runs the command through /bin/sh -c. The launcher is started again when
 // it fails before the job began (net::kLauncherCrashRetries); the lab is taken down when the run
 // ends. The lab's lines go to io.progress.

@@ -39,7 +39,7 @@ class NetnsLabTest : public ::testing::Test {
     ASSERT_TRUE(up) << up.error().message;
     const NetnsLabPlan& placed = lab_->Plan();  // in the first free block: Up moves it there
     launch_ = {.perf = CMAX_MPI_PERF,
-               .agent = lab_->AgentPath(),
+               .agent = lab_->AgentCommand(),
                .subnet = placed.subnet,
                .min_bytes = "64K",
                .max_bytes = "256K",
@@ -123,7 +123,6 @@ TEST_F(NetnsLabTest, AHostThatIsGoneFailsItsGroupAndIsNamed) {
 // other's (a sweep then failed now and then under `ctest --parallel`).
 TEST(NetnsLabUp, TwoLabsBroughtUpAtOnceTakeBlocksOfTheirOwn) {
   if (geteuid() != 0) GTEST_SKIP() << "network namespaces need root";
-  testing::TempDir dir;
   sys::LocalFileSystem fs;
   for (int round = 0; round < 3; ++round) {
     sys::PosixProcessRunner runners[2];
@@ -311,7 +310,7 @@ TEST(NetnsLabTrain, TheJobRunsOneRankOnEachHostAndTheLabGoesAfter) {
   for (const EvidenceItem& item : report->recorded.record.evidence) {
     if (item.key == "train.command") command = item.value_json;
   }
-  EXPECT_NE(command.find("\"plm_rsh_agent\",\"" + NetnsAgentPath(tag) + "\""), std::string::npos)
+  EXPECT_NE(command.find("\"plm_rsh_agent\",\"" + NetnsAgentCommand(tag) + "\""), std::string::npos)
       << command;
   EXPECT_NE(command.find(CMAX_TRAIN_SIM), std::string::npos) << command;
   // Nothing of the lab is left.
@@ -319,6 +318,42 @@ TEST(NetnsLabTrain, TheJobRunsOneRankOnEachHostAndTheLabGoesAfter) {
   ASSERT_TRUE(netns);
   EXPECT_EQ(netns->stdout_text.find("cmax-" + tag + "-"), std::string::npos) << netns->stdout_text;
   EXPECT_FALSE(fs.Exists(NetnsAgentPath(tag)));
+}
+
+// The environment reaches every rank by name: its values are neither in mpirun's argv (which
+// `ps` shows) nor in the recorded command. Each rank here is a shell that prints what it got.
+TEST(NetnsLabTrain, TheEnvironmentReachesEveryRankAndNoValueIsRecorded) {
+  if (geteuid() != 0) GTEST_SKIP() << "network namespaces need root";
+  testing::TempDir dir;
+  sys::LocalFileSystem fs;
+  sys::PosixProcessRunner runner;
+  SystemClock clock;
+  const train::TrainRunOptions options{.command = {"echo \"rank sees $CMAX_TEST_SECRET\""},
+                                       .use_shell = true,
+                                       .env = {"CMAX_TEST_SECRET=hunter2"},
+                                       .deadline = 60s,
+                                       .log_path = dir.File("train.log")};
+  auto report = train::RunAndRecordTrainingOverNetnsLab(
+      options, {.hosts = 2, .tag = "e" + std::to_string(getpid() % 1000)},
+      {.runner = &runner, .fs = &fs},
+      {.db_path = dir.File("cmax.db"), .cmax_version = "test", .fs = &fs, .clock = &clock});
+  ASSERT_TRUE(report) << report.error().message;
+  const std::string log = fs.ReadFile(options.log_path, 1 << 20).value_or("");
+  size_t seen = 0;
+  for (size_t at = log.find("rank sees hunter2"); at != std::string::npos;
+       at = log.find("rank sees hunter2", at + 1)) {
+    ++seen;
+  }
+  EXPECT_EQ(seen, 2U) << log;
+  bool recorded = false;
+  for (const EvidenceItem& item : report->recorded.record.evidence) {
+    if (item.key != "train.command") continue;
+    recorded = true;
+    EXPECT_EQ(item.value_json.find("hunter2"), std::string::npos) << item.value_json;
+    EXPECT_NE(item.value_json.find("\"-x\",\"CMAX_TEST_SECRET\""), std::string::npos)
+        << item.value_json;
+  }
+  EXPECT_TRUE(recorded);
 }
 
 }  // namespace

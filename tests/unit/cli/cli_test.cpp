@@ -636,7 +636,8 @@ TEST(Cli, RateReadsTheStoreAndAnAttestation) {
   EXPECT_EQ(doc["gates_unverified"].size(), 1U) << doc.dump(1);
   EXPECT_EQ(doc["tier"], "Untestable") << doc["notes"];  // an audit alone is too little
   const std::string example = std::string(CMAX_TEST_DATA) + "/../../data/attestation.example.yaml";
-  const auto attested = Cli({"rate", "--db", db, "--json", "--attestation", example});
+  // The run after the attestation is the run to rate, not a second attestation.
+  const auto attested = Cli({"rate", "--db", db, "--json", "--attestation", example, "1"});
   ASSERT_EQ(attested.code, kExitOk) << attested.err;
   const auto rated = nlohmann::json::parse(attested.out);
   EXPECT_EQ(rated["provider"], "Example Cloud");
