@@ -45,8 +45,9 @@ struct MpiLaunch {
 
 // mpirun's own part of a command line: `slots` ranks on each of `addresses`, unbound (see
 // below), through `agent` and over `subnet` when given (a namespace lab's, whose ranks then
-// yield while they wait: they share this machine's cores), with `env` ("NAME=VALUE") passed to
-// every rank (-x). The program and its arguments follow.
+// yield while they wait: they share this machine's cores), with each of `env` passed to every
+// rank (-x): "NAME=VALUE", or "NAME" for mpirun's own value (a value in the argv is in `ps` and
+// in whatever records the command). The program and its arguments follow.
 std::vector<std::string> MpirunPrefix(const std::string& mpirun,
                                       const std::vector<std::string>& addresses, int slots,
                                       const std::string& agent, const std::string& subnet,
