@@ -87,6 +87,7 @@ TEST(EndpointE2E, EveryApiStreamsWithTrueTimingsAndUsage) {
     auto result = r.Go(*w);
     ASSERT_TRUE(result) << result.error().message;
     ASSERT_EQ(result->records.size(), 6U);
+    size_t streamed = 0;  // records whose tokens were timed as they came
     for (const RequestRecord& rec : result->records) {
       ASSERT_TRUE(rec.timing.ok) << ErrorClassName(rec.timing.error) << ": " << rec.error_message;
       EXPECT_EQ(rec.timing.input_tokens, 40U);
@@ -94,14 +95,17 @@ TEST(EndpointE2E, EveryApiStreamsWithTrueTimingsAndUsage) {
       ASSERT_TRUE(rec.timing.first_byte_s && rec.timing.first_chunk_s && rec.timing.first_token_s);
       EXPECT_LE(*rec.timing.first_byte_s, *rec.timing.first_chunk_s);
       EXPECT_LE(*rec.timing.first_chunk_s, *rec.timing.first_token_s);
-      // Seven gaps of 2 ms between eight tokens: E2E - TTFT is about 14 ms. The client may
-      // time the first token late (6.5 ms once, under ASan on a busy 2-core machine), never the
-      // gaps away: a client that timed the stream only at its end would show about 0.
-      EXPECT_GE(rec.timing.chunk_s.back() - *rec.timing.first_token_s, 0.005);
+      // Seven gaps of 2 ms between eight tokens: E2E - TTFT is about 14 ms. A client that
+      // timed the stream only at its end would show about 0 for every request. A busy client
+      // reads late now and then, and then reads several tokens at once: under ASan on a busy
+      // 2-core machine one request of 18 showed 3.4 ms, another a first token 6.5 ms late.
+      // So most requests, not each, must show the gaps.
+      if (rec.timing.chunk_s.back() - *rec.timing.first_token_s >= 0.005) ++streamed;
       ASSERT_TRUE(rec.server_lag_ms);
       EXPECT_GE(*rec.server_lag_ms, 0);
       EXPECT_LT(*rec.server_lag_ms, 50);
     }
+    EXPECT_GE(streamed, 4U) << "tokens timed as they came in only " << streamed << " of 6";
     const LoadSummary s = Summarize(*result, {}, std::nullopt);
     EXPECT_EQ(s.metrics.completed, 6U);
     EXPECT_NEAR(s.metrics.tpot_ms.p50, 2.0, 1.0);
