@@ -210,17 +210,24 @@ Finding TrainEndingFinding(const TrainRunResult& result) {
   return f;
 }
 
-Result<TrainRunReport> RunAndRecordTraining(const TrainRunOptions& options, const TrainRunIo& io,
-                                            const TrainLogIo& store_io) {
+namespace {
+
+// What would refuse a run, checked before the job starts (not after it ran for hours) and before
+// a lab is made for it: the reference it is held against, or none.
+Result<const TrainReference*> CheckBeforeTheJob(const TrainRunOptions& options) {
   if (options.log_path.empty()) {
     return Fail(ErrorCode::kInvalidArgument, "no log file for the training run");
   }
-  const TrainReference* reference = nullptr;
-  if (!options.reference.empty()) {  // before the job starts, not after it ran for hours
-    auto found = FindReference(options.reference);
-    if (!found) return tl::unexpected(found.error());
-    reference = *found;
-  }
+  if (options.reference.empty()) return nullptr;
+  return FindReference(options.reference);
+}
+
+}  // namespace
+
+Result<TrainRunReport> RunAndRecordTraining(const TrainRunOptions& options, const TrainRunIo& io,
+                                            const TrainLogIo& store_io) {
+  auto reference = CheckBeforeTheJob(options);
+  if (!reference) return tl::unexpected(reference.error());
   const WallTime started = store_io.clock->Now();
   auto ran = RunTraining(options, io);
   if (!ran) return tl::unexpected(ran.error());
@@ -238,7 +245,7 @@ Result<TrainRunReport> RunAndRecordTraining(const TrainRunOptions& options, cons
                     nlohmann::json(options.log_path)
                         .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)}},
       .started_at = started,
-      .reference = reference};
+      .reference = *reference};
   auto recorded = RecordTrainLogs(std::move(files), store_io, extras);
   if (!recorded) return tl::unexpected(recorded.error());
   report.recorded = std::move(*recorded);
@@ -250,15 +257,7 @@ Result<TrainRunReport> RunAndRecordTrainingOverNetnsLab(TrainRunOptions options,
                                                         const TrainRunIo& io,
                                                         const TrainLogIo& store_io) {
   if (options.command.empty()) return Fail(ErrorCode::kInvalidArgument, "no training command");
-  // What would refuse the run is refused before a lab is made for it.
-  if (options.log_path.empty()) {
-    return Fail(ErrorCode::kInvalidArgument, "no log file for the training run");
-  }
-  if (!options.reference.empty()) {
-    if (auto found = FindReference(options.reference); !found) {
-      return tl::unexpected(found.error());
-    }
-  }
+  if (auto checked = CheckBeforeTheJob(options); !checked) return tl::unexpected(checked.error());
   std::vector<std::string> rank_command = options.command;
   if (options.use_shell) rank_command = {"/bin/sh", "-c", Join(options.command, " ")};
   // The ranks get options.env by name (-x NAME: mpirun passes on its own value, which the runner
