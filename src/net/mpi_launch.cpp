@@ -9,6 +9,13 @@
 
 namespace cmax::net {
 
+std::vector<std::string> EnvNames(const std::vector<std::string>& settings) {
+  std::vector<std::string> names;
+  names.reserve(settings.size());
+  for (const std::string& s : settings) names.push_back(s.substr(0, s.find('=')));
+  return names;
+}
+
 std::vector<std::string> MpirunPrefix(const std::string& mpirun,
                                       const std::vector<std::string>& addresses, int slots,
                                       const std::string& agent, const std::string& subnet,

@@ -48,6 +48,10 @@ struct MpiLaunch {
 // yield while they wait: they share this machine's cores), with each of `env` passed to every
 // rank (-x): "NAME=VALUE", or "NAME" for mpirun's own value (a value in the argv is in `ps` and
 // in whatever records the command). The program and its arguments follow.
+// The names of "NAME=VALUE" settings, for MpirunPrefix's `env`: each rank then gets mpirun's own
+// value, which the caller puts in mpirun's environment, out of its argv.
+std::vector<std::string> EnvNames(const std::vector<std::string>& settings);
+
 std::vector<std::string> MpirunPrefix(const std::string& mpirun,
                                       const std::vector<std::string>& addresses, int slots,
                                       const std::string& agent, const std::string& subnet,

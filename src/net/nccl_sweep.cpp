@@ -83,9 +83,12 @@ NcclSweepStep MakeStep(const NcclSweepOptions& o, const std::string& collective,
   } else {
     std::vector<std::string> addresses;
     for (const std::string& node : step.nodes) addresses.push_back(Address(o, node));
-    step.argv = MpirunPrefix(o.mpirun, addresses, ranks_per_node, o.agent, o.subnet, env);
+    // The ranks get the settings by name (-x NAME) and mpirun's own environment carries the
+    // values: a value in the argv would be in `ps` and in the step's recorded command.
+    step.argv = MpirunPrefix(o.mpirun, addresses, ranks_per_node, o.agent, o.subnet, EnvNames(env));
     // mpirun refuses root unless told; the namespace lab needs root for its hosts.
-    step.env_add = kMpirunAsRootEnv;
+    step.env_add = env;
+    step.env_add.insert(step.env_add.end(), kMpirunAsRootEnv.begin(), kMpirunAsRootEnv.end());
   }
   if (stand_in) {
     step.argv.insert(step.argv.end(), {o.cpu_perf, collective});

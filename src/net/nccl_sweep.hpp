@@ -75,8 +75,9 @@ struct NcclSweepStep {
   std::string variant;
   std::vector<std::string> nodes;
   std::vector<std::string> argv;
-  std::vector<std::string> env_add;  // the launcher's environment (srun passes it on)
-  std::string log_name;              // "all_reduce-default-2n.log"
+  // The launcher's environment: srun passes it on; mpirun passes the names its -x give.
+  std::vector<std::string> env_add;
+  std::string log_name;  // "all_reduce-default-2n.log"
 };
 
 // Where a sweep keeps its logs unless told: beside the store `db_path`, "<kind>-<UTC time>"

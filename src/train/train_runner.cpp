@@ -262,8 +262,7 @@ Result<TrainRunReport> RunAndRecordTrainingOverNetnsLab(TrainRunOptions options,
   if (options.use_shell) rank_command = {"/bin/sh", "-c", Join(options.command, " ")};
   // The ranks get options.env by name (-x NAME: mpirun passes on its own value, which the runner
   // sets): a value in mpirun's argv would be in `ps` and in the recorded command.
-  std::vector<std::string> env_names;
-  for (const std::string& e : options.env) env_names.push_back(e.substr(0, e.find('=')));
+  const std::vector<std::string> env_names = net::EnvNames(options.env);
   std::optional<Result<TrainRunReport>> report;
   auto ran = net::WithNetnsLab(
       lab, *io.fs, *io.runner, io.progress, [&](const net::NetnsLabReach& reach) -> Result<void> {

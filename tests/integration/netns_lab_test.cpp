@@ -6,6 +6,7 @@
 
 #include <unistd.h>
 
+#include <functional>
 #include <gtest/gtest.h>
 #include <latch>
 #include <optional>
@@ -14,6 +15,7 @@
 #include <vector>
 
 #include "core/clock.hpp"
+#include "core/strings.hpp"
 #include "net/bad_node_finder.hpp"
 #include "net/mpi_launch.hpp"
 #include "net/nccl_analysis.hpp"
@@ -165,27 +167,35 @@ NcclSweepRequest LabRequest(const std::string& tag, const std::string& slow,
   return request;
 }
 
+// What a sweep in a lab test runs with: real processes, files and time, its store at `db_path`.
+struct SweepShell {
+  sys::LocalFileSystem fs;
+  sys::PosixProcessRunner runner;
+  SystemClock clock;
+  NcclSweepIo Io(const std::string& db_path,
+                 std::function<void(std::string_view)> progress = nullptr) {
+    return {.analyze = {.db_path = db_path, .cmax_version = "test", .fs = &fs, .clock = &clock},
+            .fs = &fs,
+            .runner = &runner,
+            .progress = std::move(progress)};
+  }
+};
+
 // `cmax nccl sweep --netns-lab 4 --slow-link h3:20mbit`, as a library call: the sweep makes its
 // own lab, shows the drop from 2 to 4 hosts, keeps its logs, and leaves nothing behind. Its
 // folders hold blanks: mpirun's agent, which it splits at blanks, is the lab's own, in /run.
 TEST(NetnsLabSweep, TheSweepMakesItsLabShowsTheDropAndTakesItDown) {
   if (geteuid() != 0) GTEST_SKIP() << "network namespaces need root";
   testing::TempDir dir;
-  sys::LocalFileSystem fs;
-  sys::PosixProcessRunner runner;
-  SystemClock clock;
+  SweepShell shell;
+  sys::LocalFileSystem& fs = shell.fs;
   NcclSweepRequest request = LabRequest("w", "h3:20mbit", "64K", dir.File("the logs"));
   request.sweep.collectives = {"all_reduce"};
   request.analysis.tolerance_pct = 80;  // healthy pairs here vary 2x; the slowed link is 100x
   std::vector<std::string> progress;
   auto report =
-      SweepNccl(request, {.analyze = {.db_path = dir.File("a store/cmax.db"),
-                                      .cmax_version = "test",
-                                      .fs = &fs,
-                                      .clock = &clock},
-                          .fs = &fs,
-                          .runner = &runner,
-                          .progress = [&](std::string_view line) { progress.emplace_back(line); }});
+      SweepNccl(request, shell.Io(dir.File("a store/cmax.db"),
+                                  [&](std::string_view line) { progress.emplace_back(line); }));
   ASSERT_TRUE(report) << report.error().message;
   ASSERT_EQ(report->steps.size(), 2U);
   for (const NcclStepOutcome& s : report->steps) {
@@ -200,11 +210,37 @@ TEST(NetnsLabSweep, TheSweepMakesItsLabShowsTheDropAndTakesItDown) {
   EXPECT_EQ(report->analyzed.exit_code, 1);
   ASSERT_FALSE(progress.empty());
   EXPECT_TRUE(progress[0].starts_with("namespace lab up: 4 hosts in 198.")) << progress[0];
-  const auto netns = runner.Run({.argv = {"ip", "netns", "list"}});
+  const auto netns = shell.runner.Run({.argv = {"ip", "netns", "list"}});
   ASSERT_TRUE(netns);
   EXPECT_EQ(netns->stdout_text.find("cmax-" + request.lab_tag + "-"), std::string::npos)
       << netns->stdout_text;
   EXPECT_FALSE(fs.Exists(NetnsAgentPath(request.lab_tag)));
+}
+
+// `--env NAME=VALUE` reaches every rank by name: the lab's agent starts each host's daemon with
+// CMAX_MPI_PERF_HOST set to the host, so the ranks name "everywhere" only when mpirun's -x
+// passes its own value on. The value is in no command line and no recorded step.
+TEST(NetnsLabSweep, TheEnvironmentReachesTheRanksByNameAndNoValueIsInTheCommand) {
+  if (geteuid() != 0) GTEST_SKIP() << "network namespaces need root";
+  testing::TempDir dir;
+  SweepShell shell;
+  NcclSweepRequest request = LabRequest("e", "", "64K", dir.File("logs"));
+  request.lab_hosts = 2;
+  request.sweep.collectives = {"all_reduce"};
+  request.sweep.env = {"CMAX_MPI_PERF_HOST=everywhere"};
+  auto report = SweepNccl(request, shell.Io(dir.File("cmax.db")));
+  ASSERT_TRUE(report) << report.error().message;
+  ASSERT_EQ(report->steps.size(), 1U);
+  const NcclStepOutcome& step = report->steps[0];
+  ASSERT_EQ(step.problem, "");
+  const std::string command = Join(step.step.argv, " ");
+  EXPECT_NE(command.find(" -x CMAX_MPI_PERF_HOST "), std::string::npos) << command;
+  EXPECT_EQ(command.find("everywhere"), std::string::npos) << command;
+  auto log = shell.fs.ReadFile(step.log_path, 1 << 20);
+  ASSERT_TRUE(log);
+  EXPECT_EQ(report->analyzed.analysis.curves.at(0).nodes, 1) << *log;  // both ranks: one name
+  EXPECT_NE(log->find("everywhere"), std::string::npos) << *log;
+  EXPECT_EQ(NcclSweepJson(*report).dump().find("everywhere"), std::string::npos);
 }
 
 // A namespace host that dies mid-sweep (its namespace deleted after the first step): the step
@@ -212,24 +248,17 @@ TEST(NetnsLabSweep, TheSweepMakesItsLabShowsTheDropAndTakesItDown) {
 TEST(NetnsLabSweep, AHostThatDiesMidSweepFailsItsStepsAndTheSweepGoesOn) {
   if (geteuid() != 0) GTEST_SKIP() << "network namespaces need root";
   testing::TempDir dir;
-  sys::LocalFileSystem fs;
-  sys::PosixProcessRunner runner;
-  SystemClock clock;
+  SweepShell shell;
+  sys::PosixProcessRunner& runner = shell.runner;
   NcclSweepRequest request = LabRequest("d", "", "64K", dir.File("logs"));
   request.sweep.collectives = {"all_reduce", "alltoall"};
   request.sweep.step_timeout = 20s;
-  auto report = SweepNccl(
-      request,
-      {.analyze =
-           {.db_path = dir.File("cmax.db"), .cmax_version = "test", .fs = &fs, .clock = &clock},
-       .fs = &fs,
-       .runner = &runner,
-       .progress = [&](std::string_view line) {
-         // After the first step (2 hosts), h4 dies: the 4-host steps cannot reach it.
-         if (line.starts_with("step 1/")) {
-           (void)runner.Run({.argv = {"ip", "netns", "delete", "cmax-" + request.lab_tag + "-h4"}});
-         }
-       }});
+  auto report = SweepNccl(request, shell.Io(dir.File("cmax.db"), [&](std::string_view line) {
+    // After the first step (2 hosts), h4 dies: the 4-host steps cannot reach it.
+    if (line.starts_with("step 1/")) {
+      (void)runner.Run({.argv = {"ip", "netns", "delete", "cmax-" + request.lab_tag + "-h4"}});
+    }
+  }));
   ASSERT_TRUE(report) << report.error().message;
   // Every step ran: the sweep went on past the dead host. The steps over it fail with a cause;
   // the 2-host steps usually pass, but after a failed launch OpenMPI 4.1.4 here sometimes hangs
@@ -250,17 +279,10 @@ TEST(NetnsLabSweep, AHostThatDiesMidSweepFailsItsStepsAndTheSweepGoesOn) {
 TEST(NetnsLabSweep, FindBadNodeNamesTheSlowedHostAndRecordsIt) {
   if (geteuid() != 0) GTEST_SKIP() << "network namespaces need root";
   testing::TempDir dir;
-  sys::LocalFileSystem fs;
-  sys::PosixProcessRunner runner;
-  SystemClock clock;
+  SweepShell shell;
+  sys::LocalFileSystem& fs = shell.fs;
   const NcclSweepRequest request = LabRequest("f", "h2:20mbit", "256K", dir.File("logs"));
-  auto report = FindNcclBadNodes(request, {.tolerance = 0.8},
-                                 {.analyze = {.db_path = dir.File("cmax.db"),
-                                              .cmax_version = "test",
-                                              .fs = &fs,
-                                              .clock = &clock},
-                                  .fs = &fs,
-                                  .runner = &runner});
+  auto report = FindNcclBadNodes(request, {.tolerance = 0.8}, shell.Io(dir.File("cmax.db")));
   ASSERT_TRUE(report) << report.error().message;
   ASSERT_EQ(report->verdict.slow.size(), 1U) << NcclBadNodeText(*report);
   EXPECT_EQ(report->verdict.slow[0].node, "h2");

@@ -60,7 +60,7 @@ TEST(NcclSweepPlan, SrunCarriesTheEnvironmentAndTheVariants) {
   EXPECT_EQ(Join(steps->back().env_add, " "), "NCCL_DEBUG=INFO NCCL_NVLS_ENABLE=0");
 }
 
-TEST(NcclSweepPlan, MpirunPassesTheEnvironmentToEveryRank) {
+TEST(NcclSweepPlan, MpirunPassesTheEnvironmentToEveryRankByName) {
   NcclSweepOptions o = NcclTests(2);
   o.collectives = {"alltoall"};
   o.node_counts = {2};
@@ -70,9 +70,13 @@ TEST(NcclSweepPlan, MpirunPassesTheEnvironmentToEveryRank) {
   ASSERT_TRUE(steps) << steps.error().message;
   ASSERT_EQ(steps->size(), 1U);
   EXPECT_EQ(Join(steps->front().argv, " "),
-            "mpirun --host n1:8,n2:8 -np 16 --bind-to none -x NCCL_IB_HCA=mlx5_0 -x "
-            "NCCL_P2P_DISABLE=1 -x NCCL_SHM_DISABLE=1 /nt/alltoall_perf -b 8 -e 16G -f 2 -n 20 "
+            "mpirun --host n1:8,n2:8 -np 16 --bind-to none -x NCCL_IB_HCA -x "
+            "NCCL_P2P_DISABLE -x NCCL_SHM_DISABLE /nt/alltoall_perf -b 8 -e 16G -f 2 -n 20 "
             "-w 5 -g 1");
+  // The values reach mpirun through its environment, never its argv (`ps`, the recorded command).
+  EXPECT_EQ(Join(steps->front().env_add, " "),
+            "NCCL_IB_HCA=mlx5_0 NCCL_P2P_DISABLE=1 NCCL_SHM_DISABLE=1 OMPI_ALLOW_RUN_AS_ROOT=1 "
+            "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1");
 }
 
 // A user's setting of a name the variant sets gives way: with the name twice in a process's

@@ -117,6 +117,8 @@ TEST(MpiLaunch, OneRankPerHostUnboundOverTheLabsNetwork) {
             "all_reduce -b 1M -e 16M -n 5 -w 1");
   EXPECT_EQ(Join(MpiRunArgv({.perf = "p"}, {"a"}), " "),
             "mpirun --host a -np 1 --bind-to none p all_reduce -b 1M -e 16M -n 5 -w 1");
+  // Settings go to the ranks by name; a value may hold '=' and a name alone stays itself.
+  EXPECT_EQ(Join(EnvNames({"A=1", "B=x=y", "C=", "D"}), " "), "A B C D");
 }
 
 // A launcher that dies of a signal `crashes` times, each before any rank printed, then runs
