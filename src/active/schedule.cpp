@@ -515,7 +515,8 @@ std::string ScheduleText(const ScheduleReport& report, bool dry_run) {
       what = fmt::format("job {} {}{} ({})", d.job_id, d.outcome,
                          d.peer.empty() ? "" : ", with " + d.peer, d.why);
     }
-    out += fmt::format("{:<{}}  {}\n", d.node, width, what);
+    // Node names, states and job ids come from Slurm's programs: shown, never obeyed.
+    out += fmt::format("{:<{}}  {}\n", AsOneLine(d.node), width, AsOneLine(what));
   }
   if (report.decisions.empty()) out += "no node listed\n";
   if (!dry_run) {
@@ -523,7 +524,7 @@ std::string ScheduleText(const ScheduleReport& report, bool dry_run) {
                        report.submitted == 1 ? "" : "s", report.started);
   }
   out += fmt::format("{} {}: {}\n", StatusName(report.fleet.finding.status),
-                     report.fleet.finding.check_id, report.fleet.finding.message);
+                     report.fleet.finding.check_id, AsOneLine(report.fleet.finding.message));
   return out;
 }
 

@@ -209,14 +209,14 @@ std::string RegradeJson(const RunRecord& record, const Regrade& regrade) {
                         {"expected", f.expected},
                         {"message", f.message}});
   }
-  return json({{"schema", "cmax.audit-regrade/v1"},
-               {"run", record.run.id},
-               {"target", record.run.target},
-               {"table_then", regrade.was_table},
-               {"table_now", regrade.now_table},
-               {"changes", changes},
-               {"findings", findings}})
-             .dump(2, ' ', false, json::error_handler_t::replace) +
+  return EscapeC1InJson(json({{"schema", "cmax.audit-regrade/v1"},
+                              {"run", record.run.id},
+                              {"target", record.run.target},
+                              {"table_then", regrade.was_table},
+                              {"table_now", regrade.now_table},
+                              {"changes", changes},
+                              {"findings", findings}})
+                            .dump(2, ' ', false, json::error_handler_t::replace)) +
          "\n";
 }
 

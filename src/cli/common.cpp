@@ -103,7 +103,7 @@ int PrintError(Context& ctx, std::string_view command, const Error& error) {
 }
 
 std::string JsonText(const nlohmann::json& doc) {
-  return doc.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
+  return EscapeC1InJson(doc.dump(2, ' ', false, nlohmann::json::error_handler_t::replace)) + "\n";
 }
 
 int PrintRecorded(Context& ctx, std::string_view command, std::string_view shown, int64_t run_id,

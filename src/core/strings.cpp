@@ -359,4 +359,23 @@ void ShowControlCharacters(std::string& text) {
   text.resize(out);
 }
 
+std::string EscapeC1InJson(std::string json) {
+  if (json.find('\xC2') == std::string::npos) return json;
+  std::string out;
+  out.reserve(json.size() + 16);
+  for (size_t i = 0; i < json.size(); ++i) {
+    const auto next = i + 1 < json.size() ? static_cast<unsigned char>(json[i + 1]) : 0;
+    if (static_cast<unsigned char>(json[i]) == 0xC2 && next >= 0x80 && next <= 0x9F) {
+      static constexpr char kHex[] = "0123456789abcdef";
+      out += "\\u00";
+      out += kHex[next >> 4];
+      out += kHex[next & 0xF];
+      ++i;
+    } else {
+      out += json[i];
+    }
+  }
+  return out;
+}
+
 }  // namespace cmax

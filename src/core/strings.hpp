@@ -88,5 +88,9 @@ std::string AsOneLine(std::string_view text);
 // still reach through its continuation bytes). Cheaper than SanitizeUtf8, and leaves the rest
 // of UTF-8, and bytes 0xA0-0xFF that are not UTF-8, alone.
 void ShowControlCharacters(std::string& text);
+// JSON text (valid UTF-8, as nlohmann's dump with error_handler_t::replace writes it) with each
+// C1 control (U+0080-U+009F) written as its \u escape: JSON escapes C0 controls itself, and a
+// terminal obeys U+009B as it obeys ESC [. The document means the same to a JSON reader.
+std::string EscapeC1InJson(std::string json);
 
 }  // namespace cmax

@@ -185,7 +185,7 @@ std::string ComparisonText(const Comparison& c) {
   }
   if (c.categories.empty() && c.items.empty()) {
     out += c.metrics.empty() ? "\nNothing moved.\n" : measured;
-    return out;
+    return SanitizeUtf8(out);  // metric names and labels come from the store
   }
   out += "\n";
   for (const CategoryMove& m : c.categories) {

@@ -1,5 +1,6 @@
 #include <nlohmann/json.hpp>
 
+#include "core/strings.hpp"
 #include "report/render.hpp"
 
 namespace cmax::report {
@@ -64,7 +65,7 @@ std::string RenderJson(const RunRecord& record) {
         {{"name", m.name}, {"labels", m.labels}, {"value", m.value}, {"unit", m.unit}});
   }
   out["metrics"] = std::move(metrics);
-  return out.dump(2, ' ', false, Json::error_handler_t::replace) + "\n";
+  return EscapeC1InJson(out.dump(2, ' ', false, Json::error_handler_t::replace)) + "\n";
 }
 
 }  // namespace cmax::report

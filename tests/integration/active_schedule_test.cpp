@@ -517,5 +517,28 @@ TEST(SinfoStates, EachNodeOnceAndOnlyPlainIdleIsChosen) {
   EXPECT_FALSE(ParseSinfoNodeStates("|idle\n"));
 }
 
+// What Slurm's programs said (node names, states, job ids) reaches a terminal shown, not obeyed:
+// no escape sequence, no line of its own.
+TEST(ScheduleText, WhatSlurmSaidIsShownOnOneLineAndNeverObeyed) {
+  ScheduleReport report;
+  report.decisions = {{.node = "gpu1\x1b]0;title\x07", .submit = true, .why = "idle"},
+                      {.node = "gpu2", .why = "drain\x1b[2J\nFAKE LINE"},
+                      {.node = "gpu3",
+                       .submit = true,
+                       .why = "idle",
+                       .job_id = "7\xC2\x9B"
+                                 "2J",
+                       .outcome = "started"}};
+  report.fleet.finding.message = "gpu1\x1b[31m failed";
+  for (const bool dry_run : {true, false}) {
+    const std::string shown = ScheduleText(report, dry_run);
+    EXPECT_EQ(shown.find('\x1b'), std::string::npos) << shown;
+    EXPECT_EQ(shown.find('\x07'), std::string::npos) << shown;
+    EXPECT_EQ(shown.find("\xC2\x9B"), std::string::npos) << shown;
+    EXPECT_EQ(shown.find("\nFAKE LINE"), std::string::npos) << shown;
+    EXPECT_NE(shown.find("gpu1"), std::string::npos) << shown;
+  }
+}
+
 }  // namespace
 }  // namespace cmax::active

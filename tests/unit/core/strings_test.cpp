@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 #include <sstream>
 #include <string_view>
 
@@ -224,6 +225,20 @@ TEST(ShowControlCharacters, C0AndC1ControlsBecomeQuestionMarksAndUtf8Stays) {
   std::string forged = "\xC0\x9B|\xE0\x80\x9B|\xED\xA0\x80|\xF4\x90\x80\x80|\xF5\x80|\xE2\x82";
   ShowControlCharacters(forged);
   EXPECT_EQ(forged, "\xC0?|\xE0??|\xED\xA0?|\xF4???|\xF5?|\xE2?");
+}
+
+// JSON for a terminal: C1 controls as \u escapes (JSON already escapes C0), the rest of UTF-8
+// as it is, and a document that reads back the same.
+TEST(EscapeC1InJson, C1ControlsBecomeEscapesAndTheDocumentStaysTheSame) {
+  const std::string text =
+      "csi \xC2\x9B"
+      "31m nel \xC2\x85 nbsp \xC2\xA0 caf\xC3\xA9 \xC4\x80";
+  const std::string dumped = nlohmann::json({{"unit", text}}).dump();
+  const std::string escaped = EscapeC1InJson(dumped);
+  EXPECT_EQ(escaped, R"({"unit":"csi \u009b31m nel \u0085 nbsp )"
+                     "\xC2\xA0 caf\xC3\xA9 \xC4\x80\"}");
+  EXPECT_EQ(nlohmann::json::parse(escaped).at("unit").get<std::string>(), text);
+  EXPECT_EQ(EscapeC1InJson("{\"a\":\"plain\"}"), "{\"a\":\"plain\"}");
 }
 
 // One printable line: what names and titles must be (IsOneLine), and what a file's name is

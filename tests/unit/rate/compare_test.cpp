@@ -79,6 +79,19 @@ TEST(Compare, TheSameEvidenceMovesNothingAndAnotherRubricIsSaid) {
   EXPECT_TRUE(same.same_rubric);
   EXPECT_NE(ComparisonText(same).find("Tier: Gold (unchanged)"), std::string::npos);
   EXPECT_NE(ComparisonText(same).find("Nothing moved."), std::string::npos);
+  // Only a metric moved: its name, labels and unit come from the store and reach a terminal
+  // shown, not obeyed.
+  Comparison metrics_only = same;
+  metrics_only.metrics = {{.name = "x.lat\x1b[2J",
+                           .labels = "node=n1\x1b]0;title\x07",
+                           .unit = "ms\xC2\x9B",
+                           .before = 1,
+                           .after = 5}};
+  const std::string shown = ComparisonText(metrics_only);
+  EXPECT_NE(shown.find("x.lat"), std::string::npos) << shown;
+  EXPECT_EQ(shown.find('\x1b'), std::string::npos) << shown;
+  EXPECT_EQ(shown.find('\x07'), std::string::npos) << shown;
+  EXPECT_EQ(shown.find("\xC2\x9B"), std::string::npos) << shown;
   // The built-in rubric has none of these items: they move to "not in this rubric".
   const Comparison other = CompareRatings(a, RateEvidence(Rubric::Builtin(), {{&two}, nullptr}));
   EXPECT_FALSE(other.same_rubric);

@@ -436,6 +436,27 @@ TEST(Report, EmptyRunRendersInEveryFormat) {
   EXPECT_TRUE(nlohmann::json::parse(RenderJson(empty))["run"]["ended_at"].is_null());
 }
 
+// JSON on a terminal: a C1 control from outside (U+009B, which xterm obeys as ESC [) is written
+// as its escape, and the document still reads back as it was.
+TEST(Report, JsonWritesC1ControlsAsEscapes) {
+  RunRecord record;
+  record.run.id = 1;
+  record.metrics = {{"x.lat",
+                     {{"node",
+                       "n1\xC2\x9B"
+                       "2J"}},
+                     5,
+                     "ms\xC2\x85"}};
+  const std::string json = RenderJson(record);
+  EXPECT_EQ(json.find("\xC2\x9B"), std::string::npos);
+  EXPECT_EQ(json.find("\xC2\x85"), std::string::npos);
+  const auto doc = nlohmann::json::parse(json);
+  EXPECT_EQ(doc["metrics"][0]["unit"], "ms\xC2\x85");
+  EXPECT_EQ(doc["metrics"][0]["labels"]["node"],
+            "n1\xC2\x9B"
+            "2J");
+}
+
 TEST(Report, ParsesFormatNames) {
   EXPECT_EQ(ParseFormat("junit").value(), Format::kJunit);
   EXPECT_FALSE(ParseFormat("pdf"));
