@@ -154,7 +154,8 @@ void AddHostFlags(CLI::App* sub, HostFlags& h, const std::string& what) {
       "Seconds one run may take before it is killed as hung");
   Repeated(sub, "--env", w.env,
            "NAME=VALUE for every run (NCCL_DEBUG=INFO, NCCL_DEBUG_SUBSYS=TUNING, NCCL_IB_HCA=...) "
-           "(repeatable)");
+           "(repeatable)")
+      ->check(EnvSetting());
   Opt(sub, "--out", r.out_dir,
       "Keep the logs in this folder (default: a folder named by the UTC time beside the store)");
 }

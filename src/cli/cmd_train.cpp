@@ -173,14 +173,8 @@ Command SetupTrainCommand(CLI::App& parent) {
   Num(o->run, "--stop-grace", o->stop_grace_s, Positive(3600),
       "Seconds between SIGTERM and SIGKILL when stopping it (torchrun passes SIGTERM on to "
       "its ranks)");
-  Repeated(o->run, "--env", r.env, "KEY=VALUE added to the command's environment (repeatable)")
-      ->check(CLI::Validator(
-          [](std::string& value) -> std::string {
-            const size_t eq = value.find('=');
-            return eq == std::string::npos || eq == 0 ? "not KEY=VALUE: '" + value + "'"
-                                                      : std::string();
-          },
-          "KEY=VALUE"));
+  Repeated(o->run, "--env", r.env, "NAME=VALUE added to the command's environment (repeatable)")
+      ->check(EnvSetting());
   Opt(o->run, "--cwd", r.cwd, "Folder to run the command in");
   Opt(o->run, "--log", r.log_path,
       "The log file (appended to); default: train-<time>.log beside the store");

@@ -12,6 +12,8 @@
 #include <type_traits>
 #include <vector>
 
+#include "core/strings.hpp"
+
 namespace cmax::cli {
 
 namespace flags_detail {
@@ -42,6 +44,17 @@ requires(!std::is_arithmetic_v<T>) CLI::Option* Opt(CLI::App* app, const std::st
 // the `--` before a command (a list option that takes several values ends them at `--` and
 // parses what follows as cmax's options). Its help says "(repeatable)"; flags_test holds every
 // such option to this.
+// For --env: NAME=VALUE, refused without quoting what was given (a value is often a secret).
+inline CLI::Validator EnvSetting() {
+  return CLI::Validator(
+      [](std::string& value) -> std::string {
+        return IsEnvSetting(value) ? std::string()
+                                   : "not NAME=VALUE with NAME of letters, digits and '_' (what "
+                                     "was given is not shown: it may hold a secret)";
+      },
+      "NAME=VALUE");
+}
+
 inline CLI::Option* Repeated(CLI::App* app, const std::string& name, std::vector<std::string>& into,
                              const std::string& help) {
   return app->add_option(name, into, help)->allow_extra_args(false);

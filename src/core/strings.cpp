@@ -359,6 +359,19 @@ void ShowControlCharacters(std::string& text) {
   text.resize(out);
 }
 
+bool IsEnvName(std::string_view name) {
+  const auto letter = [](char c) {
+    return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || c == '_';
+  };
+  return !name.empty() && name.size() <= 255 && letter(name.front()) &&
+         std::ranges::all_of(name, [&](char c) { return letter(c) || (c >= '0' && c <= '9'); });
+}
+
+bool IsEnvSetting(std::string_view setting) {
+  const size_t eq = setting.find('=');
+  return eq != std::string_view::npos && IsEnvName(setting.substr(0, eq));
+}
+
 std::string EscapeC1InJson(std::string json) {
   if (json.find('\xC2') == std::string::npos) return json;
   std::string out;

@@ -88,6 +88,12 @@ std::string AsOneLine(std::string_view text);
 // still reach through its continuation bytes). Cheaper than SanitizeUtf8, and leaves the rest
 // of UTF-8, and bytes 0xA0-0xFF that are not UTF-8, alone.
 void ShowControlCharacters(std::string& text);
+// An environment variable's name as the shell writes one: a letter or '_', then letters, digits
+// and '_' (POSIX, "Portable Filename" names), at most 255 bytes.
+bool IsEnvName(std::string_view name);
+// "NAME=VALUE" with IsEnvName(NAME); the value may be anything, empty too. Errors about a setting
+// that is not one never quote it: a value is often a secret.
+bool IsEnvSetting(std::string_view setting);
 // JSON text (valid UTF-8, as nlohmann's dump with error_handler_t::replace writes it) with each
 // C1 control (U+0080-U+009F) written as its \u escape: JSON escapes C0 controls itself, and a
 // terminal obeys U+009B as it obeys ESC [. The document means the same to a JSON reader.

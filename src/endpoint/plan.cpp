@@ -68,6 +68,12 @@ Result<std::string> ApiKey(const KeySource& source, Api api, sys::FileSystem& fs
     return std::string(Trim(*text));
   }
   if (!source.env.empty()) {
+    if (!IsEnvName(source.env)) {
+      // Most likely the key itself, given where its variable's name goes: never repeated.
+      return Fail(ErrorCode::kInvalidArgument,
+                  "--api-key-env names an environment variable (letters, digits, '_'), not the "
+                  "key; what was given is not shown");
+    }
     const std::string value = env(source.env);
     const std::string key(Trim(value));
     if (key.empty()) {
@@ -94,17 +100,23 @@ Result<std::vector<std::string>> RequestHeaders(Api api, const std::string& key,
   if (api == Api::kAnthropic) headers.emplace_back("anthropic-version: 2023-06-01");
   for (const std::string& h : extra) {
     const size_t colon = h.find(':');
-    if (h.find_first_of("\r\n") != std::string::npos) {
-      return Fail(ErrorCode::kInvalidArgument,
-                  "--header '{}...' holds a line break: a header is one line",
-                  SanitizeUtf8(h.substr(0, std::min<size_t>(h.find_first_of("\r\n"), 40))));
-    }
     // A name is a token right up to its colon (RFC 9112 5.1): "X-Key : v" is refused by
     // servers that follow it, serve-sim among them, with a 400 for every request.
-    if (colon == std::string::npos || colon == 0 ||
-        !std::ranges::all_of(std::string_view(h).substr(0, colon), IsFieldNameCharacter)) {
-      return Fail(ErrorCode::kInvalidArgument, "--header '{}' is not 'Name: value'",
-                  SanitizeUtf8(h.substr(0, std::min<size_t>(colon, 40))));
+    const bool named =
+        colon != std::string::npos && colon != 0 &&
+        std::ranges::all_of(std::string_view(h).substr(0, colon), IsFieldNameCharacter);
+    // Errors name the header by its name alone, never its value: a header is often a credential.
+    const std::string shown = named ? " " + h.substr(0, std::min<size_t>(colon, 40)) : "";
+    if (h.find_first_of("\r\n") != std::string::npos) {
+      return Fail(ErrorCode::kInvalidArgument,
+                  "--header{} holds a line break: a header is one line (its value is not shown)",
+                  shown);
+    }
+    if (!named) {
+      return Fail(ErrorCode::kInvalidArgument,
+                  "a --header is not 'Name: value' with a name of letters, digits and "
+                  "!#$%&'*+-.^_`|~ right up to its colon (what was given is not shown: it may "
+                  "hold a credential)");
     }
     headers.push_back(h);
   }

@@ -23,6 +23,10 @@ int LineOf(const YAML::Node& node) {
   return node.Mark().line >= 0 ? node.Mark().line + 1 : 0;
 }
 
+// What a plan's `env` must hold; the entries are not quoted back, since a value may be a secret.
+constexpr const char* kEnvIsSettings =
+    "env is a list of NAME=VALUE, NAME of letters, digits and '_' (the entries are not shown)";
+
 Error Invalid(const YAML::Node& node, const std::string& message) {
   return Error{ErrorCode::kInvalidArgument, fmt::format("plan line {}: {}", LineOf(node), message)};
 }
@@ -167,6 +171,14 @@ Result<EndpointPhasePlan> EndpointOf(const YAML::Node& entry, const std::string&
   // The key never sits in the plan: the plan names where it is.
   auto key_env = Text(entry, "api_key_env", 128);
   if (!key_env) return tl::unexpected(key_env.error());
+  if (!key_env->empty() && !IsEnvName(*key_env)) {
+    // Most likely the key itself, written where its variable's name goes: never repeated.
+    return tl::unexpected(
+        Invalid(entry["api_key_env"], fmt::format("endpoint {}: api_key_env names an environment "
+                                                  "variable (letters, digits, '_'), not the key; "
+                                                  "what is there is not shown",
+                                                  out.name)));
+  }
   out.target.api_key_env = *key_env;
   auto key_file = Path(entry, "api_key_file", base_dir);
   if (!key_file) return tl::unexpected(key_file.error());
@@ -268,6 +280,9 @@ Result<net::NcclSweepRequest> SweepOf(const YAML::Node& node, const std::string&
     auto list = Texts(node, key, where);
     if (!list) return tl::unexpected(list.error());
     *into = std::move(*list);
+  }
+  if (!std::ranges::all_of(o.env, IsEnvSetting)) {
+    return tl::unexpected(Invalid(node["env"], fmt::format("{}: {}", where, kEnvIsSettings)));
   }
   if (auto variants = Texts(node, "variants", where); !variants) {
     return tl::unexpected(variants.error());
@@ -457,11 +472,8 @@ Result<TrainingPhasePlan> TrainingOf(const YAML::Node& entry, const std::string&
     if (!list) return tl::unexpected(list.error());
     *into = std::move(*list);
   }
-  for (const std::string& kv : out.env) {
-    if (kv.find('=') == std::string::npos || kv.front() == '=') {
-      return tl::unexpected(
-          Invalid(entry["env"], fmt::format("{}: env is a list of KEY=VALUE", where)));
-    }
+  if (!std::ranges::all_of(out.env, IsEnvSetting)) {
+    return tl::unexpected(Invalid(entry["env"], fmt::format("{}: {}", where, kEnvIsSettings)));
   }
   const int given = static_cast<int>(!out.logs.empty()) + static_cast<int>(!out.traces.empty()) +
                     static_cast<int>(!out.command.empty());

@@ -858,8 +858,17 @@ TEST(Cli, TrainRunStopsAtTheBudgetAndRecordsTheEnding) {
   testing::TempDir dir;
   const std::string db = dir.File("cmax.db");
   const std::string standin = std::string(CMAX_TEST_DATA) + "/train/standin_train.sh";
-  const auto bad = Cli({"train", "run", "--db", db, "--env", "NOEQUALS", "--", "/bin/true"});
-  EXPECT_EQ(bad.code, kExitUsage) << bad.err;
+  // A setting that is not NAME=VALUE is refused without being repeated: it may be a secret.
+  for (const std::vector<std::string>& bad_env :
+       {std::vector<std::string>{"train", "run", "--db", db, "--env", "sk-hunter2", "--",
+                                 "/bin/true"},
+        std::vector<std::string>{"nccl", "sweep", "--db", db, "--hosts", "a", "--env",
+                                 "1sk=hunter2"}}) {
+    const auto bad = Cli(bad_env);
+    EXPECT_EQ(bad.code, kExitUsage) << bad.err;
+    EXPECT_NE(bad.err.find("not NAME=VALUE"), std::string::npos) << bad.err;
+    EXPECT_EQ(bad.err.find("hunter2"), std::string::npos) << bad.err;
+  }
   // A slowed link without a lab, and a lab of one host, are refused before anything runs.
   const auto unlabbed =
       Cli({"train", "run", "--db", db, "--slow-link", "h2:200mbit", "--", "/bin/true"});

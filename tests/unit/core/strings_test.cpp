@@ -227,6 +227,21 @@ TEST(ShowControlCharacters, C0AndC1ControlsBecomeQuestionMarksAndUtf8Stays) {
   EXPECT_EQ(forged, "\xC0?|\xE0??|\xED\xA0?|\xF4???|\xF5?|\xE2?");
 }
 
+TEST(IsEnvName, AShellVariablesNameAndASettingOfOne) {
+  for (const char* name : {"A", "_", "NCCL_IB_HCA", "a1_b2", "x"})
+    EXPECT_TRUE(IsEnvName(name)) << name;
+  for (const char* name : {"", "1A", "A-B", "A B", "sk-proj-1", "A=1", "\xC3\xA9"}) {
+    EXPECT_FALSE(IsEnvName(name)) << name;
+  }
+  EXPECT_FALSE(IsEnvName(std::string(256, 'A')));
+  EXPECT_TRUE(IsEnvSetting("A=1"));
+  EXPECT_TRUE(IsEnvSetting("A="));
+  EXPECT_TRUE(IsEnvSetting("A=b=c"));
+  for (const char* bad : {"A", "=1", "1A=1", "A B=1", "sk-secret"}) {
+    EXPECT_FALSE(IsEnvSetting(bad)) << bad;
+  }
+}
+
 // JSON for a terminal: C1 controls as \u escapes (JSON already escapes C0), the rest of UTF-8
 // as it is, and a document that reads back the same.
 TEST(EscapeC1InJson, C1ControlsBecomeEscapesAndTheDocumentStaysTheSame) {

@@ -104,6 +104,13 @@ TEST_F(ApiKeyTest, ANamedKeyThatIsEmptyOrMissingIsAnError) {
   ASSERT_FALSE(unset);
   EXPECT_EQ(unset.error().code, ErrorCode::kInvalidArgument);
   EXPECT_NE(unset.error().message.find("not set or empty"), std::string::npos);
+  // The key itself given where its variable's name goes: refused, and never repeated.
+  auto key_as_name = ApiKey({.env = "sk-proj-secret"}, Api::kChat, fs_, Env());
+  ASSERT_FALSE(key_as_name);
+  EXPECT_EQ(key_as_name.error().code, ErrorCode::kInvalidArgument);
+  EXPECT_NE(key_as_name.error().message.find("names an environment variable"), std::string::npos);
+  EXPECT_EQ(key_as_name.error().message.find("secret"), std::string::npos)
+      << key_as_name.error().message;
 }
 
 TEST(RequestSecrets, TheKeyAndEveryCredentialHeader) {
@@ -126,17 +133,25 @@ TEST(RequestHeaders, KeyAsEachApiWantsItThenTheUsersOwn) {
             (std::vector<std::string>{"x-api-key: sk", "anthropic-version: 2023-06-01"}));
   EXPECT_EQ(RequestHeaders(Api::kCompletions, "", {}).value(), std::vector<std::string>{});
   EXPECT_FALSE(RequestHeaders(Api::kChat, "sk\r\nX-Evil: 1", {}));
-  for (const char* bad : {"NoColon", ": empty name", "X-Key : v", " X-Key: v", "X Key: v"}) {
+  // Refused without repeating what was given: a header is often a credential.
+  for (const char* bad : {"Bearer sk-secret", ": sk-secret", "X-Key : sk-secret",
+                          " X-Key: sk-secret", "X Key: sk-secret"}) {
     auto h = RequestHeaders(Api::kChat, "", {bad});
     ASSERT_FALSE(h) << bad;
     EXPECT_NE(h.error().message.find("is not 'Name: value'"), std::string::npos);
+    EXPECT_EQ(h.error().message.find("secret"), std::string::npos) << h.error().message;
   }
-  // A line break could add a header of its own: refused, saying so.
-  for (const char* bad : {"A: b\r\nC: d", "X-A\nX-B: 1"}) {
+  // A line break could add a header of its own: refused, saying so, by its name alone.
+  for (const char* bad : {"Authorization: Bearer sk-secret\r\nC: d", "X-A\nX-B: sk-secret"}) {
     auto h = RequestHeaders(Api::kChat, "", {bad});
     ASSERT_FALSE(h) << bad;
     EXPECT_NE(h.error().message.find("holds a line break"), std::string::npos) << h.error().message;
+    EXPECT_EQ(h.error().message.find("secret"), std::string::npos) << h.error().message;
   }
+  EXPECT_NE(RequestHeaders(Api::kChat, "", {"Authorization: Bearer sk-secret\nX: 1"})
+                .error()
+                .message.find("--header Authorization holds"),
+            std::string::npos);
 }
 
 TEST(Goodput, ParsesEachSloAndRefusesTheRest) {

@@ -311,7 +311,13 @@ TEST(PlanFile, BadPlansAreRefusedWithTheirLine) {
       {head + "training:\n  - {name: t, logs: [a], steps: 10}\n", "steps is for a command"},
       {head + "training:\n  - {name: t, command: [x], steps: 0}\n", "steps must be a whole number"},
       {head + "training:\n  - {name: t, command: [x], env: [NOEQ]}\n",
-       "env is a list of KEY=VALUE"},
+       "env is a list of NAME=VALUE"},
+      {head + "training:\n  - {name: t, command: [x], env: [\"1A=x\"]}\n",
+       "env is a list of NAME=VALUE"},
+      {head + "network:\n  - {name: n, sweep: {hosts: [a], env: [sk-secret]}}\n",
+       "env is a list of NAME=VALUE"},
+      {head + "endpoints:\n  - {name: e, url: \"http://h:1\", model: m, api_key_env: sk-secret}\n",
+       "api_key_env names an environment variable"},
       {head + "training:\n  - {name: t, comand: [x]}\n", "unknown key 'comand'"},
       {head + "training:\n  - {name: t, logs: [a], netns_lab: 4}\n", "netns_lab is for a command"},
       {head + "training:\n  - {name: t, command: [x], netns_lab: 1}\n",
@@ -373,6 +379,8 @@ TEST(PlanFile, BadPlansAreRefusedWithTheirLine) {
     EXPECT_EQ(plan.error().code, ErrorCode::kInvalidArgument) << c.yaml;
     EXPECT_NE(plan.error().message.find(c.says), std::string::npos)
         << c.yaml << "\n  said: " << plan.error().message << "\n  expected: " << c.says;
+    // What may be a secret, written where a name or a setting goes, is never repeated.
+    EXPECT_EQ(plan.error().message.find("sk-secret"), std::string::npos) << plan.error().message;
   }
 }
 
