@@ -44,7 +44,8 @@ int RunController(const RunFlags& o, Context& ctx) {
        .runner = &runner,
        .clock = &clock,
        .stop = sys::Interrupted,
-       .error = [&](std::string_view why) { ctx.err << name << ": " << why << "\n"; }});
+       .error = [&](std::string_view why) { ctx.err << name << ": " << why << "\n"; },
+       .decided = [&](std::string_view line) { ctx.out << line << std::endl; }});
   if (!report) return PrintError(ctx, name, report.error());
   if (report->stopped) return 128 + sys::InterruptSignal();
   ctx.out << remediate::PassView(report->last);

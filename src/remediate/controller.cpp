@@ -51,6 +51,13 @@ bool Controller::Watched(const std::string& node) const {
 
 Result<StepSummary> Controller::Step() {
   StepSummary summary;
+  pending_.clear();
+  if (config_.dry_run && !dry_run_copy_) {
+    auto copy = store_.Db().CopyTablesIntoMemory("remediation_");
+    if (!copy) return tl::unexpected(copy.error());
+    dry_run_copy_.emplace(std::move(*copy));
+    journal_ = Journal(*dry_run_copy_);
+  }
   if (!policy_saved_) {
     // Once per controller: an operator's word (`cmax remediate repaired`) is judged by the
     // policy the controller runs with, not by the defaults.
@@ -72,6 +79,18 @@ Result<StepSummary> Controller::Step() {
   if (!open) return tl::unexpected(open.error());
   for (const ActionRow& row : *open) {
     if (!Watched(row.node)) continue;
+    if (config_.dry_run) {
+      // Said once: in the copy it is closed, so the next pass does not say it again.
+      summary.decided.push_back(fmt::format("{}: would carry out {} left {} by an earlier run",
+                                            row.node, ActionKindName(row.action.kind),
+                                            OutcomeName(row.outcome)));
+      if (auto ok = journal_.Finished(row.id, true, "dry run: not carried out", clock_.Now());
+          !ok) {
+        return tl::unexpected(ok.error());
+      }
+      continue;
+    }
+    if (pending_.contains(row.node)) continue;  // after its earlier action, next pass
     log::Info("{}: carrying out {} left {} by an earlier run", row.node,
               ActionKindName(row.action.kind), OutcomeName(row.outcome));
     if (auto ok = CarryOut(row, summary, 0); !ok) return tl::unexpected(ok.error());
@@ -330,13 +349,20 @@ Result<void> Controller::Handle(const std::string& node, const Event& event,
   auto ids = journal_.Apply(*entry, event, decision, now, config_.dry_run, seen);
   if (!ids) return tl::unexpected(ids.error());
   ++summary.transitions;
-  log::Info("{}: {} -> {} on {}{}: {}", node, NodeStateName(entry->record.state),
-            NodeStateName(decision.next.state), EventKindName(event.kind),
-            event.summary.empty() ? "" : " (" + event.summary + ")", decision.note);
+  std::vector<std::string> actions;
+  for (const Action& a : decision.actions) actions.emplace_back(ActionKindName(a.kind));
+  const std::string said = fmt::format(
+      "{}: {} -> {} on {}{}: {}{}", node, NodeStateName(entry->record.state),
+      NodeStateName(decision.next.state), EventKindName(event.kind),
+      event.summary.empty() ? "" : " (" + event.summary + ")", decision.note,
+      actions.empty() ? "" : (config_.dry_run ? "; would " : "; ") + Join(actions, ", "));
+  log::Info("{}", said);
+  summary.decided.push_back(said);
   if (config_.dry_run) return {};
   auto rows = journal_.Actions(node, static_cast<int>(ids->size()));
   if (!rows) return tl::unexpected(rows.error());
   for (const ActionRow& row : *rows) {
+    if (pending_.contains(node)) break;  // left open, in order, for the next pass
     if (auto ok = CarryOut(row, summary, depth); !ok) return ok;
   }
   return {};
@@ -353,6 +379,7 @@ Result<void> Controller::CarryOut(const ActionRow& row, StepSummary& summary, in
     // The scheduler is away: the action stays open and the next step tries again.
     log::Warn("{}: {} pending: {}", row.node, ActionKindName(row.action.kind),
               result.error().message);
+    pending_.insert(row.node);
     return {};
   }
   const std::string detail = result ? *result : result.error().message;

@@ -5,6 +5,8 @@
 #pragma once
 
 #include <map>
+#include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -23,7 +25,10 @@ struct ControllerConfig {
   PolicyConfig policy;
   BreakerConfig breaker;
   RateLimit rate;
-  bool dry_run = false;  // decide and record, carry nothing out
+  // Decide and say so (StepSummary::decided), carry nothing out and write nothing to the store:
+  // the journal a dry run decides with is a copy in memory, so a later acting controller on the
+  // same store starts from the facts, not from what the dry run imagined.
+  bool dry_run = false;
   ValidationSpec validation{"true", std::chrono::minutes(30)};
   // Resets one GPU on a node: run here through /bin/sh with {node} and {device} replaced (for
   // example "ssh {node} nvidia-smi -r -i {device}"). Empty: a reset cannot be done from here,
@@ -46,6 +51,9 @@ struct StepSummary {
   bool breaker_tripped = false;
   int rack_holds = 0;     // trays drained because their rack is down
   int rack_releases = 0;  // trays resumed because their rack is back
+  // Each decision in words ("gpu2: HEALTHY -> QUARANTINED on fault (Xid 79): drain, ..."): what
+  // a dry run would have done, what an acting one did.
+  std::vector<std::string> decided;
 };
 
 class Controller {
@@ -71,6 +79,10 @@ class Controller {
   Result<void> StepRacks(StepSummary& summary);
 
   store::Store& store_;
+  std::optional<store::Database> dry_run_copy_;  // the journal a dry run works on
+  // Nodes with an action left pending in this pass (the scheduler away): their later actions
+  // wait too. A drain that did not happen must not be followed by a requeue or a GPU reset.
+  std::set<std::string> pending_;
   Journal journal_;
   Scheduler& scheduler_;
   sys::ProcessRunner& runner_;

@@ -106,7 +106,7 @@ std::string_view OutcomeName(Outcome outcome) {
 }
 
 Result<std::vector<NodeEntry>> Journal::Nodes() {
-  auto s = db_.Prepare(
+  auto s = db_->Prepare(
       "SELECT node, state, since, reason, pending, device, serious_faults, spare_in_use, spare, "
       "handle FROM remediation_nodes ORDER BY node");
   if (!s) return tl::unexpected(s.error());
@@ -146,7 +146,7 @@ Result<NodeEntry> Journal::Node(const std::string& node, WallTime now) {
 }
 
 Result<void> Journal::SaveEntry(const NodeEntry& entry, WallTime now) {
-  auto s = db_.Prepare(
+  auto s = db_->Prepare(
       "INSERT OR REPLACE INTO remediation_nodes (node, state, since, reason, pending, device, "
       "serious_faults, spare_in_use, spare, handle, updated_at) "
       "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
@@ -168,7 +168,7 @@ Result<void> Journal::SaveEntry(const NodeEntry& entry, WallTime now) {
 
 Result<void> Journal::MarkSeen(const std::vector<SeenMark>& seen) {
   if (seen.empty()) return {};
-  auto s = db_.Prepare(
+  auto s = db_->Prepare(
       "INSERT OR REPLACE INTO remediation_seen (node, key, count, recovered) VALUES (?, ?, ?, ?)");
   if (!s) return tl::unexpected(s.error());
   for (const SeenMark& m : seen) {
@@ -184,12 +184,12 @@ Result<void> Journal::MarkSeen(const std::vector<SeenMark>& seen) {
 Result<std::vector<int64_t>> Journal::Apply(const NodeEntry& before, const Event& event,
                                             const Decision& decision, WallTime now, bool dry_run,
                                             const std::vector<SeenMark>& seen) {
-  auto tx = store::Transaction::Begin(db_);
+  auto tx = store::Transaction::Begin(*db_);
   if (!tx) return tl::unexpected(tx.error());
   NodeEntry after = before;
   after.record = decision.next;
   if (auto ok = SaveEntry(after, now); !ok) return tl::unexpected(ok.error());
-  auto h = db_.Prepare(
+  auto h = db_->Prepare(
       "INSERT INTO remediation_history (node, event_detail, at, event, from_state, to_state, "
       "note) VALUES (?, ?, ?, ?, ?, ?, ?)");
   if (!h) return tl::unexpected(h.error());
@@ -206,7 +206,7 @@ Result<std::vector<int64_t>> Journal::Apply(const NodeEntry& before, const Event
   h->Bind(7, std::string_view(decision.note));
   if (auto ok = h->Run(); !ok) return tl::unexpected(ok.error());
   std::vector<int64_t> ids;
-  auto a = db_.Prepare(
+  auto a = db_->Prepare(
       "INSERT INTO remediation_actions (node, action, device, reason, outcome, planned_at, "
       "dry_run, finished_at, detail) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)");
   if (!a) return tl::unexpected(a.error());
@@ -226,7 +226,7 @@ Result<std::vector<int64_t>> Journal::Apply(const NodeEntry& before, const Event
       a->Bind(9, std::string_view(""));
     }
     if (auto ok = a->Run(); !ok) return tl::unexpected(ok.error());
-    ids.push_back(db_.LastInsertId());
+    ids.push_back(db_->LastInsertId());
   }
   if (auto ok = MarkSeen(seen); !ok) return tl::unexpected(ok.error());
   if (auto ok = tx->Commit(); !ok) return tl::unexpected(ok.error());
@@ -237,7 +237,7 @@ Result<void> Journal::Note(const std::string& node, std::string_view event,
                            const std::string& detail, const std::string& note, WallTime now) {
   auto entry = Node(node, now);
   if (!entry) return tl::unexpected(entry.error());
-  auto h = db_.Prepare(
+  auto h = db_->Prepare(
       "INSERT INTO remediation_history (node, event_detail, at, event, from_state, to_state, "
       "note) VALUES (?, ?, ?, ?, ?, ?, ?)");
   if (!h) return tl::unexpected(h.error());
@@ -252,7 +252,7 @@ Result<void> Journal::Note(const std::string& node, std::string_view event,
 }
 
 Result<void> Journal::Started(int64_t id, WallTime at, const std::string& device) {
-  auto s = db_.Prepare(
+  auto s = db_->Prepare(
       "UPDATE remediation_actions SET outcome = 'started', started_at = ?, "
       "device = CASE WHEN ? = '' THEN device ELSE ? END WHERE id = ?");
   if (!s) return tl::unexpected(s.error());
@@ -264,7 +264,7 @@ Result<void> Journal::Started(int64_t id, WallTime at, const std::string& device
 }
 
 Result<void> Journal::Finished(int64_t id, bool ok, const std::string& detail, WallTime at) {
-  auto s = db_.Prepare(
+  auto s = db_->Prepare(
       "UPDATE remediation_actions SET outcome = ?, finished_at = ?, detail = ? WHERE id = ?");
   if (!s) return tl::unexpected(s.error());
   s->Bind(1, OutcomeName(ok ? Outcome::kDone : Outcome::kFailed));
@@ -275,17 +275,17 @@ Result<void> Journal::Finished(int64_t id, bool ok, const std::string& detail, W
 }
 
 Result<std::vector<ActionRow>> Journal::OpenActions() {
-  auto s = db_.Prepare(std::string("SELECT ") + kActionColumns +
-                       " FROM remediation_actions WHERE outcome IN ('planned', 'started') "
-                       "ORDER BY id");
+  auto s = db_->Prepare(std::string("SELECT ") + kActionColumns +
+                        " FROM remediation_actions WHERE outcome IN ('planned', 'started') "
+                        "ORDER BY id");
   if (!s) return tl::unexpected(s.error());
   return ReadActions(*s);
 }
 
 Result<std::vector<ActionRow>> Journal::Actions(const std::string& node, int limit) {
-  auto s = db_.Prepare(std::string("SELECT ") + kActionColumns +
-                       " FROM (SELECT * FROM remediation_actions WHERE node = ? ORDER BY id DESC "
-                       "LIMIT ?) ORDER BY id");
+  auto s = db_->Prepare(std::string("SELECT ") + kActionColumns +
+                        " FROM (SELECT * FROM remediation_actions WHERE node = ? ORDER BY id DESC "
+                        "LIMIT ?) ORDER BY id");
   if (!s) return tl::unexpected(s.error());
   s->Bind(1, std::string_view(node));
   s->Bind(2, static_cast<int64_t>(limit));
@@ -293,7 +293,7 @@ Result<std::vector<ActionRow>> Journal::Actions(const std::string& node, int lim
 }
 
 Result<std::vector<HistoryRow>> Journal::History(const std::string& node, int limit) {
-  auto s = db_.Prepare(
+  auto s = db_->Prepare(
       "SELECT id, node, at, event, event_detail, from_state, to_state, note FROM (SELECT * FROM "
       "remediation_history WHERE node = ? ORDER BY id DESC LIMIT ?) ORDER BY id");
   if (!s) return tl::unexpected(s.error());
@@ -313,7 +313,7 @@ Result<std::vector<HistoryRow>> Journal::History(const std::string& node, int li
 
 Result<std::vector<TakeOut>> Journal::TakeOuts(WallTime since) {
   // planned_at is ISO 8601 in UTC with a fixed width, so text order is time order.
-  auto s = db_.Prepare(
+  auto s = db_->Prepare(
       "SELECT node, planned_at FROM remediation_actions WHERE action = 'drain' AND dry_run = 0 "
       "AND outcome != 'failed' AND planned_at >= ? ORDER BY planned_at");
   if (!s) return tl::unexpected(s.error());
@@ -329,7 +329,7 @@ Result<std::vector<TakeOut>> Journal::TakeOuts(WallTime since) {
 }
 
 Result<std::vector<WallTime>> Journal::DisruptiveActions(const std::string& node, WallTime since) {
-  auto s = db_.Prepare(
+  auto s = db_->Prepare(
       "SELECT planned_at FROM remediation_actions WHERE node = ? AND dry_run = 0 AND action IN "
       "('drain', 'reset-gpu', 'reboot-node') AND planned_at >= ? ORDER BY planned_at");
   if (!s) return tl::unexpected(s.error());
@@ -339,7 +339,7 @@ Result<std::vector<WallTime>> Journal::DisruptiveActions(const std::string& node
 }
 
 Result<std::map<std::pair<std::string, std::string>, SeenMark>> Journal::Seen() {
-  auto s = db_.Prepare("SELECT node, key, count, recovered FROM remediation_seen");
+  auto s = db_->Prepare("SELECT node, key, count, recovered FROM remediation_seen");
   if (!s) return tl::unexpected(s.error());
   std::map<std::pair<std::string, std::string>, SeenMark> seen;
   for (;;) {
@@ -354,7 +354,7 @@ Result<std::map<std::pair<std::string, std::string>, SeenMark>> Journal::Seen() 
 }
 
 Result<BreakerState> Journal::Breaker() {
-  auto s = db_.Prepare("SELECT tripped, tripped_at, reason FROM remediation_breaker WHERE id = 1");
+  auto s = db_->Prepare("SELECT tripped, tripped_at, reason FROM remediation_breaker WHERE id = 1");
   if (!s) return tl::unexpected(s.error());
   auto row = s->Step();
   if (!row) return tl::unexpected(row.error());
@@ -363,7 +363,7 @@ Result<BreakerState> Journal::Breaker() {
 }
 
 Result<void> Journal::SetBreaker(const BreakerState& state) {
-  auto s = db_.Prepare(
+  auto s = db_->Prepare(
       "INSERT OR REPLACE INTO remediation_breaker (id, tripped, tripped_at, reason) "
       "VALUES (1, ?, ?, ?)");
   if (!s) return tl::unexpected(s.error());
@@ -374,7 +374,7 @@ Result<void> Journal::SetBreaker(const BreakerState& state) {
 }
 
 Result<void> Journal::SavePolicy(const PolicyConfig& policy, WallTime at) {
-  auto s = db_.Prepare(
+  auto s = db_->Prepare(
       "INSERT OR REPLACE INTO remediation_policy (id, policy, saved_at) VALUES (1, ?, ?)");
   if (!s) return tl::unexpected(s.error());
   const std::string json = PolicyJson(policy);
@@ -384,7 +384,7 @@ Result<void> Journal::SavePolicy(const PolicyConfig& policy, WallTime at) {
 }
 
 Result<std::optional<PolicyConfig>> Journal::SavedPolicy() {
-  auto s = db_.Prepare("SELECT policy FROM remediation_policy WHERE id = 1");
+  auto s = db_->Prepare("SELECT policy FROM remediation_policy WHERE id = 1");
   if (!s) return tl::unexpected(s.error());
   auto row = s->Step();
   if (!row) return tl::unexpected(row.error());
@@ -395,7 +395,7 @@ Result<std::optional<PolicyConfig>> Journal::SavedPolicy() {
 }
 
 Result<std::vector<RackHold>> Journal::RackHolds() {
-  auto s = db_.Prepare(
+  auto s = db_->Prepare(
       "SELECT node, rack, state, reason, since, detail FROM remediation_rack_holds ORDER BY node");
   if (!s) return tl::unexpected(s.error());
   std::vector<RackHold> holds;
@@ -410,7 +410,7 @@ Result<std::vector<RackHold>> Journal::RackHolds() {
 }
 
 Result<void> Journal::SaveRackHold(const RackHold& hold) {
-  auto s = db_.Prepare(
+  auto s = db_->Prepare(
       "INSERT OR REPLACE INTO remediation_rack_holds (node, rack, state, reason, since, detail) "
       "VALUES (?, ?, ?, ?, ?, ?)");
   if (!s) return tl::unexpected(s.error());
@@ -424,7 +424,7 @@ Result<void> Journal::SaveRackHold(const RackHold& hold) {
 }
 
 Result<void> Journal::DropRackHold(const std::string& node) {
-  auto s = db_.Prepare("DELETE FROM remediation_rack_holds WHERE node = ?");
+  auto s = db_->Prepare("DELETE FROM remediation_rack_holds WHERE node = ?");
   if (!s) return tl::unexpected(s.error());
   s->Bind(1, std::string_view(node));
   return s->Run();

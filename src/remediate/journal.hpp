@@ -72,7 +72,7 @@ struct RackHold {
 
 class Journal {
  public:
-  explicit Journal(store::Database& db) : db_(db) {}
+  explicit Journal(store::Database& db) : db_(&db) {}
 
   Result<std::vector<NodeEntry>> Nodes();
   // A node never seen is HEALTHY since `now`.
@@ -117,7 +117,7 @@ class Journal {
   Result<std::optional<PolicyConfig>> SavedPolicy();
 
  private:
-  store::Database& db_;
+  store::Database* db_;  // never null
 };
 
 }  // namespace cmax::remediate

@@ -188,6 +188,9 @@ Result<ControllerLoopReport> RunControllerLoop(const ControllerSettings& setting
       return ControllerLoopReport{*step, false};
     }
     if (!step && io.error) io.error(step.error().message);
+    if (step && io.decided) {
+      for (const std::string& line : step->decided) io.decided(line);
+    }
     // Short slices, so that Ctrl-C and SIGTERM stop the loop promptly.
     const auto until = io.clock->Monotonic() + interval;
     while (!io.stop() && io.clock->Monotonic() < until) {

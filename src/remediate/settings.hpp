@@ -102,6 +102,8 @@ struct ControllerLoopIo {
   Clock* clock = nullptr;
   std::function<bool()> stop;                   // Ctrl-C, SIGTERM
   std::function<void(std::string_view)> error;  // a pass that failed (the loop goes on)
+  // Without `once`: each decision of each pass as it is made (StepSummary::decided).
+  std::function<void(std::string_view)> decided;
 };
 struct ControllerLoopReport {
   StepSummary last;      // with `once`: the pass

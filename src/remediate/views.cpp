@@ -177,6 +177,7 @@ std::string PassView(const StepSummary& pass) {
   std::string text = fmt::format(
       "{} events, {} transitions, {} actions done, {} failed, {} refused\n", pass.events,
       pass.transitions, pass.actions_done, pass.actions_failed, pass.refused);
+  for (const std::string& line : pass.decided) text += "  " + AsOneLine(line) + "\n";
   if (pass.breaker_tripped) {
     text +=
         "circuit breaker tripped: no more action until `cmax remediate reset-breaker` "

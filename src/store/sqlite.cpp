@@ -47,6 +47,49 @@ Result<Database> Database::CopyIntoMemory() const {
   return copy;
 }
 
+Result<Database> Database::CopyTablesIntoMemory(std::string_view prefix) {
+  sqlite3* raw = nullptr;
+  const int rc =
+      sqlite3_open_v2(":memory:", &raw, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, nullptr);
+  Database copy(raw, path_, busy_timeout_ms_);
+  if (rc != SQLITE_OK) return tl::unexpected(copy.MakeError(rc, "cannot open memory for"));
+  // Tables before their indexes ('table' sorts after 'index'); SQLite's own have no SQL.
+  auto schema = Prepare(
+      "SELECT type, name, sql FROM sqlite_master WHERE type IN ('table', 'index') AND "
+      "sql IS NOT NULL AND substr(name, 1, length(?1)) = ?1 ORDER BY type DESC, name");
+  if (!schema) return tl::unexpected(schema.error());
+  schema->Bind(1, prefix);
+  std::vector<std::string> tables;
+  for (;;) {
+    auto row = schema->Step();
+    if (!row) return tl::unexpected(row.error());
+    if (!*row) break;
+    if (auto made = copy.Execute(schema->ColumnText(2)); !made) {
+      return tl::unexpected(made.error());
+    }
+    if (schema->ColumnText(0) == "table") tables.push_back(schema->ColumnText(1));
+  }
+  auto attach = copy.Prepare("ATTACH DATABASE ?1 AS source");
+  if (!attach) return tl::unexpected(attach.error());
+  attach->Bind(1, std::string_view(path_));
+  if (auto attached = attach->Step(); !attached) return tl::unexpected(attached.error());
+  for (const std::string& table : tables) {
+    // The names come from sqlite_master and start with `prefix`: quoted all the same.
+    std::string quoted = "\"";
+    for (char c : table) quoted += c == '"' ? std::string("\"\"") : std::string(1, c);
+    quoted += "\"";
+    if (auto copied =
+            copy.Execute("INSERT INTO main." + quoted + " SELECT * FROM source." + quoted);
+        !copied) {
+      return tl::unexpected(copied.error());
+    }
+  }
+  if (auto detached = copy.Execute("DETACH DATABASE source"); !detached) {
+    return tl::unexpected(detached.error());
+  }
+  return copy;
+}
+
 void Database::StopWhen(bool (*stop)()) {
   sqlite3_progress_handler(
       db_.get(), 10000, [](void* ask) { return reinterpret_cast<bool (*)()>(ask)() ? 1 : 0; },

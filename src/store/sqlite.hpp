@@ -33,6 +33,10 @@ class Database {
   // The whole database copied into a new one in memory (SQLite's backup), named as this one:
   // an older store is migrated there for a command that only reads, leaving the file as it was.
   Result<Database> CopyIntoMemory() const;
+  // The tables (and their indexes) whose names start with `prefix`, copied into a new database
+  // in memory: what a dry run works on, so that nothing it decides is written here. The file is
+  // read through a second connection: what this one has committed is there.
+  Result<Database> CopyTablesIntoMemory(std::string_view prefix);
   // From now on a statement gives up (kInterrupted) once `stop` says so: a reading command on
   // someone else's store (a view that never ends) hears Ctrl-C and SIGTERM.
   void StopWhen(bool (*stop)());

@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 #include <map>
 
+#include "remediate/views.hpp"
 #include "support/conditions.hpp"
 #include "support/fake_process_runner.hpp"
 #include "support/temp_dir.hpp"
@@ -235,19 +236,27 @@ TEST_F(ControllerTest, RestartAfterACrashBetweenPlanAndActionDrainsExactlyOnce) 
   EXPECT_EQ(journal.Actions("gpu2", 10).value().front().detail, "already drained by cmax");
 }
 
+// A drain that finds the scheduler away stays open, and the node's later actions wait behind
+// it: a requeue or a GPU reset on a node that was not drained would hit the tenant's job. The
+// next pass carries them out in order.
 TEST_F(ControllerTest, SchedulerAwayKeepsTheActionPendingUntilItIsBack) {
   runner_.AnswerStdout("true", "");
   sched_.away_calls = 1;  // the drain finds the controller away
   Xid("gpu2", 79, "reset-gpu");
   Step();
   Journal journal(store_->Db());
-  const auto open = journal.OpenActions().value();
-  ASSERT_FALSE(open.empty());
-  EXPECT_EQ(open.front().action.kind, ActionKind::kDrain);
+  const std::vector<ActionRow> open = journal.OpenActions().value();
+  ASSERT_EQ(open.size(), 3U);
+  EXPECT_EQ(open[0].action.kind, ActionKind::kDrain);
+  EXPECT_EQ(open[1].action.kind, ActionKind::kRequeueJobs);
+  EXPECT_EQ(open[2].action.kind, ActionKind::kResetGpu);
   EXPECT_FALSE(sched_.nodes_["gpu2"].drain);
+  EXPECT_TRUE(sched_.calls.empty());
+  EXPECT_TRUE(runner_.calls.empty()) << "a GPU reset on a node that was not drained";
   Step();
-  EXPECT_TRUE(sched_.nodes_["gpu2"].drain);
-  EXPECT_EQ(std::ranges::count(sched_.calls, "drain gpu2"), 1);
+  EXPECT_EQ(sched_.calls,
+            (std::vector<std::string>{"drain gpu2", "requeue gpu2", "validate gpu2"}));
+  EXPECT_EQ(runner_.calls.size(), 1U);  // the reset, after the drain and the requeue
   EXPECT_TRUE(journal.OpenActions().value().empty());
 }
 
@@ -327,19 +336,55 @@ TEST_F(ControllerTest, FailedValidationGoesToRepairWithTheSpareAndBack) {
   EXPECT_EQ(journal.Node("gpu2", kT0).value().spare, "");
 }
 
-TEST_F(ControllerTest, DryRunDecidesAndRecordsButTouchesNothing) {
+// A dry run says what it would do and changes nothing: not the nodes, not the store's journal.
+// So an acting controller after it starts from the facts: the fault the dry run "handled" is
+// still to be acted on (it was marked seen, and the node quarantined, in the store: the acting
+// run then never drained it).
+TEST_F(ControllerTest, DryRunSaysWhatItWouldDoAndLeavesTheJournalAsItWas) {
   config_.dry_run = true;
   Xid("gpu2", 79, "reset-gpu");
-  Step();
+  Controller dry = Make();
+  const StepSummary first = dry.Step().value();
   EXPECT_TRUE(sched_.calls.empty());
   EXPECT_TRUE(runner_.calls.empty());
+  ASSERT_EQ(first.decided.size(), 1U);
+  EXPECT_TRUE(first.decided[0].starts_with("gpu2: HEALTHY -> QUARANTINED on fault (Xid 79"))
+      << first.decided[0];
+  EXPECT_NE(first.decided[0].find("; would drain"), std::string::npos) << first.decided[0];
+  EXPECT_NE(PassView(first).find("  gpu2: HEALTHY -> QUARANTINED"), std::string::npos);
+  // The same controller's next pass remembers what it decided: said once.
+  EXPECT_TRUE(dry.Step().value().decided.empty());
   Journal journal(store_->Db());
-  EXPECT_EQ(State("gpu2"), NodeState::kQuarantined);
-  const std::vector<ActionRow> all = journal.Actions("gpu2", 10).value();
-  for (const ActionRow& a : all) {
-    EXPECT_EQ(a.outcome, Outcome::kSkipped);
-    EXPECT_TRUE(a.dry_run);
-  }
+  EXPECT_EQ(State("gpu2"), NodeState::kHealthy);
+  EXPECT_TRUE(journal.Actions("gpu2", 10).value().empty());
+  EXPECT_TRUE(journal.History("gpu2", 10).value().empty());
+  EXPECT_TRUE(journal.Seen().value().empty());
+
+  config_.dry_run = false;
+  runner_.AnswerStdout("true", "");
+  Step();
+  EXPECT_EQ(State("gpu2"), NodeState::kValidating);
+  ASSERT_FALSE(sched_.calls.empty());
+  EXPECT_EQ(sched_.calls.front(), "drain gpu2");
+}
+
+// What an earlier acting run left open (planned, not carried out: killed, or the scheduler was
+// away) is said by a dry run, never carried out.
+TEST_F(ControllerTest, DryRunNeverCarriesOutWhatAnEarlierRunLeftOpen) {
+  sched_.away_calls = 1;  // the drain finds the scheduler away: it stays open in the journal
+  Xid("gpu2", 79, "reset-gpu");
+  Step();
+  const size_t calls = sched_.calls.size();
+  ASSERT_FALSE(Journal(store_->Db()).OpenActions().value().empty());
+  config_.dry_run = true;
+  const StepSummary dry = Step();
+  EXPECT_EQ(sched_.calls.size(), calls);
+  EXPECT_TRUE(runner_.calls.empty());
+  ASSERT_FALSE(dry.decided.empty());
+  EXPECT_NE(dry.decided[0].find("gpu2: would carry out drain left started by an earlier run"),
+            std::string::npos)
+      << dry.decided[0];
+  EXPECT_FALSE(Journal(store_->Db()).OpenActions().value().empty());  // still the acting run's
 }
 
 TEST_F(ControllerTest, OperatorDrainIsNeverResumed) {
