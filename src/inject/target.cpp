@@ -32,6 +32,14 @@ std::vector<std::string> Refusals(const TargetFacts& t, const SafetyFlags& f) {
   if (f.destructive && t.runs_jobs && !f.force) {
     why.push_back(fmt::format("{} runs jobs: say --force to inject anyway", t.node));
   }
+  if (f.destructive && !t.scheduler_known && !f.force) {
+    // Unknown is not idle: a destructive fault on a node whose jobs no one could see would hit
+    // them.
+    why.push_back(fmt::format(
+        "no scheduler said whether {} runs jobs (no Slurm here, or it did not answer; cmax does "
+        "not ask Kubernetes): say --force to inject anyway",
+        t.node));
+  }
   if (!f.dry_run) {
     if (!t.root) why.push_back("must run as root (writing /dev/kmsg needs it)");
     if (!t.lab && !f.yes) {

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "core/log.hpp"
+#include "core/strings.hpp"
 
 namespace cmax::reliability {
 
@@ -19,12 +20,19 @@ Result<RebootTiming> TimeReboot(remediate::Scheduler& scheduler, Clock& clock,
   const auto deadline =
       t.requested + std::chrono::duration_cast<std::chrono::milliseconds>(timeout);
   const auto stopping = [&hooks] { return hooks.stop && hooks.stop(); };
+  // Slurm brings the node back DOWN with cmax's reason (nextstate=DOWN); stopped before the
+  // resume below, cmax leaves it so.
+  const std::string undo = fmt::format(
+      "{} was asked to reboot and comes back out of service with the reason 'cmax: reboot "
+      "timing'; cmax did not put it back. Once it is up: scontrol update nodename={} state=resume",
+      node, ShellWord(node));
   // 1. A new boot time: the node went down and came back (a scheduler that does not answer
   // meanwhile is expected: the node, or its daemon, is restarting).
   while (!t.booted) {
     clock.Sleep(poll);
     if (stopping()) {
       t.failure = "stopped before the node came back";
+      t.undo = undo;
       return t;
     }
     auto now = scheduler.BootTime(node);
@@ -33,6 +41,7 @@ Result<RebootTiming> TimeReboot(remediate::Scheduler& scheduler, Clock& clock,
       t.boot_after = *now;
     } else if (clock.Now() >= deadline) {
       t.failure = fmt::format("no new boot time within {}", FormatDuration(timeout));
+      t.undo = undo;
       return t;
     }
   }

@@ -22,6 +22,9 @@ struct RebootTiming {
   std::optional<Duration> gpu_ready;  // requested -> the GPU query succeeds
   std::string gpu_output;             // what the GPU query printed the first time it worked
   std::string failure;                // why it did not finish: "no new boot time within 30m00s"
+  // Set when it stopped before putting the node back in service (stopped, or no new boot time):
+  // what a person must do, since nothing else will.
+  std::string undo;
 };
 
 struct RebootHooks {

@@ -270,6 +270,7 @@ Result<ReliabilityReport> RebootAndTime(const RebootOptions& o, const Reliabilit
                   : facts.node + ": " + timing->failure;
   f.observed = timing->gpu_output;
   f.expected = "back with working GPUs within " + FormatDuration(seconds(o.timeout_s));
+  f.remediation = timing->undo;
   std::vector<Metric> metrics;
   const std::map<std::string, std::string> labels = {{"node", facts.node}};
   const auto secs = [](Duration d) { return std::chrono::duration<double>(d).count(); };
@@ -289,7 +290,8 @@ Result<ReliabilityReport> RebootAndTime(const RebootOptions& o, const Reliabilit
   if (!outcome) return SystemFailure(outcome.error());
   return ReliabilityReport{
       writer.RunId(), outcome->exit_code,
-      fmt::format("  {}: {}\n", StatusName(f.status), SanitizeUtf8(f.message))};
+      fmt::format("  {}: {}\n{}", StatusName(f.status), SanitizeUtf8(f.message),
+                  f.remediation.empty() ? "" : "  undo: " + SanitizeUtf8(f.remediation) + "\n")};
 }
 
 }  // namespace cmax::reliability

@@ -65,11 +65,19 @@ TEST(InjectSafety, EachRuleRefusesOnItsOwn) {
   EXPECT_TRUE(Refusals(t, {}).empty());
 }
 
-TEST(InjectSafety, NoSchedulerIsNotARefusal) {
+// No scheduler to ask is no refusal for a fault in the kernel log; a destructive one, on a node
+// whose jobs no one could see, needs --force (unknown is not idle).
+TEST(InjectSafety, NoSchedulerIsNotARefusalUnlessTheFaultIsDestructive) {
   TargetFacts t = LabNode();
   t.scheduler_known = false;
   t.in_scheduler = false;
   EXPECT_TRUE(Refusals(t, {}).empty());
+  const std::vector<std::string> unknown =
+      Refusals(t, {.allow_destructive = true, .destructive = true});
+  ASSERT_EQ(unknown.size(), 1U);
+  EXPECT_NE(unknown[0].find("no scheduler said whether gpu1 runs jobs"), std::string::npos)
+      << unknown[0];
+  EXPECT_TRUE(Refusals(t, {.force = true, .allow_destructive = true, .destructive = true}).empty());
 }
 
 TEST(InjectGpu, ByIndexOrAddressFromTheNodesOwnList) {

@@ -62,6 +62,7 @@ TEST(RebootTiming, BootedThenGpusAnswer) {
   EXPECT_EQ(t->gpu_output, "GPU 0: NVIDIA H100");
   EXPECT_EQ(t->boot_after, "2026-11-30T01:00:00");
   EXPECT_EQ(s.calls, (std::vector<std::string>{"reboot gpu1 cmax: reboot timing", "resume gpu1"}));
+  EXPECT_EQ(t->undo, "");  // cmax put it back itself
 }
 
 TEST(RebootTiming, ANodeThatNeverComesBackIsAFailureWithTheReason) {
@@ -72,6 +73,9 @@ TEST(RebootTiming, ANodeThatNeverComesBackIsAFailureWithTheReason) {
   ASSERT_TRUE(t);
   EXPECT_FALSE(t->booted);
   EXPECT_EQ(t->failure, "no new boot time within 5m00s");
+  // Left out of service with cmax's reason: the way back is said.
+  EXPECT_NE(t->undo.find("scontrol update nodename=gpu1 state=resume"), std::string::npos)
+      << t->undo;
 }
 
 TEST(RebootTiming, GpusThatNeverAnswerAreAFailure) {
