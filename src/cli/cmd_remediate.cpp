@@ -45,7 +45,7 @@ int RunController(const RunFlags& o, Context& ctx) {
        .clock = &clock,
        .stop = sys::Interrupted,
        .error = [&](std::string_view why) { ctx.err << name << ": " << why << "\n"; },
-       .decided = [&](std::string_view line) { ctx.out << line << std::endl; }});
+       .decided = [&](std::string_view line) { ctx.out << AsOneLine(line) << std::endl; }});
   if (!report) return PrintError(ctx, name, report.error());
   if (report->stopped) return 128 + sys::InterruptSignal();
   ctx.out << remediate::PassView(report->last);

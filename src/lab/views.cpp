@@ -12,9 +12,10 @@ namespace {
 
 using Json = nlohmann::ordered_json;
 
-// Node names and sinfo's messages come from outside: invalid UTF-8 is replaced, not thrown.
+// Node names and sinfo's messages come from outside: invalid UTF-8 is replaced, not thrown,
+// and C1 controls are escaped.
 std::string Dump(const Json& value) {
-  return value.dump(2, ' ', false, Json::error_handler_t::replace) + "\n";
+  return EscapeC1InJson(value.dump(2, ' ', false, Json::error_handler_t::replace)) + "\n";
 }
 
 Json DaemonsJson(const std::vector<Daemon>& daemons) {

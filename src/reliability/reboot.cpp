@@ -24,8 +24,9 @@ Result<RebootTiming> TimeReboot(remediate::Scheduler& scheduler, Clock& clock,
   // resume below, cmax leaves it so.
   const std::string undo = fmt::format(
       "{} was asked to reboot and comes back out of service with the reason 'cmax: reboot "
-      "timing'; cmax did not put it back. Once it is up: scontrol update nodename={} state=resume",
-      node, ShellWord(node));
+      "timing'; cmax did not put it back. Before it reboots: scontrol cancel_reboot {}; once it "
+      "is up: scontrol update nodename={} state=resume",
+      node, ShellWord(node), ShellWord(node));
   // 1. A new boot time: the node went down and came back (a scheduler that does not answer
   // meanwhile is expected: the node, or its daemon, is restarting).
   while (!t.booted) {
@@ -49,6 +50,7 @@ Result<RebootTiming> TimeReboot(remediate::Scheduler& scheduler, Clock& clock,
   if (auto resumed = scheduler.Resume(node); !resumed) {
     log::Warn("{}: cannot put it back in service after the reboot: {}", node,
               resumed.error().message);
+    t.undo = undo;
   }
   while (!t.gpu_ready) {
     auto answer = hooks.gpu_check();

@@ -51,11 +51,11 @@ bool Controller::Watched(const std::string& node) const {
 
 Result<StepSummary> Controller::Step() {
   StepSummary summary;
-  pending_.clear();
+  held_.clear();
   if (config_.dry_run && !dry_run_copy_) {
     auto copy = store_.Db().CopyTablesIntoMemory("remediation_");
     if (!copy) return tl::unexpected(copy.error());
-    dry_run_copy_.emplace(std::move(*copy));
+    dry_run_copy_ = std::make_unique<store::Database>(std::move(*copy));
     journal_ = Journal(*dry_run_copy_);
   }
   if (!policy_saved_) {
@@ -90,7 +90,9 @@ Result<StepSummary> Controller::Step() {
       }
       continue;
     }
-    if (pending_.contains(row.node)) continue;  // after its earlier action, next pass
+    auto held = HeldBack(row, summary);
+    if (!held) return tl::unexpected(held.error());
+    if (*held) continue;
     log::Info("{}: carrying out {} left {} by an earlier run", row.node,
               ActionKindName(row.action.kind), OutcomeName(row.outcome));
     if (auto ok = CarryOut(row, summary, 0); !ok) return tl::unexpected(ok.error());
@@ -362,10 +364,38 @@ Result<void> Controller::Handle(const std::string& node, const Event& event,
   auto rows = journal_.Actions(node, static_cast<int>(ids->size()));
   if (!rows) return tl::unexpected(rows.error());
   for (const ActionRow& row : *rows) {
-    if (pending_.contains(node)) break;  // left open, in order, for the next pass
+    auto held = HeldBack(row, summary);
+    if (!held) return tl::unexpected(held.error());
+    if (*held) continue;
     if (auto ok = CarryOut(row, summary, depth); !ok) return ok;
   }
   return {};
+}
+
+namespace {
+
+// What takes the node's work off it: until it has happened, nothing that hits a job may run.
+bool ClearsTheNode(ActionKind kind) {
+  return kind == ActionKind::kDrain || kind == ActionKind::kRequeueJobs;
+}
+bool HitsJobs(ActionKind kind) {
+  return kind == ActionKind::kRequeueJobs || kind == ActionKind::kResetGpu ||
+         kind == ActionKind::kRebootNode || kind == ActionKind::kStartValidation;
+}
+
+}  // namespace
+
+Result<bool> Controller::HeldBack(const ActionRow& row, StepSummary& summary) {
+  const auto it = held_.find(row.node);
+  if (it == held_.end() || !HitsJobs(row.action.kind)) return false;
+  if (it->second) return true;  // open, in order, for the next pass
+  const std::string why = "not carried out: the node's drain or requeue before it did not happen";
+  if (auto ok = journal_.Finished(row.id, false, why, clock_.Now()); !ok) {
+    return tl::unexpected(ok.error());
+  }
+  ++summary.actions_failed;
+  log::Warn("{}: {} {}", row.node, ActionKindName(row.action.kind), why);
+  return true;
 }
 
 Result<void> Controller::CarryOut(const ActionRow& row, StepSummary& summary, int depth) {
@@ -379,12 +409,13 @@ Result<void> Controller::CarryOut(const ActionRow& row, StepSummary& summary, in
     // The scheduler is away: the action stays open and the next step tries again.
     log::Warn("{}: {} pending: {}", row.node, ActionKindName(row.action.kind),
               result.error().message);
-    pending_.insert(row.node);
+    if (ClearsTheNode(row.action.kind)) held_[row.node] = true;
     return {};
   }
   const std::string detail = result ? *result : result.error().message;
   if (auto ok = journal_.Finished(row.id, result.has_value(), detail, clock_.Now()); !ok) return ok;
   (result ? summary.actions_done : summary.actions_failed)++;
+  if (!result && ClearsTheNode(row.action.kind)) held_.emplace(row.node, false);
   if (result) {
     log::Info("{}: {} done: {}", row.node, ActionKindName(row.action.kind), detail);
   } else {

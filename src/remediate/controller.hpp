@@ -5,8 +5,8 @@
 #pragma once
 
 #include <map>
+#include <memory>
 #include <optional>
-#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -60,6 +60,8 @@ class Controller {
  public:
   Controller(store::Store& store, Scheduler& scheduler, sys::ProcessRunner& runner,
              const Clock& clock, ControllerConfig config);
+  Controller(const Controller&) = delete;
+  Controller& operator=(const Controller&) = delete;
 
   Result<StepSummary> Step();
 
@@ -73,16 +75,22 @@ class Controller {
   Result<bool> MayTakeOut(const NodeEntry& entry, const Event& event, const Decision& decision,
                           StepSummary& summary);
   Result<void> CarryOut(const ActionRow& row, StepSummary& summary, int depth);
+  // Whether `row` waits behind its node's drain or requeue that did not happen (held_); one
+  // given up on is finished as not carried out.
+  Result<bool> HeldBack(const ActionRow& row, StepSummary& summary);
   Result<std::string> Execute(const ActionRow& row, NodeEntry& entry);
   // NVL72: plans every rack from its trays' states, records holds and releases, then carries
   // out the drains and resumes still to do (so a restart finishes them).
   Result<void> StepRacks(StepSummary& summary);
 
   store::Store& store_;
-  std::optional<store::Database> dry_run_copy_;  // the journal a dry run works on
-  // Nodes with an action left pending in this pass (the scheduler away): their later actions
-  // wait too. A drain that did not happen must not be followed by a requeue or a GPU reset.
-  std::set<std::string> pending_;
+  // The journal a dry run works on; on the heap, so that journal_ keeps pointing at it.
+  std::unique_ptr<store::Database> dry_run_copy_;
+  // Nodes whose drain or requeue did not happen in this pass: what would hit a tenant's job on
+  // them (a requeue, a GPU reset, a reboot, a validation) waits. true: it is pending (the
+  // scheduler away), and those actions stay open, in order, for the next pass; false: it failed,
+  // and they are finished as not carried out.
+  std::map<std::string, bool> held_;
   Journal journal_;
   Scheduler& scheduler_;
   sys::ProcessRunner& runner_;

@@ -73,6 +73,8 @@ Result<Database> Database::CopyTablesIntoMemory(std::string_view prefix) {
   if (!attach) return tl::unexpected(attach.error());
   attach->Bind(1, std::string_view(path_));
   if (auto attached = attach->Step(); !attached) return tl::unexpected(attached.error());
+  // One read transaction over the source: the tables as of one moment, not each as of its turn.
+  if (auto began = copy.Execute("BEGIN"); !began) return tl::unexpected(began.error());
   for (const std::string& table : tables) {
     // The names come from sqlite_master and start with `prefix`: quoted all the same.
     std::string quoted = "\"";
@@ -83,6 +85,9 @@ Result<Database> Database::CopyTablesIntoMemory(std::string_view prefix) {
         !copied) {
       return tl::unexpected(copied.error());
     }
+  }
+  if (auto committed = copy.Execute("COMMIT"); !committed) {
+    return tl::unexpected(committed.error());
   }
   if (auto detached = copy.Execute("DETACH DATABASE source"); !detached) {
     return tl::unexpected(detached.error());

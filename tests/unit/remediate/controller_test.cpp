@@ -40,6 +40,7 @@ class FakeScheduler final : public Scheduler {
   Result<std::vector<TakeOut>> CmaxTakeOuts() override { return elsewhere; }
   Result<std::string> Drain(const std::string& node, const std::string& reason) override {
     if (Away()) return Fail(ErrorCode::kUnavailable, "controller away");
+    if (drain_fails) return Fail(ErrorCode::kIo, "scontrol: error: Invalid user for SlurmUser");
     State& s = nodes_.at(node);
     if (s.drain)
       return std::string(IsCmaxReason(s.reason) ? "already drained by cmax" : "someone else");
@@ -78,7 +79,10 @@ class FakeScheduler final : public Scheduler {
     if (!passed) nodes_.at(node) = {true, reason, nodes_.at(node).boot};
     return std::string("ended");
   }
-  Result<std::string> PickSpare() override { return std::string("spare1"); }
+  Result<std::string> PickSpare() override {
+    if (no_spare) return Fail(ErrorCode::kUnavailable, "no idle spare in partition spares");
+    return std::string("spare1");
+  }
   Result<std::string> SwapInSpare(const std::string& spare) override {
     calls.push_back("spare-in " + spare);
     return std::string("in");
@@ -99,6 +103,8 @@ class FakeScheduler final : public Scheduler {
   std::vector<std::string> calls;
   ValidationState validation = ValidationState::kRunning;
   int away_calls = 0;              // drains that find the controller away
+  bool drain_fails = false;        // every drain fails outright (not away)
+  bool no_spare = false;           // no idle spare (kUnavailable, as Slurm's adapter says)
   int away_nodes = 0;              // node listings that do
   std::vector<TakeOut> elsewhere;  // nodes other controllers took out
 };
@@ -334,6 +340,50 @@ TEST_F(ControllerTest, FailedValidationGoesToRepairWithTheSpareAndBack) {
   EXPECT_EQ(State("gpu2"), NodeState::kReintroduced);
   EXPECT_EQ(sched_.calls.back(), "spare-out spare1");
   EXPECT_EQ(journal.Node("gpu2", kT0).value().spare, "");
+}
+
+// A drain that fails outright (not the scheduler away) is given up on: what would hit the
+// tenant's job on the node (the requeue, the GPU reset) is not carried out after it.
+TEST_F(ControllerTest, ADrainThatFailsStopsTheRequeueAndTheResetAfterIt) {
+  runner_.AnswerStdout("true", "");
+  sched_.drain_fails = true;
+  Xid("gpu2", 79, "reset-gpu");
+  const StepSummary s = Step();
+  EXPECT_EQ(std::ranges::count(sched_.calls, "requeue gpu2"), 0);
+  EXPECT_TRUE(runner_.calls.empty()) << "a GPU reset on a node that was not drained";
+  EXPECT_GE(s.actions_failed, 3);  // the drain, then the requeue and the reset not carried out
+  const std::vector<ActionRow> all = Journal(store_->Db()).Actions("gpu2", 20).value();
+  bool said = false;
+  for (const ActionRow& a : all) {
+    if (a.action.kind == ActionKind::kResetGpu) {
+      EXPECT_EQ(a.outcome, Outcome::kFailed);
+      said = a.detail.find("drain or requeue before it did not happen") != std::string::npos;
+    }
+  }
+  EXPECT_TRUE(said);
+}
+
+// No idle spare is not the scheduler away for the node itself: a spare that cannot be had now
+// holds nothing of the node's own (its validation after a repair goes ahead).
+TEST_F(ControllerTest, NoIdleSpareHoldsNothingOfTheNodesOwn) {
+  runner_.AnswerStdout("true", "");
+  sched_.no_spare = true;
+  Xid("gpu2", 79, "reset-gpu");
+  Step();
+  sched_.validation = ValidationState::kFailed;
+  Step();
+  EXPECT_EQ(State("gpu2"), NodeState::kRepair);
+  Journal journal(store_->Db());
+  NodeEntry entry = journal.Node("gpu2", kT0).value();
+  Event repaired;
+  repaired.kind = EventKind::kRepaired;
+  const Decision d = Transition(entry.record, repaired, clock_.Now(), config_.policy);
+  ASSERT_TRUE(journal.Apply(entry, repaired, d, clock_.Now(), false, {}));
+  const size_t validations = std::ranges::count(sched_.calls, "validate gpu2");
+  sched_.validation = ValidationState::kRunning;
+  Step();  // the swap-in is still pending (no spare); the validation goes ahead
+  EXPECT_EQ(std::ranges::count(sched_.calls, "validate gpu2"), validations + 1);
+  EXPECT_EQ(State("gpu2"), NodeState::kValidating);
 }
 
 // A dry run says what it would do and changes nothing: not the nodes, not the store's journal.

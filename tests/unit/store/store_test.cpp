@@ -212,6 +212,28 @@ TEST(Store, AReaderLeavesAnOlderStoreAsItWas) {
   EXPECT_FALSE(std::ifstream(path + "-wal").good());
 }
 
+// What a dry run decides with: the remediation tables copied into memory with their keys, rows
+// and nothing else; writes to the copy leave the store as it was.
+TEST(Store, TablesCopiedIntoMemoryKeepTheirRowsAndKeysAndLeaveTheStoreAlone) {
+  testing::TempDir dir;
+  auto store = Store::Open({.path = dir.File("with blank.db")});
+  ASSERT_TRUE(store) << store.error().message;
+  ASSERT_TRUE(store->Db().Execute(
+      "INSERT INTO remediation_seen (node, key, count, recovered) VALUES ('gpu1', 'xid', 2, 0)"));
+  auto copy = store->Db().CopyTablesIntoMemory("remediation_");
+  ASSERT_TRUE(copy) << copy.error().message;
+  EXPECT_EQ(copy->QueryInt("SELECT count FROM remediation_seen WHERE node = 'gpu1'").value(), 2);
+  // The key came along: the same (node, key) again is refused, as in the store.
+  EXPECT_FALSE(copy->Execute(
+      "INSERT INTO remediation_seen (node, key, count, recovered) VALUES ('gpu1', 'xid', 3, 0)"));
+  ASSERT_TRUE(copy->Execute("UPDATE remediation_seen SET count = 9"));
+  ASSERT_TRUE(copy->Execute(
+      "INSERT INTO remediation_breaker (id, tripped, tripped_at, reason) VALUES (1, 1, 'x', 'y')"));
+  EXPECT_FALSE(copy->QueryInt("SELECT count(*) FROM runs")) << "only the tables asked for";
+  EXPECT_EQ(store->Db().QueryInt("SELECT count FROM remediation_seen").value(), 2);
+  EXPECT_EQ(store->Db().QueryInt("SELECT count(*) FROM remediation_breaker").value(), 0);
+}
+
 // SQL of the store's own runs inside every command that reads it: a view, a trigger.
 TEST(Store, AStoreWithViewsOrTriggersIsNotRead) {
   testing::TempDir dir;
