@@ -9,6 +9,7 @@
 #include "audit/fanout.hpp"
 #include "audit/grading.hpp"
 #include "audit/kube_audit.hpp"
+#include "core/json_text.hpp"
 #include "core/strings.hpp"
 #include "store/run_writer.hpp"
 
@@ -209,15 +210,13 @@ std::string RegradeJson(const RunRecord& record, const Regrade& regrade) {
                         {"expected", f.expected},
                         {"message", f.message}});
   }
-  return EscapeC1InJson(json({{"schema", "cmax.audit-regrade/v1"},
-                              {"run", record.run.id},
-                              {"target", record.run.target},
-                              {"table_then", regrade.was_table},
-                              {"table_now", regrade.now_table},
-                              {"changes", changes},
-                              {"findings", findings}})
-                            .dump(2, ' ', false, json::error_handler_t::replace)) +
-         "\n";
+  return JsonText(json({{"schema", "cmax.audit-regrade/v1"},
+                        {"run", record.run.id},
+                        {"target", record.run.target},
+                        {"table_then", regrade.was_table},
+                        {"table_now", regrade.now_table},
+                        {"changes", changes},
+                        {"findings", findings}}));
 }
 
 Result<AuditReview> ReviewAudit(const ReviewOptions& options, const AuditIo& io) {

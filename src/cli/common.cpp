@@ -102,10 +102,6 @@ int PrintError(Context& ctx, std::string_view command, const Error& error) {
   return ExitCodeOf(error);
 }
 
-std::string JsonText(const nlohmann::json& doc) {
-  return EscapeC1InJson(doc.dump(2, ' ', false, nlohmann::json::error_handler_t::replace)) + "\n";
-}
-
 int PrintRecorded(Context& ctx, std::string_view command, std::string_view shown, int64_t run_id,
                   int exit_code, std::string_view where) {
   ctx.out << shown;

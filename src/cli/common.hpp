@@ -10,6 +10,7 @@
 #include <sys/types.h>
 
 #include "cli/cli.hpp"
+#include "core/json_text.hpp"
 #include "core/result.hpp"
 
 namespace cmax::cli {
@@ -75,9 +76,6 @@ int PrintReport(Context& ctx, std::string_view command, const Result<Report>& re
   ctx.out << report->text;
   return report->exit_code;
 }
-// A JSON document as a command prints it: indented, one line end, and never a throw on text
-// from outside that is not UTF-8 (such bytes become U+FFFD).
-std::string JsonText(const nlohmann::json& doc);
 // How a command that records a run ends: `shown` on stdout, then "COMMAND: [WHERE; ]recorded as
 // run N" on stderr unless --quiet; returns `exit_code`.
 int PrintRecorded(Context& ctx, std::string_view command, std::string_view shown, int64_t run_id,

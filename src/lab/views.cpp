@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "core/json_text.hpp"
 #include "core/strings.hpp"
 
 namespace cmax::lab {
@@ -15,7 +16,7 @@ using Json = nlohmann::ordered_json;
 // Node names and sinfo's messages come from outside: invalid UTF-8 is replaced, not thrown,
 // and C1 controls are escaped.
 std::string Dump(const Json& value) {
-  return EscapeC1InJson(value.dump(2, ' ', false, Json::error_handler_t::replace)) + "\n";
+  return JsonText(value);
 }
 
 Json DaemonsJson(const std::vector<Daemon>& daemons) {

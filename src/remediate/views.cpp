@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 #include <vector>
 
+#include "core/json_text.hpp"
 #include "core/strings.hpp"
 
 namespace cmax::remediate {
@@ -68,9 +69,7 @@ Result<std::string> StatusView(Journal& journal, const std::string& store_path,
         {"open_actions", open->size()},
         {"nodes", list},
         {"rack_holds", rack_holds}};
-    return EscapeC1InJson(
-               out.dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace)) +
-           "\n";
+    return JsonText(out);
   }
   std::string text;
   if (breaker->tripped) {
@@ -167,9 +166,7 @@ Result<std::string> HistoryView(Journal& journal, const std::string& node, int l
     for (const Line& l : lines) list.push_back(l.json);
     nlohmann::ordered_json out = {
         {"schema", "cmax.remediation-history/v1"}, {"node", node}, {"timeline", list}};
-    return EscapeC1InJson(
-               out.dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace)) +
-           "\n";
+    return JsonText(out);
   }
   if (lines.empty()) return "no remediation history for " + SanitizeUtf8(node) + "\n";
   std::string text;

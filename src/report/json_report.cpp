@@ -1,5 +1,6 @@
 #include <nlohmann/json.hpp>
 
+#include "core/json_text.hpp"
 #include "core/strings.hpp"
 #include "report/render.hpp"
 
@@ -65,7 +66,7 @@ std::string RenderJson(const RunRecord& record) {
         {{"name", m.name}, {"labels", m.labels}, {"value", m.value}, {"unit", m.unit}});
   }
   out["metrics"] = std::move(metrics);
-  return EscapeC1InJson(out.dump(2, ' ', false, Json::error_handler_t::replace)) + "\n";
+  return JsonText(out);
 }
 
 }  // namespace cmax::report

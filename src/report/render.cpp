@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "core/json_text.hpp"
 #include "core/strings.hpp"
 
 namespace cmax::report {
@@ -110,7 +111,7 @@ std::string RenderRunList(const std::vector<RunListEntry>& runs, const std::stri
                         {"UNKNOWN", e.counts.unknown}}}});
     }
     const Json out = {{"schema", "cmax.runs/v1"}, {"store", store_path}, {"runs", list}};
-    return EscapeC1InJson(out.dump(2, ' ', false, Json::error_handler_t::replace)) + "\n";
+    return JsonText(out);
   }
   if (runs.empty()) return "no runs in " + store_path + "\n";
   // A PROVIDER column only where a run names one: a store of one provider's runs reads as before.
