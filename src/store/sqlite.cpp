@@ -33,14 +33,23 @@ Result<Database> Database::Open(const std::string& path, bool create, bool read_
   return db;
 }
 
-Result<Database> Database::CopyIntoMemory() const {
+Result<Database> Database::EmptyInMemory() const {
   sqlite3* raw = nullptr;
   const int rc =
       sqlite3_open_v2(":memory:", &raw, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, nullptr);
-  Database copy(raw, path_, busy_timeout_ms_);
-  if (rc != SQLITE_OK) return tl::unexpected(copy.MakeError(rc, "cannot open memory for"));
-  sqlite3_backup* backup = sqlite3_backup_init(raw, "main", db_.get(), "main");
-  if (backup == nullptr) return tl::unexpected(copy.MakeError(sqlite3_errcode(raw), "cannot copy"));
+  Database empty(raw, path_, busy_timeout_ms_);
+  if (rc != SQLITE_OK) return tl::unexpected(empty.MakeError(rc, "cannot open memory for"));
+  return empty;
+}
+
+Result<Database> Database::CopyIntoMemory() const {
+  auto opened = EmptyInMemory();
+  if (!opened) return opened;
+  Database copy = std::move(*opened);
+  sqlite3_backup* backup = sqlite3_backup_init(copy.db_.get(), "main", db_.get(), "main");
+  if (backup == nullptr) {
+    return tl::unexpected(copy.MakeError(sqlite3_errcode(copy.db_.get()), "cannot copy"));
+  }
   const int stepped = sqlite3_backup_step(backup, -1);
   sqlite3_backup_finish(backup);
   if (stepped != SQLITE_DONE) return tl::unexpected(MakeError(stepped, "cannot copy"));
@@ -48,11 +57,9 @@ Result<Database> Database::CopyIntoMemory() const {
 }
 
 Result<Database> Database::CopyTablesIntoMemory(std::string_view prefix) {
-  sqlite3* raw = nullptr;
-  const int rc =
-      sqlite3_open_v2(":memory:", &raw, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, nullptr);
-  Database copy(raw, path_, busy_timeout_ms_);
-  if (rc != SQLITE_OK) return tl::unexpected(copy.MakeError(rc, "cannot open memory for"));
+  auto opened = EmptyInMemory();
+  if (!opened) return opened;
+  Database copy = std::move(*opened);
   // Tables before their indexes ('table' sorts after 'index'); SQLite's own have no SQL.
   auto schema = Prepare(
       "SELECT type, name, sql FROM sqlite_master WHERE type IN ('table', 'index') AND "

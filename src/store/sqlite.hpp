@@ -47,6 +47,8 @@ class Database {
 
  private:
   Database(sqlite3* db, std::string path, int busy_timeout_ms);
+  // A new, empty database in memory, named as this one (its errors name this file).
+  Result<Database> EmptyInMemory() const;
   struct Closer {
     void operator()(sqlite3* db) const;
   };
