@@ -391,4 +391,16 @@ std::string EscapeC1InJson(std::string json) {
   return out;
 }
 
+std::string ShownUrl(std::string_view url) {
+  std::string shown(url.substr(0, url.find_first_of("?#")));
+  const size_t scheme = shown.find("://");
+  const size_t at = shown.find('@', scheme == std::string::npos ? 0 : scheme + 3);
+  const size_t slash = shown.find('/', scheme == std::string::npos ? 0 : scheme + 3);
+  if (scheme != std::string::npos && at != std::string::npos &&
+      (slash == std::string::npos || at < slash)) {
+    shown = shown.substr(0, scheme + 3) + shown.substr(at + 1);
+  }
+  return shown;
+}
+
 }  // namespace cmax

@@ -99,4 +99,8 @@ bool IsEnvSetting(std::string_view setting);
 // terminal obeys U+009B as it obeys ESC [. The document means the same to a JSON reader.
 std::string EscapeC1InJson(std::string json);
 
+// A URL as shown in a message and stored: no user:password and no query (where some services
+// put keys): https://user:pw@h:1/v1?key=s -> https://h:1/v1.
+std::string ShownUrl(std::string_view url);
+
 }  // namespace cmax

@@ -44,18 +44,6 @@ Result<std::string> EndpointUrl(const std::string& url, Api api, const std::stri
   return origin + path + std::string(usual) + query;
 }
 
-std::string ShownUrl(const std::string& url) {
-  std::string shown = url.substr(0, url.find_first_of("?#"));
-  const size_t scheme = shown.find("://");
-  const size_t at = shown.find('@', scheme == std::string::npos ? 0 : scheme + 3);
-  const size_t slash = shown.find('/', scheme == std::string::npos ? 0 : scheme + 3);
-  if (scheme != std::string::npos && at != std::string::npos &&
-      (slash == std::string::npos || at < slash)) {
-    shown = shown.substr(0, scheme + 3) + shown.substr(at + 1);
-  }
-  return shown;
-}
-
 Result<std::string> ApiKey(const KeySource& source, Api api, sys::FileSystem& fs,
                            const EnvLookup& env) {
   if (!source.file.empty()) {

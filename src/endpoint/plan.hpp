@@ -27,9 +27,6 @@ namespace cmax::endpoint {
 // whose API lives elsewhere (http://h:8000 + /generate).
 Result<std::string> EndpointUrl(const std::string& url, Api api, const std::string& endpoint = {});
 
-// The URL as shown and stored: no user:password and no query (where some services put keys).
-std::string ShownUrl(const std::string& url);
-
 // Where the API key comes from: --api-key-file, else --api-key-env, else the API's usual
 // variable (OPENAI_API_KEY, ANTHROPIC_API_KEY) when it is set.
 struct KeySource {

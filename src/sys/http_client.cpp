@@ -3,6 +3,7 @@
 #include <memory>
 #include <utility>
 
+#include "core/strings.hpp"
 #include "sys/curl_library.hpp"
 
 namespace cmax::sys {
@@ -89,8 +90,9 @@ Result<HttpResponse> CurlHttpClient::Send(const HttpRequest& request) {
   SetTls(c, tls_);
   const CURLcode rc = Curl().easy_perform(c);
   if (rc != CURLE_OK) {
-    // The URL is ours and carries no secret; headers are never part of the message.
-    return Fail(ErrorCode::kUnavailable, "{} {}: {}", request.method, request.url,
+    // A user's URL may carry user:password (http://u:pw@prometheus:9090) or a key in its
+    // query: the message names it without them. Headers are never part of it.
+    return Fail(ErrorCode::kUnavailable, "{} {}: {}", request.method, ShownUrl(request.url),
                 Curl().easy_strerror(rc));
   }
   Curl().easy_getinfo(c, CURLINFO_RESPONSE_CODE, &response.status);

@@ -320,5 +320,13 @@ TEST(Log, ControlCharactersInLogLinesAreNotSentToTheTerminal) {
   EXPECT_EQ(text.str(), "cmax: warning: node ?[2Jgpu1? gone\ttwice\nsecond line\n");
 }
 
+TEST(ShownUrl, WithoutCredentialsOrQuery) {
+  EXPECT_EQ(ShownUrl("https://user:pw@h:1/v1/chat/completions?key=s"),
+            "https://h:1/v1/chat/completions");
+  EXPECT_EQ(ShownUrl("http://u:p@h:9090"), "http://h:9090");
+  EXPECT_EQ(ShownUrl("http://h/x#frag"), "http://h/x");
+  EXPECT_EQ(ShownUrl("http://h/a@b"), "http://h/a@b");  // an @ in the path is not a login
+}
+
 }  // namespace
 }  // namespace cmax

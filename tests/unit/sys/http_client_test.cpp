@@ -52,13 +52,17 @@ TEST(HttpClient, SendsMethodHeadersAndBodyAndReadsAnyStatus) {
   EXPECT_EQ(server.Requests().back().body, "");
 }
 
-TEST(HttpClient, NoAnswerIsUnavailableAndHeadersAreNotInTheMessage) {
+TEST(HttpClient, NoAnswerIsUnavailableAndNoSecretIsInTheMessage) {
   CurlHttpClient client;
-  auto r = client.Send(
-      {.url = "http://127.0.0.1:1/x", .headers = {"Authorization: Bearer s3cret"}, .timeout = 2s});
+  auto r = client.Send({.url = "http://admin:pa55word@127.0.0.1:1/x?token=t0ken",
+                        .headers = {"Authorization: Bearer s3cret"},
+                        .timeout = 2s});
   ASSERT_FALSE(r);
   EXPECT_EQ(r.error().code, ErrorCode::kUnavailable);
-  EXPECT_EQ(r.error().message.find("s3cret"), std::string::npos);
+  EXPECT_NE(r.error().message.find("http://127.0.0.1:1/x"), std::string::npos) << r.error().message;
+  for (const char* secret : {"s3cret", "pa55word", "admin", "t0ken"}) {
+    EXPECT_EQ(r.error().message.find(secret), std::string::npos) << r.error().message;
+  }
   EXPECT_FALSE(client.Send({.url = "ftp://127.0.0.1/x"}));  // only http and https
 }
 
