@@ -378,6 +378,13 @@ namespace {
 bool ClearsTheNode(ActionKind kind) {
   return kind == ActionKind::kDrain || kind == ActionKind::kRequeueJobs;
 }
+// At most a few ids, for a log line that stays one line on a node with hundreds of jobs.
+std::string JobList(const std::vector<std::string>& ids) {
+  constexpr size_t kShown = 5;
+  if (ids.size() <= kShown) return Join(ids, ", ");
+  return Join({ids.begin(), ids.begin() + kShown}, ", ") +
+         fmt::format(" and {} more", ids.size() - kShown);
+}
 bool HitsJobs(ActionKind kind) {
   return kind == ActionKind::kRequeueJobs || kind == ActionKind::kResetGpu ||
          kind == ActionKind::kRebootNode || kind == ActionKind::kStartValidation;
@@ -442,6 +449,18 @@ Result<std::string> Controller::Execute(const ActionRow& row, NodeEntry& entry) 
       if (config_.reset_command.empty()) {
         return Fail(ErrorCode::kUnsupported,
                     "no --reset-command: cmax cannot reach the GPU from here");
+      }
+      // A requeue asks the jobs to go and returns; their processes (an epilog, a pod's grace
+      // period, a job that could not be requeued) may still hold the GPU. The reset stays open
+      // until the node is empty, or until the scheduler can say so.
+      auto jobs = scheduler_.JobsOn(node);
+      if (!jobs) {
+        return Fail(ErrorCode::kUnavailable, "cannot tell whether jobs are still on the node: {}",
+                    jobs.error().message);
+      }
+      if (!jobs->empty()) {
+        return Fail(ErrorCode::kUnavailable, "waiting for the node's jobs to leave: {}",
+                    JobList(*jobs));
       }
       std::string command = ReplaceAll(config_.reset_command, "{node}", ShellQuote(node));
       command = ReplaceAll(command, "{device}", ShellQuote(row.action.device));

@@ -51,10 +51,6 @@ bool SkipForEviction(const json& pod, std::string& why) {
     why = "finished";
     return true;
   }
-  if (!KubeField(pod, {"metadata", "deletionTimestamp"}).is_null()) {
-    why = "already leaving";
-    return true;
-  }
   if (KubeField(pod, {"metadata", "annotations"}).contains("kubernetes.io/config.mirror")) {
     why = "mirror";
     return true;
@@ -68,6 +64,11 @@ bool SkipForEviction(const json& pod, std::string& why) {
         return KubeStr(o, {"kind"}) == "DaemonSet";
       })) {
     why = "daemonset";
+    return true;
+  }
+  // Last: a pod that is leaving is still a tenant's work until it has gone (JobsOn).
+  if (!KubeField(pod, {"metadata", "deletionTimestamp"}).is_null()) {
+    why = "already leaving";
     return true;
   }
   return false;
@@ -331,6 +332,19 @@ Result<std::string> KubernetesScheduler::RequeueJobs(const std::string& node) {
   }
   return fmt::format("evicted {} pods ({} left: daemonset, mirror, finished or gone)", evicted,
                      skipped);
+}
+
+Result<std::vector<std::string>> KubernetesScheduler::JobsOn(const std::string& node) {
+  auto pods = api_.List("/api/v1/pods", "fieldSelector=" + KubeEscape("spec.nodeName=" + node));
+  if (!pods) return tl::unexpected(pods.error());
+  std::vector<std::string> left;
+  for (const json& pod : *pods) {
+    std::string why;
+    if (SkipForEviction(pod, why) && why != "already leaving") continue;
+    left.push_back(KubeStr(pod, {"metadata", "namespace"}) + "/" +
+                   KubeStr(pod, {"metadata", "name"}));
+  }
+  return left;
 }
 
 Result<std::string> KubernetesScheduler::Reboot(const std::string& node, const std::string&) {

@@ -69,8 +69,13 @@ class Scheduler {
   // Refuses (kPermissionDenied) a drain whose reason cmax did not set; a node that is not
   // drained is left as it is.
   virtual Result<std::string> Resume(const std::string& node) = 0;
-  // The jobs running on the node go back to the queue.
+  // The jobs running on the node go back to the queue. It returns once they are asked to go,
+  // not when they have gone (a job's epilog, a pod's grace period): see JobsOn.
   virtual Result<std::string> RequeueJobs(const std::string& node) = 0;
+  // The work still on the node, by id: Slurm's jobs that run, start, are suspended or still
+  // completing; Kubernetes' pods a requeue evicts, those terminating included. A GPU reset
+  // waits until it is empty.
+  virtual Result<std::vector<std::string>> JobsOn(const std::string& node) = 0;
   virtual Result<std::string> Reboot(const std::string& node, const std::string& reason) = 0;
   // When the node last booted, in the scheduler's words: a change means a reboot happened.
   virtual Result<std::string> BootTime(const std::string& node) = 0;

@@ -270,6 +270,16 @@ Result<std::string> SlurmScheduler::RequeueJobs(const std::string& node) {
   return detail;
 }
 
+Result<std::vector<std::string>> SlurmScheduler::JobsOn(const std::string& node) {
+  // COMPLETING too: a requeued job's processes and epilog may still hold the GPUs.
+  auto jobs = Slurm(
+      {"squeue", "-h", "-w", node, "-t", "RUNNING,CONFIGURING,SUSPENDED,COMPLETING", "-o", "%i"});
+  if (!jobs) return tl::unexpected(jobs.error());
+  std::vector<std::string> ids;
+  for (std::string_view id : SplitFields(jobs->stdout_text)) ids.emplace_back(id);
+  return ids;
+}
+
 Result<std::string> SlurmScheduler::Reboot(const std::string& node, const std::string& reason) {
   // nextstate=DOWN (22.05 takes only DOWN or RESUME): the node comes back out of service with
   // our reason, so validation runs before work does.

@@ -41,6 +41,7 @@ class SlurmScheduler final : public Scheduler {
   Result<std::string> Drain(const std::string& node, const std::string& reason) override;
   Result<std::string> Resume(const std::string& node) override;
   Result<std::string> RequeueJobs(const std::string& node) override;
+  Result<std::vector<std::string>> JobsOn(const std::string& node) override;
   Result<std::string> Reboot(const std::string& node, const std::string& reason) override;
   Result<std::string> BootTime(const std::string& node) override;
   Result<std::string> StartValidation(const std::string& node, const ValidationSpec& spec) override;

@@ -35,10 +35,13 @@ TEST_F(RemediateLabTest, DrainOnceResumeOwnAndLeaveTheOperatorsAlone) {
 TEST_F(RemediateLabTest, JobOnTheFailedNodeIsRequeued) {
   const auto [id, node] = StartJob();
   ASSERT_FALSE(node.empty());
+  EXPECT_EQ(slurm_.JobsOn(node).value(), std::vector<std::string>{id});
   EXPECT_EQ(slurm_.Drain(node, "cmax: Xid 79").value(), "drained");
   EXPECT_EQ(slurm_.RequeueJobs(node).value(), "requeued " + id);
   const std::string job = Run({"scontrol", "show", "job", "-o", id});
   EXPECT_EQ(ScontrolField(job, "Restarts"), "1") << job;
+  // Gone from the node once it has left (completing first), not when the requeue returned.
+  EXPECT_TRUE(Eventually([&] { return slurm_.JobsOn(node).value().empty(); }));
   EXPECT_EQ(slurm_.RequeueJobs(node).value(), "no jobs on the node");
   Run({"scancel", id});
 }

@@ -132,6 +132,11 @@ class FakeKubeApi {
         {"spec", {{"nodeName", node}}},
         {"status", {{"phase", phase}}}};
   }
+  // The pod is terminating (deleted, in its grace period): it stays listed.
+  void MarkLeaving(const std::string& key) {
+    const std::lock_guard lock(mutex_);
+    pods_.at(key)["metadata"]["deletionTimestamp"] = "2026-12-07T05:00:00Z";
+  }
   json Node(const std::string& name) {
     const std::lock_guard lock(mutex_);
     return nodes_.at(name);

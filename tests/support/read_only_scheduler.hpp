@@ -17,6 +17,7 @@ class ReadOnlyScheduler : public remediate::Scheduler {
   Result<std::string> Drain(const std::string&, const std::string&) override { return Unused(); }
   Result<std::string> Resume(const std::string&) override { return Unused(); }
   Result<std::string> RequeueJobs(const std::string&) override { return Unused(); }
+  Result<std::vector<std::string>> JobsOn(const std::string&) override { return Unused(); }
   Result<std::string> Reboot(const std::string&, const std::string&) override { return Unused(); }
   Result<std::string> BootTime(const std::string&) override { return Unused(); }
   Result<std::string> StartValidation(const std::string&,

@@ -60,6 +60,10 @@ class FakeScheduler final : public Scheduler {
     calls.push_back("requeue " + node);
     return std::string("requeued 7");
   }
+  Result<std::vector<std::string>> JobsOn(const std::string&) override {
+    if (jobs_unknown) return Fail(ErrorCode::kIo, "squeue: error: slurm_load_jobs");
+    return jobs_left;
+  }
   Result<std::string> Reboot(const std::string& node, const std::string&) override {
     calls.push_back("reboot " + node);
     return std::string("reboot requested");
@@ -102,11 +106,13 @@ class FakeScheduler final : public Scheduler {
   std::map<std::string, State> nodes_;
   std::vector<std::string> calls;
   ValidationState validation = ValidationState::kRunning;
-  int away_calls = 0;              // drains that find the controller away
-  bool drain_fails = false;        // every drain fails outright (not away)
-  bool no_spare = false;           // no idle spare (kUnavailable, as Slurm's adapter says)
-  int away_nodes = 0;              // node listings that do
-  std::vector<TakeOut> elsewhere;  // nodes other controllers took out
+  int away_calls = 0;                  // drains that find the controller away
+  bool drain_fails = false;            // every drain fails outright (not away)
+  bool no_spare = false;               // no idle spare (kUnavailable, as Slurm's adapter says)
+  int away_nodes = 0;                  // node listings that do
+  std::vector<TakeOut> elsewhere;      // nodes other controllers took out
+  std::vector<std::string> jobs_left;  // still on a node after their requeue (an epilog ...)
+  bool jobs_unknown = false;           // the job listing fails
 };
 
 const WallTime kT0{std::chrono::milliseconds(1'800'000'000'000)};
@@ -361,6 +367,34 @@ TEST_F(ControllerTest, ADrainThatFailsStopsTheRequeueAndTheResetAfterIt) {
     }
   }
   EXPECT_TRUE(said);
+}
+
+// A requeue returns before the jobs have gone: the reset waits, open, until nothing is left on
+// the node, and until the scheduler can say so.
+TEST_F(ControllerTest, TheResetWaitsUntilTheRequeuedJobsHaveLeft) {
+  runner_.AnswerStdout("true", "");
+  sched_.jobs_left = {"7", "8", "9", "10", "11", "12"};
+  Xid("gpu2", 79, "reset-gpu");
+  Step();
+  EXPECT_EQ(sched_.calls, (std::vector<std::string>{"drain gpu2", "requeue gpu2"}));
+  EXPECT_TRUE(runner_.calls.empty()) << "a GPU reset with the tenant's jobs still on the node";
+  Journal journal(store_->Db());
+  std::vector<ActionRow> open = journal.OpenActions().value();
+  ASSERT_EQ(open.size(), 1U);
+  EXPECT_EQ(open[0].action.kind, ActionKind::kResetGpu);
+
+  sched_.jobs_left = {"7"};
+  sched_.jobs_unknown = true;
+  Step();
+  EXPECT_TRUE(runner_.calls.empty()) << "a GPU reset when no one could say the node was empty";
+  EXPECT_EQ(journal.OpenActions().value().size(), 1U);
+
+  sched_.jobs_unknown = false;
+  sched_.jobs_left.clear();
+  Step();
+  EXPECT_EQ(runner_.calls.size(), 1U);
+  EXPECT_EQ(sched_.calls.back(), "validate gpu2");
+  EXPECT_TRUE(journal.OpenActions().value().empty());
 }
 
 // No idle spare is not the scheduler away for the node itself: a spare that cannot be had now

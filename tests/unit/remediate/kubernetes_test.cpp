@@ -5,6 +5,7 @@
 // controller loop on it.
 #include "remediate/kubernetes.hpp"
 
+#include <algorithm>
 #include <gtest/gtest.h>
 
 #include "remediate/controller.hpp"
@@ -180,6 +181,27 @@ TEST_F(KubernetesTest, EvictsThroughTheEvictionApiAndRespectsBudgets) {
   ASSERT_TRUE(r) << r.error().message;
   EXPECT_EQ(*r, "evicted 1 pods (3 left: daemonset, mirror, finished or gone)");
   EXPECT_FALSE(api_.HasPod("team/trainer-0"));
+}
+
+// What a GPU reset waits for: the tenants' pods still on the node, those in their grace period
+// included; a daemonset's, a mirror, a finished pod and another node's are not its work.
+TEST_F(KubernetesTest, TheJobsOnANodeAreItsTenantsPodsTerminatingOnesIncluded) {
+  api_.AddPod("team", "trainer-0", "gpu1", "StatefulSet");
+  api_.AddPod("team", "leaving", "gpu1", "ReplicaSet");
+  api_.MarkLeaving("team/leaving");
+  api_.AddPod("kube-system", "dcgm-exporter-1", "gpu1", "DaemonSet");
+  api_.AddPod("kube-system", "old-exporter", "gpu1", "DaemonSet");
+  api_.MarkLeaving("kube-system/old-exporter");
+  api_.AddPod("kube-system", "static-gpu1", "gpu1", "Node", "Running",
+              {{"kubernetes.io/config.mirror", "abc"}});
+  api_.AddPod("team", "done-job", "gpu1", "Job", "Succeeded");
+  api_.AddPod("team", "elsewhere", "gpu2", "ReplicaSet");
+  auto k = Make();
+  auto jobs = k.JobsOn("gpu1");
+  ASSERT_TRUE(jobs) << jobs.error().message;
+  std::ranges::sort(*jobs);
+  EXPECT_EQ(*jobs, (std::vector<std::string>{"team/leaving", "team/trainer-0"}));
+  EXPECT_EQ(k.JobsOn("gpu3").value(), std::vector<std::string>{});
 }
 
 TEST_F(KubernetesTest, AConcurrentChangeIsReadAgainNeverOverwritten) {
