@@ -177,6 +177,36 @@ RailResult RunRail(const IbPairOptions& options, const std::string& rail, int po
   return r;
 }
 
+// What Slurm says of the peer's jobs: those other than this node's own (`busy`), or why it
+// could not say (`unknown`); both empty when it runs none, or no Slurm is here to ask.
+struct PeerJobs {
+  std::string busy;
+  std::string unknown;
+};
+PeerJobs AskSlurmAboutThePeer(const IbPairOptions& options, const IbPairIo& io) {
+  const std::string squeue =
+      io.tools.find_program ? io.tools.find_program("squeue") : sys::FindProgram("squeue");
+  if (squeue.empty()) return {};
+  const ToolOutcome asked =
+      RunTool({.check_id = std::string(kCheck),
+               .tool = "squeue",
+               .args = {"-h", "-w", options.peer, "-t", "RUNNING,CONFIGURING,SUSPENDED,COMPLETING",
+                        "-o", "%i"},
+               .deadline = std::chrono::seconds(30)},
+              io.tools);
+  if (!asked.result || !asked.result->Succeeded()) {
+    return {.unknown = asked.result ? asked.result->Describe() + ": " + FirstWords(*asked.result)
+                                    : asked.instead->message};
+  }
+  std::vector<std::string> others;
+  for (std::string_view id : SplitFields(asked.result->stdout_text)) {
+    if (id != options.own_job) others.emplace_back(id);
+  }
+  if (others.empty()) return {};
+  return {.busy = fmt::format("{} runs others' jobs ({}), whose traffic the test would disturb",
+                              options.peer, RailList(others))};
+}
+
 }  // namespace
 
 std::optional<double> ParsePortRate(std::string_view text) {
@@ -316,6 +346,17 @@ IbPairVerdict RunIbPairs(const IbPairOptions& options, Duration deadline, const 
                             .message = "ib_write_bw (perftest) is not on PATH: not run"});
     return out;
   }
+  // A peer not known to be a Slurm node (no squeue here, or it cannot say) is tested: the rails
+  // are load on the network, not a fault, and the person named the peer.
+  const PeerJobs peer_jobs = options.force ? PeerJobs{} : AskSlurmAboutThePeer(options, io);
+  if (!peer_jobs.busy.empty()) {
+    out.findings.push_back({.check_id = std::string(kCheck),
+                            .status = CheckStatus::kSkip,
+                            .observed = "peer " + options.peer + " not idle",
+                            .expected = "a peer that runs no one else's jobs",
+                            .message = peer_jobs.busy + ": not run (--force tests its rails)"});
+    return out;
+  }
   const std::string devices = options.sysfs + "/class/infiniband";
   std::vector<std::string> rails = options.rails;
   if (rails.empty() && io.list_dir) rails = io.list_dir(devices);
@@ -338,6 +379,11 @@ IbPairVerdict RunIbPairs(const IbPairOptions& options, Duration deadline, const 
     out.rails.push_back(std::move(r));
   }
   out.findings.push_back(JudgeIbPairs(out.rails, options.peer));
+  if (!peer_jobs.unknown.empty()) {
+    out.findings.back().message +=
+        fmt::format(" (tested without knowing whether {} runs jobs: squeue {})", options.peer,
+                    peer_jobs.unknown);
+  }
   return out;
 }
 

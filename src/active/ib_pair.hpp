@@ -37,6 +37,10 @@ struct IbPairOptions {
   // How long the peer's server may take to start (a launcher's own start: ssh, srun).
   Duration start_within = std::chrono::seconds(20);
   std::string sysfs = "/sys";  // where the devices and their rates are read
+  // This node's own Slurm job (SLURM_JOB_ID): its steps on the peer are no one else's work.
+  std::string own_job;
+  // Test the rails of a peer that runs others' jobs too (their traffic is disturbed).
+  bool force = false;
 };
 
 struct IbPairIo {
@@ -84,7 +88,9 @@ struct IbPairVerdict {
   bool second_look = false;
 };
 
-// Runs every rail in turn. `deadline`: each end's, beyond the test's own seconds.
+// Runs every rail in turn. `deadline`: each end's, beyond the test's own seconds. Where Slurm
+// is here to ask (squeue on PATH), a peer that runs others' jobs is left alone (SKIP) unless
+// `force`; one whose jobs it cannot list is tested, and the finding says so.
 IbPairVerdict RunIbPairs(const IbPairOptions& options, Duration deadline, const IbPairIo& io);
 
 }  // namespace cmax::active

@@ -302,6 +302,7 @@ Result<ScheduleReport> ScheduleActiveChecks(const ScheduleOptions& options,
   // cannot be had whole), and a check never waits in a tenant's way.
   const WallTime give_up =
       io.clock->Now() + std::chrono::duration_cast<std::chrono::milliseconds>(options.start_within);
+  std::string unseen;  // why the last look at the queue failed; empty when it answered
   while (!pending.empty()) {
     // After Ctrl-C: one more look (which the interrupt must not cut short), then the checks
     // still waiting are cancelled; the ones running go on and record.
@@ -314,15 +315,22 @@ Result<ScheduleReport> ScheduleActiveChecks(const ScheduleOptions& options,
     // Cut short by an interrupt that came while it ran: asked again, past it.
     if (!interrupted && Interrupted(io)) continue;
     std::map<std::string, std::string> waiting;  // job id -> Slurm's reason
-    if (queue && queue->Succeeded()) {
+    // A look that failed says nothing: every check is still waiting as far as anyone knows,
+    // and one never said to have started is cancelled at the deadline, not left to queue.
+    const bool looked = queue && queue->Succeeded();
+    if (looked) {
+      unseen.clear();
       for (std::string_view line : SplitLines(queue->stdout_text)) {
         const std::vector<std::string_view> f = Split(Trim(line), '|');
         if (f.size() == 3 && f[1] == "PENDING") waiting[std::string(f[0])] = std::string(f[2]);
       }
+    } else {
+      unseen =
+          "squeue: " + (queue ? queue->Describe() + ": " + Said(*queue) : queue.error().message);
     }
     std::vector<ScheduleDecision*> still;
     for (ScheduleDecision* d : pending) {
-      if (waiting.contains(d->job_id)) {
+      if (!looked || waiting.contains(d->job_id)) {
         still.push_back(d);
       } else {
         d->outcome = "started";
@@ -341,8 +349,10 @@ Result<ScheduleReport> ScheduleActiveChecks(const ScheduleOptions& options,
         const std::string not_cancelled =
             cancelled[d->job_id] ? "" : "; scancel failed, cancel job " + d->job_id + " by hand";
         d->outcome =
-            interrupted
-                ? "cancelled: interrupted before it started" + not_cancelled
+            interrupted ? "cancelled: interrupted before it started" + not_cancelled
+            : !unseen.empty()
+                ? fmt::format("cancelled: Slurm could not say within {} whether it started ({}){}",
+                              FormatDuration(options.start_within), unseen, not_cancelled)
                 : fmt::format(
                       "cancelled: it did not start within {} ({}); the node{} busy or "
                       "cannot be had whole{}",

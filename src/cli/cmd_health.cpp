@@ -47,9 +47,11 @@ int RunActive(HealthFlags o, Context& ctx) {
   if (o.burn_s >= 0) o.active_run.burn_s = o.burn_s;
   if (!o.peer.empty()) {
     o.ib_pair.peer = o.peer;
-    auto launch = active::PeerLauncher(o.peer_launch, !sys::GetEnv("SLURM_JOB_ID").empty());
+    o.ib_pair.own_job = sys::GetEnv("SLURM_JOB_ID");
+    auto launch = active::PeerLauncher(o.peer_launch, !o.ib_pair.own_job.empty());
     if (!launch) return PrintError(ctx, "cmax health --active", launch.error());
     o.ib_pair.launch = std::move(*launch);
+    o.ib_pair.force = o.active_run.force;
     o.active_run.ib_pair = o.ib_pair;
   }
   sys::PosixProcessRunner runner;
@@ -124,7 +126,8 @@ Command SetupHealthCommand(CLI::App& parent) {
       ->default_str("");  // -1 stands for "the level's"
   Opt(app, "--peer", options->peer,
       "With --active: test each InfiniBand/RoCE rail with ib_write_bw against this node (its "
-      "server started there, the client here), judged against the port's rate");
+      "server started there, the client here), judged against the port's rate; a peer that "
+      "squeue says runs others' jobs is left alone (SKIP)");
   Opt(app, "--peer-address", options->ib_pair.address,
       "With --peer: the address the client connects to (default: the peer's name)");
   Opt(app, "--peer-launch", options->peer_launch,
@@ -143,7 +146,8 @@ Command SetupHealthCommand(CLI::App& parent) {
       "With --peer: the first rail's TCP port for perftest's exchange (-p); the next rails "
       "take the next ports");
   Flag(app, "--force", options->active_run.force,
-       "With --active: exercise GPUs that are in use, or whose use NVML cannot tell");
+       "With --active: exercise GPUs that are in use, or whose use NVML cannot tell; with "
+       "--peer, test the rails of a peer that runs others' jobs");
   Opt(app, "--gpu-class", options->active_run.gpu_class,
       "With --active: judge as this class of the thresholds table (h100-sxm, h200, gb200, "
       "a100-sxm) instead of the one NVML's GPU name gives");

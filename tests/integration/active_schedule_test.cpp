@@ -275,6 +275,36 @@ TEST_F(ActiveSchedule, ACheckThatCannotStartBecauseATenantArrivedIsCancelled) {
   EXPECT_EQ(Trim(queue->stdout_text), "");
 }
 
+// The queue cannot be read after the check was submitted (slurmctld too busy to answer): the
+// check is not taken to have started; it is cancelled at the deadline, saying why.
+TEST_F(ActiveSchedule, AQueueThatCannotBeReadStartsNothingAndTheCheckIsCancelled) {
+  struct QueueUnreadable : TenantArrives {
+    using TenantArrives::TenantArrives;
+    Result<sys::ProcessResult> Run(const sys::ProcessSpec& spec) override {
+      if (spec.argv.size() > 2 && spec.argv[0] == "squeue" && spec.argv[2] == "-j") {
+        sys::ProcessResult failed;
+        failed.exit_code = 1;
+        failed.stderr_text = "squeue: error: slurm_load_jobs error: Socket timed out";
+        return failed;
+      }
+      return TenantArrives::Run(spec);
+    }
+  };
+  QueueUnreadable runner(runner_, lab::SlurmEnv(spec_.dir), "gpu3");
+  auto report = ScheduleActiveChecks({.nodes = {"gpu3"}, .start_within = 2s}, Io(runner));
+  ASSERT_TRUE(report) << report.error().message;
+  ASSERT_EQ(report->decisions.size(), 1U);
+  EXPECT_EQ(report->submitted, 1);
+  EXPECT_EQ(report->started, 0);
+  const std::string& outcome = report->decisions[0].outcome;
+  EXPECT_EQ(outcome.rfind("cancelled: Slurm could not say within 2.00s whether it started", 0), 0U)
+      << outcome;
+  EXPECT_NE(outcome.find("Socket timed out"), std::string::npos) << outcome;
+  auto queue = Slurm({"squeue", "-h", "-n", "cmax-active-check", "-o", "%i"});
+  ASSERT_TRUE(queue);
+  EXPECT_EQ(Trim(queue->stdout_text), "");
+}
+
 // Ctrl-C just after a check was submitted to a node a tenant has just taken: the check waiting
 // for it is cancelled (the interrupt does not cut that scancel, or the look before it, short),
 // nothing more is submitted, nothing is recorded, and the error says what became of each.
@@ -358,6 +388,8 @@ TEST_F(ActiveSchedule, PairsTestEachOthersRailsInOneJob) {
       if (f.check_id == "active.ib-write-bw") message = f.message;
     }
     EXPECT_EQ(message.rfind("ib_write_bw to " + peer + ":", 0), 0U) << node << ": " << message;
+    // The real squeue answered, and the pair's own job on the peer is not someone else's.
+    EXPECT_EQ(message.find("without knowing"), std::string::npos) << node << ": " << message;
   }
 }
 

@@ -37,9 +37,23 @@ class IbPairRun : public ::testing::Test {
       ASSERT_TRUE(fs_.WriteFileAtomic(ports + "/rate", "400 Gb/sec (4X NDR)\n", 0644));
     }
     ::setenv("STANDIN_IB_DEVICES", "mlx5_0,mlx5_1", 1);
+    // A stand-in for Slurm's squeue: the peer's jobs are $STANDIN_SQUEUE_JOBS (none unless
+    // a test says so), what it was asked goes to $STANDIN_SQUEUE_ASKED, and it fails as one
+    // that cannot reach slurmctld when $STANDIN_SQUEUE_FAILS is set.
+    ASSERT_TRUE(fs_.WriteFileAtomic(dir_.File("bin/squeue"), R"(#!/bin/sh
+[ -n "$STANDIN_SQUEUE_ASKED" ] && echo "$*" > "$STANDIN_SQUEUE_ASKED"
+if [ -n "$STANDIN_SQUEUE_FAILS" ]; then
+  echo "squeue: error: slurm_load_jobs error: Unable to contact slurm controller" >&2
+  exit 1
+fi
+for id in $STANDIN_SQUEUE_JOBS; do echo "$id"; done
+)",
+                                    0755));
   }
   void TearDown() override {
-    for (const char* name : {"STANDIN_IB_DEVICES", "STANDIN_IB_GBITS", "STANDIN_IB_HANG"}) {
+    for (const char* name :
+         {"STANDIN_IB_DEVICES", "STANDIN_IB_GBITS", "STANDIN_IB_HANG", "STANDIN_SQUEUE_JOBS",
+          "STANDIN_SQUEUE_ASKED", "STANDIN_SQUEUE_FAILS"}) {
       ::unsetenv(name);
     }
   }
@@ -47,8 +61,9 @@ class IbPairRun : public ::testing::Test {
     return {.tools = {.runner = &runner_,
                       .find_program =
                           [this](const std::string& name) {
-                            return name == "ib_write_bw" ? dir_.File("bin/ib_write_bw")
-                                                         : sys::FindProgram(name);
+                            return name == "ib_write_bw" || name == "squeue"
+                                       ? dir_.File("bin/" + name)
+                                       : sys::FindProgram(name);
                           }},
             .read_file = [this](const std::string& path) -> std::optional<std::string> {
               auto text = fs_.ReadFile(path, 4096);
@@ -143,6 +158,49 @@ TEST_F(IbPairRun, WithoutIbWriteBwHereOrAnyRailNothingRuns) {
   ASSERT_EQ(v.findings.size(), 1U);
   EXPECT_EQ(v.findings[0].status, CheckStatus::kSkip);
   EXPECT_TRUE(v.rails.empty());
+}
+
+// A peer that Slurm says runs someone else's job is left alone; this node's own job there (a
+// pair's one job) is not someone else's; --force tests it anyway. A Slurm that cannot say does
+// not stop the test, and the finding says it ran without knowing.
+TEST_F(IbPairRun, APeerThatRunsOthersJobsIsLeftAloneUnlessForced) {
+  ::setenv("STANDIN_IB_GBITS", "mlx5_0=392.1", 1);
+  ::setenv("STANDIN_SQUEUE_JOBS", "4242 777", 1);
+  ::setenv("STANDIN_SQUEUE_ASKED", dir_.File("asked").c_str(), 1);
+  IbPairOptions options = Loopback("mlx5_0");
+  options.rails = {"mlx5_0"};
+  options.own_job = "777";
+  IbPairVerdict v = RunIbPairs(options, 20s, Io());
+  ASSERT_EQ(v.findings.size(), 1U);
+  EXPECT_EQ(v.findings[0].status, CheckStatus::kSkip);
+  EXPECT_EQ(v.findings[0].message,
+            "127.0.0.1 runs others' jobs (4242), whose traffic the test would disturb: not run "
+            "(--force tests its rails)");
+  EXPECT_TRUE(v.rails.empty());
+  EXPECT_EQ(fs_.ReadFile(dir_.File("asked"), 4096).value(),
+            "-h -w 127.0.0.1 -t RUNNING,CONFIGURING,SUSPENDED,COMPLETING -o %i\n");
+
+  ::setenv("STANDIN_SQUEUE_JOBS", "777", 1);  // only this node's own job
+  v = RunIbPairs(options, 20s, Io());
+  ASSERT_EQ(v.rails.size(), 1U);
+  EXPECT_TRUE(v.rails[0].average_gbits) << v.rails[0].problem;
+
+  ::setenv("STANDIN_SQUEUE_JOBS", "4242", 1);
+  options.force = true;
+  v = RunIbPairs(options, 20s, Io());
+  ASSERT_EQ(v.rails.size(), 1U);
+  EXPECT_TRUE(v.rails[0].average_gbits) << v.rails[0].problem;
+
+  options.force = false;
+  ::setenv("STANDIN_SQUEUE_FAILS", "1", 1);
+  v = RunIbPairs(options, 20s, Io());
+  ASSERT_EQ(v.rails.size(), 1U);
+  EXPECT_TRUE(v.rails[0].average_gbits) << v.rails[0].problem;
+  ASSERT_EQ(v.findings.size(), 1U);
+  EXPECT_NE(v.findings[0].message.find("(tested without knowing whether 127.0.0.1 runs jobs: "
+                                       "squeue exit 1: squeue: error: slurm_load_jobs error"),
+            std::string::npos)
+      << v.findings[0].message;
 }
 
 // `cmax health --active --peer` end to end, the real binary: no GPU here (NVML cannot load), so
