@@ -26,6 +26,7 @@
 #include "store/store.hpp"
 #include "sys/file_system.hpp"
 #include "sys/host.hpp"
+#include "sys/interrupt.hpp"
 #include "sys/process_runner.hpp"
 
 namespace cmax::evaluate {
@@ -282,6 +283,8 @@ class SimulatedProvider {
                   spec.dir);
     }
     lab_dir_ = spec.dir;
+    left_.push_back(std::make_unique<sys::LeftBehind>(
+        fmt::format("the Slurm lab in {}: cmax lab down --dir {}", spec.dir, spec.dir)));
     slurm_conf_.emplace("SLURM_CONF", lab::PathsFor(spec.dir).slurm_conf);
     if (!io_.nvml_sim_lib.empty()) {
       for (int i = 0; i < kNodes; ++i) {
@@ -365,6 +368,7 @@ class SimulatedProvider {
       }
       lab_dir_.clear();
     }
+    left_.clear();
   }
 
  private:
@@ -413,6 +417,8 @@ class SimulatedProvider {
     auto pid = sys::SpawnDaemon({.argv = argv, .env_add = env, .log_path = log});
     if (!pid) return tl::unexpected(pid.error());
     agents_.push_back(*pid);
+    left_.push_back(std::make_unique<sys::LeftBehind>(
+        fmt::format("the lab's agent for {}: kill {}", node, *pid)));
     if (!LogSays(fs_, log, "agent ready: kernel log open", *pid, 30s,
                  io_.evaluation.host.interrupted)) {
       return Fail(ErrorCode::kUnavailable, "the agent of {} did not start; its log: {}", node, log);
@@ -611,6 +617,7 @@ class SimulatedProvider {
   std::optional<sys::ScopedEnv> probes_lib_;
   std::optional<sys::ScopedEnv> probes_state_;
   std::vector<int> agents_;
+  std::vector<std::unique_ptr<sys::LeftBehind>> left_;  // said if a second Ctrl-C ends us
   std::unique_ptr<endpoint::SimServer> sim_;
   std::atomic<bool> sim_stop_{false};
   std::thread sim_thread_;

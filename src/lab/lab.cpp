@@ -140,10 +140,13 @@ Result<void> SaveState(LabContext& ctx, const LabPaths& paths, const LabState& s
   return ctx.fs.WriteFileAtomic(paths.state_file, SerializeState(state), 0644);
 }
 
+// `runs_past_interrupt`: the taking down a Ctrl-C set going, which it must not cut short.
 Result<sys::ProcessResult> Slurm(LabContext& ctx, const std::string& dir,
-                                 std::vector<std::string> argv, Duration timeout) {
+                                 std::vector<std::string> argv, Duration timeout,
+                                 bool runs_past_interrupt = false) {
   sys::ProcessSpec spec{.argv = std::move(argv), .env_add = SlurmEnv(dir)};
   spec.timeout = timeout;
+  spec.runs_past_interrupt = runs_past_interrupt;
   return ctx.runner.Run(spec);
 }
 
@@ -419,12 +422,12 @@ Result<DownResult> Down(const std::string& dir, LabContext& ctx) {
     const std::string scancel = Locate("scancel");
     for (auto deadline = ctx.clock.Monotonic() + seconds(8);
          !squeue.empty() && !scancel.empty() && ctx.clock.Monotonic() < deadline;) {
-      auto jobs = Slurm(ctx, dir, {squeue, "-h", "-o", "%A"}, seconds(5));
+      auto jobs = Slurm(ctx, dir, {squeue, "-h", "-o", "%A"}, seconds(5), true);
       if (!jobs || !jobs->Succeeded()) break;
       std::vector<std::string> argv = {scancel, "--quiet", "--full"};
       for (std::string_view id : SplitFields(jobs->stdout_text)) argv.emplace_back(id);
       if (argv.size() == 3) break;
-      (void)Slurm(ctx, dir, argv, seconds(5));
+      (void)Slurm(ctx, dir, argv, seconds(5), true);
       ctx.clock.Sleep(milliseconds(100));
     }
   }

@@ -223,6 +223,7 @@ Result<void> NetnsLab::Up(sys::FileSystem& fs) {
   if (!moved) return tl::unexpected(moved.error());
   plan_ = std::move(*moved);
   up_ = true;
+  left_ = std::make_unique<sys::LeftBehind>(NetnsLeftBehind(plan_));
   for (const auto& argv : NetnsUpCommands(plan_)) {
     if (auto ok = Run(argv); !ok) {
       Down();
@@ -248,11 +249,22 @@ Result<void> NetnsLab::SlowLink(const std::string& host_name, const std::string&
 }
 
 void NetnsLab::Down() {
+  // After a Ctrl-C too: the stop it asked for is what runs this, and must not be cut short.
   for (const auto& argv : NetnsDownCommands(plan_)) {
-    (void)runner_->Run({.argv = argv, .timeout = std::chrono::seconds(30)});
+    (void)runner_->Run(
+        {.argv = argv, .timeout = std::chrono::seconds(30), .runs_past_interrupt = true});
   }
   if (fs_ != nullptr) (void)fs_->RemoveFile(AgentPath());
   up_ = false;
+  left_.reset();
+}
+
+std::string NetnsLeftBehind(const NetnsLabPlan& plan) {
+  return fmt::format(
+      "the namespace lab {} ({} hosts, bridge {}, {}): ip link delete {}; for ns in $(ip netns "
+      "list | grep -o '^cmax-{}-h[0-9]*'); do ip netns delete \"$ns\"; done; rm -f {}",
+      plan.tag, plan.hosts.size(), plan.bridge, plan.subnet, plan.bridge, plan.tag,
+      NetnsAgentPath(plan.tag));
 }
 
 std::vector<std::string> NetnsHostNames(int hosts) {

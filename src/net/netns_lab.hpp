@@ -10,12 +10,14 @@
 #pragma once
 
 #include <functional>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <utility>
 #include <vector>
 
 #include "core/result.hpp"
+#include "sys/interrupt.hpp"
 
 namespace cmax::sys {
 class FileSystem;
@@ -71,6 +73,8 @@ std::string NetnsAgentPath(std::string_view tag);
 // The agent as mpirun's plm_rsh_agent runs it: through /bin/sh, because Debian's and Ubuntu's
 // /run is mounted noexec, where the script itself could not be executed.
 std::string NetnsAgentCommand(std::string_view tag);
+// The lab as a second Ctrl-C would leave it, and the shell line that removes it by hand.
+std::string NetnsLeftBehind(const NetnsLabPlan& plan);
 
 class NetnsLab {
  public:
@@ -102,6 +106,7 @@ class NetnsLab {
   sys::ProcessRunner* runner_;
   sys::FileSystem* fs_ = nullptr;  // the one Up wrote the agent with
   bool up_ = false;
+  std::unique_ptr<sys::LeftBehind> left_;  // said if a second Ctrl-C ends us while it is up
 };
 
 // A namespace lab for the length of one call, for whatever launches through mpirun: the

@@ -1,5 +1,8 @@
 #include "reliability/injector.hpp"
 
+#include <fmt/format.h>
+
+#include "core/strings.hpp"
 #include "inject/dcgm.hpp"
 #include "inject/kernel_lines.hpp"
 #include "inject/nvml_sim.hpp"
@@ -30,7 +33,12 @@ Result<void> StepInjector::Inject(const Step& step, const std::string& record) {
     case InjectKind::kNvmlSim: {
       const std::string path = inject::SimStatePath(step.state);
       if (path.empty()) return Fail(ErrorCode::kInvalidArgument, "no simulated NVML state file");
-      sim_states_.insert(path);
+      if (sim_states_.insert(path).second) {
+        left_.push_back(std::make_unique<sys::LeftBehind>(fmt::format(
+            "the simulated NVML state {} with the scenario's faults: cmax inject nvml-sim "
+            "--restore --state {}",
+            ShellQuote(path), ShellQuote(path))));
+      }
       auto change = inject::ApplySimFaultToFile(
           fs_, path, {step.fault, static_cast<long>(step.value), step.pci});
       if (!change) return tl::unexpected(change.error());
@@ -64,6 +72,7 @@ StepInjector::Restored StepInjector::Restore() {
     }
   }
   sim_states_.clear();
+  left_.clear();
   return out;
 }
 

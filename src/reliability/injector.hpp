@@ -3,6 +3,7 @@
 // reset) and applies `cmax inject`'s safety rules to it.
 #pragma once
 
+#include <memory>
 #include <set>
 #include <string>
 #include <vector>
@@ -11,6 +12,7 @@
 #include "inject/target.hpp"
 #include "reliability/scenario.hpp"
 #include "sys/file_system.hpp"
+#include "sys/interrupt.hpp"
 #include "sys/process_runner.hpp"
 
 namespace cmax::reliability {
@@ -52,6 +54,8 @@ class StepInjector {
   sys::ProcessRunner& runner_;
   std::string kmsg_path_;
   std::set<std::string> sim_states_;
+  // Each changed state file, said if a second Ctrl-C ends us before Restore.
+  std::vector<std::unique_ptr<sys::LeftBehind>> left_;
 };
 
 }  // namespace cmax::reliability

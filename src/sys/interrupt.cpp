@@ -4,6 +4,11 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cstring>
+#include <map>
+#include <mutex>
+#include <string>
+#include <string_view>
 #include <sys/time.h>
 
 namespace cmax::sys {
@@ -12,9 +17,63 @@ namespace {
 // Process-wide because signals are: the handler can reach nothing else safely.
 std::atomic<int> g_signal{0};
 
+// What LeftBehind says, as bytes the handler can write: two buffers, the one to read named by
+// g_said; a change is written into the other and then published, so that a handler never reads
+// a buffer while it is written (two changes within one handler's write would be needed).
+constexpr size_t kSaidMax = 4096;
+char g_said_text[2][kSaidMax];
+std::atomic<size_t> g_said_size[2] = {0, 0};
+std::atomic<int> g_said{0};
+
+void WriteAll(const char* data, size_t left) {
+  while (left > 0) {
+    const ssize_t n = ::write(STDERR_FILENO, data, left);
+    if (n <= 0) return;
+    data += n;
+    left -= static_cast<size_t>(n);
+  }
+}
+
 void Handle(int signal_number) {
+  if (signal_number == SIGINT && g_signal.load() == SIGINT) {
+    // The second: ends the process at once, as Ctrl-C does, after saying what is left.
+    const int said = g_said.load();
+    WriteAll(g_said_text[said], g_said_size[said].load());
+    ::signal(SIGINT, SIG_DFL);
+    ::raise(SIGINT);
+    return;
+  }
   g_signal.store(signal_number);
-  if (signal_number == SIGINT) ::signal(SIGINT, SIG_DFL);
+  if (signal_number == SIGINT && g_said_size[g_said.load()].load() > 0) {
+    // The convention of tools that clean up on the way out (docker compose, terraform).
+    constexpr std::string_view kStopping =
+        "cmax: stopping: taking down what it set up (Ctrl-C again stops at once and leaves it)\n";
+    WriteAll(kStopping.data(), kStopping.size());
+  }
+}
+
+std::mutex g_left_mutex;
+std::map<int, std::string>& LeftTexts() {
+  static auto* texts = new std::map<int, std::string>();  // never destroyed: used at exit
+  return *texts;
+}
+
+// Called with g_left_mutex held.
+void PublishLeftBehind() {
+  std::string text;
+  for (const auto& [id, what] : LeftTexts()) text += "  " + what + "\n";
+  if (!text.empty()) {
+    text = "cmax: stopped at once by a second Ctrl-C; left behind:\n" + text;
+  }
+  if (text.size() > kSaidMax) {
+    const std::string_view cut = "  ... (more)\n";
+    text.resize(kSaidMax - cut.size());
+    text += cut;
+  }
+  const int next = 1 - g_said.load();
+  std::memcpy(g_said_text[next], text.data(), text.size());
+  g_said_size[next].store(text.size());
+  g_said.store(next);
 }
 
 // ExitAtDeadline's words, kept where the handler can reach them as plain bytes.
@@ -35,6 +94,20 @@ void AtDeadline(int /*signal_number*/) {
 }
 
 }  // namespace
+
+LeftBehind::LeftBehind(std::string what) {
+  const std::lock_guard lock(g_left_mutex);
+  static int last_id = 0;
+  id_ = ++last_id;
+  LeftTexts()[id_] = std::move(what);
+  PublishLeftBehind();
+}
+
+LeftBehind::~LeftBehind() {
+  const std::lock_guard lock(g_left_mutex);
+  LeftTexts().erase(id_);
+  PublishLeftBehind();
+}
 
 void ExitAtDeadline(double seconds, const std::string& last_words, int exit_code) {
   static std::string words;  // outlives every caller; set before the timer is armed

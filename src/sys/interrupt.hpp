@@ -1,5 +1,6 @@
 // Ctrl-C and SIGTERM: the first one asks every long operation to stop and close its run as
-// interrupted; a second SIGINT ends the process at once (the default action is restored).
+// interrupted; a second SIGINT ends the process at once, saying first on stderr what it leaves
+// behind (LeftBehind) and how to remove it.
 #pragma once
 
 #include <string>
@@ -15,6 +16,20 @@ inline bool Interrupted() {
 // For tests, and for a command that handled the interruption and wants to go on.
 void ClearInterrupt();
 void RequestInterrupt(int signal_number);
+
+// While one lives, what a second Ctrl-C would leave behind, and how to remove it by hand: "a
+// namespace lab (cmax-ab12-h1 ...): ip netns delete ...". Said on stderr as the process ends at
+// once; the first Ctrl-C's orderly stop removes it itself. Several may live at once.
+class LeftBehind {
+ public:
+  explicit LeftBehind(std::string what);
+  ~LeftBehind();
+  LeftBehind(const LeftBehind&) = delete;
+  LeftBehind& operator=(const LeftBehind&) = delete;
+
+ private:
+  int id_;
+};
 
 // A deadline for a process whose caller must hear from it even when it hangs (a node's part of
 // an audit, stuck on a file that never answers): when `seconds` have passed, `last_words` goes

@@ -4,6 +4,7 @@
 // must show the drop the slow link causes, and nothing may outlive the lab.
 #include "net/netns_lab.hpp"
 
+#include <signal.h>
 #include <unistd.h>
 
 #include <functional>
@@ -22,6 +23,7 @@
 #include "net/nccl_sweep.hpp"
 #include "support/temp_dir.hpp"
 #include "sys/file_system.hpp"
+#include "sys/interrupt.hpp"
 #include "sys/process_runner.hpp"
 #include "train/train_runner.hpp"
 
@@ -123,6 +125,24 @@ TEST_F(NetnsLabTest, AHostThatIsGoneFailsItsGroupAndIsNamed) {
 // each take a block of their own: both used to read the same first free block before either
 // claimed it, gave their bridges one address, and the route to one lab's hosts led into the
 // other's (a sweep then failed now and then under `ctest --parallel`).
+// Ctrl-C is what sets a lab's taking down going: it must not cut it short (each `ip` command
+// of it killed as it starts), or the namespaces, the bridge and the agent outlive the lab.
+TEST_F(NetnsLabTest, ACtrlCDoesNotCutTheTakingDownShort) {
+  struct ClearAtEnd {
+    ~ClearAtEnd() { sys::ClearInterrupt(); }
+  } clear;
+  sys::RequestInterrupt(SIGINT);
+  lab_->Down();
+  sys::ClearInterrupt();  // the look below is not to be cut short either
+  const auto netns = runner_.Run({.argv = {"ip", "netns", "list"}});
+  ASSERT_TRUE(netns);
+  EXPECT_EQ(netns->stdout_text.find("cmax-" + lab_->Plan().tag + "-"), std::string::npos)
+      << netns->stdout_text;
+  const auto links = runner_.Run({.argv = {"ip", "-o", "link", "show"}});
+  ASSERT_TRUE(links);
+  EXPECT_EQ(links->stdout_text.find("cx" + lab_->Plan().tag), std::string::npos);
+}
+
 TEST(NetnsLabUp, TwoLabsBroughtUpAtOnceTakeBlocksOfTheirOwn) {
   if (geteuid() != 0) GTEST_SKIP() << "network namespaces need root";
   sys::LocalFileSystem fs;

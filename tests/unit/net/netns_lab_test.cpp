@@ -106,6 +106,17 @@ TEST(NetnsLabPlan, TheAgentMapsEachAddressToItsNamespace) {
   EXPECT_NE(script.find("no host $host"), std::string::npos);
 }
 
+// What a second Ctrl-C says it leaves: a line a person can paste to remove exactly this lab.
+TEST(NetnsLabPlan, WhatItLeavesBehindIsSaidWithItsRemoval) {
+  const auto plan = PlanNetnsLab("x", 2, 3);
+  ASSERT_TRUE(plan);
+  EXPECT_EQ(NetnsLeftBehind(*plan),
+            "the namespace lab x (2 hosts, bridge cxxbr, 198.18.3.0/24): ip link delete cxxbr; "
+            "for ns in $(ip netns list | grep -o '^cmax-x-h[0-9]*'); do ip netns delete "
+            "\"$ns\"; done; rm -f " +
+                NetnsAgentPath("x"));
+}
+
 TEST(MpiLaunch, OneRankPerHostUnboundOverTheLabsNetwork) {
   const MpiLaunch launch{
       .perf = "/b/cmax-mpi-perf", .agent = "/l/agent.sh", .subnet = "198.18.0.0/24"};
