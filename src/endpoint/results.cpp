@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <fmt/format.h>
 #include <functional>
+#include <nlohmann/json.hpp>
 
 #include "core/strings.hpp"
 
@@ -308,9 +309,18 @@ void Redact(std::string& text, const std::string& secret) {
 
 void RedactSecrets(LoadResult& run, const std::vector<std::string>& secrets) {
   // The longest first: "Bearer sk-1" before "sk-1", so the whole value goes at once.
+  // A server may echo a secret as its JSON (a key holding '/' or '"' written escaped), or as
+  // it sits in a URL's query (percent-encoded): those forms go too.
   std::vector<std::string> ordered;
   for (const std::string& s : secrets) {
-    if (s.size() >= 4) ordered.push_back(s);
+    if (s.size() < 4) continue;
+    ordered.push_back(s);
+    const std::string quoted =
+        nlohmann::json(s).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+    const std::string json = quoted.substr(1, quoted.size() - 2);
+    for (const std::string& form : {json, ReplaceAll(json, "/", "\\/"), PercentEncode(s)}) {
+      if (std::ranges::find(ordered, form) == ordered.end()) ordered.push_back(form);
+    }
   }
   std::ranges::sort(ordered, std::greater<>{}, &std::string::size);
   for (const std::string& secret : ordered) {

@@ -116,6 +116,22 @@ TEST(LoadSummary, AKeyEchoedByTheServerIsRedactedWhereverItIsShownOrWritten) {
   EXPECT_EQ(run.records[0].error_message, "HTTP 401: invalid key [redacted] ([redacted])");
 }
 
+// Echoed inside the server's JSON (escaped: '"', '\\', or '/' as some encoders write it) or
+// as it sat in a query string (percent-encoded), the key is still the key.
+TEST(LoadSummary, AKeyEchoedEscapedOrPercentEncodedIsRedactedToo) {
+  const std::string key = R"(sk/a"b\c+d=)";
+  LoadResult run;
+  run.duration_s = 1;
+  run.records = {
+      Failed(0, 401, ErrorClass::kHttp4xx, R"(HTTP 401: {"key": "sk/a\"b\\c+d="})"),
+      Failed(1, 401, ErrorClass::kHttp4xx, R"(HTTP 401: {"key": "sk\/a\"b\\c+d="})"),
+      Failed(2, 401, ErrorClass::kHttp4xx, "HTTP 401: ?key=sk%2Fa%22b%5Cc%2Bd%3D rejected")};
+  RedactSecrets(run, {key});
+  EXPECT_EQ(run.records[0].error_message, R"(HTTP 401: {"key": "[redacted]"})");
+  EXPECT_EQ(run.records[1].error_message, R"(HTTP 401: {"key": "[redacted]"})");
+  EXPECT_EQ(run.records[2].error_message, "HTTP 401: ?key=[redacted] rejected");
+}
+
 TEST(LoadSummary, AKeyCutShortWithTheServersBodyIsRedactedToo) {
   // The engine keeps the start of an error body (200 bytes): a long key may end it, cut.
   const std::string key = "sk-" + std::string(160, 'k');
