@@ -102,7 +102,12 @@ void AddTargetFlags(CLI::App* app, endpoint::TargetOptions& o) {
       "Environment variable holding the API key (default OPENAI_API_KEY, or ANTHROPIC_API_KEY "
       "for --api anthropic); never printed or stored");
   Opt(app, "--api-key-file", o.api_key_file, "File holding the API key instead");
-  Repeated(app, "--header", o.headers, "Extra request header 'Name: value' (repeatable)");
+  Repeated(app, "--header", o.headers,
+           "Extra request header 'Name: value' (repeatable); a credential goes in "
+           "--header-file instead, which ps does not show");
+  Opt(app, "--header-file", o.header_file,
+      "More request headers from a file, one 'Name: value' a line ('#' lines and blank ones "
+      "skipped), e.g. a gateway's credential kept off the command line");
   Opt(app, "--extra-body", o.extra_body, "JSON object merged into every request body");
   Flag(app, "--no-stream", o.no_stream, "Ask for whole responses instead of streams");
   Flag(app, "--no-usage", o.no_usage, "Do not ask for stream_options.include_usage");

@@ -75,8 +75,14 @@ Result<Prepared> Prepare(const TargetOptions& o, const PaceOptions& pace, const 
   }
   auto key = ApiKey({.file = o.api_key_file, .env = o.api_key_env}, *api, *io.fs, io.env);
   if (!key) return tl::unexpected(key.error());
-  p.secrets = RequestSecrets(*key, o.headers);
-  auto headers = RequestHeaders(*api, *key, o.headers);
+  std::vector<std::string> given_headers = o.headers;
+  if (!o.header_file.empty()) {
+    auto text = io.fs->ReadFile(o.header_file, 64 << 10);
+    if (!text) return Wrap(text.error(), "--header-file");
+    for (std::string& h : HeaderFileLines(*text)) given_headers.push_back(std::move(h));
+  }
+  p.secrets = RequestSecrets(*key, given_headers);
+  auto headers = RequestHeaders(*api, *key, given_headers);
   if (!headers) return tl::unexpected(headers.error());
   p.target.headers = std::move(*headers);
   p.target.body.model = o.model;

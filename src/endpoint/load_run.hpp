@@ -30,7 +30,8 @@ struct TargetOptions {
   std::string api_key_env;
   std::string api_key_file;
   std::vector<std::string> headers;
-  std::string extra_body;  // a JSON object merged into every body
+  std::string header_file;  // more headers, one a line (HeaderFileLines)
+  std::string extra_body;   // a JSON object merged into every body
   bool no_stream = false;
   bool no_usage = false;
   bool ignore_eos = false;

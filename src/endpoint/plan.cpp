@@ -97,16 +97,27 @@ Result<std::vector<std::string>> RequestHeaders(Api api, const std::string& key,
     const std::string shown = named ? " " + h.substr(0, std::min<size_t>(colon, 40)) : "";
     if (h.find_first_of("\r\n") != std::string::npos) {
       return Fail(ErrorCode::kInvalidArgument,
-                  "--header{} holds a line break: a header is one line (its value is not shown)",
+                  "header{} holds a line break: a header is one line (its value is not shown)",
                   shown);
     }
     if (!named) {
       return Fail(ErrorCode::kInvalidArgument,
-                  "a --header is not 'Name: value' with a name of letters, digits and "
+                  "a header (--header, or a line of --header-file) is not 'Name: value' with a "
+                  "name of letters, digits and "
                   "!#$%&'*+-.^_`|~ right up to its colon (what was given is not shown: it may "
                   "hold a credential)");
     }
     headers.push_back(h);
+  }
+  return headers;
+}
+
+std::vector<std::string> HeaderFileLines(std::string_view text) {
+  std::vector<std::string> headers;
+  for (std::string_view line : SplitLines(text)) {
+    if (line.ends_with('\r')) line.remove_suffix(1);
+    if (Trim(line).empty() || Trim(line).starts_with('#')) continue;
+    headers.emplace_back(line);
   }
   return headers;
 }

@@ -45,6 +45,11 @@ Result<std::string> ApiKey(const KeySource& source, Api api, sys::FileSystem& fs
 Result<std::vector<std::string>> RequestHeaders(Api api, const std::string& key,
                                                 const std::vector<std::string>& extra);
 
+// The headers of a --header-file: one "Name: value" a line (a CRLF file too), blank lines and
+// lines starting with '#' skipped; checked as --header's are (RequestHeaders). A file keeps a
+// credential off the command line, where `ps` shows it to every user of the machine.
+std::vector<std::string> HeaderFileLines(std::string_view text);
+
 // What the requests carry that must never be printed or written, though a gateway may echo it in
 // an error body: the API key, and each --header whose name says it carries credentials (a name
 // holding "auth", "key", "secret", "pass", "credential", "cookie", "session" or "signature", or

@@ -156,6 +156,41 @@ TEST_F(EndpointCli, ARunWhoseEveryRequestFailedFailsAndShowsTheFirst) {
   EXPECT_EQ(refused.stdout_text.find("% of a core"), std::string::npos) << refused.stdout_text;
 }
 
+// --header-file: its headers reach the server (serve-sim answers 429 to every request that asks
+// for it with x-cmax-sim-fault), a credential among them is never shown, and a line that is not
+// a header is refused without being repeated.
+TEST_F(EndpointCli, HeadersFromAFileAreSentAndTheirCredentialsNeverShown) {
+  const std::string secret = "tok-cmax-header-5e1d";
+  {
+    std::ofstream file(dir_.File("headers"));
+    file << "# the gateway's\r\nX-Gateway-Token: " << secret << "\r\n\nx-cmax-sim-fault: 429\n";
+  }
+  const auto sent = Cmax({"endpoint", "run", "--url", Url(), "--model", "m", "--requests", "4",
+                          "--input-len", "10", "--header-file", dir_.File("headers"),
+                          "--requests-file", dir_.File("requests.jsonl")});
+  EXPECT_EQ(sent.exit_code, 1) << sent.stdout_text << sent.stderr_text;
+  EXPECT_NE(sent.stdout_text.find("first failure   HTTP/1.1 429"), std::string::npos)
+      << sent.stdout_text;
+  for (const std::string& text :
+       {sent.stdout_text, sent.stderr_text, FileText(dir_.File("requests.jsonl")),
+        FileText(dir_.File("cmax.db"))}) {
+    EXPECT_EQ(text.find(secret), std::string::npos);
+  }
+  {
+    std::ofstream file(dir_.File("bad-headers"));
+    file << "Bearer " << secret << "\n";
+  }
+  const auto bad = Cmax({"endpoint", "run", "--url", Url(), "--model", "m", "--header-file",
+                         dir_.File("bad-headers")});
+  EXPECT_EQ(bad.exit_code, 2) << bad.stderr_text;
+  EXPECT_NE(bad.stderr_text.find("a line of --header-file"), std::string::npos) << bad.stderr_text;
+  EXPECT_EQ(bad.stderr_text.find(secret), std::string::npos) << bad.stderr_text;
+  const auto missing = Cmax({"endpoint", "run", "--url", Url(), "--model", "m", "--header-file",
+                             dir_.File("no-such-file")});
+  EXPECT_EQ(missing.exit_code, 2) << missing.stderr_text;
+  EXPECT_NE(missing.stderr_text.find("--header-file"), std::string::npos) << missing.stderr_text;
+}
+
 // libcurl and its dependency tail are loaded by the commands that send HTTP, not at every start
 // (the dynamic loader's own account of what it loaded, LD_DEBUG=libs).
 TEST_F(EndpointCli, OnlyTheHttpCommandsLoadLibcurl) {

@@ -63,6 +63,12 @@ TEST(EndpointUrl, AnEndpointPathGoesBelowTheBase) {
   EXPECT_FALSE(EndpointUrl("http://h:8000", Api::kChat, "/a?b"));
 }
 
+TEST(HeaderFile, OneHeaderALineCommentsBlanksAndCarriageReturnsLeftOut) {
+  EXPECT_EQ(HeaderFileLines("# mine\r\nX-A: 1\r\n\n   \nX-B: two words\n  # indented\nX-C:3"),
+            (std::vector<std::string>{"X-A: 1", "X-B: two words", "X-C:3"}));
+  EXPECT_TRUE(HeaderFileLines("").empty());
+}
+
 class ApiKeyTest : public ::testing::Test {
  protected:
   EnvLookup Env() {
@@ -144,7 +150,7 @@ TEST(RequestHeaders, KeyAsEachApiWantsItThenTheUsersOwn) {
   }
   EXPECT_NE(RequestHeaders(Api::kChat, "", {"Authorization: Bearer sk-secret\nX: 1"})
                 .error()
-                .message.find("--header Authorization holds"),
+                .message.find("header Authorization holds"),
             std::string::npos);
 }
 
