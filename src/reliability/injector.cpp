@@ -28,6 +28,14 @@ std::vector<std::string> StepRefusals(const Step& step, const inject::TargetFact
   return why_not;
 }
 
+Result<void> StepInjector::MayInjectNow(const Step& step) const {
+  if (step.inject != InjectKind::kPcieSbr || !refusals_now_) return {};
+  if (const std::vector<std::string> why = refusals_now_(step); !why.empty()) {
+    return Fail(ErrorCode::kBusy, "refused just before the step: {}", Join(why, "; "));
+  }
+  return {};
+}
+
 Result<void> StepInjector::Inject(const Step& step, const std::string& record) {
   switch (step.inject) {
     case InjectKind::kNvmlSim: {

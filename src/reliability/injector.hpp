@@ -3,6 +3,7 @@
 // reset) and applies `cmax inject`'s safety rules to it.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <set>
 #include <string>
@@ -31,10 +32,23 @@ struct StepSafety {
 std::vector<std::string> StepRefusals(const Step& step, const inject::TargetFacts& facts,
                                       const StepSafety& safety, const sys::FileSystem& fs);
 
+// Why a step may not be injected now (StepRefusals over facts gathered again): asked just
+// before a destructive step, because a scenario's earlier steps take minutes, in which a
+// tenant's job may have started on the node.
+using RefusalsNow = std::function<std::vector<std::string>(const Step& step)>;
+
 class StepInjector {
  public:
-  StepInjector(sys::FileSystem& fs, sys::ProcessRunner& runner, std::string kmsg_path)
-      : fs_(fs), runner_(runner), kmsg_path_(std::move(kmsg_path)) {}
+  StepInjector(sys::FileSystem& fs, sys::ProcessRunner& runner, std::string kmsg_path,
+               RefusalsNow refusals_now = nullptr)
+      : fs_(fs),
+        runner_(runner),
+        kmsg_path_(std::move(kmsg_path)),
+        refusals_now_(std::move(refusals_now)) {}
+
+  // Asked just before the step is recorded and injected: a destructive step (a bus reset) that
+  // `refusals_now` refuses now is kBusy, with the reasons; any other step may go.
+  Result<void> MayInjectNow(const Step& step) const;
 
   // Writes the step's fault (`record` is StepRecord's text: the kernel-log line for xid and
   // sxid). A simulated-NVML state file changed here is remembered for Restore.
@@ -53,6 +67,7 @@ class StepInjector {
   sys::FileSystem& fs_;
   sys::ProcessRunner& runner_;
   std::string kmsg_path_;
+  RefusalsNow refusals_now_;
   std::set<std::string> sim_states_;
   // Each changed state file, said if a second Ctrl-C ends us before Restore.
   std::vector<std::unique_ptr<sys::LeftBehind>> left_;

@@ -97,21 +97,24 @@ Result<ReliabilityReport> RunScenarioFile(const ScenarioRunOptions& o, const Rel
   }
   // Every step's safety first: nothing is injected when any step would be refused. Whether a
   // node is drained is checked again just before its step (it may change meanwhile).
-  size_t refused = 0;
-  for (const Step& step : scenario->steps) {
+  const auto facts_of = [&](const Step& step) {
     // The runner asks the scheduler it watches whether the node is known and in service.
     inject::TargetFacts facts = inject::GatherFacts(step.node, *io.fs, *io.runner,
                                                     /*ask_slurm=*/o.scheduler.scheduler == "slurm");
     facts.drained = false;  // the runner reports a drained node instead of refusing the run
+    return facts;
+  };
+  const StepSafety safety{.dry_run = o.dry_run,
+                          .yes = o.yes,
+                          .force = o.force,
+                          .allow_destructive = o.allow_destructive};
+  size_t refused = 0;
+  for (const Step& step : scenario->steps) {
+    const inject::TargetFacts facts = facts_of(step);
     Out(io, fmt::format("{}: {} {} on {}{}: {}", step.name, InjectKindName(step.inject), step.code,
                         step.node, facts.lab ? " (lab)" : "",
                         SanitizeUtf8(StepRecord(step).value_or(""))));
-    for (const std::string& why : StepRefusals(step, facts,
-                                               {.dry_run = o.dry_run,
-                                               .yes = o.yes,
-                                               .force = o.force,
-                                               .allow_destructive = o.allow_destructive},
-                                               *io.fs)) {
+    for (const std::string& why : StepRefusals(step, facts, safety, *io.fs)) {
       if (io.refused) io.refused(step.name + ": refused: " + why);
       ++refused;
     }
@@ -144,8 +147,11 @@ Result<ReliabilityReport> RunScenarioFile(const ScenarioRunOptions& o, const Rel
   if (!recorded) return SystemFailure(recorded.error());
   store::RunWriter& writer = recorded->writer;
   RunHooks hooks;
-  StepInjector injector(*io.fs, *io.runner, o.kmsg);
+  StepInjector injector(*io.fs, *io.runner, o.kmsg, [&](const Step& step) {
+    return StepRefusals(step, facts_of(step), safety, *io.fs);  // the same rules, asked again
+  });
   hooks.inject = [&](const Step& step, const std::string& record) -> Result<void> {
+    if (auto may = injector.MayInjectNow(step); !may) return may;
     // Recorded before it is done, so that no injection goes unrecorded.
     const nlohmann::json payload = {{"step", step.name}, {"record", record}, {"path", o.kmsg}};
     if (auto ok = recorded->store->SaveConditions(

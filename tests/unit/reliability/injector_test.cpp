@@ -54,6 +54,31 @@ TEST(StepRefusals, TheRulesOfCmaxInject) {
       << "still refused: the GPU's bridge is not known";
 }
 
+// A scenario's earlier steps take minutes: a bus reset is asked about again just before it, and
+// a node that now runs a tenant's job is not reset. Other steps are not asked (they do not hit
+// jobs); without the question, nothing is refused.
+TEST(StepInjector, ABusResetIsAskedAboutAgainJustBeforeIt) {
+  sys::MemoryFileSystem fs;
+  testing::FakeProcessRunner runner;
+  std::vector<std::string> asked;
+  std::vector<std::string> refusals = {"gpu1 runs jobs (--force to go ahead anyway)"};
+  StepInjector injector(fs, runner, "/nowhere", [&](const Step& step) {
+    asked.push_back(step.name);
+    return refusals;
+  });
+  auto reset = injector.MayInjectNow(MakeStep(InjectKind::kPcieSbr));
+  ASSERT_FALSE(reset);
+  EXPECT_EQ(reset.error().code, ErrorCode::kBusy);
+  EXPECT_EQ(reset.error().message,
+            "refused just before the step: gpu1 runs jobs (--force to go ahead anyway)");
+  EXPECT_TRUE(injector.MayInjectNow(MakeStep(InjectKind::kXid)));
+  EXPECT_EQ(asked, std::vector<std::string>{"step"});  // the bus reset's question only
+  refusals.clear();
+  EXPECT_TRUE(injector.MayInjectNow(MakeStep(InjectKind::kPcieSbr)));
+  EXPECT_TRUE(StepInjector(fs, runner, "/nowhere").MayInjectNow(MakeStep(InjectKind::kPcieSbr)));
+  EXPECT_TRUE(runner.calls.empty());
+}
+
 TEST(StepInjector, KernelRecordsGoToTheKernelLog) {
   testing::TempDir dir;
   sys::MemoryFileSystem fs;
