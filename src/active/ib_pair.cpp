@@ -190,14 +190,15 @@ PeerJobs AskSlurmAboutThePeer(const IbPairOptions& options, const IbPairIo& io) 
   const ToolOutcome asked =
       RunTool({.check_id = std::string(kCheck),
                .tool = "squeue",
-               .args = {"-h", "-w", options.peer, "-t", "RUNNING,CONFIGURING,SUSPENDED,COMPLETING",
-                        "-o", "%i"},
+               .args = {"-h", "-w", options.peer, "-t",
+                        "RUNNING,CONFIGURING,SUSPENDED,STOPPED,COMPLETING", "-o", "%A"},
                .deadline = std::chrono::seconds(30)},
               io.tools);
   if (!asked.result || !asked.result->Succeeded()) {
     return {.unknown = asked.result ? asked.result->Describe() + ": " + FirstWords(*asked.result)
                                     : asked.instead->message};
   }
+  // %A: each job's own id, as $SLURM_JOB_ID has it (%i writes an array task as 123_4).
   std::vector<std::string> others;
   for (std::string_view id : SplitFields(asked.result->stdout_text)) {
     if (id != options.own_job) others.emplace_back(id);

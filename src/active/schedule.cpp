@@ -4,12 +4,14 @@
 #include <filesystem>
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <thread>
 
 #include "core/strings.hpp"
 #include "store/run_writer.hpp"
 #include "store/store.hpp"
 #include "sys/host.hpp"
+#include "sys/interrupt.hpp"
 
 namespace cmax::active {
 namespace {
@@ -303,6 +305,15 @@ Result<ScheduleReport> ScheduleActiveChecks(const ScheduleOptions& options,
   const WallTime give_up =
       io.clock->Now() + std::chrono::duration_cast<std::chrono::milliseconds>(options.start_within);
   std::string unseen;  // why the last look at the queue failed; empty when it answered
+  std::optional<sys::LeftBehind> left;  // while checks wait: a second Ctrl-C leaves them queued
+  if (!pending.empty()) {
+    std::vector<std::string> ids;
+    for (const ScheduleDecision* d : pending) {
+      if (std::ranges::find(ids, d->job_id) == ids.end()) ids.push_back(d->job_id);
+    }
+    left.emplace("the active checks still waiting to start: scancel --state=PENDING " +
+                 Join(ids, " "));
+  }
   while (!pending.empty()) {
     // After Ctrl-C: one more look (which the interrupt must not cut short), then the checks
     // still waiting are cancelled; the ones running go on and record.
@@ -342,17 +353,26 @@ Result<ScheduleReport> ScheduleActiveChecks(const ScheduleOptions& options,
     if (interrupted || io.clock->Now() >= give_up) {
       std::map<std::string, bool> cancelled;  // job id -> scancel succeeded (a pair shares one)
       for (ScheduleDecision* d : pending) {
+        // Only while it waits: one that started since the last look (or that a failed look
+        // could not see start) goes on and records.
         if (!cancelled.contains(d->job_id)) {
-          auto run = Slurm(io, {"scancel", d->job_id}, true);
+          auto run = Slurm(io, {"scancel", "--state=PENDING", d->job_id}, true);
           cancelled[d->job_id] = run && run->Succeeded();
         }
         const std::string not_cancelled =
-            cancelled[d->job_id] ? "" : "; scancel failed, cancel job " + d->job_id + " by hand";
+            cancelled[d->job_id]
+                ? ""
+                : "; scancel failed, cancel job " + d->job_id + " by hand if it still waits";
+        const std::string unknown =
+            unseen.empty() ? ""
+                           : fmt::format(" (Slurm could not say whether it started: {})", unseen);
         d->outcome =
-            interrupted ? "cancelled: interrupted before it started" + not_cancelled
+            interrupted ? (unseen.empty() ? "cancelled: interrupted before it started"
+                                          : "cancelled if it still waited: interrupted" + unknown) +
+                              not_cancelled
             : !unseen.empty()
-                ? fmt::format("cancelled: Slurm could not say within {} whether it started ({}){}",
-                              FormatDuration(options.start_within), unseen, not_cancelled)
+                ? fmt::format("cancelled if it still waited: not seen to start within {}{}{}",
+                              FormatDuration(options.start_within), unknown, not_cancelled)
                 : fmt::format(
                       "cancelled: it did not start within {} ({}); the node{} busy or "
                       "cannot be had whole{}",
@@ -363,6 +383,7 @@ Result<ScheduleReport> ScheduleActiveChecks(const ScheduleOptions& options,
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(500));  // Slurm's pace, not a test's
   }
+  left.reset();
   if (Interrupted(io)) {
     std::vector<std::string> said;
     for (const ScheduleDecision& d : report.decisions) {

@@ -4,6 +4,7 @@
 #include <cctype>
 #include <cmath>
 #include <fmt/format.h>
+#include <optional>
 #include <set>
 #include <thread>
 
@@ -11,6 +12,7 @@
 #include "audit/slurm_audit.hpp"
 #include "core/strings.hpp"
 #include "remediate/kube_api.hpp"
+#include "sys/interrupt.hpp"
 
 namespace cmax::audit {
 namespace {
@@ -162,6 +164,13 @@ std::map<std::string, AuditPodOutcome> RunAuditPods(remediate::KubeApi& api,
                     "stopped hard, `kubectl -n {} delete pods -l cmax.io/audit-run={}` "
                     "removes them",
                     nodes.size(), ns, pods.image, ns, pods.run_token));
+  }
+  // Until the function's end, by which every pod asked for has been deleted.
+  std::optional<sys::LeftBehind> left_behind;
+  if (!nodes.empty()) {
+    left_behind.emplace(
+        fmt::format("this audit's pods: kubectl -n {} delete pods -l cmax.io/audit-run={}", ns,
+                    pods.run_token));
   }
   for (const std::string& node : nodes) {
     AuditPodOutcome& outcome = outcomes[node];

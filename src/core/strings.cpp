@@ -392,15 +392,16 @@ std::string EscapeC1InJson(std::string json) {
 }
 
 std::string ShownUrl(std::string_view url) {
-  std::string shown(url.substr(0, url.find_first_of("?#")));
+  // The login first, up to the last '@' before the path: a password may hold '#', '?' or '@'
+  // (unencoded, as people write them), which must not decide where it ends.
+  std::string shown(url);
   const size_t scheme = shown.find("://");
-  const size_t at = shown.find('@', scheme == std::string::npos ? 0 : scheme + 3);
-  const size_t slash = shown.find('/', scheme == std::string::npos ? 0 : scheme + 3);
-  if (scheme != std::string::npos && at != std::string::npos &&
-      (slash == std::string::npos || at < slash)) {
-    shown = shown.substr(0, scheme + 3) + shown.substr(at + 1);
+  if (scheme != std::string::npos) {
+    const size_t host = scheme + 3;
+    const size_t at = shown.substr(0, shown.find('/', host)).rfind('@');
+    if (at != std::string::npos && at >= host) shown.erase(host, at + 1 - host);
   }
-  return shown;
+  return shown.substr(0, shown.find_first_of("?#"));
 }
 
 }  // namespace cmax

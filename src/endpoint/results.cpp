@@ -1,6 +1,7 @@
 #include "endpoint/results.hpp"
 
 #include <algorithm>
+#include <cctype>
 #include <fmt/format.h>
 #include <functional>
 #include <nlohmann/json.hpp>
@@ -318,7 +319,16 @@ void RedactSecrets(LoadResult& run, const std::vector<std::string>& secrets) {
     const std::string quoted =
         nlohmann::json(s).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
     const std::string json = quoted.substr(1, quoted.size() - 2);
-    for (const std::string& form : {json, ReplaceAll(json, "/", "\\/"), PercentEncode(s)}) {
+    const std::string percent = PercentEncode(s);
+    std::string percent_lower = percent;  // %2f as some encoders write it
+    for (size_t i = 0; i + 2 < percent_lower.size(); ++i) {
+      if (percent_lower[i] != '%') continue;
+      for (size_t k = i + 1; k <= i + 2; ++k) {
+        percent_lower[k] =
+            static_cast<char>(std::tolower(static_cast<unsigned char>(percent_lower[k])));
+      }
+    }
+    for (const std::string& form : {json, ReplaceAll(json, "/", "\\/"), percent, percent_lower}) {
       if (std::ranges::find(ordered, form) == ordered.end()) ordered.push_back(form);
     }
   }

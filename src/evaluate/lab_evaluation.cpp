@@ -284,7 +284,7 @@ class SimulatedProvider {
     }
     lab_dir_ = spec.dir;
     left_.push_back(std::make_unique<sys::LeftBehind>(
-        fmt::format("the Slurm lab in {}: cmax lab down --dir {}", spec.dir, spec.dir)));
+        fmt::format("the Slurm lab in {}: cmax lab down --dir {}", spec.dir, ShellWord(spec.dir))));
     slurm_conf_.emplace("SLURM_CONF", lab::PathsFor(spec.dir).slurm_conf);
     if (!io_.nvml_sim_lib.empty()) {
       for (int i = 0; i < kNodes; ++i) {

@@ -415,7 +415,12 @@ Result<DownResult> Down(const std::string& dir, LabContext& ctx) {
   auto status = Status(dir, ctx);
   if (!status) return tl::unexpected(status.error());
   DownResult result;
-  if (status->nodes_error.empty()) {
+  // Whether slurmctld runs, not whether sinfo answered: after a Ctrl-C, Status's sinfo was cut
+  // short, and the jobs would be left to the daemons' end.
+  const bool controller_alive = std::ranges::any_of(status->daemons, [](const DaemonStatus& d) {
+    return d.daemon.name == "slurmctld" && d.alive;
+  });
+  if (controller_alive) {
     // Jobs first, so that their steps end cleanly before the daemons go. Cancelled jobs take
     // up to KillWait to end, and their steps need the daemons meanwhile.
     const std::string squeue = Locate("squeue");

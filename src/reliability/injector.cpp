@@ -44,8 +44,8 @@ Result<void> StepInjector::Inject(const Step& step, const std::string& record) {
       if (sim_states_.insert(path).second) {
         left_.push_back(std::make_unique<sys::LeftBehind>(fmt::format(
             "the simulated NVML state {} with the scenario's faults: cmax inject nvml-sim "
-            "--restore --state {}",
-            ShellQuote(path), ShellQuote(path))));
+            "--restore --state {} --node {} --yes",
+            ShellWord(path), ShellWord(path), ShellWord(step.node))));
       }
       auto change = inject::ApplySimFaultToFile(
           fs_, path, {step.fault, static_cast<long>(step.value), step.pci});

@@ -403,7 +403,10 @@ Result<std::vector<StepResult>> RunScenario(const Scenario& scenario,
     const WallTime injected = clock.Now();
     if (r.not_injected.empty()) {
       if (auto ok = hooks.inject(step, r.record); !ok) {
-        r.not_injected = "injection failed: " + ok.error().message;
+        // kBusy: the step's own safety rules, asked again just before it, said no.
+        r.not_injected = ok.error().code == ErrorCode::kBusy
+                             ? ok.error().message
+                             : "injection failed: " + ok.error().message;
       }
     }
     if (!r.not_injected.empty()) {

@@ -93,6 +93,9 @@ Result<StepSummary> Controller::Step() {
     auto held = HeldBack(row, summary);
     if (!held) return tl::unexpected(held.error());
     if (*held) continue;
+    auto superseded = Superseded(row, summary);
+    if (!superseded) return tl::unexpected(superseded.error());
+    if (*superseded) continue;
     log::Info("{}: carrying out {} left {} by an earlier run", row.node,
               ActionKindName(row.action.kind), OutcomeName(row.outcome));
     if (auto ok = CarryOut(row, summary, 0); !ok) return tl::unexpected(ok.error());
@@ -397,6 +400,29 @@ Result<bool> Controller::HeldBack(const ActionRow& row, StepSummary& summary) {
   if (it == held_.end() || !HitsJobs(row.action.kind)) return false;
   if (it->second) return true;  // open, in order, for the next pass
   const std::string why = "not carried out: the node's drain or requeue before it did not happen";
+  if (auto ok = journal_.Finished(row.id, false, why, clock_.Now()); !ok) {
+    return tl::unexpected(ok.error());
+  }
+  ++summary.actions_failed;
+  log::Warn("{}: {} {}", row.node, ActionKindName(row.action.kind), why);
+  return true;
+}
+
+Result<bool> Controller::Superseded(const ActionRow& row, StepSummary& summary) {
+  // A reset waits for the node's jobs to leave (Execute); meanwhile the node may have moved on
+  // (to REPAIR when they did not leave within the action timeout, or back to service by an
+  // operator's word). Carried out then, it would reset a GPU nobody waits for, on a node that
+  // may run jobs again: it is closed instead, with no consequence of its own.
+  if (row.action.kind != ActionKind::kResetGpu) return false;
+  auto entry = journal_.Node(row.node, clock_.Now());
+  if (!entry) return tl::unexpected(entry.error());
+  if (entry->record.state == NodeState::kQuarantined &&
+      entry->record.pending == ActionKindName(ActionKind::kResetGpu)) {
+    return false;
+  }
+  const std::string why =
+      fmt::format("not carried out: the node is {} now, no longer waiting for it",
+                  NodeStateName(entry->record.state));
   if (auto ok = journal_.Finished(row.id, false, why, clock_.Now()); !ok) {
     return tl::unexpected(ok.error());
   }

@@ -78,6 +78,9 @@ class Controller {
   // Whether `row` waits behind its node's drain or requeue that did not happen (held_); one
   // given up on is finished as not carried out.
   Result<bool> HeldBack(const ActionRow& row, StepSummary& summary);
+  // Whether `row` is a reset its node no longer waits for (it moved on while the reset waited
+  // for jobs to leave); one that is is finished as not carried out.
+  Result<bool> Superseded(const ActionRow& row, StepSummary& summary);
   Result<std::string> Execute(const ActionRow& row, NodeEntry& entry);
   // NVL72: plans every rack from its trays' states, records holds and releases, then carries
   // out the drains and resumes still to do (so a restart finishes them).

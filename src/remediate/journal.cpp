@@ -253,7 +253,7 @@ Result<void> Journal::Note(const std::string& node, std::string_view event,
 
 Result<void> Journal::Started(int64_t id, WallTime at, const std::string& device) {
   auto s = db_->Prepare(
-      "UPDATE remediation_actions SET outcome = 'started', started_at = ?, "
+      "UPDATE remediation_actions SET outcome = 'started', started_at = COALESCE(started_at, ?), "
       "device = CASE WHEN ? = '' THEN device ELSE ? END WHERE id = ?");
   if (!s) return tl::unexpected(s.error());
   s->Bind(1, std::string_view(Iso(at)));

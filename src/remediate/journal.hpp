@@ -89,7 +89,8 @@ class Journal {
   Result<void> SaveEntry(const NodeEntry& entry, WallTime now);
   Result<void> MarkSeen(const std::vector<SeenMark>& seen);
 
-  // Before carrying an action out; `device` records a choice made now (the spare).
+  // Before carrying an action out (again: an action left open keeps its first start); `device`
+  // records a choice made now (the spare).
   Result<void> Started(int64_t id, WallTime at, const std::string& device = "");
   Result<void> Finished(int64_t id, bool ok, const std::string& detail, WallTime at);
   // Planned or started and not finished, oldest first: what a restarted controller redoes.

@@ -72,8 +72,8 @@ class Scheduler {
   // The jobs running on the node go back to the queue. It returns once they are asked to go,
   // not when they have gone (a job's epilog, a pod's grace period): see JobsOn.
   virtual Result<std::string> RequeueJobs(const std::string& node) = 0;
-  // The work still on the node, by id: Slurm's jobs that run, start, are suspended or still
-  // completing; Kubernetes' pods a requeue evicts, those terminating included. A GPU reset
+  // The work still on the node, by id: Slurm's jobs that run, start, are suspended or stopped,
+  // or still completing; Kubernetes' pods a requeue evicts, those terminating included. A GPU reset
   // waits until it is empty.
   virtual Result<std::vector<std::string>> JobsOn(const std::string& node) = 0;
   virtual Result<std::string> Reboot(const std::string& node, const std::string& reason) = 0;

@@ -271,9 +271,10 @@ Result<std::string> SlurmScheduler::RequeueJobs(const std::string& node) {
 }
 
 Result<std::vector<std::string>> SlurmScheduler::JobsOn(const std::string& node) {
-  // COMPLETING too: a requeued job's processes and epilog may still hold the GPUs.
-  auto jobs = Slurm(
-      {"squeue", "-h", "-w", node, "-t", "RUNNING,CONFIGURING,SUSPENDED,COMPLETING", "-o", "%i"});
+  // COMPLETING too: a requeued job's processes and epilog may still hold the GPUs; a stopped
+  // (SIGSTOP'd) or suspended one holds its GPU contexts.
+  auto jobs = Slurm({"squeue", "-h", "-w", node, "-t",
+                     "RUNNING,CONFIGURING,SUSPENDED,STOPPED,COMPLETING", "-o", "%A"});
   if (!jobs) return tl::unexpected(jobs.error());
   std::vector<std::string> ids;
   for (std::string_view id : SplitFields(jobs->stdout_text)) ids.emplace_back(id);

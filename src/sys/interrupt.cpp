@@ -18,12 +18,16 @@ namespace {
 std::atomic<int> g_signal{0};
 
 // What LeftBehind says, as bytes the handler can write: two buffers, the one to read named by
-// g_said; a change is written into the other and then published, so that a handler never reads
-// a buffer while it is written (two changes within one handler's write would be needed).
+// g_said; a change is written into the other and then published, and g_said_changes counted,
+// so that a handler (on any thread) that copied a buffer while two changes went by knows it
+// and copies again. The writer's own thread, interrupted mid-change, reads the published one.
 constexpr size_t kSaidMax = 4096;
 char g_said_text[2][kSaidMax];
 std::atomic<size_t> g_said_size[2] = {0, 0};
 std::atomic<int> g_said{0};
+std::atomic<unsigned> g_said_changes{0};
+static_assert(std::atomic<size_t>::is_always_lock_free && std::atomic<int>::is_always_lock_free &&
+              std::atomic<unsigned>::is_always_lock_free);
 
 void WriteAll(const char* data, size_t left) {
   while (left > 0) {
@@ -37,8 +41,16 @@ void WriteAll(const char* data, size_t left) {
 void Handle(int signal_number) {
   if (signal_number == SIGINT && g_signal.load() == SIGINT) {
     // The second: ends the process at once, as Ctrl-C does, after saying what is left.
-    const int said = g_said.load();
-    WriteAll(g_said_text[said], g_said_size[said].load());
+    char copy[kSaidMax];
+    size_t size = 0;
+    for (int tries = 0; tries < 8; ++tries) {
+      const unsigned changes = g_said_changes.load();
+      const int said = g_said.load();
+      size = g_said_size[said].load();
+      std::memcpy(copy, g_said_text[said], size);
+      if (g_said_changes.load() == changes) break;
+    }
+    WriteAll(copy, size);
     ::signal(SIGINT, SIG_DFL);
     ::raise(SIGINT);
     return;
@@ -74,6 +86,7 @@ void PublishLeftBehind() {
   std::memcpy(g_said_text[next], text.data(), text.size());
   g_said_size[next].store(text.size());
   g_said.store(next);
+  g_said_changes.fetch_add(1);
 }
 
 // ExitAtDeadline's words, kept where the handler can reach them as plain bytes.

@@ -297,7 +297,10 @@ TEST_F(ActiveSchedule, AQueueThatCannotBeReadStartsNothingAndTheCheckIsCancelled
   EXPECT_EQ(report->submitted, 1);
   EXPECT_EQ(report->started, 0);
   const std::string& outcome = report->decisions[0].outcome;
-  EXPECT_EQ(outcome.rfind("cancelled: Slurm could not say within 2.00s whether it started", 0), 0U)
+  EXPECT_EQ(outcome.rfind("cancelled if it still waited: not seen to start within 2.00s (Slurm "
+                          "could not say whether it started: squeue: exit 1",
+                          0),
+            0U)
       << outcome;
   EXPECT_NE(outcome.find("Socket timed out"), std::string::npos) << outcome;
   auto queue = Slurm({"squeue", "-h", "-n", "cmax-active-check", "-o", "%i"});

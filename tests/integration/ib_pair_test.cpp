@@ -178,7 +178,7 @@ TEST_F(IbPairRun, APeerThatRunsOthersJobsIsLeftAloneUnlessForced) {
             "(--force tests its rails)");
   EXPECT_TRUE(v.rails.empty());
   EXPECT_EQ(fs_.ReadFile(dir_.File("asked"), 4096).value(),
-            "-h -w 127.0.0.1 -t RUNNING,CONFIGURING,SUSPENDED,COMPLETING -o %i\n");
+            "-h -w 127.0.0.1 -t RUNNING,CONFIGURING,SUSPENDED,STOPPED,COMPLETING -o %A\n");
 
   ::setenv("STANDIN_SQUEUE_JOBS", "777", 1);  // only this node's own job
   v = RunIbPairs(options, 20s, Io());

@@ -326,6 +326,10 @@ TEST(ShownUrl, WithoutCredentialsOrQuery) {
   EXPECT_EQ(ShownUrl("http://u:p@h:9090"), "http://h:9090");
   EXPECT_EQ(ShownUrl("http://h/x#frag"), "http://h/x");
   EXPECT_EQ(ShownUrl("http://h/a@b"), "http://h/a@b");  // an @ in the path is not a login
+  // A password with '#', '?' or '@' in it, unencoded as people write them, is still a password.
+  EXPECT_EQ(ShownUrl("http://admin:s3cr#t@prom:9090/api"), "http://prom:9090/api");
+  EXPECT_EQ(ShownUrl("http://admin:p?ss@prom:9090"), "http://prom:9090");
+  EXPECT_EQ(ShownUrl("http://u:p@ss@h/x?k=1"), "http://h/x");
 }
 
 }  // namespace

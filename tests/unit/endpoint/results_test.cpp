@@ -125,11 +125,13 @@ TEST(LoadSummary, AKeyEchoedEscapedOrPercentEncodedIsRedactedToo) {
   run.records = {
       Failed(0, 401, ErrorClass::kHttp4xx, R"(HTTP 401: {"key": "sk/a\"b\\c+d="})"),
       Failed(1, 401, ErrorClass::kHttp4xx, R"(HTTP 401: {"key": "sk\/a\"b\\c+d="})"),
-      Failed(2, 401, ErrorClass::kHttp4xx, "HTTP 401: ?key=sk%2Fa%22b%5Cc%2Bd%3D rejected")};
+      Failed(2, 401, ErrorClass::kHttp4xx, "HTTP 401: ?key=sk%2Fa%22b%5Cc%2Bd%3D rejected"),
+      Failed(3, 401, ErrorClass::kHttp4xx, "HTTP 401: ?key=sk%2fa%22b%5cc%2bd%3d rejected")};
   RedactSecrets(run, {key});
   EXPECT_EQ(run.records[0].error_message, R"(HTTP 401: {"key": "[redacted]"})");
   EXPECT_EQ(run.records[1].error_message, R"(HTTP 401: {"key": "[redacted]"})");
   EXPECT_EQ(run.records[2].error_message, "HTTP 401: ?key=[redacted] rejected");
+  EXPECT_EQ(run.records[3].error_message, "HTTP 401: ?key=[redacted] rejected");
 }
 
 TEST(LoadSummary, AKeyCutShortWithTheServersBodyIsRedactedToo) {

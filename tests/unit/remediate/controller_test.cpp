@@ -397,6 +397,39 @@ TEST_F(ControllerTest, TheResetWaitsUntilTheRequeuedJobsHaveLeft) {
   EXPECT_TRUE(journal.OpenActions().value().empty());
 }
 
+// Jobs that never leave (stuck completing after an Xid 79): the node goes to REPAIR at the action
+// timeout, and the reset that waited is closed, never carried out later on a node that has moved
+// on, even once the node is empty.
+TEST_F(ControllerTest, AResetStillWaitingWhenTheNodeMovesOnIsNeverCarriedOut) {
+  runner_.AnswerStdout("true", "");
+  sched_.jobs_left = {"7"};
+  Xid("gpu2", 79, "reset-gpu");
+  Step();
+  Journal journal(store_->Db());
+  const std::vector<ActionRow> waiting = journal.OpenActions().value();
+  ASSERT_EQ(waiting.size(), 1U);
+  ASSERT_TRUE(waiting[0].started_at.has_value());
+  const WallTime first_start = *waiting[0].started_at;
+  clock_.Advance(10min);
+  Step();
+  EXPECT_EQ(*journal.OpenActions().value()[0].started_at, first_start);  // when it first began
+  clock_.Advance(21min);
+  Step();
+  EXPECT_EQ(State("gpu2"), NodeState::kRepair);
+  sched_.jobs_left.clear();
+  Step();
+  EXPECT_TRUE(runner_.calls.empty()) << "a GPU reset on a node that had moved on";
+  EXPECT_TRUE(journal.OpenActions().value().empty());
+  bool closed = false;
+  const std::vector<ActionRow> all = journal.Actions("gpu2", 20).value();  // named: see above
+  for (const ActionRow& a : all) {
+    if (a.action.kind != ActionKind::kResetGpu) continue;
+    EXPECT_EQ(a.outcome, Outcome::kFailed);
+    closed = a.detail == "not carried out: the node is REPAIR now, no longer waiting for it";
+  }
+  EXPECT_TRUE(closed);
+}
+
 // No idle spare is not the scheduler away for the node itself: a spare that cannot be had now
 // holds nothing of the node's own (its validation after a repair goes ahead).
 TEST_F(ControllerTest, NoIdleSpareHoldsNothingOfTheNodesOwn) {
