@@ -366,7 +366,17 @@ Result<std::string> KubernetesScheduler::StartValidation(const std::string& node
   const std::string name = ValidationJobName(node);
   const std::string& ns = options_.validation_namespace;
   const std::string handle = ns + "/" + name;
-  const json job = ValidationJob(node, name, spec, options_);
+  KubernetesOptions asked = options_;
+  if (asked.validation_gpus == 0) {
+    // All of the node's: a validation that asks for no GPU may be given none (the device
+    // plugin hands a container only what it asked for) and pass without testing any. The node
+    // is quarantined, so they are all free.
+    auto current = api_.GetNode(node);
+    if (!current) return tl::unexpected(current.error());
+    const std::string allocatable = KubeStr(*current, {"status", "allocatable", "nvidia.com/gpu"});
+    asked.validation_gpus = ParseWhole<int>(allocatable).value_or(0);
+  }
+  const json job = ValidationJob(node, name, spec, asked);
   auto response =
       api_.Call("POST", "/apis/batch/v1/namespaces/" + KubeEscape(ns) + "/jobs", job.dump());
   if (!response) return tl::unexpected(response.error());

@@ -47,7 +47,9 @@ inline constexpr const char* kKubeDefaultValidationImage =
 struct KubernetesOptions {
   std::string validation_namespace = "cmax";
   std::string validation_image = kKubeDefaultValidationImage;
-  int validation_gpus = 0;                  // nvidia.com/gpu the validation Job asks for
+  // nvidia.com/gpu the validation Job asks for; 0: all the node has allocatable (none on a
+  // node without them).
+  int validation_gpus = 0;
   std::string taint_effect = "NoSchedule";  // or NoExecute: evicts without asking PDBs
   KubeApiOptions api;
 };

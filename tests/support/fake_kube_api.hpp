@@ -132,6 +132,11 @@ class FakeKubeApi {
         {"spec", {{"nodeName", node}}},
         {"status", {{"phase", phase}}}};
   }
+  void SetAllocatable(const std::string& node, const std::string& resource,
+                      const std::string& amount) {
+    const std::lock_guard lock(mutex_);
+    nodes_.at(node)["status"]["allocatable"][resource] = amount;
+  }
   // The pod is terminating (deleted, in its grace period): it stays listed.
   void MarkLeaving(const std::string& key) {
     const std::lock_guard lock(mutex_);

@@ -330,6 +330,26 @@ TEST_F(KubernetesTest, ListsArePagedAndNodesSayWhatTheyAre) {
   EXPECT_EQ((*take_outs)[0].at, kT0);
 }
 
+// Without --validation-gpus the Job asks for every GPU the node has: one that asked for none
+// might be given none and pass without testing any.
+TEST_F(KubernetesTest, ValidationAsksForAllTheNodesGpusByDefault) {
+  api_.SetAllocatable("gpu2", "nvidia.com/gpu", "4");
+  auto k = Make();
+  ASSERT_TRUE(k.Drain("gpu2", "cmax: Xid 79"));
+  const ValidationSpec spec{"nvidia-smi", 20min};
+  api_.Http().ClearRequests();
+  ASSERT_TRUE(k.StartValidation("gpu2", spec));
+  EXPECT_EQ(Calls(), (std::vector<std::string>{"GET /api/v1/nodes/gpu2",
+                                               "POST /apis/batch/v1/namespaces/cmax/jobs"}));
+  EXPECT_EQ(
+      Body(1)["spec"]["template"]["spec"]["containers"][0]["resources"]["limits"]["nvidia.com/gpu"],
+      4);
+  ASSERT_TRUE(k.Drain("gpu1", "cmax: Xid 79"));  // none allocatable: nothing asked for
+  api_.Http().ClearRequests();
+  ASSERT_TRUE(k.StartValidation("gpu1", spec));
+  EXPECT_FALSE(Body(1)["spec"]["template"]["spec"]["containers"][0].contains("resources"));
+}
+
 TEST_F(KubernetesTest, ValidationRunsAsAJobPinnedToTheCordonedNode) {
   options_.validation_gpus = 8;
   auto k = Make();
