@@ -6,8 +6,10 @@
 #include <chrono>
 #include <cstdint>
 #include <fmt/format.h>
+#include <map>
 #include <optional>
 
+#include "core/log.hpp"
 #include "core/strings.hpp"
 #include "sys/file_lock.hpp"
 #include "sys/file_system.hpp"
@@ -205,6 +207,7 @@ Result<void> NetnsLab::Up(sys::FileSystem& fs) {
                 claiming.error().message);
   }
   Down();  // what a crashed lab of this tag left
+  RemoveLeftovers(fs);
   std::string in_use;
   for (const std::vector<std::string>& argv :
        {std::vector<std::string>{"ip", "-o", "-4", "addr", "show"},
@@ -248,6 +251,24 @@ Result<void> NetnsLab::SlowLink(const std::string& host_name, const std::string&
   return Fail(ErrorCode::kInvalidArgument, "namespace lab: no host {}", SanitizeUtf8(host_name));
 }
 
+void NetnsLab::RemoveLeftovers(sys::FileSystem& fs) {
+  auto listed =
+      runner_->Run({.argv = {"ip", "netns", "list"}, .timeout = std::chrono::seconds(10)});
+  if (!listed || !listed->Succeeded()) return;  // nothing known to remove; the block check holds
+  for (const NetnsLeftover& leftover : NetnsLeftovers(listed->stdout_text, sys::ProcessAlive)) {
+    if (leftover.tag == plan_.tag) continue;
+    auto plan = PlanNetnsLab(leftover.tag, std::min(leftover.hosts, 200));
+    if (!plan) continue;
+    for (const auto& argv : NetnsDownCommands(*plan)) {
+      (void)runner_->Run(
+          {.argv = argv, .timeout = std::chrono::seconds(30), .runs_past_interrupt = true});
+    }
+    (void)fs.RemoveFile(NetnsAgentPath(leftover.tag));
+    log::Warn("namespace lab: removed lab {} ({} hosts), left by a cmax that is gone", leftover.tag,
+              leftover.hosts);
+  }
+}
+
 void NetnsLab::Down() {
   // After a Ctrl-C too: the stop it asked for is what runs this, and must not be cut short.
   for (const auto& argv : NetnsDownCommands(plan_)) {
@@ -265,6 +286,49 @@ std::string NetnsLeftBehind(const NetnsLabPlan& plan) {
       "list | grep -o '^cmax-{}-h[0-9]*'); do ip netns delete \"$ns\"; done; rm -f {}",
       plan.tag, plan.hosts.size(), plan.bridge, plan.subnet, plan.bridge, plan.tag,
       NetnsAgentPath(plan.tag));
+}
+
+std::string NetnsTagOf(int pid) {
+  constexpr std::string_view kDigits = "0123456789abcdefghijklmnopqrstuvwxyz";
+  std::string digits;
+  auto left = static_cast<unsigned>(pid);
+  do {
+    digits.insert(digits.begin(), kDigits[left % 36]);
+    left /= 36;
+  } while (left > 0);
+  return "s" + digits;
+}
+
+std::optional<int> NetnsTagProcess(std::string_view tag) {
+  if (tag.size() < 2 || tag.size() > 6 || tag.front() != 's') return std::nullopt;
+  int64_t pid = 0;
+  for (const char c : tag.substr(1)) {
+    const int digit = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'z' ? c - 'a' + 10 : -1;
+    if (digit < 0) return std::nullopt;
+    pid = pid * 36 + digit;
+  }
+  if (pid <= 0 || tag[1] == '0') return std::nullopt;  // as NetnsTagOf writes it, no leading 0
+  return static_cast<int>(pid);
+}
+
+std::vector<NetnsLeftover> NetnsLeftovers(std::string_view netns_list,
+                                          const std::function<bool(int pid)>& alive) {
+  std::map<std::string, int> hosts;  // tag -> its highest host number
+  for (std::string_view line : SplitLines(netns_list)) {
+    const std::vector<std::string_view> words = SplitFields(line);
+    if (words.empty() || !words[0].starts_with("cmax-")) continue;
+    const std::string_view name = words[0].substr(5);
+    const size_t dash = name.rfind("-h");
+    if (dash == std::string_view::npos) continue;
+    const std::optional<int> host = ParseWhole<int>(name.substr(dash + 2));
+    const std::string tag(name.substr(0, dash));
+    const std::optional<int> pid = NetnsTagProcess(tag);
+    if (!host || *host < 1 || !pid || alive(*pid)) continue;
+    hosts[tag] = std::max(hosts[tag], *host);
+  }
+  std::vector<NetnsLeftover> out;
+  for (const auto& [tag, n] : hosts) out.push_back({tag, n});
+  return out;
 }
 
 std::vector<std::string> NetnsHostNames(int hosts) {
@@ -307,9 +371,9 @@ Result<void> WithNetnsLab(const NetnsLabRequest& request, sys::FileSystem& fs,
                           const std::function<Result<void>(const NetnsLabReach&)>& run) {
   auto slow = CheckNetnsLabRequest(request);
   if (!slow) return tl::unexpected(slow.error());
-  // Six characters from the process id: another cmax's lab is not taken for a leftover of ours.
-  auto plan = PlanNetnsLab(
-      request.tag.empty() ? fmt::format("s{}", ::getpid() % 100000) : request.tag, request.hosts);
+  // From the process id: another cmax's lab is never taken for a leftover of ours.
+  auto plan =
+      PlanNetnsLab(request.tag.empty() ? NetnsTagOf(::getpid()) : request.tag, request.hosts);
   if (!plan) return tl::unexpected(plan.error());
   NetnsLab lab(*plan, runner);
   if (auto up = lab.Up(fs); !up) return up;

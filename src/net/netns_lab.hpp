@@ -11,6 +11,7 @@
 
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -76,6 +77,22 @@ std::string NetnsAgentCommand(std::string_view tag);
 // The lab as a second Ctrl-C would leave it, and the shell line that removes it by hand.
 std::string NetnsLeftBehind(const NetnsLabPlan& plan);
 
+// A process's own tag, "s" and its id in base 36 (up to 60 million in six characters): unique
+// among the live processes of this host, so that no lab takes another's for its own leftover.
+std::string NetnsTagOf(int pid);
+// The process a tag of NetnsTagOf names; none for another tag (a test's, a user's).
+std::optional<int> NetnsTagProcess(std::string_view tag);
+
+// A lab that outlived its process (killed: SIGKILL, a power cut, a second Ctrl-C): its tag and
+// its host count, from the output of `ip netns list`, the tags of processes `alive` says are
+// gone. Pure.
+struct NetnsLeftover {
+  std::string tag;
+  int hosts = 0;
+};
+std::vector<NetnsLeftover> NetnsLeftovers(std::string_view netns_list,
+                                          const std::function<bool(int pid)>& alive);
+
 class NetnsLab {
  public:
   NetnsLab(NetnsLabPlan plan, sys::ProcessRunner& runner)
@@ -86,7 +103,8 @@ class NetnsLab {
   ~NetnsLab() {
     if (up_) Down();
   }
-  // Up from nothing (what a crashed lab of the same tag left is taken down first), in the first
+  // Up from nothing (what a crashed lab of the same tag left is taken down first, and any lab
+  // whose process is gone: NetnsLeftovers), in the first
   // free block (the plan's addresses are moved there: read Plan() after Up; the choice is made
   // under kNetnsLabLockPath, so that two labs never take one block); the agent script
   // written to AgentPath() (mode 0755). Refused when no block is free: two labs' routes would
@@ -102,6 +120,8 @@ class NetnsLab {
 
  private:
   Result<void> Run(const std::vector<std::string>& argv);
+  // Takes down the labs whose process is gone (under the lab lock, before the block is chosen).
+  void RemoveLeftovers(sys::FileSystem& fs);
   NetnsLabPlan plan_;
   sys::ProcessRunner* runner_;
   sys::FileSystem* fs_ = nullptr;  // the one Up wrote the agent with

@@ -12,6 +12,7 @@
 #include <latch>
 #include <optional>
 #include <string>
+#include <sys/wait.h>
 #include <thread>
 #include <vector>
 
@@ -138,6 +139,37 @@ TEST_F(NetnsLabTest, ACtrlCDoesNotCutTheTakingDownShort) {
   lab_->Down();
   sys::ClearInterrupt();  // the look is not to be cut short either
   ExpectNothingLeft();
+}
+
+// What a killed cmax's lab left (SIGKILL, a power cut: nothing ran its teardown) is taken down by
+// the next lab that comes up: its process is gone, which its tag says.
+TEST(NetnsLabUp, ALabLeftByAProcessThatIsGoneIsRemovedByTheNext) {
+  if (geteuid() != 0) GTEST_SKIP() << "network namespaces need root";
+  const pid_t ended = ::fork();
+  if (ended == 0) ::_exit(0);
+  ASSERT_GT(ended, 0);
+  ASSERT_EQ(::waitpid(ended, nullptr, 0), ended);
+  const std::string tag = NetnsTagOf(ended);
+  sys::PosixProcessRunner runner;
+  sys::LocalFileSystem fs;
+  for (const std::vector<std::string>& argv :
+       {std::vector<std::string>{"ip", "netns", "add", "cmax-" + tag + "-h1"},
+        std::vector<std::string>{"ip", "netns", "add", "cmax-" + tag + "-h2"},
+        std::vector<std::string>{"ip", "link", "add", "cx" + tag + "br", "type", "bridge"}}) {
+    const auto made = runner.Run({.argv = argv});
+    ASSERT_TRUE(made && made->Succeeded()) << Join(argv, " ");
+  }
+  auto plan = PlanNetnsLab("u" + std::to_string(getpid() % 1000), 2);
+  ASSERT_TRUE(plan);
+  NetnsLab next(*plan, runner);
+  ASSERT_TRUE(next.Up(fs));
+  const auto netns = runner.Run({.argv = {"ip", "netns", "list"}});
+  ASSERT_TRUE(netns);
+  EXPECT_EQ(netns->stdout_text.find("cmax-" + tag + "-"), std::string::npos) << netns->stdout_text;
+  EXPECT_NE(netns->stdout_text.find("cmax-" + plan->tag + "-h2"), std::string::npos);
+  const auto links = runner.Run({.argv = {"ip", "-o", "link", "show"}});
+  ASSERT_TRUE(links);
+  EXPECT_EQ(links->stdout_text.find("cx" + tag + "br"), std::string::npos);
 }
 
 TEST(NetnsLabUp, TwoLabsBroughtUpAtOnceTakeBlocksOfTheirOwn) {

@@ -106,6 +106,34 @@ TEST(NetnsLabPlan, TheAgentMapsEachAddressToItsNamespace) {
   EXPECT_NE(script.find("no host $host"), std::string::npos);
 }
 
+// A process's tag names it, whatever its id: 12345 and 112345 (which the old pid % 100000 gave
+// one tag, so that one lab's leftover clean-up took the other down) are two.
+TEST(NetnsLabTag, EachProcessItsOwnAndReadBack) {
+  EXPECT_EQ(NetnsTagOf(12345), "s9ix");
+  EXPECT_NE(NetnsTagOf(12345), NetnsTagOf(112345));
+  EXPECT_EQ(NetnsTagOf(4194304), "s2hwcg");  // Linux's largest pid_max: within 6 characters
+  for (int pid : {1, 35, 36, 12345, 112345, 4194304, 60466175}) {
+    EXPECT_EQ(NetnsTagProcess(NetnsTagOf(pid)), pid) << pid;
+    EXPECT_TRUE(PlanNetnsLab(NetnsTagOf(pid), 200)) << pid;
+  }
+  for (const char* other : {"t405", "s", "s0", "s-1", "sABC", "s1234567", "ib42"}) {
+    EXPECT_FALSE(NetnsTagProcess(other)) << other;
+  }
+}
+
+TEST(NetnsLabTag, LeftoversAreTheLabsOfProcessesThatAreGone) {
+  const std::string listed =
+      "cmax-s9ix-h2 (id: 1)\ncmax-s9ix-h1 (id: 0)\ncmax-s9iy-h1\ncmax-t405-h1 (id: 4)\n"
+      "cmax-s9iz-h3\nmine\ncmax-s9iz-hx\n";
+  const auto gone = NetnsLeftovers(listed, [](int pid) { return pid == 12346; });  // s9iy lives
+  ASSERT_EQ(gone.size(), 2U);
+  EXPECT_EQ(gone[0].tag, "s9ix");
+  EXPECT_EQ(gone[0].hosts, 2);
+  EXPECT_EQ(gone[1].tag, "s9iz");
+  EXPECT_EQ(gone[1].hosts, 3);
+  EXPECT_TRUE(NetnsLeftovers("", [](int) { return false; }).empty());
+}
+
 // What a second Ctrl-C says it leaves: a line a person can paste to remove exactly this lab.
 TEST(NetnsLabPlan, WhatItLeavesBehindIsSaidWithItsRemoval) {
   const auto plan = PlanNetnsLab("x", 2, 3);
