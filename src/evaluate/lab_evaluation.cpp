@@ -419,6 +419,16 @@ class SimulatedProvider {
     agents_.push_back(*pid);
     left_.push_back(std::make_unique<sys::LeftBehind>(
         fmt::format("the lab's agent for {}: kill {}", node, *pid)));
+    // One of the lab's daemons: should this process be killed, `cmax lab down` (or the next
+    // evaluation's refusal, which says to run it) stops the agent too, which would otherwise
+    // go on draining and validating the next lab's nodes from its old journal.
+    lab::LabContext ctx{fs_, runner_, *io_.evaluation.host.clock, {}};
+    if (auto adopted = lab::AdoptDaemon(
+            lab_dir_, ctx,
+            {.name = "agent-" + node, .program = io_.cmax_binary, .pid = *pid, .log_path = log});
+        !adopted) {
+      return adopted;
+    }
     if (!LogSays(fs_, log, "agent ready: kernel log open", *pid, 30s,
                  io_.evaluation.host.interrupted)) {
       return Fail(ErrorCode::kUnavailable, "the agent of {} did not start; its log: {}", node, log);

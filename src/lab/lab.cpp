@@ -10,6 +10,7 @@
 #include <netinet/in.h>
 #include <sys/random.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <thread>
 
 #include "core/log.hpp"
@@ -63,8 +64,10 @@ void Say(LabContext& ctx, std::string_view text) {
 }
 
 Result<void> WriteMungeKey(const std::string& path) {
-  if (::access(path.c_str(), F_OK) == 0) return {};
   unsigned char key[1024];
+  // A whole key is kept (a lab's daemons share it); one cut short by a kill is made again.
+  struct stat existing {};
+  if (::stat(path.c_str(), &existing) == 0 && existing.st_size == sizeof(key)) return {};
   size_t got = 0;
   while (got < sizeof(key)) {
     const ssize_t n = ::getrandom(key + got, sizeof(key) - got, 0);
@@ -72,11 +75,18 @@ Result<void> WriteMungeKey(const std::string& path) {
     if (n < 0) return Fail(ErrorCode::kIo, "cannot read random bytes: {}", std::strerror(errno));
     got += static_cast<size_t>(n);
   }
-  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-  if (fd < 0) return Fail(ErrorCode::kIo, "cannot create {}: {}", path, std::strerror(errno));
-  const bool ok = ::write(fd, key, sizeof(key)) == static_cast<ssize_t>(sizeof(key));
+  // Written beside it and renamed over it: never seen half written.
+  const std::string beside = path + ".new";
+  (void)::unlink(beside.c_str());
+  const int fd = ::open(beside.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+  if (fd < 0) return Fail(ErrorCode::kIo, "cannot create {}: {}", beside, std::strerror(errno));
+  const bool ok =
+      ::write(fd, key, sizeof(key)) == static_cast<ssize_t>(sizeof(key)) && ::fsync(fd) == 0;
   ::close(fd);
-  if (!ok) return Fail(ErrorCode::kIo, "cannot write {}", path);
+  if (!ok || ::rename(beside.c_str(), path.c_str()) != 0) {
+    (void)::unlink(beside.c_str());
+    return Fail(ErrorCode::kIo, "cannot write {}", path);
+  }
   return {};
 }
 
@@ -374,6 +384,17 @@ Result<UpResult> Up(const LabSpec& spec, LabContext& ctx, Duration wait_timeout)
   const Duration took = ctx.clock.Monotonic() - start;
   Say(ctx, fmt::format("{}/{} nodes idle after {}", total, total, FormatDuration(took)));
   return UpResult{state, false, took};
+}
+
+Result<void> AdoptDaemon(const std::string& dir, LabContext& ctx, Daemon daemon) {
+  const LabPaths paths = PathsFor(dir);
+  auto text = ctx.fs.ReadFile(paths.state_file, 1 << 20);
+  if (!text) return tl::unexpected(text.error());
+  auto state = ParseState(*text);
+  if (!state) return Wrap(state.error(), paths.state_file);
+  if (daemon.start_ticks == 0) daemon.start_ticks = sys::ProcessStartTicks(daemon.pid).value_or(0);
+  state->daemons.push_back(std::move(daemon));
+  return SaveState(ctx, paths, *state);
 }
 
 Result<LabStatus> Status(const std::string& dir, LabContext& ctx) {

@@ -51,6 +51,11 @@ struct LabStatus {
 // NotFound when no lab state is in dir.
 Result<LabStatus> Status(const std::string& dir, LabContext& ctx);
 
+// Makes a process started beside the lab one of its daemons (an evaluation's node agents): in
+// its state file with its start time, so that `down` stops it with the rest, and a lab whose
+// owner was killed shows it (status) and takes it down. NotFound when no lab state is in dir.
+Result<void> AdoptDaemon(const std::string& dir, LabContext& ctx, Daemon daemon);
+
 struct DownResult {
   std::vector<std::string> stopped;       // daemons we stopped
   std::vector<std::string> already_gone;  // recorded but no longer running

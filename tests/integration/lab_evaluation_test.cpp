@@ -396,6 +396,32 @@ TEST_F(LabEvaluationTest, TheDefaultFolderFromAnEarlierVersionIsStillTheLabs) {
   EXPECT_EQ(ProcessesMentioning(old), std::vector<std::string>()) << "left behind";
 }
 
+// Killed (SIGKILL: nothing of its own runs), the evaluation leaves its lab up, its node agents
+// among the lab's daemons: `cmax lab down` stops every one of them, the agents too, which would
+// otherwise go on acting on the next lab's nodes.
+TEST_F(LabEvaluationTest, AKilledEvaluationsLabAndAgentsGoWithLabDown) {
+  const std::string lab = dir_.File("lab-killed");
+  const std::string log = dir_.File("killed.log");
+  auto pid = sys::SpawnDaemon(
+      {.argv = {CMAX_BINARY, "--db", dir_.File("killed.db"), "run", "--lab", "--provider-profile",
+                "negligent", "--lab-dir", lab, "--lab-port", "28917", "--no-html"},
+       .log_path = log});
+  ASSERT_TRUE(pid) << pid.error().message;
+  ASSERT_TRUE(testing::WaitForText(log, "injected xid 48 on gpu1", 120s)) << testing::FileText(log);
+  ::kill(*pid, SIGKILL);
+  ASSERT_TRUE(testing::WaitUntil([&] { return !sys::ProcessAlive(*pid); }, 60s));
+  bool agents = false;
+  for (const std::string& p : ProcessesMentioning(lab))
+    agents |= p.find(" agent ") != std::string::npos;
+  ASSERT_TRUE(agents) << "the agents outlived the evaluation, as they would";
+  sys::PosixProcessRunner runner;
+  const auto down =
+      runner.Run({.argv = {CMAX_BINARY, "lab", "down", "--dir", lab + "/lab"}, .timeout = 120s});
+  ASSERT_TRUE(down);
+  EXPECT_EQ(down->exit_code, 0) << down->stdout_text << down->stderr_text;
+  EXPECT_EQ(ProcessesMentioning(lab), std::vector<std::string>());
+}
+
 TEST_F(LabEvaluationTest, AnInterruptedEvaluationLeavesNoDaemonBehind) {
   const std::string lab = dir_.File("lab-interrupted");
   const std::string log = dir_.File("interrupted.log");
