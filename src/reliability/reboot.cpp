@@ -1,11 +1,23 @@
 #include "reliability/reboot.hpp"
 
 #include <fmt/format.h>
+#include <optional>
 
 #include "core/log.hpp"
 #include "core/strings.hpp"
+#include "sys/interrupt.hpp"
 
 namespace cmax::reliability {
+
+std::string RebootUndo(const std::string& node) {
+  // Slurm brings the node back DOWN with cmax's reason (nextstate=DOWN); stopped before the
+  // resume, cmax leaves it so.
+  return fmt::format(
+      "{} was asked to reboot and comes back out of service with the reason 'cmax: reboot "
+      "timing'; cmax did not put it back. Before it reboots: scontrol cancel_reboot {}; once it "
+      "is up: scontrol update nodename={} state=resume",
+      node, ShellWord(node), ShellWord(node));
+}
 
 Result<RebootTiming> TimeReboot(remediate::Scheduler& scheduler, Clock& clock,
                                 const std::string& node, Duration poll, Duration timeout,
@@ -15,18 +27,14 @@ Result<RebootTiming> TimeReboot(remediate::Scheduler& scheduler, Clock& clock,
   if (!before) return tl::unexpected(before.error());
   t.boot_before = *before;
   t.requested = clock.Now();
+  const std::string undo = RebootUndo(node);
+  // Until the node is back in service: a second Ctrl-C says what it leaves and how to undo it.
+  std::optional<sys::LeftBehind> left(std::in_place, undo);
   auto asked = scheduler.Reboot(node, "cmax: reboot timing");
   if (!asked) return tl::unexpected(asked.error());
   const auto deadline =
       t.requested + std::chrono::duration_cast<std::chrono::milliseconds>(timeout);
   const auto stopping = [&hooks] { return hooks.stop && hooks.stop(); };
-  // Slurm brings the node back DOWN with cmax's reason (nextstate=DOWN); stopped before the
-  // resume below, cmax leaves it so.
-  const std::string undo = fmt::format(
-      "{} was asked to reboot and comes back out of service with the reason 'cmax: reboot "
-      "timing'; cmax did not put it back. Before it reboots: scontrol cancel_reboot {}; once it "
-      "is up: scontrol update nodename={} state=resume",
-      node, ShellWord(node), ShellWord(node));
   // 1. A new boot time: the node went down and came back (a scheduler that does not answer
   // meanwhile is expected: the node, or its daemon, is restarting).
   while (!t.booted) {
@@ -51,6 +59,8 @@ Result<RebootTiming> TimeReboot(remediate::Scheduler& scheduler, Clock& clock,
     log::Warn("{}: cannot put it back in service after the reboot: {}", node,
               resumed.error().message);
     t.undo = undo;
+  } else {
+    left.reset();
   }
   while (!t.gpu_ready) {
     auto answer = hooks.gpu_check();

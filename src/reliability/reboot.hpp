@@ -33,6 +33,10 @@ struct RebootHooks {
   std::function<bool()> stop;  // Ctrl-C
 };
 
+// What a person must do for a node whose reboot timing stopped before it was put back in
+// service (stopped, timed out, or cmax killed): Slurm brings it back DOWN with cmax's reason.
+std::string RebootUndo(const std::string& node);
+
 // Fails only when the reboot cannot even be asked for; a reboot that does not come back in
 // time is a timing with `failure` set.
 Result<RebootTiming> TimeReboot(remediate::Scheduler& scheduler, Clock& clock,

@@ -259,6 +259,8 @@ Result<ReliabilityReport> RebootAndTime(const RebootOptions& o, const Reliabilit
   };
   hooks.stop = io.stop;
   Out(io, "rebooting " + facts.node + " through the scheduler; GPU query: " + check);
+  // Before it is asked: should cmax be killed meanwhile, this is the one place that says it.
+  Out(io, "if cmax stops before it puts the node back in service: " + RebootUndo(facts.node));
   const auto seconds = [](double s) { return SecondsAsDuration(s); };
   auto timing = TimeReboot(*(*scheduler)->scheduler, *io.clock, facts.node, seconds(o.poll_s),
                            seconds(o.timeout_s), hooks);

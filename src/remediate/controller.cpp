@@ -503,13 +503,23 @@ Result<std::string> Controller::Execute(const ActionRow& row, NodeEntry& entry) 
     case ActionKind::kRebootNode: {
       auto boot = scheduler_.BootTime(node);
       if (!boot) return tl::unexpected(boot.error());
+      // Started by a controller that was killed: the boot time it wrote down before asking
+      // tells whether the node has rebooted since (then it is not rebooted again); the same
+      // boot time, and it is asked again (a reboot Slurm still holds pending is not doubled).
+      const bool asked_before =
+          row.outcome == Outcome::kStarted && entry.handle.starts_with("boot:");
+      const std::string before = asked_before ? entry.handle.substr(5) : *boot;
+      if (asked_before && before != *boot) {
+        return fmt::format("rebooted before cmax restarted; booted last at {}", *boot);
+      }
+      // Written down before it is asked, so that a restart after the asking knows it.
+      entry.handle = "boot:" + before;
+      if (auto ok = journal_.SaveEntry(entry, now); !ok) return tl::unexpected(ok.error());
       auto r = scheduler_.Reboot(
           node,
           "cmax: " + (entry.record.reason.empty() ? std::string("reboot") : entry.record.reason));
       if (!r) return r;
-      entry.handle = "boot:" + *boot;
-      if (auto ok = journal_.SaveEntry(entry, now); !ok) return tl::unexpected(ok.error());
-      return *r + "; booted last at " + *boot;
+      return *r + "; booted last at " + before;
     }
     case ActionKind::kStartValidation: {
       auto job = scheduler_.StartValidation(node, config_.validation);

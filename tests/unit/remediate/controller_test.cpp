@@ -220,6 +220,35 @@ TEST_F(ControllerTest, NoResetCommandMeansReboot) {
   EXPECT_EQ(sched_.calls.back(), "validate gpu3");
 }
 
+// Killed after it asked for the reboot and before it wrote the reboot down as done: the node
+// that has rebooted since is not rebooted again; one whose boot time is unchanged (the asking
+// may never have reached Slurm) is asked again.
+TEST_F(ControllerTest, RestartAfterACrashMidRebootNeverRebootsTwice) {
+  config_.reset_command.clear();
+  Xid("gpu3", 79, "reset-gpu");
+  Step();
+  ASSERT_EQ(sched_.calls.back(), "reboot gpu3");
+  // As the killed controller left it: started, not finished.
+  const auto reopen = [&](const std::string& node) {
+    ASSERT_TRUE(store_->Db().Execute(
+        "UPDATE remediation_actions SET outcome = 'started', finished_at = NULL "
+        "WHERE action = 'reboot-node' AND node = '" +
+        node + "'"));
+  };
+  reopen("gpu3");
+  sched_.nodes_["gpu3"].boot = "2026-11-30T01:00:00";  // it rebooted meanwhile
+  Step();
+  EXPECT_EQ(std::ranges::count(sched_.calls, "reboot gpu3"), 1);
+  EXPECT_EQ(State("gpu3"), NodeState::kValidating);
+
+  Xid("gpu2", 79, "reset-gpu");
+  Step();
+  ASSERT_EQ(sched_.calls.back(), "reboot gpu2");
+  reopen("gpu2");
+  Step();  // no new boot time: asked again
+  EXPECT_EQ(std::ranges::count(sched_.calls, "reboot gpu2"), 2);
+}
+
 TEST_F(ControllerTest, RestartAfterACrashBetweenPlanAndActionDrainsExactlyOnce) {
   // The controller wrote its decision and died before carrying anything out.
   Journal journal(store_->Db());
