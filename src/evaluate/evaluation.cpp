@@ -155,8 +155,9 @@ class PhaseRunner {
     // Of the evaluated provider, or of anyone's; none is a phase UNTESTED, a store that cannot
     // answer is an error of the phase.
     auto found = provider.empty()
-                     ? store->LatestRunId("health", "active schedule")
-                     : store->LatestProviderRunId(provider, "health", "active schedule");
+                     ? store->LatestRunId("health", "active schedule", /*closed_only=*/true)
+                     : store->LatestProviderRunId(provider, "health", "active schedule",
+                                                  /*closed_only=*/true);
     if (!found && found.error().code != ErrorCode::kNotFound) {
       return {FromError("active", name, found.error()), {}};
     }

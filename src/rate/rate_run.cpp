@@ -37,7 +37,8 @@ constexpr RatedKind kRatedKinds[] = {{"run", ""},
 Result<std::vector<int64_t>> ProviderRuns(store::Store& store, const std::string& provider) {
   std::vector<int64_t> ids;
   for (const RatedKind& kind : kRatedKinds) {
-    if (auto id = store.LatestProviderRunId(provider, kind.command, kind.target_prefix)) {
+    if (auto id = store.LatestProviderRunId(provider, kind.command, kind.target_prefix,
+                                            /*closed_only=*/true)) {
       ids.push_back(*id);
     }
   }
@@ -255,7 +256,7 @@ Result<Rating> RateStoredRuns(const RateOptions& options, const RateIo& io) {
       for (const int64_t id : *ids) asked.push_back(std::to_string(id));
     } else {
       for (const RatedKind& kind : kRatedKinds) {
-        if (auto id = store->LatestRunId(kind.command, kind.target_prefix)) {
+        if (auto id = store->LatestRunId(kind.command, kind.target_prefix, /*closed_only=*/true)) {
           asked.push_back(std::to_string(*id));
         }
       }

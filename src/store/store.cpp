@@ -496,14 +496,15 @@ Result<RunRecord> Store::LoadRun(int64_t run_id) {
 }
 
 Result<int64_t> Store::LatestProviderRunId(const std::string& provider, const std::string& command,
-                                           const std::string& target_prefix) {
+                                           const std::string& target_prefix, bool closed_only) {
   auto stmt = db_->Prepare(
       "SELECT max(id) FROM runs WHERE provider = ?1 AND command = ?2 AND "
-      "substr(ifnull(target, ''), 1, length(?3)) = ?3");
+      "substr(ifnull(target, ''), 1, length(?3)) = ?3 AND (?4 = 0 OR state != 'running')");
   if (!stmt) return tl::unexpected(stmt.error());
   stmt->Bind(1, std::string_view(provider));
   stmt->Bind(2, std::string_view(command));
   stmt->Bind(3, std::string_view(target_prefix));
+  stmt->Bind(4, static_cast<int64_t>(closed_only ? 1 : 0));
   auto row = stmt->Step();
   if (!row) return tl::unexpected(row.error());
   if (!*row || stmt->ColumnIsNull(0)) {
@@ -534,13 +535,15 @@ Result<std::vector<Store::JournalDrain>> Store::JournalDrains() {
 }
 
 // A target no cmax wrote (NULL, in a store edited by hand) is read as "", here as in LoadRun.
-Result<int64_t> Store::LatestRunId(const std::string& command, const std::string& target_prefix) {
+Result<int64_t> Store::LatestRunId(const std::string& command, const std::string& target_prefix,
+                                   bool closed_only) {
   auto stmt = db_->Prepare(
       "SELECT max(id) FROM runs WHERE (?1 = '' OR command = ?1) AND "
-      "substr(ifnull(target, ''), 1, length(?2)) = ?2");
+      "substr(ifnull(target, ''), 1, length(?2)) = ?2 AND (?3 = 0 OR state != 'running')");
   if (!stmt) return tl::unexpected(stmt.error());
   stmt->Bind(1, std::string_view(command));
   stmt->Bind(2, std::string_view(target_prefix));
+  stmt->Bind(3, static_cast<int64_t>(closed_only ? 1 : 0));
   auto row = stmt->Step();
   if (!row) return tl::unexpected(row.error());
   if (!*row || stmt->ColumnIsNull(0)) {

@@ -89,13 +89,16 @@ class Store {
                                                             const std::string& provider = "");
   Result<RunRecord> LoadRun(int64_t run_id);
   // The newest run, optionally of one command, and of those optionally one whose target starts
-  // with `target_prefix`; NotFound when there is none.
+  // with `target_prefix`; NotFound when there is none. `closed_only`: of the runs that ended
+  // (ok, checks failed, interrupted or in error), not one still running or left running by a
+  // process that was killed: what a rating reads, never a half-written run.
   Result<int64_t> LatestRunId(const std::string& command = "",
-                              const std::string& target_prefix = "");
+                              const std::string& target_prefix = "", bool closed_only = false);
   // The newest run of `command` that evaluates `provider`, of a target starting with
-  // `target_prefix` when one is given (kNotFound when none).
+  // `target_prefix` when one is given (kNotFound when none); `closed_only` as above.
   Result<int64_t> LatestProviderRunId(const std::string& provider, const std::string& command,
-                                      const std::string& target_prefix = "");
+                                      const std::string& target_prefix = "",
+                                      bool closed_only = false);
   // The providers runs were recorded for, sorted.
   Result<std::vector<std::string>> Providers();
   // The drains the remediation controller carried out (not dry runs), oldest first: what the

@@ -159,7 +159,9 @@ TEST(Drains, RatedFromTheStoresRemediationJournal) {
   {
     auto store = store::Store::Open({.path = path});
     ASSERT_TRUE(store);
-    ASSERT_TRUE(store->BeginRun({.command = "audit"}));
+    const auto id = store->BeginRun({.command = "audit"});
+    ASSERT_TRUE(id);
+    ASSERT_TRUE(store->FinishRun(*id, RunState::kOk, 0, WallTime{}));  // rated: it ended
   }
   {
     auto db = store::Database::Open(path, false, false, 1000);

@@ -319,6 +319,25 @@ TEST(Store, AStatusNoCmaxWroteCountsAsAFailureInTheListAsInTheRun) {
 
 // A run with no target (a store whose schema was edited to allow it) is still the latest run
 // for `report latest`: the prefix filter matched no NULL, and the store looked empty.
+// A run still open (or left open by a process that was killed) is the newest, but never what a
+// rating reads: that is the newest run that ended.
+TEST(Store, TheLatestClosedRunPassesOverOneStillRunning) {
+  testing::TempDir dir;
+  auto store = Store::Open({.path = dir.File("cmax.db")});
+  ASSERT_TRUE(store);
+  RunStart start = Start("health");
+  start.provider = "acme";
+  const int64_t ended = store->BeginRun(start).value();
+  ASSERT_TRUE(store->FinishRun(ended, RunState::kOk, 0, At(1795944149911)));
+  const int64_t open = store->BeginRun(start).value();
+  EXPECT_EQ(store->LatestRunId("health").value(), open);
+  EXPECT_EQ(store->LatestRunId("health", "", /*closed_only=*/true).value(), ended);
+  EXPECT_EQ(store->LatestProviderRunId("acme", "health").value(), open);
+  EXPECT_EQ(store->LatestProviderRunId("acme", "health", "", /*closed_only=*/true).value(), ended);
+  ASSERT_TRUE(store->FinishRun(open, RunState::kInterrupted, 130, At(1795944150911)));
+  EXPECT_EQ(store->LatestRunId("health", "", /*closed_only=*/true).value(), open);
+}
+
 TEST(Store, ARunWithNoTargetIsStillTheLatest) {
   testing::TempDir dir;
   const std::string path = dir.File("cmax.db");
