@@ -100,7 +100,10 @@ std::vector<Command> SetupCli(CLI::App& app, Context& ctx, const TreeNeeded& nee
         }
         return "";
       });
-  app.add_flag("-v,--verbose", ctx.global.verbosity, "More log detail on stderr (repeat: -vv)");
+  app.add_flag(
+      "-v,--verbose", ctx.global.verbosity,
+      "More detail: on stderr (-v info, -vv debug, -vvv trace), and in the reports of audit, "
+      "rate and nccl analyze (up to -vvv)");
   app.add_flag("-q,--quiet", ctx.global.quiet, "Errors only on stderr");
   app.add_flag("--no-color", ctx.global.no_color, "No colours even on a terminal (also NO_COLOR)");
   std::vector<Command> commands;

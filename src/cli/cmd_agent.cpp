@@ -76,8 +76,8 @@ Command SetupAgentCommand(CLI::App& parent) {
       "Watchdog: CPU limit in percent of one core, sustained over 3 intervals of 10 s");
   Opt(app, "--xid-catalog", options->agent.xid_catalog, "Use this XID catalogue (JSON)");
   Opt(app, "--devices", options->agent.devices,
-      "Only kernel events for these PCI devices are this node's (for nodes that "
-      "share one kernel, as lab nodes do)")
+      "Only kernel events for these PCI devices are this node's, comma-separated (for nodes "
+      "that share one kernel, as lab nodes do)")
       ->delimiter(',');
   Flag(app, "--remediate", options->hooks.remediate,
        "Act on this node's faults through the scheduler (drain, requeue, reset, validate, "

@@ -126,15 +126,18 @@ void AddTargetFlags(CLI::App* app, endpoint::TargetOptions& o) {
   Num(app, "--idle-timeout", o.idle_timeout_s, seconds_or_none,
       "Seconds without a byte before a request times out (0: off)");
   Num(app, "--retries", o.retries, Whole(0, 100),
-      "Retry 408/409/429/5xx/connect/timeout like the OpenAI SDK (off when measuring)");
+      "Retry 408/409/429/5xx/connect/timeout like the OpenAI SDK (default 0: off, as a "
+      "measurement should be)");
   Opt(app, "--goodput", o.goodput, "SLOs for goodput: ttft:MS tpot:MS e2el:MS");
   Opt(app, "--prices", o.prices, "Price table (cmax.prices/v1 JSON) for the run's cost");
   Opt(app, "--price-model", o.price_model, "Model to price as (default --model)");
   Opt(app, "--output-file", o.output_file,
       "Result JSON with vLLM's benchmark keys plus cmax's under \"cmax\"");
   Opt(app, "--requests-file", o.requests_file, "One JSON line per request");
-  Opt(app, "--label", o.label, "Label in the result file");
-  Num(app, "--seed", o.seed, AnyUnsigned(), "Seed for prompts and arrival times");
+  Opt(app, "--label", o.label, "Label in the result file (vLLM's label key)");
+  Num(app, "--seed", o.seed, AnyUnsigned(),
+      "Seed for prompts and arrival times (default 0, as vLLM's benchmark: the same prompts "
+      "every run, so a second run against one server may hit the first's prefix cache)");
   Num(app, "--cache-block", o.cache_block, Whole(1, 1 << 20),
       "Block size (tokens) for the ideal cache hit rate");
 }

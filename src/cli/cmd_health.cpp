@@ -115,7 +115,8 @@ Command SetupHealthCommand(CLI::App& parent) {
       "Records one run in the store.");
   Flag(app, "--passive", options->passive, "Passive checks only (nothing is exercised)");
   Flag(app, "--active", options->active,
-       "Active checks: exercise the GPUs (dcgmi diag, nvbandwidth); refused on GPUs in use");
+       "Active checks: exercise the GPUs (dcgmi diag, nvbandwidth, cmax's CUDA probes, a local "
+       "all-reduce; at --level full a 120 s burn at full load too); refused on GPUs in use");
   Choice(app, "--level", options->level, {"quick", "full"},
          "With --active: quick (dcgmi diag -r 1, nvbandwidth, cmax's CUDA probes, a local "
          "all-reduce) or full (dcgmi diag -r 3, the all-reduce through the network adapters "
@@ -157,7 +158,7 @@ Command SetupHealthCommand(CLI::App& parent) {
   Opt(app, "--from-file", options->run.from_file,
       "Replay a saved kernel log (raw kmsg, dmesg [-T], journalctl -k, syslog)");
   Opt(app, "--since", options->run.since,
-      "Only records since: a duration (15m, 2h, 3d) or a UTC time")
+      "Only records since: a duration (15m, 2h, 3d) or a UTC time (2026-11-30T09:00:00Z)")
       // `--since "$UNSET"` would otherwise read the whole log unasked.
       ->check([](const std::string& text) -> std::string {
         return text.empty() ? "a duration or a UTC time (leave --since out for the whole log)" : "";
@@ -165,7 +166,8 @@ Command SetupHealthCommand(CLI::App& parent) {
   Opt(app, "--xid-catalog", options->run.xid_catalog,
       "Use this XID catalogue (JSON, like data/xid_catalog.json)");
   Num(app, "--mount-timeout", options->run.mount_timeout_s, SecondsIn(600),
-      "Seconds a network filesystem may take to answer statfs");
+      "Seconds each mounted filesystem (network, parallel or local disk) may take to answer "
+      "statfs");
   Flag(app, "--json", options->json, "Print the JSON report (schema cmax.report/v1)");
   Flag(app, "--slurm-healthcheck", options->run.slurm_healthcheck,
        "Run as Slurm's HealthCheckProgram: silent on success, one line and exit 1 on "

@@ -62,8 +62,10 @@ Command SetupHealthScheduleCommand(CLI::App& health) {
       "schedule",
       "Submit the active checks (cmax health --active) as Slurm jobs to the nodes that are\n"
       "idle and were not checked within --every days: one job a node, the whole node\n"
-      "(--exclusive), at the lowest priority (--nice), recording into this store, where a\n"
-      "failed check becomes a node condition that remediation acts on. A node with a job is\n"
+      "(--exclusive), at a low priority (--nice=10000), recording into this store, where a\n"
+      "failed check becomes a node condition that remediation acts on: give a --db every node\n"
+      "can reach (a shared filesystem), or each check records on its node's own disk, where\n"
+      "neither the next pass nor remediation sees it. A node with a job is\n"
       "never chosen; a check that cannot start within --start-within seconds (the node got\n"
       "a job meanwhile) is cancelled. Run it daily (cron, a systemd timer or scrontab): the\n"
       "store's last check per node paces it. Slurm's commands read $SLURM_CONF as usual.");

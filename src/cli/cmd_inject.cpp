@@ -48,7 +48,10 @@ void CommonFlags(CLI::App* app, inject::KernelEventOptions& o) {
       "The node the fault is for (default: this host); it must be this host or a lab node");
   Opt(app, "--text", o.text, "The message after the code (default: the catalogue's)");
   Flag(app, "--dry-run", o.safety.dry_run, "Print exactly what would be written; write nothing");
-  Flag(app, "--yes", o.safety.yes, "Inject into a node that is not a lab's");
+  Flag(app, "--yes", o.safety.yes,
+       "Inject into a node that is not a lab's: the provider's automation may drain, requeue, "
+       "reset or reboot it for a fault that is not there, and a kernel-log record cannot be "
+       "taken back");
   Flag(app, "--force", o.safety.force, "Accept a device that cannot be confirmed");
   Opt(app, "--kmsg", o.kmsg, "Where to write");
 }

@@ -104,7 +104,6 @@ int Sweep(const NcclFlags& o, Context& ctx) {
 int FindBadNode(const NcclFlags& o, Context& ctx) {
   Shell shell;
   net::NcclSweepRequest request = Request(o.find_hosts, ctx, shell.clock, "nccl-find");
-  request.analysis.platforms_file = o.options.platforms_file;
   const std::string out_dir = request.out_dir;
   net::BadNodeOptions finder{.tolerance = o.finder_tolerance_pct / 100,
                              .max_measurements = static_cast<size_t>(o.max_measurements)};
@@ -226,7 +225,8 @@ Command SetupNcclCommand(CLI::App& parent) {
       "bus-bandwidth curve: dips, cliffs, kinks at NCCL's algorithm switches (told apart when\n"
       "NCCL_DEBUG_SUBSYS=TUNING lines are in the log), drops as nodes are added, and, with\n"
       "--platform, the figure a healthy platform reaches. Recorded as a run (cmax report).\n"
-      "Exit 0 clean, 1 a dip, cliff, drop or shortfall, 3 nothing to analyse");
+      "Exit 0 clean, 1 wrong results, a dip, cliff, drop or shortfall, 2 a file that cannot be\n"
+      "read or an unknown platform, 3 nothing to analyse or a curve that could not be judged");
   Opt(o->analyze, "FILE", a.files, "nccl-tests output files ('-': standard input)")->required();
   Flag(o->analyze, "--json", o->json, "Print the analysis as JSON (schema cmax.nccl-analysis/v1)");
   o->sweep = app->add_subcommand(
@@ -244,8 +244,9 @@ Command SetupNcclCommand(CLI::App& parent) {
       "broadcast); default: every one the benchmark has")
       ->delimiter(',');
   Opt(o->sweep, "--variants", w.variants,
-      "default; nvlink (one node only); network (NCCL_P2P_DISABLE=1 NCCL_SHM_DISABLE=1: every "
-      "byte through the NICs); no-nvls (NCCL_NVLS_ENABLE=0)")
+      "Comma-separated (default: default): default; nvlink (one node only); network "
+      "(NCCL_P2P_DISABLE=1 NCCL_SHM_DISABLE=1: every byte through the NICs); no-nvls "
+      "(NCCL_NVLS_ENABLE=0)")
       ->delimiter(',');
   Opt(o->sweep, "--nodes", w.node_counts,
       "Node counts to run (comma-separated); default 1 (2 for the stand-in), 2, 4 ... and all")
@@ -267,13 +268,15 @@ Command SetupNcclCommand(CLI::App& parent) {
   Num(o->find, "--tolerance", o->finder_tolerance_pct, Real(1, 95),
       "Percent below the reference that makes a group slow");
   Num(o->find, "--reference", o->reference_gbs, Positive(1e6),
-      "A healthy group's busbw in GB/s (the platform's figure); default: the best measured");
+      "A healthy group's busbw in GB/s, a figure you give (a platform's published one, say); "
+      "default: the best measured");
   Num(o->find, "--max-measurements", o->max_measurements, Whole(2, 10000),
       "Runs the search may make, whatever the answers");
   Flag(o->find, "--json", o->json, "Print the verdict as JSON (schema cmax.nccl-bad-nodes/v1)");
   o->recipe = app->add_subcommand(
       "recipe",
-      "Judge this node's NCCL settings (NCCL_CONF_FILE or /etc/nccl.conf, then the environment)\n"
+      "Judge this node's NCCL settings (NCCL_CONF_FILE, else ~/.nccl.conf and /etc/nccl.conf,\n"
+      "then the environment)\n"
       "against a platform's golden recipe and the rules that hold everywhere: no NCCL_ALGO,\n"
       "NCCL_PROTO or NCCL_MIN_NCHANNELS defeating NCCL's tuning, NCCL_IB_HCA and\n"
       "NCCL_SOCKET_IFNAME selecting devices that are here, RoCE's GID index, a topology file\n"
@@ -302,7 +305,8 @@ Command SetupNcclCommand(CLI::App& parent) {
       "platforms",
       "The platforms' expected bus bandwidth by collective and node count, and the "
       "public measurements each figure rests on");
-  for (CLI::App* sub : {o->analyze, o->sweep, o->find, o->platforms}) {
+  // Not find-bad-node's: it judges groups against each other (or --reference), no platform.
+  for (CLI::App* sub : {o->analyze, o->sweep, o->platforms}) {
     Opt(sub, "--platforms", a.platforms_file,
         "Platforms' figures from this file (JSON, cmax.nccl-platforms/v1, like "
         "data/nccl_platforms.json) instead of the built-in ones");

@@ -80,7 +80,8 @@ Command SetupRateCommand(CLI::App& parent) {
       "the built-in one");
   Repeated(app, "--attestation", o->attestations,
            "The provider's attestation (YAML, schema cmax.attestation/v1): security reports, "
-           "SLA terms, prices, delivery dates; with --providers, one per provider (repeatable)");
+           "SLA terms, prices, delivery dates; with --providers, one per provider (repeatable). "
+           "Without it, the attestation kept with the provider's `cmax run` evaluation");
   Flag(app, "--providers", o->providers,
        "Rank every provider in the store (runs recorded with --provider NAME), each on its "
        "newest runs, with its absolute tier and one relative to the field");

@@ -96,7 +96,8 @@ Command SetupReliabilityCommand(CLI::App& parent) {
   Opt(b, "--gpu-check", reboot->gpu_check,
       "Shell command that succeeds once the node's GPUs answer ({node} replaced, quoted)");
   Num(b, "--timeout", reboot->timeout_s, SecondsIn(86400),
-      "Seconds to wait for the node and its GPUs");
+      "Seconds to wait for the node and its GPUs; stopped or timed out before the node is back "
+      "in service, it is left out of service with cmax's reason, and the undo is printed");
   Num(b, "--poll", reboot->poll_s, Real(0.1, 3600), "Seconds between looks");
   Choice(b, "--scheduler", reboot->scheduler, {"slurm", "kubernetes"}, "The scheduler");
   return {app, [=](Context& ctx) {

@@ -91,9 +91,11 @@ Command SetupRemediateCommand(CLI::App& parent) {
       "Run the controller: conditions from the agents become drains, requeues, resets, "
       "validations and resumes. Needs --act (or --dry-run)");
   Flag(r, "--act", run->controller.act,
-       "Carry actions out on the scheduler (drain, requeue, resume...)");
+       "Carry actions out: drains, requeues (on Kubernetes, evictions: a bare pod is lost), GPU "
+       "resets (--reset-command), reboots (scontrol reboot), validations, resumes and spares");
   Flag(r, "--dry-run", run->controller.dry_run,
-       "Decide and record what would be done; touch nothing");
+       "Decide and print what would be done; touch nothing, neither the nodes nor the store's "
+       "journal");
   Flag(r, "--once", run->loop.once,
        "One pass, then exit (exit 1 when an action failed or was refused)");
   Num(r, "--interval", run->loop.interval_s, Real(0.01, 86400), "Seconds between passes");
@@ -113,9 +115,13 @@ Command SetupRemediateCommand(CLI::App& parent) {
   Num(history, "-n,--limit", node->limit, Whole(1, 100000), "Newest entries of each kind");
   Flag(history, "--json", node->json, "Machine-readable (schema cmax.remediation-history/v1)");
   CLI::App* repaired = app->add_subcommand(
-      "repaired", "A person says the node is fixed: it is validated, then brought back");
+      "repaired",
+      "A person says the node is fixed: recorded for the controller (`remediate run` or an "
+      "agent with --remediate), which validates it, then brings it back, under its policy; "
+      "nothing happens until one runs");
   Opt(repaired, "NODE", node->node, "The node")->required();
-  CLI::App* retire = app->add_subcommand("retire", "Take a node out for good");
+  CLI::App* retire = app->add_subcommand(
+      "retire", "Take a node out for good: recorded for the controller, which carries it out");
   Opt(retire, "NODE", node->node, "The node")->required();
   app->add_subcommand("reset-breaker", "Let a tripped controller act again");
   return {app, [=](Context& ctx) {

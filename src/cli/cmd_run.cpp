@@ -127,7 +127,9 @@ Command SetupRunCommand(CLI::App& parent) {
       "With --lab: how the simulated provider behaves: good, slow or negligent (default good)")
       ->needs(lab);
   Opt(app, "--lab-dir", options->lab_options.dir,
-      "With --lab: its folder (default: lab-run beside the store); the plan, logs and state")
+      "With --lab: its folder (default: lab-run beside the store); the plan, logs and state. "
+      "Each evaluation first removes what the last one wrote there, its stores too: a folder "
+      "that is not new, empty or an earlier evaluation's is refused")
       ->needs(lab);
   Num(app, "--lab-port", options->lab_options.port_base, Whole(1024, 65000),
       "With --lab: Slurm's controller port; its nodes take the next ones (default 28817)")

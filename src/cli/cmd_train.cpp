@@ -164,7 +164,9 @@ Command SetupTrainCommand(CLI::App& parent) {
       "ended. Exit 0 finished or stopped at the budget with a steady run, 1 a failure, a\n"
       "deadline, a NaN or diverged loss, or no step past warm-up, 2 usage, 3 no metric line");
   train::TrainRunOptions& r = o->run_options;
-  Opt(o->run, "COMMAND", r.command, "The training command and its arguments (after --)")
+  Opt(o->run, "COMMAND", r.command,
+      "The training command and its arguments (after --); they are recorded in the run: give "
+      "secrets with --env instead")
       ->required();
   Num(o->run, "--steps", o->step_budget, Whole(0, int64_t{1} << 40),
       "Stop cleanly once a metric line of this step (or later) is logged; 0: let it end itself");

@@ -22,7 +22,8 @@ void AddControllerFlags(CLI::App& app, ControllerFlags& o) {
   Num(r, "--breaker-percent", o.breaker_percent, Positive(100),
       "Trip the circuit breaker when more than this share of the fleet would be taken out "
       "within --breaker-window");
-  Num(r, "--breaker-window", o.breaker_window_s, SecondsIn(7 * 24 * 3600), "Seconds");
+  Num(r, "--breaker-window", o.breaker_window_s, SecondsIn(7 * 24 * 3600),
+      "Seconds over which --breaker-percent counts the nodes taken out");
   Num(r, "--rate-limit", o.rate_limit, Whole(1, 1000), "Disruptive actions per node per hour");
   Opt(r, "--service-partition", o.service_partition, "Where spares go into service");
   Opt(r, "--spare-partition", o.spare_partition, "The hot-spare pool");
@@ -46,7 +47,8 @@ void AddControllerFlags(CLI::App& app, ControllerFlags& o) {
              "Namespace for validation Jobs (default: the context's, else cmax)"),
          Opt(r, "--validation-image", o.validation_image, "Image of the validation Job"),
          Num(r, "--validation-gpus", o.validation_gpus, Whole(0, 64),
-             "nvidia.com/gpu the validation Job asks for (all of the node's, to test them all)"),
+             "nvidia.com/gpu the validation Job asks for (0: all the node has allocatable, "
+             "so that it tests them all)"),
          Choice(r, "--taint-effect", o.taint_effect, {"NoSchedule", "NoExecute"},
                 "Effect of the cmax.dev/quarantine taint; NoExecute evicts without asking "
                 "PodDisruptionBudgets")});
