@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <gtest/gtest.h>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -398,25 +399,34 @@ TEST_F(LabEvaluationTest, TheDefaultFolderFromAnEarlierVersionIsStillTheLabs) {
 
 // Killed (SIGKILL: nothing of its own runs), the evaluation leaves its lab up, its node agents
 // among the lab's daemons: `cmax lab down` stops every one of them, the agents too, which would
-// otherwise go on acting on the next lab's nodes.
+// otherwise go on acting on the next lab's nodes. (The good provider runs agents; the negligent
+// one has none.)
 TEST_F(LabEvaluationTest, AKilledEvaluationsLabAndAgentsGoWithLabDown) {
   const std::string lab = dir_.File("lab-killed");
   const std::string log = dir_.File("killed.log");
-  auto pid = sys::SpawnDaemon(
-      {.argv = {CMAX_BINARY, "--db", dir_.File("killed.db"), "run", "--lab", "--provider-profile",
-                "negligent", "--lab-dir", lab, "--lab-port", "28917", "--no-html"},
-       .log_path = log});
+  sys::PosixProcessRunner runner;
+  const auto lab_down = [&] {
+    return runner.Run(
+        {.argv = {CMAX_BINARY, "lab", "down", "--dir", lab + "/lab"}, .timeout = 120s});
+  };
+  struct DownAtEnd {  // whatever the test's end, no daemon outlives it
+    std::function<void()> down;
+    ~DownAtEnd() { down(); }
+  } down_at_end{[&] { (void)lab_down(); }};
+  auto pid = sys::SpawnDaemon({.argv = {CMAX_BINARY, "--db", dir_.File("killed.db"), "run",
+                                        "--lab", "--provider-profile", "good", "--lab-dir", lab,
+                                        "--lab-port", "28917", "--no-html"},
+                               .log_path = log});
   ASSERT_TRUE(pid) << pid.error().message;
-  ASSERT_TRUE(testing::WaitForText(log, "injected xid 48 on gpu1", 120s)) << testing::FileText(log);
+  ASSERT_TRUE(testing::WaitForText(log, "injected xid 48 on gpu1", 240s)) << testing::FileText(log);
   ::kill(*pid, SIGKILL);
   ASSERT_TRUE(testing::WaitUntil([&] { return !sys::ProcessAlive(*pid); }, 60s));
   bool agents = false;
-  for (const std::string& p : ProcessesMentioning(lab))
+  for (const std::string& p : ProcessesMentioning(lab)) {
     agents |= p.find(" agent ") != std::string::npos;
-  ASSERT_TRUE(agents) << "the agents outlived the evaluation, as they would";
-  sys::PosixProcessRunner runner;
-  const auto down =
-      runner.Run({.argv = {CMAX_BINARY, "lab", "down", "--dir", lab + "/lab"}, .timeout = 120s});
+  }
+  ASSERT_TRUE(agents) << "no agent outlived the evaluation: nothing tested";
+  const auto down = lab_down();
   ASSERT_TRUE(down);
   EXPECT_EQ(down->exit_code, 0) << down->stdout_text << down->stderr_text;
   EXPECT_EQ(ProcessesMentioning(lab), std::vector<std::string>());
