@@ -413,10 +413,10 @@ TEST_F(LabEvaluationTest, AKilledEvaluationsLabAndAgentsGoWithLabDown) {
     std::function<void()> down;
     ~DownAtEnd() { down(); }
   } down_at_end{[&] { (void)lab_down(); }};
-  auto pid = sys::SpawnDaemon({.argv = {CMAX_BINARY, "--db", dir_.File("killed.db"), "run",
-                                        "--lab", "--provider-profile", "good", "--lab-dir", lab,
-                                        "--lab-port", "28917", "--no-html"},
-                               .log_path = log});
+  auto pid = sys::SpawnDaemon(
+      {.argv = {CMAX_BINARY, "--db", dir_.File("killed.db"), "run", "--lab", "--provider-profile",
+                "good", "--lab-dir", lab, "--lab-port", "28917", "--no-html"},
+       .log_path = log});
   ASSERT_TRUE(pid) << pid.error().message;
   ASSERT_TRUE(testing::WaitForText(log, "injected xid 48 on gpu1", 240s)) << testing::FileText(log);
   ::kill(*pid, SIGKILL);
