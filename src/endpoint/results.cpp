@@ -1,7 +1,6 @@
 #include "endpoint/results.hpp"
 
 #include <algorithm>
-#include <cctype>
 #include <fmt/format.h>
 #include <functional>
 #include <nlohmann/json.hpp>
@@ -306,6 +305,16 @@ void Redact(std::string& text, const std::string& secret) {
   }
 }
 
+// %2F as %2f, as some encoders write it; the text between escapes as it is.
+std::string LowerHexEscapes(std::string percent_encoded) {
+  for (size_t i = percent_encoded.find('%');
+       i != std::string::npos && i + 2 < percent_encoded.size();
+       i = percent_encoded.find('%', i + 3)) {
+    percent_encoded.replace(i + 1, 2, ToLower(std::string_view(percent_encoded).substr(i + 1, 2)));
+  }
+  return percent_encoded;
+}
+
 }  // namespace
 
 void RedactSecrets(LoadResult& run, const std::vector<std::string>& secrets) {
@@ -320,15 +329,8 @@ void RedactSecrets(LoadResult& run, const std::vector<std::string>& secrets) {
         nlohmann::json(s).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
     const std::string json = quoted.substr(1, quoted.size() - 2);
     const std::string percent = PercentEncode(s);
-    std::string percent_lower = percent;  // %2f as some encoders write it
-    for (size_t i = 0; i + 2 < percent_lower.size(); ++i) {
-      if (percent_lower[i] != '%') continue;
-      for (size_t k = i + 1; k <= i + 2; ++k) {
-        percent_lower[k] =
-            static_cast<char>(std::tolower(static_cast<unsigned char>(percent_lower[k])));
-      }
-    }
-    for (const std::string& form : {json, ReplaceAll(json, "/", "\\/"), percent, percent_lower}) {
+    for (const std::string& form :
+         {json, ReplaceAll(json, "/", "\\/"), percent, LowerHexEscapes(percent)}) {
       if (std::ranges::find(ordered, form) == ordered.end()) ordered.push_back(form);
     }
   }

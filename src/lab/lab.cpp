@@ -10,7 +10,6 @@
 #include <netinet/in.h>
 #include <sys/random.h>
 #include <sys/socket.h>
-#include <sys/stat.h>
 #include <thread>
 
 #include "core/log.hpp"
@@ -63,31 +62,19 @@ void Say(LabContext& ctx, std::string_view text) {
   log::Debug("lab: {}", text);
 }
 
-Result<void> WriteMungeKey(const std::string& path) {
-  unsigned char key[1024];
+Result<void> WriteMungeKey(sys::FileSystem& fs, const std::string& path) {
+  constexpr size_t kKeyBytes = 1024;
   // A whole key is kept (a lab's daemons share it); one cut short by a kill is made again.
-  struct stat existing {};
-  if (::stat(path.c_str(), &existing) == 0 && existing.st_size == sizeof(key)) return {};
+  if (auto kept = fs.ReadFile(path, kKeyBytes + 1); kept && kept->size() == kKeyBytes) return {};
+  std::string key(kKeyBytes, '\0');
   size_t got = 0;
-  while (got < sizeof(key)) {
-    const ssize_t n = ::getrandom(key + got, sizeof(key) - got, 0);
+  while (got < key.size()) {
+    const ssize_t n = ::getrandom(key.data() + got, key.size() - got, 0);
     if (n < 0 && errno == EINTR) continue;
     if (n < 0) return Fail(ErrorCode::kIo, "cannot read random bytes: {}", std::strerror(errno));
     got += static_cast<size_t>(n);
   }
-  // Written beside it and renamed over it: never seen half written.
-  const std::string beside = path + ".new";
-  (void)::unlink(beside.c_str());
-  const int fd = ::open(beside.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-  if (fd < 0) return Fail(ErrorCode::kIo, "cannot create {}: {}", beside, std::strerror(errno));
-  const bool ok =
-      ::write(fd, key, sizeof(key)) == static_cast<ssize_t>(sizeof(key)) && ::fsync(fd) == 0;
-  ::close(fd);
-  if (!ok || ::rename(beside.c_str(), path.c_str()) != 0) {
-    (void)::unlink(beside.c_str());
-    return Fail(ErrorCode::kIo, "cannot write {}", path);
-  }
-  return {};
+  return fs.WriteFileAtomic(path, key, 0600);  // never seen half written
 }
 
 // The lab writes etc/, dev/, log/ ... into its folder: it must be new, empty, or a lab's.
@@ -108,7 +95,7 @@ Result<void> PrepareFolder(const LabSpec& spec, const LabPaths& paths, sys::File
   }
   // munged insists that its key folder is not writable by others.
   if (auto ok = fs.CreateDirs(paths.munge_dir, 0700); !ok) return ok;
-  if (auto ok = WriteMungeKey(paths.munge_key); !ok) return ok;
+  if (auto ok = WriteMungeKey(fs, paths.munge_key); !ok) return ok;
   for (const std::string& node : NodeNames(spec)) {
     if (auto ok = fs.CreateDirs(paths.spool_dir + "/" + node, 0755); !ok) return ok;
     const std::string dev = paths.dev_dir + "/" + node;
@@ -265,6 +252,10 @@ std::vector<std::string> Preflight(const LabSpec& spec) {
 bool LabStatus::Running() const {
   return std::any_of(daemons.begin(), daemons.end(), [](const auto& d) { return d.alive; });
 }
+bool LabStatus::ControllerAlive() const {
+  return std::ranges::any_of(
+      daemons, [](const DaemonStatus& d) { return d.daemon.name == "slurmctld" && d.alive; });
+}
 
 Result<UpResult> Up(const LabSpec& spec, LabContext& ctx, Duration wait_timeout) {
   if (auto ok = ValidateSpec(spec); !ok) return tl::unexpected(ok.error());
@@ -410,13 +401,8 @@ Result<LabStatus> Status(const std::string& dir, LabContext& ctx) {
   if (!state) return Wrap(state.error(), paths.state_file);
   LabStatus status;
   status.state = std::move(*state);
-  bool controller_alive = false;
-  for (const Daemon& d : status.state.daemons) {
-    const bool alive = SameProcess(d);
-    status.daemons.push_back({d, alive});
-    if (d.name == "slurmctld") controller_alive = alive;
-  }
-  if (!controller_alive) {
+  for (const Daemon& d : status.state.daemons) status.daemons.push_back({d, SameProcess(d)});
+  if (!status.ControllerAlive()) {
     status.nodes_error = "slurmctld is not running";
     return status;
   }
@@ -438,10 +424,7 @@ Result<DownResult> Down(const std::string& dir, LabContext& ctx) {
   DownResult result;
   // Whether slurmctld runs, not whether sinfo answered: after a Ctrl-C, Status's sinfo was cut
   // short, and the jobs would be left to the daemons' end.
-  const bool controller_alive = std::ranges::any_of(status->daemons, [](const DaemonStatus& d) {
-    return d.daemon.name == "slurmctld" && d.alive;
-  });
-  if (controller_alive) {
+  if (status->ControllerAlive()) {
     // Jobs first, so that their steps end cleanly before the daemons go. Cancelled jobs take
     // up to KillWait to end, and their steps need the daemons meanwhile.
     const std::string squeue = Locate("squeue");

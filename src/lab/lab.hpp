@@ -47,6 +47,7 @@ struct LabStatus {
   std::map<std::string, std::string> nodes;  // node -> state, from sinfo
   std::string nodes_error;                   // why nodes is empty, when it is
   bool Running() const;
+  bool ControllerAlive() const;  // slurmctld is ours and alive (sinfo may still fail)
 };
 // NotFound when no lab state is in dir.
 Result<LabStatus> Status(const std::string& dir, LabContext& ctx);

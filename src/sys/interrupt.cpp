@@ -29,9 +29,10 @@ std::atomic<unsigned> g_said_changes{0};
 static_assert(std::atomic<size_t>::is_always_lock_free && std::atomic<int>::is_always_lock_free &&
               std::atomic<unsigned>::is_always_lock_free);
 
-void WriteAll(const char* data, size_t left) {
+// Only write(2): safe in a signal handler.
+void WriteAll(int fd, const char* data, size_t left) {
   while (left > 0) {
-    const ssize_t n = ::write(STDERR_FILENO, data, left);
+    const ssize_t n = ::write(fd, data, left);
     if (n <= 0) return;
     data += n;
     left -= static_cast<size_t>(n);
@@ -50,7 +51,7 @@ void Handle(int signal_number) {
       std::memcpy(copy, g_said_text[said], size);
       if (g_said_changes.load() == changes) break;
     }
-    WriteAll(copy, size);
+    WriteAll(STDERR_FILENO, copy, size);
     ::signal(SIGINT, SIG_DFL);
     ::raise(SIGINT);
     return;
@@ -60,7 +61,7 @@ void Handle(int signal_number) {
     // The convention of tools that clean up on the way out (docker compose, terraform).
     constexpr std::string_view kStopping =
         "cmax: stopping: taking down what it set up (Ctrl-C again stops at once and leaves it)\n";
-    WriteAll(kStopping.data(), kStopping.size());
+    WriteAll(STDERR_FILENO, kStopping.data(), kStopping.size());
   }
 }
 
@@ -95,14 +96,7 @@ size_t g_last_words_size = 0;
 int g_deadline_exit = 1;
 
 void AtDeadline(int /*signal_number*/) {
-  const char* data = g_last_words;
-  size_t left = g_last_words_size;
-  while (left > 0) {
-    const ssize_t n = ::write(STDOUT_FILENO, data, left);
-    if (n <= 0) break;
-    data += n;
-    left -= static_cast<size_t>(n);
-  }
+  WriteAll(STDOUT_FILENO, g_last_words, g_last_words_size);
   ::_exit(g_deadline_exit);
 }
 
