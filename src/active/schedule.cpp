@@ -58,6 +58,15 @@ bool Interrupted(const ScheduleIo& io) {
   return io.interrupted && io.interrupted();
 }
 
+// Each submitted check's job once: a pair's two nodes share one.
+std::vector<std::string> JobIds(const std::vector<ScheduleDecision*>& decisions) {
+  std::vector<std::string> ids;
+  for (const ScheduleDecision* d : decisions) {
+    if (std::ranges::find(ids, d->job_id) == ids.end()) ids.push_back(d->job_id);
+  }
+  return ids;
+}
+
 std::string Said(const sys::ProcessResult& r) {
   return SanitizeUtf8(Trim(r.stderr_text.empty() ? r.stdout_text : r.stderr_text));
 }
@@ -307,22 +316,15 @@ Result<ScheduleReport> ScheduleActiveChecks(const ScheduleOptions& options,
   std::string unseen;  // why the last look at the queue failed; empty when it answered
   std::optional<sys::LeftBehind> left;  // while checks wait: a second Ctrl-C leaves them queued
   if (!pending.empty()) {
-    std::vector<std::string> ids;
-    for (const ScheduleDecision* d : pending) {
-      if (std::ranges::find(ids, d->job_id) == ids.end()) ids.push_back(d->job_id);
-    }
     left.emplace("the active checks still waiting to start: scancel --state=PENDING " +
-                 Join(ids, " "));
+                 Join(JobIds(pending), " "));
   }
   while (!pending.empty()) {
     // After Ctrl-C: one more look (which the interrupt must not cut short), then the checks
     // still waiting are cancelled; the ones running go on and record.
     const bool interrupted = Interrupted(io);
-    std::vector<std::string> ids;  // a pair's two nodes share one job: asked for once
-    for (const ScheduleDecision* d : pending) {
-      if (std::ranges::find(ids, d->job_id) == ids.end()) ids.push_back(d->job_id);
-    }
-    auto queue = Slurm(io, {"squeue", "-h", "-j", Join(ids, ","), "-o", "%i|%T|%r"}, interrupted);
+    auto queue = Slurm(io, {"squeue", "-h", "-j", Join(JobIds(pending), ","), "-o", "%i|%T|%r"},
+                       interrupted);
     // Cut short by an interrupt that came while it ran: asked again, past it.
     if (!interrupted && Interrupted(io)) continue;
     std::map<std::string, std::string> waiting;  // job id -> Slurm's reason
@@ -363,21 +365,22 @@ Result<ScheduleReport> ScheduleActiveChecks(const ScheduleOptions& options,
             cancelled[d->job_id]
                 ? ""
                 : "; scancel failed, cancel job " + d->job_id + " by hand if it still waits";
-        const std::string unknown =
-            unseen.empty() ? ""
-                           : fmt::format(" (Slurm could not say whether it started: {})", unseen);
-        d->outcome =
-            interrupted ? (unseen.empty() ? "cancelled: interrupted before it started"
-                                          : "cancelled if it still waited: interrupted" + unknown) +
-                              not_cancelled
-            : !unseen.empty()
-                ? fmt::format("cancelled if it still waited: not seen to start within {}{}{}",
-                              FormatDuration(options.start_within), unknown, not_cancelled)
-                : fmt::format(
-                      "cancelled: it did not start within {} ({}); the node{} busy or "
-                      "cannot be had whole{}",
-                      FormatDuration(options.start_within), waiting[d->job_id],
-                      d->peer.empty() ? " is" : " or its pair " + d->peer + " is", not_cancelled);
+        const std::string within = FormatDuration(options.start_within);
+        if (!unseen.empty()) {
+          const std::string unknown =
+              fmt::format(" (Slurm could not say whether it started: {})", unseen);
+          d->outcome = "cancelled if it still waited: " +
+                       (interrupted ? "interrupted" : "not seen to start within " + within) +
+                       unknown + not_cancelled;
+        } else if (interrupted) {
+          d->outcome = "cancelled: interrupted before it started" + not_cancelled;
+        } else {
+          d->outcome = fmt::format(
+              "cancelled: it did not start within {} ({}); the node{} busy or cannot be had "
+              "whole{}",
+              within, waiting[d->job_id],
+              d->peer.empty() ? " is" : " or its pair " + d->peer + " is", not_cancelled);
+        }
       }
       break;
     }

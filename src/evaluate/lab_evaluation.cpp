@@ -283,8 +283,9 @@ class SimulatedProvider {
                   spec.dir);
     }
     lab_dir_ = spec.dir;
-    left_.push_back(std::make_unique<sys::LeftBehind>(
-        fmt::format("the Slurm lab in {}: cmax lab down --dir {}", spec.dir, ShellWord(spec.dir))));
+    // Its node agents are daemons of the lab (AdoptDaemon): `cmax lab down` stops them too.
+    left_.emplace(fmt::format("the Slurm lab in {} and its node agents: cmax lab down --dir {}",
+                              spec.dir, ShellWord(spec.dir)));
     slurm_conf_.emplace("SLURM_CONF", lab::PathsFor(spec.dir).slurm_conf);
     if (!io_.nvml_sim_lib.empty()) {
       for (int i = 0; i < kNodes; ++i) {
@@ -368,7 +369,7 @@ class SimulatedProvider {
       }
       lab_dir_.clear();
     }
-    left_.clear();
+    left_.reset();
   }
 
  private:
@@ -417,8 +418,6 @@ class SimulatedProvider {
     auto pid = sys::SpawnDaemon({.argv = argv, .env_add = env, .log_path = log});
     if (!pid) return tl::unexpected(pid.error());
     agents_.push_back(*pid);
-    left_.push_back(std::make_unique<sys::LeftBehind>(
-        fmt::format("the lab's agent for {}: kill {}", node, *pid)));
     // One of the lab's daemons: should this process be killed, `cmax lab down` (or the next
     // evaluation's refusal, which says to run it) stops the agent too, which would otherwise
     // go on draining and validating the next lab's nodes from its old journal.
@@ -627,7 +626,7 @@ class SimulatedProvider {
   std::optional<sys::ScopedEnv> probes_lib_;
   std::optional<sys::ScopedEnv> probes_state_;
   std::vector<int> agents_;
-  std::vector<std::unique_ptr<sys::LeftBehind>> left_;  // said if a second Ctrl-C ends us
+  std::optional<sys::LeftBehind> left_;  // said if a second Ctrl-C ends us
   std::unique_ptr<endpoint::SimServer> sim_;
   std::atomic<bool> sim_stop_{false};
   std::thread sim_thread_;

@@ -41,11 +41,11 @@ Result<void> StepInjector::Inject(const Step& step, const std::string& record) {
     case InjectKind::kNvmlSim: {
       const std::string path = inject::SimStatePath(step.state);
       if (path.empty()) return Fail(ErrorCode::kInvalidArgument, "no simulated NVML state file");
-      if (sim_states_.insert(path).second) {
-        left_.push_back(std::make_unique<sys::LeftBehind>(fmt::format(
+      if (!sim_states_.contains(path)) {
+        sim_states_[path] = std::make_unique<sys::LeftBehind>(fmt::format(
             "the simulated NVML state {} with the scenario's faults: cmax inject nvml-sim "
             "--restore --state {} --node {} --yes",
-            ShellWord(path), ShellWord(path), ShellWord(step.node))));
+            ShellWord(path), ShellWord(path), ShellWord(step.node)));
       }
       auto change = inject::ApplySimFaultToFile(
           fs_, path, {step.fault, static_cast<long>(step.value), step.pci});
@@ -72,7 +72,8 @@ Result<void> StepInjector::Inject(const Step& step, const std::string& record) {
 
 StepInjector::Restored StepInjector::Restore() {
   Restored out;
-  for (const std::string& path : sim_states_) {
+  for (const auto& changed : sim_states_) {
+    const std::string& path = changed.first;
     if (auto ok = inject::RestoreSimState(fs_, path); !ok) {
       out.failures.push_back(Wrap(ok.error(), path).value());
     } else {
@@ -80,7 +81,6 @@ StepInjector::Restored StepInjector::Restore() {
     }
   }
   sim_states_.clear();
-  left_.clear();
   return out;
 }
 

@@ -4,8 +4,8 @@
 #pragma once
 
 #include <functional>
+#include <map>
 #include <memory>
-#include <set>
 #include <string>
 #include <vector>
 
@@ -68,9 +68,8 @@ class StepInjector {
   sys::ProcessRunner& runner_;
   std::string kmsg_path_;
   RefusalsNow refusals_now_;
-  std::set<std::string> sim_states_;
-  // Each changed state file, said if a second Ctrl-C ends us before Restore.
-  std::vector<std::unique_ptr<sys::LeftBehind>> left_;
+  // Each changed state file, and what a second Ctrl-C before Restore says of it.
+  std::map<std::string, std::unique_ptr<sys::LeftBehind>> sim_states_;
 };
 
 }  // namespace cmax::reliability

@@ -45,7 +45,8 @@ bool OursToResume(const json& node) {
   return KubeField(node, {"metadata", "annotations"}).contains(kKubeReasonAnnotation);
 }
 
-bool SkipForEviction(const json& pod, std::string& why) {
+// Not a tenant's work on the node: finished, a mirror, cmax's validation, a daemonset's.
+bool NotTenantWork(const json& pod, std::string& why) {
   const std::string phase = KubeStr(pod, {"status", "phase"});
   if (phase == "Succeeded" || phase == "Failed") {
     why = "finished";
@@ -66,7 +67,13 @@ bool SkipForEviction(const json& pod, std::string& why) {
     why = "daemonset";
     return true;
   }
-  // Last: a pod that is leaving is still a tenant's work until it has gone (JobsOn).
+  return false;
+}
+
+// What a requeue leaves: what is no tenant's work, and a pod already leaving (still on the
+// node, and still a tenant's work until it has gone: JobsOn counts it).
+bool SkipForEviction(const json& pod, std::string& why) {
+  if (NotTenantWork(pod, why)) return true;
   if (!KubeField(pod, {"metadata", "deletionTimestamp"}).is_null()) {
     why = "already leaving";
     return true;
@@ -340,7 +347,7 @@ Result<std::vector<std::string>> KubernetesScheduler::JobsOn(const std::string& 
   std::vector<std::string> left;
   for (const json& pod : *pods) {
     std::string why;
-    if (SkipForEviction(pod, why) && why != "already leaving") continue;
+    if (NotTenantWork(pod, why)) continue;
     left.push_back(KubeStr(pod, {"metadata", "namespace"}) + "/" +
                    KubeStr(pod, {"metadata", "name"}));
   }
