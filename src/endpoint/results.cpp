@@ -315,23 +315,39 @@ std::string LowerHexEscapes(std::string percent_encoded) {
   return percent_encoded;
 }
 
+// `text` inside a JSON string, as encoders write it: with non-ASCII as it is (nlohmann, serde,
+// JavaScript) or as \uXXXX (Python's default); either with '/' as "\/" (PHP), or with '<', '>'
+// and '&' as \u003c, \u003e, \u0026 (Go's default, against HTML injection).
+std::vector<std::string> JsonStringForms(const std::string& text) {
+  std::vector<std::string> forms;
+  for (const bool ascii : {false, true}) {
+    const std::string quoted =
+        nlohmann::json(text).dump(-1, ' ', ascii, nlohmann::json::error_handler_t::replace);
+    const std::string inner = quoted.substr(1, quoted.size() - 2);
+    forms.push_back(inner);
+    forms.push_back(ReplaceAll(inner, "/", "\\/"));
+    forms.push_back(
+        ReplaceAll(ReplaceAll(ReplaceAll(inner, "&", "\\u0026"), "<", "\\u003c"), ">", "\\u003e"));
+  }
+  return forms;
+}
+
 }  // namespace
 
 void RedactSecrets(LoadResult& run, const std::vector<std::string>& secrets) {
   // The longest first: "Bearer sk-1" before "sk-1", so the whole value goes at once.
-  // A server may echo a secret as its JSON (a key holding '/' or '"' written escaped), or as
-  // it sits in a URL's query (percent-encoded): those forms go too.
+  // A server may echo a secret as its JSON (escaped, as its encoder does it), or as it sits in
+  // a URL's query (percent-encoded): those forms go too.
   std::vector<std::string> ordered;
   for (const std::string& s : secrets) {
     if (s.size() < 4) continue;
-    ordered.push_back(s);
-    const std::string quoted =
-        nlohmann::json(s).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
-    const std::string json = quoted.substr(1, quoted.size() - 2);
+    std::vector<std::string> forms = JsonStringForms(s);
     const std::string percent = PercentEncode(s);
-    for (const std::string& form :
-         {json, ReplaceAll(json, "/", "\\/"), percent, LowerHexEscapes(percent)}) {
-      if (std::ranges::find(ordered, form) == ordered.end()) ordered.push_back(form);
+    forms.push_back(percent);
+    forms.push_back(LowerHexEscapes(percent));
+    forms.insert(forms.begin(), s);
+    for (std::string& form : forms) {
+      if (std::ranges::find(ordered, form) == ordered.end()) ordered.push_back(std::move(form));
     }
   }
   std::ranges::sort(ordered, std::greater<>{}, &std::string::size);

@@ -134,6 +134,26 @@ TEST(LoadSummary, AKeyEchoedEscapedOrPercentEncodedIsRedactedToo) {
   EXPECT_EQ(run.records[3].error_message, "HTTP 401: ?key=[redacted] rejected");
 }
 
+// Go's encoder writes '&', '<' and '>' as \u0026, \u003c, \u003e; Python's writes non-ASCII as
+// \uXXXX (a surrogate pair beyond the first plane): the key is still the key.
+TEST(LoadSummary, AKeyEchoedByGoOrPythonEncodersIsRedactedToo) {
+  const std::string key = "sk&a<b>c\u00e9\U0001F511";
+  LoadResult run;
+  run.duration_s = 1;
+  run.records = {
+      Failed(0, 401, ErrorClass::kHttp4xx,
+             R"(HTTP 401: {"key":"sk\u0026a\u003cb\u003ec)"
+             "\u00e9\U0001F511"
+             R"("})"),
+      Failed(1, 401, ErrorClass::kHttp4xx, R"(HTTP 401: {"key": "sk&a<b>c\u00e9\ud83d\udd11"})"),
+      Failed(2, 401, ErrorClass::kHttp4xx,
+             R"(HTTP 401: {"key":"sk\u0026a\u003cb\u003ec\u00e9\ud83d\udd11"})")};
+  RedactSecrets(run, {key});
+  EXPECT_EQ(run.records[0].error_message, R"(HTTP 401: {"key":"[redacted]"})");
+  EXPECT_EQ(run.records[1].error_message, R"(HTTP 401: {"key": "[redacted]"})");
+  EXPECT_EQ(run.records[2].error_message, R"(HTTP 401: {"key":"[redacted]"})");
+}
+
 TEST(LoadSummary, AKeyCutShortWithTheServersBodyIsRedactedToo) {
   // The engine keeps the start of an error body (200 bytes): a long key may end it, cut.
   const std::string key = "sk-" + std::string(160, 'k');
