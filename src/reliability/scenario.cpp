@@ -383,6 +383,10 @@ Result<std::vector<StepResult>> RunScenario(const Scenario& scenario,
   };
   const auto stopping = [&hooks] { return hooks.stop && hooks.stop(); };
   std::vector<StepResult> results;
+  const auto done = [&](StepResult r) -> Result<void> {
+    results.push_back(std::move(r));
+    return hooks.step_done ? hooks.step_done(results.back()) : Result<void>{};
+  };
   for (const Step& step : scenario.steps) {
     if (stopping()) break;
     StepResult r;
@@ -413,7 +417,7 @@ Result<std::vector<StepResult>> RunScenario(const Scenario& scenario,
       say(fmt::format("{}: {}", step.name, r.not_injected));
       r.timeline = BuildTimeline(step.node, injected, {}, injected);
       r.judgement = {Verdict::kUnknown, {r.not_injected}};
-      results.push_back(std::move(r));
+      if (auto ok = done(std::move(r)); !ok) return tl::unexpected(ok.error());
       continue;
     }
     say(fmt::format("{}: injected {} {} on {}", step.name, InjectKindName(step.inject), step.code,
@@ -434,7 +438,7 @@ Result<std::vector<StepResult>> RunScenario(const Scenario& scenario,
     }
     r.judgement = Judge(r.timeline, scenario.bars);
     say(fmt::format("{}: {}", step.name, VerdictName(r.judgement.verdict)));
-    results.push_back(std::move(r));
+    if (auto ok = done(std::move(r)); !ok) return tl::unexpected(ok.error());
   }
   return results;
 }

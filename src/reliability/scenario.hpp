@@ -95,11 +95,16 @@ struct RunHooks {
   // seen (its verdict UNKNOWN unless already decided) and no further step is injected.
   std::function<bool()> stop;
   AlertSource* alerts = nullptr;  // a second signal (may be null)
+  // Called with each step's result as soon as it is judged, before the next step is injected:
+  // where the run records it, so that a scenario killed at its fifth step keeps four. An error
+  // ends the scenario (no fault is injected that could not be recorded).
+  std::function<Result<void>(const StepResult&)> step_done;
 };
 
 // Runs every step in order. A step whose node is already out of service is not injected (a
 // fault must not stack on one being handled) and is UNKNOWN. Fails only when the scheduler
-// cannot be read at all before a step.
+// cannot be read at all before a step, or `step_done` fails (the steps before were handed to
+// it).
 Result<std::vector<StepResult>> RunScenario(const Scenario& scenario,
                                             remediate::Scheduler& scheduler, Clock& clock,
                                             const RunHooks& hooks);

@@ -166,6 +166,10 @@ Result<ReliabilityReport> RunScenarioFile(const ScenarioRunOptions& o, const Rel
     Out(io, FormatIso8601(io.clock->Now()) + " " + SanitizeUtf8(line));
   };
   hooks.stop = io.stop;
+  hooks.step_done = [&writer](const StepResult& r) {
+    return writer.Add({{"reliability." + r.step.name + ".timeline", TimelineJson(r).dump()}},
+                      ScenarioFindings({r}), ScenarioMetrics({r}));
+  };
   sys::CurlHttpClient http;
   std::optional<PrometheusAlerts> prometheus_alerts;
   std::unique_ptr<WebhookAlerts> webhook_alerts;
@@ -195,14 +199,9 @@ Result<ReliabilityReport> RunScenarioFile(const ScenarioRunOptions& o, const Rel
   for (const Error& failure : restored.failures) log::Warn("cannot restore {}", failure.message);
   if (!results) {
     (void)writer.FinishWithError(store::kRunError, io.clock->Now());
-    return SystemFailure(results.error());
-  }
-  std::vector<EvidenceItem> evidence;
-  for (const StepResult& r : *results) {
-    evidence.push_back({"reliability." + r.step.name + ".timeline", TimelineJson(r).dump()});
-  }
-  if (auto ok = writer.Add(evidence, ScenarioFindings(*results), ScenarioMetrics(*results)); !ok) {
-    return SystemFailure(ok.error());
+    return SystemFailure(Error{results.error().code,
+                               fmt::format("{} (the steps judged before are recorded in run {})",
+                                           results.error().message, writer.RunId())});
   }
   auto outcome = writer.Finish(InterruptSignal(io), io.clock->Now());
   if (!outcome) return SystemFailure(outcome.error());

@@ -112,6 +112,33 @@ TEST_F(ReliabilityLabTest, WithoutAProviderEveryScenarioFailsWithNoDrain) {
   }
 }
 
+// Killed (SIGKILL: no chance to tidy) during its second step, a scenario keeps its first: each
+// step is recorded as soon as it is judged, before the next fault goes in.
+TEST_F(ReliabilityLabTest, AKilledScenarioKeepsTheStepsItJudged) {
+  const std::string log = dir_.File("killed.log");
+  auto pid = sys::SpawnDaemon({.argv = {CMAX_BINARY, "--db", dir_.File("cmax.db"), "reliability",
+                                        "run", "--scenario", scenario_},
+                               .env_add = {"SLURM_CONF=" + lab::PathsFor(spec_.dir).slurm_conf},
+                               .log_path = log});
+  ASSERT_TRUE(pid) << pid.error().message;
+  // Printed once the first step is judged and recorded, and the second injected.
+  ASSERT_TRUE(testing::WaitForText(log, "double-bit-ecc: injected", 30s)) << testing::FileText(log);
+  ::kill(*pid, SIGKILL);
+  ASSERT_TRUE(testing::WaitUntil([&] { return !sys::ProcessAlive(*pid); }));
+  const auto findings = Findings();
+  ASSERT_EQ(findings.size(), 1U) << testing::FileText(log);
+  EXPECT_EQ(findings[0].check_id, "reliability.fallen-off-the-bus");
+  EXPECT_EQ(findings[0].status, CheckStatus::kFail);
+  auto s = store::Store::Open({.path = dir_.File("cmax.db")});
+  const auto run = s->LoadRun(s->LatestRunId("reliability").value()).value();
+  EXPECT_EQ(run.run.state, RunState::kRunning);  // shown as "abandoned": its process is gone
+  bool timeline = false;
+  for (const EvidenceItem& e : run.evidence) {
+    timeline |= e.key == "reliability.fallen-off-the-bus.timeline";
+  }
+  EXPECT_TRUE(timeline);
+}
+
 TEST_F(ReliabilityLabTest, InjectIsSeenAtOnceAndADrainedNodeIsRefused) {
   StartAgents();
   // The record ends with a newline: without one the kernel holds it back until the next write.

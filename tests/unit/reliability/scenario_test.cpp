@@ -295,6 +295,45 @@ TEST(Scenario, LosingTheSchedulerIsUnknownAndADrainedNodeIsNotInjected) {
   EXPECT_EQ(injected, 1);  // only the first run's first step
 }
 
+// Each step is handed on as soon as it is judged, before the next is injected: a scenario cut
+// short (killed, or its scheduler lost) keeps the steps before. A step that cannot be handed on
+// (the store is full) ends the scenario before another fault goes in.
+TEST(Scenario, EachStepIsHandedOnBeforeTheNextIsInjected) {
+  ManualClock clock(kT0);
+  StandInProvider provider(clock, 2s);
+  std::vector<std::string> events;
+  RunHooks hooks;
+  hooks.inject = [&](const Step& step, const std::string&) -> Result<void> {
+    events.push_back("inject " + step.name);
+    provider.Fault(step.node);
+    return {};
+  };
+  hooks.step_done = [&](const StepResult& r) -> Result<void> {
+    events.push_back(fmt::format("done {} {}", r.step.name, VerdictName(r.judgement.verdict)));
+    if (r.step.name == "fallen-off") provider.away = true;  // the next baseline fails
+    return {};
+  };
+  auto results = RunScenario(ParseScenario(kScenario).value(), provider, clock, hooks);
+  ASSERT_FALSE(results);
+  EXPECT_EQ(events, (std::vector<std::string>{"inject fallen-off", "done fallen-off PASS"}));
+
+  StandInProvider fresh(clock, 2s);
+  events.clear();
+  hooks.inject = [&](const Step& step, const std::string&) -> Result<void> {
+    events.push_back("inject " + step.name);
+    fresh.Fault(step.node);
+    return {};
+  };
+  hooks.step_done = [&](const StepResult& r) -> Result<void> {
+    events.push_back("done " + r.step.name);
+    return Fail(ErrorCode::kIo, "database or disk is full");
+  };
+  results = RunScenario(ParseScenario(kScenario).value(), fresh, clock, hooks);
+  ASSERT_FALSE(results);
+  EXPECT_EQ(results.error().message, "database or disk is full");
+  EXPECT_EQ(events, (std::vector<std::string>{"inject fallen-off", "done fallen-off"}));
+}
+
 TEST(Scenario, LostContactAfterInjectionIsUnknown) {
   ManualClock clock(kT0);
   StandInProvider provider(clock, std::nullopt);
