@@ -560,7 +560,7 @@ Result<Evaluation> Evaluate(const EvaluationOptions& options, const EvaluationIo
                           .journal_drains = std::move(*drains),
                           .now = hio.clock->Now()});
   EvidenceItem item{"rating", rate::RatingJson(rating).dump()};
-  if (auto ok = store->AddEvidence(out.record.run.id, {item}); !ok) {
+  if (auto ok = store->AddToRun(out.record.run.id, {item}); !ok) {
     return tl::unexpected(ok.error());
   }
   out.record.evidence.push_back(std::move(item));

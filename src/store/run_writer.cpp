@@ -17,18 +17,10 @@ Result<RunWriter> RunWriter::Begin(Store& store, const RunStart& start) {
 Result<void> RunWriter::Add(const std::vector<EvidenceItem>& evidence,
                             const std::vector<Finding>& findings,
                             const std::vector<Metric>& metrics) {
-  if (!evidence.empty()) {
-    if (auto ok = store_->AddEvidence(run_id_, evidence); !ok) return ok;
-  }
-  if (!findings.empty()) {
-    if (auto ok = store_->AddFindings(run_id_, findings); !ok) return ok;
-    const StatusCounts counts = CountStatuses(findings);
-    failures_ += counts.fail;
-    unknowns_ += counts.unknown;
-  }
-  if (!metrics.empty()) {
-    if (auto ok = store_->AddMetrics(run_id_, metrics); !ok) return ok;
-  }
+  if (auto ok = store_->AddToRun(run_id_, evidence, findings, metrics); !ok) return ok;
+  const StatusCounts counts = CountStatuses(findings);
+  failures_ += counts.fail;
+  unknowns_ += counts.unknown;
   return {};
 }
 

@@ -291,55 +291,53 @@ Result<void> Store::SetRunTarget(int64_t run_id, const std::string& target) {
   return stmt->Run();
 }
 
-Result<void> Store::AddEvidence(int64_t run_id, const std::vector<EvidenceItem>& items) {
+Result<void> Store::AddToRun(int64_t run_id, const std::vector<EvidenceItem>& evidence,
+                             const std::vector<Finding>& findings,
+                             const std::vector<Metric>& metrics) {
+  if (evidence.empty() && findings.empty() && metrics.empty()) return {};
   auto tx = Transaction::Begin(*db_);
   if (!tx) return tl::unexpected(tx.error());
-  auto stmt = db_->Prepare("INSERT OR REPLACE INTO evidence (run_id, key, value) VALUES (?, ?, ?)");
-  if (!stmt) return tl::unexpected(stmt.error());
-  for (const EvidenceItem& item : items) {
-    stmt->Bind(1, run_id);
-    stmt->Bind(2, std::string_view(item.key));
-    stmt->Bind(3, std::string_view(item.value_json));
-    if (auto ok = stmt->Run(); !ok) return ok;
+  if (!evidence.empty()) {
+    auto stmt =
+        db_->Prepare("INSERT OR REPLACE INTO evidence (run_id, key, value) VALUES (?, ?, ?)");
+    if (!stmt) return tl::unexpected(stmt.error());
+    for (const EvidenceItem& item : evidence) {
+      stmt->Bind(1, run_id);
+      stmt->Bind(2, std::string_view(item.key));
+      stmt->Bind(3, std::string_view(item.value_json));
+      if (auto ok = stmt->Run(); !ok) return ok;
+    }
   }
-  return tx->Commit();
-}
-
-Result<void> Store::AddFindings(int64_t run_id, const std::vector<Finding>& findings) {
-  auto tx = Transaction::Begin(*db_);
-  if (!tx) return tl::unexpected(tx.error());
-  auto stmt = db_->Prepare(
-      "INSERT INTO findings (run_id, check_id, status, severity, observed, expected, message, "
-      "remediation, links) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)");
-  if (!stmt) return tl::unexpected(stmt.error());
-  for (const Finding& f : findings) {
-    stmt->Bind(1, run_id);
-    stmt->Bind(2, std::string_view(f.check_id));
-    stmt->Bind(3, StatusName(f.status));
-    stmt->Bind(4, SeverityName(f.severity));
-    stmt->Bind(5, std::string_view(f.observed));
-    stmt->Bind(6, std::string_view(f.expected));
-    stmt->Bind(7, std::string_view(f.message));
-    stmt->Bind(8, std::string_view(f.remediation));
-    stmt->Bind(9, std::string_view(LinksJson(f.links)));
-    if (auto ok = stmt->Run(); !ok) return ok;
+  if (!findings.empty()) {
+    auto stmt = db_->Prepare(
+        "INSERT INTO findings (run_id, check_id, status, severity, observed, expected, message, "
+        "remediation, links) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)");
+    if (!stmt) return tl::unexpected(stmt.error());
+    for (const Finding& f : findings) {
+      stmt->Bind(1, run_id);
+      stmt->Bind(2, std::string_view(f.check_id));
+      stmt->Bind(3, StatusName(f.status));
+      stmt->Bind(4, SeverityName(f.severity));
+      stmt->Bind(5, std::string_view(f.observed));
+      stmt->Bind(6, std::string_view(f.expected));
+      stmt->Bind(7, std::string_view(f.message));
+      stmt->Bind(8, std::string_view(f.remediation));
+      stmt->Bind(9, std::string_view(LinksJson(f.links)));
+      if (auto ok = stmt->Run(); !ok) return ok;
+    }
   }
-  return tx->Commit();
-}
-
-Result<void> Store::AddMetrics(int64_t run_id, const std::vector<Metric>& metrics) {
-  auto tx = Transaction::Begin(*db_);
-  if (!tx) return tl::unexpected(tx.error());
-  auto stmt = db_->Prepare(
-      "INSERT INTO metrics (run_id, name, labels, value, unit) VALUES (?, ?, ?, ?, ?)");
-  if (!stmt) return tl::unexpected(stmt.error());
-  for (const Metric& m : metrics) {
-    stmt->Bind(1, run_id);
-    stmt->Bind(2, std::string_view(m.name));
-    stmt->Bind(3, std::string_view(LabelsJson(m.labels)));
-    stmt->Bind(4, m.value);
-    stmt->Bind(5, std::string_view(m.unit));
-    if (auto ok = stmt->Run(); !ok) return ok;
+  if (!metrics.empty()) {
+    auto stmt = db_->Prepare(
+        "INSERT INTO metrics (run_id, name, labels, value, unit) VALUES (?, ?, ?, ?, ?)");
+    if (!stmt) return tl::unexpected(stmt.error());
+    for (const Metric& m : metrics) {
+      stmt->Bind(1, run_id);
+      stmt->Bind(2, std::string_view(m.name));
+      stmt->Bind(3, std::string_view(LabelsJson(m.labels)));
+      stmt->Bind(4, m.value);
+      stmt->Bind(5, std::string_view(m.unit));
+      if (auto ok = stmt->Run(); !ok) return ok;
+    }
   }
   return tx->Commit();
 }

@@ -72,11 +72,12 @@ class Store {
   Result<void> FinishRun(int64_t run_id, RunState state, int exit_code, WallTime ended_at);
   // A run learns what it evaluates as it goes (the scheduler is found after the run began).
   Result<void> SetRunTarget(int64_t run_id, const std::string& target);
+  // A batch of a run's evidence, findings and metrics, in one transaction: all of it or none, so
+  // that a kill or a failed write never keeps a finding without the evidence it was judged on.
   // Evidence keys are unique per run: adding a key again replaces its value.
-  Result<void> AddEvidence(int64_t run_id, const std::vector<EvidenceItem>& items);
-  // Each call is one transaction: all of them or none.
-  Result<void> AddFindings(int64_t run_id, const std::vector<Finding>& findings);
-  Result<void> AddMetrics(int64_t run_id, const std::vector<Metric>& metrics);
+  Result<void> AddToRun(int64_t run_id, const std::vector<EvidenceItem>& evidence,
+                        const std::vector<Finding>& findings = {},
+                        const std::vector<Metric>& metrics = {});
   Result<void> AddEvents(const std::vector<Event>& events, std::optional<int64_t> run_id = {});
 
   // Newest first.

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cmath>
 #include <fstream>
 #include <gtest/gtest.h>
 #include <mutex>
@@ -86,12 +87,11 @@ TEST(Store, RoundTripsARun) {
   ASSERT_TRUE(store);
   auto id = store->BeginRun(Start());
   ASSERT_TRUE(id);
-  ASSERT_TRUE(store->AddEvidence(*id, {{"host.os", R"({"id":"debian"})"}, {"a.first", "1"}}));
-  ASSERT_TRUE(store->AddEvidence(*id, {{"a.first", "2"}}));  // replaces
-  ASSERT_TRUE(store->AddFindings(*id, {MakeFinding("gpu.visible", CheckStatus::kFail),
-                                       MakeFinding("gpu.driver", CheckStatus::kPass)}));
-  ASSERT_TRUE(
-      store->AddMetrics(*id, {{"busbw", {{"op", "all_reduce"}, {"size", "1G"}}, 391.5, "GB/s"}}));
+  ASSERT_TRUE(store->AddToRun(*id, {{"host.os", R"({"id":"debian"})"}, {"a.first", "1"}}));
+  ASSERT_TRUE(store->AddToRun(*id, {{"a.first", "2"}},  // replaces
+                              {MakeFinding("gpu.visible", CheckStatus::kFail),
+                               MakeFinding("gpu.driver", CheckStatus::kPass)},
+                              {{"busbw", {{"op", "all_reduce"}, {"size", "1G"}}, 391.5, "GB/s"}}));
   ASSERT_TRUE(store->FinishRun(*id, RunState::kChecksFailed, 1, At(1795944149911)));
 
   auto record = store->LoadRun(*id);
@@ -185,7 +185,7 @@ TEST(Store, MigratesAnEmptyDatabaseAndAPreviousSchema) {
   Finding unknown;
   unknown.check_id = "health.kernel_log";
   unknown.status = CheckStatus::kUnknown;
-  ASSERT_TRUE(store->AddFindings(1, {unknown}));
+  ASSERT_TRUE(store->AddToRun(1, {}, {unknown}));
   EXPECT_EQ(store->LoadRun(1)->findings[1].status, CheckStatus::kUnknown);
   EXPECT_EQ((*store->ListRuns(10))[0].counts.unknown, 1);
   EXPECT_EQ(store->LoadRun(1)->run.provider, "") << "a run from before schema 8 names none";
@@ -258,6 +258,26 @@ TEST(Store, AStoreWithViewsOrTriggersIsNotRead) {
   }
 }
 
+// A batch is all or nothing: a metric the store refuses (NaN is stored as NULL, which the column
+// refuses) takes the batch's evidence and findings with it, so that no finding is kept without
+// what it was judged on.
+TEST(Store, ABatchThatFailsLeavesNothingOfItBehind) {
+  testing::TempDir dir;
+  auto store = Store::Open({.path = dir.File("cmax.db")});
+  ASSERT_TRUE(store);
+  const int64_t id = store->BeginRun(Start()).value();
+  ASSERT_TRUE(store->AddToRun(id, {{"kept", "1"}}));
+  const auto failed =
+      store->AddToRun(id, {{"lost", "2"}}, {MakeFinding("lost", CheckStatus::kFail)},
+                      {{"ok", {}, 1.0, "s"}, {"nan", {}, std::nan(""), "s"}});
+  ASSERT_FALSE(failed);
+  const RunRecord record = store->LoadRun(id).value();
+  ASSERT_EQ(record.evidence.size(), 1U);
+  EXPECT_EQ(record.evidence[0].key, "kept");
+  EXPECT_TRUE(record.findings.empty());
+  EXPECT_TRUE(record.metrics.empty());
+}
+
 // Evidence or labels nested past any depth cmax writes are shown as a note: every reader of
 // them recursed once per level, and 100,000 levels (200 KB) broke the stack of every report.
 TEST(Store, EvidenceNestedTooDeepIsANote) {
@@ -268,8 +288,8 @@ TEST(Store, EvidenceNestedTooDeepIsANote) {
   const int64_t id = store->BeginRun(Start()).value();
   const std::string deep = std::string(100000, '[') + std::string(100000, ']');
   const std::string shallow = R"({"a": [[["\"[[[["]]]})";
-  ASSERT_TRUE(store->AddEvidence(id, {{"deep", deep}, {"shallow", shallow}}));
-  ASSERT_TRUE(store->AddMetrics(id, {{"m", {{"l", "v"}}, 1.0, "s"}}));
+  ASSERT_TRUE(store->AddToRun(id, {{"deep", deep}, {"shallow", shallow}}, {},
+                              {{"m", {{"l", "v"}}, 1.0, "s"}}));
   {
     auto db = Database::Open(path, false, false, 1000);
     ASSERT_TRUE(db);
@@ -294,9 +314,10 @@ TEST(Store, AStatusNoCmaxWroteCountsAsAFailureInTheListAsInTheRun) {
   auto store = Store::Open({.path = path});
   ASSERT_TRUE(store);
   const int64_t id = store->BeginRun(Start()).value();
-  ASSERT_TRUE(store->AddFindings(
-      id, {MakeFinding("a", CheckStatus::kPass), MakeFinding("b", CheckStatus::kPass),
-           MakeFinding("c", CheckStatus::kWarn)}));
+  ASSERT_TRUE(
+      store->AddToRun(id, {},
+                      {MakeFinding("a", CheckStatus::kPass), MakeFinding("b", CheckStatus::kPass),
+                       MakeFinding("c", CheckStatus::kWarn)}));
   {
     auto db = Database::Open(path, false, false, 1000);
     ASSERT_TRUE(db);
