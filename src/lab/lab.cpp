@@ -14,6 +14,7 @@
 
 #include "core/log.hpp"
 #include "core/strings.hpp"
+#include "sys/file_lock.hpp"
 #include "sys/host.hpp"
 
 namespace cmax::lab {
@@ -78,8 +79,12 @@ Result<void> WriteMungeKey(sys::FileSystem& fs, const std::string& path) {
 }
 
 // The lab writes etc/, dev/, log/ ... into its folder: it must be new, empty, or a lab's.
+// Held by the `up` that is looking at or starting the lab in its folder.
+constexpr const char* kUpLock = "up.lock";
+
 Result<void> CheckFolderIsOurs(const LabPaths& paths, const sys::FileSystem& fs) {
   auto entries = fs.ListDir(paths.dir);
+  if (entries) std::erase(*entries, kUpLock);  // what an `up` that failed its preflight leaves
   if (!entries || entries->empty() || fs.Exists(paths.state_file)) return {};
   auto conf = fs.ReadFile(paths.slurm_conf, 1 << 20);
   if (conf && conf->find(kLabConfMarker) != std::string::npos) return {};
@@ -252,6 +257,18 @@ std::vector<std::string> Preflight(const LabSpec& spec) {
 bool LabStatus::Running() const {
   return std::any_of(daemons.begin(), daemons.end(), [](const auto& d) { return d.alive; });
 }
+std::vector<std::string> LabStatus::Missing() const {
+  std::vector<std::string> expected = {"munged", "slurmctld"};
+  for (const std::string& node : NodeNames(state.spec)) expected.push_back("slurmd-" + node);
+  std::vector<std::string> missing;
+  for (const std::string& name : expected) {
+    if (!std::ranges::any_of(
+            daemons, [&](const DaemonStatus& d) { return d.daemon.name == name && d.alive; })) {
+      missing.push_back(name);
+    }
+  }
+  return missing;
+}
 bool LabStatus::ControllerAlive() const {
   return std::ranges::any_of(
       daemons, [](const DaemonStatus& d) { return d.daemon.name == "slurmctld" && d.alive; });
@@ -262,8 +279,26 @@ Result<UpResult> Up(const LabSpec& spec, LabContext& ctx, Duration wait_timeout)
   const LabPaths paths = PathsFor(spec.dir);
   const auto start = ctx.clock.Monotonic();
 
+  if (auto ok = CheckFolderIsOurs(paths, ctx.fs); !ok) return tl::unexpected(ok.error());
+  // Held while the lab is looked at and started: a second `up` of the folder meanwhile would
+  // find it half started and take it for one whose starter was killed.
+  if (auto ok = ctx.fs.CreateDirs(paths.dir, 0755); !ok) return tl::unexpected(ok.error());
+  auto starting = sys::FileLock::TryTake(paths.dir + "/" + kUpLock);
+  if (!starting && starting.error().code == ErrorCode::kBusy) {
+    return Fail(ErrorCode::kBusy,
+                "another cmax is starting the lab in {}; wait for it, or stop it with `cmax lab "
+                "down --dir {}`",
+                spec.dir, spec.dir);
+  }
+  if (!starting) return tl::unexpected(starting.error());
   if (auto existing = Status(spec.dir, ctx); existing && existing->Running()) {
-    return UpResult{existing->state, true, ctx.clock.Monotonic() - start};
+    const std::vector<std::string> missing = existing->Missing();
+    if (missing.empty()) return UpResult{existing->state, true, ctx.clock.Monotonic() - start};
+    // Its starter was killed part-way, or a daemon died since: not a lab anyone can use.
+    Say(ctx, fmt::format("the lab in {} is not whole ({} not running); taking it down and "
+                         "starting afresh",
+                         spec.dir, Join(missing, ", ")));
+    if (auto down = Down(spec.dir, ctx); !down) return tl::unexpected(down.error());
   } else if (existing) {
     Say(ctx, "found the state of a lab that is no longer running; starting afresh");
     DownResult ignored;
@@ -273,7 +308,6 @@ Result<UpResult> Up(const LabSpec& spec, LabContext& ctx, Duration wait_timeout)
   if (auto problems = Preflight(spec); !problems.empty()) {
     return Fail(ErrorCode::kUnavailable, "cannot start the lab:\n  - {}", Join(problems, "\n  - "));
   }
-  if (auto ok = CheckFolderIsOurs(paths, ctx.fs); !ok) return tl::unexpected(ok.error());
   if (auto ok = PrepareFolder(spec, paths, ctx.fs); !ok) return tl::unexpected(ok.error());
 
   LabState state{spec, ctx.clock.Now(), {}};

@@ -34,7 +34,9 @@ struct UpResult {
   Duration took{0};
 };
 // Starts the lab and waits until every node is idle. When it fails part-way, it stops what
-// it started, and the error carries the tail of the log that explains why.
+// it started, and the error carries the tail of the log that explains why. A whole lab already
+// running in the folder is reported, not started again; one that is not whole (Missing) is
+// taken down and started afresh; kBusy while another cmax is starting it.
 Result<UpResult> Up(const LabSpec& spec, LabContext& ctx, Duration wait_timeout);
 
 struct DaemonStatus {
@@ -47,6 +49,9 @@ struct LabStatus {
   std::map<std::string, std::string> nodes;  // node -> state, from sinfo
   std::string nodes_error;                   // why nodes is empty, when it is
   bool Running() const;
+  // The lab's own daemons (munged, slurmctld, a slurmd per node) that are not running: a lab
+  // whose starter was killed part-way, or whose daemon died. Adopted daemons are not counted.
+  std::vector<std::string> Missing() const;
   bool ControllerAlive() const;  // slurmctld is ours and alive (sinfo may still fail)
 };
 // NotFound when no lab state is in dir.

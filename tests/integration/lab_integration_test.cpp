@@ -24,6 +24,7 @@
 #include "support/free_port.hpp"
 #include "support/temp_dir.hpp"
 #include "support/wait.hpp"
+#include "sys/file_lock.hpp"
 #include "sys/file_system.hpp"
 #include "sys/host.hpp"
 #include "sys/process_runner.hpp"
@@ -114,12 +115,41 @@ TEST_F(LabTest, UpRunDrainResumeDown) {
   EXPECT_TRUE(again->already_running);
   EXPECT_EQ(again->state.daemons[0].pid, up->state.daemons[0].pid);
 
+  // While another cmax starts the lab (holds its lock), an `up` neither reports nor touches it.
+  {
+    auto starting = sys::FileLock::TryTake(spec_.dir + "/up.lock");
+    ASSERT_TRUE(starting) << starting.error().message;
+    auto busy = Up(spec_, ctx_, 30s);
+    ASSERT_FALSE(busy);
+    EXPECT_EQ(busy.error().code, ErrorCode::kBusy);
+    EXPECT_NE(busy.error().message.find("another cmax is starting the lab"), std::string::npos)
+        << busy.error().message;
+  }
+
+  // A lab that is not whole (a slurmd died, or the `up` that started it was killed part-way) is
+  // no lab to report as running: it is taken down and started afresh.
+  const Daemon lost = up->state.daemons[4];
+  ASSERT_EQ(lost.name, "slurmd-gpu3");
+  ::kill(lost.pid, SIGKILL);
+  ASSERT_TRUE(testing::WaitUntil([&] { return !sys::ProcessAlive(lost.pid); }));
+  EXPECT_EQ(Status(spec_.dir, ctx_)->Missing(), std::vector<std::string>{"slurmd-gpu3"});
+  auto afresh = Up(spec_, ctx_, 30s);
+  ASSERT_TRUE(afresh) << afresh.error().message;
+  EXPECT_FALSE(afresh->already_running);
+  for (const Daemon& d : up->state.daemons) {
+    EXPECT_FALSE(sys::ProcessAlive(d.pid)) << "the old lab's " << d.name << " still runs";
+  }
+  status = Status(spec_.dir, ctx_);
+  ASSERT_TRUE(status);
+  EXPECT_TRUE(status->Missing().empty());
+  for (const auto& [node, state] : status->nodes) EXPECT_EQ(state, "idle") << node;
+
   // Down stops exactly what it started and leaves nothing running.
   auto down = Down(spec_.dir, ctx_);
   ASSERT_TRUE(down) << down.error().message;
   EXPECT_EQ(down->stopped.size(), 7u);
   EXPECT_TRUE(down->not_ours.empty());
-  for (const Daemon& d : up->state.daemons) {
+  for (const Daemon& d : afresh->state.daemons) {
     EXPECT_FALSE(sys::ProcessAlive(d.pid)) << d.name << " still runs";
   }
   EXPECT_TRUE(ProcessesInside(spec_.dir).empty());
