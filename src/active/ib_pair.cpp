@@ -351,11 +351,12 @@ IbPairVerdict RunIbPairs(const IbPairOptions& options, Duration deadline, const 
   // are load on the network, not a fault, and the person named the peer.
   const PeerJobs peer_jobs = options.force ? PeerJobs{} : AskSlurmAboutThePeer(options, io);
   if (!peer_jobs.busy.empty()) {
-    out.findings.push_back({.check_id = std::string(kCheck),
-                            .status = CheckStatus::kSkip,
-                            .observed = "peer " + options.peer + " not idle",
-                            .expected = "a peer that runs no one else's jobs",
-                            .message = peer_jobs.busy + ": not run (--force tests its rails)"});
+    out.findings.push_back(
+        {.check_id = std::string(kCheck),
+         .status = CheckStatus::kSkip,
+         .observed = "peer " + options.peer + " not idle",
+         .expected = "a peer that runs no one else's jobs",
+         .message = peer_jobs.busy + ": not run (--force-peer tests its rails)"});
     return out;
   }
   const std::string devices = options.sysfs + "/class/infiniband";

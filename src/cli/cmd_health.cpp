@@ -51,7 +51,6 @@ int RunActive(HealthFlags o, Context& ctx) {
     auto launch = active::PeerLauncher(o.peer_launch, !o.ib_pair.own_job.empty());
     if (!launch) return PrintError(ctx, "cmax health --active", launch.error());
     o.ib_pair.launch = std::move(*launch);
-    o.ib_pair.force = o.active_run.force;
     o.active_run.ib_pair = o.ib_pair;
   }
   sys::PosixProcessRunner runner;
@@ -147,8 +146,10 @@ Command SetupHealthCommand(CLI::App& parent) {
       "With --peer: the first rail's TCP port for perftest's exchange (-p); the next rails "
       "take the next ports");
   Flag(app, "--force", options->active_run.force,
-       "With --active: exercise GPUs that are in use, or whose use NVML cannot tell; with "
-       "--peer, test the rails of a peer that runs others' jobs");
+       "With --active: exercise GPUs that are in use, or whose use NVML cannot tell");
+  Flag(app, "--force-peer", options->ib_pair.force,
+       "With --peer: test the rails of a peer that runs others' jobs (their traffic is "
+       "disturbed)");
   Opt(app, "--gpu-class", options->active_run.gpu_class,
       "With --active: judge as this class of the thresholds table (h100-sxm, h200, gb200, "
       "a100-sxm) instead of the one NVML's GPU name gives");

@@ -161,7 +161,7 @@ TEST_F(IbPairRun, WithoutIbWriteBwHereOrAnyRailNothingRuns) {
 }
 
 // A peer that Slurm says runs someone else's job is left alone; this node's own job there (a
-// pair's one job) is not someone else's; --force tests it anyway. A Slurm that cannot say does
+// pair's one job) is not someone else's; --force-peer tests it anyway. A Slurm that cannot say does
 // not stop the test, and the finding says it ran without knowing.
 TEST_F(IbPairRun, APeerThatRunsOthersJobsIsLeftAloneUnlessForced) {
   ::setenv("STANDIN_IB_GBITS", "mlx5_0=392.1", 1);
@@ -175,7 +175,7 @@ TEST_F(IbPairRun, APeerThatRunsOthersJobsIsLeftAloneUnlessForced) {
   EXPECT_EQ(v.findings[0].status, CheckStatus::kSkip);
   EXPECT_EQ(v.findings[0].message,
             "127.0.0.1 runs others' jobs (4242), whose traffic the test would disturb: not run "
-            "(--force tests its rails)");
+            "(--force-peer tests its rails)");
   EXPECT_TRUE(v.rails.empty());
   EXPECT_EQ(fs_.ReadFile(dir_.File("asked"), 4096).value(),
             "-h -w 127.0.0.1 -t RUNNING,CONFIGURING,SUSPENDED,STOPPED,COMPLETING -o %A\n");
@@ -247,6 +247,27 @@ TEST_F(IbPairRun, TheCommandTestsTheRailsToItsPeer) {
             "ib_write_bw to 127.0.0.1: no figure to judge for mlx5_0: 391.5 Gb/s measured, but "
             "its port's rate cannot be read");
   EXPECT_EQ(ran->exit_code, 3) << ran->stderr_text;  // UNKNOWN: a check could not be judged
+
+  // --force is for this node's GPUs: a peer running others' jobs is left alone; --force-peer is
+  // the word for that.
+  const auto peer_run = [&](const std::string& flag) {
+    auto r = runner_.Run(
+        {.argv = {CMAX_BINARY, "--db", dir_.File("cmax.db"), "health", "--active", "--nvml-lib",
+                  dir_.File("no-libnvidia-ml.so"), "--peer", "127.0.0.1", "--peer-launch",
+                  "env STANDIN_IB_DEVICES=mlx5_0 " + bin_path, "--rails", "mlx5_0", "--ib-seconds",
+                  "1", "--ib-port", std::to_string(testing::FreePort()), flag, "--json"},
+         .env_add = {bin_path, "STANDIN_IB_GBITS=mlx5_0=391.5", "STANDIN_SQUEUE_JOBS=4242"},
+         .timeout = 60s});
+    EXPECT_TRUE(r) << r.error().message;
+    std::string status;
+    for (const auto& f : nlohmann::json::parse(r ? r->stdout_text : "{}", nullptr, false)
+                             .value("findings", nlohmann::json::array())) {
+      if (f["check_id"] == "active.ib-write-bw") status = f["status"];
+    }
+    return status;
+  };
+  EXPECT_EQ(peer_run("--force"), "SKIP");
+  EXPECT_NE(peer_run("--force-peer"), "SKIP");
 
   // A launcher whose quote is not closed is a usage error, said before anything runs.
   const auto unclosed =
