@@ -11,6 +11,7 @@
 
 #include "core/strings.hpp"
 #include "sys/interrupt.hpp"
+#include "sys/process_runner.hpp"
 
 namespace cmax::sys {
 
@@ -159,8 +160,39 @@ Result<std::string> LocalFileSystem::ReadLink(const std::string& path) const {
   return std::string(buffer, static_cast<size_t>(n));
 }
 
+namespace {
+
+// A temporary file a killed writer left beside `path` (PATH.tmp.PID): its process is gone and
+// it has not been written to for a while. The age keeps a live writer's file on a folder shared
+// with another host (whose pids this one cannot see) safe.
+void RemoveStaleTemporaries(const std::string& path) {
+  constexpr time_t kStaleAfterS = 600;
+  const size_t slash = path.rfind('/');
+  const std::string folder = slash == std::string::npos ? "." : path.substr(0, slash + 1);
+  const std::string prefix = (slash == std::string::npos ? path : path.substr(slash + 1)) + ".tmp.";
+  DIR* dir = ::opendir(folder.c_str());
+  if (dir == nullptr) return;
+  const time_t now = ::time(nullptr);
+  while (const dirent* entry = ::readdir(dir)) {
+    const std::string_view name = entry->d_name;
+    if (!name.starts_with(prefix)) continue;
+    const std::optional<int> pid = ParseWhole<int>(name.substr(prefix.size()));
+    if (!pid || *pid <= 0 || ProcessAlive(*pid)) continue;
+    struct stat st {};
+    if (::fstatat(::dirfd(dir), entry->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 ||
+        now - st.st_mtime < kStaleAfterS) {
+      continue;
+    }
+    (void)::unlinkat(::dirfd(dir), entry->d_name, 0);
+  }
+  ::closedir(dir);
+}
+
+}  // namespace
+
 Result<void> LocalFileSystem::WriteFileAtomic(const std::string& path, std::string_view data,
                                               mode_t mode) {
+  RemoveStaleTemporaries(path);
   const std::string temp = path + ".tmp." + std::to_string(::getpid());
   // O_EXCL: a link planted at the temporary name is never followed; one left by a crashed run
   // of the same pid is removed first.

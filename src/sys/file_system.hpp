@@ -31,7 +31,8 @@ class FileSystem {
   virtual Result<std::vector<std::string>> ListDir(const std::string& path) const = 0;
   virtual Result<std::string> ReadLink(const std::string& path) const = 0;
   // Writes a temporary file beside the target and renames it over, so readers never see
-  // half a file and a crash leaves the old one.
+  // half a file and a crash leaves the old one. The temporary file of a writer killed before
+  // (PATH.tmp.PID, its process gone, untouched for ten minutes) goes with the next write.
   virtual Result<void> WriteFileAtomic(const std::string& path, std::string_view data,
                                        mode_t mode) = 0;
   // A file the user named as an output (a report, a result file): a new path or a regular

@@ -3,11 +3,14 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <gtest/gtest.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
+#include <sys/time.h>
 #include <sys/un.h>
+#include <sys/wait.h>
 #include <thread>
 
 #include "support/stop_while_blocked.hpp"
@@ -79,6 +82,38 @@ TEST(LocalFileSystem, AtomicWriteSetsModeWhateverTheUmask) {
   EXPECT_EQ(fs.ReadFile(dir.File("secret"), 100).value(), "new");
   // No temporary file is left beside it.
   EXPECT_EQ(fs.ListDir(dir.Path()).value(), std::vector<std::string>{"secret"});
+}
+
+// A writer killed mid-write leaves PATH.tmp.PID: the next write of PATH removes it once its
+// process is gone and it has lain untouched for ten minutes; a live writer's, a fresh one
+// (perhaps a live writer on another host sharing the folder) and another file's are kept.
+TEST(LocalFileSystem, AtomicWriteRemovesWhatAKilledWriterLeft) {
+  testing::TempDir dir;
+  LocalFileSystem fs;
+  const auto dead_pid = [] {
+    const pid_t child = ::fork();
+    if (child == 0) ::_exit(0);
+    ::waitpid(child, nullptr, 0);
+    return std::to_string(child);
+  };
+  const std::string dead = dead_pid();
+  const std::string dead_fresh = dead_pid();
+  const auto leave = [&](const std::string& name, bool old) {
+    ASSERT_TRUE(fs.WriteFileAtomic(dir.File(name), "half", 0644));
+    if (old) {
+      const timeval long_ago[2] = {{::time(nullptr) - 3600, 0}, {::time(nullptr) - 3600, 0}};
+      ASSERT_EQ(::utimes(dir.File(name).c_str(), long_ago), 0);
+    }
+  };
+  leave("out.json.tmp." + dead, true);
+  leave("out.json.tmp." + dead_fresh, false);
+  leave("out.json.tmp.1", true);  // init's: alive
+  leave("other.json.tmp." + dead, true);
+  ASSERT_TRUE(fs.WriteFileAtomic(dir.File("out.json"), "whole", 0644));
+  std::vector<std::string> kept = {"other.json.tmp." + dead, "out.json", "out.json.tmp.1",
+                                   "out.json.tmp." + dead_fresh};
+  std::ranges::sort(kept);
+  EXPECT_EQ(fs.ListDir(dir.Path()).value(), kept);
 }
 
 TEST(LocalFileSystem, CreateDirsIsLikeMkdirP) {
