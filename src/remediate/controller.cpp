@@ -21,6 +21,16 @@ bool Drains(const Decision& d) {
                              [](const Action& a) { return a.kind == ActionKind::kDrain; });
 }
 
+// An action's result, as the policy takes it.
+Event ResultEvent(const ActionRow& row, bool ok, const std::string& detail) {
+  Event event;
+  event.kind = ok ? EventKind::kActionSucceeded : EventKind::kActionFailed;
+  event.action = row.action.kind;
+  event.summary = detail;
+  event.result_of = row.id;
+  return event;
+}
+
 }  // namespace
 
 Controller::Controller(store::Store& store, Scheduler& scheduler, sys::ProcessRunner& runner,
@@ -72,6 +82,22 @@ Result<StepSummary> Controller::Step() {
   if (breaker->tripped) {
     summary.breaker_tripped = true;
     return summary;  // stop acting until a person resets it
+  }
+
+  // 0. What a previous run carried out and was killed before deciding on: the result is handed
+  // to the policy now (a GPU reset done and no validation started would otherwise wait for the
+  // action timeout and send a repaired node to REPAIR).
+  auto due = journal_.ResultsDue();
+  if (!due) return tl::unexpected(due.error());
+  for (const ActionRow& row : *due) {
+    if (!Watched(row.node)) continue;
+    log::Info("{}: handing on the result of {} that an earlier run carried out", row.node,
+              ActionKindName(row.action.kind));
+    if (auto ok = Handle(row.node, ResultEvent(row, row.outcome == Outcome::kDone, row.detail), {},
+                         summary, 1);
+        !ok) {
+      return tl::unexpected(ok.error());
+    }
   }
 
   // 1. What a previous run planned or started and did not finish.
@@ -335,6 +361,9 @@ Result<void> Controller::Handle(const std::string& node, const Event& event,
   const bool changed = decision.next.state != entry->record.state || !decision.actions.empty();
   if (!changed && event.kind != EventKind::kFault) {
     // Quiet: a timer tick or a stray result. Nothing to write but the conditions consumed.
+    if (event.result_of != 0) {
+      if (auto ok = journal_.ResultHandedOn(event.result_of); !ok) return ok;
+    }
     return journal_.MarkSeen(seen);
   }
   auto allowed = MayTakeOut(*entry, event, decision, summary);
@@ -349,6 +378,9 @@ Result<void> Controller::Handle(const std::string& node, const Event& event,
     // A refused take-out by the breaker stays unseen, so it is acted on after the reset; the
     // rate limit consumes it.
     if (summary.breaker_tripped) return {};
+    if (event.result_of != 0) {
+      if (auto ok = journal_.ResultHandedOn(event.result_of); !ok) return ok;
+    }
     return journal_.MarkSeen(seen);
   }
   auto ids = journal_.Apply(*entry, event, decision, now, config_.dry_run, seen);
@@ -446,7 +478,13 @@ Result<void> Controller::CarryOut(const ActionRow& row, StepSummary& summary, in
     return {};
   }
   const std::string detail = result ? *result : result.error().message;
-  if (auto ok = journal_.Finished(row.id, result.has_value(), detail, clock_.Now()); !ok) return ok;
+  // A reboot has succeeded when the node has booted, not when it was asked to (see Step).
+  const bool feedback =
+      depth < kMaxDepth && !(result && row.action.kind == ActionKind::kRebootNode);
+  if (auto ok = journal_.Finished(row.id, result.has_value(), detail, clock_.Now(), feedback);
+      !ok) {
+    return ok;
+  }
   (result ? summary.actions_done : summary.actions_failed)++;
   if (!result && ClearsTheNode(row.action.kind)) held_.emplace(row.node, false);
   if (result) {
@@ -454,14 +492,8 @@ Result<void> Controller::CarryOut(const ActionRow& row, StepSummary& summary, in
   } else {
     log::Warn("{}: {} failed: {}", row.node, ActionKindName(row.action.kind), detail);
   }
-  if (depth >= kMaxDepth) return {};
-  // A reboot has succeeded when the node has booted, not when it was asked to (see Step).
-  if (result && row.action.kind == ActionKind::kRebootNode) return {};
-  Event feedback;
-  feedback.kind = result ? EventKind::kActionSucceeded : EventKind::kActionFailed;
-  feedback.action = row.action.kind;
-  feedback.summary = detail;
-  return Handle(row.node, feedback, {}, summary, depth + 1);
+  if (!feedback) return {};
+  return Handle(row.node, ResultEvent(row, result.has_value(), detail), {}, summary, depth + 1);
 }
 
 Result<std::string> Controller::Execute(const ActionRow& row, NodeEntry& entry) {

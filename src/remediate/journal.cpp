@@ -229,6 +229,9 @@ Result<std::vector<int64_t>> Journal::Apply(const NodeEntry& before, const Event
     ids.push_back(db_->LastInsertId());
   }
   if (auto ok = MarkSeen(seen); !ok) return tl::unexpected(ok.error());
+  if (event.result_of != 0) {
+    if (auto ok = ResultHandedOn(event.result_of); !ok) return tl::unexpected(ok.error());
+  }
   if (auto ok = tx->Commit(); !ok) return tl::unexpected(ok.error());
   return ids;
 }
@@ -263,15 +266,32 @@ Result<void> Journal::Started(int64_t id, WallTime at, const std::string& device
   return s->Run();
 }
 
-Result<void> Journal::Finished(int64_t id, bool ok, const std::string& detail, WallTime at) {
+Result<void> Journal::Finished(int64_t id, bool ok, const std::string& detail, WallTime at,
+                               bool feedback_due) {
   auto s = db_->Prepare(
-      "UPDATE remediation_actions SET outcome = ?, finished_at = ?, detail = ? WHERE id = ?");
+      "UPDATE remediation_actions SET outcome = ?, finished_at = ?, detail = ?, feedback_due = ? "
+      "WHERE id = ?");
   if (!s) return tl::unexpected(s.error());
   s->Bind(1, OutcomeName(ok ? Outcome::kDone : Outcome::kFailed));
   s->Bind(2, std::string_view(Iso(at)));
   s->Bind(3, std::string_view(detail));
-  s->Bind(4, id);
+  s->Bind(4, static_cast<int64_t>(feedback_due ? 1 : 0));
+  s->Bind(5, id);
   return s->Run();
+}
+
+Result<void> Journal::ResultHandedOn(int64_t id) {
+  auto s = db_->Prepare("UPDATE remediation_actions SET feedback_due = 0 WHERE id = ?");
+  if (!s) return tl::unexpected(s.error());
+  s->Bind(1, id);
+  return s->Run();
+}
+
+Result<std::vector<ActionRow>> Journal::ResultsDue() {
+  auto s = db_->Prepare(std::string("SELECT ") + kActionColumns +
+                        " FROM remediation_actions WHERE feedback_due = 1 ORDER BY id");
+  if (!s) return tl::unexpected(s.error());
+  return ReadActions(*s);
 }
 
 Result<std::vector<ActionRow>> Journal::OpenActions() {

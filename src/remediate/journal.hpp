@@ -79,7 +79,8 @@ class Journal {
   Result<NodeEntry> Node(const std::string& node, WallTime now);
 
   // One transaction: the node's new record, a history row, the decision's actions as planned
-  // (skipped when dry_run) and the conditions it consumed. Returns the actions' ids in order.
+  // (skipped when dry_run), the conditions it consumed, and the action result it was taken on
+  // (event.result_of) marked handed on. Returns the actions' ids in order.
   Result<std::vector<int64_t>> Apply(const NodeEntry& before, const Event& event,
                                      const Decision& decision, WallTime now, bool dry_run,
                                      const std::vector<SeenMark>& seen);
@@ -92,7 +93,14 @@ class Journal {
   // Before carrying an action out (again: an action left open keeps its first start); `device`
   // records a choice made now (the spare).
   Result<void> Started(int64_t id, WallTime at, const std::string& device = "");
-  Result<void> Finished(int64_t id, bool ok, const std::string& detail, WallTime at);
+  // `feedback_due`: the result is yet to be handed to the policy (Apply, or ResultHandedOn, with
+  // the event's result_of clears it). A controller killed in between finds it (ResultsDue).
+  Result<void> Finished(int64_t id, bool ok, const std::string& detail, WallTime at,
+                        bool feedback_due = false);
+  // A result the policy took without deciding anything (a quiet event).
+  Result<void> ResultHandedOn(int64_t id);
+  // Finished actions whose result was never handed to the policy, oldest first.
+  Result<std::vector<ActionRow>> ResultsDue();
   // Planned or started and not finished, oldest first: what a restarted controller redoes.
   Result<std::vector<ActionRow>> OpenActions();
   Result<std::vector<ActionRow>> Actions(const std::string& node, int limit);

@@ -71,6 +71,9 @@ struct Event {
   std::string device;                             // kFault: the GPU or component
   std::string summary;                            // kFault: one line, ends up in the drain reason
   ActionKind action = ActionKind::kDrain;         // kActionSucceeded / kActionFailed
+  // kActionSucceeded / kActionFailed: the journal's id of the action whose result this is; the
+  // decision taken on it marks the result handed on, in the same transaction.
+  int64_t result_of = 0;
 };
 
 struct Action {

@@ -176,6 +176,9 @@ CREATE TABLE remediation_policy (
 ALTER TABLE runs ADD COLUMN provider TEXT NOT NULL DEFAULT '';
 CREATE INDEX runs_by_provider ON runs(provider, command, id);
 )sql"},
+      {9, "remediation: an action's result still to be handed to the policy", R"sql(
+ALTER TABLE remediation_actions ADD COLUMN feedback_due INTEGER NOT NULL DEFAULT 0;
+)sql"},
   };
   return kMigrations;
 }

@@ -158,6 +158,8 @@ TEST_F(ControllerTest, Xid79AllTheWayBackIntoService) {
   Xid("gpu2", 79, "reset-gpu");
   Step();
   EXPECT_EQ(State("gpu2"), NodeState::kValidating);
+  // Every result was handed on as it came: none is left for a restart to hand on again.
+  EXPECT_TRUE(Journal(store_->Db()).ResultsDue().value().empty());
   EXPECT_EQ(sched_.calls,
             (std::vector<std::string>{"drain gpu2", "requeue gpu2", "validate gpu2"}));
   ASSERT_EQ(runner_.calls.size(), 1U);
@@ -275,6 +277,41 @@ TEST_F(ControllerTest, RestartAfterACrashBetweenPlanAndActionDrainsExactlyOnce) 
   EXPECT_EQ(State("gpu2"), NodeState::kValidating);
   EXPECT_TRUE(journal.OpenActions().value().empty());
   EXPECT_EQ(journal.Actions("gpu2", 10).value().front().detail, "already drained by cmax");
+}
+
+// Killed between carrying an action out and deciding on its result: the GPU reset is done and
+// written down, the validation it leads to not yet started. The next controller hands the result
+// to the policy (the node validates) rather than leave it for the action timeout (REPAIR), and
+// neither resets again nor hands it on twice.
+TEST_F(ControllerTest, RestartAfterACrashBetweenAnActionAndItsResultCarriesOn) {
+  Journal journal(store_->Db());
+  NodeEntry entry = journal.Node("gpu2", kT0).value();
+  Event e;
+  e.kind = EventKind::kFault;
+  e.severity = Severity::kCritical;
+  e.fault_action = FaultAction::kResetGpu;
+  e.device = "0000:17:00";
+  e.summary = "Xid 79 on 0000:17:00";
+  const Decision d = Transition(entry.record, e, kT0, config_.policy);
+  auto ids = journal.Apply(entry, e, d, kT0, false, {{"gpu2", "xid/0000:17:00/79", 1, false}});
+  ASSERT_TRUE(ids);
+  const std::vector<ActionRow> planned = journal.Actions("gpu2", 10).value();
+  ASSERT_EQ(planned.back().action.kind, ActionKind::kResetGpu);
+  sched_.nodes_["gpu2"] = {true, "cmax: Xid 79 on 0000:17:00"};
+  for (const ActionRow& row : planned) {
+    const bool reset = row.action.kind == ActionKind::kResetGpu;
+    ASSERT_TRUE(journal.Finished(row.id, true, reset ? "GPU reset" : "done", kT0, reset));
+  }
+  ASSERT_EQ(journal.ResultsDue().value().size(), 1U);
+  ASSERT_EQ(State("gpu2"), NodeState::kQuarantined);
+
+  Step();
+  EXPECT_EQ(State("gpu2"), NodeState::kValidating);
+  EXPECT_EQ(std::ranges::count(sched_.calls, "validate gpu2"), 1);
+  EXPECT_TRUE(runner_.calls.empty()) << "the reset command ran again";
+  EXPECT_TRUE(journal.ResultsDue().value().empty());
+  Step();
+  EXPECT_EQ(std::ranges::count(sched_.calls, "validate gpu2"), 1);
 }
 
 // A drain that finds the scheduler away stays open, and the node's later actions wait behind
