@@ -225,8 +225,10 @@ Result<ReliabilityReport> RebootAndTime(const RebootOptions& o, const Reliabilit
   }
   inject::TargetFacts facts =
       inject::GatherFacts(o.node, *io.fs, *io.runner, /*ask_slurm=*/o.scheduler == "slurm");
-  facts.local = true;     // the scheduler reboots it, wherever it is
-  facts.drained = false;  // a drained node may be rebooted; it is put back in service after
+  // The scheduler reboots it, wherever it is. A node out of service is refused: the reboot's
+  // reason would replace an operator's (or a repair's), and the resume after it would put back
+  // in service a node someone else took out.
+  facts.local = true;
   const auto refusals = inject::Refusals(facts, {.yes = o.yes,
                                                  .force = o.force,
                                                  .allow_destructive = o.allow_destructive,

@@ -216,6 +216,15 @@ TEST_F(ReliabilityLabTest, RebootTimingIsRefusedWithoutItsFlagAndReportsSlurmsAn
   EXPECT_EQ(r.exit_code, 3) << r.stdout_text << r.stderr_text;
   EXPECT_NE(r.stderr_text.find("RebootProgram"), std::string::npos) << r.stderr_text;
   EXPECT_FALSE(Node("gpu4").drain);
+  // A node an operator took out is not rebooted (its reason replaced) and resumed after.
+  Run({"scontrol", "update", "nodename=gpu3", "state=drain", "reason=RMA ticket 12"});
+  r = Cmax(
+      {"reliability", "reboot", "gpu3", "--allow-destructive", "--timeout", "5", "--poll", "0.2"});
+  EXPECT_EQ(r.exit_code, 2) << r.stdout_text << r.stderr_text;
+  EXPECT_NE(r.stderr_text.find("already out of service (RMA ticket 12)"), std::string::npos)
+      << r.stderr_text;
+  EXPECT_TRUE(Node("gpu3").drain);
+  EXPECT_EQ(Node("gpu3").reason, "RMA ticket 12");
 }
 
 // A provider whose health checks alert but whom nothing acts on: detection passes through a
