@@ -52,7 +52,9 @@ void CommonFlags(CLI::App* app, inject::KernelEventOptions& o) {
        "Inject into a node that is not a lab's: the provider's automation may drain, requeue, "
        "reset or reboot it for a fault that is not there, and a kernel-log record cannot be "
        "taken back");
-  Flag(app, "--force", o.safety.force, "Accept a device that cannot be confirmed");
+  Flag(app, "--force", o.safety.force,
+       "Even when the node runs jobs (the provider's drain and requeue end them), and for a "
+       "device that cannot be confirmed");
   Opt(app, "--kmsg", o.kmsg, "Where to write");
 }
 
@@ -69,7 +71,8 @@ Command SetupInjectCommand(CLI::App& parent) {
       "inject",
       "Write a GPU fault where the provider's health checks read it, to time their reaction\n"
       "(see `cmax reliability`). Needs root; refuses a node that is not a lab's without\n"
-      "--yes, and a node already out of service. Recorded in the store.");
+      "--yes, a node already out of service, and one that runs jobs without --force.\n"
+      "Recorded in the store.");
   app->require_subcommand(1);
   const CLI::Validator code = Whole(0, kMaxEventCode);
   CLI::App* xid_app = app->add_subcommand("xid", "An NVRM Xid record in /dev/kmsg");
@@ -97,6 +100,7 @@ Command SetupInjectCommand(CLI::App& parent) {
   Opt(sim_app, "--node", sim->node, "The node the simulated GPUs belong to");
   Flag(sim_app, "--dry-run", sim->safety.dry_run, "Print the change; write nothing");
   Flag(sim_app, "--yes", sim->safety.yes, "On a node that is not a lab's");
+  Flag(sim_app, "--force", sim->safety.force, "Even when the node runs jobs");
   CLI::App* dcgm_app = app->add_subcommand(
       "dcgm", "A field value in DCGM's host engine (dcgmi test --inject), for its policies");
   Opt(dcgm_app, "field", dcgm->field, "Field id, or one of the names below")->required();
@@ -112,6 +116,7 @@ Command SetupInjectCommand(CLI::App& parent) {
   Opt(dcgm_app, "--node", dcgm->node, "The node (default: this host)");
   Flag(dcgm_app, "--dry-run", dcgm->safety.dry_run, "Print the dcgmi command; run nothing");
   Flag(dcgm_app, "--yes", dcgm->safety.yes, "On a node that is not a lab's");
+  Flag(dcgm_app, "--force", dcgm->safety.force, "Even when the node runs jobs");
   CLI::App* sbr_app = app->add_subcommand(
       "pcie-sbr",
       "A secondary bus reset of the PCIe bridge above a GPU: a real Xid 79. Destructive: what "

@@ -29,8 +29,13 @@ std::vector<std::string> Refusals(const TargetFacts& t, const SafetyFlags& f) {
   if (f.destructive && !f.allow_destructive) {
     why.push_back("this injector changes the hardware's state: say --allow-destructive");
   }
-  if (f.destructive && t.runs_jobs && !f.force) {
-    why.push_back(fmt::format("{} runs jobs: say --force to inject anyway", t.node));
+  // A fault in the log only still hits the node's jobs: the provider's checks drain the node
+  // and requeue them, as they are meant to.
+  if (t.runs_jobs && !f.force) {
+    why.push_back(fmt::format(
+        "{} runs jobs, which the provider's answer to the fault (a drain, a requeue) would end: "
+        "say --force to inject anyway",
+        t.node));
   }
   if (f.destructive && !t.scheduler_known && !f.force) {
     // Unknown is not idle: a destructive fault on a node whose jobs no one could see would hit

@@ -21,13 +21,13 @@ struct TargetFacts {
   bool in_scheduler = false;     // it knows the node
   bool drained = false;          // it shows the node out of service
   std::string drain_reason;
-  bool runs_jobs = false;  // allocated or mixed
+  bool runs_jobs = false;  // allocated, mixed or completing
 };
 
 struct SafetyFlags {
   bool dry_run = false;
   bool yes = false;                // a real fault on a node that is not a lab's
-  bool force = false;              // a node that runs jobs (destructive injectors)
+  bool force = false;              // a node that runs jobs
   bool allow_destructive = false;  // injectors that change hardware state
   bool destructive = false;        // this injector is one
 };

@@ -55,7 +55,9 @@ TargetFacts GatherFacts(const std::string& node, const sys::FileSystem& fs,
     t.in_scheduler = true;
     t.drained = t.drained || n.OutOfService();
     if (n.OutOfService()) t.drain_reason = n.ServiceReason();
-    t.runs_jobs = t.runs_jobs || n.state.starts_with("alloc") || n.state.starts_with("mix");
+    // A completing job's processes (its epilog) are still there.
+    t.runs_jobs = t.runs_jobs || n.state.starts_with("alloc") || n.state.starts_with("mix") ||
+                  n.state.starts_with("comp");
   }
   return t;
 }

@@ -61,8 +61,9 @@ TEST(InjectSafety, EachRuleRefusesOnItsOwn) {
   t.runs_jobs = true;
   EXPECT_TRUE(Mentions(Refusals(t, {.allow_destructive = true, .destructive = true}), "--force"));
   EXPECT_TRUE(Refusals(t, {.force = true, .allow_destructive = true, .destructive = true}).empty());
-  // Jobs on the node do not stop the kernel-log injectors: the fault is in the log only.
-  EXPECT_TRUE(Refusals(t, {}).empty());
+  // Jobs on the node stop the kernel-log injectors too: the provider's answer ends them.
+  EXPECT_TRUE(Mentions(Refusals(t, {}), "runs jobs"));
+  EXPECT_TRUE(Refusals(t, {.force = true}).empty());
 }
 
 // No scheduler to ask is no refusal for a fault in the kernel log; a destructive one, on a node
