@@ -26,6 +26,11 @@ std::vector<std::string> Refusals(const TargetFacts& t, const SafetyFlags& f) {
         "resume it first",
         t.node, t.drain_reason.empty() ? "drained" : t.drain_reason));
   }
+  if (t.lab && f.destructive) {
+    why.push_back(fmt::format(
+        "{} is a lab node: it has no GPU of its own, and the bus reset would be this host's",
+        t.node));
+  }
   if (f.destructive && !f.allow_destructive) {
     why.push_back("this injector changes the hardware's state: say --allow-destructive");
   }
@@ -47,6 +52,13 @@ std::vector<std::string> Refusals(const TargetFacts& t, const SafetyFlags& f) {
   }
   if (!f.dry_run) {
     if (!t.root) why.push_back("must run as root (writing /dev/kmsg needs it)");
+    if (t.lab_beside_gpus && !f.yes) {
+      why.push_back(fmt::format(
+          "{} is a lab node, but this host has NVIDIA GPUs: the fault goes to the kernel log "
+          "they share, where this host's own health checks read it as real; say --yes to "
+          "inject anyway",
+          t.node));
+    }
     if (!t.lab && !f.yes) {
       why.push_back(fmt::format(
           "{} is not a lab node: say --yes to inject a real fault, which the provider's health "

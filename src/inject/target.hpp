@@ -22,6 +22,9 @@ struct TargetFacts {
   bool drained = false;          // it shows the node out of service
   std::string drain_reason;
   bool runs_jobs = false;  // allocated, mixed or completing
+  // A lab node on a host with NVIDIA GPUs of its own: the lab's kernel log is that host's, where
+  // the host's own health checks read a lab's fault as real.
+  bool lab_beside_gpus = false;
 };
 
 struct SafetyFlags {

@@ -25,6 +25,22 @@ bool LabCluster(const sys::FileSystem& fs) {
   return false;
 }
 
+// An NVIDIA GPU among this host's PCI devices (vendor 0x10de, a display or 3D controller).
+bool HostHasNvidiaGpus(const sys::FileSystem& fs) {
+  const std::string root = "/sys/bus/pci/devices/";
+  auto devices = fs.ListDir(root);
+  if (!devices) return false;
+  for (const std::string& device : *devices) {
+    auto vendor = fs.ReadFile(root + device + "/vendor", 64);
+    auto device_class = fs.ReadFile(root + device + "/class", 64);
+    if (vendor && device_class && Trim(*vendor) == "0x10de" &&
+        (device_class->starts_with("0x0300") || device_class->starts_with("0x0302"))) {
+      return true;
+    }
+  }
+  return false;
+}
+
 TargetFacts GatherFacts(const std::string& node, const sys::FileSystem& fs,
                         sys::ProcessRunner& runner, bool ask_slurm) {
   TargetFacts t;
@@ -33,6 +49,7 @@ TargetFacts GatherFacts(const std::string& node, const sys::FileSystem& fs,
   t.root = ::geteuid() == 0;
   t.lab = LabCluster(fs);
   t.local = t.lab || t.node == host || t.node == host.substr(0, host.find('.'));
+  t.lab_beside_gpus = t.lab && HostHasNvidiaGpus(fs);
   if (!ask_slurm || (sys::GetEnv("SLURM_CONF").empty() && sys::FindProgram("sinfo").empty())) {
     return t;
   }

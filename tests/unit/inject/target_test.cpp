@@ -3,6 +3,10 @@
 
 #include <gtest/gtest.h>
 
+#include "inject/target_facts.hpp"
+#include "support/fake_process_runner.hpp"
+#include "sys/host.hpp"
+
 namespace cmax::inject {
 namespace {
 
@@ -56,14 +60,54 @@ TEST(InjectSafety, EachRuleRefusesOnItsOwn) {
   EXPECT_TRUE(Mentions(Refusals(t, {.dry_run = true}), "cmax: Xid 79"));
 
   t = LabNode();
-  EXPECT_TRUE(Mentions(Refusals(t, {.destructive = true}), "--allow-destructive"));
-  EXPECT_TRUE(Refusals(t, {.allow_destructive = true, .destructive = true}).empty());
+  t.lab = false;  // a lab node is never reset (below)
+  EXPECT_TRUE(Mentions(Refusals(t, {.yes = true, .destructive = true}), "--allow-destructive"));
+  EXPECT_TRUE(Refusals(t, {.yes = true, .allow_destructive = true, .destructive = true}).empty());
   t.runs_jobs = true;
-  EXPECT_TRUE(Mentions(Refusals(t, {.allow_destructive = true, .destructive = true}), "--force"));
-  EXPECT_TRUE(Refusals(t, {.force = true, .allow_destructive = true, .destructive = true}).empty());
+  EXPECT_TRUE(Mentions(Refusals(t, {.yes = true, .allow_destructive = true, .destructive = true}),
+                       "--force"));
+  EXPECT_TRUE(
+      Refusals(t, {.yes = true, .force = true, .allow_destructive = true, .destructive = true})
+          .empty());
+  t = LabNode();
+  t.runs_jobs = true;
   // Jobs on the node stop the kernel-log injectors too: the provider's answer ends them.
   EXPECT_TRUE(Mentions(Refusals(t, {}), "runs jobs"));
   EXPECT_TRUE(Refusals(t, {.force = true}).empty());
+}
+
+// A lab's nodes share this host's kernel log and have no GPUs: on a host with GPUs of its own, a
+// lab's fault would be read as real by the host's checks (--yes says that is meant), and a bus
+// reset "for a lab node" would reset one of the host's real GPUs (never).
+TEST(InjectSafety, ALabOnAHostWithGpusIsNotALabForItsFaults) {
+  TargetFacts t = LabNode();
+  t.lab_beside_gpus = true;
+  EXPECT_TRUE(Mentions(Refusals(t, {}), "this host has NVIDIA GPUs"));
+  EXPECT_TRUE(Refusals(t, {.yes = true}).empty());
+  EXPECT_TRUE(Refusals(t, {.dry_run = true}).empty());
+  for (const TargetFacts& lab : {LabNode(), t}) {
+    EXPECT_TRUE(Mentions(
+        Refusals(lab, {.yes = true, .force = true, .allow_destructive = true, .destructive = true}),
+        "the bus reset would be this host's"));
+  }
+}
+
+// What GatherFacts sees: a lab (SLURM_CONF inside a `cmax lab` folder), and whether this host's
+// PCI devices include an NVIDIA GPU (a display or 3D controller; its audio function is not).
+TEST(InjectSafety, ALabBesideGpusIsSeenInSysfs) {
+  sys::MemoryFileSystem fs;
+  fs.AddFile("/lab/lab.json", "{}");
+  fs.AddFile("/sys/bus/pci/devices/0000:17:00.1/vendor", "0x10de\n");
+  fs.AddFile("/sys/bus/pci/devices/0000:17:00.1/class", "0x040300\n");
+  const sys::ScopedEnv conf("SLURM_CONF", "/lab/etc/slurm.conf");
+  testing::FakeProcessRunner runner;
+  TargetFacts t = GatherFacts("gpu1", fs, runner, /*ask_slurm=*/false);
+  EXPECT_TRUE(t.lab);
+  EXPECT_FALSE(t.lab_beside_gpus);
+  fs.AddFile("/sys/bus/pci/devices/0000:17:00.0/vendor", "0x10de\n");
+  fs.AddFile("/sys/bus/pci/devices/0000:17:00.0/class", "0x030200\n");
+  t = GatherFacts("gpu1", fs, runner, /*ask_slurm=*/false);
+  EXPECT_TRUE(t.lab_beside_gpus);
 }
 
 // No scheduler to ask is no refusal for a fault in the kernel log; a destructive one, on a node
@@ -73,12 +117,15 @@ TEST(InjectSafety, NoSchedulerIsNotARefusalUnlessTheFaultIsDestructive) {
   t.scheduler_known = false;
   t.in_scheduler = false;
   EXPECT_TRUE(Refusals(t, {}).empty());
+  t.lab = false;
   const std::vector<std::string> unknown =
-      Refusals(t, {.allow_destructive = true, .destructive = true});
+      Refusals(t, {.yes = true, .allow_destructive = true, .destructive = true});
   ASSERT_EQ(unknown.size(), 1U);
   EXPECT_NE(unknown[0].find("no scheduler said whether gpu1 runs jobs"), std::string::npos)
       << unknown[0];
-  EXPECT_TRUE(Refusals(t, {.force = true, .allow_destructive = true, .destructive = true}).empty());
+  EXPECT_TRUE(
+      Refusals(t, {.yes = true, .force = true, .allow_destructive = true, .destructive = true})
+          .empty());
 }
 
 TEST(InjectGpu, ByIndexOrAddressFromTheNodesOwnList) {
