@@ -10,6 +10,7 @@
 #include <netinet/in.h>
 #include <sys/random.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <thread>
 
 #include "core/log.hpp"
@@ -79,6 +80,23 @@ Result<void> WriteMungeKey(sys::FileSystem& fs, const std::string& path) {
 }
 
 // The lab writes etc/, dev/, log/ ... into its folder: it must be new, empty, or a lab's.
+// Root starts daemons from the folder's slurm.conf, cancels the jobs of the cluster it names, and
+// stops the processes its lab.json names: a folder another user can write to could point all
+// of that at anything. It must be this user's and writable by no one else (or not be there).
+Result<void> CheckFolderIsSafe(const std::string& dir) {
+  struct stat st {};
+  if (::stat(dir.c_str(), &st) != 0) return {};
+  if (!S_ISDIR(st.st_mode)) return Fail(ErrorCode::kInvalidArgument, "{} is not a folder", dir);
+  if (st.st_uid != ::geteuid() || (st.st_mode & (S_IWGRP | S_IWOTH)) != 0) {
+    return Fail(ErrorCode::kInvalidArgument,
+                "the lab folder {} must be this user's and writable by no one else (its owner "
+                "is uid {}, its mode {:o}): root starts daemons from it and stops the processes "
+                "it names",
+                dir, st.st_uid, st.st_mode & 07777);
+  }
+  return {};
+}
+
 // Held by the `up` that is looking at or starting the lab in its folder.
 constexpr const char* kUpLock = "up.lock";
 
@@ -279,6 +297,7 @@ Result<UpResult> Up(const LabSpec& spec, LabContext& ctx, Duration wait_timeout)
   const LabPaths paths = PathsFor(spec.dir);
   const auto start = ctx.clock.Monotonic();
 
+  if (auto ok = CheckFolderIsSafe(paths.dir); !ok) return tl::unexpected(ok.error());
   if (auto ok = CheckFolderIsOurs(paths, ctx.fs); !ok) return tl::unexpected(ok.error());
   // Held while the lab is looked at and started: a second `up` of the folder meanwhile would
   // find it half started and take it for one whose starter was killed.
@@ -423,6 +442,7 @@ Result<void> AdoptDaemon(const std::string& dir, LabContext& ctx, Daemon daemon)
 }
 
 Result<LabStatus> Status(const std::string& dir, LabContext& ctx) {
+  if (auto ok = CheckFolderIsSafe(dir); !ok) return tl::unexpected(ok.error());
   const LabPaths paths = PathsFor(dir);
   auto text = ctx.fs.ReadFile(paths.state_file, 1 << 20);
   if (!text) {

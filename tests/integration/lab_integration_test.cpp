@@ -212,6 +212,25 @@ TEST_F(LabTest, RefusesAFolderThatIsNotALabs) {
   EXPECT_NE(up.error().message.find("not a cmax lab folder"), std::string::npos)
       << up.error().message;
   EXPECT_FALSE(fs_.Exists(spec_.dir + "/etc/slurm.conf")) << "nothing was written";
+
+  // A folder others may write to could name any pids and any cluster for root to act on.
+  LabSpec open = spec_;
+  open.dir = dir_.Path() + "/open";
+  ASSERT_TRUE(fs_.CreateDirs(open.dir, 0755));
+  ASSERT_EQ(::chmod(open.dir.c_str(), 0777), 0);
+  ASSERT_TRUE(fs_.WriteFileAtomic(open.dir + "/lab.json", "{}", 0644));
+  const auto up_open = Up(open, ctx_, 30s);
+  const auto status_open = Status(open.dir, ctx_);
+  const auto down_open = Down(open.dir, ctx_);
+  ASSERT_FALSE(up_open);
+  ASSERT_FALSE(status_open);
+  ASSERT_FALSE(down_open);
+  for (const Error& refused : {up_open.error(), status_open.error(), down_open.error()}) {
+    EXPECT_NE(refused.message.find("must be this user's and writable by no one else"),
+              std::string::npos)
+        << refused.message;
+  }
+  EXPECT_FALSE(fs_.Exists(open.dir + "/etc/slurm.conf")) << "nothing was written";
 }
 
 TEST_F(LabTest, NotRootIsRefusedWithAClearReason) {
