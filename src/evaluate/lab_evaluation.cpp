@@ -249,14 +249,27 @@ std::string DriverVersion(const ProviderProfile& profile) {
   return newest.empty() ? "580.159.03" : newest;
 }
 
-void Stop(int pid) {
-  if (pid <= 0 || !sys::ProcessAlive(pid)) return;
+// A daemon cmax started: a pid and the start time it had then (a pid alone may be another
+// process's by now, the daemon having died early).
+struct Started {
+  int pid = 0;
+  unsigned long long start_ticks = 0;
+};
+
+bool StillOurs(const Started& started) {
+  auto ticks = sys::ProcessStartTicks(started.pid);
+  return started.pid > 0 && started.start_ticks != 0 && ticks && *ticks == started.start_ticks;
+}
+
+void Stop(const Started& started) {
+  if (!StillOurs(started)) return;
+  const int pid = started.pid;
   ::kill(pid, SIGTERM);
   const auto deadline = std::chrono::steady_clock::now() + 5s;
-  while (sys::ProcessAlive(pid) && std::chrono::steady_clock::now() < deadline) {
+  while (StillOurs(started) && std::chrono::steady_clock::now() < deadline) {
     std::this_thread::sleep_for(20ms);
   }
-  if (sys::ProcessAlive(pid)) ::kill(pid, SIGKILL);
+  if (StillOurs(started)) ::kill(pid, SIGKILL);
 }
 
 // Everything the simulated provider runs, stopped in reverse order however the evaluation
@@ -350,7 +363,7 @@ class SimulatedProvider {
     // The controller's complaints, said here on this thread: its own shares no stream.
     for (const std::string& line : controller_said_) Say(line);
     controller_said_.clear();
-    for (int pid : agents_) Stop(pid);
+    for (const Started& agent : agents_) Stop(agent);
     agents_.clear();
     sim_stop_ = true;
     if (sim_thread_.joinable()) sim_thread_.join();
@@ -417,7 +430,7 @@ class SimulatedProvider {
     const std::string log = options_.dir + "/agent-" + node + ".log";
     auto pid = sys::SpawnDaemon({.argv = argv, .env_add = env, .log_path = log});
     if (!pid) return tl::unexpected(pid.error());
-    agents_.push_back(*pid);
+    agents_.push_back({*pid, sys::ProcessStartTicks(*pid).value_or(0)});
     // One of the lab's daemons: should this process be killed, `cmax lab down` (or the next
     // evaluation's refusal, which says to run it) stops the agent too, which would otherwise
     // go on draining and validating the next lab's nodes from its old journal.
@@ -625,7 +638,7 @@ class SimulatedProvider {
   std::optional<sys::ScopedEnv> nvml_state_;
   std::optional<sys::ScopedEnv> probes_lib_;
   std::optional<sys::ScopedEnv> probes_state_;
-  std::vector<int> agents_;
+  std::vector<Started> agents_;
   std::optional<sys::LeftBehind> left_;  // said if a second Ctrl-C ends us
   std::unique_ptr<endpoint::SimServer> sim_;
   std::atomic<bool> sim_stop_{false};
