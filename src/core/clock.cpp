@@ -1,5 +1,7 @@
 #include "core/clock.hpp"
 
+#include <algorithm>
+#include <cmath>
 #include <ctime>
 #include <fmt/format.h>
 #include <thread>
@@ -51,6 +53,11 @@ std::string FormatIso8601(WallTime time) {
 }
 
 Duration SecondsAsDuration(double seconds) {
+  // Beyond nanoseconds' range (some 292 years either way) the conversion is undefined: held at
+  // its ends; NaN is no time.
+  constexpr double kMostSeconds = 9.2e9;
+  if (std::isnan(seconds)) return Duration::zero();
+  seconds = std::clamp(seconds, -kMostSeconds, kMostSeconds);
   return std::chrono::duration_cast<Duration>(std::chrono::duration<double>(seconds));
 }
 
@@ -109,7 +116,9 @@ Result<WallTime> ParseIso8601(std::string_view text) {
 
 std::string FormatDuration(Duration duration) {
   const double seconds = std::chrono::duration<double>(duration).count();
-  if (seconds < 0) return "-" + FormatDuration(-duration);
+  // The most negative duration has no positive twin: shown as the most positive one.
+  if (seconds < 0)
+    return "-" + FormatDuration(duration == Duration::min() ? Duration::max() : -duration);
   if (seconds < 1.0) return fmt::format("{:.0f}ms", seconds * 1000.0);
   if (seconds < 60.0) return fmt::format("{:.2f}s", seconds);
   const auto total = static_cast<int64_t>(seconds);

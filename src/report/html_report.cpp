@@ -73,7 +73,12 @@ std::vector<StepTimes> ReliabilitySteps(const std::vector<Metric>& metrics) {
   std::vector<StepTimes> steps;
   constexpr std::string_view kPrefix = "reliability.";
   for (const Metric& m : metrics) {
-    if (!m.name.starts_with(kPrefix) || !m.labels.contains("step")) continue;
+    // A store is a file anyone may edit: a time no watch could have taken is left out (a
+    // duration beyond nanoseconds' range is undefined, and infinity spans no axis).
+    if (!m.name.starts_with(kPrefix) || !m.labels.contains("step") || !std::isfinite(m.value) ||
+        std::abs(m.value) > 1e9) {
+      continue;
+    }
     const std::string& step = m.labels.at("step");
     auto it = std::find_if(steps.begin(), steps.end(),
                            [&](const StepTimes& t) { return t.step == step; });
@@ -167,7 +172,7 @@ std::vector<SweepPoint> SweepPoints(const std::vector<Metric>& metrics) {
     char* end = nullptr;
     const std::string& text = m.labels.at("concurrency");
     const double level = std::strtod(text.c_str(), &end);
-    if (end == text.c_str() || !std::isfinite(m.value)) continue;
+    if (end == text.c_str() || !std::isfinite(level) || !std::isfinite(m.value)) continue;
     by_level[level].concurrency = level;
     by_level[level].value[m.name.substr(kPrefix.size())] = m.value;
   }
@@ -200,8 +205,8 @@ std::string RenderSweep(const std::vector<SweepPoint>& points, const std::string
       "font-family=\"system-ui,sans-serif\">\n",
       HtmlEscape(label), kLeft + kWidth + 30, kTop + kHeight + kBottom, HtmlEscape(latency));
   for (int i = 0; i <= 4; ++i) {
-    const double vx = max_x * i / 4;
-    const double vy = max_y * i / 4;
+    const double vx = max_x / 4 * i;  // not max * i: that overflows near the largest double
+    const double vy = max_y / 4 * i;
     svg += fmt::format(
         "<line x1=\"{0:.1f}\" y1=\"{1}\" x2=\"{0:.1f}\" y2=\"{2}\" stroke=\"#e6e9f0\"/>"
         "<text x=\"{0:.1f}\" y=\"{3}\" text-anchor=\"middle\" fill=\"#4a5468\">{4:.0f}</text>\n",

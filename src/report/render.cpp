@@ -44,7 +44,7 @@ std::string Render(Format format, const RunRecord& record, const TextOptions& te
 std::string SvgValueGrid(int left, int right, double top, const std::function<double(double)>& y) {
   std::string out;
   for (int i = 0; i <= 4; ++i) {
-    const double v = top * i / 4;
+    const double v = top / 4 * i;  // not top * i: that overflows near the largest double
     out += fmt::format(
         "<line x1=\"{0}\" y1=\"{1:.1f}\" x2=\"{2}\" y2=\"{1:.1f}\" stroke=\"#e6e9f0\"/>"
         "<text x=\"{3}\" y=\"{4:.1f}\" text-anchor=\"end\" fill=\"#4a5468\">{5:.4g}</text>\n",

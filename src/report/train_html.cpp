@@ -41,6 +41,11 @@ struct Series {
   std::optional<double> steady;  // the median of the steady steps
 };
 
+// What a log could hold (the parser's own bounds): a store edited by hand may hold more, which
+// the axis arithmetic would turn into infinities.
+constexpr double kMostTokensPerS = 1e8;
+constexpr double kMostStep = 9007199254740992.0;  // 2^53: every step a double holds exactly
+
 std::vector<Series> ReadThroughput(const json& doc) {
   std::vector<Series> out;
   if (!doc.is_object() || !doc.contains("files") || !doc["files"].is_array()) return out;
@@ -57,10 +62,11 @@ std::vector<Series> ReadThroughput(const json& doc) {
       if (!step.is_object()) continue;
       const auto n = Number(step, "step");
       const auto tps = Number(step, "tps");
-      if (!n || !tps || *tps < 0) continue;
+      if (!n || !tps || *tps < 0 || *tps > kMostTokensPerS || std::abs(*n) > kMostStep) continue;
       s.points.emplace_back(*n, *tps);
       s.warmup.push_back(std::ranges::find(warmup, *n) != warmup.end());
     }
+    if (s.steady && (*s.steady < 0 || *s.steady > kMostTokensPerS)) s.steady.reset();
     if (!s.points.empty()) out.push_back(std::move(s));
   }
   return out;
@@ -76,6 +82,7 @@ std::string ThroughputChart(const std::vector<Series>& series, int index) {
       hi = std::max(hi, step);
       top = std::max(top, tps);
     }
+    if (s.steady) top = std::max(top, *s.steady);  // its line on the chart, not above it
   }
   if (top <= 0) top = 1;
   // A round top for the axis: 1, 2 or 5 times a power of ten, over four gridlines.

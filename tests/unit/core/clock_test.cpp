@@ -1,5 +1,6 @@
 #include "core/clock.hpp"
 
+#include <cmath>
 #include <gtest/gtest.h>
 
 #include "core/log.hpp"
@@ -62,6 +63,19 @@ TEST(Clock, DurationsForPeople) {
   EXPECT_EQ(FormatDuration(1234ms), "1.23s");
   EXPECT_EQ(FormatDuration(192s), "3m12s");
   EXPECT_EQ(FormatDuration(3h + 5min), "3h05m");
+  // The most negative duration has no positive twin (negating it is undefined).
+  EXPECT_EQ(FormatDuration(Duration::min()), "-2562047h47m");
+}
+
+// Seconds from outside (a store, a flag) beyond nanoseconds' range are held at its ends, and
+// NaN is no time: converting them is undefined behaviour otherwise.
+TEST(Clock, SecondsBeyondNanosecondsRangeAreHeldAtItsEnds) {
+  EXPECT_EQ(SecondsAsDuration(1.5), Duration(1'500'000'000));
+  EXPECT_EQ(SecondsAsDuration(std::nan("")), Duration::zero());
+  EXPECT_EQ(SecondsAsDuration(HUGE_VAL), SecondsAsDuration(9.2e9));
+  EXPECT_EQ(SecondsAsDuration(-1e300), SecondsAsDuration(-9.2e9));
+  EXPECT_GT(SecondsAsDuration(9.2e9), Duration::zero());
+  EXPECT_LT(SecondsAsDuration(-9.2e9), Duration::zero());
 }
 
 TEST(RunRecord, NamesRoundTrip) {

@@ -1,3 +1,4 @@
+#include <cmath>
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 #include <tuple>
@@ -204,6 +205,18 @@ TEST(Report, ReliabilityRunsGetATimelineChart) {
   EXPECT_NE(html.find(">30.00s</text>"), std::string::npos);  // the axis ends at the longest watch
   // Other runs have no timeline.
   EXPECT_EQ(RenderHtml(HostileRun()).find("<h2>Timeline</h2>"), std::string::npos);
+  // A store edited by hand: times no watch could take are left out, never drawn as NaN or
+  // turned into a duration beyond range (which crashed the report).
+  r.metrics.push_back(m("reliability.watched", "edited", HUGE_VAL));
+  r.metrics.push_back(m("reliability.detect", "edited", -1e12));
+  r.metrics.push_back(m("reliability.out_of_service", "edited", std::nan("")));
+  const std::string edited = RenderHtml(r);
+  const size_t chart = edited.find("<h2>Timeline</h2>");
+  ASSERT_NE(chart, std::string::npos);
+  const std::string svg = edited.substr(chart, edited.find("</svg>", chart) - chart);
+  EXPECT_NE(svg.find(">30.00s</text>"), std::string::npos) << svg;
+  EXPECT_EQ(svg.find("nan"), std::string::npos) << svg;
+  EXPECT_EQ(svg.find("inf"), std::string::npos) << svg;
 }
 
 // An endpoint sweep: one point per concurrency level in each latency-against-throughput chart.
@@ -321,6 +334,23 @@ TEST(Report, TrainingChartsFromTheirEvidence) {
   RunRecord none;
   none.evidence.push_back({"train.analysis", R"({"files": 3})"});
   EXPECT_EQ(RenderHtml(none).find("<h2>Training</h2>"), std::string::npos);
+
+  // A store edited by hand: figures no log could hold are left out, never drawn as NaN or
+  // infinity (the axis arithmetic overflows near the largest double).
+  nlohmann::json edited = logs;
+  edited["files"][0]["tokens_per_s_per_gpu"] = 1e300;
+  edited["files"][0]["steps"].push_back({{"step", 30}, {"tps", 1e300}});
+  edited["files"][0]["steps"].push_back({{"step", 1e300}, {"tps", 5000}});
+  RunRecord hand;
+  hand.run.command = "train";
+  hand.evidence.push_back({"train.analysis", edited.dump()});
+  const std::string page = RenderHtml(hand);
+  const size_t chart = page.find("<svg id=\"chart-train-throughput-1\"");
+  ASSERT_NE(chart, std::string::npos) << page;
+  const std::string svg = page.substr(chart, page.find("</svg>", chart) - chart);
+  EXPECT_EQ(svg.find("nan"), std::string::npos) << svg;
+  EXPECT_EQ(svg.find("inf"), std::string::npos) << svg;
+  EXPECT_NE(svg.find(">20</text>"), std::string::npos) << "the steps' axis ends at step 20";
 }
 
 // The fleet's active checks, one row a node: a failed check first, then the overdue and the
