@@ -361,7 +361,9 @@ Result<ValidationStatus> SlurmScheduler::PollValidation(const std::string& /*nod
 Result<std::string> SlurmScheduler::EndValidation(const std::string& node, bool passed,
                                                   const std::string& reason) {
   const std::string name = ReservationName(node);
-  auto cancelled = Slurm({"scancel", "-n", name}, /*allow_failure=*/true);
+  // By name inside cmax's own reservation: a tenant's job that happens to bear the name, outside
+  // it, is not cmax's to cancel.
+  auto cancelled = Slurm({"scancel", "-n", name, "--reservation=" + name}, /*allow_failure=*/true);
   if (!cancelled) return tl::unexpected(cancelled.error());
   std::string detail;
   if (!passed) {
