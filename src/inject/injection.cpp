@@ -188,6 +188,7 @@ Result<void> InjectPcieSbr(const PcieSbrOptions& o, const InjectionIo& io) {
   auto plan = PlanSecondaryBusReset(*io.fs, o.gpu);
   SafetyFlags safety = o.safety;
   safety.destructive = true;
+  safety.resets_gpu = true;
   std::vector<std::string> refusals = Refusals(target, safety);
   if (!plan) {
     refusals.insert(refusals.begin(), plan.error().message);

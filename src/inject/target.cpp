@@ -26,7 +26,7 @@ std::vector<std::string> Refusals(const TargetFacts& t, const SafetyFlags& f) {
         "resume it first",
         t.node, t.drain_reason.empty() ? "drained" : t.drain_reason));
   }
-  if (t.lab && f.destructive) {
+  if (t.lab && f.resets_gpu) {
     why.push_back(fmt::format(
         "{} is a lab node: it has no GPU of its own, and the bus reset would be this host's",
         t.node));

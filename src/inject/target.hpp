@@ -33,6 +33,7 @@ struct SafetyFlags {
   bool force = false;              // a node that runs jobs
   bool allow_destructive = false;  // injectors that change hardware state
   bool destructive = false;        // this injector is one
+  bool resets_gpu = false;         // it resets a GPU here (a bus reset): never for a lab node
 };
 
 // Every reason to refuse, in words; empty: go ahead. A dry run is refused only what makes its

@@ -18,7 +18,8 @@ std::vector<std::string> StepRefusals(const Step& step, const inject::TargetFact
                                .yes = safety.yes,
                                .force = safety.force,
                                .allow_destructive = safety.allow_destructive,
-                               .destructive = bus_reset});
+                               .destructive = bus_reset,
+                               .resets_gpu = bus_reset});
   if (bus_reset) {
     // The reset runs here: it must be certain of its GPU before anything is injected.
     if (auto plan = inject::PlanSecondaryBusReset(fs, step.pci); !plan) {
@@ -29,7 +30,7 @@ std::vector<std::string> StepRefusals(const Step& step, const inject::TargetFact
 }
 
 Result<void> StepInjector::MayInjectNow(const Step& step) const {
-  if (step.inject != InjectKind::kPcieSbr || !refusals_now_) return {};
+  if (!refusals_now_) return {};
   if (const std::vector<std::string> why = refusals_now_(step); !why.empty()) {
     return Fail(ErrorCode::kBusy, "refused just before the step: {}", Join(why, "; "));
   }

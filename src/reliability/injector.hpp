@@ -33,8 +33,8 @@ std::vector<std::string> StepRefusals(const Step& step, const inject::TargetFact
                                       const StepSafety& safety, const sys::FileSystem& fs);
 
 // Why a step may not be injected now (StepRefusals over facts gathered again): asked just
-// before a destructive step, because a scenario's earlier steps take minutes, in which a
-// tenant's job may have started on the node.
+// before each step, because a scenario's earlier steps take minutes, in which a tenant's job
+// may have started on the node.
 using RefusalsNow = std::function<std::vector<std::string>(const Step& step)>;
 
 class StepInjector {
@@ -46,8 +46,8 @@ class StepInjector {
         kmsg_path_(std::move(kmsg_path)),
         refusals_now_(std::move(refusals_now)) {}
 
-  // Asked just before the step is recorded and injected: a destructive step (a bus reset) that
-  // `refusals_now` refuses now is kBusy, with the reasons; any other step may go.
+  // Asked just before the step is recorded and injected: a step that `refusals_now` refuses now
+  // is kBusy, with the reasons.
   Result<void> MayInjectNow(const Step& step) const;
 
   // Writes the step's fault (`record` is StepRecord's text: the kernel-log line for xid and

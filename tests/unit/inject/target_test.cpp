@@ -86,9 +86,16 @@ TEST(InjectSafety, ALabOnAHostWithGpusIsNotALabForItsFaults) {
   EXPECT_TRUE(Refusals(t, {.yes = true}).empty());
   EXPECT_TRUE(Refusals(t, {.dry_run = true}).empty());
   for (const TargetFacts& lab : {LabNode(), t}) {
-    EXPECT_TRUE(Mentions(
-        Refusals(lab, {.yes = true, .force = true, .allow_destructive = true, .destructive = true}),
-        "the bus reset would be this host's"));
+    EXPECT_TRUE(Mentions(Refusals(lab, {.yes = true,
+                                        .force = true,
+                                        .allow_destructive = true,
+                                        .destructive = true,
+                                        .resets_gpu = true}),
+                         "the bus reset would be this host's"));
+    // A reboot is destructive and goes through the scheduler: a lab's may be asked for.
+    EXPECT_TRUE(
+        Refusals(lab, {.yes = true, .force = true, .allow_destructive = true, .destructive = true})
+            .empty());
   }
 }
 
