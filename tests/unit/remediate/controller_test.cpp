@@ -138,6 +138,19 @@ class ControllerTest : public ::testing::Test {
   NodeState State(const std::string& node) {
     return Journal(store_->Db()).Node(node, clock_.Now()).value().record.state;
   }
+  // The decision on an Xid 79 on gpu2, written as the controller writes it (drain, requeue,
+  // reset planned), and nothing carried out: where a killed controller stops.
+  Result<std::vector<int64_t>> DecideXid79OnGpu2(Journal& journal) {
+    NodeEntry entry = journal.Node("gpu2", kT0).value();
+    Event e;
+    e.kind = EventKind::kFault;
+    e.severity = Severity::kCritical;
+    e.fault_action = FaultAction::kResetGpu;
+    e.device = "0000:17:00";
+    e.summary = "Xid 79 on 0000:17:00";
+    const Decision d = Transition(entry.record, e, kT0, config_.policy);
+    return journal.Apply(entry, e, d, kT0, false, {{"gpu2", "xid/0000:17:00/79", 1, false}});
+  }
   StepSummary Step() {
     Controller c = Make();
     auto s = c.Step();
@@ -254,15 +267,7 @@ TEST_F(ControllerTest, RestartAfterACrashMidRebootNeverRebootsTwice) {
 TEST_F(ControllerTest, RestartAfterACrashBetweenPlanAndActionDrainsExactlyOnce) {
   // The controller wrote its decision and died before carrying anything out.
   Journal journal(store_->Db());
-  NodeEntry entry = journal.Node("gpu2", kT0).value();
-  Event e;
-  e.kind = EventKind::kFault;
-  e.severity = Severity::kCritical;
-  e.fault_action = FaultAction::kResetGpu;
-  e.device = "0000:17:00";
-  e.summary = "Xid 79 on 0000:17:00";
-  const Decision d = Transition(entry.record, e, kT0, config_.policy);
-  auto ids = journal.Apply(entry, e, d, kT0, false, {{"gpu2", "xid/0000:17:00/79", 1, false}});
+  const auto ids = DecideXid79OnGpu2(journal);
   ASSERT_TRUE(ids);
   // ... and a second time it died after the drain had started but before it was written done.
   ASSERT_TRUE(journal.Started(ids->at(0), kT0));
@@ -285,16 +290,7 @@ TEST_F(ControllerTest, RestartAfterACrashBetweenPlanAndActionDrainsExactlyOnce) 
 // neither resets again nor hands it on twice.
 TEST_F(ControllerTest, RestartAfterACrashBetweenAnActionAndItsResultCarriesOn) {
   Journal journal(store_->Db());
-  NodeEntry entry = journal.Node("gpu2", kT0).value();
-  Event e;
-  e.kind = EventKind::kFault;
-  e.severity = Severity::kCritical;
-  e.fault_action = FaultAction::kResetGpu;
-  e.device = "0000:17:00";
-  e.summary = "Xid 79 on 0000:17:00";
-  const Decision d = Transition(entry.record, e, kT0, config_.policy);
-  auto ids = journal.Apply(entry, e, d, kT0, false, {{"gpu2", "xid/0000:17:00/79", 1, false}});
-  ASSERT_TRUE(ids);
+  ASSERT_TRUE(DecideXid79OnGpu2(journal));
   const std::vector<ActionRow> planned = journal.Actions("gpu2", 10).value();
   ASSERT_EQ(planned.back().action.kind, ActionKind::kResetGpu);
   sched_.nodes_["gpu2"] = {true, "cmax: Xid 79 on 0000:17:00"};
