@@ -27,6 +27,12 @@ bool LooksLikePci(std::string_view name) {
 
 }  // namespace
 
+bool IsNvidiaGpu(const sys::FileSystem& fs, const std::string& address) {
+  const std::string cls = Attribute(fs, address, "class");
+  return Attribute(fs, address, "vendor") == "0x10de" &&
+         (cls.starts_with("0x0300") || cls.starts_with("0x0302"));
+}
+
 Result<SbrPlan> PlanSecondaryBusReset(const sys::FileSystem& fs, std::string_view gpu_pci) {
   auto gpu = FullPciAddress(gpu_pci);
   if (!gpu) return tl::unexpected(gpu.error());
@@ -35,8 +41,7 @@ Result<SbrPlan> PlanSecondaryBusReset(const sys::FileSystem& fs, std::string_vie
   if (vendor.empty()) {
     return Fail(ErrorCode::kNotFound, "no PCI device {} on this host", *gpu);
   }
-  // 0x030000 VGA, 0x030200 3D controller: what NVIDIA's data-center GPUs present.
-  if (vendor != "0x10de" || !(cls.starts_with("0x0300") || cls.starts_with("0x0302"))) {
+  if (!IsNvidiaGpu(fs, *gpu)) {
     return Fail(ErrorCode::kPermissionDenied,
                 "{} is not an NVIDIA GPU (vendor {}, class {}): refusing to reset its bus", *gpu,
                 vendor, cls);

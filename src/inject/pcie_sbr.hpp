@@ -23,6 +23,10 @@ struct SbrPlan {
   std::vector<std::string> release_reset;
 };
 
+// Whether the PCI device at `address` ("0000:17:00.0", in sysfs) is an NVIDIA GPU: vendor 0x10de,
+// a display (0x0300) or 3D (0x0302) controller, as NVIDIA's data-center GPUs present.
+bool IsNvidiaGpu(const sys::FileSystem& fs, const std::string& address);
+
 Result<SbrPlan> PlanSecondaryBusReset(const sys::FileSystem& fs, std::string_view gpu_pci);
 
 // Carries the plan out: asserts the reset, holds it 200 ms, releases it. When releasing fails the

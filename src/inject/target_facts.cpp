@@ -2,8 +2,11 @@
 
 #include <unistd.h>
 
+#include <algorithm>
+
 #include "core/log.hpp"
 #include "core/strings.hpp"
+#include "inject/pcie_sbr.hpp"
 #include "lab/lab_config.hpp"
 #include "remediate/slurm.hpp"
 #include "sys/host.hpp"
@@ -25,20 +28,12 @@ bool LabCluster(const sys::FileSystem& fs) {
   return false;
 }
 
-// An NVIDIA GPU among this host's PCI devices (vendor 0x10de, a display or 3D controller).
+// An NVIDIA GPU among this host's PCI devices.
 bool HostHasNvidiaGpus(const sys::FileSystem& fs) {
-  const std::string root = "/sys/bus/pci/devices/";
-  auto devices = fs.ListDir(root);
-  if (!devices) return false;
-  for (const std::string& device : *devices) {
-    auto vendor = fs.ReadFile(root + device + "/vendor", 64);
-    auto device_class = fs.ReadFile(root + device + "/class", 64);
-    if (vendor && device_class && Trim(*vendor) == "0x10de" &&
-        (device_class->starts_with("0x0300") || device_class->starts_with("0x0302"))) {
-      return true;
-    }
-  }
-  return false;
+  auto devices = fs.ListDir("/sys/bus/pci/devices");
+  return devices && std::ranges::any_of(*devices, [&fs](const std::string& device) {
+           return IsNvidiaGpu(fs, device);
+         });
 }
 
 TargetFacts GatherFacts(const std::string& node, const sys::FileSystem& fs,
