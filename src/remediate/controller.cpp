@@ -360,11 +360,8 @@ Result<void> Controller::Handle(const std::string& node, const Event& event,
   const Decision decision = Transition(entry->record, event, now, config_.policy);
   const bool changed = decision.next.state != entry->record.state || !decision.actions.empty();
   if (!changed && event.kind != EventKind::kFault) {
-    // Quiet: a timer tick or a stray result. Nothing to write but the conditions consumed.
-    if (event.result_of != 0) {
-      if (auto ok = journal_.ResultHandedOn(event.result_of); !ok) return ok;
-    }
-    return journal_.MarkSeen(seen);
+    // Quiet: a timer tick or a stray result. Nothing to write but what it consumed.
+    return journal_.MarkSeen(seen, event.result_of);
   }
   auto allowed = MayTakeOut(*entry, event, decision, summary);
   if (!allowed && allowed.error().code == ErrorCode::kUnavailable) {
@@ -378,10 +375,7 @@ Result<void> Controller::Handle(const std::string& node, const Event& event,
     // A refused take-out by the breaker stays unseen, so it is acted on after the reset; the
     // rate limit consumes it.
     if (summary.breaker_tripped) return {};
-    if (event.result_of != 0) {
-      if (auto ok = journal_.ResultHandedOn(event.result_of); !ok) return ok;
-    }
-    return journal_.MarkSeen(seen);
+    return journal_.MarkSeen(seen, event.result_of);
   }
   auto ids = journal_.Apply(*entry, event, decision, now, config_.dry_run, seen);
   if (!ids) return tl::unexpected(ids.error());

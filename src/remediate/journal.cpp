@@ -166,7 +166,13 @@ Result<void> Journal::SaveEntry(const NodeEntry& entry, WallTime now) {
   return s->Run();
 }
 
-Result<void> Journal::MarkSeen(const std::vector<SeenMark>& seen) {
+Result<void> Journal::MarkSeen(const std::vector<SeenMark>& seen, int64_t result_of) {
+  if (result_of != 0) {
+    auto handed = db_->Prepare("UPDATE remediation_actions SET feedback_due = 0 WHERE id = ?");
+    if (!handed) return tl::unexpected(handed.error());
+    handed->Bind(1, result_of);
+    if (auto ok = handed->Run(); !ok) return ok;
+  }
   if (seen.empty()) return {};
   auto s = db_->Prepare(
       "INSERT OR REPLACE INTO remediation_seen (node, key, count, recovered) VALUES (?, ?, ?, ?)");
@@ -228,10 +234,7 @@ Result<std::vector<int64_t>> Journal::Apply(const NodeEntry& before, const Event
     if (auto ok = a->Run(); !ok) return tl::unexpected(ok.error());
     ids.push_back(db_->LastInsertId());
   }
-  if (auto ok = MarkSeen(seen); !ok) return tl::unexpected(ok.error());
-  if (event.result_of != 0) {
-    if (auto ok = ResultHandedOn(event.result_of); !ok) return tl::unexpected(ok.error());
-  }
+  if (auto ok = MarkSeen(seen, event.result_of); !ok) return tl::unexpected(ok.error());
   if (auto ok = tx->Commit(); !ok) return tl::unexpected(ok.error());
   return ids;
 }
@@ -277,13 +280,6 @@ Result<void> Journal::Finished(int64_t id, bool ok, const std::string& detail, W
   s->Bind(3, std::string_view(detail));
   s->Bind(4, static_cast<int64_t>(feedback_due ? 1 : 0));
   s->Bind(5, id);
-  return s->Run();
-}
-
-Result<void> Journal::ResultHandedOn(int64_t id) {
-  auto s = db_->Prepare("UPDATE remediation_actions SET feedback_due = 0 WHERE id = ?");
-  if (!s) return tl::unexpected(s.error());
-  s->Bind(1, id);
   return s->Run();
 }
 

@@ -88,17 +88,18 @@ class Journal {
   Result<void> Note(const std::string& node, std::string_view event, const std::string& detail,
                     const std::string& note, WallTime now);
   Result<void> SaveEntry(const NodeEntry& entry, WallTime now);
-  Result<void> MarkSeen(const std::vector<SeenMark>& seen);
+  // What a decision consumed: the conditions seen, and the action result it was taken on
+  // (`result_of`, an action's id; 0: none) marked handed on.
+  Result<void> MarkSeen(const std::vector<SeenMark>& seen, int64_t result_of = 0);
 
   // Before carrying an action out (again: an action left open keeps its first start); `device`
   // records a choice made now (the spare).
   Result<void> Started(int64_t id, WallTime at, const std::string& device = "");
-  // `feedback_due`: the result is yet to be handed to the policy (Apply, or ResultHandedOn, with
-  // the event's result_of clears it). A controller killed in between finds it (ResultsDue).
+  // `feedback_due`: the result is yet to be handed to the policy (MarkSeen with the event's
+  // result_of, in Apply or alone, clears it). A controller killed in between finds it
+  // (ResultsDue).
   Result<void> Finished(int64_t id, bool ok, const std::string& detail, WallTime at,
                         bool feedback_due = false);
-  // A result the policy took without deciding anything (a quiet event).
-  Result<void> ResultHandedOn(int64_t id);
   // Finished actions whose result was never handed to the policy, oldest first.
   Result<std::vector<ActionRow>> ResultsDue();
   // Planned or started and not finished, oldest first: what a restarted controller redoes.
