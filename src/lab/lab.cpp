@@ -79,7 +79,6 @@ Result<void> WriteMungeKey(sys::FileSystem& fs, const std::string& path) {
   return fs.WriteFileAtomic(path, key, 0600);  // never seen half written
 }
 
-// The lab writes etc/, dev/, log/ ... into its folder: it must be new, empty, or a lab's.
 // Root starts daemons from the folder's slurm.conf, cancels the jobs of the cluster it names, and
 // stops the processes its lab.json names: a folder another user can write to could point all
 // of that at anything. It must be this user's and writable by no one else (or not be there).
@@ -100,6 +99,7 @@ Result<void> CheckFolderIsSafe(const std::string& dir) {
 // Held by the `up` that is looking at or starting the lab in its folder.
 constexpr const char* kUpLock = "up.lock";
 
+// The lab writes etc/, dev/, log/ ... into its folder: it must be new, empty, or a lab's.
 Result<void> CheckFolderIsOurs(const LabPaths& paths, const sys::FileSystem& fs) {
   auto entries = fs.ListDir(paths.dir);
   if (entries) std::erase(*entries, kUpLock);  // what an `up` that failed its preflight leaves

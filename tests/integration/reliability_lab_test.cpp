@@ -154,12 +154,7 @@ TEST_F(ReliabilityLabTest, InjectIsSeenAtOnceAndADrainedNodeIsRefused) {
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.stderr_text.find("not a node the scheduler knows"), std::string::npos);
   // A node running a job: the provider's answer to even a log-only fault would end it.
-  std::string job =
-      Run({"sbatch", "--parsable", "-w", "gpu3", "-o", "/dev/null", "--wrap", "sleep 300"});
-  job = job.substr(0, job.find('\n'));
-  ASSERT_TRUE(Eventually([&] {
-    return Run({"squeue", "-h", "-j", job, "-t", "RUNNING", "-o", "%N"}).starts_with("gpu3");
-  }));
+  ASSERT_EQ(StartJob("gpu3").second, "gpu3");
   r = Cmax({"inject", "xid", "79", "--gpu", "0000:05:00.0", "--node", "gpu3"});
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.stderr_text.find("gpu3 runs jobs"), std::string::npos) << r.stderr_text;

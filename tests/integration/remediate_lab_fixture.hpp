@@ -57,9 +57,13 @@ class RemediateLabTest : public ::testing::Test {
     }
     return {};
   }
-  // A batch job, and the node it runs on once it runs (empty when it did not start).
-  std::pair<std::string, std::string> StartJob() {
-    std::string id = Run({"sbatch", "--parsable", "-N1", "-o", "/dev/null", "--wrap", "sleep 300"});
+  // A batch job (on `on`, or any node), and the node it runs on once it runs (empty when it did
+  // not start).
+  std::pair<std::string, std::string> StartJob(const std::string& on = "") {
+    std::vector<std::string> argv = {"sbatch", "--parsable", "-N1", "-o", "/dev/null"};
+    if (!on.empty()) argv.push_back("--nodelist=" + on);
+    argv.insert(argv.end(), {"--wrap", "sleep 300"});
+    std::string id = Run(argv);
     id = id.substr(0, id.find('\n'));
     std::string node;
     Eventually([&] {
