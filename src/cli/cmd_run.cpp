@@ -142,8 +142,8 @@ Command SetupRunCommand(CLI::App& parent) {
   Flag(app, "--yes", options->evaluation.yes,
        "Let the plan's reliability scenarios inject into nodes that are not a lab's");
   Flag(app, "--force", options->evaluation.force,
-       "Let the plan's reliability scenarios inject into a busy node, and its active checks "
-       "exercise GPUs in use");
+       "Let the plan's reliability scenarios inject into a busy node, its active checks "
+       "exercise GPUs in use, and its mpirun sweeps load hosts that run others' Slurm jobs");
   Flag(app, "--allow-destructive", options->evaluation.allow_destructive,
        "Let the plan's reliability scenarios take destructive steps (a GPU reset, a reboot)");
   CLI::Option* attestation =

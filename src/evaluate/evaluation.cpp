@@ -239,6 +239,8 @@ class PhaseRunner {
     const audit::HostRunIo& h = io_.host;
     const auto with_stand_in = [&](net::NcclSweepRequest request, const char* folder) {
       if (request.nccl_tests_dir.empty()) request.sweep.cpu_perf = io_.cpu_perf;
+      request.force = options_.force;
+      if (h.env) request.own_job = h.env("SLURM_JOB_ID");
       // The logs beside the store (or in logs_dir), a folder per phase and evaluation.
       const std::string kind = folder + phase.name;
       request.out_dir = options_.logs_dir.empty()

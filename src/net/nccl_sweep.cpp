@@ -7,12 +7,15 @@
 #include <set>
 
 #include "core/strings.hpp"
+#include "net/hosts_in_use.hpp"
 #include "net/mpi_launch.hpp"
 #include "net/nccl_tests_format.hpp"
 #include "net/netns_lab.hpp"
 #include "store/store.hpp"
 #include "sys/file_system.hpp"
+#include "sys/host.hpp"
 #include "sys/process_runner.hpp"
+#include "sys/slurm_jobs.hpp"
 
 namespace cmax::net {
 namespace {
@@ -288,6 +291,15 @@ nlohmann::json StepsJson(const std::vector<NcclStepOutcome>& outcomes) {
   return steps;
 }
 
+// The WARN a forced run beside others' jobs carries.
+Finding BesideOthersJobs(const std::string& where) {
+  return {.check_id = "network.nccl-beside-jobs",
+          .status = CheckStatus::kWarn,
+          .severity = Severity::kMedium,
+          .message = "measured beside others' Slurm jobs on " + where +
+                     " (--force): their traffic is in these figures"};
+}
+
 }  // namespace
 
 Result<NcclSweepReport> RunNcclSweep(const NcclSweepOptions& options, const std::string& out_dir,
@@ -389,6 +401,9 @@ Result<NcclSweepReport> RunNcclSweep(const NcclSweepOptions& options, const std:
                                .message = fmt::format("interrupted: {} of {} steps ran",
                                                       report.steps.size(), report.steps_planned)});
   }
+  if (!options.beside_others_jobs.empty()) {
+    extras.findings.push_back(BesideOthersJobs(options.beside_others_jobs));
+  }
   extras.evidence.push_back(
       {"nccl.sweep",
        StepsJson(report.steps).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)});
@@ -411,6 +426,37 @@ std::vector<std::string> ParseHostfile(std::string_view text) {
 namespace {
 
 using WithOptions = std::function<Result<void>(const NcclSweepOptions&)>;
+
+// Before mpirun puts minutes of full load on the hosts: whether they run others' Slurm jobs.
+// Refused unless forced; a forced sweep's run says it ran beside them. A Slurm that cannot be
+// asked (no squeue here, or it fails: no Slurm cluster) is said and the sweep goes on.
+Result<void> LookForOthersJobs(NcclSweepRequest& request, const NcclSweepIo& io) {
+  NcclSweepOptions& options = request.sweep;
+  if (options.launcher != NcclLauncher::kMpirun) return {};
+  const std::string squeue = sys::FindProgram("squeue");
+  if (squeue.empty()) return {};
+  auto jobs = sys::SlurmJobsOnNodes(*io.runner, squeue, std::chrono::seconds(30));
+  if (!jobs) {
+    if (io.progress) {
+      io.progress("not checked whether the hosts run others' Slurm jobs: " + jobs.error().message);
+    }
+    return {};
+  }
+  const std::vector<HostInUse> in_use =
+      HostsRunningOthersJobs(*jobs, options.hosts, request.own_job);
+  if (in_use.empty()) return {};
+  const std::string where = DescribeHostsInUse(in_use);
+  if (!request.force) {
+    return Fail(ErrorCode::kBusy,
+                "others' Slurm jobs run on {}: the load would slow them and their traffic would "
+                "spoil the figures; not run (--force runs beside them; --launcher srun has "
+                "Slurm place the steps)",
+                where);
+  }
+  options.beside_others_jobs = where;
+  if (io.progress) io.progress("--force: running beside others' Slurm jobs on " + where);
+  return {};
+}
 
 // The hosts from the hostfile, nccl-tests' binaries from its build folder, and a namespace lab
 // when one is asked for: `check` sees the options before the lab is made (a wrong flag must not
@@ -448,6 +494,7 @@ Result<void> WithHosts(NcclSweepRequest& request, const NcclSweepIo& io, const W
       return Fail(ErrorCode::kInvalidArgument, "a slowed link needs a namespace lab (--netns-lab)");
     }
     if (auto ok = check(options); !ok) return ok;
+    if (auto ok = LookForOthersJobs(request, io); !ok) return ok;
     if (auto made = io.fs->CreateDirs(request.out_dir, 0755); !made) {
       return Fail(made.error().code, "{}: {}", SanitizeUtf8(request.out_dir), made.error().message);
     }
@@ -504,9 +551,10 @@ Result<NcclSweepReport> SweepNccl(NcclSweepRequest request, const NcclSweepIo& i
 
 namespace {
 
-Result<NcclBadNodeReport> RecordBadNodes(BadNodeVerdict verdict, size_t hosts, bool interrupted,
-                                         double tolerance, WallTime started_at,
+Result<NcclBadNodeReport> RecordBadNodes(BadNodeVerdict verdict, const NcclSweepOptions& options,
+                                         bool interrupted, double tolerance, WallTime started_at,
                                          const NcclSweepIo& io) {
+  const size_t hosts = options.hosts.size();
   if (interrupted) {
     // A run cut by Ctrl-C reads as a slow group: nobody is convicted on it.
     verdict.slow.clear();
@@ -577,6 +625,9 @@ Result<NcclBadNodeReport> RecordBadNodes(BadNodeVerdict verdict, size_t hosts, b
   if (!interrupted && (!v.slow.empty() || clean)) {
     metrics.push_back(
         {.name = "nccl.slow_nodes", .value = static_cast<double>(v.slow.size()), .unit = "nodes"});
+  }
+  if (!options.beside_others_jobs.empty()) {
+    findings.push_back(BesideOthersJobs(options.beside_others_jobs));
   }
   const std::vector<EvidenceItem> evidence = {
       {"nccl.bad-node",
@@ -666,8 +717,8 @@ Result<NcclBadNodeReport> FindNcclBadNodes(NcclSweepRequest request, const BadNo
         BadNodeOptions stoppable = finder;
         stoppable.stop = [&] { return interrupted; };
         BadNodeVerdict verdict = FindBadNodes(o.hosts, measure, stoppable);
-        auto report = RecordBadNodes(std::move(verdict), o.hosts.size(), interrupted,
-                                     finder.tolerance, started_at, io);
+        auto report =
+            RecordBadNodes(std::move(verdict), o, interrupted, finder.tolerance, started_at, io);
         if (!report) return tl::unexpected(report.error());
         out = std::move(*report);
         return {};

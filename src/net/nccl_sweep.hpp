@@ -68,6 +68,9 @@ struct NcclSweepOptions {
   // nccl-tests 2.17.3 and later: each step also writes its JSON file (-J) into this folder as
   // <log name>.json (rank 0 writes it on its node: here when the folder is shared). Empty: not.
   std::string json_dir;
+  // Others' Slurm jobs the steps ran beside, forced ("gpu2 (job 1234)"): the run records a WARN
+  // that its figures hold their traffic. Empty: none known.
+  std::string beside_others_jobs;
 };
 
 struct NcclSweepStep {
@@ -152,6 +155,11 @@ struct NcclSweepRequest {
   std::string lab_tag;                  // empty: from the process id
   std::string out_dir;
   NcclAnalyzeOptions analysis;
+  // mpirun starts ranks on whatever hosts it is given, so first Slurm, when there is one to ask
+  // (squeue here), says whether they run others' jobs (net/hosts_in_use.hpp): such a sweep is
+  // refused unless forced. srun's steps are Slurm's to place, and need no such look.
+  bool force = false;
+  std::string own_job;  // $SLURM_JOB_ID: the allocation the sweep runs in is not "others'"
 };
 
 Result<NcclSweepReport> SweepNccl(NcclSweepRequest request, const NcclSweepIo& io);

@@ -95,7 +95,5 @@ RackPlan PlanRack(const RackView& rack, const RackConfig& config);
 // named twice, a rack named twice, a rack without trays and malformed ranges.
 using RackMap = std::map<std::string, std::vector<std::string>>;
 Result<RackMap> ParseRacks(std::string_view text);
-// "gpu[01-03,7]" -> gpu01 gpu02 gpu03 gpu7 (widths kept); "a,b" -> a b.
-Result<std::vector<std::string>> ExpandHostList(std::string_view text);
 
 }  // namespace cmax::remediate

@@ -5,8 +5,10 @@
 #include <fmt/format.h>
 #include <thread>
 
+#include "core/hostlist.hpp"
 #include "core/log.hpp"
 #include "core/strings.hpp"
+#include "sys/slurm_jobs.hpp"
 
 namespace cmax::remediate {
 namespace {
@@ -271,10 +273,8 @@ Result<std::string> SlurmScheduler::RequeueJobs(const std::string& node) {
 }
 
 Result<std::vector<std::string>> SlurmScheduler::JobsOn(const std::string& node) {
-  // COMPLETING too: a requeued job's processes and epilog may still hold the GPUs; a stopped
-  // (SIGSTOP'd) or suspended one holds its GPU contexts.
-  auto jobs = Slurm({"squeue", "-h", "-w", node, "-t",
-                     "RUNNING,CONFIGURING,SUSPENDED,STOPPED,COMPLETING", "-o", "%A"});
+  auto jobs = Slurm(
+      {"squeue", "-h", "-w", node, "-t", std::string(sys::kSlurmJobStatesOnNodes), "-o", "%A"});
   if (!jobs) return tl::unexpected(jobs.error());
   std::vector<std::string> ids;
   for (std::string_view id : SplitFields(jobs->stdout_text)) ids.emplace_back(id);

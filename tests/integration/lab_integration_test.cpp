@@ -19,6 +19,7 @@
 #include <tuple>
 
 #include "cli/cli.hpp"
+#include "core/strings.hpp"
 #include "lab/lab.hpp"
 #include "net/nccl_sweep.hpp"
 #include "support/free_port.hpp"
@@ -370,6 +371,76 @@ TEST_F(LabTest, TheNcclSweepRunsThroughSrun) {
   }
   EXPECT_EQ(report->analyzed.analysis.curves.size(), 2U);
   EXPECT_EQ(report->analyzed.exit_code, 0);
+}
+
+// mpirun starts ranks wherever it is told: a sweep or a search over hosts where Slurm runs
+// others' jobs is refused before any step, with the hosts and jobs named; the allocation the
+// sweep runs in ($SLURM_JOB_ID) is its own; --force runs it, and the run says so in a WARN.
+TEST_F(LabTest, AnMpirunSweepLeavesHostsWithOthersJobsAlone) {
+  ASSERT_TRUE(Up(spec_, ctx_, 30s));
+  auto submit = Slurm({"sbatch", "--parsable", "-N1", "-w", "gpu2", "-o", "/dev/null", "--wrap",
+                       "sleep 308"});  // its own duration: other tests run sleep 300
+  ASSERT_TRUE(submit);
+  ASSERT_EQ(submit->exit_code, 0) << submit->stderr_text;
+  const std::string job(Trim(submit->stdout_text));
+  ASSERT_TRUE(testing::WaitUntil(
+      [&] {
+        auto q = Slurm({"squeue", "-h", "-j", job, "-t", "R", "-o", "%N"});
+        return q && Trim(q->stdout_text) == "gpu2";
+      },
+      10s))
+      << "the job never ran";
+  const std::string table = std::string(CMAX_TEST_DATA) + "/nccl/modern_all_reduce.txt";
+  const std::string tests = dir_.File("nccl-tests");
+  ASSERT_TRUE(fs_.CreateDirs(tests, 0755));
+  ASSERT_TRUE(fs_.WriteFileAtomic(tests + "/all_reduce_perf",
+                                  "#!/bin/sh\n# A stand-in for nccl-tests' all_reduce_perf.\n",
+                                  0755));
+  // A stand-in for mpirun: the lab's node names are not hosts it could reach.
+  ASSERT_TRUE(fs_.WriteFileAtomic(
+      dir_.File("mpirun"), "#!/bin/sh\n# A stand-in for OpenMPI's mpirun.\ncat " + table + "\n",
+      0755));
+  ::setenv("SLURM_CONF", PathsFor(spec_.dir).slurm_conf.c_str(), 1);
+  net::NcclSweepRequest request;
+  request.sweep.hosts = {"gpu1", "gpu2.lab.example"};
+  request.sweep.mpirun = dir_.File("mpirun");
+  request.sweep.collectives = {"all_reduce"};
+  request.sweep.gpus_per_node = 1;
+  request.nccl_tests_dir = tests;
+  request.out_dir = dir_.File("sweep");
+  const net::NcclSweepIo io{.analyze = {.db_path = dir_.File("cmax.db"),
+                                        .cmax_version = "test",
+                                        .fs = &fs_,
+                                        .clock = &clock_},
+                            .fs = &fs_,
+                            .runner = &runner_};
+  auto refused = net::SweepNccl(request, io);
+  auto search = net::FindNcclBadNodes(request, {.reference_gbs = 250}, io);
+  request.own_job = job;
+  auto own = net::SweepNccl(request, io);
+  request.own_job.clear();
+  request.force = true;
+  auto forced = net::SweepNccl(request, io);
+  ::unsetenv("SLURM_CONF");
+  ASSERT_FALSE(refused);
+  ASSERT_FALSE(search);
+  for (const Error* not_run : {&refused.error(), &search.error()}) {
+    EXPECT_EQ(not_run->code, ErrorCode::kBusy);
+    EXPECT_NE(not_run->message.find("others' Slurm jobs run on gpu2.lab.example (job " + job + ")"),
+              std::string::npos)
+        << not_run->message;
+    EXPECT_EQ(not_run->message.find("gpu1"), std::string::npos) << not_run->message;
+  }
+  ASSERT_TRUE(own) << own.error().message;
+  ASSERT_TRUE(forced) << forced.error().message;
+  const auto beside = [](const RunRecord& run) {
+    return std::ranges::count_if(run.findings, [](const Finding& f) {
+      return f.check_id == "network.nccl-beside-jobs" && f.status == CheckStatus::kWarn;
+    });
+  };
+  EXPECT_EQ(beside(own->analyzed.record), 0);
+  EXPECT_EQ(beside(forced->analyzed.record), 1);
+  EXPECT_EQ(forced->analyzed.analysis.curves.size(), 2U);  // over 1 node and 2
 }
 
 // The audit of every node through one srun step (issue 15): each lab node runs the cmax binary
