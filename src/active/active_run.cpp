@@ -8,6 +8,8 @@
 #include "store/run_writer.hpp"
 #include "store/store.hpp"
 #include "sys/file_system.hpp"
+#include "sys/host.hpp"
+#include "sys/slurm_jobs.hpp"
 
 namespace cmax::active {
 namespace {
@@ -27,6 +29,25 @@ Finding Skip(const std::string& check_id, std::string message) {
 }
 
 constexpr std::string_view kConditionPrefix = "active/";
+
+// NVML sees a moment: a node given to another's job may have idle GPUs then (the job loading
+// its data, between its steps). Slurm, where it is here to ask, says whether it is: why the node
+// is left alone, or "" (a Slurm that cannot say is noted, and NVML's answer stands).
+std::string OthersJobsOnThisNode(const std::string& node, const std::string& own_job,
+                                 const ToolIo& tools, std::vector<std::string>& notes) {
+  const std::string squeue =
+      tools.find_program ? tools.find_program("squeue") : sys::FindProgram("squeue");
+  if (squeue.empty() || tools.runner == nullptr) return {};
+  auto jobs = sys::SlurmJobsOnNodes(*tools.runner, squeue, std::chrono::seconds(30));
+  if (!jobs) {
+    notes.push_back("not known whether Slurm runs others' jobs here: " + jobs.error().message);
+    return {};
+  }
+  const std::vector<sys::HostInUse> in_use = sys::HostsRunningOthersJobs(*jobs, {node}, own_job);
+  if (in_use.empty()) return {};
+  return fmt::format("others' Slurm jobs run on {}; --force exercises its GPUs",
+                     sys::DescribeHostsInUse(in_use));
+}
 
 }  // namespace
 
@@ -154,6 +175,8 @@ Result<ActiveRunReport> RunActiveHealth(const ActiveRunOptions& options, const A
     }
     if (const std::string busy = BusyGpus(*snapshot); !busy.empty() && !options.force) {
       not_run = fmt::format("GPUs in use or of unknown use: {}; --force exercises them", busy);
+    } else if (!options.force) {
+      not_run = OthersJobsOnThisNode(io.host, options.own_job, io.tools, report.notes);
     }
   }
 

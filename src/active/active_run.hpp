@@ -27,7 +27,9 @@ ActiveLevel ActiveLevelNamed(std::string_view name);
 
 struct ActiveRunOptions {
   ActiveLevel level = ActiveLevel::kQuick;
-  bool force = false;     // exercise GPUs that are in use, or whose use is unknown
+  bool force = false;  // exercise GPUs that are in use, or whose use is unknown
+  // $SLURM_JOB_ID: the job cmax runs in (a scheduled check's) is not another's job on the node.
+  std::string own_job;
   std::string gpu_class;  // a class id of the table, for a GPU NVML names differently
   double deadline_s = 0;  // each check's deadline; 0: the check's own default
   // The burn's length; nullopt: the level's (none at quick, kFullBurnSeconds at full); 0: none.

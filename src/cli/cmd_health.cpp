@@ -45,9 +45,10 @@ void PrintRecord(const HealthFlags& o, Context& ctx, const RunRecord& record) {
 int RunActive(HealthFlags o, Context& ctx) {
   o.active_run.level = active::ActiveLevelNamed(o.level);
   if (o.burn_s >= 0) o.active_run.burn_s = o.burn_s;
+  o.active_run.own_job = sys::GetEnv("SLURM_JOB_ID");
   if (!o.peer.empty()) {
     o.ib_pair.peer = o.peer;
-    o.ib_pair.own_job = sys::GetEnv("SLURM_JOB_ID");
+    o.ib_pair.own_job = o.active_run.own_job;
     auto launch = active::PeerLauncher(o.peer_launch, !o.ib_pair.own_job.empty());
     if (!launch) return PrintError(ctx, "cmax health --active", launch.error());
     o.ib_pair.launch = std::move(*launch);
@@ -146,7 +147,8 @@ Command SetupHealthCommand(CLI::App& parent) {
       "With --peer: the first rail's TCP port for perftest's exchange (-p); the next rails "
       "take the next ports");
   Flag(app, "--force", options->active_run.force,
-       "With --active: exercise GPUs that are in use, or whose use NVML cannot tell");
+       "With --active: exercise GPUs that are in use, or whose use NVML cannot tell, and a "
+       "node where Slurm runs others' jobs (any but $SLURM_JOB_ID)");
   Flag(app, "--force-peer", options->ib_pair.force,
        "With --peer: test the rails of a peer that runs others' jobs (their traffic is "
        "disturbed)");

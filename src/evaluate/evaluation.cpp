@@ -116,6 +116,7 @@ class PhaseRunner {
                                      .gpu_class = plan.gpu_class,
                                      .deadline_s = plan.deadline_s,
                                      .burn_s = plan.burn_s};
+    if (h.env) options.own_job = h.env("SLURM_JOB_ID");
     auto report = active::RunActiveHealth(
         options, {.db_path = h.db_path,
                   .cmax_version = h.cmax_version,

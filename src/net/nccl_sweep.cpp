@@ -7,7 +7,6 @@
 #include <set>
 
 #include "core/strings.hpp"
-#include "net/hosts_in_use.hpp"
 #include "net/mpi_launch.hpp"
 #include "net/nccl_tests_format.hpp"
 #include "net/netns_lab.hpp"
@@ -442,10 +441,10 @@ Result<void> LookForOthersJobs(NcclSweepRequest& request, const NcclSweepIo& io)
     }
     return {};
   }
-  const std::vector<HostInUse> in_use =
-      HostsRunningOthersJobs(*jobs, options.hosts, request.own_job);
+  const std::vector<sys::HostInUse> in_use =
+      sys::HostsRunningOthersJobs(*jobs, options.hosts, request.own_job);
   if (in_use.empty()) return {};
-  const std::string where = DescribeHostsInUse(in_use);
+  const std::string where = sys::DescribeHostsInUse(in_use);
   if (!request.force) {
     return Fail(ErrorCode::kBusy,
                 "others' Slurm jobs run on {}: the load would slow them and their traffic would "

@@ -36,4 +36,21 @@ Result<std::vector<SlurmJobPlacement>> SlurmJobsOnNodes(ProcessRunner& runner,
                                                         const std::string& squeue,
                                                         Duration timeout);
 
+// Whether the hosts cmax is about to load run others' jobs: load on them would slow those jobs,
+// and their work would spoil its figures.
+struct HostInUse {
+  std::string host;               // as the caller names it
+  std::vector<std::string> jobs;  // the jobs on it, other than the caller's own
+};
+
+// The hosts, in their order, that run jobs other than `own_job` (the allocation cmax runs in,
+// $SLURM_JOB_ID; empty: none). A host is a Slurm node by its name, or by its first label when
+// it is a domain name (gpu7.cluster.local is gpu7); an address is no node's name.
+std::vector<HostInUse> HostsRunningOthersJobs(const std::vector<SlurmJobPlacement>& jobs,
+                                              const std::vector<std::string>& hosts,
+                                              std::string_view own_job);
+
+// "gpu2 (job 1234), gpu3 (jobs 7, 9)"; names cleaned for a terminal.
+std::string DescribeHostsInUse(const std::vector<HostInUse>& hosts);
+
 }  // namespace cmax::sys

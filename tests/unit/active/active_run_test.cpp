@@ -174,6 +174,39 @@ TEST_F(ActiveRun, ANodeWithAGpuInUseIsNotExercisedUnlessForced) {
   EXPECT_TRUE(Ran("dcgmi"));
 }
 
+// NVML sees a moment: a node Slurm gave to another's job may have idle GPUs (the job loading
+// its data). Slurm's word (a stand-in squeue here; the lab's real one in active_schedule_test)
+// leaves it alone; the job cmax runs in is its own; a Slurm that cannot say is noted.
+TEST_F(ActiveRun, ANodeGivenToAnothersJobIsLeftAloneThoughItsGpusAreIdle) {
+  StandIn("squeue", "echo \"$*\" > '" + dir_.File("squeue-args") + "'\necho '4321|gpu[1-2]'");
+  const auto idle = [] { return Result<sys::NvmlSnapshot>(Gpus()); };
+  auto report = RunActiveHealth({}, Io(idle));
+  ASSERT_TRUE(report) << report.error().message;
+  EXPECT_FALSE(Ran("dcgmi"));
+  ASSERT_EQ(report->record.findings.size(), 4U);
+  for (const Finding& f : report->record.findings) {
+    EXPECT_EQ(f.status, CheckStatus::kSkip);
+    EXPECT_EQ(f.message, "others' Slurm jobs run on gpu1 (job 4321); --force exercises its GPUs");
+  }
+  EXPECT_EQ(testing::SlurpFile(dir_.File("squeue-args")),
+            "-h -t RUNNING,CONFIGURING,SUSPENDED,STOPPED,COMPLETING -o %A|%N\n");
+
+  auto own = RunActiveHealth({.own_job = "4321"}, Io(idle));
+  ASSERT_TRUE(own) << own.error().message;
+  EXPECT_TRUE(Ran("dcgmi"));
+
+  std::filesystem::remove(dir_.File("ran-dcgmi"));
+  StandIn("squeue", "echo 'squeue: error: Unable to contact slurm controller' >&2\nexit 1");
+  auto unknown = RunActiveHealth({}, Io(idle));
+  ASSERT_TRUE(unknown) << unknown.error().message;
+  EXPECT_TRUE(Ran("dcgmi"));
+  EXPECT_TRUE(std::ranges::any_of(unknown->notes, [](const std::string& note) {
+    return note.starts_with(
+        "not known whether Slurm runs others' jobs here: squeue exit 1: "
+        "squeue: error: Unable to contact slurm controller");
+  })) << Join(unknown->notes, "\n");
+}
+
 TEST_F(ActiveRun, ANodeWithoutAGpuSaysSoAndRunsNothing) {
   auto report = RunActiveHealth({}, Io([] {
                                   return Result<sys::NvmlSnapshot>(tl::unexpected(Error{
