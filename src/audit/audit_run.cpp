@@ -1,7 +1,5 @@
 #include "audit/audit_run.hpp"
 
-#include <unistd.h>
-
 #include <algorithm>
 #include <cmath>
 
@@ -69,8 +67,13 @@ SideEffectIo SideEffectIoFor(const AuditIo& io, std::optional<WallTime> deadline
   return {.connect = sys::TcpConnect,
           .now = [&io] { return io.clock->Now(); },
           .deadline = deadline,
-          .scratch_file = EnrootScratchFile(io.env ? io.env("TMPDIR") : "", ::getpid()),
+          .make_scratch_dir =
+              [&io] {
+                const std::string tmpdir = io.env ? io.env("TMPDIR") : "";
+                return sys::MakeTempDir(tmpdir.empty() ? "/tmp" : tmpdir, "cmax-audit-enroot-");
+              },
           .remove_file = [&io](const std::string& path) { return io.fs->RemoveFile(path); },
+          .remove_dir = sys::RemoveEmptyDir,
           .interrupted = io.interrupted};
 }
 

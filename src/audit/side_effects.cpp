@@ -166,26 +166,35 @@ void EnrootImport(const SideEffectIo& io, AuditEvidence& out) {
     out["containers.enroot.import_ok"] = nullptr;  // containers.enroot reports it missing
     return;
   }
-  if (io.scratch_file.empty() || !io.remove_file) return;
+  if (!io.make_scratch_dir || !io.remove_file || !io.remove_dir) return;
   const auto time = TimeLeft(io, kImportTimeout, kImportLeastTime);
   if (!time) {
     out["containers.enroot.import_error"] =
         "not run: too little of the node's deadline left for it (--node-timeout)";
     return;
   }
-  sys::ProcessSpec spec{.argv = {*enroot, "import", "--output", io.scratch_file, kImportImage}};
+  const auto dir = io.make_scratch_dir();
+  if (!dir) {
+    out["containers.enroot.import_error"] =
+        "not run: no folder of its own for the image: " + SanitizeUtf8(dir.error().message);
+    return;
+  }
+  const std::string image = *dir + "/hello-world.sqsh";
+  sys::ProcessSpec spec{.argv = {*enroot, "import", "--output", image, kImportImage}};
   spec.timeout = *time;
   spec.env_add = {"LC_ALL=C"};
   const auto ran = io.runner->Run(spec);
-  const auto removed = io.remove_file(io.scratch_file);
+  auto removed = io.remove_file(image);
+  if (removed) removed = io.remove_dir(*dir);
   RecordSideEffect(out, "containers.enroot-import",
                    fmt::format("ran enroot import {} into {} (its layers pulled from the registry)",
-                               kImportImage, io.scratch_file),
-                   removed ? "the image file was removed; its layers stay in enroot's cache "
-                             "($ENROOT_CACHE_PATH, by default ~/.cache/enroot): delete them there"
-                           : fmt::format("remove {} ({}) and the layers in enroot's cache "
-                                         "($ENROOT_CACHE_PATH, by default ~/.cache/enroot)",
-                                         io.scratch_file, removed.error().message));
+                               kImportImage, image),
+                   removed ? "the image and its folder were removed; its layers stay in enroot's "
+                             "cache ($ENROOT_CACHE_PATH, by default ~/.cache/enroot): delete them "
+                             "there"
+                           : fmt::format("remove the folder {} ({}) and the layers in enroot's "
+                                         "cache ($ENROOT_CACHE_PATH, by default ~/.cache/enroot)",
+                                         *dir, removed.error().message));
   if (!ran) {
     out["containers.enroot.import_error"] = SanitizeUtf8(ran.error().message);
     return;
@@ -395,10 +404,6 @@ std::string SideEffectsPlan(const SideEffectOptions& options) {
   }
   if (what.empty()) return "read-only: no side effect of the checks asked for applies";
   return "with side effects: " + Join(what, "; ");
-}
-
-std::string EnrootScratchFile(const std::string& tmpdir, long pid) {
-  return fmt::format("{}/cmax-audit-enroot-{}.sqsh", tmpdir.empty() ? "/tmp" : tmpdir, pid);
 }
 
 std::string SideEffectsSummary(const std::vector<const AuditEvidence*>& nodes) {

@@ -7,7 +7,8 @@
 //   health.dcgm-diag: `dcgmi diag -r 1 -j` (seconds of load on every GPU), only on a node whose
 //     GPUs are idle unless --force, and only when the node's deadline leaves time for it;
 //   containers.enroot-import: `enroot import` of docker://hello-world (what a job's container
-//     image needs first) into a scratch file removed at once; its layers stay in enroot's cache.
+//     image needs first) into a folder of its own, removed at once; its layers stay in enroot's
+//     cache.
 #pragma once
 
 #include <cstdint>
@@ -61,16 +62,15 @@ struct SideEffectIo {
   std::function<Result<void>(const std::string& host, uint16_t port, Duration timeout)> connect;
   std::function<WallTime()> now;     // for the time left before `deadline`
   std::optional<WallTime> deadline;  // the node's (a Slurm audit's --node-timeout)
-  // Where the enroot import puts its image (EnrootScratchFile), and how it is removed after;
-  // either empty: no import.
-  std::string scratch_file;
+  // A folder of the audit's own for the enroot import's image, made afresh (sys::MakeTempDir:
+  // 0700, a name no one had), so that no file of anyone else's is written over or removed; and
+  // how the image and then the folder are removed after. Any null: no import.
+  std::function<Result<std::string>()> make_scratch_dir;
   std::function<Result<void>(const std::string& path)> remove_file;
+  std::function<Result<void>(const std::string& dir)> remove_dir;  // an empty folder
   // Asked before each side effect: once the user has pressed Ctrl-C none is started.
   std::function<bool()> interrupted;
 };
-
-// The image file of the enroot import: in `tmpdir` (/tmp when empty), named for this process.
-std::string EnrootScratchFile(const std::string& tmpdir, long pid);
 
 // Takes the side effects `options` allows on this host, with the evidence read so far (the
 // GPUs' idleness, whether dcgmi is there), and adds what they found to `out`.

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <sys/stat.h>
 
@@ -274,6 +275,17 @@ Result<void> LocalFileSystem::WriteOutputFile(const std::string& path, std::stri
 
 Result<void> LocalFileSystem::RemoveFile(const std::string& path) {
   if (::unlink(path.c_str()) != 0 && errno != ENOENT) return ErrnoError("cannot remove", path);
+  return {};
+}
+
+Result<std::string> MakeTempDir(const std::string& parent, std::string_view prefix) {
+  std::string path = parent + "/" + std::string(prefix) + "XXXXXX";
+  if (::mkdtemp(path.data()) == nullptr) return ErrnoError("cannot make a folder in", parent);
+  return path;
+}
+
+Result<void> RemoveEmptyDir(const std::string& path) {
+  if (::rmdir(path.c_str()) != 0 && errno != ENOENT) return ErrnoError("cannot remove", path);
   return {};
 }
 

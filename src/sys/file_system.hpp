@@ -56,6 +56,12 @@ Result<std::string> ReadInputFile(const FileSystem& fs, const std::string& path,
 // What an analyser the user stopped between its files returns: kInterrupted, nothing recorded.
 tl::unexpected<Error> StoppedNothingRecorded();
 
+// A new folder of this process's own in `parent`, "PARENT/PREFIXxxxxxx": mkdtemp's, a name no
+// one had, mode 0700, so that what is put in it is no one else's to swap or remove.
+Result<std::string> MakeTempDir(const std::string& parent, std::string_view prefix);
+// Removes an empty folder; one that is not there is not an error.
+Result<void> RemoveEmptyDir(const std::string& path);
+
 class LocalFileSystem final : public FileSystem {
  public:
   Result<std::string> ReadFile(const std::string& path, size_t max_bytes) const override;

@@ -562,10 +562,12 @@ TEST_F(LabTest, AuditsEveryNodeAndNamesTheOneThatCannotAnswer) {
   ASSERT_TRUE(imports);
   EXPECT_EQ(std::ranges::count(*imports, '\n'), 2) << *imports;
   EXPECT_NE(imports->find("docker://hello-world"), std::string::npos) << *imports;
+  // Each node's image in a folder made for it, removed with the image after.
   EXPECT_NE(imports->find(scratch + "/cmax-audit-enroot-"), std::string::npos) << *imports;
+  EXPECT_NE(imports->find("/hello-world.sqsh docker://hello-world"), std::string::npos) << *imports;
   const auto left = fs_.ListDir(scratch);
   ASSERT_TRUE(left);
-  EXPECT_TRUE(left->empty()) << "image files left behind: " << left->size();
+  EXPECT_TRUE(left->empty()) << "image files or folders left behind: " << left->size();
   const int accepted = testing::AcceptWaiting(listener);
   ::close(listener);
   EXPECT_EQ(accepted, 2);

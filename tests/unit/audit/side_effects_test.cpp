@@ -98,6 +98,8 @@ struct Node {
   int connections = 0;
   Result<void> answer;
   std::vector<std::string> removed;
+  // The folder sys::MakeTempDir would make (its name a stand-in for mkdtemp's).
+  Result<std::string> scratch_dir = std::string("/tmp/cmax-audit-enroot-Ab12Cd");
   WallTime now = *ParseIso8601("2026-12-02T12:00:00Z");
 
   explicit Node(std::vector<json> idle = {true, true}) {
@@ -119,9 +121,13 @@ struct Node {
                   return answer;
                 },
             .now = [this] { return now; },
-            .scratch_file = EnrootScratchFile("", 4242),
+            .make_scratch_dir = [this] { return scratch_dir; },
             .remove_file = [this](const std::string& path) -> Result<void> {
               removed.push_back(path);
+              return {};
+            },
+            .remove_dir = [this](const std::string& dir) -> Result<void> {
+              removed.push_back(dir + "/");
               return {};
             }};
   }
@@ -312,9 +318,13 @@ TEST(TakeSideEffects, ImportsAnImageWithEnrootAndRemovesIt) {
   ASSERT_EQ(node.runner.calls.size(), 1U);
   EXPECT_EQ(node.runner.calls[0].argv,
             (std::vector<std::string>{"/usr/bin/enroot", "import", "--output",
-                                      "/tmp/cmax-audit-enroot-4242.sqsh", "docker://hello-world"}));
+                                      "/tmp/cmax-audit-enroot-Ab12Cd/hello-world.sqsh",
+                                      "docker://hello-world"}));
   EXPECT_EQ(node.runner.calls[0].timeout, 30s);
-  EXPECT_EQ(node.removed, std::vector<std::string>{"/tmp/cmax-audit-enroot-4242.sqsh"});
+  // The image, then its folder: nothing the audit did not make itself.
+  EXPECT_EQ(node.removed,
+            (std::vector<std::string>{"/tmp/cmax-audit-enroot-Ab12Cd/hello-world.sqsh",
+                                      "/tmp/cmax-audit-enroot-Ab12Cd/"}));
   EXPECT_EQ(node.evidence.at("containers.enroot.import_ok"), true);
   const json& log = node.evidence.at("audit.side_effects");
   ASSERT_EQ(log.size(), 1U);
@@ -335,7 +345,7 @@ TEST(TakeSideEffects, ImportsAnImageWithEnrootAndRemovesIt) {
   EXPECT_EQ(failing.evidence.at("containers.enroot.import_error"),
             "exit 1: [ERROR] URL https://auth.docker.io/token returned error code: 429 Too Many "
             "Requests");
-  EXPECT_EQ(failing.removed.size(), 1U);
+  EXPECT_EQ(failing.removed.size(), 2U);
   Node hung;
   hung.fs = node.fs;
   sys::ProcessResult timed_out;
@@ -353,6 +363,17 @@ TEST(TakeSideEffects, ImportsAnImageWithEnrootAndRemovesIt) {
   TakeSideEffects(Every({.allowed = true}), io, late.evidence);
   EXPECT_TRUE(late.runner.calls.empty());
   EXPECT_FALSE(late.evidence.contains("containers.enroot.import_ok"));
+  // No folder of its own to be had: nothing is imported, and nothing removed.
+  Node homeless;
+  homeless.fs = node.fs;
+  homeless.scratch_dir = tl::unexpected(
+      Error{ErrorCode::kPermissionDenied, "cannot make a folder in /tmp: Permission denied"});
+  TakeSideEffects(Every({.allowed = true}), homeless.Io(), homeless.evidence);
+  EXPECT_TRUE(homeless.runner.calls.empty());
+  EXPECT_TRUE(homeless.removed.empty());
+  EXPECT_EQ(homeless.evidence.at("containers.enroot.import_error"),
+            "not run: no folder of its own for the image: cannot make a folder in /tmp: "
+            "Permission denied");
   // No enroot: nothing to import (containers.enroot reports it).
   Node bare;
   bare.fs = sys::MemoryFileSystem();

@@ -84,6 +84,32 @@ TEST(LocalFileSystem, AtomicWriteSetsModeWhateverTheUmask) {
   EXPECT_EQ(fs.ListDir(dir.Path()).value(), std::vector<std::string>{"secret"});
 }
 
+// A scratch folder is a new one of this process's own each time (mode 0700 whatever the umask),
+// never one that was there; removing it removes only an empty one.
+TEST(TempDir, EachIsNewAndPrivateAndOnlyAnEmptyOneIsRemoved) {
+  testing::TempDir dir;
+  const mode_t old = ::umask(0);
+  auto first = MakeTempDir(dir.Path(), "scratch-");
+  auto second = MakeTempDir(dir.Path(), "scratch-");
+  ::umask(old);
+  ASSERT_TRUE(first) << first.error().message;
+  ASSERT_TRUE(second) << second.error().message;
+  EXPECT_NE(*first, *second);
+  EXPECT_TRUE(first->starts_with(dir.File("scratch-")));
+  struct stat st {};
+  ASSERT_EQ(::stat(first->c_str(), &st), 0);
+  EXPECT_TRUE(S_ISDIR(st.st_mode));
+  EXPECT_EQ(st.st_mode & 0777, 0700U);
+  LocalFileSystem fs;
+  ASSERT_TRUE(fs.WriteFileAtomic(*first + "/kept", "x", 0600));
+  EXPECT_FALSE(RemoveEmptyDir(*first));  // not empty: kept, and said
+  EXPECT_TRUE(fs.Exists(*first + "/kept"));
+  ASSERT_TRUE(RemoveEmptyDir(*second));
+  EXPECT_FALSE(fs.Exists(*second));
+  EXPECT_TRUE(RemoveEmptyDir(*second));  // already gone
+  EXPECT_FALSE(MakeTempDir(dir.File("nowhere"), "scratch-"));
+}
+
 // A writer killed mid-write leaves PATH.tmp.PID: the next write of PATH removes it once its
 // process is gone and it has lain untouched for ten minutes; a live writer's, a fresh one
 // (perhaps a live writer on another host sharing the folder) and another file's are kept.
