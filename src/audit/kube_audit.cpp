@@ -730,17 +730,14 @@ Result<AuditReport> RunKubeAudit(const AuditOptions& options, const KubeAuditOpt
     }
     const double left =
         kube.budget_s - std::chrono::duration<double>(io.clock->Now() - run_started).count();
-    pod_outcomes = RunAuditPods(
-        api, ready, options,
-        {.image = kube.image,
-         .pod_namespace = kube.pod_namespace,
-         .node_timeout_s = kube.node_timeout_s,
-         .budget_s = std::max(left, 1.0),
-         .run_token = fmt::format("{:x}", std::chrono::duration_cast<std::chrono::milliseconds>(
-                                              run_started.time_since_epoch())
-                                                  .count() &
-                                              0xffffffffLL)},
-        {.clock = io.clock, .interrupted = io.interrupted, .note = io.note});
+    pod_outcomes =
+        RunAuditPods(api, ready, options,
+                     {.image = kube.image,
+                      .pod_namespace = kube.pod_namespace,
+                      .node_timeout_s = kube.node_timeout_s,
+                      .budget_s = std::max(left, 1.0),
+                      .run_token = NewRunToken()},
+                     {.clock = io.clock, .interrupted = io.interrupted, .note = io.note});
     for (auto& [name, outcome] : pod_outcomes) {
       if (outcome.document) {
         snapshot.pod_evidence[name] = std::move((*outcome.document)["evidence"]);

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <fmt/format.h>
 #include <optional>
+#include <random>
 #include <set>
 #include <thread>
 
@@ -38,6 +39,12 @@ double SecondsSince(const Clock& clock, WallTime since) {
 }
 
 }  // namespace
+
+std::string NewRunToken() {
+  std::random_device random;  // the kernel's getrandom(2)
+  const uint64_t bits = (uint64_t{random()} << 32U) | random();
+  return fmt::format("{:012x}", bits & 0xffffffffffffULL);
+}
 
 std::string AuditPodName(std::string_view node, std::string_view run_token) {
   const auto alnum = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) != 0; };
@@ -197,7 +204,7 @@ std::map<std::string, AuditPodOutcome> RunAuditPods(remediate::KubeApi& api,
           "grants, and the namespace must admit privileged pods)",
           SanitizeUtf8(remediate::KubeStatusMessage(*created)), SanitizeUtf8(ns));
     } else if (created->status == 200 || created->status == 201 || created->status == 409) {
-      waiting[node] = name;  // 409: this run's own name (AuditPodName is one to one), so ours
+      waiting[node] = name;  // 409: a name only this run's token makes (a retried create), so ours
     } else {
       outcome.problem = "its pod could not be created: " +
                         SanitizeUtf8(remediate::KubeStatusError(*created, "create pod").message);

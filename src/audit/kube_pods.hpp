@@ -36,8 +36,13 @@ struct AuditPodOptions {
   std::string pod_namespace = "cmax";
   double node_timeout_s = 30;  // the node's evidence (its --node-timeout)
   double budget_s = 120;       // every pod: created, pulled, run, read, by then
-  std::string run_token;       // in each pod's name and label: this audit's pods
+  std::string run_token;       // in each pod's name and label: this audit's pods (NewRunToken)
 };
+
+// A token for one audit's pods: 48 random bits as 12 hex digits. No two audits share one (an
+// earlier audit killed with its pods left behind, one started the same millisecond), so a pod
+// found under this audit's name (a create answered 409) is one this audit made.
+std::string NewRunToken();
 
 // The pod's name: "cmax-audit-NODE-TOKEN", a DNS label of at most 63 characters; a node name
 // that had to be changed to fit (cut, or characters a label cannot hold) gets a hash of itself,

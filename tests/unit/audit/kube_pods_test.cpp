@@ -3,7 +3,10 @@
 // status, and what the side-effect log says. The pods run end to end in audit_kube_test.
 #include "audit/kube_pods.hpp"
 
+#include <algorithm>
+#include <cctype>
 #include <gtest/gtest.h>
+#include <set>
 
 #include "audit/slurm_audit.hpp"
 
@@ -11,6 +14,22 @@ namespace cmax::audit {
 namespace {
 
 using nlohmann::json;
+
+// Each audit's token is its own: 12 hex digits, new every time (48 random bits: a repeat among
+// a thousand would be a broken source, once in 10^9 runs of this test by chance).
+TEST(NewRunToken, TwelveHexDigitsNewEachTime) {
+  std::set<std::string> seen;
+  for (int i = 0; i < 1000; ++i) {
+    const std::string token = NewRunToken();
+    ASSERT_EQ(token.size(), 12U) << token;
+    EXPECT_TRUE(std::ranges::all_of(token, [](char c) {
+      return std::isxdigit(c) != 0 && !std::isupper(c);
+    })) << token;
+    EXPECT_TRUE(seen.insert(token).second) << token << " twice";
+  }
+  // It fits a pod's name whole.
+  EXPECT_TRUE(AuditPodName("gpu1", "0123456789ab").ends_with("-0123456789ab"));
+}
 
 TEST(AuditPodName, ADnsLabelNamedForTheNodeAndTheRun) {
   EXPECT_EQ(AuditPodName("gpu1", "18c2f3a0"), "cmax-audit-gpu1-18c2f3a0");
