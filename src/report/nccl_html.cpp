@@ -7,6 +7,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <set>
 #include <vector>
 
 #include "report/render.hpp"
@@ -38,11 +39,16 @@ struct Chart {
   std::vector<Mark> marks;
 };
 
-std::optional<double> Number(const json& j, const char* key) {
+// What a stored figure may be, at most, to be drawn: nccl-tests' parser takes no bandwidth past
+// 1e6 GB/s, and no message is a petabyte. A store written by something else is no exception.
+constexpr double kMostGbs = 1e6;
+constexpr double kMostBytes = 1e15;
+
+std::optional<double> Number(const json& j, const char* key, double most = 1e15) {
   const auto it = j.find(key);
   if (it == j.end() || !it->is_number()) return std::nullopt;
   const double v = it->get<double>();
-  if (!std::isfinite(v) || v < 0) return std::nullopt;
+  if (!std::isfinite(v) || v < 0 || v > most) return std::nullopt;
   return v;
 }
 
@@ -85,8 +91,8 @@ std::map<std::string, Chart> ReadCharts(const RunRecord& record) {
     curve.label += " (" + Text(c, "origin") + ")";
     for (const json& p : c["points"]) {
       if (!p.is_object()) continue;
-      const auto size = Number(p, "size_bytes");
-      const auto bw = Number(p, "busbw_gbs");
+      const auto size = Number(p, "size_bytes", kMostBytes);
+      const auto bw = Number(p, "busbw_gbs", kMostGbs);
       if (size && bw && *size > 0) curve.points.push_back({*size, *bw});
     }
     if (curve.points.empty()) continue;
@@ -98,8 +104,8 @@ std::map<std::string, Chart> ReadCharts(const RunRecord& record) {
     for (const json& d : doc["dips"]) {
       if (!d.is_object()) continue;
       const auto index = Number(d, "curve");
-      const auto size = Number(d, "at_size_bytes");
-      const auto bw = Number(d, "at_busbw_gbs");
+      const auto size = Number(d, "at_size_bytes", kMostBytes);
+      const auto bw = Number(d, "at_busbw_gbs", kMostGbs);
       const auto depth = Number(d, "depth_pct");
       if (!index || !size || !bw || *size <= 0 || *index >= static_cast<double>(placed.size())) {
         continue;
@@ -121,7 +127,19 @@ std::map<std::string, Chart> ReadCharts(const RunRecord& record) {
 constexpr const char* kColours[] = {"#2f6fde", "#2e8b57", "#8e44ad",
                                     "#d4a017", "#16a2b8", "#6c757d"};
 
-std::string RenderChart(const std::string& collective, const Chart& chart) {
+// An id that names a chart for tests and links: letters, digits, '_' and '-' only, and unique
+// on the page ("all reduce" and "all-reduce" would share one: the second gets "-2").
+std::string ChartId(const std::string& collective, std::set<std::string>& taken) {
+  std::string id = collective;
+  for (char& ch : id) {
+    if (std::isalnum(static_cast<unsigned char>(ch)) == 0 && ch != '_' && ch != '-') ch = '-';
+  }
+  std::string unique = id;
+  for (int n = 2; !taken.insert(unique).second; ++n) unique = fmt::format("{}-{}", id, n);
+  return unique;
+}
+
+std::string RenderChart(const std::string& collective, const std::string& id, const Chart& chart) {
   double min_size = 0;
   double max_size = 0;
   double max_bw = 0;
@@ -138,11 +156,6 @@ std::string RenderChart(const std::string& collective, const Chart& chart) {
   constexpr int kLeft = 60, kWidth = 560, kHeight = 220, kTop = 16, kBottom = 40;
   const auto x = [&](double size) { return kLeft + (std::log2(size) - lo) / span * kWidth; };
   const auto y = [&](double v) { return kTop + kHeight - v / max_bw * kHeight; };
-  // An id names the chart for tests and links: letters, digits, '_' and '-' only.
-  std::string id = collective;
-  for (char& ch : id) {
-    if (std::isalnum(static_cast<unsigned char>(ch)) == 0 && ch != '_' && ch != '-') ch = '-';
-  }
   std::string svg = fmt::format(
       "<svg id=\"chart-nccl-{0}\" class=\"nccl\" role=\"img\" "
       "aria-label=\"{3}: bus bandwidth against message size by node count\" width=\"{1}\" "
@@ -201,9 +214,10 @@ std::string RenderNcclHtml(const RunRecord& record) {
       "<section>\n<h2>NCCL bus bandwidth</h2>\n<p><small>Bus bandwidth against message size, "
       "one line per node count; red circles mark dips and cliffs, grey ones NCCL's "
       "algorithm or protocol switch points.</small></p>\n";
+  std::set<std::string> ids;
   for (const auto& [collective, chart] : charts) {
     out += fmt::format("<h3>{}</h3>\n", HtmlEscape(collective));
-    out += RenderChart(collective, chart);
+    out += RenderChart(collective, ChartId(collective, ids), chart);
   }
   out += "</section>\n";
   return out;

@@ -290,6 +290,18 @@ TEST(Report, NcclCurvesGetAChartPerCollectiveWithTheDipsMarked) {
       << html;
   EXPECT_EQ(html.find("<b>run</b>"), std::string::npos);
   EXPECT_EQ(html.find("all<gather>"), std::string::npos);
+  // Two collectives whose names make the same id get one each; a figure past what nccl-tests'
+  // parser takes (1e6 GB/s) is not drawn, so it cannot flatten the rest of the chart.
+  nlohmann::json spaced = curve;
+  spaced["collective"] = "all reduce";
+  nlohmann::json dashed = curve;
+  dashed["collective"] = "all-reduce";
+  dashed["points"].push_back({{"size_bytes", 268435456}, {"busbw_gbs", 1e300}});
+  r.evidence = {{"nccl.analysis", nlohmann::json{{"curves", {spaced, dashed}}}.dump()}};
+  const std::string twins = RenderHtml(r);
+  EXPECT_NE(twins.find("<svg id=\"chart-nccl-all-reduce\""), std::string::npos) << twins;
+  EXPECT_NE(twins.find("<svg id=\"chart-nccl-all-reduce-2\""), std::string::npos) << twins;
+  EXPECT_EQ(twins.find("256M"), std::string::npos) << "the 1e300 GB/s point was drawn";
   // No analysis, or one of another shape: no section.
   r.evidence = {{"nccl.analysis", "[1, 2]"}};
   EXPECT_EQ(RenderHtml(r).find("NCCL bus bandwidth"), std::string::npos);
