@@ -45,7 +45,7 @@ std::string OthersJobsOnThisNode(const std::string& node, const std::string& own
   }
   const std::vector<sys::HostInUse> in_use = sys::HostsRunningOthersJobs(*jobs, {node}, own_job);
   if (in_use.empty()) return {};
-  return fmt::format("others' Slurm jobs run on {}; --force exercises its GPUs",
+  return fmt::format("others' Slurm jobs run on {}; --force runs the checks beside them",
                      sys::DescribeHostsInUse(in_use));
 }
 
@@ -271,7 +271,12 @@ Result<ActiveRunReport> RunActiveHealth(const ActiveRunOptions& options, const A
   // but failing is a GPU of unknown use, left alone as a busy one is.
   const bool no_gpu =
       snapshot ? snapshot->gpus.empty() : snapshot.error().message.starts_with(sys::kNvmlNotFound);
-  if (options.ib_pair && (not_run.empty() || no_gpu)) {
+  // Without GPUs, whether the node has a tenant is Slurm's to say alone.
+  std::string rails_not_run = no_gpu ? std::string() : not_run;
+  if (options.ib_pair && no_gpu && !options.force) {
+    rails_not_run = OthersJobsOnThisNode(io.host, options.own_job, io.tools, report.notes);
+  }
+  if (options.ib_pair && rails_not_run.empty()) {
     timed("ib-write-bw", [&] {
       const sys::LocalFileSystem fs;
       const IbPairIo pair_io{
@@ -291,7 +296,7 @@ Result<ActiveRunReport> RunActiveHealth(const ActiveRunOptions& options, const A
       report.second_look = report.second_look || verdict.second_look;
     });
   } else if (options.ib_pair) {
-    findings.push_back(Skip("active.ib-write-bw", not_run));
+    findings.push_back(Skip("active.ib-write-bw", rails_not_run));
   }
   const std::vector<EvidenceItem> evidence = {
       {"active.level", nlohmann::json(level_name).dump()},

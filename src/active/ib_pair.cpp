@@ -188,12 +188,14 @@ PeerJobs AskSlurmAboutThePeer(const IbPairOptions& options, const IbPairIo& io) 
   const std::string squeue =
       io.tools.find_program ? io.tools.find_program("squeue") : sys::FindProgram("squeue");
   if (squeue.empty()) return {};
-  const ToolOutcome asked = RunTool({.check_id = std::string(kCheck),
-                                     .tool = "squeue",
-                                     .args = {"-h", "-w", options.peer, "-t",
-                                              std::string(sys::kSlurmJobStatesOnNodes), "-o", "%A"},
-                                     .deadline = std::chrono::seconds(30)},
-                                    io.tools);
+  const ToolOutcome asked =
+      RunTool({.check_id = std::string(kCheck),
+               .tool = "squeue",
+               .args = {"-a", "--local", "-h", "-w", options.peer, "-t",
+                        std::string(sys::kSlurmJobStatesOnNodes), "-o", "%A"},
+               .env = {std::begin(sys::kSlurmViewVariables), std::end(sys::kSlurmViewVariables)},
+               .deadline = std::chrono::seconds(30)},
+              io.tools);
   if (!asked.result || !asked.result->Succeeded()) {
     return {.unknown = asked.result ? asked.result->Describe() + ": " + FirstWords(*asked.result)
                                     : asked.instead->message};

@@ -1,5 +1,6 @@
 #include "core/hostlist.hpp"
 
+#include <cstdint>
 #include <fmt/format.h>
 #include <optional>
 
@@ -49,9 +50,10 @@ Result<std::vector<std::string>> ExpandHostList(std::string_view text) {
       const std::string_view lo_text = part.substr(0, dash);
       const std::string_view hi_text =
           dash == std::string_view::npos ? lo_text : part.substr(dash + 1);
-      auto number = [](std::string_view t) -> std::optional<long> {
-        if (t.empty() || t.size() > 9) return std::nullopt;
-        long v = 0;
+      // Up to 18 digits: a node numbered past a billion is still a node.
+      auto number = [](std::string_view t) -> std::optional<int64_t> {
+        if (t.empty() || t.size() > 18) return std::nullopt;
+        int64_t v = 0;
         for (const char c : t) {
           if (c < '0' || c > '9') return std::nullopt;
           v = v * 10 + (c - '0');
@@ -66,7 +68,7 @@ Result<std::vector<std::string>> ExpandHostList(std::string_view text) {
       if (out.size() + static_cast<size_t>(*hi - *lo) >= kMostNames) {
         return Fail(ErrorCode::kInvalidArgument, "more than {} names in '{}'", kMostNames, item);
       }
-      for (long v = *lo; v <= *hi; ++v) {
+      for (int64_t v = *lo; v <= *hi; ++v) {
         out.push_back(fmt::format("{}{:0{}}{}", prefix, v, lo_text.size(), suffix));
       }
     }

@@ -426,23 +426,52 @@ namespace {
 
 using WithOptions = std::function<Result<void>(const NcclSweepOptions&)>;
 
-// Before mpirun puts minutes of full load on the hosts: whether they run others' Slurm jobs.
-// Refused unless forced; a forced sweep's run says it ran beside them. A Slurm that cannot be
-// asked (no squeue here, or it fails: no Slurm cluster) is said and the sweep goes on.
+// Before mpirun puts minutes of full load on the hosts the steps use: whether they run others'
+// Slurm jobs. Refused unless forced; a forced sweep's run says it ran beside them. A Slurm that
+// cannot be asked (squeue fails: no Slurm cluster), and hosts that are no Slurm node, are said
+// and the sweep goes on.
 Result<void> LookForOthersJobs(NcclSweepRequest& request, const NcclSweepIo& io) {
   NcclSweepOptions& options = request.sweep;
   if (options.launcher != NcclLauncher::kMpirun) return {};
-  const std::string squeue = sys::FindProgram("squeue");
+  const auto find = [&io](const std::string& name) {
+    return io.find_program ? io.find_program(name) : sys::FindProgram(name);
+  };
+  const auto say = [&io](const std::string& line) {
+    if (io.progress) io.progress(line);
+  };
+  const std::string squeue = find("squeue");
   if (squeue.empty()) return {};
-  auto jobs = sys::SlurmJobsOnNodes(*io.runner, squeue, std::chrono::seconds(30));
-  if (!jobs) {
-    if (io.progress) {
-      io.progress("not checked whether the hosts run others' Slurm jobs: " + jobs.error().message);
+  // A sweep told --nodes 1,2 loads only the first two hosts.
+  std::vector<std::string> used;
+  if (auto steps = PlanNcclSweep(options); steps) {
+    for (const NcclSweepStep& step : *steps) {
+      for (const std::string& node : step.nodes) {
+        if (std::ranges::find(used, node) == used.end()) used.push_back(node);
+      }
     }
+  } else {
+    used = options.hosts;
+  }
+  constexpr Duration kAsking = std::chrono::seconds(30);
+  auto jobs = sys::SlurmJobsOnNodes(*io.runner, squeue, kAsking);
+  if (!jobs) {
+    say("not checked whether the hosts run others' Slurm jobs: " + jobs.error().message);
     return {};
   }
+  // The nodes' host names and addresses, which mpirun may be given instead of their names.
+  std::vector<sys::SlurmNodeName> nodes;
+  if (const std::string sinfo = find("sinfo"); !sinfo.empty()) {
+    if (auto named = sys::SlurmNodeNames(*io.runner, sinfo, kAsking); named) {
+      nodes = std::move(*named);
+    }
+  }
+  if (const std::vector<std::string> unknown = sys::HostsNamingNoNode(used, nodes);
+      !nodes.empty() && !unknown.empty()) {
+    say("no Slurm node by these names, so not checked for others' jobs: " +
+        AsOneLine(Join(unknown, ", ")));
+  }
   const std::vector<sys::HostInUse> in_use =
-      sys::HostsRunningOthersJobs(*jobs, options.hosts, request.own_job);
+      sys::HostsRunningOthersJobs(*jobs, used, request.own_job, nodes);
   if (in_use.empty()) return {};
   const std::string where = sys::DescribeHostsInUse(in_use);
   if (!request.force) {
@@ -453,7 +482,7 @@ Result<void> LookForOthersJobs(NcclSweepRequest& request, const NcclSweepIo& io)
                 where);
   }
   options.beside_others_jobs = where;
-  if (io.progress) io.progress("--force: running beside others' Slurm jobs on " + where);
+  say("--force: running beside others' Slurm jobs on " + where);
   return {};
 }
 

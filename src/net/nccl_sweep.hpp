@@ -127,6 +127,8 @@ struct NcclSweepIo {
   sys::ProcessRunner* runner = nullptr;
   std::function<bool()> interrupted;               // Ctrl-C: the steps left are not run
   std::function<void(std::string_view)> progress;  // a line per step
+  // A program's path on PATH, "" when absent (Slurm's squeue and sinfo); null: sys::FindProgram.
+  std::function<std::string(const std::string&)> find_program;
 };
 
 struct NcclSweepReport {
@@ -156,7 +158,7 @@ struct NcclSweepRequest {
   std::string out_dir;
   NcclAnalyzeOptions analysis;
   // mpirun starts ranks on whatever hosts it is given, so first Slurm, when there is one to ask
-  // (squeue here), says whether they run others' jobs (net/hosts_in_use.hpp): such a sweep is
+  // (squeue here), says whether they run others' jobs (sys/slurm_jobs.hpp): such a sweep is
   // refused unless forced. srun's steps are Slurm's to place, and need no such look.
   bool force = false;
   std::string own_job;  // $SLURM_JOB_ID: the allocation the sweep runs in is not "others'"

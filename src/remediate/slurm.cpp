@@ -123,6 +123,8 @@ Result<sys::ProcessResult> SlurmScheduler::Slurm(std::vector<std::string> argv,
                                                  bool allow_failure) {
   sys::ProcessSpec spec{.argv = std::move(argv)};
   spec.timeout = options_.command_timeout;
+  // The fleet as Slurm has it, not as the caller's SINFO_PARTITION or SQUEUE_USERS narrows it.
+  for (const char* name : sys::kSlurmViewVariables) spec.env_add.emplace_back(name);
   Duration backoff = options_.backoff;
   for (int attempt = 1;; ++attempt) {
     auto result = runner_.Run(spec);
@@ -273,8 +275,8 @@ Result<std::string> SlurmScheduler::RequeueJobs(const std::string& node) {
 }
 
 Result<std::vector<std::string>> SlurmScheduler::JobsOn(const std::string& node) {
-  auto jobs = Slurm(
-      {"squeue", "-h", "-w", node, "-t", std::string(sys::kSlurmJobStatesOnNodes), "-o", "%A"});
+  auto jobs = Slurm({"squeue", "-a", "--local", "-h", "-w", node, "-t",
+                     std::string(sys::kSlurmJobStatesOnNodes), "-o", "%A"});
   if (!jobs) return tl::unexpected(jobs.error());
   std::vector<std::string> ids;
   for (std::string_view id : SplitFields(jobs->stdout_text)) ids.emplace_back(id);

@@ -11,14 +11,52 @@
 namespace cmax::sys {
 namespace {
 
-// The Slurm node a host name stands for: itself, or a domain name's first label. An IPv4
-// address ("10.0.0.5" is not node "10") or an IPv6 one names no node by a part of itself.
-std::string NodeOf(const std::string& host) {
-  const size_t dot = host.find('.');
-  const bool address = host.find(':') != std::string::npos || std::ranges::all_of(host, [](char c) {
+// How a name is compared: lower case (DNS ignores case), and a domain name by its first label
+// (gpu7.cluster.local is gpu7). An IPv4 address ("10.0.0.5" is not node "10") or an IPv6 one
+// is kept whole.
+std::string NameKey(std::string_view name) {
+  std::string key = ToLower(name);
+  const size_t dot = key.find('.');
+  const bool address = key.find(':') != std::string::npos || std::ranges::all_of(key, [](char c) {
                          return c == '.' || (c >= '0' && c <= '9');
                        });
-  return dot == std::string::npos || dot == 0 || address ? host : host.substr(0, dot);
+  if (dot != std::string::npos && dot != 0 && !address) key.resize(dot);
+  return key;
+}
+
+// The node names (as keys) a host stands for: its own name, and every node whose host name or
+// address it is.
+std::vector<std::string> NodeKeysOf(const std::string& host,
+                                    const std::vector<SlurmNodeName>& nodes) {
+  const std::string key = NameKey(host);
+  const std::string lower = ToLower(host);
+  std::vector<std::string> keys = {key};
+  for (const SlurmNodeName& n : nodes) {
+    if (ToLower(n.hostname) == lower || NameKey(n.hostname) == key || n.address == host) {
+      keys.push_back(NameKey(n.name));
+    }
+  }
+  return keys;
+}
+
+Result<ProcessResult> RunSlurmClient(ProcessRunner& runner, std::vector<std::string> argv,
+                                     Duration timeout) {
+  ProcessSpec spec{.argv = std::move(argv), .timeout = timeout};
+  for (const char* name : kSlurmViewVariables) spec.env_add.emplace_back(name);
+  spec.output_cap = size_t{256} << 20;  // a line a job or node: a large cluster's are long
+  const std::string tool = spec.argv.front().substr(spec.argv.front().rfind('/') + 1);
+  auto r = runner.Run(spec);
+  if (!r) return tl::unexpected(r.error());
+  if (!r->Succeeded()) {
+    // Slurm's clients explain over several lines; the last says why.
+    const std::string_view said = Trim(r->stderr_text);
+    return Fail(ErrorCode::kUnavailable, "{} {}: {}", tool, r->Describe(),
+                SanitizeUtf8(said.substr(said.rfind('\n') + 1)));
+  }
+  if (r->stdout_truncated) {
+    return Fail(ErrorCode::kCorrupt, "{} printed more than {} bytes", tool, spec.output_cap);
+  }
+  return r;
 }
 
 }  // namespace
@@ -47,38 +85,77 @@ Result<std::vector<SlurmJobPlacement>> ParseSqueueJobNodes(std::string_view text
 Result<std::vector<SlurmJobPlacement>> SlurmJobsOnNodes(ProcessRunner& runner,
                                                         const std::string& squeue,
                                                         Duration timeout) {
-  ProcessSpec spec{.argv = {squeue, "-h", "-t", std::string(kSlurmJobStatesOnNodes), "-o", "%A|%N"},
-                   .timeout = timeout};
-  spec.output_cap = size_t{256} << 20;  // a line a job: a busy cluster's queue is large
-  auto r = runner.Run(spec);
+  auto r = RunSlurmClient(
+      runner,
+      {squeue, "-a", "--local", "-h", "-t", std::string(kSlurmJobStatesOnNodes), "-o", "%A|%N"},
+      timeout);
   if (!r) return tl::unexpected(r.error());
-  if (!r->Succeeded()) {
-    // Slurm's clients explain over several lines; the last says why.
-    const std::string_view said = Trim(r->stderr_text);
-    return Fail(ErrorCode::kUnavailable, "squeue {}: {}", r->Describe(),
-                SanitizeUtf8(said.substr(said.rfind('\n') + 1)));
-  }
-  if (r->stdout_truncated) {
-    return Fail(ErrorCode::kCorrupt, "squeue printed more than {} bytes", spec.output_cap);
-  }
   return ParseSqueueJobNodes(r->stdout_text);
+}
+
+Result<std::vector<SlurmNodeName>> ParseSinfoNodeNames(std::string_view text) {
+  std::vector<SlurmNodeName> nodes;
+  for (std::string_view line : Split(text, '\n')) {
+    line = Trim(line);
+    if (line.empty()) continue;
+    const std::vector<std::string_view> fields = Split(line, '|');
+    if (fields.size() != 3 || Trim(fields[0]).empty()) {
+      return Fail(ErrorCode::kCorrupt, "sinfo's line is not NAME|HOSTNAME|ADDRESS: {}",
+                  SanitizeUtf8(line.substr(0, 200)));
+    }
+    SlurmNodeName n{.name = std::string(Trim(fields[0])),
+                    .hostname = std::string(Trim(fields[1])),
+                    .address = std::string(Trim(fields[2]))};
+    if (n.hostname.empty()) n.hostname = n.name;
+    if (n.address.empty()) n.address = n.hostname;
+    nodes.push_back(std::move(n));
+  }
+  return nodes;
+}
+
+Result<std::vector<SlurmNodeName>> SlurmNodeNames(ProcessRunner& runner, const std::string& sinfo,
+                                                  Duration timeout) {
+  auto r = RunSlurmClient(runner, {sinfo, "-a", "--local", "-h", "-N", "-o", "%N|%n|%o"}, timeout);
+  if (!r) return tl::unexpected(r.error());
+  return ParseSinfoNodeNames(r->stdout_text);
 }
 
 std::vector<HostInUse> HostsRunningOthersJobs(const std::vector<SlurmJobPlacement>& jobs,
                                               const std::vector<std::string>& hosts,
-                                              std::string_view own_job) {
-  std::map<std::string, std::vector<std::string>> jobs_on;
+                                              std::string_view own_job,
+                                              const std::vector<SlurmNodeName>& nodes) {
+  std::map<std::string, std::vector<std::string>> jobs_on;  // node key -> jobs
   for (const SlurmJobPlacement& job : jobs) {
     if (!own_job.empty() && job.job == own_job) continue;
-    for (const std::string& node : job.nodes) jobs_on[node].push_back(job.job);
+    for (const std::string& node : job.nodes) jobs_on[NameKey(node)].push_back(job.job);
   }
   std::vector<HostInUse> out;
   for (const std::string& host : hosts) {
-    const std::string node = NodeOf(host);
-    const auto found = jobs_on.find(jobs_on.contains(host) ? host : node);
-    if (found == jobs_on.end()) continue;
     if (std::ranges::any_of(out, [&](const HostInUse& h) { return h.host == host; })) continue;
-    out.push_back({.host = host, .jobs = found->second});
+    std::vector<std::string> found;
+    for (const std::string& key : NodeKeysOf(host, nodes)) {
+      const auto it = jobs_on.find(key);
+      if (it == jobs_on.end()) continue;
+      for (const std::string& job : it->second) {
+        if (std::ranges::find(found, job) == found.end()) found.push_back(job);
+      }
+    }
+    if (!found.empty()) out.push_back({.host = host, .jobs = std::move(found)});
+  }
+  return out;
+}
+
+std::vector<std::string> HostsNamingNoNode(const std::vector<std::string>& hosts,
+                                           const std::vector<SlurmNodeName>& nodes) {
+  std::vector<std::string> names;
+  names.reserve(nodes.size());
+  for (const SlurmNodeName& n : nodes) names.push_back(NameKey(n.name));
+  std::vector<std::string> out;
+  for (const std::string& host : hosts) {
+    const std::vector<std::string> keys = NodeKeysOf(host, nodes);
+    const bool known = std::ranges::any_of(
+        keys, [&](const std::string& k) { return std::ranges::find(names, k) != names.end(); });
+    if (!known && std::ranges::find(out, host) == out.end()) out.push_back(host);
   }
   return out;
 }

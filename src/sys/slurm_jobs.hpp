@@ -1,5 +1,5 @@
-// What Slurm's squeue says runs where: the one question cmax asks before it puts load or a
-// fault on nodes that Slurm schedules.
+// What Slurm says runs where: the one question cmax asks before it puts load or a fault on
+// nodes that Slurm schedules.
 #pragma once
 
 #include <string>
@@ -19,6 +19,13 @@ class ProcessRunner;
 inline constexpr std::string_view kSlurmJobStatesOnNodes =
     "RUNNING,CONFIGURING,SUSPENDED,STOPPED,COMPLETING";
 
+// What squeue and sinfo read from the environment when their options do not say: a user's
+// `SQUEUE_USERS=$USER` would hide every other user's jobs from cmax's question. Removed for it
+// (ProcessSpec::env_add takes a bare name as "remove").
+inline constexpr const char* kSlurmViewVariables[] = {
+    "SQUEUE_USERS",    "SQUEUE_PARTITION", "SQUEUE_ACCOUNT", "SQUEUE_QOS",     "SQUEUE_NAMES",
+    "SQUEUE_LICENSES", "SQUEUE_STATES",    "SLURM_CLUSTERS", "SINFO_PARTITION"};
+
 struct SlurmJobPlacement {
   std::string job;  // its own id, as $SLURM_JOB_ID has it (squeue's %A; %i writes 123_4)
   std::vector<std::string> nodes;
@@ -28,13 +35,28 @@ struct SlurmJobPlacement {
 // not so, or a host list that does not expand.
 Result<std::vector<SlurmJobPlacement>> ParseSqueueJobNodes(std::string_view text);
 
-// Every job of the cluster in kSlurmJobStatesOnNodes, with its nodes: one squeue, whatever the
-// size of the cluster. Only what the caller may see: a cluster with PrivateData=jobs shows a
-// user only their own jobs (root, or SlurmUser, sees all). An error when squeue failed or its
-// output cannot be read.
+// Every job of the cluster in kSlurmJobStatesOnNodes, with its nodes: one `squeue -a --local`
+// (hidden partitions' jobs too; this cluster's, not a federation's), whatever the size of the
+// cluster, the environment's filters removed. Only what the caller may see: a cluster with
+// PrivateData=jobs shows a user only their own jobs (root, or SlurmUser, sees all). An error
+// when squeue failed or its output cannot be read.
 Result<std::vector<SlurmJobPlacement>> SlurmJobsOnNodes(ProcessRunner& runner,
                                                         const std::string& squeue,
                                                         Duration timeout);
+
+// A node as slurm.conf names it, and the host name and address it is reached at (which mpirun
+// may be given instead of its name).
+struct SlurmNodeName {
+  std::string name;
+  std::string hostname;  // NodeHostname; the name when not set
+  std::string address;   // NodeAddr; the host name when not set
+};
+
+// sinfo -h -N -o '%N|%n|%o' output. An error for a line that is not so.
+Result<std::vector<SlurmNodeName>> ParseSinfoNodeNames(std::string_view text);
+// Every node's names, through one sinfo. An error when sinfo failed.
+Result<std::vector<SlurmNodeName>> SlurmNodeNames(ProcessRunner& runner, const std::string& sinfo,
+                                                  Duration timeout);
 
 // Whether the hosts cmax is about to load run others' jobs: load on them would slow those jobs,
 // and their work would spoil its figures.
@@ -44,11 +66,17 @@ struct HostInUse {
 };
 
 // The hosts, in their order, that run jobs other than `own_job` (the allocation cmax runs in,
-// $SLURM_JOB_ID; empty: none). A host is a Slurm node by its name, or by its first label when
-// it is a domain name (gpu7.cluster.local is gpu7); an address is no node's name.
+// $SLURM_JOB_ID; empty: none). A host is a node when its name, or its first label, is the
+// node's name or first label (gpu7, GPU7 and gpu7.cluster.local are one), or when it is the
+// node's host name or address as `nodes` give them (localhost is every node that says so).
 std::vector<HostInUse> HostsRunningOthersJobs(const std::vector<SlurmJobPlacement>& jobs,
                                               const std::vector<std::string>& hosts,
-                                              std::string_view own_job);
+                                              std::string_view own_job,
+                                              const std::vector<SlurmNodeName>& nodes = {});
+
+// The hosts that are no node of `nodes` by any of its names: Slurm cannot say what runs there.
+std::vector<std::string> HostsNamingNoNode(const std::vector<std::string>& hosts,
+                                           const std::vector<SlurmNodeName>& nodes);
 
 // "gpu2 (job 1234), gpu3 (jobs 7, 9)"; names cleaned for a terminal.
 std::string DescribeHostsInUse(const std::vector<HostInUse>& hosts);

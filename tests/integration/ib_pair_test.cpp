@@ -38,9 +38,11 @@ class IbPairRun : public ::testing::Test {
     }
     ::setenv("STANDIN_IB_DEVICES", "mlx5_0,mlx5_1", 1);
     // A stand-in for Slurm's squeue: the peer's jobs are $STANDIN_SQUEUE_JOBS (none unless
-    // a test says so), what it was asked goes to $STANDIN_SQUEUE_ASKED, and it fails as one
-    // that cannot reach slurmctld when $STANDIN_SQUEUE_FAILS is set.
+    // a test says so), the cluster's jobs and their nodes (asked as %A|%N: this node's
+    // question) $STANDIN_SQUEUE_PLACED, what it was asked goes to $STANDIN_SQUEUE_ASKED, and it
+    // fails as one that cannot reach slurmctld when $STANDIN_SQUEUE_FAILS is set.
     ASSERT_TRUE(fs_.WriteFileAtomic(dir_.File("bin/squeue"), R"(#!/bin/sh
+case "$*" in *'%A|%N'*) [ -n "$STANDIN_SQUEUE_PLACED" ] && echo "$STANDIN_SQUEUE_PLACED"; exit 0;; esac
 [ -n "$STANDIN_SQUEUE_ASKED" ] && echo "$*" > "$STANDIN_SQUEUE_ASKED"
 if [ -n "$STANDIN_SQUEUE_FAILS" ]; then
   echo "squeue: error: slurm_load_jobs error: Unable to contact slurm controller" >&2
@@ -178,7 +180,8 @@ TEST_F(IbPairRun, APeerThatRunsOthersJobsIsLeftAloneUnlessForced) {
             "(--force-peer tests its rails)");
   EXPECT_TRUE(v.rails.empty());
   EXPECT_EQ(fs_.ReadFile(dir_.File("asked"), 4096).value(),
-            "-h -w 127.0.0.1 -t RUNNING,CONFIGURING,SUSPENDED,STOPPED,COMPLETING -o %A\n");
+            "-a --local -h -w 127.0.0.1 -t RUNNING,CONFIGURING,SUSPENDED,STOPPED,COMPLETING -o "
+            "%A\n");
 
   ::setenv("STANDIN_SQUEUE_JOBS", "777", 1);  // only this node's own job
   v = RunIbPairs(options, 20s, Io());
@@ -207,28 +210,34 @@ TEST_F(IbPairRun, APeerThatRunsOthersJobsIsLeftAloneUnlessForced) {
 // the GPU checks skip, and the rails to the peer still run: a node's adapters need no GPU.
 TEST_F(IbPairRun, TheCommandTestsTheRailsToItsPeer) {
   const std::string bin_path = "PATH=" + dir_.File("bin") + ":/usr/bin:/bin";
-  const auto ran = runner_.Run({.argv = {CMAX_BINARY,
-                                         "--db",
-                                         dir_.File("cmax.db"),
-                                         "health",
-                                         "--active",
-                                         "--nvml-lib",
-                                         dir_.File("no-libnvidia-ml.so"),
-                                         "--peer",
-                                         "127.0.0.1",
-                                         "--peer-launch",
-                                         "env STANDIN_IB_DEVICES=mlx5_0 " + bin_path,
-                                         "--rails",
-                                         "mlx5_0",
-                                         "--ib-seconds",
-                                         "1",
-                                         "--ib-port",
-                                         std::to_string(testing::FreePort()),
-                                         "--node",
-                                         "gpu1",
-                                         "--json"},
-                                .env_add = {bin_path, "STANDIN_IB_GBITS=mlx5_0=391.5"},
-                                .timeout = 60s});
+  // The command as gpu1 runs it, with `flag` (or none) and a setting for the stand-ins.
+  const auto command = [&](const std::string& flag, const std::string& setting) {
+    std::vector<std::string> argv = {CMAX_BINARY,
+                                     "--db",
+                                     dir_.File("cmax.db"),
+                                     "health",
+                                     "--active",
+                                     "--nvml-lib",
+                                     dir_.File("no-libnvidia-ml.so"),
+                                     "--peer",
+                                     "127.0.0.1",
+                                     "--peer-launch",
+                                     "env STANDIN_IB_DEVICES=mlx5_0 " + bin_path,
+                                     "--rails",
+                                     "mlx5_0",
+                                     "--ib-seconds",
+                                     "1",
+                                     "--ib-port",
+                                     std::to_string(testing::FreePort()),
+                                     "--node",
+                                     "gpu1",
+                                     "--json"};
+    if (!flag.empty()) argv.push_back(flag);
+    return runner_.Run({.argv = argv,
+                        .env_add = {bin_path, "STANDIN_IB_GBITS=mlx5_0=391.5", setting},
+                        .timeout = 60s});
+  };
+  const auto ran = command("", "STANDIN_NOTHING=1");
   ASSERT_TRUE(ran) << ran.error().message;
   const auto report = nlohmann::json::parse(ran->stdout_text, nullptr, false);
   ASSERT_TRUE(report.is_object()) << ran->stdout_text << ran->stderr_text;
@@ -250,24 +259,28 @@ TEST_F(IbPairRun, TheCommandTestsTheRailsToItsPeer) {
 
   // --force is for this node's GPUs: a peer running others' jobs is left alone; --force-peer is
   // the word for that.
-  const auto peer_run = [&](const std::string& flag) {
-    auto r = runner_.Run(
-        {.argv = {CMAX_BINARY, "--db", dir_.File("cmax.db"), "health", "--active", "--nvml-lib",
-                  dir_.File("no-libnvidia-ml.so"), "--peer", "127.0.0.1", "--peer-launch",
-                  "env STANDIN_IB_DEVICES=mlx5_0 " + bin_path, "--rails", "mlx5_0", "--ib-seconds",
-                  "1", "--ib-port", std::to_string(testing::FreePort()), flag, "--json"},
-         .env_add = {bin_path, "STANDIN_IB_GBITS=mlx5_0=391.5", "STANDIN_SQUEUE_JOBS=4242"},
-         .timeout = 60s});
+  std::string message_of_rails;
+  const auto peer_run = [&](const std::string& flag, const std::string& jobs) {
+    auto r = command(flag, jobs);
     EXPECT_TRUE(r) << r.error().message;
     std::string status;
     for (const auto& f : nlohmann::json::parse(r ? r->stdout_text : "{}", nullptr, false)
                              .value("findings", nlohmann::json::array())) {
-      if (f["check_id"] == "active.ib-write-bw") status = f["status"];
+      if (f["check_id"] == "active.ib-write-bw") {
+        status = f["status"];
+        message_of_rails = f["message"];
+      }
     }
     return status;
   };
-  EXPECT_EQ(peer_run("--force"), "SKIP");
-  EXPECT_NE(peer_run("--force-peer"), "SKIP");
+  EXPECT_EQ(peer_run("--force", "STANDIN_SQUEUE_JOBS=4242"), "SKIP");
+  EXPECT_NE(peer_run("--force-peer", "STANDIN_SQUEUE_JOBS=4242"), "SKIP");
+  // This node without GPUs: whether it has a tenant, whose traffic the rails would disturb, is
+  // Slurm's word alone; --force is the word for this node.
+  EXPECT_EQ(peer_run("--force-peer", "STANDIN_SQUEUE_PLACED=777|gpu[1-2]"), "SKIP");
+  EXPECT_EQ(message_of_rails,
+            "others' Slurm jobs run on gpu1 (job 777); --force runs the checks beside them");
+  EXPECT_NE(peer_run("--force", "STANDIN_SQUEUE_PLACED=777|gpu[1-2]"), "SKIP");
 
   // A launcher whose quote is not closed is a usage error, said before anything runs.
   const auto unclosed =

@@ -419,9 +419,23 @@ TEST_F(LabTest, AnMpirunSweepLeavesHostsWithOthersJobsAlone) {
   request.own_job = job;
   auto own = net::SweepNccl(request, io);
   request.own_job.clear();
+  // Over the first host alone: the second, busy, is not loaded.
+  request.sweep.node_counts = {1};
+  auto first_only = net::SweepNccl(request, io);
+  // Every lab node's NodeHostname is localhost (sinfo's %n): so is gpu2, busy.
+  request.sweep.hosts = {"localhost"};
+  auto by_hostname = net::SweepNccl(request, io);
+  request.sweep.hosts = {"gpu1", "gpu2.lab.example"};
+  request.sweep.node_counts.clear();
   request.force = true;
   auto forced = net::SweepNccl(request, io);
   ::unsetenv("SLURM_CONF");
+  ASSERT_TRUE(first_only) << first_only.error().message;
+  ASSERT_FALSE(by_hostname);
+  EXPECT_NE(
+      by_hostname.error().message.find("others' Slurm jobs run on localhost (job " + job + ")"),
+      std::string::npos)
+      << by_hostname.error().message;
   ASSERT_FALSE(refused);
   ASSERT_FALSE(search);
   for (const Error* not_run : {&refused.error(), &search.error()}) {

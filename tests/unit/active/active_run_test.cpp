@@ -186,10 +186,11 @@ TEST_F(ActiveRun, ANodeGivenToAnothersJobIsLeftAloneThoughItsGpusAreIdle) {
   ASSERT_EQ(report->record.findings.size(), 4U);
   for (const Finding& f : report->record.findings) {
     EXPECT_EQ(f.status, CheckStatus::kSkip);
-    EXPECT_EQ(f.message, "others' Slurm jobs run on gpu1 (job 4321); --force exercises its GPUs");
+    EXPECT_EQ(f.message,
+              "others' Slurm jobs run on gpu1 (job 4321); --force runs the checks beside them");
   }
   EXPECT_EQ(testing::SlurpFile(dir_.File("squeue-args")),
-            "-h -t RUNNING,CONFIGURING,SUSPENDED,STOPPED,COMPLETING -o %A|%N\n");
+            "-a --local -h -t RUNNING,CONFIGURING,SUSPENDED,STOPPED,COMPLETING -o %A|%N\n");
 
   auto own = RunActiveHealth({.own_job = "4321"}, Io(idle));
   ASSERT_TRUE(own) << own.error().message;

@@ -14,6 +14,7 @@ TEST(HostList, ExpandsAsSlurmWritesThem) {
       {"gpu[01-03,7]", {"gpu01", "gpu02", "gpu03", "gpu7"}},  // widths kept
       {"x[8-10]y", {"x8y", "x9y", "x10y"}},
       {"gpu[1-2],login1,cpu[003-004]", {"gpu1", "gpu2", "login1", "cpu003", "cpu004"}},
+      {"n[1000000000-1000000001]", {"n1000000000", "n1000000001"}},  // past nine digits
       {"", {}},
   };
   for (const auto& [text, names] : cases) {

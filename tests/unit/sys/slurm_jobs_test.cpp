@@ -2,6 +2,11 @@
 
 #include <gtest/gtest.h>
 
+#include "support/temp_dir.hpp"
+#include "sys/file_system.hpp"
+#include "sys/host.hpp"
+#include "sys/process_runner.hpp"
+
 namespace cmax::sys {
 namespace {
 
@@ -62,6 +67,70 @@ TEST(HostsInUse, NamesAreMadeSafeForATerminal) {
   const std::string said = DescribeHostsInUse(in_use);
   EXPECT_EQ(said.find('\x1b'), std::string::npos) << said;
   EXPECT_EQ(said.find('\n'), std::string::npos) << said;
+}
+
+// gpu7, GPU7 and gpu7.cluster.local are one node, whichever side names it so; a node is also
+// its host name and its address, as sinfo gives them; localhost may be several (a lab's).
+TEST(HostsInUse, ANodeByAnyOfItsNames) {
+  const std::vector<SlurmJobPlacement> jobs = {{.job = "5", .nodes = {"gpu7.cluster.local"}},
+                                               {.job = "6", .nodes = {"n01"}},
+                                               {.job = "8", .nodes = {"lab1", "lab2"}}};
+  const std::vector<SlurmNodeName> nodes = {
+      {.name = "n01", .hostname = "compute-01.dc.example", .address = "10.1.0.1"},
+      {.name = "lab1", .hostname = "localhost", .address = "127.0.0.1"},
+      {.name = "lab2", .hostname = "localhost", .address = "127.0.0.1"}};
+  const auto in_use = HostsRunningOthersJobs(
+      jobs, {"GPU7", "compute-01", "10.1.0.1", "localhost", "10.1.0.2", "gpu8"}, "", nodes);
+  ASSERT_EQ(in_use.size(), 4U);
+  EXPECT_EQ(in_use[0].host, "GPU7");
+  EXPECT_EQ(in_use[1].host, "compute-01");
+  EXPECT_EQ(in_use[1].jobs, std::vector<std::string>{"6"});
+  EXPECT_EQ(in_use[2].host, "10.1.0.1");
+  EXPECT_EQ(in_use[3].host, "localhost");
+  EXPECT_EQ(in_use[3].jobs, std::vector<std::string>{"8"});  // one job on two of its nodes
+  // Which hosts Slurm knows by none of its names: those it cannot speak for.
+  EXPECT_EQ(HostsNamingNoNode({"n01", "10.1.0.2", "gpu8", "10.1.0.1", "gpu8"}, nodes),
+            (std::vector<std::string>{"10.1.0.2", "gpu8"}));
+}
+
+TEST(SinfoNodeNames, NameHostnameAndAddress) {
+  auto nodes = ParseSinfoNodeNames("n01|compute-01|10.1.0.1\nn02||\n\n");
+  ASSERT_TRUE(nodes) << nodes.error().message;
+  ASSERT_EQ(nodes->size(), 2U);
+  EXPECT_EQ((*nodes)[0].hostname, "compute-01");
+  EXPECT_EQ((*nodes)[0].address, "10.1.0.1");
+  EXPECT_EQ((*nodes)[1].hostname, "n02");  // unset: the name, as Slurm takes it
+  EXPECT_EQ((*nodes)[1].address, "n02");
+  EXPECT_FALSE(ParseSinfoNodeNames("n01 compute-01\n"));
+  EXPECT_FALSE(ParseSinfoNodeNames("|h|a\n"));
+}
+
+// The question goes to Slurm as asked whatever the caller's shell narrows: a SQUEUE_USERS=$USER
+// would hide every other user's jobs. The stand-in squeue answers as squeue would.
+TEST(SlurmJobsOnNodes, TheEnvironmentDoesNotNarrowTheQuestion) {
+  testing::TempDir dir;
+  LocalFileSystem fs;
+  ASSERT_TRUE(fs.WriteFileAtomic(dir.File("squeue"),
+                                 "#!/bin/sh\n# A stand-in for squeue, which honours SQUEUE_USERS.\n"
+                                 "[ -n \"$SQUEUE_USERS\" ] && exit 0\necho '41|gpu[1-2]'\n",
+                                 0755));
+  const ScopedEnv users("SQUEUE_USERS", "someone");
+  PosixProcessRunner runner;
+  auto jobs = SlurmJobsOnNodes(runner, dir.File("squeue"), std::chrono::seconds(10));
+  ASSERT_TRUE(jobs) << jobs.error().message;
+  ASSERT_EQ(jobs->size(), 1U);
+  EXPECT_EQ((*jobs)[0].nodes, (std::vector<std::string>{"gpu1", "gpu2"}));
+  ASSERT_TRUE(
+      fs.WriteFileAtomic(dir.File("squeue"),
+                         "#!/bin/sh\n# A stand-in for squeue, its controller away.\n"
+                         "echo 'squeue: error: first' >&2\n"
+                         "echo 'squeue: fatal: Could not establish a configuration source' >&2\n"
+                         "exit 1\n",
+                         0755));
+  auto failed = SlurmJobsOnNodes(runner, dir.File("squeue"), std::chrono::seconds(10));
+  ASSERT_FALSE(failed);
+  EXPECT_EQ(failed.error().message,
+            "squeue exit 1: squeue: fatal: Could not establish a configuration source");
 }
 
 }  // namespace
