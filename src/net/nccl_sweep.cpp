@@ -460,10 +460,12 @@ Result<void> LookForOthersJobs(NcclSweepRequest& request, const NcclSweepIo& io)
   }
   // The nodes' host names and addresses, which mpirun may be given instead of their names.
   std::vector<sys::SlurmNodeName> nodes;
-  if (const std::string sinfo = find("sinfo"); !sinfo.empty()) {
-    if (auto named = sys::SlurmNodeNames(*io.runner, sinfo, kAsking); named) {
-      nodes = std::move(*named);
-    }
+  if (const std::string sinfo = find("sinfo"); sinfo.empty()) {
+    say("no sinfo here: hosts matched to Slurm's nodes by node name only");
+  } else if (auto named = sys::SlurmNodeNames(*io.runner, sinfo, kAsking); !named) {
+    say(named.error().message + ": hosts matched to Slurm's nodes by node name only");
+  } else {
+    nodes = std::move(*named);
   }
   if (const std::vector<std::string> unknown = sys::HostsNamingNoNode(used, nodes);
       !nodes.empty() && !unknown.empty()) {

@@ -256,8 +256,8 @@ Result<std::string> SlurmScheduler::Resume(const std::string& node) {
 }
 
 Result<std::string> SlurmScheduler::RequeueJobs(const std::string& node) {
-  auto jobs =
-      Slurm({"squeue", "-h", "-w", node, "-t", "RUNNING,CONFIGURING,SUSPENDED", "-o", "%i"});
+  auto jobs = Slurm({"squeue", "-a", "--local", "-h", "-w", node, "-t",
+                     "RUNNING,CONFIGURING,SUSPENDED", "-o", "%i"});
   if (!jobs) return tl::unexpected(jobs.error());
   std::vector<std::string> requeued;
   std::vector<std::string> refused;

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <fmt/format.h>
 #include <map>
+#include <set>
 
 #include "core/hostlist.hpp"
 #include "core/strings.hpp"
@@ -24,20 +25,34 @@ std::string NameKey(std::string_view name) {
   return key;
 }
 
-// The node names (as keys) a host stands for: its own name, and every node whose host name or
-// address it is.
-std::vector<std::string> NodeKeysOf(const std::string& host,
-                                    const std::vector<SlurmNodeName>& nodes) {
-  const std::string key = NameKey(host);
-  const std::string lower = ToLower(host);
-  std::vector<std::string> keys = {key};
-  for (const SlurmNodeName& n : nodes) {
-    if (ToLower(n.hostname) == lower || NameKey(n.hostname) == key || n.address == host) {
-      keys.push_back(NameKey(n.name));
+// The nodes by what else a host may call them: their host names and addresses, lower case
+// (looked up with the host's name), and their host names' first labels (with the host's).
+struct NodeAliases {
+  std::map<std::string, std::vector<std::string>> by_name;  // -> node keys
+  std::map<std::string, std::vector<std::string>> by_key;
+
+  explicit NodeAliases(const std::vector<SlurmNodeName>& nodes) {
+    for (const SlurmNodeName& n : nodes) {
+      const std::string node = NameKey(n.name);
+      by_name[ToLower(n.hostname)].push_back(node);
+      by_name[ToLower(n.address)].push_back(node);
+      by_key[NameKey(n.hostname)].push_back(node);
     }
   }
-  return keys;
-}
+  // The node keys a host stands for: its own name's, and every node it is another name of.
+  std::vector<std::string> NodeKeysOf(const std::string& host) const {
+    const std::string key = NameKey(host);
+    std::vector<std::string> keys = {key};
+    for (const auto* aliases : {&by_name, &by_key}) {
+      const auto it = aliases->find(aliases == &by_name ? ToLower(host) : key);
+      if (it == aliases->end()) continue;
+      for (const std::string& node : it->second) {
+        if (std::ranges::find(keys, node) == keys.end()) keys.push_back(node);
+      }
+    }
+    return keys;
+  }
+};
 
 Result<ProcessResult> RunSlurmClient(ProcessRunner& runner, std::vector<std::string> argv,
                                      Duration timeout) {
@@ -95,6 +110,7 @@ Result<std::vector<SlurmJobPlacement>> SlurmJobsOnNodes(ProcessRunner& runner,
 
 Result<std::vector<SlurmNodeName>> ParseSinfoNodeNames(std::string_view text) {
   std::vector<SlurmNodeName> nodes;
+  std::set<std::string> seen;
   for (std::string_view line : Split(text, '\n')) {
     line = Trim(line);
     if (line.empty()) continue;
@@ -108,7 +124,8 @@ Result<std::vector<SlurmNodeName>> ParseSinfoNodeNames(std::string_view text) {
                     .address = std::string(Trim(fields[2]))};
     if (n.hostname.empty()) n.hostname = n.name;
     if (n.address.empty()) n.address = n.hostname;
-    nodes.push_back(std::move(n));
+    // -N lists a node once for each partition it is in.
+    if (seen.insert(n.name).second) nodes.push_back(std::move(n));
   }
   return nodes;
 }
@@ -129,11 +146,12 @@ std::vector<HostInUse> HostsRunningOthersJobs(const std::vector<SlurmJobPlacemen
     if (!own_job.empty() && job.job == own_job) continue;
     for (const std::string& node : job.nodes) jobs_on[NameKey(node)].push_back(job.job);
   }
+  const NodeAliases aliases(nodes);
   std::vector<HostInUse> out;
   for (const std::string& host : hosts) {
     if (std::ranges::any_of(out, [&](const HostInUse& h) { return h.host == host; })) continue;
     std::vector<std::string> found;
-    for (const std::string& key : NodeKeysOf(host, nodes)) {
+    for (const std::string& key : aliases.NodeKeysOf(host)) {
       const auto it = jobs_on.find(key);
       if (it == jobs_on.end()) continue;
       for (const std::string& job : it->second) {
@@ -147,14 +165,14 @@ std::vector<HostInUse> HostsRunningOthersJobs(const std::vector<SlurmJobPlacemen
 
 std::vector<std::string> HostsNamingNoNode(const std::vector<std::string>& hosts,
                                            const std::vector<SlurmNodeName>& nodes) {
-  std::vector<std::string> names;
-  names.reserve(nodes.size());
-  for (const SlurmNodeName& n : nodes) names.push_back(NameKey(n.name));
+  std::set<std::string> names;
+  for (const SlurmNodeName& n : nodes) names.insert(NameKey(n.name));
+  const NodeAliases aliases(nodes);
   std::vector<std::string> out;
   for (const std::string& host : hosts) {
-    const std::vector<std::string> keys = NodeKeysOf(host, nodes);
-    const bool known = std::ranges::any_of(
-        keys, [&](const std::string& k) { return std::ranges::find(names, k) != names.end(); });
+    const std::vector<std::string> keys = aliases.NodeKeysOf(host);
+    const bool known =
+        std::ranges::any_of(keys, [&](const std::string& k) { return names.contains(k); });
     if (!known && std::ranges::find(out, host) == out.end()) out.push_back(host);
   }
   return out;

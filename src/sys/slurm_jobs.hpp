@@ -21,10 +21,11 @@ inline constexpr std::string_view kSlurmJobStatesOnNodes =
 
 // What squeue and sinfo read from the environment when their options do not say: a user's
 // `SQUEUE_USERS=$USER` would hide every other user's jobs from cmax's question. Removed for it
-// (ProcessSpec::env_add takes a bare name as "remove").
+// (ProcessSpec::env_add takes a bare name as "remove"). SLURM_CLUSTERS stays: it says which
+// cluster every Slurm command of the caller's talks to.
 inline constexpr const char* kSlurmViewVariables[] = {
-    "SQUEUE_USERS",    "SQUEUE_PARTITION", "SQUEUE_ACCOUNT", "SQUEUE_QOS",     "SQUEUE_NAMES",
-    "SQUEUE_LICENSES", "SQUEUE_STATES",    "SLURM_CLUSTERS", "SINFO_PARTITION"};
+    "SQUEUE_USERS", "SQUEUE_PARTITION", "SQUEUE_ACCOUNT", "SQUEUE_QOS",
+    "SQUEUE_NAMES", "SQUEUE_LICENSES",  "SQUEUE_STATES",  "SINFO_PARTITION"};
 
 struct SlurmJobPlacement {
   std::string job;  // its own id, as $SLURM_JOB_ID has it (squeue's %A; %i writes 123_4)
@@ -52,7 +53,8 @@ struct SlurmNodeName {
   std::string address;   // NodeAddr; the host name when not set
 };
 
-// sinfo -h -N -o '%N|%n|%o' output. An error for a line that is not so.
+// sinfo -h -N -o '%N|%n|%o' output, a node once however many partitions list it. An error for
+// a line that is not so.
 Result<std::vector<SlurmNodeName>> ParseSinfoNodeNames(std::string_view text);
 // Every node's names, through one sinfo. An error when sinfo failed.
 Result<std::vector<SlurmNodeName>> SlurmNodeNames(ProcessRunner& runner, const std::string& sinfo,

@@ -12,6 +12,7 @@
 #include <string>
 
 #include "core/clock.hpp"
+#include "core/strings.hpp"
 #include "support/temp_dir.hpp"
 #include "sys/file_system.hpp"
 #include "sys/process_runner.hpp"
@@ -203,6 +204,41 @@ TEST_F(NcclSweepTest, FindBadNodeScoresOnlyASettledSearch) {
   EXPECT_TRUE(std::ranges::any_of(stopped->record.findings, [](const Finding& f) {
     return f.check_id == "network.nccl-bad-node" && f.status == CheckStatus::kUnknown;
   }));
+}
+
+// What Slurm cannot say is said, and the sweep goes on (stand-in squeue and sinfo, found as
+// the sweep's own find_program finds them): a Slurm that cannot be asked; an sinfo that fails,
+// leaving node names alone to match; hosts that are no Slurm node by any name.
+TEST_F(NcclSweepTest, WhatSlurmCannotSayIsSaid) {
+  NcclSweepRequest r = Request();
+  r.sweep.collectives = {"alltoall"};
+  const auto sweep_with = [&](const std::string& squeue, const std::string& sinfo) {
+    Script("squeue", squeue);
+    Script("sinfo", sinfo);
+    progress_.clear();
+    NcclSweepIo io = Io();
+    io.find_program = [this](const std::string& name) { return dir_.File("nccl-tests/" + name); };
+    auto report = SweepNccl(r, io);
+    EXPECT_TRUE(report) << report.error().message;
+    EXPECT_EQ(report ? report->steps.size() : 0U, 1U);
+  };
+  const auto said = [this](const std::string& line) {
+    return std::ranges::find(progress_, line) != progress_.end();
+  };
+  sweep_with("echo 'squeue: fatal: Could not establish a configuration source' >&2\nexit 1\n",
+             "exit 1\n");
+  EXPECT_TRUE(
+      said("not checked whether the hosts run others' Slurm jobs: squeue exit 1: squeue: "
+           "fatal: Could not establish a configuration source"))
+      << Join(progress_, "\n");
+  sweep_with("exit 0\n", "echo 'sinfo: error: slurm_load_node: Access denied' >&2\nexit 1\n");
+  EXPECT_TRUE(
+      said("sinfo exit 1: sinfo: error: slurm_load_node: Access denied: hosts matched to "
+           "Slurm's nodes by node name only"))
+      << Join(progress_, "\n");
+  sweep_with("exit 0\n", "echo 'gpu1|gpu1|10.0.0.1'\n");
+  EXPECT_TRUE(said("no Slurm node by these names, so not checked for others' jobs: localhost"))
+      << Join(progress_, "\n");
 }
 
 TEST_F(NcclSweepTest, AMissingBuildFolderOrBinaryStopsBeforeAnyStep) {

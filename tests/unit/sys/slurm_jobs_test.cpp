@@ -74,14 +74,18 @@ TEST(HostsInUse, NamesAreMadeSafeForATerminal) {
 TEST(HostsInUse, ANodeByAnyOfItsNames) {
   const std::vector<SlurmJobPlacement> jobs = {{.job = "5", .nodes = {"gpu7.cluster.local"}},
                                                {.job = "6", .nodes = {"n01"}},
-                                               {.job = "8", .nodes = {"lab1", "lab2"}}};
+                                               {.job = "8", .nodes = {"lab1", "lab2"}},
+                                               {.job = "9", .nodes = {"n02"}}};
   const std::vector<SlurmNodeName> nodes = {
       {.name = "n01", .hostname = "compute-01.dc.example", .address = "10.1.0.1"},
       {.name = "lab1", .hostname = "localhost", .address = "127.0.0.1"},
-      {.name = "lab2", .hostname = "localhost", .address = "127.0.0.1"}};
+      {.name = "lab2", .hostname = "localhost", .address = "127.0.0.1"},
+      {.name = "n02", .hostname = "n02", .address = "N02-IB"}};
   const auto in_use = HostsRunningOthersJobs(
-      jobs, {"GPU7", "compute-01", "10.1.0.1", "localhost", "10.1.0.2", "gpu8"}, "", nodes);
-  ASSERT_EQ(in_use.size(), 4U);
+      jobs, {"GPU7", "compute-01", "10.1.0.1", "localhost", "10.1.0.2", "gpu8", "n02-ib"}, "",
+      nodes);
+  ASSERT_EQ(in_use.size(), 5U);
+  EXPECT_EQ(in_use[4].host, "n02-ib");  // an address as a name: case aside
   EXPECT_EQ(in_use[0].host, "GPU7");
   EXPECT_EQ(in_use[1].host, "compute-01");
   EXPECT_EQ(in_use[1].jobs, std::vector<std::string>{"6"});
@@ -112,9 +116,11 @@ TEST(SlurmJobsOnNodes, TheEnvironmentDoesNotNarrowTheQuestion) {
   LocalFileSystem fs;
   ASSERT_TRUE(fs.WriteFileAtomic(dir.File("squeue"),
                                  "#!/bin/sh\n# A stand-in for squeue, which honours SQUEUE_USERS.\n"
-                                 "[ -n \"$SQUEUE_USERS\" ] && exit 0\necho '41|gpu[1-2]'\n",
+                                 "[ -n \"$SQUEUE_USERS$SQUEUE_PARTITION\" ] && exit 0\n"
+                                 "echo '41|gpu[1-2]'\n",
                                  0755));
   const ScopedEnv users("SQUEUE_USERS", "someone");
+  const ScopedEnv partition("SQUEUE_PARTITION", "debug");
   PosixProcessRunner runner;
   auto jobs = SlurmJobsOnNodes(runner, dir.File("squeue"), std::chrono::seconds(10));
   ASSERT_TRUE(jobs) << jobs.error().message;
