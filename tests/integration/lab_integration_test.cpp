@@ -378,8 +378,9 @@ TEST_F(LabTest, TheNcclSweepRunsThroughSrun) {
 // sweep runs in ($SLURM_JOB_ID) is its own; --force runs it, and the run says so in a WARN.
 TEST_F(LabTest, AnMpirunSweepLeavesHostsWithOthersJobsAlone) {
   ASSERT_TRUE(Up(spec_, ctx_, 30s));
+  // The tenant's job: it runs until the lab (TearDown's Down) ends it.
   auto submit = Slurm({"sbatch", "--parsable", "-N1", "-w", "gpu2", "-o", "/dev/null", "--wrap",
-                       "sleep 308"});  // its own duration: other tests run sleep 300
+                       "exec tail -f /dev/null"});
   ASSERT_TRUE(submit);
   ASSERT_EQ(submit->exit_code, 0) << submit->stderr_text;
   const std::string job(Trim(submit->stdout_text));
