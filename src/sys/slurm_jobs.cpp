@@ -43,13 +43,15 @@ struct NodeAliases {
   std::vector<std::string> NodeKeysOf(const std::string& host) const {
     const std::string key = NameKey(host);
     std::vector<std::string> keys = {key};
-    for (const auto* aliases : {&by_name, &by_key}) {
-      const auto it = aliases->find(aliases == &by_name ? ToLower(host) : key);
-      if (it == aliases->end()) continue;
+    const auto add = [&keys](const auto& aliases, const std::string& alias) {
+      const auto it = aliases.find(alias);
+      if (it == aliases.end()) return;
       for (const std::string& node : it->second) {
         if (std::ranges::find(keys, node) == keys.end()) keys.push_back(node);
       }
-    }
+    };
+    add(by_name, ToLower(host));
+    add(by_key, key);
     return keys;
   }
 };
