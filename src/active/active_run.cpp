@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <fmt/format.h>
+#include <iterator>
 #include <nlohmann/json.hpp>
 
 #include "core/strings.hpp"
@@ -32,21 +33,16 @@ constexpr std::string_view kConditionPrefix = "active/";
 
 // NVML sees a moment: a node given to another's job may have idle GPUs then (the job loading
 // its data, between its steps). Slurm, where it is here to ask, says whether it is: why the node
-// is left alone, or "" (a Slurm that cannot say is noted, and NVML's answer stands).
+// is left alone, or "" (what Slurm could not say is noted, and NVML's answer stands).
 std::string OthersJobsOnThisNode(const std::string& node, const std::string& own_job,
                                  const ToolIo& tools, std::vector<std::string>& notes) {
-  const std::string squeue =
-      tools.find_program ? tools.find_program("squeue") : sys::FindProgram("squeue");
-  if (squeue.empty() || tools.runner == nullptr) return {};
-  auto jobs = sys::SlurmJobsOnNodes(*tools.runner, squeue, std::chrono::seconds(30));
-  if (!jobs) {
-    notes.push_back("not known whether Slurm runs others' jobs here: " + jobs.error().message);
-    return {};
-  }
-  const std::vector<sys::HostInUse> in_use = sys::HostsRunningOthersJobs(*jobs, {node}, own_job);
-  if (in_use.empty()) return {};
+  if (tools.runner == nullptr) return {};
+  sys::OthersJobsAnswer answer = sys::AskOthersJobsOn(
+      {.hosts = {node}, .own_job = own_job, .find_program = tools.find_program}, *tools.runner);
+  std::ranges::move(answer.unchecked, std::back_inserter(notes));
+  if (answer.in_use.empty()) return {};
   return fmt::format("others' Slurm jobs run on {}; --force runs the checks beside them",
-                     sys::DescribeHostsInUse(in_use));
+                     sys::DescribeHostsInUse(answer.in_use));
 }
 
 }  // namespace

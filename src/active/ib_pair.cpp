@@ -178,36 +178,23 @@ RailResult RunRail(const IbPairOptions& options, const std::string& rail, int po
   return r;
 }
 
-// What Slurm says of the peer's jobs: those other than this node's own (`busy`), or why it
+// What Slurm says of the peer's jobs: those other than this node's own (`busy`), or what it
 // could not say (`unknown`); both empty when it runs none, or no Slurm is here to ask.
 struct PeerJobs {
   std::string busy;
   std::string unknown;
 };
 PeerJobs AskSlurmAboutThePeer(const IbPairOptions& options, const IbPairIo& io) {
-  const std::string squeue =
-      io.tools.find_program ? io.tools.find_program("squeue") : sys::FindProgram("squeue");
-  if (squeue.empty()) return {};
-  const ToolOutcome asked =
-      RunTool({.check_id = std::string(kCheck),
-               .tool = "squeue",
-               .args = {"-a", "--local", "-h", "-w", options.peer, "-t",
-                        std::string(sys::kSlurmJobStatesOnNodes), "-o", "%A"},
-               .env = {std::begin(sys::kSlurmViewVariables), std::end(sys::kSlurmViewVariables)},
-               .deadline = std::chrono::seconds(30)},
-              io.tools);
-  if (!asked.result || !asked.result->Succeeded()) {
-    return {.unknown = asked.result ? asked.result->Describe() + ": " + FirstWords(*asked.result)
-                                    : asked.instead->message};
+  if (io.tools.runner == nullptr) return {};
+  const sys::OthersJobsAnswer answer = sys::AskOthersJobsOn(
+      {.hosts = {options.peer}, .own_job = options.own_job, .find_program = io.tools.find_program},
+      *io.tools.runner);
+  PeerJobs out{.unknown = Join(answer.unchecked, "; ")};
+  if (!answer.in_use.empty()) {
+    out.busy = fmt::format("others' Slurm jobs run on {}, whose traffic the test would disturb",
+                           sys::DescribeHostsInUse(answer.in_use));
   }
-  // %A: each job's own id, as $SLURM_JOB_ID has it (%i writes an array task as 123_4).
-  std::vector<std::string> others;
-  for (std::string_view id : SplitFields(asked.result->stdout_text)) {
-    if (id != options.own_job) others.emplace_back(id);
-  }
-  if (others.empty()) return {};
-  return {.busy = fmt::format("{} runs others' jobs ({}), whose traffic the test would disturb",
-                              options.peer, RailList(others))};
+  return out;
 }
 
 }  // namespace
@@ -384,9 +371,8 @@ IbPairVerdict RunIbPairs(const IbPairOptions& options, Duration deadline, const 
   }
   out.findings.push_back(JudgeIbPairs(out.rails, options.peer));
   if (!peer_jobs.unknown.empty()) {
-    out.findings.back().message +=
-        fmt::format(" (tested without knowing whether {} runs jobs: squeue {})", options.peer,
-                    peer_jobs.unknown);
+    out.findings.back().message += fmt::format(
+        " (tested without knowing all of what runs on {}: {})", options.peer, peer_jobs.unknown);
   }
   return out;
 }

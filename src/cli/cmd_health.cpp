@@ -45,7 +45,7 @@ void PrintRecord(const HealthFlags& o, Context& ctx, const RunRecord& record) {
 int RunActive(HealthFlags o, Context& ctx) {
   o.active_run.level = active::ActiveLevelNamed(o.level);
   if (o.burn_s >= 0) o.active_run.burn_s = o.burn_s;
-  o.active_run.own_job = sys::GetEnv("SLURM_JOB_ID");
+  if (o.active_run.own_job.empty()) o.active_run.own_job = sys::GetEnv("SLURM_JOB_ID");
   if (!o.peer.empty()) {
     o.ib_pair.peer = o.peer;
     o.ib_pair.own_job = o.active_run.own_job;
@@ -148,7 +148,12 @@ Command SetupHealthCommand(CLI::App& parent) {
       "take the next ports");
   Flag(app, "--force", options->active_run.force,
        "With --active: exercise GPUs that are in use, or whose use NVML cannot tell, and a "
-       "node where Slurm runs others' jobs (any but $SLURM_JOB_ID)");
+       "node where Slurm runs others' jobs (any but --own-job's)");
+  Opt(app, "--own-job", options->active_run.own_job,
+      "With --active: the Slurm job this runs for, whose use of the node (and of --peer) is not "
+      "others' (default $SLURM_JOB_ID; give it in an ssh session that pam_slurm_adopt put in "
+      "your job, which has no $SLURM_JOB_ID)")
+      ->check(Whole(1, 4294967295));
   Flag(app, "--force-peer", options->ib_pair.force,
        "With --peer: test the rails of a peer that runs others' jobs (their traffic is "
        "disturbed)");

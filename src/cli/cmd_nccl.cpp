@@ -64,7 +64,7 @@ net::NcclSweepRequest Request(const HostFlags& h, const Context& ctx, const Cloc
   }
   if (request.out_dir.empty())
     request.out_dir = net::NcclLogFolder(ctx.DbPath(), kind, clock.Now());
-  request.own_job = sys::GetEnv("SLURM_JOB_ID");
+  if (request.own_job.empty()) request.own_job = sys::GetEnv("SLURM_JOB_ID");
   return request;
 }
 
@@ -144,8 +144,12 @@ void AddHostFlags(CLI::App* sub, HostFlags& h, const std::string& what) {
          "allocation (--nodelist)");
   Flag(sub, "--force", r.force,
        "With mpirun: run on hosts where Slurm's squeue shows others' jobs (those other than "
-       "$SLURM_JOB_ID) too; without it such a run is refused. The run records a WARN: their "
+       "--own-job's) too; without it such a run is refused. The run records a WARN: their "
        "traffic is in its figures");
+  Opt(sub, "--own-job", r.own_job,
+      "With mpirun: the Slurm job the sweep runs for, whose hosts are not others' (default "
+      "$SLURM_JOB_ID; give it in an ssh session that pam_slurm_adopt put in your job)")
+      ->check(Whole(1, 4294967295));
   Opt(sub, "--srun-mpi", w.srun_mpi,
       "srun's MPI plugin (--mpi=): pmix, pmix_v4, pmi2 ... as srun --mpi=list names them");
   Opt(sub, "-b,--min-bytes", w.min_bytes, "Smallest message (nccl-tests' -b: 8, 64K, 1M)");

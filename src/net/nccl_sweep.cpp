@@ -433,14 +433,9 @@ using WithOptions = std::function<Result<void>(const NcclSweepOptions&)>;
 Result<void> LookForOthersJobs(NcclSweepRequest& request, const NcclSweepIo& io) {
   NcclSweepOptions& options = request.sweep;
   if (options.launcher != NcclLauncher::kMpirun) return {};
-  const auto find = [&io](const std::string& name) {
-    return io.find_program ? io.find_program(name) : sys::FindProgram(name);
-  };
   const auto say = [&io](const std::string& line) {
     if (io.progress) io.progress(line);
   };
-  const std::string squeue = find("squeue");
-  if (squeue.empty()) return {};
   // A sweep told --nodes 1,2 loads only the first two hosts.
   std::vector<std::string> used;
   if (auto steps = PlanNcclSweep(options); steps) {
@@ -452,28 +447,10 @@ Result<void> LookForOthersJobs(NcclSweepRequest& request, const NcclSweepIo& io)
   } else {
     used = options.hosts;
   }
-  constexpr Duration kAsking = std::chrono::seconds(30);
-  auto jobs = sys::SlurmJobsOnNodes(*io.runner, squeue, kAsking);
-  if (!jobs) {
-    say("not checked whether the hosts run others' Slurm jobs: " + jobs.error().message);
-    return {};
-  }
-  // The nodes' host names and addresses, which mpirun may be given instead of their names.
-  std::vector<sys::SlurmNodeName> nodes;
-  if (const std::string sinfo = find("sinfo"); sinfo.empty()) {
-    say("no sinfo here: hosts matched to Slurm's nodes by node name only");
-  } else if (auto named = sys::SlurmNodeNames(*io.runner, sinfo, kAsking); !named) {
-    say(named.error().message + ": hosts matched to Slurm's nodes by node name only");
-  } else {
-    nodes = std::move(*named);
-  }
-  if (const std::vector<std::string> unknown = sys::HostsNamingNoNode(used, nodes);
-      !nodes.empty() && !unknown.empty()) {
-    say("no Slurm node by these names, so not checked for others' jobs: " +
-        AsOneLine(Join(unknown, ", ")));
-  }
-  const std::vector<sys::HostInUse> in_use =
-      sys::HostsRunningOthersJobs(*jobs, used, request.own_job, nodes);
+  const sys::OthersJobsAnswer answer = sys::AskOthersJobsOn(
+      {.hosts = used, .own_job = request.own_job, .find_program = io.find_program}, *io.runner);
+  for (const std::string& line : answer.unchecked) say(line);
+  const std::vector<sys::HostInUse>& in_use = answer.in_use;
   if (in_use.empty()) return {};
   const std::string where = sys::DescribeHostsInUse(in_use);
   if (!request.force) {

@@ -190,4 +190,36 @@ std::string DescribeHostsInUse(const std::vector<HostInUse>& hosts) {
   return Join(parts, ", ");
 }
 
+OthersJobsAnswer AskOthersJobsOn(const OthersJobsQuestion& question, ProcessRunner& runner) {
+  const auto find = [&question](const std::string& name) {
+    return question.find_program ? question.find_program(name) : FindProgram(name);
+  };
+  OthersJobsAnswer answer;
+  const std::string squeue = find("squeue");
+  if (squeue.empty()) return answer;
+  auto jobs = SlurmJobsOnNodes(runner, squeue, question.timeout);
+  if (!jobs) {
+    answer.unchecked.push_back("not checked for others' Slurm jobs: " + jobs.error().message);
+    return answer;
+  }
+  answer.known = true;
+  std::vector<SlurmNodeName> nodes;
+  if (const std::string sinfo = find("sinfo"); sinfo.empty()) {
+    answer.unchecked.emplace_back(
+        "no sinfo here: hosts matched to Slurm's nodes by node name only");
+  } else if (auto named = SlurmNodeNames(runner, sinfo, question.timeout); !named) {
+    answer.unchecked.push_back(named.error().message +
+                               ": hosts matched to Slurm's nodes by node name only");
+  } else {
+    nodes = std::move(*named);
+  }
+  if (const std::vector<std::string> unknown = HostsNamingNoNode(question.hosts, nodes);
+      !nodes.empty() && !unknown.empty()) {
+    answer.unchecked.push_back("no Slurm node by these names, so not checked for others' jobs: " +
+                               AsOneLine(Join(unknown, ", ")));
+  }
+  answer.in_use = HostsRunningOthersJobs(*jobs, question.hosts, question.own_job, nodes);
+  return answer;
+}
+
 }  // namespace cmax::sys

@@ -2,6 +2,7 @@
 // nodes that Slurm schedules.
 #pragma once
 
+#include <functional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -82,5 +83,26 @@ std::vector<std::string> HostsNamingNoNode(const std::vector<std::string>& hosts
 
 // "gpu2 (job 1234), gpu3 (jobs 7, 9)"; names cleaned for a terminal.
 std::string DescribeHostsInUse(const std::vector<HostInUse>& hosts);
+
+// The question every command that loads nodes asks first, asked one way: which of `hosts` run
+// jobs other than `own_job`.
+struct OthersJobsQuestion {
+  std::vector<std::string> hosts;  // as the caller names them: node names, host names, addresses
+  std::string own_job;             // $SLURM_JOB_ID or --own-job; empty: none
+  // Where squeue and sinfo are (sys::FindProgram when empty): neither here means no Slurm to
+  // ask, and nothing is said.
+  std::function<std::string(const std::string&)> find_program;
+  Duration timeout = std::chrono::seconds(30);
+};
+struct OthersJobsAnswer {
+  std::vector<HostInUse> in_use;
+  // What the answer could not cover, a line each: squeue failed (nothing known), sinfo failed
+  // (hosts matched by node name only), hosts that are no node by any name.
+  std::vector<std::string> unchecked;
+  bool known = false;  // squeue answered
+};
+// squeue for the jobs, then sinfo for the nodes' other names (mpirun may be given a host name or
+// an address, and a node's host name need not be its NodeName).
+OthersJobsAnswer AskOthersJobsOn(const OthersJobsQuestion& question, ProcessRunner& runner);
 
 }  // namespace cmax::sys

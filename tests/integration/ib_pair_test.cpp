@@ -37,18 +37,25 @@ class IbPairRun : public ::testing::Test {
       ASSERT_TRUE(fs_.WriteFileAtomic(ports + "/rate", "400 Gb/sec (4X NDR)\n", 0644));
     }
     ::setenv("STANDIN_IB_DEVICES", "mlx5_0,mlx5_1", 1);
-    // A stand-in for Slurm's squeue: the peer's jobs are $STANDIN_SQUEUE_JOBS (none unless
-    // a test says so), the cluster's jobs and their nodes (asked as %A|%N: this node's
-    // question) $STANDIN_SQUEUE_PLACED, what it was asked goes to $STANDIN_SQUEUE_ASKED, and it
-    // fails as one that cannot reach slurmctld when $STANDIN_SQUEUE_FAILS is set.
+    // Stand-ins for Slurm's squeue and sinfo. squeue: every job and its nodes (%A|%N), those
+    // of $STANDIN_SQUEUE_PLACED and the peer's, $STANDIN_SQUEUE_JOBS (none unless a test says
+    // so); what it was asked goes to $STANDIN_SQUEUE_ASKED, and it fails as one that cannot reach
+    // slurmctld when $STANDIN_SQUEUE_FAILS is set. sinfo: the peer is node peer1, reached at
+    // 127.0.0.1 (as it is named here), beside gpu1 and gpu2.
     ASSERT_TRUE(fs_.WriteFileAtomic(dir_.File("bin/squeue"), R"(#!/bin/sh
-case "$*" in *'%A|%N'*) [ -n "$STANDIN_SQUEUE_PLACED" ] && echo "$STANDIN_SQUEUE_PLACED"; exit 0;; esac
 [ -n "$STANDIN_SQUEUE_ASKED" ] && echo "$*" > "$STANDIN_SQUEUE_ASKED"
 if [ -n "$STANDIN_SQUEUE_FAILS" ]; then
   echo "squeue: error: slurm_load_jobs error: Unable to contact slurm controller" >&2
   exit 1
 fi
-for id in $STANDIN_SQUEUE_JOBS; do echo "$id"; done
+[ -n "$STANDIN_SQUEUE_PLACED" ] && echo "$STANDIN_SQUEUE_PLACED"
+for id in $STANDIN_SQUEUE_JOBS; do echo "$id|peer1"; done
+exit 0
+)",
+                                    0755));
+    ASSERT_TRUE(fs_.WriteFileAtomic(dir_.File("bin/sinfo"), R"(#!/bin/sh
+echo 'gpu[1-2]|gpu1|gpu1'
+echo 'peer1|localhost|127.0.0.1'
 )",
                                     0755));
   }
@@ -63,7 +70,7 @@ for id in $STANDIN_SQUEUE_JOBS; do echo "$id"; done
     return {.tools = {.runner = &runner_,
                       .find_program =
                           [this](const std::string& name) {
-                            return name == "ib_write_bw" || name == "squeue"
+                            return name == "ib_write_bw" || name == "squeue" || name == "sinfo"
                                        ? dir_.File("bin/" + name)
                                        : sys::FindProgram(name);
                           }},
@@ -176,12 +183,11 @@ TEST_F(IbPairRun, APeerThatRunsOthersJobsIsLeftAloneUnlessForced) {
   ASSERT_EQ(v.findings.size(), 1U);
   EXPECT_EQ(v.findings[0].status, CheckStatus::kSkip);
   EXPECT_EQ(v.findings[0].message,
-            "127.0.0.1 runs others' jobs (4242), whose traffic the test would disturb: not run "
-            "(--force-peer tests its rails)");
+            "others' Slurm jobs run on 127.0.0.1 (job 4242), whose traffic the test would "
+            "disturb: not run (--force-peer tests its rails)");
   EXPECT_TRUE(v.rails.empty());
   EXPECT_EQ(fs_.ReadFile(dir_.File("asked"), 4096).value(),
-            "-a --local -h -w 127.0.0.1 -t RUNNING,CONFIGURING,SUSPENDED,STOPPED,COMPLETING -o "
-            "%A\n");
+            "-a --local -h -t RUNNING,CONFIGURING,SUSPENDED,STOPPED,COMPLETING -o %A|%N\n");
 
   ::setenv("STANDIN_SQUEUE_JOBS", "777", 1);  // only this node's own job
   v = RunIbPairs(options, 20s, Io());
@@ -200,8 +206,9 @@ TEST_F(IbPairRun, APeerThatRunsOthersJobsIsLeftAloneUnlessForced) {
   ASSERT_EQ(v.rails.size(), 1U);
   EXPECT_TRUE(v.rails[0].average_gbits) << v.rails[0].problem;
   ASSERT_EQ(v.findings.size(), 1U);
-  EXPECT_NE(v.findings[0].message.find("(tested without knowing whether 127.0.0.1 runs jobs: "
-                                       "squeue exit 1: squeue: error: slurm_load_jobs error"),
+  EXPECT_NE(v.findings[0].message.find(
+                "(tested without knowing all of what runs on 127.0.0.1: not checked for others' "
+                "Slurm jobs: squeue exit 1: squeue: error: slurm_load_jobs error"),
             std::string::npos)
       << v.findings[0].message;
 }
@@ -281,6 +288,9 @@ TEST_F(IbPairRun, TheCommandTestsTheRailsToItsPeer) {
   EXPECT_EQ(message_of_rails,
             "others' Slurm jobs run on gpu1 (job 777); --force runs the checks beside them");
   EXPECT_NE(peer_run("--force", "STANDIN_SQUEUE_PLACED=777|gpu[1-2]"), "SKIP");
+  // The job this runs for, told (an ssh session that pam_slurm_adopt put in job 777 has no
+  // $SLURM_JOB_ID), is not another's.
+  EXPECT_NE(peer_run("--own-job=777", "STANDIN_SQUEUE_PLACED=777|gpu[1-2]"), "SKIP");
 
   // A launcher whose quote is not closed is a usage error, said before anything runs.
   const auto unclosed =

@@ -228,8 +228,8 @@ TEST_F(NcclSweepTest, WhatSlurmCannotSayIsSaid) {
   sweep_with("echo 'squeue: fatal: Could not establish a configuration source' >&2\nexit 1\n",
              "exit 1\n");
   EXPECT_TRUE(
-      said("not checked whether the hosts run others' Slurm jobs: squeue exit 1: squeue: "
-           "fatal: Could not establish a configuration source"))
+      said("not checked for others' Slurm jobs: squeue exit 1: squeue: fatal: Could not "
+           "establish a configuration source"))
       << Join(progress_, "\n");
   sweep_with("exit 0\n", "echo 'sinfo: error: slurm_load_node: Access denied' >&2\nexit 1\n");
   EXPECT_TRUE(

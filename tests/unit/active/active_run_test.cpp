@@ -203,9 +203,36 @@ TEST_F(ActiveRun, ANodeGivenToAnothersJobIsLeftAloneThoughItsGpusAreIdle) {
   EXPECT_TRUE(Ran("dcgmi"));
   EXPECT_TRUE(std::ranges::any_of(unknown->notes, [](const std::string& note) {
     return note.starts_with(
-        "not known whether Slurm runs others' jobs here: squeue exit 1: "
+        "not checked for others' Slurm jobs: squeue exit 1: "
         "squeue: error: Unable to contact slurm controller");
   })) << Join(unknown->notes, "\n");
+}
+
+// Over ssh, or on a cluster whose NodeNames are not its host names, the node is known here by
+// its host name (ip-10-0-1-5): sinfo's NodeHostname ties it to the node Slurm's jobs name (gpu1).
+TEST_F(ActiveRun, ANodeKnownByItsHostNameIsFoundThroughSinfo) {
+  StandIn("squeue", "echo '4321|gpu[1-2]'");
+  StandIn("sinfo",
+          "echo 'gpu1|ip-10-0-1-5.ec2.internal|10.0.1.5'\necho 'gpu2|ip-10-0-1-6|10.0.1.6'");
+  ActiveRunIo io = Io([] { return Result<sys::NvmlSnapshot>(Gpus()); });
+  io.host = "ip-10-0-1-5";
+  auto report = RunActiveHealth({}, io);
+  ASSERT_TRUE(report) << report.error().message;
+  EXPECT_FALSE(Ran("dcgmi"));
+  ASSERT_FALSE(report->record.findings.empty());
+  EXPECT_EQ(report->record.findings.front().message,
+            "others' Slurm jobs run on ip-10-0-1-5 (job 4321); --force runs the checks beside "
+            "them");
+  EXPECT_TRUE(report->notes.empty()) << Join(report->notes, "\n");
+
+  // A host Slurm knows by no name is said, and NVML's answer stands.
+  io.host = "login1";
+  report = RunActiveHealth({}, io);
+  ASSERT_TRUE(report) << report.error().message;
+  EXPECT_TRUE(Ran("dcgmi"));
+  EXPECT_TRUE(std::ranges::any_of(report->notes, [](const std::string& note) {
+    return note == "no Slurm node by these names, so not checked for others' jobs: login1";
+  })) << Join(report->notes, "\n");
 }
 
 TEST_F(ActiveRun, ANodeWithoutAGpuSaysSoAndRunsNothing) {

@@ -869,6 +869,14 @@ TEST(Cli, TrainRunStopsAtTheBudgetAndRecordsTheEnding) {
     EXPECT_NE(bad.err.find("not NAME=VALUE"), std::string::npos) << bad.err;
     EXPECT_EQ(bad.err.find("hunter2"), std::string::npos) << bad.err;
   }
+  // A job id is Slurm's number: anything else is refused before Slurm is asked.
+  for (const std::vector<std::string>& bad_job :
+       {std::vector<std::string>{"nccl", "sweep", "--db", db, "--hosts", "a", "--own-job", "x1"},
+        std::vector<std::string>{"health", "--db", db, "--active", "--own-job", "-5"}}) {
+    const auto bad = Cli(bad_job);
+    EXPECT_EQ(bad.code, kExitUsage) << bad.err;
+    EXPECT_NE(bad.err.find("--own-job"), std::string::npos) << bad.err;
+  }
   // A slowed link without a lab, and a lab of one host, are refused before anything runs.
   const auto unlabbed =
       Cli({"train", "run", "--db", db, "--slow-link", "h2:200mbit", "--", "/bin/true"});

@@ -139,5 +139,55 @@ TEST(SlurmJobsOnNodes, TheEnvironmentDoesNotNarrowTheQuestion) {
             "squeue exit 1: squeue: fatal: Could not establish a configuration source");
 }
 
+// The one question, asked one way (stand-in squeue and sinfo): others' jobs on the hosts named
+// by node name, host name or address, the caller's own job not among them; what Slurm could not
+// say, a line each; no Slurm here, nothing said.
+TEST(AskOthersJobsOn, JobsOnTheHostsByAnyNameAndWhatCouldNotBeSaid) {
+  testing::TempDir dir;
+  LocalFileSystem fs;
+  const auto stand_in = [&](const std::string& name, const std::string& body) {
+    ASSERT_TRUE(fs.WriteFileAtomic(dir.File(name), "#!/bin/sh\n" + body, 0755));
+  };
+  stand_in("squeue", "echo '41|gpu[1-2]'\necho '42|gpu3'\n");
+  stand_in("sinfo", "echo 'gpu[1-3]|gpu1|gpu1'\necho 'gpu3|ip-10-0-1-7.internal|10.0.1.7'\n");
+  PosixProcessRunner runner;
+  OthersJobsQuestion question{
+      .hosts = {"GPU1", "10.0.1.7", "ip-10-0-1-7", "login1"},
+      .own_job = "41",
+      .find_program = [&](const std::string& name) { return dir.File(name); }};
+  OthersJobsAnswer answer = AskOthersJobsOn(question, runner);
+  EXPECT_TRUE(answer.known);
+  EXPECT_EQ(DescribeHostsInUse(answer.in_use), "10.0.1.7 (job 42), ip-10-0-1-7 (job 42)");
+  EXPECT_EQ(answer.unchecked,
+            (std::vector<std::string>{"no Slurm node by these names, so not checked for others' "
+                                      "jobs: login1"}));
+
+  question.own_job.clear();
+  answer = AskOthersJobsOn(question, runner);
+  EXPECT_EQ(DescribeHostsInUse(answer.in_use),
+            "GPU1 (job 41), 10.0.1.7 (job 42), ip-10-0-1-7 (job 42)");
+
+  stand_in("sinfo", "echo 'sinfo: error: Access denied' >&2\nexit 1\n");
+  answer = AskOthersJobsOn(question, runner);
+  EXPECT_EQ(DescribeHostsInUse(answer.in_use), "GPU1 (job 41)");
+  EXPECT_EQ(answer.unchecked,
+            (std::vector<std::string>{"sinfo exit 1: sinfo: error: Access denied: hosts matched "
+                                      "to Slurm's nodes by node name only"}));
+
+  stand_in("squeue", "echo 'squeue: error: Unable to contact slurm controller' >&2\nexit 1\n");
+  answer = AskOthersJobsOn(question, runner);
+  EXPECT_FALSE(answer.known);
+  EXPECT_TRUE(answer.in_use.empty());
+  EXPECT_EQ(answer.unchecked,
+            (std::vector<std::string>{"not checked for others' Slurm jobs: squeue exit 1: squeue: "
+                                      "error: Unable to contact slurm controller"}));
+
+  question.find_program = [](const std::string&) { return std::string(); };
+  answer = AskOthersJobsOn(question, runner);
+  EXPECT_FALSE(answer.known);
+  EXPECT_TRUE(answer.in_use.empty());
+  EXPECT_TRUE(answer.unchecked.empty());
+}
+
 }  // namespace
 }  // namespace cmax::sys
