@@ -19,7 +19,6 @@
 #include "cli/flags.hpp"
 #include "cli/numbers.hpp"
 #include "cli/remediate_flags.hpp"
-#include "report/render.hpp"
 #include "sys/file_system.hpp"
 #include "sys/host.hpp"
 #include "sys/interrupt.hpp"
@@ -53,15 +52,6 @@ struct AuditFlags {
   audit::ReviewOptions review;
 };
 
-// -v: observed and expected for every check, and its links; -vv: why and how to reproduce it;
-// -vvv: and every piece of evidence.
-report::TextOptions AuditText(const Context& ctx) {
-  return {.color = ctx.Color(),
-          .show_evidence = ctx.global.verbosity >= 3,
-          .detail = ctx.global.verbosity,
-          .explain = audit::ExplainCheck};
-}
-
 // Work on other machines goes ahead with --yes, or with a "y" from the person at the terminal.
 bool Confirm(const AuditFlags& o, Context& ctx, const std::string& plan) {
   if (o.yes) return true;
@@ -85,15 +75,7 @@ int BuildMinimums(const AuditFlags& o, Context& ctx, sys::FileSystem& fs, const 
     for (const std::string& line : built->ignored)
       ctx.err << "cmax audit: ignored " << line << "\n";
   }
-  const std::string text = JsonText(built->table);
-  if (o.build_out.empty()) {
-    ctx.out << text;
-    return kExitOk;
-  }
-  if (auto ok = WriteOutput(ctx, o.build_out, text); !ok) {
-    return PrintError(ctx, "cmax audit minimums build", ok.error());
-  }
-  return kExitOk;
+  return WriteOrPrint(ctx, "cmax audit minimums build", o.build_out, JsonText(built->table));
 }
 
 // The audit's own options mean nothing to `review` and `minimums build`: one given with them is
@@ -150,8 +132,7 @@ int Audit(AuditFlags& o, Context& ctx) {
       ctx.out << (o.json ? audit::RegradeJson(review->record, *review->regrade)
                          : audit::RegradeText(review->record, *review->regrade));
     } else {
-      ctx.out << (o.json ? report::RenderJson(review->record)
-                         : report::RenderText(review->record, AuditText(ctx)));
+      PrintRunRecord(ctx, review->record, o.json, DetailedText(ctx));
     }
     return kExitOk;
   }
@@ -178,8 +159,7 @@ int Audit(AuditFlags& o, Context& ctx) {
   if (!report->summary.empty() && !ctx.global.quiet) {
     ctx.err << "cmax audit: " << report->summary << "\n";
   }
-  ctx.out << (o.json ? report::RenderJson(report->record)
-                     : report::RenderText(report->record, AuditText(ctx)));
+  PrintRunRecord(ctx, report->record, o.json, DetailedText(ctx));
   return report->exit_code;
 }
 

@@ -53,9 +53,7 @@ int RunDb(const DbOptions& options, Context& ctx) {
   if (options.runs->parsed()) return ListRuns(options, ctx);
   auto record = store::LoadStoredRun(ctx.DbPath(), options.run);
   if (!record) return PrintError(ctx, "cmax db show", record.error());
-  ctx.out << (options.json
-                  ? report::RenderJson(*record)
-                  : report::RenderText(*record, {.color = ctx.Color(), .show_evidence = true}));
+  PrintRunRecord(ctx, *record, options.json, {.color = ctx.Color(), .show_evidence = true});
   return kExitOk;
 }
 

@@ -15,7 +15,6 @@
 #include "cli/numbers.hpp"
 #include "health/passive_run.hpp"
 #include "remediate/slurm.hpp"
-#include "report/render.hpp"
 #include "sys/host.hpp"
 #include "sys/interrupt.hpp"
 #include "sys/nvml.hpp"
@@ -36,11 +35,6 @@ struct HealthFlags {
   health::PassiveRunOptions run;
   active::ActiveRunOptions active_run;
 };
-
-void PrintRecord(const HealthFlags& o, Context& ctx, const RunRecord& record) {
-  ctx.out << (o.json ? report::RenderJson(record)
-                     : report::RenderText(record, {.color = ctx.Color()}));
-}
 
 int RunActive(HealthFlags o, Context& ctx) {
   o.active_run.level = active::ActiveLevelNamed(o.level);
@@ -68,7 +62,7 @@ int RunActive(HealthFlags o, Context& ctx) {
   auto report = active::RunActiveHealth(o.active_run, io);
   if (!report) return PrintError(ctx, "cmax health --active", report.error());
   for (const std::string& note : report->notes) ctx.err << "cmax health: " << note << "\n";
-  PrintRecord(o, ctx, report->record);
+  PrintRunRecord(ctx, report->record, o.json, {.color = ctx.Color()});
   return report->exit_code;
 }
 
@@ -94,7 +88,7 @@ int RunHealth(const HealthFlags& o, Context& ctx) {
   if (!report) return PrintError(ctx, "cmax health", report.error());
   for (const std::string& note : report->notes) ctx.err << note << "\n";
   ctx.out << report->line;
-  if (report->record) PrintRecord(o, ctx, *report->record);
+  if (report->record) PrintRunRecord(ctx, *report->record, o.json, {.color = ctx.Color()});
   return report->exit_code;
 }
 

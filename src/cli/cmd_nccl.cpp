@@ -8,8 +8,6 @@
 //   recipe     this node's NCCL settings against a platform's golden recipe
 //   platforms  the platforms' expected figures and what they rest on
 #include <CLI/CLI.hpp>
-#include <iostream>
-#include <iterator>
 #include <memory>
 #include <ostream>
 
@@ -93,13 +91,12 @@ int Sweep(const NcclFlags& o, Context& ctx) {
   const std::string out_dir = request.out_dir;
   auto report = net::SweepNccl(std::move(request), shell.Io(ctx, "cmax nccl sweep"));
   if (!report) return PrintError(ctx, "cmax nccl sweep", report.error());
-  return PrintRecorded(
-      ctx, "cmax nccl sweep",
-      o.json ? JsonText(net::NcclSweepJson(*report))
-             : net::NcclSweepText(*report, ctx.global.verbosity > 0),
-      report->analyzed.record.run.id,
-      report->interrupted ? 128 + sys::InterruptSignal() : report->analyzed.exit_code,
-      "logs in " + out_dir);
+  return PrintRecorded(ctx, "cmax nccl sweep",
+                       o.json ? JsonText(net::NcclSweepJson(*report))
+                              : net::NcclSweepText(*report, ctx.global.verbosity > 0),
+                       report->analyzed.record.run.id,
+                       ExitCodeUnlessInterrupted(report->interrupted, report->analyzed.exit_code),
+                       "logs in " + out_dir);
 }
 
 int FindBadNode(const NcclFlags& o, Context& ctx) {
@@ -115,7 +112,7 @@ int FindBadNode(const NcclFlags& o, Context& ctx) {
   return PrintRecorded(
       ctx, "cmax nccl find-bad-node",
       o.json ? JsonText(net::NcclBadNodeJson(*report)) : net::NcclBadNodeText(*report),
-      report->record.run.id, report->interrupted ? 128 + sys::InterruptSignal() : report->exit_code,
+      report->record.run.id, ExitCodeUnlessInterrupted(report->interrupted, report->exit_code),
       "logs in " + out_dir);
 }
 
@@ -206,9 +203,7 @@ int Nccl(const NcclFlags& o, Context& ctx) {
                         .fs = &fs,
                         .clock = &clock,
                         .interrupted = sys::Interrupted};
-  if (std::ranges::find(o.options.files, "-") != o.options.files.end()) {
-    io.stdin_text.assign(std::istreambuf_iterator<char>(std::cin), {});
-  }
+  io.stdin_text = StdinIfNamed(o.options.files);
   auto report = net::AnalyzeNcclFiles(o.options, io);
   if (!report) return PrintError(ctx, "cmax nccl analyze", report.error());
   return PrintRecorded(ctx, "cmax nccl analyze",

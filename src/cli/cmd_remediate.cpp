@@ -47,7 +47,7 @@ int RunController(const RunFlags& o, Context& ctx) {
        .error = [&](std::string_view why) { ctx.err << name << ": " << why << "\n"; },
        .decided = [&](std::string_view line) { ctx.out << AsOneLine(line) << std::endl; }});
   if (!report) return PrintError(ctx, name, report.error());
-  if (report->stopped) return 128 + sys::InterruptSignal();
+  if (report->stopped) return ExitCodeUnlessInterrupted(true, kExitOk);
   ctx.out << remediate::PassView(report->last);
   return remediate::PassWentWrong(report->last) ? kExitChecksFailed : kExitOk;
 }

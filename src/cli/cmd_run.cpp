@@ -6,7 +6,6 @@
 #include <ostream>
 
 #include "active/cuda_probes.hpp"
-#include "audit/catalogue_views.hpp"
 #include "cli/cli.hpp"
 #include "cli/common.hpp"
 #include "cli/flags.hpp"
@@ -15,8 +14,6 @@
 #include "evaluate/evaluation.hpp"
 #include "evaluate/lab_evaluation.hpp"
 #include "net/nccl_sweep.hpp"
-#include "report/render.hpp"
-#include "store/store.hpp"
 #include "sys/file_system.hpp"
 #include "sys/host.hpp"
 #include "sys/interrupt.hpp"
@@ -67,17 +64,11 @@ int Run(const RunOptions& options, Context& ctx) {
   if (report->interrupted) {
     ctx.err << fmt::format("cmax run: interrupted; run {} kept what it had\n", record.run.id);
   }
-  // -v, -vv, -vvv: as `cmax audit` says its checks (cmd_audit.cpp).
-  ctx.out << (options.json ? report::RenderJson(record)
-                           : report::RenderText(record, {.color = ctx.Color(),
-                                                         .show_evidence = ctx.global.verbosity >= 3,
-                                                         .detail = ctx.global.verbosity,
-                                                         .explain = audit::ExplainCheck}));
+  PrintRunRecord(ctx, record, options.json, DetailedText(ctx));
   if (!options.no_html) {
-    const std::string path =  // the default printed whole, to be opened from anywhere
-        options.html.empty() ? sys::AbsolutePath(store::BesideStore(
-                                   ctx.DbPath(), fmt::format("reports/run-{}.html", record.run.id)))
-                             : options.html;
+    const std::string path = options.html.empty()
+                                 ? evaluate::DefaultHtmlReportPath(ctx.DbPath(), record.run.id)
+                                 : options.html;
     const size_t slash = path.rfind('/');
     if (slash != std::string::npos && slash > 0) (void)fs.CreateDirs(path.substr(0, slash), 0700);
     if (auto ok = WriteOutput(ctx, path, report::RenderHtml(record), 0600); !ok) {
@@ -90,10 +81,7 @@ int Run(const RunOptions& options, Context& ctx) {
     }
   }
   if (const auto& rating = report->rating; rating && !options.json) {
-    ctx.out << fmt::format(
-        "Tier: {} (score {}, confidence {:.0f}%; cmax rate {} -v for each item)\n", rating->tier,
-        rating->score ? fmt::format("{:.1f}", *rating->score) : "none", 100 * rating->confidence,
-        record.run.id);
+    ctx.out << rate::RatingLine(*rating, record.run.id);
   }
   return report->exit_code;
 }

@@ -8,8 +8,6 @@
 //         communication and idle time, collectives' bandwidth, stragglers, a per-step
 //         timeline and what limits the job; recorded as a run
 #include <CLI/CLI.hpp>
-#include <iostream>
-#include <iterator>
 #include <memory>
 #include <ostream>
 
@@ -54,9 +52,7 @@ int Log(const TrainFlags& o, Context& ctx) {
                        .fs = &fs,
                        .clock = &clock,
                        .interrupted = sys::Interrupted};
-  if (std::ranges::find(o.options.files, "-") != o.options.files.end()) {
-    io.stdin_text.assign(std::istreambuf_iterator<char>(std::cin), {});
-  }
+  io.stdin_text = StdinIfNamed(o.options.files);
   train::TrainLogOptions options = o.options;
   if (o.warmup_steps >= 0) options.figures.warmup_steps = o.warmup_steps;
   auto report = train::AnalyzeTrainLogFiles(options, io);

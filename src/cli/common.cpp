@@ -2,11 +2,15 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <iostream>
+#include <iterator>
 #include <ostream>
 #include <sys/stat.h>
 
+#include "audit/catalogue_views.hpp"
 #include "core/strings.hpp"
 #include "sys/file_system.hpp"
 #include "sys/interrupt.hpp"
@@ -95,6 +99,27 @@ int ExitCodeOf(const Error& error) {
   return error.code == ErrorCode::kInvalidArgument || error.code == ErrorCode::kNotFound
              ? kExitUsage
              : kExitError;
+}
+
+int ExitCodeUnlessInterrupted(bool interrupted, int code) {
+  return interrupted ? 128 + sys::InterruptSignal() : code;
+}
+
+std::string StdinIfNamed(const std::vector<std::string>& files) {
+  if (std::ranges::find(files, "-") == files.end()) return {};
+  return {std::istreambuf_iterator<char>(std::cin), {}};
+}
+
+report::TextOptions DetailedText(const Context& ctx) {
+  return {.color = ctx.Color(),
+          .show_evidence = ctx.global.verbosity >= 3,
+          .detail = ctx.global.verbosity,
+          .explain = audit::ExplainCheck};
+}
+
+void PrintRunRecord(Context& ctx, const RunRecord& record, bool json,
+                    const report::TextOptions& text) {
+  ctx.out << (json ? report::RenderJson(record) : report::RenderText(record, text));
 }
 
 int PrintError(Context& ctx, std::string_view command, const Error& error) {

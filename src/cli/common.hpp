@@ -8,10 +8,13 @@
 #include <string>
 #include <string_view>
 #include <sys/types.h>
+#include <vector>
 
 #include "cli/cli.hpp"
 #include "core/json_text.hpp"
 #include "core/result.hpp"
+#include "core/run_record.hpp"
+#include "report/render.hpp"
 
 namespace cmax::cli {
 
@@ -65,6 +68,20 @@ int ExitCodeAfterOutput(int code, const FailureRecordingBuffer& out, std::ostrea
 // is at fault (kInvalidArgument, kNotFound), 128 + the signal when Ctrl-C or SIGTERM stopped it
 // (kInterrupted, with the signal heard), kExitError otherwise.
 int ExitCodeOf(const Error& error);
+
+// The exit code of a command that Ctrl-C or SIGTERM stopped part-way (`interrupted`: what it had
+// is kept): 128 + the signal; otherwise `code`.
+int ExitCodeUnlessInterrupted(bool interrupted, int code);
+
+// All of standard input when `files` names "-" (the one file read from there), else "".
+std::string StdinIfNamed(const std::vector<std::string>& files);
+
+// How a run's findings are said with -v, -vv, -vvv: 1 observed and expected for every one, and
+// its links; 2 why it matters and how to reproduce it (the audit's checks); 3 every evidence.
+report::TextOptions DetailedText(const Context& ctx);
+// A run's record on stdout: JSON (--json), or text as `text` says.
+void PrintRunRecord(Context& ctx, const RunRecord& record, bool json,
+                    const report::TextOptions& text);
 
 // How a command ends, the same in every command. `command` names it on stderr ("cmax db show").
 // An error: its message on stderr after the command's name; the exit code ExitCodeOf gives.

@@ -571,4 +571,8 @@ Result<Evaluation> Evaluate(const EvaluationOptions& options, const EvaluationIo
   return out;
 }
 
+std::string DefaultHtmlReportPath(const std::string& db_path, int64_t run_id) {
+  return sys::AbsolutePath(store::BesideStore(db_path, fmt::format("reports/run-{}.html", run_id)));
+}
+
 }  // namespace cmax::evaluate

@@ -61,6 +61,10 @@ struct Evaluation {
   std::optional<rate::Rating> rating;  // none when interrupted
 };
 
+// Where `cmax run` writes a run's HTML page unless told: reports/run-ID.html beside the store,
+// the path whole (it is printed, to be opened from anywhere).
+std::string DefaultHtmlReportPath(const std::string& db_path, int64_t run_id);
+
 // Bad plan, attestation or rubric files are kInvalidArgument before anything runs.
 Result<Evaluation> Evaluate(const EvaluationOptions& options, const EvaluationIo& io);
 

@@ -607,6 +607,12 @@ std::string DrainSources(const Rating& r) {
 
 }  // namespace
 
+std::string RatingLine(const Rating& rating, int64_t run_id) {
+  return fmt::format("Tier: {} (score {}, confidence {:.0f}%; cmax rate {} -v for each item)\n",
+                     rating.tier, rating.score ? fmt::format("{:.1f}", *rating.score) : "none",
+                     100 * rating.confidence, run_id);
+}
+
 std::string RatingText(const Rating& r, int verbosity) {
   std::string out = fmt::format("Tier: {}", r.tier);
   if (r.tier != r.band) out += fmt::format(" (the score alone: {})", r.band);

@@ -114,6 +114,9 @@ std::optional<double> TimeScaleOf(const std::vector<const RunRecord*>& runs);
 inline constexpr const char* kTimeScaleEvidence = "evaluation.time_scale";
 
 std::string RatingText(const Rating& rating, int verbosity = 0);
+// The one line `cmax run` ends with: the tier, the score and confidence, and where each item's
+// reasons are (`cmax rate RUN -v`).
+std::string RatingLine(const Rating& rating, int64_t run_id);
 nlohmann::json RatingJson(const Rating& rating);  // schema cmax.rating/v1
 
 }  // namespace cmax::rate

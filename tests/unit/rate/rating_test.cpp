@@ -335,6 +335,12 @@ TEST(Rating, RendersTextAndJson) {
   const std::string text = RatingText(r, 1);
   EXPECT_TRUE(text.starts_with("Tier: Bronze\nScore: 59.5 of 100, confidence 88%; provider P\n"))
       << text;
+  EXPECT_EQ(RatingLine(r, 12),
+            "Tier: Bronze (score 59.5, confidence 88%; cmax rate 12 -v for each item)\n");
+  Rating unscored = r;
+  unscored.score.reset();
+  EXPECT_EQ(RatingLine(unscored, 3),
+            "Tier: Bronze (score none, confidence 88%; cmax rate 3 -v for each item)\n");
   EXPECT_NE(text.find("sec.versions"), std::string::npos);
   EXPECT_NE(text.find("FAIL: versions.cuda-toolkit"), std::string::npos);  // -v: the evidence
   const json doc = RatingJson(r);
