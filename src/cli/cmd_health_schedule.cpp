@@ -20,23 +20,15 @@ struct ScheduleFlags {
   std::string level = "quick";
   double every_days = 7;
   double start_within_s = 60;
-  std::vector<std::string> nodes;
-  std::string partition;
-  std::string log_dir;
   double burn_s = -1;
   double deadline_s = 0;
-  bool dry_run = false;
-  active::ScheduleOptions options;
+  active::ScheduleOptions options;  // its nodes, partition, log folder, pairs and dry run as given
 };
 
 int RunSchedule(ScheduleFlags o, Context& ctx) {
   o.options.level = active::ActiveLevelNamed(o.level);
   o.options.every = SecondsAsDuration(o.every_days * 86400);
   o.options.start_within = SecondsAsDuration(o.start_within_s);
-  o.options.nodes = o.nodes;
-  o.options.partition = o.partition;
-  o.options.log_dir = o.log_dir;
-  o.options.dry_run = o.dry_run;
   if (o.burn_s >= 0) o.options.burn_s = o.burn_s;
   if (o.deadline_s > 0) o.options.deadline_s = o.deadline_s;
   sys::PosixProcessRunner runner;
@@ -50,7 +42,7 @@ int RunSchedule(ScheduleFlags o, Context& ctx) {
                               .interrupted = sys::Interrupted};
   auto report = active::ScheduleActiveChecks(o.options, io);
   if (!report) return PrintError(ctx, "cmax health schedule", report.error());
-  ctx.out << active::ScheduleText(*report, o.dry_run);
+  ctx.out << active::ScheduleText(*report, o.options.dry_run);
   return report->exit_code;
 }
 
@@ -73,12 +65,12 @@ Command SetupHealthScheduleCommand(CLI::App& health) {
          "The checks' level (cmax health --active --level)");
   Num(app, "--every", o->every_days, Positive(366),
       "Days between two checks of a node; a node checked more recently is skipped");
-  Opt(app, "--nodes", o->nodes, "Only these nodes (a Slurm node list each: gpu[1-4])")
+  Opt(app, "--nodes", o->options.nodes, "Only these nodes (a Slurm node list each: gpu[1-4])")
       ->delimiter(',');
-  Opt(app, "--partition", o->partition, "Only this partition's nodes, and the jobs there");
+  Opt(app, "--partition", o->options.partition, "Only this partition's nodes, and the jobs there");
   Num(app, "--start-within", o->start_within_s, SecondsIn(3600),
       "Seconds a submitted check may wait for its node before it is cancelled");
-  Opt(app, "--log-dir", o->log_dir,
+  Opt(app, "--log-dir", o->options.log_dir,
       "Folder for the jobs' output (default: active-checks/ beside the store)");
   Num(app, "--burn", o->burn_s, SecondsIn(24 * 3600, true),
       "Passed to each check: seconds of burn (default: the level's)")
@@ -89,7 +81,8 @@ Command SetupHealthScheduleCommand(CLI::App& health) {
        "Check the due nodes two by two, each pair in one two-node job, each node's check also "
        "testing its InfiniBand/RoCE rails against the other's (ib_write_bw, --peer); an odd "
        "last node alone");
-  Flag(app, "--dry-run", o->dry_run, "Say which nodes would be checked, and why; submit nothing");
+  Flag(app, "--dry-run", o->options.dry_run,
+       "Say which nodes would be checked, and why; submit nothing");
   return {app, [o](Context& ctx) { return RunSchedule(*o, ctx); }};
 }
 

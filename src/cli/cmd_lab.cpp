@@ -22,22 +22,15 @@ struct LabOptions {
   CLI::App* status = nullptr;
   CLI::App* down = nullptr;
   std::string dir;
-  int nodes = 4;
-  int spares = 0;
-  int gpus = 8;
-  int port_base = 16817;
+  lab::LabSpec spec;  // its nodes, spares, GPUs and controller port as given
   double timeout_s = 30.0;
   bool json = false;
 };
 
 lab::LabView Up(const LabOptions& options, lab::LabContext& lab_ctx, const std::string& dir) {
-  lab::LabSpec spec;
+  lab::LabSpec spec = options.spec;
   spec.dir = dir;
-  spec.nodes = options.nodes;
-  spec.spares = options.spares;
-  spec.gpus_per_node = options.gpus;
-  spec.controller_port = options.port_base;
-  spec.first_node_port = options.port_base + 1;
+  spec.first_node_port = spec.controller_port + 1;
   const long cpus = ::sysconf(_SC_NPROCESSORS_ONLN);
   spec.cpus_per_node = cpus > 0 ? static_cast<int>(cpus) : 1;
   // --timeout is finite: cli/numbers' Real refuses nan and inf.
@@ -85,10 +78,11 @@ Command SetupLabCommand(CLI::App& parent) {
       "Start the lab and wait until every node is idle; a running lab is reported, not "
       "restarted"));
   CLI::App* up = options->up;
-  Num(up, "-n,--nodes", options->nodes, Whole(1, 64), "Compute nodes in partition gpu");
-  Num(up, "--spares", options->spares, Whole(0, 16), "Hot-spare nodes in partition spare");
-  Num(up, "--gpus", options->gpus, Whole(1, 16), "GPUs (GRES gpu) per node");
-  Num(up, "--port-base", options->port_base, Whole(1024, 65000),
+  lab::LabSpec& spec = options->spec;
+  Num(up, "-n,--nodes", spec.nodes, Whole(1, 64), "Compute nodes in partition gpu");
+  Num(up, "--spares", spec.spares, Whole(0, 16), "Hot-spare nodes in partition spare");
+  Num(up, "--gpus", spec.gpus_per_node, Whole(1, 16), "GPUs (GRES gpu) per node");
+  Num(up, "--port-base", spec.controller_port, Whole(1024, 65000),
       "slurmctld port; node i listens on port-base + i");
   Num(up, "--timeout", options->timeout_s, Real(1.0, 600.0), "Seconds to wait for idle nodes");
   Flag(options->up, "--json", options->json, "Machine-readable result");

@@ -57,12 +57,11 @@ net::NcclSweepRequest Request(const HostFlags& h, const Context& ctx, const Cloc
   request.sweep.step_timeout = SecondsAsDuration(h.step_timeout_s);
   request.sweep.launcher =
       h.launcher == "srun" ? net::NcclLauncher::kSrun : net::NcclLauncher::kMpirun;
-  if (request.nccl_tests_dir.empty()) {
-    request.sweep.cpu_perf = net::CpuStandInBeside(sys::SelfExecutable());
-  }
-  if (request.out_dir.empty())
-    request.out_dir = net::NcclLogFolder(ctx.DbPath(), kind, clock.Now());
-  if (request.own_job.empty()) request.own_job = sys::GetEnv("SLURM_JOB_ID");
+  net::PlaceNcclRequest(request, kind,
+                        {.cpu_perf = net::CpuStandInBeside(sys::SelfExecutable()),
+                         .db_path = ctx.DbPath(),
+                         .own_job = sys::GetEnv("SLURM_JOB_ID"),
+                         .now = clock.Now()});
   return request;
 }
 

@@ -60,18 +60,10 @@ int OperatorEvent(const NodeFlags& o, Context& ctx, store::Store& store,
   auto outcome = remediate::RecordOperatorWord(store, {o.node, kind, who}, SystemClock().Now());
   if (!outcome) return PrintError(ctx, "cmax remediate", outcome.error());
   if (!outcome->changed) {
-    ctx.err << "cmax remediate: " << SanitizeUtf8(o.node) << " is "
-            << remediate::NodeStateName(outcome->from) << "; nothing to do (" << outcome->note
-            << ")\n";
+    ctx.err << "cmax remediate: " << remediate::OperatorOutcomeView(o.node, *outcome);
     return kExitUsage;
   }
-  ctx.out << SanitizeUtf8(o.node) << ": " << remediate::NodeStateName(outcome->from) << " -> "
-          << remediate::NodeStateName(outcome->to) << "; " << outcome->actions_planned
-          << " action(s) planned for the controller"
-          << (outcome->policy_of_controller ? ""
-                                            : " (no controller has run on this store yet: "
-                                              "judged by the default policy)")
-          << "\n";
+  ctx.out << remediate::OperatorOutcomeView(o.node, *outcome);
   return kExitOk;
 }
 

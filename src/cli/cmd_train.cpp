@@ -39,7 +39,6 @@ struct TrainFlags {
   int64_t step_budget = 0;  // 0: none
   double deadline_s = 7200;
   double stop_grace_s = 30;
-  bool shell = false;
   int64_t warmup_steps = -1;  // -1: found from the curve
   bool json = false;
 };
@@ -99,10 +98,6 @@ int Run(const TrainFlags& o, Context& ctx) {
   if (o.warmup_steps >= 0) options.figures.warmup_steps = o.warmup_steps;
   options.deadline = SecondsAsDuration(o.deadline_s);
   options.stop_grace = SecondsAsDuration(o.stop_grace_s);
-  if (o.shell) options.command = {Join(options.command, " ")};
-  options.use_shell = o.shell;
-  if (options.log_path.empty())
-    options.log_path = train::DefaultTrainLogPath(ctx.DbPath(), clock.Now());
   const train::TrainRunIo io{
       .runner = &runner, .fs = &fs, .progress = [&ctx](std::string_view line) {
         if (!ctx.global.quiet) ctx.err << "cmax train run: " << line << std::endl;
@@ -113,14 +108,14 @@ int Run(const TrainFlags& o, Context& ctx) {
                     ? train::RunAndRecordTrainingOverNetnsLab(options, o.lab, io, store_io)
                     : train::RunAndRecordTraining(options, io, store_io);
   if (!report) return PrintError(ctx, "cmax train run", report.error());
-  const int code = report->run.ending == train::TrainEnding::kInterrupted
-                       ? 128 + sys::InterruptSignal()
-                       : (o.options.exit_zero ? 0 : report->recorded.exit_code);
   return PrintRecorded(
       ctx, "cmax train run",
       o.json ? JsonText(train::TrainLogReportJson(report->recorded))
              : report->run.ending_words + "\n" + train::TrainLogReportText(report->recorded),
-      report->recorded.record.run.id, code, "log in " + options.log_path);
+      report->recorded.record.run.id,
+      ExitCodeUnlessInterrupted(report->run.ending == train::TrainEnding::kInterrupted,
+                                report->recorded.exit_code),
+      "log in " + report->log_path);
 }
 
 }  // namespace
@@ -176,7 +171,7 @@ Command SetupTrainCommand(CLI::App& parent) {
   Opt(o->run, "--cwd", r.cwd, "Folder to run the command in");
   Opt(o->run, "--log", r.log_path,
       "The log file (appended to); default: train-<time>.log beside the store");
-  Flag(o->run, "--shell", o->shell, "Run COMMAND's words joined, through /bin/sh -c");
+  Flag(o->run, "--shell", r.use_shell, "Run COMMAND's words joined, through /bin/sh -c");
   CLI::Option* lab = Num(o->run, "--netns-lab", o->lab.hosts, Whole(2, 200),
                          "Run COMMAND as one rank on each of this many hosts made on this machine "
                          "as network namespaces (root; as `cmax nccl sweep --netns-lab`), "
@@ -190,7 +185,7 @@ Command SetupTrainCommand(CLI::App& parent) {
   Opt(o->run, "--reference", r.reference,
       "As for `log`: a published figure to hold the run against (checked before it starts)");
   Flag(o->run, "--json", o->json, "Print the figures as JSON (schema cmax.train-logs/v1)");
-  Flag(o->run, "--exit-zero", o->options.exit_zero, "Exit 0 even when the run failed");
+  Flag(o->run, "--exit-zero", r.exit_zero, "Exit 0 even when the run failed");
   o->trace = app->add_subcommand(
       "trace",
       "Read PyTorch profiler (Kineto) traces, one per rank (TorchTitan's\n"

@@ -239,14 +239,14 @@ class PhaseRunner {
   PhaseResult Network(const NetworkPhasePlan& phase) const {
     const audit::HostRunIo& h = io_.host;
     const auto with_stand_in = [&](net::NcclSweepRequest request, const char* folder) {
-      if (request.nccl_tests_dir.empty()) request.sweep.cpu_perf = io_.cpu_perf;
       request.force = options_.force;
-      if (h.env) request.own_job = h.env("SLURM_JOB_ID");
       // The logs beside the store (or in logs_dir), a folder per phase and evaluation.
-      const std::string kind = folder + phase.name;
-      request.out_dir = options_.logs_dir.empty()
-                            ? net::NcclLogFolder(h.db_path, kind, h.clock->Now())
-                            : net::NcclLogFolderIn(options_.logs_dir, kind, h.clock->Now());
+      net::PlaceNcclRequest(request, folder + phase.name,
+                            {.cpu_perf = io_.cpu_perf,
+                             .db_path = h.db_path,
+                             .logs_dir = options_.logs_dir,
+                             .own_job = h.env ? h.env("SLURM_JOB_ID") : "",
+                             .now = h.clock->Now()});
       Say(fmt::format("network {}: logs in {}", phase.name, request.out_dir));
       return request;
     };

@@ -138,6 +138,18 @@ std::string CpuStandInBeside(const std::string& cmax_binary) {
   return cmax_binary.substr(0, cmax_binary.rfind('/') + 1) + "cmax-mpi-perf";
 }
 
+void PlaceNcclRequest(NcclSweepRequest& request, std::string_view kind,
+                      const NcclSweepPlace& place) {
+  if (request.nccl_tests_dir.empty() && request.sweep.cpu_perf.empty()) {
+    request.sweep.cpu_perf = place.cpu_perf;
+  }
+  if (request.out_dir.empty()) {
+    request.out_dir = place.logs_dir.empty() ? NcclLogFolder(place.db_path, kind, place.now)
+                                             : NcclLogFolderIn(place.logs_dir, kind, place.now);
+  }
+  if (request.own_job.empty()) request.own_job = place.own_job;
+}
+
 bool NcclTestsHelpOffersJson(std::string_view help) {
   return help.find("output_file") != std::string_view::npos ||
          help.find("[-J,") != std::string_view::npos;

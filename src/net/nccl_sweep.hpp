@@ -164,6 +164,19 @@ struct NcclSweepRequest {
   std::string own_job;  // $SLURM_JOB_ID: the allocation the sweep runs in is not "others'"
 };
 
+// Where a sweep or search runs, for what its request leaves unsaid.
+struct NcclSweepPlace {
+  std::string cpu_perf;  // cmax-mpi-perf (CpuStandInBeside cmax)
+  std::string db_path;
+  std::string logs_dir;  // "": the logs beside the store
+  std::string own_job;   // $SLURM_JOB_ID
+  WallTime now{};
+};
+// The request with what it leaves unsaid filled in from `place`: the CPU stand-in when no
+// nccl-tests folder is named, a log folder named by `kind` and the time, the job cmax runs for.
+void PlaceNcclRequest(NcclSweepRequest& request, std::string_view kind,
+                      const NcclSweepPlace& place);
+
 Result<NcclSweepReport> SweepNccl(NcclSweepRequest request, const NcclSweepIo& io);
 
 // `cmax nccl find-bad-node`: all_reduce over the hosts (from the request, as the sweep takes

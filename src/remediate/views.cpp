@@ -174,6 +174,19 @@ Result<std::string> HistoryView(Journal& journal, const std::string& node, int l
   return text;
 }
 
+std::string OperatorOutcomeView(std::string_view node, const OperatorOutcome& outcome) {
+  if (!outcome.changed) {
+    return fmt::format("{} is {}; nothing to do ({})\n", SanitizeUtf8(node),
+                       NodeStateName(outcome.from), outcome.note);
+  }
+  return fmt::format("{}: {} -> {}; {} action(s) planned for the controller{}\n",
+                     SanitizeUtf8(node), NodeStateName(outcome.from), NodeStateName(outcome.to),
+                     outcome.actions_planned,
+                     outcome.policy_of_controller ? ""
+                                                  : " (no controller has run on this store yet: "
+                                                    "judged by the default policy)");
+}
+
 std::string PassView(const StepSummary& pass) {
   std::string text = fmt::format(
       "{} events, {} transitions, {} actions done, {} failed, {} refused\n", pass.events,

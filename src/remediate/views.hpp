@@ -21,6 +21,10 @@ Result<std::string> HistoryView(Journal& journal, const std::string& node, int l
 std::string PassView(const StepSummary& pass);
 // Whether the pass went wrong: an action failed or was refused, or the breaker tripped.
 bool PassWentWrong(const StepSummary& pass);
+// What a person's word about a node came to: "gpu1: REPAIR -> REINTRODUCED; 1 action(s) planned
+// for the controller", or, when it changes nothing in the node's state, "gpu1 is HEALTHY;
+// nothing to do (why)". The node's name sanitised.
+std::string OperatorOutcomeView(std::string_view node, const OperatorOutcome& outcome);
 // What comes next for a node in this state.
 std::string NextStep(const NodeEntry& entry, double probation_min);
 

@@ -101,7 +101,9 @@ Result<TrainRunResult> RunTraining(const TrainRunOptions& options, const TrainRu
       if (options.step_budget && step.step >= *options.step_budget) budget_reached = true;
     }
   };
-  sys::ProcessSpec spec{.argv = options.command,
+  sys::ProcessSpec spec{.argv = options.use_shell
+                                    ? std::vector<std::string>{Join(options.command, " ")}
+                                    : options.command,
                         .use_shell = options.use_shell,
                         .env_add = options.env,
                         .cwd = options.cwd,
@@ -213,10 +215,12 @@ Finding TrainEndingFinding(const TrainRunResult& result) {
 namespace {
 
 // What would refuse a run, checked before the job starts (not after it ran for hours) and before
-// a lab is made for it: the reference it is held against, or none.
-Result<const TrainReference*> CheckBeforeTheJob(const TrainRunOptions& options) {
+// a lab is made for it: the reference it is held against, or none. Names the default log file
+// when none is named.
+Result<const TrainReference*> CheckBeforeTheJob(TrainRunOptions& options,
+                                                const TrainLogIo& store_io) {
   if (options.log_path.empty()) {
-    return Fail(ErrorCode::kInvalidArgument, "no log file for the training run");
+    options.log_path = DefaultTrainLogPath(store_io.db_path, store_io.clock->Now());
   }
   if (options.reference.empty()) return nullptr;
   return FindReference(options.reference);
@@ -224,14 +228,14 @@ Result<const TrainReference*> CheckBeforeTheJob(const TrainRunOptions& options) 
 
 }  // namespace
 
-Result<TrainRunReport> RunAndRecordTraining(const TrainRunOptions& options, const TrainRunIo& io,
+Result<TrainRunReport> RunAndRecordTraining(TrainRunOptions options, const TrainRunIo& io,
                                             const TrainLogIo& store_io) {
-  auto reference = CheckBeforeTheJob(options);
+  auto reference = CheckBeforeTheJob(options, store_io);
   if (!reference) return tl::unexpected(reference.error());
   const WallTime started = store_io.clock->Now();
   auto ran = RunTraining(options, io);
   if (!ran) return tl::unexpected(ran.error());
-  TrainRunReport report{.run = std::move(*ran)};
+  TrainRunReport report{.run = std::move(*ran), .log_path = options.log_path};
   std::vector<TrainLogFile> files;
   files.push_back({.name = options.log_path, .log = report.run.log, .figures = report.run.figures});
   const nlohmann::json command = options.command;
@@ -245,7 +249,8 @@ Result<TrainRunReport> RunAndRecordTraining(const TrainRunOptions& options, cons
                     nlohmann::json(options.log_path)
                         .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)}},
       .started_at = started,
-      .reference = *reference};
+      .reference = *reference,
+      .exit_zero = options.exit_zero};
   auto recorded = RecordTrainLogs(std::move(files), store_io, extras);
   if (!recorded) return tl::unexpected(recorded.error());
   report.recorded = std::move(*recorded);
@@ -257,7 +262,9 @@ Result<TrainRunReport> RunAndRecordTrainingOverNetnsLab(TrainRunOptions options,
                                                         const TrainRunIo& io,
                                                         const TrainLogIo& store_io) {
   if (options.command.empty()) return Fail(ErrorCode::kInvalidArgument, "no training command");
-  if (auto checked = CheckBeforeTheJob(options); !checked) return tl::unexpected(checked.error());
+  if (auto checked = CheckBeforeTheJob(options, store_io); !checked) {
+    return tl::unexpected(checked.error());
+  }
   std::vector<std::string> rank_command = options.command;
   if (options.use_shell) rank_command = {"/bin/sh", "-c", Join(options.command, " ")};
   // The ranks get options.env by name (-x NAME: mpirun passes on its own value, which the runner

@@ -27,7 +27,7 @@ namespace cmax::train {
 inline constexpr Duration kLaunchFailureWithin = std::chrono::seconds(60);
 
 struct TrainRunOptions {
-  std::vector<std::string> command;  // argv; with use_shell one string for /bin/sh -c
+  std::vector<std::string> command;  // argv; with use_shell its words joined, for /bin/sh -c
   bool use_shell = false;
   std::vector<std::string> env;  // KEY=VALUE, added to cmax's own environment
   std::string cwd;               // empty: cmax's
@@ -36,7 +36,9 @@ struct TrainRunOptions {
   std::optional<int64_t> step_budget;
   Duration deadline = std::chrono::hours(2);  // wall clock; the job is killed then
   Duration stop_grace = std::chrono::seconds(30);
-  std::string log_path;  // the whole output as it came, stdout and stderr interleaved
+  // The whole output as it came, stdout and stderr interleaved. RunAndRecordTraining's default:
+  // DefaultTrainLogPath beside the store.
+  std::string log_path;
   TrainFiguresOptions figures;
   std::string reference;  // a published figure's id to hold the run against; "": none
   // A command that fails within retry_within and before the job began (no "Training
@@ -46,6 +48,7 @@ struct TrainRunOptions {
   // printed stays in the log, with a line saying so.
   int crash_retries = 0;                         // 0: never (a job's own failure is not retried)
   Duration retry_within = kLaunchFailureWithin;  // a later failure is the job's, not retried
+  bool exit_zero = false;  // the recorded run's exit code 0 whatever it found (--exit-zero)
 };
 
 enum class TrainEnding {
@@ -88,10 +91,12 @@ Finding TrainEndingFinding(const TrainRunResult& result);
 struct TrainRunReport {
   TrainRunResult run;
   TrainLogReport recorded;  // the run as stored, and the command's exit code
+  std::string log_path;     // where the output is kept
 };
 // `cmax train run`: RunTraining, then the log recorded as a run (command "train") with its
-// ending. The log file is required here: it is what the run's figures can be read again from.
-Result<TrainRunReport> RunAndRecordTraining(const TrainRunOptions& options, const TrainRunIo& io,
+// ending. A log file is always kept (the default one when none is named): it is what the
+// run's figures can be read again from.
+Result<TrainRunReport> RunAndRecordTraining(TrainRunOptions options, const TrainRunIo& io,
                                             const TrainLogIo& store_io);
 
 // RunAndRecordTraining with the command run as one rank on each host of a namespace lab made for

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "core/clock.hpp"
 #include "core/strings.hpp"
 #include "support/corpus.hpp"
 #include "support/temp_dir.hpp"
@@ -156,6 +157,32 @@ TEST_F(TrainRunnerTest, ACommandThatCannotStartIsAnError) {
   auto unwritable = RunTraining(
       {.command = {"/bin/true"}, .log_path = "/proc/cmax-no-such-folder/train.log"}, io);
   EXPECT_FALSE(unwritable);
+}
+
+// Recorded as a run: with no log named, the output is kept in the default one beside the store
+// (and the report says where); --shell joins the words for /bin/sh -c; --exit-zero makes the
+// code 0 for a run that failed, and only the code.
+TEST_F(TrainRunnerTest, ARecordedRunKeepsItsLogBesideTheStoreUnlessTold) {
+  ManualClock clock(WallTime{} + std::chrono::hours(24 * 20000));
+  const TrainLogIo store_io{
+      .db_path = dir_.File("cmax.db"), .cmax_version = "test", .fs = &fs_, .clock = &clock};
+  const TrainRunIo io{.runner = &runner_, .fs = &fs_};
+  TrainRunOptions options{.command = {"/bin/sh", kStandIn, "crash", "20"}, .use_shell = true};
+  auto crashed = RunAndRecordTraining(options, io, store_io);
+  ASSERT_TRUE(crashed) << crashed.error().message;
+  EXPECT_EQ(crashed->log_path, DefaultTrainLogPath(store_io.db_path, clock.Now()));
+  EXPECT_EQ(crashed->log_path.rfind(dir_.File("train-"), 0), 0U) << crashed->log_path;
+  EXPECT_NE(testing::SlurpFile(crashed->log_path).find("OutOfMemoryError"), std::string::npos);
+  EXPECT_EQ(crashed->run.ending, TrainEnding::kFailed) << crashed->run.ending_words;
+  EXPECT_EQ(crashed->recorded.exit_code, 1);
+
+  options.exit_zero = true;
+  options.log_path = dir_.File("named.log");
+  auto forgiven = RunAndRecordTraining(options, io, store_io);
+  ASSERT_TRUE(forgiven) << forgiven.error().message;
+  EXPECT_EQ(forgiven->log_path, dir_.File("named.log"));
+  EXPECT_EQ(forgiven->run.ending, TrainEnding::kFailed);
+  EXPECT_EQ(forgiven->recorded.exit_code, 0);
 }
 
 }  // namespace

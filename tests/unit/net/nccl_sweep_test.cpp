@@ -204,5 +204,33 @@ TEST(LauncherWhy, TheCauseNotTheBanner) {
             "\xEF\xBF\xBD[31mbad \xEF\xBF\xBD byte error");
 }
 
+// What a request leaves unsaid comes from where it runs; what it says is kept.
+TEST(PlaceNcclRequest, FillsOnlyWhatTheRequestLeavesUnsaid) {
+  const WallTime now = WallTime{} + std::chrono::milliseconds(1764787212745);
+  const NcclSweepPlace place{.cpu_perf = "/opt/cmax/bin/cmax-mpi-perf",
+                             .db_path = "/var/lib/cmax/cmax.db",
+                             .own_job = "77",
+                             .now = now};
+  NcclSweepRequest bare;
+  PlaceNcclRequest(bare, "nccl-sweep", place);
+  EXPECT_EQ(bare.sweep.cpu_perf, "/opt/cmax/bin/cmax-mpi-perf");
+  EXPECT_EQ(bare.out_dir, NcclLogFolder("/var/lib/cmax/cmax.db", "nccl-sweep", now));
+  EXPECT_EQ(bare.out_dir.rfind("/var/lib/cmax/nccl-sweep-", 0), 0U) << bare.out_dir;
+  EXPECT_EQ(bare.own_job, "77");
+
+  NcclSweepRequest said{.nccl_tests_dir = "/opt/nccl-tests/build", .out_dir = "/tmp/mine"};
+  said.own_job = "5";
+  NcclSweepPlace elsewhere = place;
+  elsewhere.logs_dir = "/srv/logs";
+  PlaceNcclRequest(said, "nccl-find", elsewhere);
+  EXPECT_TRUE(said.sweep.cpu_perf.empty());  // nccl-tests runs, not the stand-in
+  EXPECT_EQ(said.out_dir, "/tmp/mine");
+  EXPECT_EQ(said.own_job, "5");
+  NcclSweepRequest in_logs_dir;
+  PlaceNcclRequest(in_logs_dir, "nccl-find", elsewhere);
+  EXPECT_EQ(in_logs_dir.out_dir, NcclLogFolderIn("/srv/logs", "nccl-find", now));
+  EXPECT_EQ(in_logs_dir.out_dir.rfind("/srv/logs/nccl-find-", 0), 0U) << in_logs_dir.out_dir;
+}
+
 }  // namespace
 }  // namespace cmax::net

@@ -76,6 +76,26 @@ TEST_F(ViewsTest, TheNextStepOfEveryState) {
   EXPECT_EQ(NextStep(e, 60), "probation until " + FormatIso8601(kT0 + std::chrono::hours(1)));
 }
 
+TEST(OperatorOutcomeView, WhatTheWordCameToOrWhyNothing) {
+  OperatorOutcome done{.from = NodeState::kRepair,
+                       .to = NodeState::kReintroduced,
+                       .changed = true,
+                       .actions_planned = 1,
+                       .policy_of_controller = true};
+  EXPECT_EQ(OperatorOutcomeView("gpu1", done),
+            "gpu1: REPAIR -> REINTRODUCED; 1 action(s) planned for the controller\n");
+  done.policy_of_controller = false;
+  EXPECT_EQ(OperatorOutcomeView("gpu\x1b[2J1", done),
+            "gpu\xEF\xBF\xBD"
+            "[2J1: REPAIR -> REINTRODUCED; 1 action(s) planned for the controller (no "
+            "controller has run on this store yet: judged by the default policy)\n");
+  const OperatorOutcome nothing{.from = NodeState::kHealthy,
+                                .to = NodeState::kHealthy,
+                                .note = "a healthy node needs no repair"};
+  EXPECT_EQ(OperatorOutcomeView("gpu2", nothing),
+            "gpu2 is HEALTHY; nothing to do (a healthy node needs no repair)\n");
+}
+
 TEST(PassView, CountsAndWhetherItWentWrong) {
   StepSummary pass{.events = 2, .transitions = 1, .actions_done = 1};
   EXPECT_EQ(PassView(pass), "2 events, 1 transitions, 1 actions done, 0 failed, 0 refused\n");
