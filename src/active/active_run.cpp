@@ -339,6 +339,28 @@ Result<ActiveRunReport> RunActiveHealth(const ActiveRunOptions& options, const A
   return report;
 }
 
+Duration LongestActiveRun(const ActiveRunOptions& options, int rails) {
+  const auto deadline = [&](Duration fallback) {
+    return options.deadline_s > 0 ? SecondsAsDuration(options.deadline_s) : fallback;
+  };
+  const bool full = options.level == ActiveLevel::kFull;
+  // A tool past its deadline is killed: the runner's grace for one that will not die.
+  constexpr Duration kKillGrace = std::chrono::seconds(10);
+  Duration longest = deadline(DefaultDiagDeadline(full ? 3 : 1)) + deadline(kNvbandwidthDeadline) +
+                     deadline(kProbeDeadline) + deadline(kAllReduceDeadline) + 4 * kKillGrace;
+  if (full) longest += deadline(kAllReduceDeadline) + kKillGrace;  // through the adapters
+  const double burn_s = options.burn_s.value_or(full ? kFullBurnSeconds : 0);
+  if (burn_s > 0) longest += SecondsAsDuration(burn_s) + kBurnGrace;
+  if (options.ib_pair) {
+    const size_t count =
+        options.ib_pair->rails.empty() ? static_cast<size_t>(rails) : options.ib_pair->rails.size();
+    longest += static_cast<Duration::rep>(count) *
+               (IbRailWindow(*options.ib_pair, deadline(kIbPairDeadline)) + kKillGrace);
+  }
+  // cmax's start, squeue and sinfo (30 s each at most), NVML, and the store's write.
+  return longest + std::chrono::minutes(3);
+}
+
 ActiveLevel ActiveLevelNamed(std::string_view name) {
   return name == "full" ? ActiveLevel::kFull : ActiveLevel::kQuick;
 }

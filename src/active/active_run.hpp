@@ -43,6 +43,16 @@ inline constexpr Duration kIbPairDeadline = std::chrono::seconds(60);
 
 inline constexpr double kFullBurnSeconds = 120;
 
+// The most rails a --peer test is bounded for where the node's own count is not known ahead: a
+// GPU node has an adapter a GPU and one or two for storage, 8 to 10 today.
+inline constexpr int kMostRails = 16;
+// The longest `cmax health --active` with these options can run: every tool at its deadline
+// and killed, the burn at its length and grace, a --peer test through its rails (`rails` when
+// its options name none), and cmax's own start, Slurm's questions and the store. What a
+// scheduled check's Slurm job asks for (--time): no more than that can it hold a node, and a
+// job with a time limit is one the backfill scheduler can fit into a gap.
+Duration LongestActiveRun(const ActiveRunOptions& options, int rails = kMostRails);
+
 struct ActiveRunIo {
   std::string db_path;
   std::string cmax_version;

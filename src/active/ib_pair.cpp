@@ -34,14 +34,6 @@ std::string RailList(const std::vector<std::string>& parts) {
          (parts.size() > kMost ? fmt::format("; and {} more", parts.size() - kMost) : "");
 }
 
-// The server's whole window: the launcher's start, the client's last try and its test, and
-// the client's kill grace (RunTool's 2 s, 5 s for one that will not die) with room to spare,
-// so that the server is never the first to give up on a client that is still running.
-Duration ServerWindow(const IbPairOptions& options, Duration deadline) {
-  return options.start_within + std::chrono::seconds(options.seconds) + deadline +
-         std::chrono::seconds(10);
-}
-
 // Stops the peer's server and waits for its thread on every way out of RunRail, an exception
 // included: a std::thread destroyed unjoined would end the process.
 class ServerThread {
@@ -78,7 +70,7 @@ RailResult RunRail(const IbPairOptions& options, const std::string& rail, int po
                    Duration deadline, const IbPairIo& io) {
   RailResult r{.rail = rail};
   const Duration test_time = std::chrono::seconds(options.seconds);
-  const Duration window = ServerWindow(options, deadline);
+  const Duration window = IbRailWindow(options, deadline);
   const std::vector<std::string> server_argv =
       IbServerArgv(options, rail, port,
                    static_cast<int>(std::chrono::ceil<std::chrono::seconds>(window).count()));
@@ -198,6 +190,14 @@ PeerJobs AskSlurmAboutThePeer(const IbPairOptions& options, const IbPairIo& io) 
 }
 
 }  // namespace
+
+// The server's whole window: the client's kill grace (RunTool's 2 s, 5 s for one that will not
+// die) with room to spare, so that the server is never the first to give up on a client that is
+// still running.
+Duration IbRailWindow(const IbPairOptions& options, Duration deadline) {
+  return options.start_within + std::chrono::seconds(options.seconds) + deadline +
+         std::chrono::seconds(10);
+}
 
 std::optional<double> ParsePortRate(std::string_view text) {
   text = Trim(text);

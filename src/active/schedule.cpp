@@ -196,7 +196,7 @@ std::string CheckLine(const std::string& node, const std::string& peer,
   return Join(check, " ");
 }
 
-std::vector<std::string> JobArgv(const std::string& nodes, const std::string& log_name,
+std::vector<std::string> JobArgv(const std::string& nodes, const std::string& log_name, bool pair,
                                  const ScheduleOptions& options, const ScheduleIo& io) {
   const std::string log_dir = LogDir(options, io);
   std::vector<std::string> argv = {"sbatch",
@@ -207,14 +207,27 @@ std::vector<std::string> JobArgv(const std::string& nodes, const std::string& lo
                                    "--job-name=" + std::string(kJobName),
                                    "--output=" + log_dir + "/" + log_name + "-%j.out"};
   if (!options.partition.empty()) argv.push_back("--partition=" + options.partition);
+  if (const int64_t minutes = ActiveCheckJobMinutes(options, pair); minutes > 0) {
+    argv.push_back(fmt::format("--time={}", minutes));
+  }
   return argv;
 }
 
 }  // namespace
 
+int64_t ActiveCheckJobMinutes(const ScheduleOptions& options, bool pair) {
+  if (options.time_limit_min) return *options.time_limit_min;
+  ActiveRunOptions check{.level = options.level,
+                         .deadline_s = options.deadline_s.value_or(0),
+                         .burn_s = options.burn_s};
+  if (pair) check.ib_pair = IbPairOptions{};
+  const Duration longest = LongestActiveRun(check) * (pair ? 2 : 1);
+  return std::chrono::ceil<std::chrono::minutes>(longest).count();
+}
+
 std::vector<std::string> ActiveCheckJob(const ScheduleDecision& node,
                                         const ScheduleOptions& options, const ScheduleIo& io) {
-  std::vector<std::string> argv = JobArgv(node.node, node.node, options, io);
+  std::vector<std::string> argv = JobArgv(node.node, node.node, false, options, io);
   // A whole-node job holds the GPUs only implicitly, and Slurm hands a job's steps only the
   // generic resources it asked for: asked for here, by count.
   if (node.gpus > 0) argv.push_back(fmt::format("--gres=gpu:{}", node.gpus));
@@ -226,7 +239,7 @@ std::vector<std::string> ActiveCheckJob(const ScheduleDecision& node,
 std::vector<std::string> ActiveCheckPairJob(const ScheduleDecision& a, const ScheduleDecision& b,
                                             const ScheduleOptions& options, const ScheduleIo& io) {
   std::vector<std::string> argv =
-      JobArgv(a.node + "," + b.node, a.node + "+" + b.node, options, io);
+      JobArgv(a.node + "," + b.node, a.node + "+" + b.node, true, options, io);
   argv.insert(argv.begin() + 3, "--nodes=2");
   // The job's --gres is per node: given where the two count alike; each step asks for its
   // node's own in any case.
@@ -272,6 +285,8 @@ Result<ScheduleReport> ScheduleActiveChecks(const ScheduleOptions& options,
   report.decisions = PlanActiveChecks(*nodes, last, started, options.every);
   if (options.pairs) PairDueNodes(report.decisions);
   report.fleet = ViewFleet(report.decisions, started, options.every);
+  report.job_minutes = ActiveCheckJobMinutes(options, false);
+  if (options.pairs) report.pair_job_minutes = ActiveCheckJobMinutes(options, true);
   if (options.dry_run) return report;
 
   const std::string log_dir = LogDir(options, io);
@@ -553,6 +568,15 @@ std::string ScheduleText(const ScheduleReport& report, bool dry_run) {
     out += fmt::format("{:<{}}  {}\n", AsOneLine(d.node), width, AsOneLine(what));
   }
   if (report.decisions.empty()) out += "no node listed\n";
+  if (std::ranges::any_of(report.decisions, [](const ScheduleDecision& d) { return d.submit; })) {
+    const auto limit = [](int64_t minutes) {
+      return minutes > 0 ? fmt::format("{} min", minutes) : std::string("none");
+    };
+    out += fmt::format("time limit (sbatch --time): {}{}\n", limit(report.job_minutes),
+                       report.pair_job_minutes
+                           ? fmt::format(" a node, {} a pair", limit(*report.pair_job_minutes))
+                           : "");
+  }
   if (!dry_run) {
     out += fmt::format("{} check{} submitted, {} started\n", report.submitted,
                        report.submitted == 1 ? "" : "s", report.started);

@@ -99,7 +99,15 @@ struct ScheduleOptions {
   // the other, also tests its InfiniBand/RoCE rails against the other's (`--peer`); a last odd
   // node is checked alone.
   bool pairs = false;
+  // Each job's Slurm time limit in minutes (sbatch --time); none: ActiveCheckJobMinutes's bound;
+  // 0: none asked (the partition's default).
+  std::optional<int64_t> time_limit_min;
 };
+
+// The minutes a check's job asks Slurm for (--time), 0 for none: time_limit_min when given, else
+// LongestActiveRun of the check it runs (a pair's job: both nodes' checks, one after the other,
+// each through up to kMostRails rails), rounded up. Pure.
+int64_t ActiveCheckJobMinutes(const ScheduleOptions& options, bool pair);
 
 struct ScheduleIo {
   sys::ProcessRunner* runner = nullptr;
@@ -125,6 +133,10 @@ struct ScheduleReport {
   FleetView fleet;
   int64_t run_id = 0;  // the run recorded (not on a dry run)
   int exit_code = 0;   // 1 when a node's latest check failed
+  // The time limit each job asks for (ActiveCheckJobMinutes): a node's, and a pair's when the
+  // checks go two by two; 0: none.
+  int64_t job_minutes = 0;
+  std::optional<int64_t> pair_job_minutes;
 };
 
 // Records one run (command "health", target "active schedule": not itself a check) with the
@@ -134,7 +146,8 @@ struct ScheduleReport {
 Result<ScheduleReport> ScheduleActiveChecks(const ScheduleOptions& options, const ScheduleIo& io);
 
 // The `sbatch` argv for one node's check; its GPUs asked for by count (--gres=gpu:N) where
-// Slurm counts any, since a whole-node job does not otherwise hand them to its steps. Pure.
+// Slurm counts any, since a whole-node job does not otherwise hand them to its steps; its time
+// limit ActiveCheckJobMinutes's. Pure.
 std::vector<std::string> ActiveCheckJob(const ScheduleDecision& node,
                                         const ScheduleOptions& options, const ScheduleIo& io);
 // The `sbatch` argv for a pair's checks: one job holding both nodes whole, whose script runs

@@ -22,6 +22,7 @@ struct ScheduleFlags {
   double start_within_s = 60;
   double burn_s = -1;
   double deadline_s = 0;
+  int64_t time_limit_min = -1;      // -1: the checks' own bound
   active::ScheduleOptions options;  // its nodes, partition, log folder, pairs and dry run as given
 };
 
@@ -31,6 +32,7 @@ int RunSchedule(ScheduleFlags o, Context& ctx) {
   o.options.start_within = SecondsAsDuration(o.start_within_s);
   if (o.burn_s >= 0) o.options.burn_s = o.burn_s;
   if (o.deadline_s > 0) o.options.deadline_s = o.deadline_s;
+  if (o.time_limit_min >= 0) o.options.time_limit_min = o.time_limit_min;
   sys::PosixProcessRunner runner;
   SystemClock clock;
   const active::ScheduleIo io{.runner = &runner,
@@ -77,6 +79,9 @@ Command SetupHealthScheduleCommand(CLI::App& health) {
       ->default_str("");  // -1 stands for "the level's"
   Num(app, "--deadline", o->deadline_s, SecondsIn(24 * 3600),
       "Passed to each check: seconds each tool may run");
+  Num(app, "--time-limit", o->time_limit_min, Whole(0, 525600),
+      "Minutes each job asks Slurm for (sbatch --time); 0: none, the partition's default "
+      "(default: the longest the checks can take, every tool at its deadline, twice for a pair)");
   Flag(app, "--pairs", o->options.pairs,
        "Check the due nodes two by two, each pair in one two-node job, each node's check also "
        "testing its InfiniBand/RoCE rails against the other's (ib_write_bw, --peer); an odd "

@@ -184,6 +184,10 @@ TEST_F(ActiveSchedule, ANodeWithAJobIsNeverChosenTheIdleOnesAreCheckedOnceAWeek)
       << said << JobLogs();
   EXPECT_TRUE(std::filesystem::exists(
       dir_.File("active-checks/gpu1-" + Of(*report, "gpu1")->job_id + ".out")));
+  // Slurm took the job's time limit: a quick check's bound, 19 minutes.
+  auto job = Slurm({"scontrol", "show", "job", Of(*report, "gpu1")->job_id});
+  ASSERT_TRUE(job && job->Succeeded()) << (job ? job->stderr_text : job.error().message);
+  EXPECT_NE(job->stdout_text.find("TimeLimit=00:19:00"), std::string::npos) << job->stdout_text;
 
   // Within the week, nothing more for those three; gpu2 still busy.
   auto again = ScheduleActiveChecks({}, Io(runner_));
@@ -479,6 +483,7 @@ TEST(PairedChecks, TheDueNodesTwoByTwoInTheirOrderTheOddOneAlone) {
                                          "--nice=10000",
                                          "--job-name=cmax-active-check",
                                          "--output=/var/lib/cmax/active-checks/gpu3+gpu1-%j.out",
+                                         "--time=92",
                                          "--wrap"};
   ASSERT_EQ(argv.size(), head.size() + 1);
   EXPECT_EQ(std::vector<std::string>(argv.begin(), argv.end() - 1), head);  // no common --gres
@@ -573,6 +578,47 @@ TEST(ScheduleText, WhatSlurmSaidIsShownOnOneLineAndNeverObeyed) {
     EXPECT_EQ(shown.find("\nFAKE LINE"), std::string::npos) << shown;
     EXPECT_NE(shown.find("gpu1"), std::string::npos) << shown;
   }
+}
+
+// A check's job asks Slurm for no more than the check can take: every tool at its deadline and
+// killed, the burn, the rails to a peer, and cmax's own start, questions and store.
+TEST(CheckTimeLimit, TheLongestACheckCanTakeRoundedUpToMinutes) {
+  using std::chrono::seconds;
+  // quick: dcgmi diag -r 1 120 s, nvbandwidth 300, probes 180, all_reduce 300, 4 kills' grace
+  // 40, and 180 of cmax's own.
+  EXPECT_EQ(LongestActiveRun({}), seconds(1120));
+  // full: dcgmi diag -r 3 1800, the adapters' all_reduce 310 more, the burn 120 and its grace 60.
+  EXPECT_EQ(LongestActiveRun({.level = ActiveLevel::kFull}), seconds(3290));
+  EXPECT_EQ(LongestActiveRun({.level = ActiveLevel::kFull, .burn_s = 0}), seconds(3110));
+  // --deadline 60: each tool's.
+  EXPECT_EQ(LongestActiveRun({.deadline_s = 60}), seconds(4 * 60 + 40 + 180));
+  // A peer: each rail the launcher's 20 s, the test's 5, the client's 60, 10 for the server and
+  // 10 for a kill; kMostRails of them unless the rails are named.
+  EXPECT_EQ(LongestActiveRun({.ib_pair = IbPairOptions{}}), seconds(1120 + 16 * 105));
+  EXPECT_EQ(LongestActiveRun({.ib_pair = IbPairOptions{.rails = {"mlx5_0", "mlx5_1"}}}),
+            seconds(1120 + 2 * 105));
+
+  EXPECT_EQ(ActiveCheckJobMinutes({}, false), 19);  // 1120 s
+  EXPECT_EQ(ActiveCheckJobMinutes({}, true), 94);   // twice 2800 s
+  EXPECT_EQ(ActiveCheckJobMinutes({.time_limit_min = 45}, true), 45);
+  const ScheduleOptions unlimited{.time_limit_min = 0};
+  EXPECT_EQ(ActiveCheckJobMinutes(unlimited, false), 0);
+  const auto argv = ActiveCheckJob({.node = "gpu1"}, unlimited, {.db_path = "/d/cmax.db"});
+  EXPECT_TRUE(
+      std::ranges::none_of(argv, [](const std::string& a) { return a.starts_with("--time"); }));
+  EXPECT_EQ(std::ranges::count(ActiveCheckJob({.node = "gpu1"}, {}, {.db_path = "/d/cmax.db"}),
+                               std::string("--time=19")),
+            1);
+
+  // The dry run says what each job asks for.
+  ScheduleReport report{.decisions = {{.node = "gpu1", .submit = true, .why = "idle"}},
+                        .job_minutes = 19,
+                        .pair_job_minutes = 94};
+  EXPECT_NE(ScheduleText(report, true)
+                .find("time limit (sbatch --time): 19 min a node, 94 min a "
+                      "pair\n"),
+            std::string::npos)
+      << ScheduleText(report, true);
 }
 
 }  // namespace

@@ -869,13 +869,17 @@ TEST(Cli, TrainRunStopsAtTheBudgetAndRecordsTheEnding) {
     EXPECT_NE(bad.err.find("not NAME=VALUE"), std::string::npos) << bad.err;
     EXPECT_EQ(bad.err.find("hunter2"), std::string::npos) << bad.err;
   }
-  // A job id is Slurm's number: anything else is refused before Slurm is asked.
+  // A job id is Slurm's number, a time limit whole minutes: anything else is refused before
+  // Slurm is asked.
   for (const std::vector<std::string>& bad_job :
        {std::vector<std::string>{"nccl", "sweep", "--db", db, "--hosts", "a", "--own-job", "x1"},
-        std::vector<std::string>{"health", "--db", db, "--active", "--own-job", "-5"}}) {
+        std::vector<std::string>{"health", "--db", db, "--active", "--own-job", "-5"},
+        std::vector<std::string>{"health", "schedule", "--db", db, "--time-limit", "-1"}}) {
     const auto bad = Cli(bad_job);
     EXPECT_EQ(bad.code, kExitUsage) << bad.err;
-    EXPECT_NE(bad.err.find("--own-job"), std::string::npos) << bad.err;
+    EXPECT_TRUE(bad.err.find("--own-job") != std::string::npos ||
+                bad.err.find("--time-limit") != std::string::npos)
+        << bad.err;
   }
   // A slowed link without a lab, and a lab of one host, are refused before anything runs.
   const auto unlabbed =
