@@ -371,8 +371,9 @@ IbPairVerdict RunIbPairs(const IbPairOptions& options, Duration deadline, const 
   }
   out.findings.push_back(JudgeIbPairs(out.rails, options.peer));
   if (!peer_jobs.unknown.empty()) {
-    out.findings.back().message += fmt::format(
-        " (tested without knowing all of what runs on {}: {})", options.peer, peer_jobs.unknown);
+    out.findings.back().message +=
+        fmt::format(" (tested without knowing all of what runs on {}: {})", AsOneLine(options.peer),
+                    AsOneLine(peer_jobs.unknown));
   }
   return out;
 }

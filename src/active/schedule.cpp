@@ -215,14 +215,59 @@ std::vector<std::string> JobArgv(const std::string& nodes, const std::string& lo
 
 }  // namespace
 
-int64_t ActiveCheckJobMinutes(const ScheduleOptions& options, bool pair) {
-  if (options.time_limit_min) return *options.time_limit_min;
+namespace {
+
+int64_t LongestCheckMinutes(const ScheduleOptions& options, bool pair) {
   ActiveRunOptions check{.level = options.level,
                          .deadline_s = options.deadline_s.value_or(0),
                          .burn_s = options.burn_s};
   if (pair) check.ib_pair = IbPairOptions{};
   const Duration longest = LongestActiveRun(check) * (pair ? 2 : 1);
   return std::chrono::ceil<std::chrono::minutes>(longest).count();
+}
+
+}  // namespace
+
+int64_t ActiveCheckJobMinutes(const ScheduleOptions& options, bool pair) {
+  if (options.time_limit_min) return *options.time_limit_min;
+  const int64_t longest = LongestCheckMinutes(options, pair);
+  return options.partition_limit_min && *options.partition_limit_min > 0
+             ? std::min(longest, *options.partition_limit_min)
+             : longest;
+}
+
+std::optional<int64_t> ParseSlurmTimeLimit(std::string_view text) {
+  text = Trim(text);
+  // Slurm's forms: M, M:S, H:M:S, D-H, D-H:M, D-H:M:S.
+  std::optional<int64_t> days;
+  if (const size_t dash = text.find('-'); dash != std::string_view::npos) {
+    days = ParseWhole<int64_t>(text.substr(0, dash));
+    if (!days) return std::nullopt;
+    text = text.substr(dash + 1);
+  }
+  std::vector<int64_t> parts;
+  for (std::string_view part : Split(text, ':')) {
+    const auto n = ParseWhole<int64_t>(part);
+    if (!n || *n < 0 || *n > 100000000) return std::nullopt;
+    parts.push_back(*n);
+  }
+  if (parts.empty() || parts.size() > 3 || (days && *days < 0)) return std::nullopt;
+  if (days) return *days * 24 * 60 + parts[0] * 60 + (parts.size() > 1 ? parts[1] : 0);
+  return parts.size() < 3 ? parts[0] : parts[0] * 60 + parts[1];  // M or M:S; H:M:S
+}
+
+std::optional<int64_t> PartitionTimeLimit(std::string_view sinfo_text, std::string_view partition) {
+  for (std::string_view line : Split(sinfo_text, '\n')) {
+    const size_t bar = line.find('|');
+    if (bar == std::string_view::npos) continue;
+    std::string_view name = Trim(line.substr(0, bar));
+    const bool is_default = name.ends_with('*');
+    if (is_default) name.remove_suffix(1);
+    if (partition.empty() ? is_default : name == partition) {
+      return ParseSlurmTimeLimit(line.substr(bar + 1));
+    }
+  }
+  return std::nullopt;
 }
 
 std::vector<std::string> ActiveCheckJob(const ScheduleDecision& node,
@@ -255,8 +300,9 @@ std::vector<std::string> ActiveCheckPairJob(const ScheduleDecision& a, const Sch
   return argv;
 }
 
-Result<ScheduleReport> ScheduleActiveChecks(const ScheduleOptions& options,
+Result<ScheduleReport> ScheduleActiveChecks(const ScheduleOptions& asked,
                                             const ScheduleIo& asked_io) {
+  ScheduleOptions options = asked;
   ScheduleIo io = asked_io;
   if (io.provider.empty()) io.provider = sys::GetEnv("CMAX_PROVIDER");
   std::vector<std::string> sinfo = {"sinfo", "-h", "-N", "-o", "%N|%T|%G"};
@@ -269,6 +315,13 @@ Result<ScheduleReport> ScheduleActiveChecks(const ScheduleOptions& options,
   }
   auto nodes = ParseSinfoNodeStates(listed->stdout_text);
   if (!nodes) return tl::unexpected(nodes.error());
+  // The partition's own limit, which no job may ask past; a Slurm that does not say leaves the
+  // bound as it is.
+  std::vector<std::string> limits = {"sinfo", "-h", "-o", "%P|%l"};
+  if (!options.partition.empty()) limits.push_back("--partition=" + options.partition);
+  if (auto said = Slurm(io, limits); said && said->Succeeded()) {
+    options.partition_limit_min = PartitionTimeLimit(said->stdout_text, options.partition);
+  }
 
   auto store = store::Store::Open({.path = io.db_path});
   if (!store) return tl::unexpected(store.error());
@@ -287,6 +340,10 @@ Result<ScheduleReport> ScheduleActiveChecks(const ScheduleOptions& options,
   report.fleet = ViewFleet(report.decisions, started, options.every);
   report.job_minutes = ActiveCheckJobMinutes(options, false);
   if (options.pairs) report.pair_job_minutes = ActiveCheckJobMinutes(options, true);
+  if (!options.time_limit_min && options.partition_limit_min &&
+      LongestCheckMinutes(options, options.pairs) > *options.partition_limit_min) {
+    report.cut_to_partition_limit = options.partition_limit_min;
+  }
   if (options.dry_run) return report;
 
   const std::string log_dir = LogDir(options, io);
@@ -572,9 +629,14 @@ std::string ScheduleText(const ScheduleReport& report, bool dry_run) {
     const auto limit = [](int64_t minutes) {
       return minutes > 0 ? fmt::format("{} min", minutes) : std::string("none");
     };
-    out += fmt::format("time limit (sbatch --time): {}{}\n", limit(report.job_minutes),
+    out += fmt::format("time limit (sbatch --time): {}{}{}\n", limit(report.job_minutes),
                        report.pair_job_minutes
                            ? fmt::format(" a node, {} a pair", limit(*report.pair_job_minutes))
+                           : "",
+                       report.cut_to_partition_limit
+                           ? fmt::format(" (the partition's limit, {} min, is shorter than a "
+                                         "check can take: a check may be stopped there)",
+                                         *report.cut_to_partition_limit)
                            : "");
   }
   if (!dry_run) {

@@ -36,6 +36,14 @@ Result<std::vector<SlurmNodeState>> ParseSinfoNodeStates(std::string_view text);
 // "(null)" 0; an entry it cannot read counts 0. Pure.
 int GpusInGres(std::string_view gres);
 
+// A Slurm time limit as sinfo's %l writes it ("30:00", "1:00:00", "2-00:00:00", "15"), in whole
+// minutes, rounded down (a job may ask for no more); none for "infinite", "UNLIMITED" or what is
+// not a time.
+std::optional<int64_t> ParseSlurmTimeLimit(std::string_view text);
+// `sinfo -h -o %P|%l`: the time limit of `partition`, or of the default partition (sinfo marks
+// it with '*') when `partition` is empty; none when it has none or is not listed.
+std::optional<int64_t> PartitionTimeLimit(std::string_view sinfo_text, std::string_view partition);
+
 // A node's latest active check, from the store.
 struct LastCheck {
   WallTime at;
@@ -102,11 +110,14 @@ struct ScheduleOptions {
   // Each job's Slurm time limit in minutes (sbatch --time); none: ActiveCheckJobMinutes's bound;
   // 0: none asked (the partition's default).
   std::optional<int64_t> time_limit_min;
+  // The partition's own limit (MaxTime), which ScheduleActiveChecks reads from sinfo: a bound
+  // past it is cut to it (a job asking for more would wait for ever, or be refused).
+  std::optional<int64_t> partition_limit_min;
 };
 
 // The minutes a check's job asks Slurm for (--time), 0 for none: time_limit_min when given, else
 // LongestActiveRun of the check it runs (a pair's job: both nodes' checks, one after the other,
-// each through up to kMostRails rails), rounded up. Pure.
+// each through up to kMostRails rails), rounded up, and no more than partition_limit_min. Pure.
 int64_t ActiveCheckJobMinutes(const ScheduleOptions& options, bool pair);
 
 struct ScheduleIo {
@@ -137,6 +148,8 @@ struct ScheduleReport {
   // checks go two by two; 0: none.
   int64_t job_minutes = 0;
   std::optional<int64_t> pair_job_minutes;
+  // The partition's limit, where it cut a bound: a check may be stopped there.
+  std::optional<int64_t> cut_to_partition_limit;
 };
 
 // Records one run (command "health", target "active schedule": not itself a check) with the

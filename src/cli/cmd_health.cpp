@@ -43,7 +43,9 @@ int RunActive(HealthFlags o, Context& ctx) {
   if (!o.peer.empty()) {
     o.ib_pair.peer = o.peer;
     o.ib_pair.own_job = o.active_run.own_job;
-    auto launch = active::PeerLauncher(o.peer_launch, !o.ib_pair.own_job.empty());
+    // srun joins the job it runs in only through $SLURM_JOB_ID: an ssh session --own-job names
+    // has none, and an srun there would ask for an allocation of its own.
+    auto launch = active::PeerLauncher(o.peer_launch, !sys::GetEnv("SLURM_JOB_ID").empty());
     if (!launch) return PrintError(ctx, "cmax health --active", launch.error());
     o.ib_pair.launch = std::move(*launch);
     o.active_run.ib_pair = o.ib_pair;

@@ -81,7 +81,8 @@ Command SetupHealthScheduleCommand(CLI::App& health) {
       "Passed to each check: seconds each tool may run");
   Num(app, "--time-limit", o->time_limit_min, Whole(0, 525600),
       "Minutes each job asks Slurm for (sbatch --time); 0: none, the partition's default "
-      "(default: the longest the checks can take, every tool at its deadline, twice for a pair)");
+      "(default: the longest the checks can take, every tool at its deadline, twice for a pair "
+      "with up to 16 rails each, and no more than the partition's MaxTime)");
   Flag(app, "--pairs", o->options.pairs,
        "Check the due nodes two by two, each pair in one two-node job, each node's check also "
        "testing its InfiniBand/RoCE rails against the other's (ib_write_bw, --peer); an odd "

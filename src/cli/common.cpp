@@ -150,7 +150,7 @@ int WriteOrPrint(Context& ctx, std::string_view command, const std::string& outp
     return kExitOk;
   }
   if (auto ok = WriteOutput(ctx, output, text); !ok) return PrintError(ctx, command, ok.error());
-  ctx.err << "wrote " << output << "\n";
+  if (!ctx.global.quiet) ctx.err << "wrote " << output << "\n";
   return kExitOk;
 }
 

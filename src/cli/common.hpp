@@ -100,7 +100,7 @@ int PrintRecorded(Context& ctx, std::string_view command, std::string_view shown
 // Text on stdout (exit 0), or the error.
 int PrintText(Context& ctx, std::string_view command, const Result<std::string>& text);
 // `text` into the file the user named (`-o`; stdout when none or "-"), then "wrote PATH" on
-// stderr, so that stdout carries only what was asked for.
+// stderr unless --quiet, so that stdout carries only what was asked for.
 int WriteOrPrint(Context& ctx, std::string_view command, const std::string& output,
                  std::string_view text);
 

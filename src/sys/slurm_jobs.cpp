@@ -91,8 +91,8 @@ Result<std::vector<SlurmJobPlacement>> ParseSqueueJobNodes(std::string_view text
     }
     auto nodes = ExpandHostList(Trim(line.substr(bar + 1)));
     if (!nodes) {
-      return Fail(ErrorCode::kCorrupt, "squeue's nodes of job {}: {}", SanitizeUtf8(job),
-                  nodes.error().message);
+      return Fail(ErrorCode::kCorrupt, "squeue's nodes of job {}: {}", AsOneLine(job),
+                  AsOneLine(nodes.error().message));
     }
     jobs.push_back({.job = std::string(job), .nodes = std::move(*nodes)});
   }

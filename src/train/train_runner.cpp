@@ -238,7 +238,10 @@ Result<TrainRunReport> RunAndRecordTraining(TrainRunOptions options, const Train
   TrainRunReport report{.run = std::move(*ran), .log_path = options.log_path};
   std::vector<TrainLogFile> files;
   files.push_back({.name = options.log_path, .log = report.run.log, .figures = report.run.figures});
-  const nlohmann::json command = options.command;
+  // What ran: --shell's words joined for /bin/sh -c, as the process runner starts them.
+  const nlohmann::json command =
+      options.use_shell ? std::vector<std::string>{"/bin/sh", "-c", Join(options.command, " ")}
+                        : options.command;
   TrainRunExtras extras{
       .target = "training command",
       .findings = {TrainEndingFinding(report.run)},

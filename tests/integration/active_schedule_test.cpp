@@ -610,6 +610,11 @@ TEST(CheckTimeLimit, TheLongestACheckCanTakeRoundedUpToMinutes) {
                                std::string("--time=19")),
             1);
 
+  // No job asks past its partition's own limit (MaxTime, as sinfo's %l says it).
+  EXPECT_EQ(ActiveCheckJobMinutes({.partition_limit_min = 60}, true), 60);
+  EXPECT_EQ(ActiveCheckJobMinutes({.partition_limit_min = 60}, false), 19);
+  EXPECT_EQ(ActiveCheckJobMinutes({.time_limit_min = 120, .partition_limit_min = 60}, true), 120);
+
   // The dry run says what each job asks for.
   ScheduleReport report{.decisions = {{.node = "gpu1", .submit = true, .why = "idle"}},
                         .job_minutes = 19,
@@ -617,6 +622,49 @@ TEST(CheckTimeLimit, TheLongestACheckCanTakeRoundedUpToMinutes) {
   EXPECT_NE(ScheduleText(report, true)
                 .find("time limit (sbatch --time): 19 min a node, 94 min a "
                       "pair\n"),
+            std::string::npos)
+      << ScheduleText(report, true);
+}
+
+TEST(CheckTimeLimit, SlurmsTimeLimitsAsSinfoWritesThem) {
+  const struct {
+    std::string text;
+    std::optional<int64_t> minutes;
+  } cases[] = {
+      {"infinite", std::nullopt},
+      {"UNLIMITED", std::nullopt},
+      {"n/a", std::nullopt},
+      {"", std::nullopt},
+      {"15", 15},
+      {"30:00", 30},
+      {"30:59", 30},
+      {"1:00:00", 60},
+      {"12:30:59", 750},
+      {"2-00:00:00", 2880},
+      {"1-12", 2160},
+      {"1-12:30", 2190},
+      {"1:2:3:4", std::nullopt},
+      {"-5", std::nullopt},
+      {"1-x", std::nullopt},
+      {" 45 ", 45},
+  };
+  for (const auto& c : cases) EXPECT_EQ(ParseSlurmTimeLimit(c.text), c.minutes) << c.text;
+
+  const std::string sinfo = "debug|30:00\ngpu*|2-00:00:00\nlong|infinite\n";
+  EXPECT_EQ(PartitionTimeLimit(sinfo, ""), 2880);  // the default partition's
+  EXPECT_EQ(PartitionTimeLimit(sinfo, "debug"), 30);
+  EXPECT_EQ(PartitionTimeLimit(sinfo, "gpu"), 2880);
+  EXPECT_EQ(PartitionTimeLimit(sinfo, "long"), std::nullopt);
+  EXPECT_EQ(PartitionTimeLimit(sinfo, "other"), std::nullopt);
+  EXPECT_EQ(PartitionTimeLimit("debug|30:00\n", ""), std::nullopt);  // no default: no limit known
+
+  ScheduleReport report{.decisions = {{.node = "gpu1", .submit = true, .why = "idle"}},
+                        .job_minutes = 19,
+                        .pair_job_minutes = 30,
+                        .cut_to_partition_limit = 30};
+  EXPECT_NE(ScheduleText(report, true)
+                .find("19 min a node, 30 min a pair (the partition's limit, 30 min, is shorter "
+                      "than a check can take: a check may be stopped there)"),
             std::string::npos)
       << ScheduleText(report, true);
 }

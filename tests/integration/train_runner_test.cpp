@@ -175,6 +175,12 @@ TEST_F(TrainRunnerTest, ARecordedRunKeepsItsLogBesideTheStoreUnlessTold) {
   EXPECT_NE(testing::SlurpFile(crashed->log_path).find("OutOfMemoryError"), std::string::npos);
   EXPECT_EQ(crashed->run.ending, TrainEnding::kFailed) << crashed->run.ending_words;
   EXPECT_EQ(crashed->recorded.exit_code, 1);
+  // What ran, as it ran: the words joined for /bin/sh -c.
+  const auto& evidence = crashed->recorded.record.evidence;
+  const auto command = std::ranges::find_if(
+      evidence, [](const EvidenceItem& e) { return e.key == "train.command"; });
+  ASSERT_NE(command, evidence.end());
+  EXPECT_EQ(command->value_json, R"(["/bin/sh","-c","/bin/sh )" + kStandIn + R"( crash 20"])");
 
   options.exit_zero = true;
   options.log_path = dir_.File("named.log");
