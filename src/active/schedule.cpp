@@ -242,7 +242,7 @@ std::optional<int64_t> ParseSlurmTimeLimit(std::string_view text) {
   std::optional<int64_t> days;
   if (const size_t dash = text.find('-'); dash != std::string_view::npos) {
     days = ParseWhole<int64_t>(text.substr(0, dash));
-    if (!days) return std::nullopt;
+    if (!days || *days > 100000000) return std::nullopt;  // sinfo's are minutes in 32 bits
     text = text.substr(dash + 1);
   }
   std::vector<int64_t> parts;
@@ -251,7 +251,7 @@ std::optional<int64_t> ParseSlurmTimeLimit(std::string_view text) {
     if (!n || *n < 0 || *n > 100000000) return std::nullopt;
     parts.push_back(*n);
   }
-  if (parts.empty() || parts.size() > 3 || (days && *days < 0)) return std::nullopt;
+  if (parts.empty() || parts.size() > 3) return std::nullopt;
   if (days) return *days * 24 * 60 + parts[0] * 60 + (parts.size() > 1 ? parts[1] : 0);
   return parts.size() < 3 ? parts[0] : parts[0] * 60 + parts[1];  // M or M:S; H:M:S
 }
@@ -340,7 +340,7 @@ Result<ScheduleReport> ScheduleActiveChecks(const ScheduleOptions& asked,
   report.fleet = ViewFleet(report.decisions, started, options.every);
   report.job_minutes = ActiveCheckJobMinutes(options, false);
   if (options.pairs) report.pair_job_minutes = ActiveCheckJobMinutes(options, true);
-  if (!options.time_limit_min && options.partition_limit_min &&
+  if (!options.time_limit_min && options.partition_limit_min && *options.partition_limit_min > 0 &&
       LongestCheckMinutes(options, options.pairs) > *options.partition_limit_min) {
     report.cut_to_partition_limit = options.partition_limit_min;
   }

@@ -614,6 +614,7 @@ TEST(CheckTimeLimit, TheLongestACheckCanTakeRoundedUpToMinutes) {
   EXPECT_EQ(ActiveCheckJobMinutes({.partition_limit_min = 60}, true), 60);
   EXPECT_EQ(ActiveCheckJobMinutes({.partition_limit_min = 60}, false), 19);
   EXPECT_EQ(ActiveCheckJobMinutes({.time_limit_min = 120, .partition_limit_min = 60}, true), 120);
+  EXPECT_EQ(ActiveCheckJobMinutes({.partition_limit_min = 0}, false), 19);  // MaxTime=0: none
 
   // The dry run says what each job asks for.
   ScheduleReport report{.decisions = {{.node = "gpu1", .submit = true, .why = "idle"}},
@@ -646,6 +647,8 @@ TEST(CheckTimeLimit, SlurmsTimeLimitsAsSinfoWritesThem) {
       {"1:2:3:4", std::nullopt},
       {"-5", std::nullopt},
       {"1-x", std::nullopt},
+      {"1-", std::nullopt},
+      {"7000000000000000-0", std::nullopt},
       {" 45 ", 45},
   };
   for (const auto& c : cases) EXPECT_EQ(ParseSlurmTimeLimit(c.text), c.minutes) << c.text;

@@ -240,9 +240,11 @@ TEST_F(IbPairRun, TheCommandTestsTheRailsToItsPeer) {
                                      "gpu1",
                                      "--json"};
     if (!flag.empty()) argv.push_back(flag);
-    return runner_.Run({.argv = argv,
-                        .env_add = {bin_path, "STANDIN_IB_GBITS=mlx5_0=391.5", setting},
-                        .timeout = 60s});
+    return runner_.Run(
+        {.argv = argv,
+         // Not in a Slurm job, whatever the test runs in: ssh's launcher.
+         .env_add = {bin_path, "STANDIN_IB_GBITS=mlx5_0=391.5", setting, "SLURM_JOB_ID"},
+         .timeout = 60s});
   };
   const auto ran = command("", "STANDIN_NOTHING=1");
   ASSERT_TRUE(ran) << ran.error().message;
