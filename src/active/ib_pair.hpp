@@ -88,13 +88,13 @@ struct IbPairVerdict {
   bool second_look = false;
 };
 
-// Runs every rail in turn. `deadline`: each end's, beyond the test's own seconds. Where Slurm
-// is here to ask (squeue on PATH), a peer that runs others' jobs is left alone (SKIP) unless
-// `force`; one whose jobs it cannot list is tested, and the finding says so.
 // The longest one rail's test may hold its peer's server: the launcher's start, the client's
 // last try and its test under `deadline`, and the client's kill grace with room to spare.
 Duration IbRailWindow(const IbPairOptions& options, Duration deadline);
 
+// Runs every rail in turn. `deadline`: each end's, beyond the test's own seconds. Where Slurm
+// is here to ask (squeue on PATH), a peer that runs others' jobs is left alone (SKIP) unless
+// `force`; one whose jobs it cannot list is tested, and the finding says so.
 IbPairVerdict RunIbPairs(const IbPairOptions& options, Duration deadline, const IbPairIo& io);
 
 }  // namespace cmax::active

@@ -213,10 +213,6 @@ std::vector<std::string> JobArgv(const std::string& nodes, const std::string& lo
   return argv;
 }
 
-}  // namespace
-
-namespace {
-
 int64_t LongestCheckMinutes(const ScheduleOptions& options, bool pair) {
   ActiveRunOptions check{.level = options.level,
                          .deadline_s = options.deadline_s.value_or(0),
@@ -340,8 +336,8 @@ Result<ScheduleReport> ScheduleActiveChecks(const ScheduleOptions& asked,
   report.fleet = ViewFleet(report.decisions, started, options.every);
   report.job_minutes = ActiveCheckJobMinutes(options, false);
   if (options.pairs) report.pair_job_minutes = ActiveCheckJobMinutes(options, true);
-  if (!options.time_limit_min && options.partition_limit_min && *options.partition_limit_min > 0 &&
-      LongestCheckMinutes(options, options.pairs) > *options.partition_limit_min) {
+  if (!options.time_limit_min &&
+      ActiveCheckJobMinutes(options, options.pairs) < LongestCheckMinutes(options, options.pairs)) {
     report.cut_to_partition_limit = options.partition_limit_min;
   }
   if (options.dry_run) return report;

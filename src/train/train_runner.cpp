@@ -58,6 +58,16 @@ std::string_view TrainEndingName(TrainEnding ending) {
   return "?";
 }
 
+namespace {
+
+// The argv that runs: with use_shell, the command's words joined for /bin/sh -c.
+std::vector<std::string> ArgvThatRuns(const TrainRunOptions& options) {
+  if (!options.use_shell) return options.command;
+  return {"/bin/sh", "-c", Join(options.command, " ")};
+}
+
+}  // namespace
+
 std::string DefaultTrainLogPath(const std::string& db_path, WallTime now) {
   std::string stamp = FormatIso8601(now);
   std::erase(stamp, ':');
@@ -101,10 +111,7 @@ Result<TrainRunResult> RunTraining(const TrainRunOptions& options, const TrainRu
       if (options.step_budget && step.step >= *options.step_budget) budget_reached = true;
     }
   };
-  sys::ProcessSpec spec{.argv = options.use_shell
-                                    ? std::vector<std::string>{Join(options.command, " ")}
-                                    : options.command,
-                        .use_shell = options.use_shell,
+  sys::ProcessSpec spec{.argv = ArgvThatRuns(options),
                         .env_add = options.env,
                         .cwd = options.cwd,
                         .timeout = options.deadline,
@@ -238,10 +245,7 @@ Result<TrainRunReport> RunAndRecordTraining(TrainRunOptions options, const Train
   TrainRunReport report{.run = std::move(*ran), .log_path = options.log_path};
   std::vector<TrainLogFile> files;
   files.push_back({.name = options.log_path, .log = report.run.log, .figures = report.run.figures});
-  // What ran: --shell's words joined for /bin/sh -c, as the process runner starts them.
-  const nlohmann::json command =
-      options.use_shell ? std::vector<std::string>{"/bin/sh", "-c", Join(options.command, " ")}
-                        : options.command;
+  const nlohmann::json command = ArgvThatRuns(options);  // what ran
   TrainRunExtras extras{
       .target = "training command",
       .findings = {TrainEndingFinding(report.run)},
@@ -268,8 +272,7 @@ Result<TrainRunReport> RunAndRecordTrainingOverNetnsLab(TrainRunOptions options,
   if (auto checked = CheckBeforeTheJob(options, store_io); !checked) {
     return tl::unexpected(checked.error());
   }
-  std::vector<std::string> rank_command = options.command;
-  if (options.use_shell) rank_command = {"/bin/sh", "-c", Join(options.command, " ")};
+  const std::vector<std::string> rank_command = ArgvThatRuns(options);
   // The ranks get options.env by name (-x NAME: mpirun passes on its own value, which the runner
   // sets): a value in mpirun's argv would be in `ps` and in the recorded command.
   const std::vector<std::string> env_names = net::EnvNames(options.env);
