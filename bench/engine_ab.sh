@@ -20,6 +20,7 @@ printf '%-30s %-2s %8s %14s %14s %14s %14s\n' SETTING "" RUNS "US/TOKEN" "US/REQ
 while read -r name decode conc requests output server_extra client_extra; do
   [ "$server_extra" = - ] && server_extra=
   [ "$client_extra" = - ] && client_extra=
+  client_extra=${client_extra//@DIR@/$dir}  # a file in the run's own folder
   [[ "$name" == *"$only"* ]] || continue
   for side in A B; do : > "$dir/$side.txt"; done
   for _ in $(seq "$pairs"); do
@@ -55,4 +56,6 @@ token-writes-c64 0 64 2000 200 --token-writes -
 5-token-answers-c64 0 64 4000 5 - -
 5-token-answers-c64-libcurl 0 64 4000 5 - --http-client libcurl
 10ms-per-token-c1024 10 1024 2048 200 - -
+5-token-answers-c64-requests-file 0 64 4000 5 - --requests-file=@DIR@/requests.jsonl
+10ms-per-token-c1024-requests-file 10 1024 2048 200 - --requests-file=@DIR@/requests.jsonl
 RUNS

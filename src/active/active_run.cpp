@@ -176,6 +176,37 @@ Result<ActiveRunReport> RunActiveHealth(const ActiveRunOptions& options, const A
     }
   }
 
+  // The run is in the store from here, each check's findings written as the check ends: a
+  // check killed half-way (a full level takes most of an hour) keeps those before it.
+  auto recorded =
+      store::BeginRecordedRun(io.db_path, {.command = "health",
+                                           .target = fmt::format("active checks ({})", level_name),
+                                           .host = io.host,
+                                           .started_at = started,
+                                           .cmax_version = io.cmax_version,
+                                           .provider = io.provider});
+  if (!recorded) return tl::unexpected(recorded.error());
+  store::RunWriter& writer = recorded->writer;
+  const auto evidence = [&] {
+    return std::vector<EvidenceItem>{
+        {"active.level", nlohmann::json(level_name).dump()},
+        {"active.gpus", gpus.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)},
+        {"active.gpu_class", gpu_class != nullptr ? nlohmann::json(gpu_class->id).dump() : "null"},
+        {"active.second_look", nlohmann::json(report.second_look).dump()}};
+  };
+  size_t findings_kept = 0;
+  size_t metrics_kept = 0;
+  Result<void> kept;  // the first write that failed, if one did: later ones are not tried
+  const auto keep = [&] {
+    if (!kept) return;
+    kept = writer.Add(
+        evidence(), {findings.begin() + static_cast<std::ptrdiff_t>(findings_kept), findings.end()},
+        {metrics.begin() + static_cast<std::ptrdiff_t>(metrics_kept), metrics.end()});
+    findings_kept = findings.size();
+    metrics_kept = metrics.size();
+  };
+  keep();
+
   // Each check's wall time, recorded: what a quick pass costs a node, check by check.
   const auto timed = [&](const char* check, const auto& work) {
     const WallTime begun = io.clock->Now();
@@ -184,6 +215,7 @@ Result<ActiveRunReport> RunActiveHealth(const ActiveRunOptions& options, const A
                        .labels = {{"check", check}},
                        .value = std::chrono::duration<double>(io.clock->Now() - begun).count(),
                        .unit = "s"});
+    keep();
   };
   const auto add = [&](std::vector<Finding> more) {
     for (Finding& f : more) findings.push_back(std::move(f));
@@ -294,22 +326,17 @@ Result<ActiveRunReport> RunActiveHealth(const ActiveRunOptions& options, const A
   } else if (options.ib_pair) {
     findings.push_back(Skip("active.ib-write-bw", rails_not_run));
   }
-  const std::vector<EvidenceItem> evidence = {
-      {"active.level", nlohmann::json(level_name).dump()},
-      {"active.gpus", gpus.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)},
-      {"active.gpu_class", gpu_class != nullptr ? nlohmann::json(gpu_class->id).dump() : "null"},
-      {"active.second_look", nlohmann::json(report.second_look).dump()}};
-  auto recorded = store::RecordWholeRun(io.db_path,
-                                        {.command = "health",
-                                         .target = fmt::format("active checks ({})", level_name),
-                                         .host = io.host,
-                                         .started_at = started,
-                                         .cmax_version = io.cmax_version,
-                                         .provider = io.provider},
-                                        evidence, findings, metrics, io.clock->Now());
-  if (!recorded) return tl::unexpected(recorded.error());
-  report.record = std::move(recorded->record);
-  report.exit_code = recorded->exit_code;
+  keep();
+  if (!kept) {
+    (void)writer.FinishWithError(store::kRunError, io.clock->Now());
+    return tl::unexpected(kept.error());
+  }
+  auto outcome = writer.Finish(0, io.clock->Now());
+  if (!outcome) return tl::unexpected(outcome.error());
+  auto record = recorded->store->LoadRun(writer.RunId());
+  if (!record) return tl::unexpected(record.error());
+  report.record = std::move(*record);
+  report.exit_code = outcome->exit_code;
 
   // What remediation reads: the node's conditions, in the same store.
   auto store = store::Store::Open({.path = io.db_path});

@@ -76,6 +76,7 @@ endpoint::LoadRunIo Io(Context& ctx, sys::FileSystem& fs) {
   io.write_output = [&ctx](const std::string& path, std::string_view text) {
     return WriteOutput(ctx, path, text);
   };
+  io.open_growing = [&ctx](const std::string& path) { return OpenGrowingOutput(ctx, path); };
   return io;
 }
 
@@ -133,7 +134,9 @@ void AddTargetFlags(CLI::App* app, endpoint::TargetOptions& o) {
   Opt(app, "--price-model", o.price_model, "Model to price as (default --model)");
   Opt(app, "--output-file", o.output_file,
       "Result JSON with vLLM's benchmark keys plus cmax's under \"cmax\"");
-  Opt(app, "--requests-file", o.requests_file, "One JSON line per request");
+  Opt(app, "--requests-file", o.requests_file,
+      "One JSON line per request, written as requests end (a killed run keeps those that "
+      "ended)");
   Opt(app, "--label", o.label, "Label in the result file (vLLM's label key)");
   Num(app, "--seed", o.seed, AnyUnsigned(),
       "Seed for prompts and arrival times (default 0, as vLLM's benchmark: the same prompts "

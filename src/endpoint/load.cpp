@@ -168,6 +168,7 @@ Result<LoadResult> RunLoad(Engine& e, const Target& target, Workload& workload,
     const bool ok = rec.timing.ok;
     if (!ok) ++failed;
     result.records.push_back(std::move(rec));
+    if (hooks.on_record) hooks.on_record(result.records.back());
     if (ok && f.turn + 1 < a.conversation.turns.size()) {
       a.answers.push_back(std::move(r.text));
       waiting.push({now + a.conversation.think_s, order++, f.conversation, f.turn + 1, 0});
@@ -246,8 +247,8 @@ Result<LoadResult> RunLoad(Engine& e, const Target& target, Workload& workload,
   // Interrupted: whatever is still in flight or waiting to be retried ends now, with an
   // outcome that says so.
   e.CancelAll();
-  const auto cancelled = [&result](uint64_t index, size_t conversation, size_t turn, int attempt,
-                                   double due) {
+  const auto cancelled = [&result, &hooks](uint64_t index, size_t conversation, size_t turn,
+                                           int attempt, double due) {
     RequestRecord rec;
     rec.index = index;
     rec.conversation = conversation;
@@ -257,6 +258,7 @@ Result<LoadResult> RunLoad(Engine& e, const Target& target, Workload& workload,
     rec.timing.error = ErrorClass::kCancelled;
     rec.error_message = "the run was interrupted";
     result.records.push_back(std::move(rec));
+    if (hooks.on_record) hooks.on_record(result.records.back());
   };
   for (const auto& [tag, f] : flying) cancelled(tag, f.conversation, f.turn, f.attempt, f.due_s);
   for (; !retrying.empty(); retrying.pop()) {

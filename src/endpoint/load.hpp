@@ -83,6 +83,9 @@ struct LoadHooks {
   std::function<bool()> interrupted;                  // asked every 100 ms at least
   std::function<void(const LoadProgress&)> progress;  // every progress_every_s
   double progress_every_s = 2;
+  // Each request's record as it ends (its last attempt), on the run's thread: what it does
+  // holds the event loop, whose reads time the tokens, so it should only copy.
+  std::function<void(const RequestRecord&)> on_record;
 };
 
 // Gaps between arrivals: gamma(shape = burstiness, scale = 1 / (rate * burstiness)).

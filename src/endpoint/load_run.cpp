@@ -162,8 +162,10 @@ struct Measured {
   nlohmann::json result;
 };
 
+// `requests`, when the requests file is asked for, gets the measured run's requests as they end
+// (not the warm-up's); a write to it that fails stops the run.
 Result<Measured> Measure(Prepared& p, Workload& workload, const LoadShape& shape, size_t warmup,
-                         const LoadRunIo& io) {
+                         const LoadRunIo& io, RequestsStream* requests = nullptr) {
   if (warmup > 0) {
     auto w = RunLoad(*p.engine, p.target, workload, WarmupShape(shape, warmup), io.hooks);
     if (!w) return tl::unexpected(w.error());
@@ -174,7 +176,14 @@ Result<Measured> Measure(Prepared& p, Workload& workload, const LoadShape& shape
           fmt::format("warm-up: {} requests ({} failed), not counted", w->records.size(), failed));
     }
   }
-  auto run = RunLoad(*p.engine, p.target, workload, shape, io.hooks);
+  LoadHooks hooks = io.hooks;
+  if (requests != nullptr) {
+    hooks.on_record = [requests](const RequestRecord& r) { requests->Add(r); };
+    hooks.interrupted = [requests, asked = io.hooks.interrupted] {
+      return requests->Failed() || (asked && asked());
+    };
+  }
+  auto run = RunLoad(*p.engine, p.target, workload, shape, hooks);
   if (!run) return tl::unexpected(run.error());
   Measured m{std::move(*run), {}, {}};
   RedactSecrets(m.run, p.secrets);
@@ -223,16 +232,38 @@ int InterruptSignal(const LoadRunIo& io) {
   return io.interrupt_signal ? io.interrupt_signal() : 0;
 }
 
+// The requests file, opened (and emptied) before the run is recorded: one that cannot be opened
+// is said before anything is sent.
+Result<std::unique_ptr<RequestsStream>> OpenRequests(const std::string& path, const Prepared& p,
+                                                     const LoadRunIo& io) {
+  if (path.empty()) return nullptr;
+  if (!io.open_growing) return Fail(ErrorCode::kInternal, "no way to write --requests-file");
+  auto sink = io.open_growing(path);
+  if (!sink) return Wrap(sink.error(), "--requests-file");
+  return std::make_unique<RequestsStream>(std::move(*sink), p.secrets);
+}
+
 // A run or a replay, once its workload and shape are known.
 Result<LoadRunReport> MeasureAndRecord(const TargetOptions& o, Prepared& p, Workload& workload,
                                        const LoadShape& shape, size_t warmup, const LoadRunIo& io) {
+  auto requests = OpenRequests(o.requests_file, p, io);
+  if (!requests) return tl::unexpected(requests.error());
   auto recorded = Record(io, "endpoint/" + p.description.url);
   if (!recorded) return SystemFailure(recorded.error());
   store::RunWriter& writer = recorded->writer;
-  auto measured = Measure(p, workload, shape, warmup, io);
+  auto measured = Measure(p, workload, shape, warmup, io, requests->get());
   if (!measured) {
     Abandon(*recorded);
     return SystemFailure(measured.error());
+  }
+  // The paths were checked before the run: a write that fails now (a full disk) is not the
+  // user's, and it cut the run short.
+  if (*requests) {
+    if (auto ok = (*requests)->Finish(); !ok) {
+      Abandon(*recorded);
+      return Fail(ErrorCode::kIo, "--requests-file {}: {}", SanitizeUtf8(o.requests_file),
+                  ok.error().message);
+    }
   }
   if (auto ok = writer.Add({{"endpoint.result", EvidenceJson(*measured)}},
                            LoadFindings(measured->summary),
@@ -240,20 +271,11 @@ Result<LoadRunReport> MeasureAndRecord(const TargetOptions& o, Prepared& p, Work
       !ok) {
     return SystemFailure(ok.error());
   }
-  // One after the other: a failed result file stops the run before the requests file.
   if (auto ok = Write(io, o.output_file,
                       o.output_file.empty() ? std::string() : Dump(measured->result, 2) + "\n");
       !ok) {
     Abandon(*recorded);
     return tl::unexpected(ok.error());
-  }
-  if (!o.requests_file.empty()) {
-    std::string requests;
-    for (const auto& r : measured->run.records) requests += RequestJsonl(r) + "\n";
-    if (auto ok = Write(io, o.requests_file, requests); !ok) {
-      Abandon(*recorded);
-      return tl::unexpected(ok.error());
-    }
   }
   auto outcome = writer.Finish(InterruptSignal(io), SystemClock().Now());
   if (!outcome) return SystemFailure(outcome.error());

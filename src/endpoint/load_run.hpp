@@ -14,6 +14,7 @@
 #include "core/result.hpp"
 #include "endpoint/load.hpp"
 #include "endpoint/plan.hpp"
+#include "endpoint/requests_stream.hpp"
 
 namespace cmax::sys {
 class FileSystem;
@@ -98,6 +99,9 @@ struct LoadRunIo {
   std::function<void(std::string_view)> note;   // a line for the operator (the warm-up's)
   std::function<void(std::string_view)> table;  // a sweep's header and rows, as they come
   std::function<Result<void>(const std::string& path, std::string_view text)> write_output;
+  // Opens an output that is written as it grows (the requests file), emptied first; "-" is
+  // stdout. What it returns is called from the requests stream's thread.
+  std::function<Result<AppendText>(const std::string& path)> open_growing;
 };
 
 struct LoadRunReport {

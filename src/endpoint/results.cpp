@@ -291,7 +291,7 @@ constexpr std::string_view kRedacted = "[redacted]";
 // A secret cut where the engine cut the server's body: at least this much of its start is masked.
 constexpr size_t kCutSecretMin = 8;
 
-void Redact(std::string& text, const std::string& secret) {
+void MaskSecret(std::string& text, const std::string& secret) {
   for (size_t at = text.find(secret); at != std::string::npos;
        at = text.find(secret, at + kRedacted.size())) {
     text.replace(at, secret.size(), kRedacted);
@@ -334,11 +334,10 @@ std::vector<std::string> JsonStringForms(const std::string& text) {
 
 }  // namespace
 
-void RedactSecrets(LoadResult& run, const std::vector<std::string>& secrets) {
+Redactor::Redactor(const std::vector<std::string>& secrets) {
   // The longest first: "Bearer sk-1" before "sk-1", so the whole value goes at once.
   // A server may echo a secret as its JSON (escaped, as its encoder does it), or as it sits in
   // a URL's query (percent-encoded): those forms go too.
-  std::vector<std::string> ordered;
   for (const std::string& s : secrets) {
     if (s.size() < 4) continue;
     std::vector<std::string> forms = JsonStringForms(s);
@@ -347,13 +346,20 @@ void RedactSecrets(LoadResult& run, const std::vector<std::string>& secrets) {
     forms.push_back(LowerHexEscapes(percent));
     forms.insert(forms.begin(), s);
     for (std::string& form : forms) {
-      if (std::ranges::find(ordered, form) == ordered.end()) ordered.push_back(std::move(form));
+      if (std::ranges::find(forms_, form) == forms_.end()) forms_.push_back(std::move(form));
     }
   }
-  std::ranges::sort(ordered, std::greater<>{}, &std::string::size);
-  for (const std::string& secret : ordered) {
-    for (RequestRecord& r : run.records) Redact(r.error_message, secret);
-  }
+  std::ranges::sort(forms_, std::greater<>{}, &std::string::size);
+}
+
+void Redactor::Redact(RequestRecord& record) const {
+  if (record.error_message.empty()) return;
+  for (const std::string& form : forms_) MaskSecret(record.error_message, form);
+}
+
+void RedactSecrets(LoadResult& run, const std::vector<std::string>& secrets) {
+  const Redactor redactor(secrets);
+  for (RequestRecord& r : run.records) redactor.Redact(r);
 }
 
 namespace {

@@ -66,6 +66,17 @@ std::string FailureText(const RequestRecord& record);
 // words.
 void RedactSecrets(LoadResult& run, const std::vector<std::string>& secrets);
 
+// The same, one request at a time (the requests file as it grows): the secrets' forms are made
+// once, longest first.
+class Redactor {
+ public:
+  explicit Redactor(const std::vector<std::string>& secrets);
+  void Redact(RequestRecord& record) const;
+
+ private:
+  std::vector<std::string> forms_;
+};
+
 LoadSummary Summarize(const LoadResult& run, const Slo& slo, const std::optional<Price>& price);
 
 nlohmann::json ResultJson(const RunDescription& description, const LoadResult& run,

@@ -8,14 +8,30 @@
 
 namespace cmax::sys {
 
-Result<AppendFile> AppendFile::Open(const std::string& path, mode_t mode) {
-  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, mode);
+namespace {
+
+Result<int> OpenFor(const std::string& path, int flags, mode_t mode) {
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | flags, mode);
   if (fd < 0) {
     const int e = errno;
     return Fail(e == ENOENT ? ErrorCode::kNotFound : ErrorCode::kIo, "cannot open {}: {}", path,
                 std::strerror(e));
   }
-  return AppendFile(fd);
+  return fd;
+}
+
+}  // namespace
+
+Result<AppendFile> AppendFile::Open(const std::string& path, mode_t mode) {
+  auto fd = OpenFor(path, 0, mode);
+  if (!fd) return tl::unexpected(fd.error());
+  return AppendFile(*fd);
+}
+
+Result<AppendFile> AppendFile::Create(const std::string& path, mode_t mode) {
+  auto fd = OpenFor(path, O_TRUNC, mode);
+  if (!fd) return tl::unexpected(fd.error());
+  return AppendFile(*fd);
 }
 
 AppendFile& AppendFile::operator=(AppendFile&& other) noexcept {

@@ -14,6 +14,9 @@ class AppendFile {
  public:
   // Creates the file (or appends to the one there).
   static Result<AppendFile> Open(const std::string& path, mode_t mode = 0600);
+  // Creates the file, or empties the one there, as the shell's > does: a link is followed, a
+  // FIFO or a character device written into.
+  static Result<AppendFile> Create(const std::string& path, mode_t mode = 0600);
   AppendFile(AppendFile&& other) noexcept : fd_(other.fd_) { other.fd_ = -1; }
   AppendFile& operator=(AppendFile&& other) noexcept;
   AppendFile(const AppendFile&) = delete;

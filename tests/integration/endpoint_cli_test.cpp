@@ -13,6 +13,7 @@
 #include <sys/stat.h>
 #include <thread>
 
+#include "store/run_writer.hpp"
 #include "store/store.hpp"
 #include "support/free_port.hpp"
 #include "support/temp_dir.hpp"
@@ -402,6 +403,54 @@ TEST_F(EndpointCli, OutputFilesAreWrittenThroughLinksAndFifos) {
   ASSERT_EQ(::lstat(fifo.c_str(), &st), 0);
   EXPECT_TRUE(S_ISFIFO(st.st_mode));
   EXPECT_EQ(std::count(lines.begin(), lines.end(), '\n'), 3);
+}
+
+// A run killed with SIGKILL (the OOM killer, a lost session) keeps the requests that had ended:
+// the requests file grows as they end, in whole lines; the stored run shows as abandoned.
+TEST_F(EndpointCli, AKilledRunKeepsTheRequestsThatEnded) {
+  const std::string requests = dir_.File("requests.jsonl");
+  const auto count_lines = [&] {
+    const std::string text = FileText(requests);
+    return std::count(text.begin(), text.end(), '\n');
+  };
+  auto pid =
+      sys::SpawnDaemon({.argv = {CMAX_BINARY, "--db", dir_.File("cmax.db"), "endpoint", "run",
+                                 "--url", Url(), "--model", "m", "--concurrency", "2", "--duration",
+                                 "60", "--output-len", "4", "--requests-file", requests},
+                        .log_path = dir_.File("run.log")});
+  ASSERT_TRUE(pid);
+  const bool grew = testing::WaitUntil([&] { return count_lines() >= 5; });
+  ::kill(*pid, SIGKILL);
+  ASSERT_TRUE(grew) << FileText(dir_.File("run.log"));
+  ASSERT_TRUE(testing::WaitUntil([&] { return !sys::ProcessAlive(*pid); }));
+  std::istringstream lines(FileText(requests));
+  size_t whole = 0;
+  for (std::string line; std::getline(lines, line); ++whole) {
+    const json request = json::parse(line, nullptr, false);
+    ASSERT_TRUE(request.is_object()) << line;
+    EXPECT_TRUE(request["ok"].get<bool>()) << line;
+  }
+  EXPECT_GE(whole, 5U);
+  auto store = store::Store::Open({.path = dir_.File("cmax.db"), .create = false});
+  ASSERT_TRUE(store);
+  const auto runs = store->ListRuns(10);
+  ASSERT_TRUE(runs);
+  ASSERT_EQ(runs->size(), 1U);
+  EXPECT_EQ(store::DisplayState((*runs)[0].run), "abandoned");
+}
+
+// A requests file that takes no more (/dev/full: every write is ENOSPC) stops the run at once:
+// what it measures could not be kept. The run would otherwise go on for its 60 s.
+TEST_F(EndpointCli, ARequestsFileThatCannotBeWrittenStopsTheRun) {
+  const auto started = std::chrono::steady_clock::now();
+  const auto r = Cmax({"endpoint", "run", "--url", Url(), "--model", "m", "--duration", "60",
+                       "--output-len", "4", "--requests-file", "/dev/full"});
+  const auto took = std::chrono::steady_clock::now() - started;
+  EXPECT_EQ(r.exit_code, 3) << r.stdout_text << r.stderr_text;
+  EXPECT_NE(r.stderr_text.find("--requests-file /dev/full: cannot write: No space left on device"),
+            std::string::npos)
+      << r.stderr_text;
+  EXPECT_LT(took, 30s);
 }
 
 }  // namespace

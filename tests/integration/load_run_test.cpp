@@ -3,10 +3,16 @@
 // run, what the store keeps, what the output files get, and a write that fails after the run.
 #include "endpoint/load_run.hpp"
 
+#include <algorithm>
+#include <atomic>
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <gtest/gtest.h>
 #include <map>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -29,6 +35,11 @@ struct Shell {
   std::map<std::string, std::string> written;
   std::vector<std::string> attempted;
   bool fail_writes = false;
+  bool fail_growing = false;
+  // The requests file as it grows, written from the requests stream's thread.
+  std::mutex growing_mutex;
+  std::map<std::string, std::string> grown;  // under growing_mutex
+  std::atomic<size_t> grown_lines{0};
 
   LoadRunIo Io() {
     LoadRunIo io;
@@ -46,7 +57,20 @@ struct Shell {
       written[path] = std::string(text);
       return {};
     };
+    io.open_growing = [this](const std::string& path) -> Result<AppendText> {
+      return [this, path](std::string_view text) -> Result<void> {
+        if (fail_growing) return Fail(ErrorCode::kIo, "disk full (a stand-in)");
+        const std::lock_guard lock(growing_mutex);
+        grown[path] += text;
+        grown_lines += static_cast<size_t>(std::count(text.begin(), text.end(), '\n'));
+        return {};
+      };
+    };
     return io;
+  }
+  std::string Grown(const std::string& path) {
+    const std::lock_guard lock(growing_mutex);
+    return grown[path];
   }
   std::vector<store::RunSummary> Runs() {
     auto store = store::Store::Open({.path = dir.File("cmax.db"), .create = false});
@@ -84,7 +108,7 @@ TEST(LoadRun, ARunIsMeasuredRecordedAndWritten) {
   ASSERT_EQ(shell.notes.size(), 1U);  // the warm-up, not counted
   EXPECT_EQ(shell.notes[0], "warm-up: 2 requests (0 failed), not counted");
   EXPECT_NE(shell.written[target.output_file].find("\"completed\": 5"), std::string::npos);
-  const std::string& lines = shell.written[target.requests_file];
+  const std::string lines = shell.Grown(target.requests_file);
   EXPECT_EQ(std::count(lines.begin(), lines.end(), '\n'), 5);
   const auto runs = shell.Runs();
   ASSERT_EQ(runs.size(), 1U);
@@ -144,12 +168,74 @@ TEST(LoadRun, AnOutputThatFailsAfterTheRunEndsItAsAnError) {
   ASSERT_FALSE(report);
   // Not the user's input: the path was checked before the run.
   EXPECT_EQ(report.error().code, ErrorCode::kIo);
-  // The failed result file stopped it: the requests file was not written after it.
   EXPECT_EQ(shell.attempted, std::vector<std::string>{target.output_file});
+  // The requests were kept as they ended, before the result file failed.
+  const std::string lines = shell.Grown(target.requests_file);
+  EXPECT_EQ(std::count(lines.begin(), lines.end(), '\n'), 2);
   const auto runs = shell.Runs();
   ASSERT_EQ(runs.size(), 1U);
   EXPECT_EQ(runs[0].run.state, RunState::kError);
   EXPECT_EQ(runs[0].run.exit_code, 3);
+}
+
+// The requests file grows while the run goes: a run killed half-way keeps what had ended.
+// The run is stopped once lines have come; were they written only at its end, it would run its
+// whole 30 s and none would have been seen.
+TEST(LoadRun, TheRequestsFileGrowsAsRequestsEnd) {
+  SimFixture sim;
+  ASSERT_TRUE(sim.Up());
+  Shell shell;
+  TargetOptions target = Target(sim);
+  target.requests_file = shell.dir.File("requests.jsonl");
+  target.output_file = shell.dir.File("result.json");
+  LoadRunIo io = shell.Io();
+  bool seen_mid_run = false;
+  io.hooks.interrupted = [&] {
+    seen_mid_run = seen_mid_run || shell.grown_lines >= 3;
+    return seen_mid_run;
+  };
+  const auto report =
+      RunEndpoint(target, Small(), {.concurrency = 2, .duration_s = 30, .warmup = 2}, io);
+  ASSERT_TRUE(report) << report.error().message;
+  EXPECT_TRUE(seen_mid_run);
+  // Every request of the measured run has its line, whole, and no warm-up request has one.
+  const nlohmann::json result = nlohmann::json::parse(shell.written[target.output_file]);
+  const size_t sent = result["completed"].get<size_t>() + result["failed"].get<size_t>();
+  std::istringstream lines(shell.Grown(target.requests_file));
+  std::vector<uint64_t> indexes;
+  for (std::string line; std::getline(lines, line);) {
+    const auto request = nlohmann::json::parse(line, nullptr, false);
+    ASSERT_TRUE(request.is_object()) << line;
+    indexes.push_back(request["index"].get<uint64_t>());
+  }
+  EXPECT_EQ(indexes.size(), sent);
+  EXPECT_GE(indexes.size(), 3U);
+}
+
+// A requests file that cannot be written stops the run: what it measures could not be kept.
+TEST(LoadRun, ARequestsFileThatFailsStopsTheRun) {
+  SimFixture sim;
+  ASSERT_TRUE(sim.Up());
+  Shell shell;
+  shell.fail_growing = true;
+  TargetOptions target = Target(sim);
+  target.requests_file = shell.dir.File("requests.jsonl");
+  target.output_file = shell.dir.File("result.json");
+  const auto started = std::chrono::steady_clock::now();
+  const auto report =
+      RunEndpoint(target, Small(), {.concurrency = 2, .duration_s = 30}, shell.Io());
+  const double took_s =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  ASSERT_FALSE(report);
+  EXPECT_EQ(report.error().code, ErrorCode::kIo);
+  EXPECT_NE(report.error().message.find("--requests-file"), std::string::npos)
+      << report.error().message;
+  EXPECT_NE(report.error().message.find("disk full"), std::string::npos);
+  EXPECT_LT(took_s, 15) << "the run went on to its end";
+  EXPECT_TRUE(shell.attempted.empty());  // no result file for a run cut short
+  const auto runs = shell.Runs();
+  ASSERT_EQ(runs.size(), 1U);
+  EXPECT_EQ(runs[0].run.state, RunState::kError);
 }
 
 TEST(LoadRun, ASweepGivesARowPerLevelAndOneRun) {

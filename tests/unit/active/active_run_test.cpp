@@ -118,6 +118,24 @@ TEST_F(ActiveRun, AnIdleNodeIsExercisedJudgedAndRecorded) {
   EXPECT_EQ(Find(report->record, "active.nccl.ib-loopback"), nullptr);
 }
 
+// Each check's findings are in the store as the check ends, not when the whole run does: a run
+// killed during nvbandwidth keeps the diagnostic's. The stand-in nvbandwidth reads the store
+// with sqlite3 as it starts.
+TEST_F(ActiveRun, EachChecksFindingsAreStoredAsItEnds) {
+  StandIn("nvbandwidth", "sqlite3 '" + dir_.File("cmax.db") +
+                             "' \"SELECT r.state || ' ' || f.check_id || ' ' || f.status FROM "
+                             "findings f JOIN runs r ON r.id = f.run_id\" > '" +
+                             dir_.File("seen-by-nvbandwidth") + "'\ncat '" +
+                             Data("active/nvbandwidth/h100-healthy.txt") + "'");
+  auto report = RunActiveHealth({}, Io([] { return Result<sys::NvmlSnapshot>(Gpus()); }));
+  ASSERT_TRUE(report) << report.error().message;
+  const std::string seen = testing::SlurpFile(dir_.File("seen-by-nvbandwidth"));
+  EXPECT_NE(seen.find("running active.dcgm-diag FAIL"), std::string::npos) << seen;
+  EXPECT_EQ(seen.find("active.nvbandwidth"), std::string::npos) << seen;
+  EXPECT_EQ(report->record.run.state, RunState::kChecksFailed);
+  EXPECT_NE(Find(report->record, "active.nvbandwidth.device_to_device"), nullptr);
+}
+
 TEST_F(ActiveRun, TheFullLevelRunsTheLongDiagnosticAndTheAdaptersToo) {
   StandIn("dcgmi", "echo \"$@\" > '" + dir_.File("ran-dcgmi") + "'\ncat '" +
                        Data("dcgm_diag/dcgm4-level1-pass.json") + "'");

@@ -1,0 +1,62 @@
+#include "endpoint/requests_stream.hpp"
+
+#include <utility>
+
+namespace cmax::endpoint {
+
+RequestsStream::RequestsStream(AppendText sink, const std::vector<std::string>& secrets,
+                               std::chrono::milliseconds every)
+    : sink_(std::move(sink)), redactor_(secrets), every_(every), thread_([this] { Write(); }) {}
+
+RequestsStream::~RequestsStream() {
+  (void)Finish();
+}
+
+void RequestsStream::Add(const RequestRecord& record) {
+  if (Failed()) return;
+  // No wake-up: the thread comes on its own beat, and the run's thread makes no system call
+  // for it.
+  const std::lock_guard lock(mutex_);
+  pending_.push_back(record);
+}
+
+void RequestsStream::Write() {
+  std::vector<RequestRecord> batch;
+  std::string text;
+  while (true) {
+    bool last = false;
+    {
+      std::unique_lock lock(mutex_);
+      wake_.wait_for(lock, every_, [this] { return stopping_; });
+      batch.swap(pending_);  // the emptied batch goes back, with its room, for the next ones
+      last = stopping_;
+    }
+    if (!batch.empty() && !Failed()) {
+      text.clear();
+      for (RequestRecord& r : batch) {
+        redactor_.Redact(r);
+        text += RequestJsonl(r);
+        text += '\n';
+      }
+      if (auto ok = sink_(text); !ok) {
+        error_ = ok.error();
+        failed_.store(true, std::memory_order_relaxed);
+      }
+    }
+    batch.clear();
+    if (last) return;
+  }
+}
+
+Result<void> RequestsStream::Finish() {
+  {
+    const std::lock_guard lock(mutex_);
+    stopping_ = true;
+  }
+  wake_.notify_one();
+  if (thread_.joinable()) thread_.join();
+  if (error_) return tl::unexpected(*error_);
+  return {};
+}
+
+}  // namespace cmax::endpoint
