@@ -20,7 +20,7 @@ printf '%-30s %-2s %8s %14s %14s %14s %14s\n' SETTING "" RUNS "US/TOKEN" "US/REQ
 while read -r name decode conc requests output server_extra client_extra; do
   [ "$server_extra" = - ] && server_extra=
   [ "$client_extra" = - ] && client_extra=
-  client_extra=${client_extra//@DIR@/$dir}  # a file in the run's own folder
+  client_extra=${client_extra//@DIR@/"$dir"}  # a file in the run's own folder
   [[ "$name" == *"$only"* ]] || continue
   for side in A B; do : > "$dir/$side.txt"; done
   for _ in $(seq "$pairs"); do

@@ -209,6 +209,7 @@ Result<ActiveRunReport> RunActiveHealth(const ActiveRunOptions& options, const A
 
   // Each check's wall time, recorded: what a quick pass costs a node, check by check.
   const auto timed = [&](const char* check, const auto& work) {
+    if (!kept) return;  // the store took no more: what the checks found could not be kept
     const WallTime begun = io.clock->Now();
     work();
     metrics.push_back({.name = "active.check_seconds",

@@ -44,22 +44,22 @@ Result<void> WriteOutput(Context& ctx, const std::string& path, std::string_view
   return sys::LocalFileSystem().WriteOutputFile(path, text, mode);
 }
 
-Result<std::function<Result<void>(std::string_view)>> OpenGrowingOutput(Context& ctx,
-                                                                        const std::string& path,
-                                                                        mode_t mode) {
+Result<sys::GrowingOutput> OpenGrowingOutput(Context& ctx, const std::string& path, mode_t mode) {
   if (path == "-" || IsOurStdout(path)) {
-    return [&ctx](std::string_view text) -> Result<void> {
+    return sys::GrowingOutput{.append = [&ctx](std::string_view text) -> Result<void> {
       ctx.out << text;
       ctx.out.flush();
       if (!ctx.out) return Fail(ErrorCode::kIo, "cannot write to stdout");
       return {};
-    };
+    }};
   }
   if (auto ok = sys::CheckOutputPath(path); !ok) return tl::unexpected(ok.error());
   auto file = sys::AppendFile::Create(path, mode);
   if (!file) return tl::unexpected(file.error());
   auto shared = std::make_shared<sys::AppendFile>(std::move(*file));
-  return [shared](std::string_view text) { return shared->Append(text); };
+  return sys::GrowingOutput{
+      .append = [shared](std::string_view text) { return shared->Append(text); },
+      .finish = [shared] { return shared->Close(); }};
 }
 
 ControlCharacterFilter::int_type ControlCharacterFilter::overflow(int_type c) {

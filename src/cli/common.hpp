@@ -16,6 +16,7 @@
 #include "core/result.hpp"
 #include "core/run_record.hpp"
 #include "report/render.hpp"
+#include "sys/append_file.hpp"
 
 namespace cmax::cli {
 
@@ -26,11 +27,10 @@ Result<void> WriteOutput(Context& ctx, const std::string& path, std::string_view
                          mode_t mode = 0644);
 // An output written as it grows (a run's requests, line by line): "-" and our own stdout are
 // written through ctx.out; any other path is emptied and appended to (a link, FIFO or
-// character device written through). The paths are the same as WriteOutput's; the function
-// returned appends, from any one thread.
-Result<std::function<Result<void>(std::string_view)>> OpenGrowingOutput(Context& ctx,
-                                                                        const std::string& path,
-                                                                        mode_t mode = 0644);
+// character device written through), then synced and closed by `finish`. The paths are the
+// same as WriteOutput's; what is returned is used from any one thread.
+Result<sys::GrowingOutput> OpenGrowingOutput(Context& ctx, const std::string& path,
+                                             mode_t mode = 0644);
 // What a command writes to stderr passes through this: errors often quote what came from
 // outside (a server's message, a scheduler's reason, a file's text), and a terminal obeys
 // control characters. C0 controls other than tab and newline, and DEL, become '?'.

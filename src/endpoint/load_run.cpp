@@ -334,6 +334,11 @@ Result<LoadRunReport> ReplayEndpoint(const TargetOptions& target, const ReplayOp
 Result<LoadRunReport> SweepEndpoint(const TargetOptions& target, const WorkloadOptions& workload,
                                     const PaceOptions& pace, const SweepOptions& sweep,
                                     const LoadRunIo& io) {
+  if (!target.requests_file.empty()) {
+    return Fail(ErrorCode::kInvalidArgument,
+                "--requests-file is for run and replay: a sweep keeps each level's summary "
+                "(--output-file), not its requests");
+  }
   auto p = Prepare(target, pace, io);
   if (!p) return tl::unexpected(p.error());
   auto levels = SweepLevels(sweep.levels, sweep.max_concurrency);

@@ -101,7 +101,7 @@ struct LoadRunIo {
   std::function<Result<void>(const std::string& path, std::string_view text)> write_output;
   // Opens an output that is written as it grows (the requests file), emptied first; "-" is
   // stdout. What it returns is called from the requests stream's thread.
-  std::function<Result<AppendText>(const std::string& path)> open_growing;
+  std::function<Result<sys::GrowingOutput>(const std::string& path)> open_growing;
 };
 
 struct LoadRunReport {

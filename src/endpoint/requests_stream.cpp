@@ -1,10 +1,11 @@
 #include "endpoint/requests_stream.hpp"
 
+#include <exception>
 #include <utility>
 
 namespace cmax::endpoint {
 
-RequestsStream::RequestsStream(AppendText sink, const std::vector<std::string>& secrets,
+RequestsStream::RequestsStream(sys::GrowingOutput sink, const std::vector<std::string>& secrets,
                                std::chrono::milliseconds every)
     : sink_(std::move(sink)), redactor_(secrets), every_(every), thread_([this] { Write(); }) {}
 
@@ -16,8 +17,9 @@ void RequestsStream::Add(const RequestRecord& record) {
   if (Failed()) return;
   // No wake-up: the thread comes on its own beat, and the run's thread makes no system call
   // for it.
+  RequestRecord copy = record;  // made before the lock: the stream's thread is not held by it
   const std::lock_guard lock(mutex_);
-  pending_.push_back(record);
+  pending_.push_back(std::move(copy));
 }
 
 void RequestsStream::Write() {
@@ -32,19 +34,35 @@ void RequestsStream::Write() {
       last = stopping_;
     }
     if (!batch.empty() && !Failed()) {
-      text.clear();
-      for (RequestRecord& r : batch) {
-        redactor_.Redact(r);
-        text += RequestJsonl(r);
-        text += '\n';
+      // Nothing may escape this thread (it would end the process): memory that runs out while
+      // the lines are made is a write that failed.
+      Result<void> ok;
+      try {
+        text.clear();
+        for (RequestRecord& r : batch) {
+          redactor_.Redact(r);
+          text += RequestJsonl(r);
+          text += '\n';
+        }
+        ok = sink_.append(text);
+      } catch (const std::exception& e) {
+        ok = Fail(ErrorCode::kIo, "cannot make the lines: {}", e.what());
       }
-      if (auto ok = sink_(text); !ok) {
+      if (!ok) {
         error_ = ok.error();
         failed_.store(true, std::memory_order_relaxed);
       }
     }
     batch.clear();
-    if (last) return;
+    if (last) {
+      if (!Failed() && sink_.finish) {
+        if (auto ok = sink_.finish(); !ok) {
+          error_ = ok.error();
+          failed_.store(true, std::memory_order_relaxed);
+        }
+      }
+      return;
+    }
   }
 }
 

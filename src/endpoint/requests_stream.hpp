@@ -20,15 +20,15 @@
 #include "core/result.hpp"
 #include "endpoint/load.hpp"
 #include "endpoint/results.hpp"
+#include "sys/append_file.hpp"
 
 namespace cmax::endpoint {
 
-// Where the lines go: appended, in the order given; called on the stream's thread.
-using AppendText = std::function<Result<void>(std::string_view text)>;
-
 class RequestsStream {
  public:
-  RequestsStream(AppendText sink, const std::vector<std::string>& secrets,
+  // Where the lines go (appended in the order given, then finished), used on the stream's
+  // thread.
+  RequestsStream(sys::GrowingOutput sink, const std::vector<std::string>& secrets,
                  std::chrono::milliseconds every = std::chrono::milliseconds(200));
   ~RequestsStream();  // finishes, as Finish does
   RequestsStream(const RequestsStream&) = delete;
@@ -38,13 +38,14 @@ class RequestsStream {
   void Add(const RequestRecord& record);
   // A write failed: the run should stop, since what it measures can no longer be kept.
   bool Failed() const { return failed_.load(std::memory_order_relaxed); }
-  // Writes what is still to write, stops the thread and says whether every write went through.
+  // Writes what is still to write, finishes the output, stops the thread and says whether
+  // every write went through.
   Result<void> Finish();
 
  private:
   void Write();
 
-  AppendText sink_;
+  sys::GrowingOutput sink_;
   Redactor redactor_;
   std::chrono::milliseconds every_;
   std::mutex mutex_;

@@ -392,7 +392,7 @@ Result<std::map<std::string, RunSummary>> Store::LatestRunByHost(const std::stri
   // Newest first; the first row of each host is its latest run.
   auto stmt = db_->Prepare(fmt::format(
       "SELECT {}, {} FROM runs r WHERE command = ?1 AND substr(ifnull(target, ''), 1, ?2) = ?3 "
-      "AND (?4 = '' OR ifnull(provider, '') = ?4) ORDER BY id DESC",
+      "AND (?4 = '' OR ifnull(provider, '') = ?4) AND state != 'running' ORDER BY id DESC",
       kRunColumns, kCountColumns));
   if (!stmt) return tl::unexpected(stmt.error());
   stmt->Bind(1, std::string_view(command));

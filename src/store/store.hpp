@@ -84,7 +84,8 @@ class Store {
   Result<std::vector<RunSummary>> ListRuns(int limit);
   // Each host's latest run of `command` whose target starts with `target_prefix`, with its
   // counts: a node's last active check. Of `provider`'s runs only, when one is named (two
-  // providers' clusters may both have a gpu1); empty: of every provider's.
+  // providers' clusters may both have a gpu1); empty: of every provider's. Of the runs that
+  // ended only: a check still running, or killed part-way, has counts of the checks it got to.
   Result<std::map<std::string, RunSummary>> LatestRunByHost(const std::string& command,
                                                             const std::string& target_prefix,
                                                             const std::string& provider = "");

@@ -5,6 +5,9 @@
 
 #include <cerrno>
 #include <cstring>
+#include <sys/stat.h>
+
+#include "sys/file_system.hpp"
 
 namespace cmax::sys {
 
@@ -14,8 +17,8 @@ Result<int> OpenFor(const std::string& path, int flags, mode_t mode) {
   const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | flags, mode);
   if (fd < 0) {
     const int e = errno;
-    return Fail(e == ENOENT ? ErrorCode::kNotFound : ErrorCode::kIo, "cannot open {}: {}", path,
-                std::strerror(e));
+    // EINTR is a Ctrl-C while a FIFO waits for its reader: the user's, not an error.
+    return Fail(ErrorCodeFromErrno(e), "cannot open {}: {}", path, std::strerror(e));
   }
   return fd;
 }
@@ -45,6 +48,20 @@ AppendFile& AppendFile::operator=(AppendFile&& other) noexcept {
 
 AppendFile::~AppendFile() {
   if (fd_ >= 0) ::close(fd_);
+}
+
+Result<void> AppendFile::Close() {
+  if (fd_ < 0) return Fail(ErrorCode::kIo, "already closed");
+  struct stat st {};
+  Result<void> ok;
+  if (::fstat(fd_, &st) == 0 && S_ISREG(st.st_mode) && ::fsync(fd_) != 0) {
+    ok = Fail(ErrorCodeFromErrno(errno), "cannot finish: {}", std::strerror(errno));
+  }
+  if (::close(fd_) != 0 && ok) {
+    ok = Fail(ErrorCodeFromErrno(errno), "cannot finish: {}", std::strerror(errno));
+  }
+  fd_ = -1;
+  return ok;
 }
 
 Result<void> AppendFile::Append(std::string_view data) {

@@ -2,6 +2,7 @@
 // so that whatever was written before a crash, ours or the job's, is on disk.
 #pragma once
 
+#include <functional>
 #include <string>
 #include <string_view>
 #include <sys/types.h>
@@ -23,10 +24,20 @@ class AppendFile {
   AppendFile& operator=(const AppendFile&) = delete;
   ~AppendFile();
   Result<void> Append(std::string_view data);
+  // Syncs a regular file to disk and closes it, saying whether both went through (a full disk
+  // on NFS may say so only here). Appending after it fails.
+  Result<void> Close();
 
  private:
   explicit AppendFile(int fd) : fd_(fd) {}
   int fd_ = -1;
+};
+
+// An output written as it grows: `append` in order, then `finish` once (syncs and closes; may
+// be empty).
+struct GrowingOutput {
+  std::function<Result<void>(std::string_view)> append;
+  std::function<Result<void>()> finish;
 };
 
 }  // namespace cmax::sys

@@ -57,14 +57,14 @@ struct Shell {
       written[path] = std::string(text);
       return {};
     };
-    io.open_growing = [this](const std::string& path) -> Result<AppendText> {
-      return [this, path](std::string_view text) -> Result<void> {
+    io.open_growing = [this](const std::string& path) -> Result<sys::GrowingOutput> {
+      return sys::GrowingOutput{.append = [this, path](std::string_view text) -> Result<void> {
         if (fail_growing) return Fail(ErrorCode::kIo, "disk full (a stand-in)");
         const std::lock_guard lock(growing_mutex);
         grown[path] += text;
         grown_lines += static_cast<size_t>(std::count(text.begin(), text.end(), '\n'));
         return {};
-      };
+      }};
     };
     return io;
   }
@@ -252,6 +252,12 @@ TEST(LoadRun, ASweepGivesARowPerLevelAndOneRun) {
   EXPECT_EQ(shell.rows[1].substr(0, 11), "          1");
   EXPECT_EQ(shell.rows[2].substr(0, 11), "          3");
   EXPECT_EQ(shell.written["-"].front(), '[');
+  EXPECT_EQ(shell.Runs().size(), 1U);
+  // A sweep keeps no requests file: the flag is refused, not ignored.
+  target.requests_file = shell.dir.File("requests.jsonl");
+  const auto refused = SweepEndpoint(target, Small(), {.requests = 4}, {.levels = {1}}, shell.Io());
+  ASSERT_FALSE(refused);
+  EXPECT_EQ(refused.error().code, ErrorCode::kInvalidArgument);
   EXPECT_EQ(shell.Runs().size(), 1U);
 }
 

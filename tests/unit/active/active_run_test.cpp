@@ -131,6 +131,12 @@ TEST_F(ActiveRun, EachChecksFindingsAreStoredAsItEnds) {
   ASSERT_TRUE(report) << report.error().message;
   const std::string seen = testing::SlurpFile(dir_.File("seen-by-nvbandwidth"));
   EXPECT_NE(seen.find("running active.dcgm-diag FAIL"), std::string::npos) << seen;
+  // The diagnostic's findings (its FAIL and its WARN) once each: not written again at the end.
+  EXPECT_EQ(
+      std::ranges::count_if(report->record.findings,
+                            [](const Finding& f) { return f.check_id == "active.dcgm-diag"; }),
+      2);
+  EXPECT_NE(seen.find("running active.dcgm-diag WARN"), std::string::npos) << seen;
   EXPECT_EQ(seen.find("active.nvbandwidth"), std::string::npos) << seen;
   EXPECT_EQ(report->record.run.state, RunState::kChecksFailed);
   EXPECT_NE(Find(report->record, "active.nvbandwidth.device_to_device"), nullptr);

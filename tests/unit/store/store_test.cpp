@@ -434,22 +434,30 @@ TEST(Store, RunsNameTheirProvider) {
 }
 
 // A node's last check, per host: of one provider's runs when one is named (two providers'
-// clusters both have a gpu1), else of anyone's.
+// clusters both have a gpu1), else of anyone's; of the checks that ended.
 TEST(Store, EachHostsLatestRunIsOfTheProviderNamed) {
   testing::TempDir dir;
   auto store = Store::Open({.path = dir.File("cmax.db")});
   ASSERT_TRUE(store);
   const auto check = [&](const char* host, const char* provider) {
-    return *store->BeginRun({.command = "health",
-                             .target = "active checks (quick)",
-                             .host = host,
-                             .started_at = At(1),
-                             .provider = provider});
+    const int64_t id = *store->BeginRun({.command = "health",
+                                         .target = "active checks (quick)",
+                                         .host = host,
+                                         .started_at = At(1),
+                                         .provider = provider});
+    EXPECT_TRUE(store->FinishRun(id, RunState::kOk, 0, At(2)));
+    return id;
   };
   const int64_t alpha1 = check("gpu1", "Alpha");
   const int64_t beta1 = check("gpu1", "Beta");
   const int64_t alpha2 = check("gpu2", "Alpha");
   const int64_t none3 = check("gpu3", "");
+  // A check still running (or killed part-way) is not a node's last check: gpu2's stays alpha2.
+  (void)store->BeginRun({.command = "health",
+                         .target = "active checks (quick)",
+                         .host = "gpu2",
+                         .started_at = At(3),
+                         .provider = "Alpha"});
   const auto hosts = [&](const std::string& provider) {
     auto latest = store->LatestRunByHost("health", "active checks", provider);
     EXPECT_TRUE(latest) << latest.error().message;
