@@ -136,7 +136,7 @@ void AddTargetFlags(CLI::App* app, endpoint::TargetOptions& o) {
       "Result JSON with vLLM's benchmark keys plus cmax's under \"cmax\"");
   Opt(app, "--requests-file", o.requests_file,
       "One JSON line per request, written as requests end (a killed run keeps those that "
-      "ended)");
+      "ended); run and replay only, a sweep refuses it");
   Opt(app, "--label", o.label, "Label in the result file (vLLM's label key)");
   Num(app, "--seed", o.seed, AnyUnsigned(),
       "Seed for prompts and arrival times (default 0, as vLLM's benchmark: the same prompts "
