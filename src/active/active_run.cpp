@@ -340,14 +340,13 @@ Result<ActiveRunReport> RunActiveHealth(const ActiveRunOptions& options, const A
   report.exit_code = outcome->exit_code;
 
   // What remediation reads: the node's conditions, in the same store.
-  auto store = store::Store::Open({.path = io.db_path});
-  if (!store) return tl::unexpected(store.error());
-  auto before = store->LoadConditions(io.host);
+  store::Store& store = *recorded->store;
+  auto before = store.LoadConditions(io.host);
   if (!before) return tl::unexpected(before.error());
   const std::vector<NodeCondition> changed =
       ActiveConditions(findings, report.second_look, io.host, io.clock->Now(), *before);
   if (!changed.empty()) {
-    if (auto saved = store->SaveConditions(changed, {}); !saved) {
+    if (auto saved = store.SaveConditions(changed, {}); !saved) {
       return tl::unexpected(saved.error());
     }
   }

@@ -48,22 +48,20 @@ void RequestsStream::Write() {
       } catch (const std::exception& e) {
         ok = Fail(ErrorCode::kIo, "cannot make the lines: {}", e.what());
       }
-      if (!ok) {
-        error_ = ok.error();
-        failed_.store(true, std::memory_order_relaxed);
-      }
+      Keep(ok);
     }
     batch.clear();
     if (last) {
-      if (!Failed() && sink_.finish) {
-        if (auto ok = sink_.finish(); !ok) {
-          error_ = ok.error();
-          failed_.store(true, std::memory_order_relaxed);
-        }
-      }
+      if (!Failed() && sink_.finish) Keep(sink_.finish());
       return;
     }
   }
+}
+
+void RequestsStream::Keep(const Result<void>& written) {
+  if (written) return;
+  error_ = written.error();
+  failed_.store(true, std::memory_order_relaxed);
 }
 
 Result<void> RequestsStream::Finish() {

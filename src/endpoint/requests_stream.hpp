@@ -44,6 +44,7 @@ class RequestsStream {
 
  private:
   void Write();
+  void Keep(const Result<void>& written);  // a write that failed is kept as the stream's error
 
   sys::GrowingOutput sink_;
   Redactor redactor_;
